@@ -1,0 +1,198 @@
+//! Code mode as ordinary tools: `run_code` and `search_tools`, in the source `codemode`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use toolmux_core::{
+    Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolResult,
+    WeakHub,
+};
+
+use crate::capabilities::CODEMODE_SOURCE;
+use crate::sandbox::{Limits, Sandbox};
+use crate::search::search;
+
+/// The tool that runs a script.
+pub const RUN_CODE: &str = "run_code";
+/// The tool that finds tools and returns their declarations.
+pub const SEARCH_TOOLS: &str = "search_tools";
+
+const RUN_CODE_DESCRIPTION: &str = "Run a TypeScript script that calls tools as typed functions \
+and returns only what you ask for, so intermediate results never enter the conversation. Import \
+a source's tools with `import { workspace } from '@capabilities/workspace'` (each tool is a method \
+named in camelCase, e.g. `workspace.fileRead({ path })`, returning a Promise of its structured \
+result); use search_tools to find tools and their exact types. The script is the body of an async \
+function: use top-level `await`, and `return` the result (it must be JSON). `Promise.all` runs \
+calls concurrently. A failed call throws a `ToolError` with `code` and `tool`. Globals: `console` \
+(output is returned as logs), `JSON`, `csv.parse/format`, `hash.sha256/sha512/sha1/md5`, \
+`base64.encode/decode/decodeBytes`, `time.now/format/parse`. There is no file, network, process or \
+timer access except through tools, and every call is subject to the same policies and approvals as \
+a direct call.";
+
+const SEARCH_TOOLS_DESCRIPTION: &str = "Find tools for run_code scripts by what they do. Returns \
+the best matches ranked, each with the module to import and its TypeScript declaration (input and \
+output types). An empty query lists tools.";
+
+/// The `codemode` source. Holds the hub weakly (through its sandbox), so the hub can own it.
+#[derive(Clone, Debug)]
+pub struct CodeModeSource {
+    sandbox: Arc<Sandbox>,
+}
+
+impl CodeModeSource {
+    /// A source whose scripts call the tools of `hub` within `limits`. Add it to the same hub:
+    /// `hub.add_source(Arc::new(CodeModeSource::new(hub.downgrade(), Limits::default())))`.
+    pub fn new(hub: WeakHub, limits: Limits) -> Self {
+        Self {
+            sandbox: Arc::new(Sandbox::new(hub, limits)),
+        }
+    }
+
+    /// The sandbox the source runs scripts in.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
+    }
+
+    fn descriptors(&self) -> Vec<ToolDescriptor> {
+        let mut run = ToolDescriptor::new(
+            CODEMODE_SOURCE,
+            RUN_CODE,
+            RUN_CODE_DESCRIPTION,
+            json!({
+                "type": "object",
+                "properties": {
+                    "code": {"type": "string", "description": "The TypeScript script."}
+                },
+                "required": ["code"],
+                "additionalProperties": false
+            }),
+        );
+        run.title = Some("Run a TypeScript script".to_string());
+        run.output_schema = Some(Arc::new(json!({
+            "type": "object",
+            "properties": {
+                "result": {"description": "What the script returned."},
+                "logs": {"type": "array", "items": {"type": "object", "properties": {
+                    "level": {"type": "string"}, "message": {"type": "string"}
+                }, "required": ["level", "message"]}},
+                "calls": {"type": "integer", "description": "Tool calls the script made."}
+            },
+            "required": ["result", "logs", "calls"]
+        })));
+        // The script's own calls are each checked against their policies; the wall-clock limit
+        // pauses while a person approves one, so the pipeline's limit for the script itself has
+        // to leave room for that.
+        run.timeout = Some(self.sandbox.limits().wall_time + Duration::from_secs(30 * 60));
+        run.annotations = ToolAnnotations {
+            open_world_hint: Some(true),
+            ..ToolAnnotations::default()
+        };
+
+        let mut find = ToolDescriptor::new(
+            CODEMODE_SOURCE,
+            SEARCH_TOOLS,
+            SEARCH_TOOLS_DESCRIPTION,
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Words describing the task, e.g. `search files for text`."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8, "description": "How many tools to return."}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        );
+        find.title = Some("Find tools and their TypeScript declarations".to_string());
+        find.annotations = ToolAnnotations::read_only();
+        find.parallel = true;
+        vec![run, find]
+    }
+
+    async fn run_code(&self, call: &SourceCall<'_>) -> Result<ToolResult, SourceError> {
+        let code = call
+            .arguments
+            .get("code")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let output = self.sandbox.run(code, call.context).await;
+        let logs = serde_json::to_value(&output.logs).unwrap_or(Value::Null);
+        match output.result {
+            Ok(result) => Ok(ToolResult::structured(json!({
+                "result": result,
+                "logs": logs,
+                "calls": output.calls,
+            }))),
+            Err(error) => {
+                let mut text = error.to_string();
+                if !output.logs.is_empty() {
+                    text.push_str("\n\nconsole output before the error:");
+                    for line in &output.logs {
+                        text.push_str(&format!("\n[{}] {}", line.level, line.message));
+                    }
+                }
+                Ok(ToolResult::error(text))
+            }
+        }
+    }
+
+    fn search_tools(&self, call: &SourceCall<'_>) -> Result<ToolResult, SourceError> {
+        let query = call
+            .arguments
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let limit = call
+            .arguments
+            .get("limit")
+            .and_then(Value::as_u64)
+            .unwrap_or(8)
+            .clamp(1, 50) as usize;
+        let capabilities = self
+            .sandbox
+            .capabilities()
+            .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+        let hits = search(&capabilities, query, limit);
+        if hits.is_empty() {
+            return Ok(ToolResult::structured_with_text(
+                json!({"matches": []}),
+                format!(
+                    "No tool matches `{query}`. Try other words, or an empty query to list tools."
+                ),
+            ));
+        }
+        let text = hits
+            .iter()
+            .map(|h| h.declaration.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let structured = json!({ "matches": hits });
+        Ok(ToolResult::structured_with_text(structured, text))
+    }
+}
+
+#[async_trait]
+impl Source for CodeModeSource {
+    fn id(&self) -> &str {
+        CODEMODE_SOURCE
+    }
+
+    fn kind(&self) -> SourceKind {
+        SourceKind::Builtin
+    }
+
+    fn tools(&self) -> Vec<ToolDescriptor> {
+        self.descriptors()
+    }
+
+    async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
+        match call.tool.original_name.as_str() {
+            RUN_CODE => self.run_code(&call).await,
+            SEARCH_TOOLS => self.search_tools(&call),
+            other => Err(SourceError::Failed(format!(
+                "the codemode source has no tool `{other}`"
+            ))),
+        }
+    }
+}

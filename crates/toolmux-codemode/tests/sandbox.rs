@@ -1,0 +1,485 @@
+//! The sandbox against a real hub: results, logs, host calls through the pipeline, approvals,
+//! denials, concurrency, and every limit (each followed by a script that still runs).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolmux_codemode::{CodeModeError, Limits, RunOutput, Sandbox};
+use toolmux_core::{Approval, CallContext, Channel, Hub};
+
+use common::{Gate, hub_with_notes};
+
+fn sandbox(hub: &Hub, limits: Limits) -> Sandbox {
+    Sandbox::new(hub.downgrade(), limits)
+}
+
+async fn run(sandbox: &Sandbox, script: &str) -> RunOutput {
+    sandbox.run(script, &CallContext::new(Channel::Cli)).await
+}
+
+/// The host is fine: a trivial script runs and answers.
+async fn assert_next_script_runs(sandbox: &Sandbox) {
+    let out = run(sandbox, "return 1 + 1;").await;
+    assert_eq!(out.result.expect("the next script runs"), json!(2));
+}
+
+#[tokio::test]
+async fn script_returns_its_value_and_console_output() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        "interface P { n: number }\nconst p: P = { n: 41 };\nconsole.log('n is', p.n, { ok: true });\nconsole.error('careful');\nreturn { answer: p.n + 1 };",
+    )
+    .await;
+    assert_eq!(out.result.expect("runs"), json!({"answer": 42}));
+    let logs: Vec<(String, String)> = out.logs.into_iter().map(|l| (l.level, l.message)).collect();
+    assert_eq!(
+        logs,
+        vec![
+            ("log".to_string(), "n is 41 {\"ok\":true}".to_string()),
+            ("error".to_string(), "careful".to_string()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_module_script_returns_its_default_export() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        "import { notes } from '@capabilities/notes';\nconst r = await notes.add({ a: 1, b: 2 });\nexport default r.sum;",
+    )
+    .await;
+    assert_eq!(out.result.expect("runs"), json!(3));
+}
+
+#[tokio::test]
+async fn tool_calls_go_through_the_pipeline_on_the_code_channel() {
+    let (hub, records) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let context = CallContext::new(Channel::Chat).with_session("s-1");
+    let out = sandbox
+        .run(
+            "import { notes } from '@capabilities/notes';\nconst { sum } = await notes.add({ a: 2, b: 3 });\nconst text = await notes.echo({ text: 'hi' });\nreturn [sum, text];",
+            &context,
+        )
+        .await;
+    assert_eq!(out.result.expect("runs"), json!([5, "hi"]));
+    assert_eq!(out.calls, 2);
+    let records = records.0.lock().expect("records");
+    assert_eq!(records.len(), 2);
+    for record in records.iter() {
+        assert_eq!(record.channel, Channel::Code);
+        assert_eq!(record.session.as_deref(), Some("s-1"));
+    }
+}
+
+#[tokio::test]
+async fn invalid_arguments_and_tool_errors_throw_tool_errors_with_codes() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        r#"import { notes } from '@capabilities/notes';
+const codes: string[] = [];
+for (const call of [() => notes.add({ a: 'x' } as any), () => notes.fail(), () => (globalThis as any).__toolmux_call('nope', {})]) {
+  try { await call(); } catch (e) { codes.push(`${(e as ToolError).code}:${(e as ToolError).tool}:${e instanceof ToolError}`); }
+}
+return codes;"#,
+    )
+    .await;
+    assert_eq!(
+        out.result.expect("runs"),
+        json!([
+            "invalid_arguments:add:true",
+            "tool_error:fail:true",
+            "not_found:nope:true"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_denied_call_throws_a_clear_error_inside_the_script() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        "import { notes } from '@capabilities/notes';\ntry { await notes.wipe(); return 'ran'; } catch (e) { return (e as Error).message; }",
+    )
+    .await;
+    let message = out.result.expect("runs");
+    assert_eq!(
+        message,
+        json!("tool `wipe` was denied: its policy is `deny` (rule for `wipe`)")
+    );
+
+    let uncaught = run(
+        &sandbox,
+        "import { notes } from '@capabilities/notes';\nawait notes.wipe();",
+    )
+    .await;
+    let text = uncaught.result.expect_err("throws").to_string();
+    assert!(
+        text.starts_with("ToolError: tool `wipe` was denied"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn an_ask_policy_pauses_the_script_until_the_person_answers() {
+    let (hub, records) = hub_with_notes();
+    let sandbox = Arc::new(sandbox(&hub, Limits::default()));
+    let gate = Gate::new();
+    let context = CallContext::new(Channel::Chat).with_approver(gate.clone());
+    let script = "import { notes } from '@capabilities/notes';\nconsole.log('before');\nconst r = await notes.deleteNote({ id: 'n1' });\nconsole.log('after');\nreturn r;";
+    let running = {
+        let sandbox = Arc::clone(&sandbox);
+        tokio::spawn(async move { sandbox.run(script, &context).await })
+    };
+    tokio::time::timeout(Duration::from_secs(5), gate.asked_signal.notified())
+        .await
+        .expect("the approver is asked");
+    // The script is paused: nothing ran the tool yet.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!running.is_finished());
+    assert!(records.0.lock().expect("records").is_empty());
+    gate.answer(Approval::Allow);
+    let out = running.await.expect("joins");
+    assert_eq!(out.result.expect("runs"), json!("deleted"));
+    assert_eq!(gate.asked.load(Ordering::SeqCst), 1);
+    let messages: Vec<_> = out.logs.into_iter().map(|l| l.message).collect();
+    assert_eq!(messages, vec!["before", "after"]);
+}
+
+#[tokio::test]
+async fn waiting_for_approval_does_not_count_against_the_wall_clock() {
+    let (hub, _) = hub_with_notes();
+    let limits = Limits {
+        wall_time: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let sandbox = Arc::new(sandbox(&hub, limits));
+    let gate = Gate::new();
+    let context = CallContext::new(Channel::Chat).with_approver(gate.clone());
+    let running = {
+        let sandbox = Arc::clone(&sandbox);
+        tokio::spawn(async move {
+            sandbox
+                .run(
+                    "import { notes } from '@capabilities/notes';\nreturn await notes.deleteNote({ id: 'n1' });",
+                    &context,
+                )
+                .await
+        })
+    };
+    gate.asked_signal.notified().await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    gate.answer(Approval::Deny {
+        reason: "not today".to_string(),
+    });
+    let out = running.await.expect("joins");
+    let text = out.result.expect_err("denied").to_string();
+    assert!(
+        text.contains("tool `delete_note` was denied: not today"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_thousand_concurrent_calls_with_promise_all_all_resolve() {
+    let (hub, records) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        "import { notes } from '@capabilities/notes';\nconst results = await Promise.all(Array.from({ length: 1000 }, (_, i) => notes.add({ a: i, b: 1 })));\nreturn results.reduce((total, r) => total + r.sum, 0);",
+    )
+    .await;
+    // sum over i of (i + 1) for i in 0..1000
+    assert_eq!(out.result.expect("runs"), json!(500500));
+    assert_eq!(out.calls, 1000);
+    assert_eq!(records.0.lock().expect("records").len(), 1000);
+}
+
+#[tokio::test]
+async fn a_memory_bomb_is_stopped_and_the_next_script_runs() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        "const hoard: number[][] = [];\nwhile (true) { hoard.push(new Array(100000).fill(1)); }",
+    )
+    .await;
+    assert!(
+        matches!(out.result, Err(CodeModeError::OutOfMemory(_))),
+        "{:?}",
+        out.result
+    );
+    assert_next_script_runs(&sandbox).await;
+}
+
+#[tokio::test]
+async fn a_huge_string_built_by_a_builtin_is_stopped_and_the_next_script_runs() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(&sandbox, "const s = 'x'.repeat(1e9);\nreturn s.length;").await;
+    assert!(
+        matches!(out.result, Err(CodeModeError::OutOfMemory(_))),
+        "{:?}",
+        out.result
+    );
+    assert_next_script_runs(&sandbox).await;
+}
+
+#[tokio::test]
+async fn an_infinite_loop_uses_up_its_cpu_budget_and_the_next_script_runs() {
+    let (hub, _) = hub_with_notes();
+    let limits = Limits {
+        cpu_time: Duration::from_millis(200),
+        ..Limits::default()
+    };
+    let sandbox = sandbox(&hub, limits);
+    let started = Instant::now();
+    let out = run(&sandbox, "let i = 0;\nwhile (true) { i++; }").await;
+    assert!(
+        matches!(out.result, Err(CodeModeError::CpuBudget(_))),
+        "{:?}",
+        out.result
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_next_script_runs(&sandbox).await;
+}
+
+#[tokio::test]
+async fn deep_recursion_is_a_stack_overflow_and_the_next_script_runs() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        "function down(n: number): number { return down(n + 1) + 1; }\nreturn down(0);",
+    )
+    .await;
+    assert!(
+        matches!(out.result, Err(CodeModeError::StackOverflow(_))),
+        "{:?}",
+        out.result
+    );
+    assert_next_script_runs(&sandbox).await;
+}
+
+#[tokio::test]
+async fn a_script_waiting_on_a_slow_tool_hits_the_wall_clock_timeout() {
+    let (hub, _) = hub_with_notes();
+    let limits = Limits {
+        wall_time: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let sandbox = sandbox(&hub, limits);
+    let started = Instant::now();
+    let out = run(
+        &sandbox,
+        "import { notes } from '@capabilities/notes';\nawait notes.slow({ ms: 10000 });",
+    )
+    .await;
+    assert!(
+        matches!(out.result, Err(CodeModeError::Timeout(_))),
+        "{:?}",
+        out.result
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_next_script_runs(&sandbox).await;
+}
+
+#[tokio::test]
+async fn a_promise_nothing_will_settle_is_reported_instead_of_hanging() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(&sandbox, "await new Promise(() => {});").await;
+    let text = out.result.expect_err("reported").to_string();
+    assert!(text.contains("nothing will settle"), "{text}");
+}
+
+#[tokio::test]
+async fn only_capability_modules_can_be_imported() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(&sandbox, "import fs from 'fs';\nreturn fs;").await;
+    let text = out.result.expect_err("does not resolve").to_string();
+    assert!(
+        text.contains("cannot import `fs`: code mode has no files, packages or network; only `@capabilities/<source>` modules can be imported (@capabilities/notes)"),
+        "{text}"
+    );
+    let out = run(
+        &sandbox,
+        "import { x } from '@capabilities/nope';\nreturn x;",
+    )
+    .await;
+    let text = out.result.expect_err("does not resolve").to_string();
+    assert!(
+        text.contains("cannot import `@capabilities/nope`: no such source"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn there_are_no_file_network_process_or_timer_globals() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        "const g = globalThis as any;\nreturn ['setTimeout', 'setInterval', 'fetch', 'XMLHttpRequest', 'require', 'process', 'std', 'os', 'Deno', 'Bun', '__toolmux_native'].filter((name) => g[name] !== undefined);",
+    )
+    .await;
+    assert_eq!(out.result.expect("runs"), json!([]));
+}
+
+#[tokio::test]
+async fn errors_carry_the_typescript_line_and_column() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        "type Row = { id: number };\nconst rows: Row[] = [];\n\nfunction first(r: Row[]): Row {\n  return r[0]!;\n}\nconst id: number = first(rows).id;\nreturn id;",
+    )
+    .await;
+    let text = out.result.expect_err("throws").to_string();
+    assert!(text.starts_with("TypeError"), "{text}");
+    assert!(text.contains("script.ts:7:"), "{text}");
+
+    let out = run(
+        &sandbox,
+        "const a: number = 1;\n\n   throw new Error('boom');",
+    )
+    .await;
+    let text = out.result.expect_err("throws").to_string();
+    assert!(text.starts_with("Error: boom"), "{text}");
+    assert!(text.contains("script.ts:3:"), "{text}");
+}
+
+#[tokio::test]
+async fn the_standard_library_hashes_encodes_parses_and_formats() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        r#"const rows = csv.parse("name,n\na,1\nb,2\n", { header: true });
+return {
+  sha256: hash.sha256("abc"),
+  md5: hash.md5(new Uint8Array([97, 98, 99])),
+  sha1: hash.sha1("abc"),
+  b64: base64.encode("héllo"),
+  back: base64.decode(base64.encode("héllo", { url: true })),
+  bytes: Array.from(base64.decodeBytes("AAEC")),
+  rows,
+  csv: csv.format([{ a: 1, b: "x,y" }]),
+  date: time.format(Date.UTC(2024, 1, 29, 13, 5), "%Y-%m-%d %H:%M", "+01:00"),
+  parsed: time.parse("2024-02-29T12:00:00Z"),
+  json: JSON.parse(JSON.stringify({ k: [1, 2] })),
+};"#,
+    )
+    .await;
+    assert_eq!(
+        out.result.expect("runs"),
+        json!({
+            "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "md5": "900150983cd24fb0d6963f7d28e17f72",
+            "sha1": "a9993e364706816aba3e25717850c26c9cd0d89d",
+            "b64": "aMOpbGxv",
+            "back": "héllo",
+            "bytes": [0, 1, 2],
+            "rows": [{"name": "a", "n": "1"}, {"name": "b", "n": "2"}],
+            "csv": "a,b\r\n1,\"x,y\"\r\n",
+            "date": "2024-02-29 14:05",
+            "parsed": 1709208000000u64,
+            "json": {"k": [1, 2]},
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_result_that_is_not_json_is_a_clear_error() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(&sandbox, "const a: any = {};\na.self = a;\nreturn a;").await;
+    let text = out.result.expect_err("circular").to_string();
+    assert!(
+        text.starts_with("the script's result cannot be converted to JSON"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn syntax_errors_are_reported_before_anything_runs() {
+    let (hub, records) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(
+        &sandbox,
+        "import { notes } from '@capabilities/notes';\nawait notes.add({ a: 1, b: 2 });\nconst = 3;",
+    )
+    .await;
+    let err = out.result.expect_err("does not parse");
+    assert!(matches!(err, CodeModeError::Syntax(_)), "{err:?}");
+    assert!(err.to_string().contains("script.ts:3:"), "{err}");
+    assert!(records.0.lock().expect("records").is_empty());
+}
+
+#[tokio::test]
+async fn the_watchdog_abandons_a_builtin_that_ignores_the_interrupt_and_the_next_script_runs() {
+    let (hub, _) = hub_with_notes();
+    // A big heap so that the built-in (a global regex replace over a 60 MB string, which does
+    // not poll the interrupt handler) runs long instead of running out of memory.
+    let limits = Limits {
+        memory_bytes: 1024 * 1024 * 1024,
+        wall_time: Duration::from_millis(100),
+        watchdog_grace: Duration::from_millis(100),
+        ..Limits::default()
+    };
+    let sandbox = sandbox(&hub, limits);
+    let started = Instant::now();
+    let out = run(
+        &sandbox,
+        "return 'ab'.repeat(3e7).replace(/a/g, 'cc').length;",
+    )
+    .await;
+    assert!(
+        matches!(out.result, Err(CodeModeError::Watchdog { .. })),
+        "{:?}",
+        out.result
+    );
+    assert!(started.elapsed() < Duration::from_millis(1500));
+    assert_next_script_runs(&sandbox).await;
+}
+
+#[tokio::test]
+async fn too_many_calls_at_once_run_out_of_memory_cleanly() {
+    let (hub, _) = hub_with_notes();
+    let limits = Limits {
+        memory_bytes: 8 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let sandbox = sandbox(&hub, limits);
+    let out = run(
+        &sandbox,
+        "import { notes } from '@capabilities/notes';\nawait Promise.all(Array.from({ length: 9000 }, (_, i) => notes.add({ a: i, b: 1 })));",
+    )
+    .await;
+    assert!(
+        matches!(out.result, Err(CodeModeError::OutOfMemory(_))),
+        "{:?}",
+        out.result
+    );
+    assert_next_script_runs(&sandbox).await;
+}
+
+#[tokio::test]
+async fn a_script_throwing_null_is_not_mistaken_for_running_out_of_memory() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(&sandbox, "throw null;").await;
+    assert_eq!(out.result.expect_err("throws").to_string(), "Uncaught null");
+}

@@ -1,0 +1,52 @@
+//! toolmux's configuration: the one loader of `.toolmux/config.json`, its types, its JSON
+//! Schema, and the one way to write a file atomically.
+//!
+//! # Where settings come from, lowest precedence first
+//! 1. Built-in defaults (each type's `Default`).
+//! 2. The user file, `$XDG_CONFIG_HOME/toolmux/config.json` or `~/.config/toolmux/config.json`
+//!    ([`user_config_path`]).
+//! 3. The project file, `<project>/.toolmux/config.json` ([`project_config_path`]), found by
+//!    walking up from the working directory ([`find_project_dir`]).
+//!
+//! Files are merged as JSON: objects key by key, recursively; any other value (a string, a
+//! number, an array such as `filters.include`) is replaced whole by the later file. A missing
+//! file counts as empty.
+//!
+//! # How a file is read
+//! Each file is read and checked on its own before merging, so every error names the file at
+//! fault and, where there is one, its line, column and field path ([`ConfigError`]). Every key is
+//! known (a typo is an error with a "did you mean"), and patterns, tool names and periods are
+//! checked as they are read. `${VAR}` and `${VAR:-default}` are expanded in every string value
+//! (not in keys) of each file before merging, with `$${` for a literal `${` ([`expand_env`]);
+//! an unset variable without a default is an error. Finally `root` is resolved against the
+//! directory holding `.toolmux/` and must be an existing directory.
+//!
+//! This crate reads and writes files and nothing else: it does not watch them, and it knows no
+//! channel. Its output is plain data ([`Config`], [`toolmux_core::HubSettings`]).
+
+mod env;
+mod error;
+mod fields;
+mod load;
+mod mcp;
+mod model;
+mod schema;
+mod write;
+
+pub use env::{Env, EnvError, EnvProblem, expand_env};
+pub use error::ConfigError;
+pub use fields::{Period, ToolName, ToolPattern};
+pub use load::{
+    LoadedConfig, check_config_text, find_project_dir, load, load_with_env, project_config_path,
+    project_schema_path, unexpanded_mcp_servers, user_config_path,
+};
+pub use mcp::{
+    DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpServer,
+    McpTransport, Prefix, ServerEntry, ServerName, TransportKind,
+};
+pub use model::{
+    Config, Defaults, FilterSettings, LogSettings, Policies, RateLimitSetting, SourceSettings,
+    ToolSettings, WorkspaceLimits,
+};
+pub use schema::{schema, starter_config};
+pub use write::write_atomic;

@@ -1,0 +1,292 @@
+//! Finding, reading, checking and merging the configuration files.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::env::{Env, Expand, expand_env};
+use crate::error::{ConfigError, field_path};
+use crate::model::Config;
+
+/// The directory under a project that holds toolmux's files.
+const PROJECT_DIR_NAME: &str = ".toolmux";
+/// The configuration file's name, in the project and in the user's directory.
+const CONFIG_FILE_NAME: &str = "config.json";
+/// The schema file `toolmux init` writes beside the project's configuration.
+const SCHEMA_FILE_NAME: &str = "config.schema.json";
+
+/// A loaded, merged and checked configuration, with where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedConfig {
+    /// The merged configuration.
+    pub config: Config,
+    /// The directory that holds `.toolmux/`.
+    pub project_dir: PathBuf,
+    /// The project root tools work in: `root` resolved against `project_dir`, canonical.
+    pub root: PathBuf,
+    /// The files that were read, lowest precedence first.
+    pub files: Vec<PathBuf>,
+}
+
+/// Walks up from `start` to the first directory that holds `.toolmux/config.json`.
+pub fn find_project_dir(start: &Path) -> Option<PathBuf> {
+    let start = std::path::absolute(start).ok()?;
+    start
+        .ancestors()
+        .find(|dir| project_config_path(dir).is_file())
+        .map(Path::to_path_buf)
+}
+
+/// `<project_dir>/.toolmux/config.json`.
+pub fn project_config_path(project_dir: &Path) -> PathBuf {
+    project_dir.join(PROJECT_DIR_NAME).join(CONFIG_FILE_NAME)
+}
+
+/// `<project_dir>/.toolmux/config.schema.json`: where `toolmux init` writes [`crate::schema`],
+/// so that the `"$schema"` of [`crate::starter_config`] finds it.
+pub fn project_schema_path(project_dir: &Path) -> PathBuf {
+    project_dir.join(PROJECT_DIR_NAME).join(SCHEMA_FILE_NAME)
+}
+
+/// The user's configuration file: `$XDG_CONFIG_HOME/toolmux/config.json`, else
+/// `~/.config/toolmux/config.json`; `None` when there is no home directory.
+pub fn user_config_path() -> Option<PathBuf> {
+    user_config_path_with(&std_env)
+}
+
+pub(crate) fn user_config_path_with(env: Env<'_>) -> Option<PathBuf> {
+    // The XDG spec says a relative value is invalid and must be ignored.
+    let config_home = env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            env("HOME")
+                .or_else(|| env("USERPROFILE"))
+                .filter(|h| !h.is_empty())
+                .map(|home| PathBuf::from(home).join(".config"))
+        })?;
+    Some(config_home.join("toolmux").join(CONFIG_FILE_NAME))
+}
+
+fn std_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Loads the configuration of the project in `project_dir`, over the user file when given,
+/// with `${VAR}` references taken from the process environment. A missing file counts as empty.
+pub fn load(project_dir: &Path, user_config: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
+    load_with_env(project_dir, user_config, &std_env)
+}
+
+/// [`load`] with the environment given as a lookup function.
+pub fn load_with_env(
+    project_dir: &Path,
+    user_config: Option<&Path>,
+    env: Env<'_>,
+) -> Result<LoadedConfig, ConfigError> {
+    let project_file = project_config_path(project_dir);
+    let candidates = user_config
+        .filter(|user| *user != project_file)
+        .into_iter()
+        .chain([project_file.as_path()]);
+
+    let mut merged = Value::Object(Map::new());
+    let mut files = Vec::new();
+    let mut root_file = None;
+    for path in candidates {
+        let Some(value) = read_file(path, env)? else {
+            continue;
+        };
+        if value.get("root").is_some() {
+            root_file = Some(path.to_path_buf());
+        }
+        merge(&mut merged, value);
+        files.push(path.to_path_buf());
+    }
+
+    // Each file was checked alone and merging two valid files gives a valid one, so this only
+    // fails if that reasoning breaks; the project file is then the one to blame.
+    let config: Config = serde_path_to_error::deserialize(merged).map_err(|e| {
+        ConfigError::new(
+            &project_file,
+            field_path(e.path()),
+            e.into_inner().to_string(),
+        )
+    })?;
+    let root_file = root_file.unwrap_or(project_file);
+    let root = resolve_root(project_dir, config.root.as_deref(), &root_file)?;
+    Ok(LoadedConfig {
+        config,
+        project_dir: project_dir.to_path_buf(),
+        root,
+        files,
+    })
+}
+
+/// Reads one file and checks it alone, so that every error names its own file and position;
+/// returns its raw value with references expanded, ready to merge. `None` when it is missing.
+fn read_file(path: &Path, env: Env<'_>) -> Result<Option<Value>, ConfigError> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(ConfigError::new(
+                path,
+                "",
+                format!("cannot read the file: {e}"),
+            ));
+        }
+    };
+    check_text(path, &text, env).map(Some)
+}
+
+/// Checks the text of a configuration file as if it were read from `path` (which names it in
+/// errors): the same checks as [`load`] makes of each file, with `${VAR}` references taken from
+/// the process environment. A command that edits a file checks its new text with this before
+/// writing it.
+pub fn check_config_text(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    let value = check_text(path, text, &std_env)?;
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| ConfigError::new(path, field_path(e.path()), e.into_inner().to_string()))
+}
+
+/// The checks of one file's text; returns its raw value with references expanded.
+fn check_text(path: &Path, text: &str, env: Env<'_>) -> Result<Value, ConfigError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+
+    let mut de = serde_json::Deserializer::from_str(text);
+    let checked: Result<Config, _> = serde_path_to_error::deserialize(Expand::new(&mut de, env));
+    if let Err(e) = checked {
+        return Err(ConfigError::from_json(path, Some(e.path()), e.inner()));
+    }
+    de.end()
+        .map_err(|e| ConfigError::from_json(path, None, &e))?;
+
+    let raw: Value =
+        serde_json::from_str(text).map_err(|e| ConfigError::from_json(path, None, &e))?;
+    expand_env(raw, env).map_err(|e| ConfigError::new(path, e.path, e.problem.to_string()))
+}
+
+/// The `mcpServers` entries of the files a configuration was loaded from, merged the same way
+/// but with `${VAR}` references left as written: what decides a server's tool list, without
+/// the secrets the references stand for. A file that can no longer be read is left out.
+pub fn unexpanded_mcp_servers(loaded: &LoadedConfig) -> Map<String, Value> {
+    let mut merged = Value::Object(Map::new());
+    for path in &loaded.files {
+        let Ok(text) = fs::read_to_string(path) else {
+            continue;
+        };
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        if let Ok(Value::Object(mut file)) = serde_json::from_str::<Value>(text)
+            && let Some(servers) = file.remove("mcpServers")
+        {
+            merge(&mut merged, servers);
+        }
+    }
+    match merged {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// Merges `over` into `base`: objects key by key, recursively; anything else is replaced.
+pub(crate) fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(base), Value::Object(over)) => {
+            for (key, value) in over {
+                match base.get_mut(&key) {
+                    Some(slot) => merge(slot, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (slot, value) => *slot = value,
+    }
+}
+
+fn resolve_root(
+    project_dir: &Path,
+    root: Option<&Path>,
+    file: &Path,
+) -> Result<PathBuf, ConfigError> {
+    let joined = project_dir.join(root.unwrap_or(Path::new(".")));
+    let (field, what) = match root {
+        Some(root) => ("root", format!("the project root `{}`", root.display())),
+        None => ("", "the project directory".to_string()),
+    };
+    let err = |message: String| ConfigError::new(file, field, message);
+    match fs::canonicalize(&joined) {
+        Ok(dir) if dir.is_dir() => Ok(dir),
+        Ok(other) => Err(err(format!(
+            "{what} is not a directory (`{}`)",
+            other.display()
+        ))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(err(format!(
+            "{what} does not exist (looked for `{}`)",
+            joined.display()
+        ))),
+        Err(e) => Err(err(format!(
+            "{what} cannot be opened (`{}`): {e}",
+            joined.display()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_is_deep_for_objects_and_replaces_everything_else() {
+        let mut base = json!({
+            "defaults": {"timeoutMs": 1, "approvalTimeoutMs": 2},
+            "filters": {"include": ["a", "b"]},
+            "root": "x",
+        });
+        merge(
+            &mut base,
+            json!({
+                "defaults": {"timeoutMs": 5},
+                "filters": {"include": ["c"]},
+                "logs": {"retentionDays": 1},
+            }),
+        );
+        assert_eq!(
+            base,
+            json!({
+                "defaults": {"timeoutMs": 5, "approvalTimeoutMs": 2},
+                "filters": {"include": ["c"]},
+                "root": "x",
+                "logs": {"retentionDays": 1},
+            })
+        );
+    }
+
+    #[test]
+    fn user_config_path_honours_xdg_then_home() {
+        let xdg = |name: &str| match name {
+            "XDG_CONFIG_HOME" => Some("/xdg".to_string()),
+            "HOME" => Some("/home/ada".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            user_config_path_with(&xdg),
+            Some(PathBuf::from("/xdg/toolmux/config.json"))
+        );
+        let relative_xdg = |name: &str| match name {
+            "XDG_CONFIG_HOME" => Some("relative".to_string()),
+            "HOME" => Some("/home/ada".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            user_config_path_with(&relative_xdg),
+            Some(PathBuf::from("/home/ada/.config/toolmux/config.json"))
+        );
+        assert_eq!(user_config_path_with(&|_| None), None);
+    }
+}

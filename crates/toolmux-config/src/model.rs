@@ -1,0 +1,291 @@
+//! The shape of `.toolmux/config.json`: one struct per section, every key camelCase, every
+//! unknown key an error. Doc comments here become the descriptions in the published schema.
+//!
+//! Adding a section is adding one field to [`Config`] (with `#[serde(default)]` and a doc
+//! comment); loading, merging, `${VAR}` expansion and the schema follow by themselves.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::num::{NonZeroU32, NonZeroU64};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toolmux_core::{Filters, HubSettings, Policy, PolicyRules, RateLimit, ToolOverride};
+
+use crate::fields::{Period, ToolName, ToolPattern};
+use crate::mcp::{McpServer, ServerName};
+
+/// toolmux configuration: `.toolmux/config.json` in a project, merged over the user's
+/// `~/.config/toolmux/config.json`. Strings may use `${VAR}` and `${VAR:-default}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "a configuration object"
+)]
+pub struct Config {
+    /// The JSON Schema of this file, for editors; toolmux ignores it.
+    #[serde(rename = "$schema", skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// The project root that tools work in, relative to the directory that holds `.toolmux/`
+    /// (default: that directory). It must exist and be a directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<PathBuf>,
+    /// Time limits that apply when a tool sets none.
+    pub defaults: Defaults,
+    /// Which calls run without asking, which ask a person first, and which never run.
+    pub policies: Policies,
+    /// Settings for single tools, by exact registry name (`grep`, `github__create_issue`).
+    pub tool_settings: BTreeMap<ToolName, ToolSettings>,
+    /// Which tools are available at all, by name pattern.
+    pub filters: FilterSettings,
+    /// Settings for whole sources (`workspace`, an MCP server's name), by source id.
+    pub sources: BTreeMap<String, SourceSettings>,
+    /// Limits of the built-in workspace tools (file reading and search).
+    pub workspace: WorkspaceLimits,
+    /// The execution log.
+    pub logs: LogSettings,
+    /// External MCP servers whose tools join the registry as `NAME__tool`, in the shape Claude
+    /// Code, Cursor and Claude Desktop use: `command`, `args`, `env`, `cwd` for a local (stdio)
+    /// server; `url` and `headers` for a streamable-HTTP one; `"type": "sse"` and `url` for a
+    /// legacy SSE one; plus toolmux's own per-server settings.
+    pub mcp_servers: BTreeMap<ServerName, McpServer>,
+}
+
+/// Time limits that apply when a tool sets none.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `timeoutMs` and `approvalTimeoutMs`"
+)]
+pub struct Defaults {
+    /// How long a tool may run, in milliseconds.
+    pub timeout_ms: NonZeroU64,
+    /// How long a call with policy `ask` waits for an answer before it is denied, in
+    /// milliseconds.
+    pub approval_timeout_ms: NonZeroU64,
+}
+
+/// One minute; checked at compile time.
+const DEFAULT_TIMEOUT_MS: NonZeroU64 = NonZeroU64::new(60_000).expect("not zero");
+/// Ten minutes; checked at compile time.
+const DEFAULT_APPROVAL_TIMEOUT_MS: NonZeroU64 = NonZeroU64::new(600_000).expect("not zero");
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Self {
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            approval_timeout_ms: DEFAULT_APPROVAL_TIMEOUT_MS,
+        }
+    }
+}
+
+/// Policy rules: `allow` runs a call, `ask` asks a person first, `deny` never runs it. For one
+/// tool the first rule that applies wins: an exact name in `tools`, then the most specific
+/// matching pattern in `tools`, then the source's own setting, then `sources`, then the tool's
+/// annotations (read-only tools are allowed, destructive ones ask), then `default`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `default`, `tools` and `sources`"
+)]
+pub struct Policies {
+    /// The policy when no other rule decides (`allow` when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<Policy>,
+    /// Policies by tool name or pattern (`"grep": "allow"`, `"github__*": "ask"`).
+    pub tools: BTreeMap<ToolPattern, Policy>,
+    /// Policies by source id (`"workspace": "allow"`).
+    pub sources: BTreeMap<String, Policy>,
+}
+
+/// Settings for one tool that override what its source declares.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `timeoutMs`, `rateLimit` or `enabled`"
+)]
+pub struct ToolSettings {
+    /// How long the tool may run, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<NonZeroU64>,
+    /// At most this many calls per period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimitSetting>,
+    /// `false` switches the tool off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
+
+/// At most `requests` calls per `period`; `requests` is also the burst size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `requests` and `period`"
+)]
+pub struct RateLimitSetting {
+    /// Calls allowed in one period.
+    pub requests: NonZeroU32,
+    /// The length of the period (`"1m"`).
+    pub period: Period,
+}
+
+/// Which tools are available at all, by name pattern.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `include` and `exclude`"
+)]
+pub struct FilterSettings {
+    /// When not empty, only tools that match one of these patterns are available.
+    pub include: Vec<ToolPattern>,
+    /// Tools that match one of these patterns are not available.
+    pub exclude: Vec<ToolPattern>,
+}
+
+/// Settings for one source.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `enabled`"
+)]
+pub struct SourceSettings {
+    /// `false` switches off every tool of the source.
+    pub enabled: bool,
+}
+
+impl Default for SourceSettings {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
+/// Limits of the built-in workspace tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `maxReadBytes`, `maxResults` and `maxOutputBytes`"
+)]
+pub struct WorkspaceLimits {
+    /// The most bytes one file read returns.
+    pub max_read_bytes: usize,
+    /// The most matches or entries one search or listing returns.
+    pub max_results: usize,
+    /// The most bytes of output one workspace tool returns.
+    pub max_output_bytes: usize,
+}
+
+impl Default for WorkspaceLimits {
+    fn default() -> Self {
+        Self {
+            max_read_bytes: 256 * 1024,
+            max_results: 1000,
+            max_output_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// The execution log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `retentionDays` and `resultCapBytes`"
+)]
+pub struct LogSettings {
+    /// Days an execution record is kept.
+    pub retention_days: u32,
+    /// The most bytes of a tool's result kept in its record.
+    pub result_cap_bytes: usize,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            retention_days: 30,
+            result_cap_bytes: 16 * 1024,
+        }
+    }
+}
+
+impl Config {
+    /// The pipeline settings for [`toolmux_core::Hub`].
+    pub fn hub_settings(&self) -> HubSettings {
+        let millis = |ms: NonZeroU64| Duration::from_millis(ms.get());
+        HubSettings {
+            default_timeout: millis(self.defaults.timeout_ms),
+            approval_timeout: millis(self.defaults.approval_timeout_ms),
+            policies: PolicyRules {
+                default: self.policies.default,
+                tools: self
+                    .policies
+                    .tools
+                    .iter()
+                    .map(|(pattern, policy)| (pattern.pattern().clone(), *policy))
+                    .collect(),
+                sources: self
+                    .policies
+                    .sources
+                    .iter()
+                    .map(|(source, policy)| (source.clone(), *policy))
+                    .collect::<HashMap<_, _>>(),
+            },
+            overrides: self
+                .tool_settings
+                .iter()
+                .map(|(name, s)| {
+                    let settings = ToolOverride {
+                        timeout: s.timeout_ms.map(millis),
+                        rate_limit: s.rate_limit.as_ref().map(|r| RateLimit {
+                            requests: r.requests.get(),
+                            period: r.period.duration(),
+                        }),
+                        enabled: s.enabled,
+                    };
+                    (name.as_str().to_string(), settings)
+                })
+                .collect(),
+            filters: Filters {
+                include: patterns(&self.filters.include),
+                exclude: patterns(&self.filters.exclude),
+            },
+            disabled_sources: self
+                .sources
+                .iter()
+                .filter(|(_, s)| !s.enabled)
+                .map(|(id, _)| id.clone())
+                .chain(
+                    self.mcp_servers
+                        .iter()
+                        .filter(|(_, s)| !s.enabled)
+                        .map(|(name, _)| name.as_str().to_string()),
+                )
+                .collect::<HashSet<_>>(),
+        }
+    }
+
+    /// The limits of the built-in workspace tools.
+    pub fn workspace_limits(&self) -> WorkspaceLimits {
+        self.workspace
+    }
+}
+
+fn patterns(list: &[ToolPattern]) -> Vec<toolmux_core::NamePattern> {
+    list.iter().map(|p| p.pattern().clone()).collect()
+}

@@ -1,0 +1,523 @@
+//! Loading real files from a temporary project, and the exact messages a user sees.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tempfile::TempDir;
+use toolmux_config::{
+    Config, ConfigError, LoadedConfig, find_project_dir, load, load_with_env, project_config_path,
+};
+use toolmux_core::{Policy, RateLimit, ToolOverride};
+
+/// A temporary project with an optional project file and an optional user file.
+struct Project {
+    dir: TempDir,
+}
+
+impl Project {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes the project's `.toolmux/config.json` and returns its path.
+    fn config(&self, text: &str) -> PathBuf {
+        let path = project_config_path(self.path());
+        fs::create_dir_all(path.parent().expect("has a parent")).expect("mkdir .toolmux");
+        fs::write(&path, text).expect("write config");
+        path
+    }
+
+    /// Writes a user file outside the project and returns its path.
+    fn user(&self, text: &str) -> PathBuf {
+        let path = self.path().join("home/.config/toolmux/config.json");
+        fs::create_dir_all(path.parent().expect("has a parent")).expect("mkdir user dir");
+        fs::write(&path, text).expect("write user config");
+        path
+    }
+
+    fn load(&self, user: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
+        load_with_env(self.path(), user, &no_env)
+    }
+
+    fn error(&self, text: &str) -> (PathBuf, ConfigError) {
+        let file = self.config(text);
+        let err = self.load(None).expect_err("the file is invalid");
+        (file, err)
+    }
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+#[test]
+fn missing_files_give_the_defaults() {
+    let project = Project::new();
+    let loaded = load(project.path(), Some(&project.path().join("nope.json"))).expect("loads");
+    assert_eq!(loaded.config, Config::default());
+    assert!(loaded.files.is_empty());
+    assert_eq!(loaded.project_dir, project.path());
+    assert_eq!(
+        loaded.root,
+        fs::canonicalize(project.path()).expect("canonical")
+    );
+}
+
+#[test]
+fn trailing_comma_is_reported_with_file_line_and_column() {
+    let project = Project::new();
+    let (file, err) = project.error("{\n  \"defaults\": {\"timeoutMs\": 5,}\n}\n");
+    assert_eq!(
+        err.to_string(),
+        format!("{}:2:31: trailing comma", file.display())
+    );
+    assert_eq!((err.line, err.column), (Some(2), Some(31)));
+    assert_eq!(err.field, "");
+}
+
+#[test]
+fn missing_brace_is_reported_with_file_line_and_column() {
+    let project = Project::new();
+    let (file, err) = project.error("{\n  \"defaults\": {\"timeoutMs\": 5}\n");
+    assert_eq!(
+        err.to_string(),
+        format!("{}:3: EOF while parsing an object", file.display())
+    );
+}
+
+#[test]
+fn text_after_the_object_is_an_error() {
+    let project = Project::new();
+    let (file, err) = project.error("{}\n}\n");
+    assert_eq!(
+        err.to_string(),
+        format!("{}:2:1: trailing characters", file.display())
+    );
+}
+
+#[test]
+fn wrong_type_names_the_field() {
+    let project = Project::new();
+    let (file, err) = project.error("{\n  \"defaults\": {\n    \"timeoutMs\": \"fast\"\n  }\n}\n");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:3:23: at `defaults.timeoutMs`: invalid type: string \"fast\", expected a whole number greater than 0",
+            file.display()
+        )
+    );
+    assert_eq!(err.field, "defaults.timeoutMs");
+}
+
+#[test]
+fn wrong_section_type_says_an_object_is_expected() {
+    let project = Project::new();
+    let (file, err) = project.error(r#"{"logs": 5}"#);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:10: at `logs`: invalid type: integer `5`, expected an object with \
+             `retentionDays` and `resultCapBytes`",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn unknown_key_suggests_the_closest_field() {
+    let project = Project::new();
+    let (file, err) = project.error("{\n  \"defaults\": {\n    \"tiemoutMs\": 5\n  }\n}\n");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:3:15: at `defaults`: unknown field `tiemoutMs`; did you mean `timeoutMs`?",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn unknown_top_level_key_lists_the_valid_fields_when_none_is_close() {
+    let project = Project::new();
+    let (file, err) = project.error(r#"{"zzz": 1}"#);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:6: unknown field `zzz`; valid fields are `$schema`, `root`, `defaults`, \
+             `policies`, `toolSettings`, `filters`, `sources`, `workspace`, `logs`, `mcpServers`",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn invalid_policy_value_is_reported_at_its_position() {
+    let project = Project::new();
+    let (file, err) =
+        project.error("{\n  \"policies\": {\n    \"tools\": {\"grep\": \"maybe\"}\n  }\n}\n");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:3:29: at `policies.tools.grep`: invalid value `maybe`; expected one of \
+             `allow`, `ask`, `deny`",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn misspelt_policy_value_gets_a_suggestion() {
+    let project = Project::new();
+    let (file, err) = project.error(r#"{"policies": {"default": "alow"}}"#);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:31: at `policies.default`: invalid value `alow`; did you mean `allow`?",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn invalid_glob_in_a_filter_is_reported_at_its_position() {
+    let project = Project::new();
+    let (file, err) = project.error("{\n  \"filters\": {\"include\": [\"file_*\", \"a[\"]}\n}\n");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:2:41: at `filters.include[1]`: invalid tool-name pattern `a[`: \
+             unclosed character class; missing ']'",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn invalid_glob_as_a_policy_key_is_reported_at_its_position() {
+    let project = Project::new();
+    let (file, err) = project.error(r#"{"policies": {"tools": {"a[": "ask"}}}"#);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:28: at `policies.tools.a[`: invalid tool-name pattern `a[`: \
+             unclosed character class; missing ']'",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn tool_settings_take_exact_names_not_patterns() {
+    let project = Project::new();
+    let (file, err) = project.error(r#"{"toolSettings": {"github__*": {"enabled": false}}}"#);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:29: at `toolSettings.github__*`: invalid tool name `github__*`: a tool name is 1 to 64 \
+             letters, digits, `_` or `-` (patterns belong in `policies.tools` and `filters`)",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn invalid_rate_limit_period_is_reported_at_its_position() {
+    let project = Project::new();
+    let (file, err) = project.error(
+        r#"{"toolSettings": {"grep": {"rateLimit": {"requests": 10, "period": "1 minute"}}}}"#,
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:78: at `toolSettings.grep.rateLimit.period`: invalid duration `1 minute`: \
+             expected a number followed by ms, s, m, h or d (e.g. \"30s\")",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn unset_variable_names_the_variable_and_the_field() {
+    let project = Project::new();
+    let (file, err) = project.error("{\n  \"root\": \"${PROJECT_ROOT}/src\"\n}\n");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:2:31: at `root`: environment variable `PROJECT_ROOT` is not set",
+            file.display()
+        )
+    );
+    assert_eq!(err.field, "root");
+}
+
+#[test]
+fn references_are_expanded_in_every_string_before_checking() {
+    let project = Project::new();
+    fs::create_dir(project.path().join("src")).expect("mkdir src");
+    project.config(
+        r#"{
+          "$schema": "$${not a reference}",
+          "root": "${SUBDIR}",
+          "policies": {"default": "${DEFAULT_POLICY:-deny}", "tools": {"grep": "${GREP_POLICY}"}},
+          "toolSettings": {"grep": {"rateLimit": {"requests": 2, "period": "${PERIOD:-1m}"}}}
+        }"#,
+    );
+    let env = |name: &str| match name {
+        "SUBDIR" => Some("src".to_string()),
+        "GREP_POLICY" => Some("ask".to_string()),
+        _ => None,
+    };
+    let loaded = load_with_env(project.path(), None, &env).expect("loads");
+    let config = &loaded.config;
+    assert_eq!(config.schema.as_deref(), Some("${not a reference}"));
+    assert_eq!(config.root.as_deref(), Some(Path::new("src")));
+    assert_eq!(
+        loaded.root,
+        fs::canonicalize(project.path().join("src")).expect("canonical")
+    );
+    assert_eq!(config.policies.default, Some(Policy::Deny));
+    let settings = config.hub_settings();
+    assert_eq!(
+        settings.policies.tools[0].0.as_str(),
+        "grep",
+        "one rule for grep"
+    );
+    assert_eq!(settings.policies.tools[0].1, Policy::Ask);
+    assert_eq!(
+        settings.overrides["grep"].rate_limit,
+        Some(RateLimit {
+            requests: 2,
+            period: Duration::from_secs(60)
+        })
+    );
+}
+
+#[test]
+fn a_reference_that_expands_to_an_invalid_value_is_reported_at_its_position() {
+    let project = Project::new();
+    let file = project.config(r#"{"policies": {"default": "${POLICY}"}}"#);
+    let env = |name: &str| (name == "POLICY").then(|| "sometimes".to_string());
+    let err = load_with_env(project.path(), None, &env).expect_err("invalid after expansion");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:36: at `policies.default`: invalid value `sometimes`; expected one of \
+             `allow`, `ask`, `deny`",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn the_project_file_wins_over_the_user_file_key_by_key() {
+    let project = Project::new();
+    let user = project.user(
+        r#"{
+          "defaults": {"timeoutMs": 1000, "approvalTimeoutMs": 2000},
+          "policies": {"default": "deny", "tools": {"grep": "deny", "git__*": "ask"}},
+          "filters": {"include": ["file_*", "grep"]},
+          "logs": {"retentionDays": 7}
+        }"#,
+    );
+    let project_file = project.config(
+        r#"{
+          "defaults": {"timeoutMs": 5000},
+          "policies": {"tools": {"grep": "allow"}},
+          "filters": {"include": ["grep"]}
+        }"#,
+    );
+    let loaded = project.load(Some(&user)).expect("loads");
+    assert_eq!(loaded.files, [user, project_file]);
+    let config = loaded.config;
+    assert_eq!(config.defaults.timeout_ms.get(), 5000);
+    assert_eq!(config.defaults.approval_timeout_ms.get(), 2000);
+    assert_eq!(config.policies.default, Some(Policy::Deny));
+    let tools: Vec<(&str, Policy)> = config
+        .policies
+        .tools
+        .iter()
+        .map(|(p, pol)| (p.as_str(), *pol))
+        .collect();
+    assert_eq!(tools, [("git__*", Policy::Ask), ("grep", Policy::Allow)]);
+    let include: Vec<&str> = config.filters.include.iter().map(|p| p.as_str()).collect();
+    assert_eq!(include, ["grep"], "arrays are replaced, not merged");
+    assert_eq!(config.logs.retention_days, 7);
+    assert_eq!(config.logs.result_cap_bytes, 16 * 1024, "default kept");
+}
+
+#[test]
+fn an_error_in_the_user_file_names_the_user_file() {
+    let project = Project::new();
+    let user = project.user(r#"{"logs": {"retentionDays": -1}}"#);
+    project.config("{}");
+    let err = project.load(Some(&user)).expect_err("invalid user file");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:29: at `logs.retentionDays`: invalid value: integer `-1`, expected a whole number, 0 or more",
+            user.display()
+        )
+    );
+}
+
+#[test]
+fn each_file_must_be_valid_alone() {
+    // A rate limit is complete in each file; the user's period does not complete the project's.
+    let project = Project::new();
+    let user = project
+        .user(r#"{"toolSettings": {"grep": {"rateLimit": {"requests": 1, "period": "1s"}}}}"#);
+    let file = project.config(r#"{"toolSettings": {"grep": {"rateLimit": {"requests": 5}}}}"#);
+    let err = project
+        .load(Some(&user))
+        .expect_err("incomplete rate limit");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:55: at `toolSettings.grep.rateLimit`: missing field `period`",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn root_is_resolved_against_the_project_directory() {
+    let project = Project::new();
+    fs::create_dir_all(project.path().join("a/b")).expect("mkdir");
+    project.config(r#"{"root": "a/../a/b"}"#);
+    let loaded = project.load(None).expect("loads");
+    assert_eq!(
+        loaded.root,
+        fs::canonicalize(project.path().join("a/b")).expect("canonical")
+    );
+}
+
+#[test]
+fn a_missing_root_is_an_error() {
+    let project = Project::new();
+    let file = project.config(r#"{"root": "nope"}"#);
+    let err = project.load(None).expect_err("missing root");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: at `root`: the project root `nope` does not exist (looked for `{}`)",
+            file.display(),
+            project.path().join("nope").display()
+        )
+    );
+}
+
+#[test]
+fn a_root_that_is_a_file_is_an_error() {
+    let project = Project::new();
+    fs::write(project.path().join("README"), "hi").expect("write");
+    let file = project.config(r#"{"root": "README"}"#);
+    let err = project.load(None).expect_err("root is a file");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: at `root`: the project root `README` is not a directory (`{}`)",
+            file.display(),
+            fs::canonicalize(project.path().join("README"))
+                .expect("canonical")
+                .display()
+        )
+    );
+}
+
+#[test]
+fn find_project_dir_walks_up_to_the_first_config() {
+    let project = Project::new();
+    project.config("{}");
+    let deep = project.path().join("a/b/c");
+    fs::create_dir_all(&deep).expect("mkdir");
+    assert_eq!(find_project_dir(&deep).as_deref(), Some(project.path()));
+    // A `.toolmux` folder without a config file does not count.
+    fs::create_dir_all(project.path().join("a/.toolmux")).expect("mkdir");
+    assert_eq!(find_project_dir(&deep).as_deref(), Some(project.path()));
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    assert_eq!(find_project_dir(elsewhere.path()), None);
+}
+
+#[test]
+fn hub_settings_carry_every_section() {
+    let project = Project::new();
+    project.config(
+        r#"{
+          "defaults": {"timeoutMs": 1500, "approvalTimeoutMs": 30000},
+          "policies": {"default": "ask", "tools": {"grep": "allow", "github__*": "ask"},
+                       "sources": {"workspace": "allow"}},
+          "toolSettings": {"grep": {"timeoutMs": 5000, "rateLimit": {"requests": 10, "period": "1m"},
+                                    "enabled": false}},
+          "filters": {"include": ["file_*"], "exclude": ["*__delete_*"]},
+          "sources": {"workspace": {"enabled": true}, "github": {"enabled": false}},
+          "workspace": {"maxReadBytes": 1, "maxResults": 2, "maxOutputBytes": 3}
+        }"#,
+    );
+    let config = project.load(None).expect("loads").config;
+    let settings = config.hub_settings();
+    assert_eq!(settings.default_timeout, Duration::from_millis(1500));
+    assert_eq!(settings.approval_timeout, Duration::from_secs(30));
+    assert_eq!(settings.policies.default, Some(Policy::Ask));
+    let rules: Vec<(&str, Policy)> = settings
+        .policies
+        .tools
+        .iter()
+        .map(|(p, pol)| (p.as_str(), *pol))
+        .collect();
+    assert_eq!(rules, [("github__*", Policy::Ask), ("grep", Policy::Allow)]);
+    assert_eq!(settings.policies.sources["workspace"], Policy::Allow);
+    assert_eq!(
+        settings.overrides["grep"],
+        ToolOverride {
+            timeout: Some(Duration::from_secs(5)),
+            rate_limit: Some(RateLimit {
+                requests: 10,
+                period: Duration::from_secs(60)
+            }),
+            enabled: Some(false),
+        }
+    );
+    assert!(settings.filters.include[0].matches("file_read"));
+    assert!(settings.filters.exclude[0].matches("github__delete_repo"));
+    assert_eq!(
+        settings.disabled_sources.iter().collect::<Vec<_>>(),
+        ["github"]
+    );
+    let limits = config.workspace_limits();
+    assert_eq!(
+        (
+            limits.max_read_bytes,
+            limits.max_results,
+            limits.max_output_bytes
+        ),
+        (1, 2, 3)
+    );
+}
+
+#[test]
+fn zero_timeout_is_rejected() {
+    let project = Project::new();
+    let (file, err) = project.error(r#"{"defaults": {"timeoutMs": 0}}"#);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:28: at `defaults.timeoutMs`: invalid value: integer `0`, expected a whole number greater than 0",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn keys_are_names_and_are_not_expanded() {
+    let project = Project::new();
+    project.config(r#"{"sources": {"${X}": {"enabled": false}}}"#);
+    let config = project.load(None).expect("loads").config;
+    assert!(config.sources.contains_key("${X}"));
+}

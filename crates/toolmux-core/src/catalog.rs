@@ -1,0 +1,319 @@
+//! The catalog: an immutable, versioned snapshot of every tool, with its effective policy,
+//! limits and compiled schemas. A change publishes a new snapshot; readers keep theirs.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+use crate::hub::HubSettings;
+use crate::model::{RateLimit, ToolDescriptor};
+use crate::pattern::NamePattern;
+use crate::policy::{Policy, PolicyOrigin};
+use crate::source::{SharedSource, SourceKind, SourceStatus};
+use crate::validate::CompiledSchema;
+
+pub(crate) type Limiter = governor::DefaultDirectRateLimiter;
+
+/// Which tools a listing and the pipeline let through, by name.
+#[derive(Clone, Debug, Default)]
+pub struct Filters {
+    /// When not empty, only tools matching one of these are available.
+    pub include: Vec<NamePattern>,
+    /// Tools matching one of these are not available.
+    pub exclude: Vec<NamePattern>,
+}
+
+/// Per-tool settings from configuration that override what the source declares.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolOverride {
+    /// Time limit.
+    pub timeout: Option<Duration>,
+    /// Rate limit.
+    pub rate_limit: Option<RateLimit>,
+    /// `Some(false)` switches the tool off.
+    pub enabled: Option<bool>,
+}
+
+/// Why a tool that a source provides is not in the catalog.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "camelCase")]
+pub enum HiddenReason {
+    /// Matched an exclude pattern.
+    Excluded(String),
+    /// Matched no include pattern.
+    NotIncluded,
+    /// Switched off by name.
+    DisabledTool,
+    /// Its whole source is switched off.
+    DisabledSource(String),
+    /// Another source already provides a tool with this name.
+    NameTaken(String),
+}
+
+impl fmt::Display for HiddenReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HiddenReason::Excluded(p) => write!(f, "excluded by pattern `{p}`"),
+            HiddenReason::NotIncluded => f.write_str("not matched by any include pattern"),
+            HiddenReason::DisabledTool => f.write_str("switched off in configuration"),
+            HiddenReason::DisabledSource(s) => write!(f, "its source `{s}` is switched off"),
+            HiddenReason::NameTaken(s) => write!(f, "the name is already taken by source `{s}`"),
+        }
+    }
+}
+
+/// A source as the catalog shows it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceInfo {
+    /// Its id.
+    pub id: String,
+    /// Its family.
+    pub kind: SourceKind,
+    /// Its health.
+    pub status: SourceStatus,
+    /// Tools it contributes to the catalog.
+    pub tool_count: usize,
+    /// Whether configuration switched it off.
+    pub enabled: bool,
+}
+
+/// One tool in the catalog, with everything the pipeline needs to run it.
+pub struct ToolEntry {
+    /// What the source declared.
+    pub descriptor: ToolDescriptor,
+    /// The effective policy.
+    pub policy: Policy,
+    /// Which rule decided it.
+    pub policy_origin: PolicyOrigin,
+    /// The effective time limit.
+    pub timeout: Duration,
+    /// The effective rate limit.
+    pub rate_limit: Option<RateLimit>,
+    pub(crate) source: SharedSource,
+    pub(crate) limiter: Option<Arc<Limiter>>,
+    input_schema: OnceLock<Result<CompiledSchema, String>>,
+    output_schema: OnceLock<Result<CompiledSchema, String>>,
+}
+
+impl ToolEntry {
+    /// The compiled input schema. Compiled on first use, so that building a catalog of
+    /// thousands of upstream tools costs nothing until they are called.
+    pub(crate) fn input_schema(&self) -> &Result<CompiledSchema, String> {
+        self.input_schema
+            .get_or_init(|| CompiledSchema::compile(&self.descriptor.input_schema))
+    }
+
+    /// The compiled output schema, when the tool declares one.
+    pub(crate) fn output_schema(&self) -> Option<&Result<CompiledSchema, String>> {
+        let schema = self.descriptor.output_schema.as_ref()?;
+        Some(
+            self.output_schema
+                .get_or_init(|| CompiledSchema::compile(schema)),
+        )
+    }
+}
+
+impl fmt::Debug for ToolEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolEntry")
+            .field("name", &self.descriptor.name)
+            .field("policy", &self.policy)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serialized as the descriptor plus the effective `policy`, `policyOrigin` and
+/// `effectiveTimeoutMs`, which is what listings show.
+impl Serialize for ToolEntry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let descriptor = serde_json::to_value(&self.descriptor).map_err(serde::ser::Error::custom)?;
+        let serde_json::Value::Object(fields) = descriptor else {
+            return Err(serde::ser::Error::custom("descriptor is not an object"));
+        };
+        let mut map = serializer.serialize_map(Some(fields.len() + 4))?;
+        for (k, v) in &fields {
+            if k != "policy" && k != "rateLimit" {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.serialize_entry("policy", &self.policy)?;
+        map.serialize_entry("policyOrigin", &self.policy_origin.to_string())?;
+        map.serialize_entry("effectiveTimeoutMs", &(self.timeout.as_millis() as u64))?;
+        if let Some(limit) = &self.rate_limit {
+            map.serialize_entry("rateLimit", limit)?;
+        }
+        map.end()
+    }
+}
+
+/// An immutable snapshot of the registry.
+#[derive(Debug)]
+pub struct Catalog {
+    version: u64,
+    entries: Vec<Arc<ToolEntry>>,
+    index: HashMap<String, usize>,
+    hidden: HashMap<String, HiddenReason>,
+    sources: Vec<SourceInfo>,
+    pub(crate) approval_timeout: Duration,
+}
+
+impl Catalog {
+    pub(crate) fn empty() -> Self {
+        Self {
+            version: 0,
+            entries: Vec::new(),
+            index: HashMap::new(),
+            hidden: HashMap::new(),
+            sources: Vec::new(),
+            approval_timeout: HubSettings::default().approval_timeout,
+        }
+    }
+
+    pub(crate) fn build(
+        version: u64,
+        sources: &[SharedSource],
+        settings: &HubSettings,
+        limiter_for: &mut dyn FnMut(&str, &RateLimit) -> Arc<Limiter>,
+    ) -> Self {
+        let mut entries: Vec<Arc<ToolEntry>> = Vec::new();
+        let mut taken: HashMap<String, String> = HashMap::new();
+        let mut hidden = HashMap::new();
+        let mut infos = Vec::with_capacity(sources.len());
+        for source in sources {
+            let source_id = source.id().to_string();
+            let enabled = !settings.disabled_sources.contains(&source_id);
+            let mut count = 0;
+            for descriptor in source.tools() {
+                if let Some(reason) = hidden_reason(&descriptor, settings, &taken) {
+                    hidden.insert(descriptor.name.clone(), reason);
+                    continue;
+                }
+                taken.insert(descriptor.name.clone(), source_id.clone());
+                let overrides = settings.overrides.get(&descriptor.name);
+                let timeout = overrides
+                    .and_then(|o| o.timeout)
+                    .or(descriptor.timeout)
+                    .unwrap_or(settings.default_timeout);
+                let rate_limit = overrides
+                    .and_then(|o| o.rate_limit.clone())
+                    .or_else(|| descriptor.rate_limit.clone());
+                let limiter = rate_limit
+                    .as_ref()
+                    .map(|limit| limiter_for(&descriptor.name, limit));
+                let (policy, policy_origin) = settings.policies.resolve(&descriptor);
+                count += 1;
+                entries.push(Arc::new(ToolEntry {
+                    descriptor,
+                    policy,
+                    policy_origin,
+                    timeout,
+                    rate_limit,
+                    source: Arc::clone(source),
+                    limiter,
+                    input_schema: OnceLock::new(),
+                    output_schema: OnceLock::new(),
+                }));
+            }
+            infos.push(SourceInfo {
+                id: source_id,
+                kind: source.kind(),
+                status: source.status(),
+                tool_count: count,
+                enabled,
+            });
+        }
+        entries.sort_by(|a, b| a.descriptor.name.cmp(&b.descriptor.name));
+        let index = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.descriptor.name.clone(), i))
+            .collect();
+        Self {
+            version,
+            entries,
+            index,
+            hidden,
+            sources: infos,
+            approval_timeout: settings.approval_timeout,
+        }
+    }
+
+    /// The snapshot's version; every change publishes a higher one.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// A tool by registry name, internal tools included.
+    pub fn get(&self, name: &str) -> Option<&Arc<ToolEntry>> {
+        self.index.get(name).map(|&i| &self.entries[i])
+    }
+
+    /// The tools a model or an MCP client may see: everything but internal tools, by name.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
+        self.entries.iter().filter(|e| !e.descriptor.internal)
+    }
+
+    /// Every tool, internal ones included, for trusted host callers.
+    pub fn all_tools(&self) -> &[Arc<ToolEntry>] {
+        &self.entries
+    }
+
+    /// Why a tool its source provides is missing from the catalog.
+    pub fn hidden_reason(&self, name: &str) -> Option<&HiddenReason> {
+        self.hidden.get(name)
+    }
+
+    /// The sources, in the order they were added.
+    pub fn sources(&self) -> &[SourceInfo] {
+        &self.sources
+    }
+
+    /// The visible tool name closest to `name`, when one is close enough to be a likely typo.
+    pub fn suggest(&self, name: &str) -> Option<String> {
+        self.tools()
+            .map(|e| {
+                (
+                    strsim::jaro_winkler(name, &e.descriptor.name),
+                    &e.descriptor.name,
+                )
+            })
+            .filter(|(score, _)| *score >= 0.85)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, n)| n.clone())
+    }
+}
+
+fn hidden_reason(
+    descriptor: &ToolDescriptor,
+    settings: &HubSettings,
+    taken: &HashMap<String, String>,
+) -> Option<HiddenReason> {
+    if settings.disabled_sources.contains(&descriptor.source) {
+        return Some(HiddenReason::DisabledSource(descriptor.source.clone()));
+    }
+    if let Some(owner) = taken.get(&descriptor.name) {
+        return Some(HiddenReason::NameTaken(owner.clone()));
+    }
+    if settings.overrides.get(&descriptor.name).and_then(|o| o.enabled) == Some(false) {
+        return Some(HiddenReason::DisabledTool);
+    }
+    let name = &descriptor.name;
+    if let Some(p) = settings.filters.exclude.iter().find(|p| p.matches(name)) {
+        return Some(HiddenReason::Excluded(p.as_str().to_string()));
+    }
+    if !settings.filters.include.is_empty()
+        && !settings.filters.include.iter().any(|p| p.matches(name))
+    {
+        return Some(HiddenReason::NotIncluded);
+    }
+    None
+}
+
+/// Source ids that configuration switched off.
+pub(crate) type DisabledSources = HashSet<String>;

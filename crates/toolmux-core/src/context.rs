@@ -1,0 +1,97 @@
+//! Who is calling, and through which channel.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::approval::Approver;
+
+/// The channel a call came through. It is recorded in the execution log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Channel {
+    /// The `toolmux` command line.
+    Cli,
+    /// The MCP server channel.
+    Mcp,
+    /// The REST API.
+    Rest,
+    /// toolmux's own chat loop.
+    Chat,
+    /// A code-mode script.
+    Code,
+}
+
+impl fmt::Display for Channel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Channel::Cli => "cli",
+            Channel::Mcp => "mcp",
+            Channel::Rest => "rest",
+            Channel::Chat => "chat",
+            Channel::Code => "code",
+        })
+    }
+}
+
+/// The context of a call: its channel, the conversation or session it belongs to, the caller,
+/// and how to ask a person when a policy says `ask`.
+#[derive(Clone)]
+pub struct CallContext {
+    /// The channel.
+    pub channel: Channel,
+    /// Conversation or session id, when the channel has one.
+    pub session: Option<String>,
+    /// Who called (a client name, a key id), when known.
+    pub caller: Option<String>,
+    /// Asks a person about `ask` calls. Without one, such calls are denied with a message
+    /// that says how to change the policy.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// A trusted host caller (an authenticated REST request, the CLI) that may call internal
+    /// tools. Model-facing channels never set this.
+    pub trusted: bool,
+}
+
+impl CallContext {
+    /// A context for a channel with no session, caller or approver.
+    pub fn new(channel: Channel) -> Self {
+        Self {
+            channel,
+            session: None,
+            caller: None,
+            approver: None,
+            trusted: false,
+        }
+    }
+
+    /// Sets the approver.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Sets the session id.
+    pub fn with_session(mut self, session: impl Into<String>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+
+    /// Marks the caller as trusted to use internal tools.
+    pub fn trusted(mut self) -> Self {
+        self.trusted = true;
+        self
+    }
+}
+
+impl fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallContext")
+            .field("channel", &self.channel)
+            .field("session", &self.session)
+            .field("caller", &self.caller)
+            .field("approver", &self.approver.is_some())
+            .field("trusted", &self.trusted)
+            .finish()
+    }
+}

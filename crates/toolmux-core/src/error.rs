@@ -1,0 +1,156 @@
+//! Why a call did not produce a tool result.
+
+use std::time::Duration;
+
+use crate::validate::{Violation, format_violations};
+
+/// A failure reported by a source while running a tool.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SourceError {
+    /// The source cannot serve calls now (an upstream server is down or backing off).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The source could not run the tool (it could not be started, the protocol broke).
+    #[error("{0}")]
+    Failed(String),
+    /// The source's own time limit ran out.
+    #[error("timed out after {}", crate::error::human(*.0))]
+    Timeout(Duration),
+}
+
+/// Why a call was refused or failed before a tool result could be returned. Each variant maps
+/// to one status in every channel (for REST: 404, 403, 422, 429, 504, 503, 502).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    /// No tool has that name (or it is internal and the caller is not trusted).
+    #[error("unknown tool `{name}`{}", suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
+    NotFound {
+        /// The requested name.
+        name: String,
+        /// The closest existing name, if one is close.
+        suggestion: Option<String>,
+    },
+    /// The tool exists but configuration switched it off.
+    #[error("tool `{name}` is disabled: {reason}")]
+    Disabled {
+        /// The tool.
+        name: String,
+        /// Which setting disabled it.
+        reason: String,
+    },
+    /// A policy or a person refused the call.
+    #[error("tool `{name}` was denied: {reason}")]
+    Denied {
+        /// The tool.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The arguments do not match the tool's input schema.
+    #[error("invalid arguments for `{name}`: {}", format_violations(violations))]
+    InvalidArguments {
+        /// The tool.
+        name: String,
+        /// Every violation, each with its JSON pointer.
+        violations: Vec<Violation>,
+    },
+    /// The tool's rate limit is exhausted.
+    #[error("tool `{name}` is rate limited; retry in {}", human(*retry_after))]
+    RateLimited {
+        /// The tool.
+        name: String,
+        /// When a call would be allowed again.
+        retry_after: Duration,
+    },
+    /// The call ran past its time limit and was cancelled.
+    #[error("tool `{name}` timed out after {}", human(*after))]
+    Timeout {
+        /// The tool.
+        name: String,
+        /// The limit that was exceeded.
+        after: Duration,
+    },
+    /// The tool's source cannot serve calls now.
+    #[error("tool `{name}` is unavailable: {message}")]
+    Unavailable {
+        /// The tool.
+        name: String,
+        /// What the source said.
+        message: String,
+    },
+    /// The source could not run the tool.
+    #[error("tool `{name}` failed: {message}")]
+    Failed {
+        /// The tool.
+        name: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The tool returned output that does not match its declared output schema.
+    #[error("tool `{name}` returned output that does not match its output schema: {}", format_violations(violations))]
+    InvalidOutput {
+        /// The tool.
+        name: String,
+        /// Every violation, each with its JSON pointer.
+        violations: Vec<Violation>,
+    },
+}
+
+impl CallError {
+    /// A short stable code for the error (`not_found`, `denied`, ...), used by wire formats.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CallError::NotFound { .. } => "not_found",
+            CallError::Disabled { .. } => "disabled",
+            CallError::Denied { .. } => "denied",
+            CallError::InvalidArguments { .. } => "invalid_arguments",
+            CallError::RateLimited { .. } => "rate_limited",
+            CallError::Timeout { .. } => "timeout",
+            CallError::Unavailable { .. } => "unavailable",
+            CallError::Failed { .. } => "failed",
+            CallError::InvalidOutput { .. } => "invalid_output",
+        }
+    }
+
+    /// The error as a tool-level error result, for channels that report every failure to the
+    /// caller as a result (MCP `isError`, chat tool messages).
+    pub fn to_result(&self) -> crate::ToolResult {
+        crate::ToolResult::error(self.to_string())
+    }
+}
+
+/// Formats a duration for people: `250ms`, `5s`, `1.5s`, `2m`.
+pub(crate) fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1_000 {
+        format!("{ms}ms")
+    } else if ms.is_multiple_of(60_000) {
+        format!("{}m", ms / 60_000)
+    } else if ms.is_multiple_of(1_000) {
+        format!("{}s", ms / 1_000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human(Duration::from_millis(250)), "250ms");
+        assert_eq!(human(Duration::from_secs(5)), "5s");
+        assert_eq!(human(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(human(Duration::from_secs(120)), "2m");
+    }
+
+    #[test]
+    fn not_found_suggests_the_closest_name() {
+        let err = CallError::NotFound {
+            name: "grpe".into(),
+            suggestion: Some("grep".into()),
+        };
+        assert_eq!(err.to_string(), "unknown tool `grpe`; did you mean `grep`?");
+    }
+}

@@ -1,0 +1,568 @@
+//! The hub: holds the sources, publishes catalog snapshots, and runs every call through the one
+//! pipeline — resolve, policy, approval, input validation, rate limit, timeout, run, output
+//! validation, execution log.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use futures::future::join_all;
+use governor::clock::{Clock, DefaultClock};
+use governor::{Quota, RateLimiter};
+use serde_json::Value;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::approval::{Approval, ApprovalRequest};
+use crate::catalog::{Catalog, DisabledSources, Filters, Limiter, ToolEntry, ToolOverride};
+use crate::context::CallContext;
+use crate::error::{CallError, SourceError};
+use crate::model::{RateLimit, ToolResult, arguments_object};
+use crate::policy::{Policy, PolicyRules};
+use crate::record::{ExecutionRecord, ExecutionSink, Outcome};
+use crate::source::{ChangeNotifier, SharedSource, Source, SourceCall};
+use crate::validate::Violation;
+
+/// Settings of the pipeline that come from configuration.
+#[derive(Clone, Debug)]
+pub struct HubSettings {
+    /// Time limit for tools that set none.
+    pub default_timeout: Duration,
+    /// How long an `ask` call waits for an answer before it is denied.
+    pub approval_timeout: Duration,
+    /// Policy rules.
+    pub policies: PolicyRules,
+    /// Per-tool overrides, by exact registry name.
+    pub overrides: HashMap<String, ToolOverride>,
+    /// Include and exclude patterns.
+    pub filters: Filters,
+    /// Sources switched off.
+    pub disabled_sources: DisabledSources,
+}
+
+impl Default for HubSettings {
+    fn default() -> Self {
+        Self {
+            default_timeout: Duration::from_secs(60),
+            approval_timeout: Duration::from_secs(600),
+            policies: PolicyRules::default(),
+            overrides: HashMap::new(),
+            filters: Filters::default(),
+            disabled_sources: DisabledSources::new(),
+        }
+    }
+}
+
+/// One call of a batch.
+#[derive(Clone, Debug)]
+pub struct BatchCall {
+    /// The registry name.
+    pub name: String,
+    /// The arguments object.
+    pub arguments: Value,
+}
+
+/// A call's result together with its execution-log id and duration.
+#[derive(Debug)]
+pub struct CallReport {
+    /// The id under which the call is in the execution log.
+    pub id: Uuid,
+    /// Wall time of the pipeline.
+    pub duration: Duration,
+    /// The result, or why there is none.
+    pub result: Result<ToolResult, CallError>,
+}
+
+/// The registry and its pipeline. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<HubInner>,
+}
+
+pub(crate) struct HubInner {
+    sources: RwLock<Vec<SharedSource>>,
+    settings: RwLock<Arc<HubSettings>>,
+    limiters: Mutex<HashMap<String, (RateLimit, Arc<Limiter>)>>,
+    catalog: watch::Sender<Arc<Catalog>>,
+    /// Serialises rebuilds so that a higher version never holds older contents.
+    rebuild: Mutex<u64>,
+    sink: Arc<dyn ExecutionSink>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl HubInner {
+    pub(crate) fn rebuild(inner: &Arc<HubInner>) {
+        let mut version = lock(&inner.rebuild);
+        let sources = inner
+            .sources
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let settings = Arc::clone(
+            &inner
+                .settings
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let mut limiters = lock(&inner.limiters);
+        // A limiter survives a rebuild when its limit is unchanged, so editing an unrelated
+        // setting does not hand every tool a fresh budget.
+        let mut limiter_for = |name: &str, limit: &RateLimit| -> Arc<Limiter> {
+            if let Some((existing, limiter)) = limiters.get(name)
+                && existing == limit
+            {
+                return Arc::clone(limiter);
+            }
+            let limiter = Arc::new(new_limiter(limit));
+            limiters.insert(name.to_string(), (limit.clone(), Arc::clone(&limiter)));
+            limiter
+        };
+        *version += 1;
+        let catalog = Catalog::build(*version, &sources, &settings, &mut limiter_for);
+        inner.catalog.send_replace(Arc::new(catalog));
+    }
+}
+
+fn new_limiter(limit: &RateLimit) -> Limiter {
+    let requests = NonZeroU32::new(limit.requests.max(1)).unwrap_or(NonZeroU32::MIN);
+    let per_request = (limit.period / requests.get()).max(Duration::from_nanos(1));
+    let quota = Quota::with_period(per_request)
+        .unwrap_or_else(|| Quota::per_second(requests))
+        .allow_burst(requests);
+    RateLimiter::direct(quota)
+}
+
+impl Hub {
+    /// A hub with no sources, the given settings, and a sink for execution records.
+    pub fn new(settings: HubSettings, sink: Arc<dyn ExecutionSink>) -> Self {
+        let (catalog, _) = watch::channel(Arc::new(Catalog::empty()));
+        let inner = Arc::new(HubInner {
+            sources: RwLock::new(Vec::new()),
+            settings: RwLock::new(Arc::new(settings)),
+            limiters: Mutex::new(HashMap::new()),
+            catalog,
+            rebuild: Mutex::new(0),
+            sink,
+        });
+        HubInner::rebuild(&inner);
+        Self { inner }
+    }
+
+    /// Adds a source (replacing one with the same id) and publishes a new catalog.
+    pub fn add_source(&self, source: Arc<dyn Source>) {
+        source.attach(ChangeNotifier {
+            hub: Arc::downgrade(&self.inner),
+        });
+        {
+            let mut sources = self
+                .inner
+                .sources
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            sources.retain(|s| s.id() != source.id());
+            sources.push(source);
+        }
+        HubInner::rebuild(&self.inner);
+    }
+
+    /// Removes a source by id and publishes a new catalog. Returns whether it was there.
+    pub fn remove_source(&self, id: &str) -> bool {
+        let removed = {
+            let mut sources = self
+                .inner
+                .sources
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            let before = sources.len();
+            sources.retain(|s| s.id() != id);
+            sources.len() != before
+        };
+        if removed {
+            HubInner::rebuild(&self.inner);
+        }
+        removed
+    }
+
+    /// Replaces the settings and publishes a new catalog.
+    pub fn configure(&self, settings: HubSettings) {
+        *self
+            .inner
+            .settings
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(settings);
+        HubInner::rebuild(&self.inner);
+    }
+
+    /// The current settings.
+    pub fn settings(&self) -> Arc<HubSettings> {
+        Arc::clone(
+            &self
+                .inner
+                .settings
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Publishes a new catalog from the sources' current tool lists.
+    pub fn refresh(&self) {
+        HubInner::rebuild(&self.inner);
+    }
+
+    /// The current catalog snapshot.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.inner.catalog.borrow())
+    }
+
+    /// A handle that does not keep the hub alive.
+    pub fn downgrade(&self) -> WeakHub {
+        WeakHub {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// A receiver that sees every new catalog snapshot.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Catalog>> {
+        self.inner.catalog.subscribe()
+    }
+
+    /// Calls a tool through the whole pipeline.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        context: &CallContext,
+    ) -> Result<ToolResult, CallError> {
+        self.call_reported(name, arguments, context).await.result
+    }
+
+    /// Calls a tool through the whole pipeline and returns its log id and duration too.
+    pub async fn call_reported(
+        &self,
+        name: &str,
+        arguments: Value,
+        context: &CallContext,
+    ) -> CallReport {
+        let id = Uuid::now_v7();
+        let timestamp = Utc::now();
+        let started = Instant::now();
+        let catalog = self.catalog();
+        let entry = catalog.get(name).cloned();
+        let result = match &entry {
+            Some(entry) if !entry.descriptor.internal || context.trusted => {
+                run(entry, &catalog, arguments.clone(), context).await
+            }
+            _ => Err(missing(&catalog, name)),
+        };
+        let duration = started.elapsed();
+        self.inner.sink.record(ExecutionRecord {
+            id,
+            timestamp,
+            tool: name.to_string(),
+            source: entry.map(|e| e.descriptor.source.clone()),
+            channel: context.channel,
+            session: context.session.clone(),
+            arguments,
+            outcome: outcome_of(&result),
+            error: error_of(&result),
+            duration_us: duration.as_micros() as u64,
+            result: result.as_ref().ok().cloned(),
+        });
+        CallReport {
+            id,
+            duration,
+            result,
+        }
+    }
+
+    /// Runs several calls: consecutive tools marked `parallel` run concurrently, every other
+    /// tool runs alone, in order, after everything before it has finished. Results come back
+    /// in the order of the calls.
+    pub async fn call_batch(
+        &self,
+        calls: Vec<BatchCall>,
+        context: &CallContext,
+    ) -> Vec<Result<ToolResult, CallError>> {
+        let catalog = self.catalog();
+        let is_parallel = |name: &str| {
+            catalog
+                .get(name)
+                .is_some_and(|e| e.descriptor.parallel && !e.descriptor.internal)
+        };
+        let mut results = Vec::with_capacity(calls.len());
+        let mut group: Vec<BatchCall> = Vec::new();
+        for call in calls {
+            if is_parallel(&call.name) {
+                group.push(call);
+                continue;
+            }
+            self.run_group(&mut group, context, &mut results).await;
+            results.push(self.call(&call.name, call.arguments, context).await);
+        }
+        self.run_group(&mut group, context, &mut results).await;
+        results
+    }
+
+    async fn run_group(
+        &self,
+        group: &mut Vec<BatchCall>,
+        context: &CallContext,
+        results: &mut Vec<Result<ToolResult, CallError>>,
+    ) {
+        if group.is_empty() {
+            return;
+        }
+        let calls = group
+            .drain(..)
+            .map(|c| async move { self.call(&c.name, c.arguments, context).await });
+        results.extend(join_all(calls).await);
+    }
+}
+
+/// A handle to a hub that does not keep it alive. Sources that call back into the hub (code mode
+/// runs scripts whose tool calls go through the pipeline again) hold one of these, so that a hub
+/// and its sources never form a reference cycle.
+#[derive(Clone)]
+pub struct WeakHub {
+    inner: std::sync::Weak<HubInner>,
+}
+
+impl WeakHub {
+    /// The hub, if it still exists.
+    pub fn upgrade(&self) -> Option<Hub> {
+        self.inner.upgrade().map(|inner| Hub { inner })
+    }
+}
+
+impl std::fmt::Debug for WeakHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeakHub")
+            .field("alive", &(self.inner.strong_count() > 0))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("catalog_version", &self.catalog().version())
+            .finish_non_exhaustive()
+    }
+}
+
+fn missing(catalog: &Catalog, name: &str) -> CallError {
+    match catalog.hidden_reason(name) {
+        Some(reason) => CallError::Disabled {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        },
+        None => CallError::NotFound {
+            name: name.to_string(),
+            suggestion: catalog.suggest(name),
+        },
+    }
+}
+
+async fn run(
+    entry: &ToolEntry,
+    catalog: &Catalog,
+    arguments: Value,
+    context: &CallContext,
+) -> Result<ToolResult, CallError> {
+    let name = &entry.descriptor.name;
+    check_policy(entry, catalog, &arguments, context).await?;
+
+    let arguments = match arguments_object(arguments) {
+        Ok(map) => map,
+        Err(other) => {
+            return Err(CallError::InvalidArguments {
+                name: name.clone(),
+                violations: vec![Violation {
+                    pointer: String::new(),
+                    message: format!("arguments must be a JSON object, not {}", kind_of(&other)),
+                }],
+            });
+        }
+    };
+    let arguments = Value::Object(arguments);
+    match entry.input_schema() {
+        Ok(schema) => {
+            let violations = schema.violations(&arguments);
+            if !violations.is_empty() {
+                return Err(CallError::InvalidArguments {
+                    name: name.clone(),
+                    violations,
+                });
+            }
+        }
+        Err(e) => {
+            return Err(CallError::Failed {
+                name: name.clone(),
+                message: format!("the tool's input schema is invalid: {e}"),
+            });
+        }
+    }
+    let Value::Object(arguments) = arguments else {
+        unreachable!("checked to be an object above")
+    };
+
+    if let Some(limiter) = &entry.limiter
+        && let Err(not_until) = limiter.check()
+    {
+        return Err(CallError::RateLimited {
+            name: name.clone(),
+            retry_after: not_until.wait_time_from(DefaultClock::default().now()),
+        });
+    }
+
+    let call = entry.source.call(SourceCall {
+        tool: &entry.descriptor,
+        arguments,
+        context,
+    });
+    let result = match tokio::time::timeout(entry.timeout, call).await {
+        Err(_elapsed) => {
+            return Err(CallError::Timeout {
+                name: name.clone(),
+                after: entry.timeout,
+            });
+        }
+        Ok(Err(SourceError::Unavailable(message))) => {
+            return Err(CallError::Unavailable {
+                name: name.clone(),
+                message,
+            });
+        }
+        Ok(Err(SourceError::Failed(message))) => {
+            return Err(CallError::Failed {
+                name: name.clone(),
+                message,
+            });
+        }
+        Ok(Err(SourceError::Timeout(after))) => {
+            return Err(CallError::Timeout {
+                name: name.clone(),
+                after,
+            });
+        }
+        Ok(Ok(result)) => result,
+    };
+
+    if !result.is_error
+        && let Some(schema) = entry.output_schema()
+    {
+        let violations = match (schema, &result.structured_content) {
+            (Err(e), _) => vec![Violation {
+                pointer: String::new(),
+                message: format!("the tool's output schema is invalid: {e}"),
+            }],
+            (Ok(_), None) => vec![Violation {
+                pointer: String::new(),
+                message: "the tool declares an output schema but returned no structured content"
+                    .to_string(),
+            }],
+            (Ok(schema), Some(value)) => schema.violations(value),
+        };
+        if !violations.is_empty() {
+            return Err(CallError::InvalidOutput {
+                name: name.clone(),
+                violations,
+            });
+        }
+    }
+    Ok(result)
+}
+
+async fn check_policy(
+    entry: &ToolEntry,
+    catalog: &Catalog,
+    arguments: &Value,
+    context: &CallContext,
+) -> Result<(), CallError> {
+    let name = &entry.descriptor.name;
+    match entry.policy {
+        Policy::Allow => Ok(()),
+        Policy::Deny => Err(CallError::Denied {
+            name: name.clone(),
+            reason: format!("its policy is `deny` ({})", entry.policy_origin),
+        }),
+        Policy::Ask => {
+            let Some(approver) = &context.approver else {
+                return Err(CallError::Denied {
+                    name: name.clone(),
+                    reason: format!(
+                        "its policy is `ask` ({}) and there is no one to ask on the {} channel; \
+                         to run it without asking, set \"policies\": {{\"tools\": {{\"{name}\": \"allow\"}}}} \
+                         in .toolmux/config.json",
+                        entry.policy_origin, context.channel
+                    ),
+                });
+            };
+            let request = ApprovalRequest {
+                tool: name.clone(),
+                source: entry.descriptor.source.clone(),
+                arguments: arguments.clone(),
+                channel: context.channel,
+                session: context.session.clone(),
+                message: format!(
+                    "Allow `{name}` from `{}` to run with these arguments?",
+                    entry.descriptor.source
+                ),
+            };
+            match tokio::time::timeout(catalog.approval_timeout, approver.approve(&request)).await {
+                Ok(Approval::Allow) => Ok(()),
+                Ok(Approval::Deny { reason }) => Err(CallError::Denied {
+                    name: name.clone(),
+                    reason,
+                }),
+                Err(_) => Err(CallError::Denied {
+                    name: name.clone(),
+                    reason: format!(
+                        "nobody answered the approval request within {}",
+                        crate::error::human(catalog.approval_timeout)
+                    ),
+                }),
+            }
+        }
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn outcome_of(result: &Result<ToolResult, CallError>) -> Outcome {
+    match result {
+        Ok(r) if r.is_error => Outcome::Error,
+        Ok(_) => Outcome::Ok,
+        Err(
+            CallError::NotFound { .. }
+            | CallError::Disabled { .. }
+            | CallError::InvalidArguments { .. }
+            | CallError::InvalidOutput { .. },
+        ) => Outcome::Invalid,
+        Err(CallError::Denied { .. } | CallError::RateLimited { .. }) => Outcome::Denied,
+        Err(CallError::Timeout { .. }) => Outcome::Timeout,
+        Err(CallError::Unavailable { .. } | CallError::Failed { .. }) => Outcome::Error,
+    }
+}
+
+fn error_of(result: &Result<ToolResult, CallError>) -> Option<String> {
+    match result {
+        Ok(r) if r.is_error => Some(r.text_content()),
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
+}

@@ -1,0 +1,36 @@
+//! The heart of toolmux: the tool model, the versioned catalog, and the one pipeline every call
+//! goes through, whichever channel it comes from.
+//!
+//! This crate deliberately knows no wire format: no MCP, HTTP or provider types appear here.
+//! Channels (the MCP server, the REST API, chat, code mode) convert their wire types into the
+//! types below at their edge, so that a call behaves the same everywhere.
+
+mod approval;
+mod catalog;
+mod context;
+mod duration;
+mod error;
+mod hub;
+mod model;
+mod pattern;
+mod policy;
+mod record;
+mod source;
+mod validate;
+
+pub use approval::{
+    Approval, ApprovalQueue, ApprovalRequest, Approver, NoSuchApproval, PendingApproval,
+};
+pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOverride};
+pub use context::{CallContext, Channel};
+pub use duration::{DurationParseError, parse_duration};
+pub use error::{CallError, SourceError};
+pub use hub::{BatchCall, CallReport, Hub, HubSettings, WeakHub};
+pub use model::{
+    Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor, ToolResult,
+};
+pub use pattern::{NamePattern, PatternError};
+pub use policy::{Policy, PolicyOrigin, PolicyRules};
+pub use record::{ExecutionRecord, ExecutionSink, NullSink, Outcome};
+pub use source::{ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus};
+pub use validate::Violation;

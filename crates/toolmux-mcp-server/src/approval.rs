@@ -1,0 +1,223 @@
+//! Approvals over MCP: an `ask` call becomes an `elicitation/create` request to the client, with
+//! three choices — allow once, allow for the rest of this session, deny.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::service::{Peer, RoleServer};
+use serde_json::{Value, json};
+use toolmux_core::{Approval, ApprovalRequest, Approver};
+
+/// The property of the elicitation form that carries the answer.
+pub const DECISION_FIELD: &str = "decision";
+/// Run this call.
+pub const ALLOW_ONCE: &str = "allow_once";
+/// Run this call and every later call of the same tool in this session without asking.
+pub const ALLOW_SESSION: &str = "allow_session";
+/// Do not run it.
+pub const DENY: &str = "deny";
+
+/// Tools a person allowed for the rest of one MCP session.
+#[derive(Debug, Default)]
+pub(crate) struct SessionGrants {
+    tools: Mutex<HashSet<String>>,
+}
+
+impl SessionGrants {
+    fn contains(&self, tool: &str) -> bool {
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(tool)
+    }
+
+    fn grant(&self, tool: &str) {
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tool.to_string());
+    }
+}
+
+/// Asks the MCP client's user through elicitation. Installed only for clients that declared the
+/// elicitation capability; the pipeline denies `ask` calls of other clients with a message that
+/// says how to change the policy.
+pub(crate) struct ElicitationApprover {
+    peer: Peer<RoleServer>,
+    grants: Arc<SessionGrants>,
+    /// The name the client knows the tool by (differs from the registry name in pass-through
+    /// mode).
+    served_name: String,
+    /// How long to wait for the client; the pipeline bounds the wait too, this makes the
+    /// request itself give up (and tell the client) instead of lingering.
+    timeout: Duration,
+}
+
+impl ElicitationApprover {
+    pub(crate) fn new(
+        peer: Peer<RoleServer>,
+        grants: Arc<SessionGrants>,
+        served_name: String,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            peer,
+            grants,
+            served_name,
+            timeout,
+        }
+    }
+}
+
+/// The form sent with every approval request.
+pub(crate) fn decision_schema() -> ElicitationSchema {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            DECISION_FIELD: {
+                "type": "string",
+                "title": "Decision",
+                "oneOf": [
+                    {"const": ALLOW_ONCE, "title": "Allow once"},
+                    {"const": ALLOW_SESSION, "title": "Allow always for this session"},
+                    {"const": DENY, "title": "Deny"}
+                ]
+            }
+        },
+        "required": [DECISION_FIELD]
+    });
+    let Value::Object(map) = schema else {
+        unreachable!("a json! object literal is an object")
+    };
+    // The literal above is a valid elicitation schema; a failure here is a bug in this file,
+    // and the fallback (an empty form) still lets the person answer by accepting or declining.
+    ElicitationSchema::from_json_schema(map).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "the approval form is not a valid elicitation schema");
+        ElicitationSchema::new(Default::default())
+    })
+}
+
+/// What a person's answer means for the call.
+pub(crate) fn decide(action: ElicitationAction, content: Option<&Value>) -> Decision {
+    match action {
+        ElicitationAction::Accept => {
+            let choice = content
+                .and_then(|c| c.get(DECISION_FIELD))
+                .and_then(Value::as_str);
+            match choice {
+                Some(ALLOW_ONCE) => Decision::Once,
+                Some(ALLOW_SESSION) => Decision::Session,
+                Some(DENY) => Decision::Deny("the user chose to deny it".into()),
+                // Accepting a form whose only field is the decision without choosing is read
+                // as "no": running a tool needs an explicit yes.
+                None => Decision::Deny("the user accepted the request without choosing".into()),
+                Some(other) => Decision::Deny(format!(
+                    "the client answered `{other}`, which is not one of {ALLOW_ONCE}, {ALLOW_SESSION}, {DENY}"
+                )),
+            }
+        }
+        ElicitationAction::Decline => Decision::Deny("the user declined it".into()),
+        ElicitationAction::Cancel => {
+            Decision::Deny("the user dismissed the approval request".into())
+        }
+        other => Decision::Deny(format!(
+            "the client answered with an unknown action ({other:?})"
+        )),
+    }
+}
+
+/// A person's answer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Once,
+    Session,
+    Deny(String),
+}
+
+#[async_trait]
+impl Approver for ElicitationApprover {
+    async fn approve(&self, request: &ApprovalRequest) -> Approval {
+        if self.grants.contains(&request.tool) {
+            return Approval::Allow;
+        }
+        let arguments =
+            serde_json::to_string_pretty(&request.arguments).unwrap_or_else(|_| "{}".into());
+        let message = format!(
+            "Allow `{}` (from `{}`) to run with these arguments?\n{arguments}",
+            self.served_name, request.source
+        );
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: decision_schema(),
+        };
+        let answer = self
+            .peer
+            .create_elicitation_with_timeout(params, Some(self.timeout))
+            .await;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(e) => {
+                return Approval::Deny {
+                    reason: format!("the approval request to the MCP client failed: {e}"),
+                };
+            }
+        };
+        match decide(answer.action, answer.content.as_ref()) {
+            Decision::Once => Approval::Allow,
+            Decision::Session => {
+                self.grants.grant(&request.tool);
+                Approval::Allow
+            }
+            Decision::Deny(reason) => Approval::Deny { reason },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_form_offers_three_choices() {
+        let schema = serde_json::to_value(decision_schema()).expect("serializes");
+        let choices: Vec<&str> = schema["properties"][DECISION_FIELD]["oneOf"]
+            .as_array()
+            .expect("oneOf")
+            .iter()
+            .filter_map(|c| c["const"].as_str())
+            .collect();
+        assert_eq!(choices, [ALLOW_ONCE, ALLOW_SESSION, DENY]);
+        assert_eq!(schema["required"], json!([DECISION_FIELD]));
+    }
+
+    #[test]
+    fn only_an_explicit_allow_runs_the_tool() {
+        let accept = |v: Value| decide(ElicitationAction::Accept, Some(&v));
+        assert_eq!(accept(json!({"decision": "allow_once"})), Decision::Once);
+        assert_eq!(
+            accept(json!({"decision": "allow_session"})),
+            Decision::Session
+        );
+        assert!(matches!(
+            accept(json!({"decision": "deny"})),
+            Decision::Deny(_)
+        ));
+        assert!(matches!(accept(json!({})), Decision::Deny(_)));
+        assert!(matches!(
+            accept(json!({"decision": "yes"})),
+            Decision::Deny(_)
+        ));
+        assert!(matches!(
+            decide(ElicitationAction::Decline, None),
+            Decision::Deny(r) if r.contains("declined")
+        ));
+        assert!(matches!(
+            decide(ElicitationAction::Cancel, None),
+            Decision::Deny(r) if r.contains("dismissed")
+        ));
+    }
+}

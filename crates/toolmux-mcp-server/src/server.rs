@@ -1,0 +1,354 @@
+//! The MCP server: rmcp's `ServerHandler` over a hub. One `McpServer` value is one MCP session
+//! (the stdio connection, or one `Mcp-Session-Id` over HTTP); the hub and the cached tool list
+//! are shared between sessions.
+
+// rmcp marks MCP logging deprecated (SEP-2577, protocol 2026-07-28); the handshake-era
+// revisions toolmux serves still define `logging/setLevel` and `notifications/message`.
+#![allow(deprecated)]
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use rmcp::ErrorData as McpError;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverRequestMethod,
+    DiscoverResult, ErrorCode, Implementation, InitializeResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use serde_json::{Value, json};
+use tokio_util::sync::{CancellationToken, DropGuard};
+use toolmux_core::{CallContext, CallError, Channel, Hub};
+
+use crate::approval::{ElicitationApprover, SessionGrants};
+use crate::convert::{View, wire_result};
+use crate::options::ServeOptions;
+
+/// The protocol revisions toolmux serves: every one with an `initialize` handshake. The
+/// 2026-07-28 revision (per-request negotiation through `server/discover`, approvals as
+/// `InputRequiredResult`, `subscriptions/listen` instead of `list_changed`) is not implemented
+/// yet, so clients that probe for it fall back to `initialize`.
+const NEWEST_SUPPORTED: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// What every session of one server shares: the hub, the options, and the tool list computed for
+/// the current catalog version.
+pub(crate) struct Shared {
+    pub(crate) hub: Hub,
+    pub(crate) options: ServeOptions,
+    view: RwLock<Option<Arc<View>>>,
+}
+
+impl Shared {
+    pub(crate) fn new(hub: Hub, options: ServeOptions) -> Arc<Self> {
+        Arc::new(Self {
+            hub,
+            options,
+            view: RwLock::new(None),
+        })
+    }
+
+    /// The served tools for the hub's current catalog, computed once per catalog version.
+    pub(crate) fn view(&self) -> Arc<View> {
+        let catalog = self.hub.catalog();
+        if let Some(view) = &*self.view.read().unwrap_or_else(PoisonError::into_inner)
+            && view.version == catalog.version()
+        {
+            return Arc::clone(view);
+        }
+        let mut slot = self.view.write().unwrap_or_else(PoisonError::into_inner);
+        match &*slot {
+            // Another session rebuilt it meanwhile, or saw a newer catalog: keep the newer.
+            Some(view) if view.version >= catalog.version() => Arc::clone(view),
+            _ => {
+                let view = Arc::new(View::new(&catalog, &self.options));
+                *slot = Some(Arc::clone(&view));
+                view
+            }
+        }
+    }
+}
+
+/// One MCP session's own state.
+struct Session {
+    /// Used as the execution log's session id when the transport has none of its own (stdio).
+    id: String,
+    grants: Arc<SessionGrants>,
+    /// The level the client asked for with `logging/setLevel`; nothing is sent before it asks.
+    log_level: Mutex<Option<LoggingLevel>>,
+    /// Stops this session's catalog watcher when the session ends (the server value is dropped).
+    stop: CancellationToken,
+    _stop_on_drop: DropGuard,
+}
+
+/// toolmux's MCP server: serves the hub's catalog as `tools/list`, runs `tools/call` through the
+/// hub's pipeline on the `mcp` channel, asks for approvals by elicitation, and announces catalog
+/// changes with `notifications/tools/list_changed`.
+pub struct McpServer {
+    shared: Arc<Shared>,
+    session: Session,
+}
+
+impl McpServer {
+    /// A server for one session over `hub`.
+    pub fn new(hub: Hub, options: ServeOptions) -> Self {
+        Self::for_session(Shared::new(hub, options))
+    }
+
+    /// A new session sharing `shared` with the server's other sessions.
+    pub(crate) fn for_session(shared: Arc<Shared>) -> Self {
+        let stop = CancellationToken::new();
+        Self {
+            shared,
+            session: Session {
+                id: format!("mcp-{}", uuid::Uuid::now_v7()),
+                grants: Arc::default(),
+                log_level: Mutex::new(None),
+                _stop_on_drop: stop.clone().drop_guard(),
+                stop,
+            },
+        }
+    }
+
+    /// The tools this server serves now, as `tools/list` returns them.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.shared.view().tools.clone()
+    }
+
+    fn call_context(&self, context: &RequestContext<RoleServer>, served_name: &str) -> CallContext {
+        let session = http_session_id(context).unwrap_or_else(|| self.session.id.clone());
+        let mut call = CallContext::new(Channel::Mcp).with_session(session);
+        call.caller = context.client_info().map(|info| info.name);
+        let elicits = context
+            .peer
+            .supported_elicitation_modes()
+            .contains(&rmcp::service::ElicitationMode::Form);
+        if elicits {
+            call = call.with_approver(Arc::new(ElicitationApprover::new(
+                context.peer.clone(),
+                Arc::clone(&self.session.grants),
+                served_name.to_string(),
+                self.shared.hub.settings().approval_timeout,
+            )));
+        }
+        call
+    }
+
+    /// Sends a `notifications/message` when the client asked for messages at this level.
+    async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, data: Value) {
+        let wanted = *self
+            .session
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(wanted) = wanted else { return };
+        if severity(level) < severity(wanted) {
+            return;
+        }
+        let mut message = LoggingMessageNotificationParam::new(level, data);
+        message.logger = Some("toolmux".into());
+        if let Err(e) = peer.notify_logging_message(message).await {
+            tracing::debug!(error = %e, "could not send a log message to the MCP client");
+        }
+    }
+}
+
+/// The `Mcp-Session-Id` of the HTTP request a call came in, when it came over HTTP.
+fn http_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<axum::http::request::Parts>()?;
+    let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+    Some(id.to_string())
+}
+
+/// Syslog order, as MCP defines it.
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// The log level a refused or failed call is reported at.
+fn level_of(error: &CallError) -> LoggingLevel {
+    match error {
+        CallError::Timeout { .. } | CallError::Unavailable { .. } | CallError::Failed { .. } => {
+            LoggingLevel::Error
+        }
+        _ => LoggingLevel::Warning,
+    }
+}
+
+/// Why a `tools/call` names no served tool, as the JSON-RPC error MCP prescribes for unknown
+/// tools (-32602, invalid params). Every other failure is a result with `isError: true`, which
+/// the model reads and can act on.
+fn unknown_tool(shared: &Shared, view: &View, name: &str) -> McpError {
+    let catalog = shared.hub.catalog();
+    let message = if let Some(reason) = catalog.hidden_reason(name) {
+        format!("tool `{name}` is disabled: {reason}")
+    } else if catalog.get(name).is_some_and(|e| !e.descriptor.internal) {
+        format!(
+            "tool `{name}` is not served by this MCP server (filtered out by --tools, --exclude or --pass-through)"
+        )
+    } else {
+        match view.suggest(name) {
+            Some(s) => format!("unknown tool `{name}`; did you mean `{s}`?"),
+            None => format!("unknown tool `{name}`"),
+        }
+    };
+    McpError::invalid_params(message, Some(json!({ "tool": name })))
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let catalog = self.shared.hub.catalog();
+        let sources: Vec<String> = catalog
+            .sources()
+            .iter()
+            .filter(|s| s.enabled && s.tool_count > 0)
+            .map(|s| format!("{} ({} tools)", s.id, s.tool_count))
+            .collect();
+        let instructions = format!(
+            "toolmux serves one registry of tools; calls pass through its policies, validation and \
+             execution log. Sources: {}.",
+            if sources.is_empty() {
+                "none".to_string()
+            } else {
+                sources.join(", ")
+            }
+        );
+        InitializeResult::new(capabilities)
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+            .with_server_info(
+                Implementation::new("toolmux", env!("CARGO_PKG_VERSION")).with_title("toolmux"),
+            )
+            .with_instructions(instructions)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST_SUPPORTED))
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        Err(McpError::method_not_found::<DiscoverRequestMethod>())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared.view().tool(name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let view = self.shared.view();
+        let Some(registry_name) = view.registry_name(&request.name) else {
+            return Err(unknown_tool(&self.shared, &view, &request.name));
+        };
+        let call_context = self.call_context(&context, &request.name);
+        let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let call = self
+            .shared
+            .hub
+            .call(registry_name, arguments, &call_context);
+        let result = tokio::select! {
+            result = call => result,
+            // The client cancelled the request (`notifications/cancelled`) or went away: drop
+            // the call, which stops the tool. rmcp sends no response to a cancelled request.
+            () = context.ct.cancelled() => {
+                return Err(McpError::new(ErrorCode::INTERNAL_ERROR, "the request was cancelled", None));
+            }
+        };
+        match result {
+            Ok(result) => Ok(wire_result(result).into()),
+            // The catalog changed between the lookup above and the call.
+            Err(e @ (CallError::NotFound { .. } | CallError::Disabled { .. })) => Err(
+                McpError::invalid_params(e.to_string(), Some(json!({ "tool": request.name }))),
+            ),
+            Err(e) => {
+                self.log(
+                    &context.peer,
+                    level_of(&e),
+                    json!({ "tool": request.name, "code": e.code(), "error": e.to_string() }),
+                )
+                .await;
+                Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into())
+            }
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self
+            .session
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        tokio::spawn(announce_catalog_changes(
+            Arc::clone(&self.shared),
+            context.peer,
+            self.session.stop.clone(),
+        ));
+    }
+}
+
+/// Sends `notifications/tools/list_changed` whenever a new catalog changes what this server
+/// serves, until the session ends.
+async fn announce_catalog_changes(
+    shared: Arc<Shared>,
+    peer: Peer<RoleServer>,
+    stop: CancellationToken,
+) {
+    let mut catalogs = shared.hub.subscribe();
+    catalogs.borrow_and_update();
+    let mut shown = shared.view();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            changed = catalogs.changed() => {
+                if changed.is_err() {
+                    return; // the hub is gone
+                }
+            }
+        }
+        let view = shared.view();
+        if view.tools == shown.tools {
+            continue;
+        }
+        shown = view;
+        if let Err(e) = peer.notify_tool_list_changed().await {
+            tracing::debug!(error = %e, "the MCP client is gone; no more list_changed notifications");
+            return;
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The discovery cache: per server, the tools it listed (sanitised), when, whether discovery
+//! worked, and the hash of the configuration it was discovered with. One JSON file per server
+//! under `.toolmux/state/servers/`, written atomically; listing the catalog reads these and
+//! never starts a server.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use toolmux_core::ToolAnnotations;
+
+use crate::names;
+
+/// The format version of a cache file; a file with another version is ignored.
+const FORMAT: u32 = 1;
+
+/// Where a discovery stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiscoveryStatus {
+    /// Tools were never discovered (or the configuration changed since).
+    #[default]
+    Never,
+    /// Discovery is running.
+    Discovering,
+    /// The tool list is known.
+    Success,
+    /// The last discovery failed; `tools` are from an earlier success, if any.
+    Failed,
+}
+
+/// What a server said about itself in the handshake.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerIdentity {
+    /// Its name.
+    pub name: String,
+    /// Its version (Python servers may send an empty one).
+    #[serde(default)]
+    pub version: String,
+    /// The protocol version agreed on.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub protocol_version: String,
+}
+
+/// One discovered tool, under the server's own name, with sanitised schemas.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedTool {
+    /// The server's own name for it.
+    pub name: String,
+    /// A display title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// The sanitised input schema.
+    pub input_schema: Value,
+    /// The sanitised output schema, when it declares a usable one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Behaviour hints.
+    #[serde(default, skip_serializing_if = "ToolAnnotations::is_empty")]
+    pub annotations: ToolAnnotations,
+    /// What sanitising changed, when it changed more than dropping keywords.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One server's cache file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoveryRecord {
+    /// The file format version.
+    pub format: u32,
+    /// The server's name.
+    pub server: String,
+    /// The hash of the configuration the tools were discovered with.
+    pub config_hash: String,
+    /// Where discovery stands.
+    pub discovery_status: DiscoveryStatus,
+    /// When tools were last discovered successfully.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_discovery: Option<DateTime<Utc>>,
+    /// Why the last discovery failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery_error: Option<String>,
+    /// What the server said about itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<ServerIdentity>,
+    /// The tools, in the order the server listed them.
+    #[serde(default)]
+    pub tools: Vec<CachedTool>,
+}
+
+impl DiscoveryRecord {
+    /// An empty record for a server never discovered.
+    pub fn never(server: &str, config_hash: &str) -> Self {
+        Self {
+            format: FORMAT,
+            server: server.to_string(),
+            config_hash: config_hash.to_string(),
+            ..Self::default()
+        }
+    }
+
+    /// Reads a cache file; `None` when it is missing, unreadable, or of another format (it is
+    /// then rebuilt by the next discovery).
+    pub fn read(path: &Path) -> Option<Self> {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot read a discovery cache");
+                return None;
+            }
+        };
+        match serde_json::from_slice::<Self>(&bytes) {
+            Ok(record) if record.format == FORMAT => Some(record),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "ignoring a malformed discovery cache");
+                None
+            }
+        }
+    }
+
+    /// Writes the record atomically, creating its folder.
+    pub fn write(&self, path: &Path) -> io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+        toolmux_config::write_atomic(path, &bytes)
+    }
+}
+
+/// The files of one server under the state folder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerPaths {
+    /// The discovery cache.
+    pub cache: PathBuf,
+    /// The server's stderr (stdio servers) and toolmux's notes about it.
+    pub log: PathBuf,
+}
+
+impl ServerPaths {
+    /// `<state>/servers/<stem>.json` and `.log`, where the stem is the server's name when it
+    /// is a safe file name, else a cleaned name with a hash of the real one.
+    pub fn new(state_dir: &Path, server: &str) -> Self {
+        let stem = if names::is_valid(server) {
+            server.to_string()
+        } else {
+            let clean: String = names::clean(server).chars().take(40).collect();
+            format!("{clean}-{}", &short_hash(server.as_bytes())[..8])
+        };
+        let dir = state_dir.join("servers");
+        Self {
+            cache: dir.join(format!("{stem}.json")),
+            log: dir.join(format!("{stem}.log")),
+        }
+    }
+}
+
+/// The keys of a server entry that decide its tool list.
+const HASHED_KEYS: &[&str] = &["type", "command", "args", "env", "cwd", "url", "headers"];
+
+/// The hash of what decides a server's tool list: its transport, command, arguments, working
+/// directory, URL, and the names and written values of its environment variables and headers.
+/// `entry` is the entry as written, with `${VAR}` references unexpanded, so that a secret never
+/// reaches the cache (not even hashed) and rotating one does not force a new discovery.
+pub fn config_hash(entry: &Value) -> String {
+    let mut picked = Map::new();
+    if let Value::Object(map) = entry {
+        for key in HASHED_KEYS {
+            if let Some(value) = map.get(*key) {
+                picked.insert((*key).to_string(), canonical(value));
+            }
+        }
+    }
+    let text = Value::Object(picked).to_string();
+    format!("sha256:{}", short_hash(text.as_bytes()))
+}
+
+/// A value with every object's keys sorted, so that reordering keys changes no hash.
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&map[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The first 16 bytes of a SHA-256 digest, as hex.
+fn short_hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_hash_covers_what_decides_the_tools_and_nothing_else() {
+        let base = json!({"command": "npx", "args": ["a"], "env": {"T": "${TOKEN}", "A": "1"}});
+        let reordered =
+            json!({"env": {"A": "1", "T": "${TOKEN}"}, "args": ["a"], "command": "npx"});
+        assert_eq!(config_hash(&base), config_hash(&reordered));
+        let tuned = json!({"command": "npx", "args": ["a"], "env": {"T": "${TOKEN}", "A": "1"},
+                           "toolTimeoutMs": 5, "policy": "ask", "idleTimeoutMs": 0});
+        assert_eq!(
+            config_hash(&base),
+            config_hash(&tuned),
+            "settings do not change the tools"
+        );
+        let other_ref =
+            json!({"command": "npx", "args": ["a"], "env": {"T": "${OTHER}", "A": "1"}});
+        assert_ne!(config_hash(&base), config_hash(&other_ref));
+        let other_args =
+            json!({"command": "npx", "args": ["b"], "env": {"T": "${TOKEN}", "A": "1"}});
+        assert_ne!(config_hash(&base), config_hash(&other_args));
+        assert!(config_hash(&base).starts_with("sha256:"));
+    }
+
+    #[test]
+    fn records_round_trip_through_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let paths = ServerPaths::new(dir.path(), "github");
+        assert_eq!(paths.cache, dir.path().join("servers/github.json"));
+        let mut record = DiscoveryRecord::never("github", "sha256:00");
+        record.discovery_status = DiscoveryStatus::Success;
+        record.tools.push(CachedTool {
+            name: "t".into(),
+            title: None,
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: ToolAnnotations::read_only(),
+            note: None,
+        });
+        record.write(&paths.cache).expect("write");
+        assert_eq!(DiscoveryRecord::read(&paths.cache), Some(record));
+        std::fs::write(&paths.cache, "{not json").expect("corrupt");
+        assert_eq!(DiscoveryRecord::read(&paths.cache), None);
+    }
+
+    #[test]
+    fn odd_server_names_get_safe_file_names() {
+        let paths = ServerPaths::new(Path::new("/s"), "my server/../x");
+        let name = paths
+            .cache
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("utf-8");
+        assert!(
+            name.starts_with("my_server____x-") && name.ends_with(".json"),
+            "{name}"
+        );
+        assert_eq!(paths.cache.parent(), Some(Path::new("/s/servers")));
+    }
+}

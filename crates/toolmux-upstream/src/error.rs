@@ -1,0 +1,68 @@
+//! The crate's one error type. Every message names the server it is about, because a person
+//! reading it may have a dozen configured.
+
+use std::time::Duration;
+
+/// Why talking to an upstream server failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    /// The process could not be started or the connection could not be opened.
+    #[error("MCP server `{server}`: cannot start: {message}")]
+    Start {
+        /// The server's name.
+        server: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The MCP handshake or a request broke the protocol or the connection.
+    #[error("MCP server `{server}`: {message}")]
+    Protocol {
+        /// The server's name.
+        server: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A step ran past its limit.
+    #[error("MCP server `{server}`: {what} timed out after {}ms", after.as_millis())]
+    Timeout {
+        /// The server's name.
+        server: String,
+        /// Which step.
+        what: &'static str,
+        /// The limit.
+        after: Duration,
+    },
+    /// The server failed to start several times in a row and is not tried again until its
+    /// backoff window passes.
+    #[error(
+        "MCP server `{server}` is unavailable (service unavailable) after {attempts} failed \
+         starts; last error: {last_error}; next try in {}s",
+        retry_in.as_secs().max(1)
+    )]
+    Unavailable {
+        /// The server's name.
+        server: String,
+        /// Failed starts in a row.
+        attempts: u32,
+        /// The last failure.
+        last_error: String,
+        /// How long until a call tries to start it again.
+        retry_in: Duration,
+    },
+    /// The server is switched off in configuration.
+    #[error("MCP server `{server}` is disabled in configuration")]
+    Disabled {
+        /// The server's name.
+        server: String,
+    },
+    /// The discovery cache could not be written.
+    #[error("MCP server `{server}`: cannot write the discovery cache `{path}`: {message}")]
+    Cache {
+        /// The server's name.
+        server: String,
+        /// The cache file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}

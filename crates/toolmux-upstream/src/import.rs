@@ -1,0 +1,526 @@
+//! Reading MCP server definitions that other clients keep, for `toolmux import`: Claude Code's
+//! `.mcp.json`, Cursor's `.cursor/mcp.json` (both an `mcpServers` object), VS Code's
+//! `.vscode/mcp.json` (a `servers` object) and Codex's `~/.codex/config.toml`
+//! (`[mcp_servers.NAME]` tables). Each becomes an `mcpServers` entry in toolmux's shape, with a
+//! note for everything that did not carry over as it was.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+/// Keys an `mcpServers` entry of Claude Code, Cursor or VS Code may carry that toolmux reads
+/// the same way.
+const SHARED_KEYS: &[&str] = &["type", "command", "args", "env", "cwd", "url", "headers"];
+
+/// Where server definitions are imported from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportFormat {
+    /// Claude Code's project file `.mcp.json`.
+    ClaudeCode,
+    /// Cursor's `.cursor/mcp.json`.
+    Cursor,
+    /// VS Code's `.vscode/mcp.json`.
+    VsCode,
+    /// Codex's `~/.codex/config.toml`.
+    Codex,
+}
+
+impl ImportFormat {
+    /// Every format, in the order `toolmux import` looks for them.
+    pub const ALL: [ImportFormat; 4] = [
+        ImportFormat::ClaudeCode,
+        ImportFormat::Cursor,
+        ImportFormat::VsCode,
+        ImportFormat::Codex,
+    ];
+
+    /// Where the format's file usually is.
+    pub fn default_path(self, project_dir: &Path, home: Option<&Path>) -> Option<PathBuf> {
+        match self {
+            ImportFormat::ClaudeCode => Some(project_dir.join(".mcp.json")),
+            ImportFormat::Cursor => Some(project_dir.join(".cursor").join("mcp.json")),
+            ImportFormat::VsCode => Some(project_dir.join(".vscode").join("mcp.json")),
+            ImportFormat::Codex => home.map(|h| h.join(".codex").join("config.toml")),
+        }
+    }
+}
+
+impl fmt::Display for ImportFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ImportFormat::ClaudeCode => "Claude Code",
+            ImportFormat::Cursor => "Cursor",
+            ImportFormat::VsCode => "VS Code",
+            ImportFormat::Codex => "Codex",
+        })
+    }
+}
+
+/// One server read from another client's file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportedServer {
+    /// Its name.
+    pub name: String,
+    /// The `mcpServers` entry for toolmux's configuration.
+    pub entry: Value,
+    /// What did not carry over as it was.
+    pub notes: Vec<String>,
+}
+
+/// A file that cannot be imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// It cannot be read.
+    #[error("cannot read `{path}`: {message}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// It is not in the format expected.
+    #[error("`{path}` is not a {format} MCP configuration: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The expected format.
+        format: ImportFormat,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Reads the servers of one file. `project_dir` stands in for VS Code's `${workspaceFolder}`.
+pub fn read_import(
+    format: ImportFormat,
+    path: &Path,
+    project_dir: &Path,
+) -> Result<Vec<ImportedServer>, ImportError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ImportError::Read {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let bad = |message: String| ImportError::Format {
+        path: path.to_path_buf(),
+        format,
+        message,
+    };
+    match format {
+        ImportFormat::ClaudeCode | ImportFormat::Cursor | ImportFormat::VsCode => {
+            let value: Value = serde_json::from_str(&strip_jsonc(&text))
+                .map_err(|e| bad(format!("invalid JSON: {e}")))?;
+            let key = if format == ImportFormat::VsCode {
+                "servers"
+            } else {
+                "mcpServers"
+            };
+            let servers = match value.get(key) {
+                Some(Value::Object(servers)) => servers,
+                Some(_) => return Err(bad(format!("`{key}` is not an object"))),
+                None => return Err(bad(format!("there is no `{key}` object"))),
+            };
+            servers
+                .iter()
+                .map(|(name, entry)| {
+                    let Value::Object(entry) = entry else {
+                        return Err(bad(format!("server `{name}` is not an object")));
+                    };
+                    Ok(json_server(format, name, entry, project_dir))
+                })
+                .collect()
+        }
+        ImportFormat::Codex => {
+            let value: toml::Table =
+                toml::from_str(&text).map_err(|e| bad(format!("invalid TOML: {e}")))?;
+            let Some(servers) = value.get("mcp_servers") else {
+                return Ok(Vec::new());
+            };
+            let Some(servers) = servers.as_table() else {
+                return Err(bad("`mcp_servers` is not a table".to_string()));
+            };
+            servers
+                .iter()
+                .map(|(name, entry)| {
+                    let Some(entry) = entry.as_table() else {
+                        return Err(bad(format!("`mcp_servers.{name}` is not a table")));
+                    };
+                    Ok(codex_server(name, entry))
+                })
+                .collect()
+        }
+    }
+}
+
+fn json_server(
+    format: ImportFormat,
+    name: &str,
+    entry: &Map<String, Value>,
+    project_dir: &Path,
+) -> ImportedServer {
+    let mut out = Map::new();
+    let mut notes = Vec::new();
+    for (key, value) in entry {
+        if !SHARED_KEYS.contains(&key.as_str()) {
+            notes.push(format!("`{key}` is not a toolmux setting and was left out"));
+            continue;
+        }
+        let mut value = value.clone();
+        if format == ImportFormat::VsCode {
+            value = vscode_variables(value, project_dir, &mut notes);
+        }
+        out.insert(key.clone(), value);
+    }
+    literal_secrets(&out, &mut notes);
+    ImportedServer {
+        name: name.to_string(),
+        entry: Value::Object(out),
+        notes,
+    }
+}
+
+/// VS Code's `${env:X}` is toolmux's `${X}`; `${workspaceFolder}` is the project directory;
+/// `${input:id}` (a prompt VS Code shows) becomes a reference to an environment variable.
+fn vscode_variables(value: Value, project_dir: &Path, notes: &mut Vec<String>) -> Value {
+    match value {
+        Value::String(text) => {
+            let mut text = text
+                .replace("${workspaceFolder}", &project_dir.display().to_string())
+                .replace("${env:", "${");
+            while let Some(start) = text.find("${input:") {
+                let Some(len) = text[start..].find('}') else {
+                    break;
+                };
+                let id = &text[start + "${input:".len()..start + len];
+                let var: String = id
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() {
+                            c.to_ascii_uppercase()
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+                notes.push(format!(
+                    "VS Code input `{id}` became the environment variable reference `${{{var}}}`; \
+                     set {var} before starting toolmux"
+                ));
+                text.replace_range(start..=start + len, &format!("${{{var}}}"));
+            }
+            Value::String(text)
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| vscode_variables(v, project_dir, notes))
+                .collect(),
+        ),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, vscode_variables(v, project_dir, notes)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+fn codex_server(name: &str, entry: &toml::Table) -> ImportedServer {
+    let mut out = Map::new();
+    let mut notes = Vec::new();
+    let mut headers = Map::new();
+    for (key, value) in entry {
+        let json = toml_to_json(value);
+        match key.as_str() {
+            "command" | "args" | "env" | "cwd" | "url" => {
+                out.insert(key.clone(), json);
+            }
+            "enabled" => {
+                out.insert("enabled".into(), json);
+            }
+            "enabled_tools" => {
+                out.insert("enabledTools".into(), json);
+            }
+            "disabled_tools" => {
+                out.insert("disabledTools".into(), json);
+            }
+            "startup_timeout_sec" | "tool_timeout_sec" => {
+                let target = if key == "startup_timeout_sec" {
+                    "startupTimeoutMs"
+                } else {
+                    "toolTimeoutMs"
+                };
+                match value.as_float().or(value.as_integer().map(|i| i as f64)) {
+                    Some(secs) if secs > 0.0 => {
+                        out.insert(target.into(), json!((secs * 1000.0).round() as u64));
+                    }
+                    _ => notes.push(format!("`{key}` is not a positive number and was left out")),
+                }
+            }
+            "startup_timeout_ms" => {
+                out.insert("startupTimeoutMs".into(), json);
+            }
+            "http_headers" => {
+                if let Value::Object(map) = json {
+                    headers.extend(map);
+                }
+            }
+            "env_http_headers" => {
+                if let Value::Object(map) = json {
+                    for (header, var) in map {
+                        if let Some(var) = var.as_str() {
+                            headers.insert(header, json!(format!("${{{var}}}")));
+                        }
+                    }
+                }
+            }
+            "bearer_token_env_var" => {
+                if let Some(var) = value.as_str() {
+                    headers.insert("Authorization".into(), json!(format!("Bearer ${{{var}}}")));
+                }
+            }
+            "env_vars" => notes.push(
+                "`env_vars` was left out: toolmux passes its whole environment to the server"
+                    .to_string(),
+            ),
+            other => notes.push(format!(
+                "`{other}` is not a toolmux setting and was left out"
+            )),
+        }
+    }
+    if !headers.is_empty() {
+        out.insert("headers".into(), Value::Object(headers));
+    }
+    literal_secrets(&out, &mut notes);
+    ImportedServer {
+        name: name.to_string(),
+        entry: Value::Object(out),
+        notes,
+    }
+}
+
+/// Notes env values and headers that look like secrets written out in full.
+fn literal_secrets(entry: &Map<String, Value>, notes: &mut Vec<String>) {
+    for section in ["env", "headers"] {
+        let Some(Value::Object(map)) = entry.get(section) else {
+            continue;
+        };
+        for (key, value) in map {
+            let upper = key.to_ascii_uppercase();
+            let secret_like = ["TOKEN", "KEY", "SECRET", "PASSWORD", "AUTHORIZATION"]
+                .iter()
+                .any(|w| upper.contains(w));
+            if secret_like && value.as_str().is_some_and(|v| !v.contains("${")) {
+                notes.push(format!(
+                    "`{section}.{key}` holds a literal value; consider a `${{VAR}}` reference so \
+                     the secret stays out of the file"
+                ));
+            }
+        }
+    }
+}
+
+fn toml_to_json(value: &toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => json!(s),
+        toml::Value::Integer(i) => json!(i),
+        toml::Value::Float(f) => json!(f),
+        toml::Value::Boolean(b) => json!(b),
+        toml::Value::Datetime(d) => json!(d.to_string()),
+        toml::Value::Array(items) => Value::Array(items.iter().map(toml_to_json).collect()),
+        toml::Value::Table(table) => Value::Object(
+            table
+                .iter()
+                .map(|(k, v)| (k.clone(), toml_to_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// Removes `//` and `/* */` comments and trailing commas, which VS Code's and Cursor's files
+/// allow, outside strings.
+fn strip_jsonc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '\\' {
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    remove_trailing_commas(&out)
+}
+
+fn remove_trailing_commas(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        }
+        if c == ',' {
+            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
+            if matches!(next, Some('}') | Some(']')) {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn import(format: ImportFormat, text: &str) -> Vec<ImportedServer> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("file");
+        std::fs::write(&path, text).expect("write");
+        read_import(format, &path, Path::new("/work/app")).expect("imports")
+    }
+
+    #[test]
+    fn claude_code_entries_carry_over_and_unknown_keys_are_noted() {
+        let servers = import(
+            ImportFormat::ClaudeCode,
+            r#"{"mcpServers": {"gh": {"command": "npx", "args": ["-y", "x"],
+                "env": {"GITHUB_TOKEN": "ghp_literal"}, "oauth": {}}}}"#,
+        );
+        assert_eq!(servers.len(), 1);
+        assert_eq!(
+            servers[0].entry,
+            json!({"command": "npx", "args": ["-y", "x"], "env": {"GITHUB_TOKEN": "ghp_literal"}})
+        );
+        assert_eq!(
+            servers[0].notes,
+            [
+                "`oauth` is not a toolmux setting and was left out",
+                "`env.GITHUB_TOKEN` holds a literal value; consider a `${VAR}` reference so the secret stays out of the file"
+            ]
+        );
+    }
+
+    #[test]
+    fn vscode_servers_with_comments_and_variables_are_translated() {
+        let servers = import(
+            ImportFormat::VsCode,
+            r#"{
+              // a comment
+              "inputs": [],
+              "servers": {
+                "fs": {"type": "stdio", "command": "mcp-server-filesystem",
+                       "args": ["${workspaceFolder}"], "env": {"TOKEN": "${input:api-key}", "H": "${env:HOME}"},},
+              },
+            }"#,
+        );
+        assert_eq!(
+            servers[0].entry,
+            json!({"type": "stdio", "command": "mcp-server-filesystem", "args": ["/work/app"],
+                   "env": {"TOKEN": "${API_KEY}", "H": "${HOME}"}})
+        );
+        assert_eq!(servers[0].notes.len(), 1, "{:?}", servers[0].notes);
+    }
+
+    #[test]
+    fn codex_tables_become_toolmux_entries() {
+        let servers = import(
+            ImportFormat::Codex,
+            r#"
+model = "o3"
+[mcp_servers.docs]
+command = "docs-server"
+args = ["--port", "0"]
+env = { "A" = "1" }
+startup_timeout_sec = 2.5
+tool_timeout_sec = 60
+enabled_tools = ["search"]
+
+[mcp_servers.remote]
+url = "https://example.com/mcp"
+bearer_token_env_var = "REMOTE_TOKEN"
+env_http_headers = { "X-Key" = "REMOTE_KEY" }
+"#,
+        );
+        assert_eq!(servers.len(), 2);
+        assert_eq!(
+            servers[0].entry,
+            json!({"command": "docs-server", "args": ["--port", "0"], "env": {"A": "1"},
+                   "startupTimeoutMs": 2500, "toolTimeoutMs": 60000, "enabledTools": ["search"]})
+        );
+        assert_eq!(
+            servers[1].entry,
+            json!({"url": "https://example.com/mcp",
+                   "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}", "X-Key": "${REMOTE_KEY}"}})
+        );
+    }
+
+    #[test]
+    fn a_file_without_servers_is_a_clear_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(".mcp.json");
+        std::fs::write(&path, r#"{"servers": {}}"#).expect("write");
+        let err = read_import(ImportFormat::ClaudeCode, &path, dir.path()).expect_err("no key");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "`{}` is not a Claude Code MCP configuration: there is no `mcpServers` object",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn comments_inside_strings_are_kept() {
+        assert_eq!(
+            strip_jsonc(r#"{"a": "http://x//y", /* c */ "b": [1,],}"#),
+            r#"{"a": "http://x//y",  "b": [1]}"#
+        );
+    }
+}

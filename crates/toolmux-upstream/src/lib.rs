@@ -1,0 +1,37 @@
+//! External MCP servers as toolmux tool sources: the MCP client side of toolmux.
+//!
+//! Each entry of `mcpServers` becomes an [`UpstreamSource`]. Its tools are read from a
+//! discovery cache under `.toolmux/state/servers/` ([`DiscoveryRecord`]), so listing the
+//! catalog never starts a process or opens a connection. A server is started (or connected to)
+//! on the first call of one of its tools, or by an explicit discovery, and stopped after
+//! `idleTimeoutMs` without calls and when toolmux exits. Names are `PREFIX__tool`, kept to the
+//! registry alphabet ([`registry_names`]).
+//!
+//! Transports: stdio (a child process in its own process group, stderr to the server's log),
+//! streamable HTTP (rmcp's client, which re-establishes a session the server forgot), and the
+//! legacy HTTP+SSE transport ([`SseTransport`], written here because rmcp has none).
+//!
+//! This crate and `toolmux-mcp-server` are the only ones that know rmcp; everything it hands
+//! out is core types.
+
+mod cache;
+mod connection;
+mod error;
+mod import;
+mod names;
+mod schema;
+mod servers;
+mod source;
+mod sse;
+
+pub use cache::{
+    CachedTool, DiscoveryRecord, DiscoveryStatus, ServerIdentity, ServerPaths, config_hash,
+};
+pub use connection::MAX_TOOL_PAGES;
+pub use error::UpstreamError;
+pub use import::{ImportError, ImportFormat, ImportedServer, read_import};
+pub use names::{MAX_NAME_LEN, registry_names};
+pub use schema::{MAX_SCHEMA_BYTES, Sanitised, input_schema, output_schema};
+pub use servers::{Upstreams, state_dir};
+pub use source::{Backoff, DiscoveryOutcome, ServerSpec, UpstreamSource};
+pub use sse::{SseError, SseTransport};

@@ -1,0 +1,195 @@
+//! The legacy HTTP+SSE transport (protocol 2024-11-05), which rmcp does not ship: the client
+//! opens a long-lived `GET` event stream; the server's first event, `endpoint`, names the URL to
+//! `POST` JSON-RPC messages to; every later `message` event carries one message from the server.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::Url;
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use sse_stream::SseStream;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// How many server messages may wait unread.
+const BUFFER: usize = 64;
+
+/// Why the SSE transport failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SseError {
+    /// A configured header cannot be sent.
+    #[error("invalid header `{0}`")]
+    Header(String),
+    /// The URL is not a valid absolute URL.
+    #[error("invalid url `{0}`")]
+    Url(String),
+    /// The HTTP request failed.
+    #[error("{0}")]
+    Http(#[from] reqwest::Error),
+    /// The server answered with an error status.
+    #[error("{method} {url} answered HTTP {status}")]
+    Status {
+        /// GET or POST.
+        method: &'static str,
+        /// The URL.
+        url: String,
+        /// The status.
+        status: u16,
+    },
+    /// The event stream ended before the server named its message endpoint.
+    #[error("the event stream ended before the server sent its `endpoint` event")]
+    NoEndpoint,
+    /// A message could not be encoded (cannot happen for rmcp's types).
+    #[error("cannot encode a message: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// A connected legacy-SSE transport.
+pub struct SseTransport {
+    client: reqwest::Client,
+    endpoint: Arc<Url>,
+    headers: Arc<HeaderMap>,
+    incoming: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
+    reader: JoinHandle<()>,
+}
+
+impl SseTransport {
+    /// Opens the event stream at `url` and waits for the `endpoint` event.
+    pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Self, SseError> {
+        let base = Url::parse(url).map_err(|_| SseError::Url(url.to_string()))?;
+        let headers = header_map(headers)?;
+        let client = reqwest::Client::builder().build()?;
+        let response = client
+            .get(base.clone())
+            .headers(headers.clone())
+            .header(http::header::ACCEPT, "text/event-stream")
+            .send()
+            .await?;
+        if !response.status().is_success() {
+            return Err(SseError::Status {
+                method: "GET",
+                url: url.to_string(),
+                status: response.status().as_u16(),
+            });
+        }
+        let mut events = SseStream::from_bytes_stream(response.bytes_stream());
+        let endpoint = loop {
+            match events.next().await {
+                Some(Ok(event)) if event.event.as_deref() == Some("endpoint") => {
+                    let data = event.data.unwrap_or_default();
+                    let data = data.trim();
+                    break base
+                        .join(data)
+                        .map_err(|_| SseError::Url(data.to_string()))?;
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "the SSE stream broke before the endpoint event");
+                    return Err(SseError::NoEndpoint);
+                }
+                None => return Err(SseError::NoEndpoint),
+            }
+        };
+        let (tx, incoming) = mpsc::channel(BUFFER);
+        let reader = tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                let event = match event {
+                    Ok(event) => event,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "the SSE stream broke");
+                        break;
+                    }
+                };
+                if !matches!(event.event.as_deref(), None | Some("message")) {
+                    continue;
+                }
+                let Some(data) = event.data else { continue };
+                match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(&data) {
+                    Ok(message) => {
+                        if tx.send(message).await.is_err() {
+                            break;
+                        }
+                    }
+                    // A malformed message is skipped: the request it answered (if any) times
+                    // out, and every other message still gets through.
+                    Err(e) => tracing::warn!(error = %e, "skipping a malformed SSE message"),
+                }
+            }
+        });
+        Ok(Self {
+            client,
+            endpoint: Arc::new(endpoint),
+            headers: Arc::new(headers),
+            incoming,
+            reader,
+        })
+    }
+
+    /// The URL messages are posted to.
+    pub fn endpoint(&self) -> &Url {
+        &self.endpoint
+    }
+}
+
+impl Drop for SseTransport {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Transport<RoleClient> for SseTransport {
+    type Error = SseError;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let client = self.client.clone();
+        let endpoint = Arc::clone(&self.endpoint);
+        let headers = Arc::clone(&self.headers);
+        async move {
+            let body = serde_json::to_vec(&item)?;
+            let response = client
+                .post((*endpoint).clone())
+                .headers((*headers).clone())
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(body)
+                .send()
+                .await?;
+            if !response.status().is_success() {
+                return Err(SseError::Status {
+                    method: "POST",
+                    url: endpoint.to_string(),
+                    status: response.status().as_u16(),
+                });
+            }
+            Ok(())
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.incoming.recv()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.reader.abort();
+        self.incoming.close();
+        std::future::ready(Ok(()))
+    }
+}
+
+/// Configured headers as an HTTP header map.
+pub(crate) fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap, SseError> {
+    let mut map = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let key =
+            HeaderName::from_bytes(name.as_bytes()).map_err(|_| SseError::Header(name.clone()))?;
+        let value = HeaderValue::from_str(value).map_err(|_| SseError::Header(name.clone()))?;
+        map.insert(key, value);
+    }
+    Ok(map)
+}

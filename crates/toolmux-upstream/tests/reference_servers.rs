@@ -1,0 +1,137 @@
+//! The upstream client against the reference MCP servers from npm: `server-everything` in its
+//! three transports (stdio, legacy SSE, streamable HTTP), `server-filesystem` and
+//! `server-memory`. After every test, no process of a server is left.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::*;
+use toolmux_core::{ContentBody, Source, SourceState};
+
+/// Checks the everything server's tools through one transport: discovery, a call, a result
+/// with structured content, and names.
+async fn exercise_everything(project: &Project) {
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    let server = upstreams.get("everything").expect("configured");
+    let outcome = server.discover().await.expect("discovers");
+    assert!(outcome.listed >= 10, "{outcome:?}");
+    assert_eq!(server.status().state, SourceState::Success);
+    let catalog = hub.catalog();
+    let echo = catalog.get("everything__echo").expect("echo");
+    assert_eq!(echo.descriptor.original_name, "echo");
+    assert!(echo.descriptor.input_schema.get("$schema").is_none());
+
+    let result = call(&hub, "everything__echo", json!({"message": "hello"}))
+        .await
+        .expect("echo works");
+    assert!(result.text_content().contains("hello"), "{result:?}");
+
+    let sum = call(&hub, "everything__get-sum", json!({"a": 2, "b": 3}))
+        .await
+        .expect("get-sum works");
+    assert!(sum.text_content().contains('5'), "{sum:?}");
+
+    let image = call(&hub, "everything__get-tiny-image", json!({}))
+        .await
+        .expect("image works");
+    assert!(
+        image.content.iter().any(
+            |c| matches!(&c.body, ContentBody::Image { mime_type, .. } if mime_type == "image/png")
+        ),
+        "{image:?}"
+    );
+    let pgid = server.pid().await;
+    upstreams.shutdown().await;
+    if let Some(pgid) = pgid {
+        assert_group_gone(pgid);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_server_over_stdio() {
+    let project = Project::new(&json!({"mcpServers": {
+        "everything": {"command": npm_bin("mcp-server-everything")}
+    }}));
+    exercise_everything(&project).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_server_over_legacy_sse() {
+    let port = free_port();
+    let mut server = Background::start(
+        &npm_bin("mcp-server-everything"),
+        &["sse"],
+        &[("PORT", port.to_string())],
+    );
+    server.wait_for_port(port);
+    let project = Project::new(&json!({"mcpServers": {
+        "everything": {"type": "sse", "url": format!("http://127.0.0.1:{port}/sse")}
+    }}));
+    exercise_everything(&project).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_server_over_streamable_http() {
+    let port = free_port();
+    let mut server = Background::start(
+        &npm_bin("mcp-server-everything"),
+        &["streamableHttp"],
+        &[("PORT", port.to_string())],
+    );
+    server.wait_for_port(port);
+    let project = Project::new(&json!({"mcpServers": {
+        "everything": {"url": format!("http://127.0.0.1:{port}/mcp")}
+    }}));
+    exercise_everything(&project).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filesystem_and_memory_servers_work_side_by_side() {
+    let files = tempfile::tempdir().expect("tempdir");
+    std::fs::write(files.path().join("notes.txt"), "alpha\nbeta\n").expect("write");
+    let root = files.path().canonicalize().expect("canonical");
+    let project = Project::new(&json!({"mcpServers": {
+        "fs": {"command": npm_bin("mcp-server-filesystem"), "args": [root]},
+        "memory": {"command": npm_bin("mcp-server-memory"),
+                   "env": {"MEMORY_FILE_PATH": files.path().join("memory.jsonl")}}
+    }}));
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    for server in upstreams.iter() {
+        server.discover().await.expect("discovers");
+    }
+    let read = call(
+        &hub,
+        "fs__read_text_file",
+        json!({"path": root.join("notes.txt")}),
+    )
+    .await
+    .expect("reads");
+    assert!(read.text_content().contains("beta"), "{read:?}");
+
+    let created = call(
+        &hub,
+        "memory__create_entities",
+        json!({"entities": [{"name": "toolmux", "entityType": "project", "observations": ["aggregates tools"]}]}),
+    )
+    .await
+    .expect("creates");
+    assert!(!created.is_error, "{created:?}");
+    let graph = call(&hub, "memory__read_graph", json!({}))
+        .await
+        .expect("reads graph");
+    let text: Value = graph
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| serde_json::from_str(&graph.text_content()).unwrap_or_default());
+    assert!(text.to_string().contains("aggregates tools"), "{graph:?}");
+
+    let mut pgids = Vec::new();
+    for server in upstreams.iter() {
+        pgids.extend(server.pid().await);
+    }
+    assert_eq!(pgids.len(), 2);
+    upstreams.shutdown().await;
+    pgids.into_iter().for_each(assert_group_gone);
+}

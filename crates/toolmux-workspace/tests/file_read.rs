@@ -1,0 +1,327 @@
+//! `file_read`: windows of lines, caps, and refusals, on real files.
+
+mod support;
+
+use serde_json::json;
+use support::{call, error_text, ok_text, pack, pack_with, structured, write};
+use toolmux_workspace::WorkspaceLimits;
+
+fn numbered(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i:03}\n")).collect()
+}
+
+#[tokio::test]
+async fn file_read_returns_numbered_lines_and_the_exact_content() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "src/lib.rs", "pub fn a() {}\r\n\n// end");
+    let result = call(
+        &pack(dir.path()),
+        "file_read",
+        json!({"path": "src/lib.rs"}),
+    )
+    .await;
+    assert_eq!(ok_text(&result), "1\tpub fn a() {}\n2\t\n3\t// end\n");
+    assert_eq!(
+        structured(&result),
+        &json!({
+            "path": "src/lib.rs",
+            "startLine": 1,
+            "endLine": 3,
+            "totalLines": 3,
+            "truncated": false,
+            "content": "pub fn a() {}\r\n\n// end"
+        })
+    );
+}
+
+#[tokio::test]
+async fn file_read_window_with_offset_and_limit_says_how_to_continue() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", numbered(12));
+    let result = call(
+        &pack(dir.path()),
+        "file_read",
+        json!({"path": "a.txt", "offset": 9, "limit": 2}),
+    )
+    .await;
+    assert_eq!(
+        ok_text(&result),
+        " 9\tline 009\n10\tline 010\n[showing lines 9-10 of 12; use offset=11 to continue]\n"
+    );
+    let s = structured(&result);
+    assert_eq!(s["startLine"], 9);
+    assert_eq!(s["endLine"], 10);
+    assert_eq!(s["totalLines"], 12);
+    assert_eq!(s["truncated"], false);
+    assert_eq!(s["content"], "line 009\nline 010\n");
+}
+
+#[tokio::test]
+async fn file_read_default_limit_is_2000_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "big.txt", "x\n".repeat(2500));
+    let result = call(&pack(dir.path()), "file_read", json!({"path": "big.txt"})).await;
+    let text = ok_text(&result);
+    assert!(text.ends_with("[showing lines 1-2000 of 2500; use offset=2001 to continue]\n"));
+    assert_eq!(structured(&result)["endLine"], 2000);
+}
+
+#[tokio::test]
+async fn file_read_stops_at_the_byte_cap_and_says_where_to_continue() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20000 lines of 9 bytes; a 256 KiB cap holds 29127 of them... so use a smaller cap.
+    write(
+        dir.path(),
+        "log.txt",
+        numbered(20_000).replace("line ", "l"),
+    );
+    let limits = WorkspaceLimits {
+        max_read_bytes: 1024,
+        ..WorkspaceLimits::default()
+    };
+    let result = call(
+        &pack_with(dir.path(), limits),
+        "file_read",
+        json!({"path": "log.txt", "limit": 20000}),
+    )
+    .await;
+    let text = ok_text(&result);
+    // Lines `lNNN\n` are 5 bytes for 1..=999 (the format pads to 3 digits): 204 fit in 1 KiB.
+    assert!(
+        text.ends_with(
+            "[truncated: showing lines 1-204 of 20000; 1 KiB cap; use offset=205 to continue]\n"
+        ),
+        "{}",
+        &text[text.len() - 120..]
+    );
+    let s = structured(&result);
+    assert_eq!(s["truncated"], true);
+    assert_eq!(s["endLine"], 204);
+    assert_eq!(s["totalLines"], 20000);
+    assert!(s["content"].as_str().unwrap().len() <= 1024);
+
+    let next = call(
+        &pack_with(
+            dir.path(),
+            WorkspaceLimits {
+                max_read_bytes: 1024,
+                ..WorkspaceLimits::default()
+            },
+        ),
+        "file_read",
+        json!({"path": "log.txt", "offset": 205, "limit": 1}),
+    )
+    .await;
+    assert_eq!(structured(&next)["content"], "l205\n");
+}
+
+#[tokio::test]
+async fn file_read_default_cap_is_256_kib() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100-byte lines: 2621 whole lines fit in 256 KiB.
+    let line = format!("{}\n", "y".repeat(99));
+    write(dir.path(), "wide.txt", line.repeat(3000));
+    let result = call(
+        &pack(dir.path()),
+        "file_read",
+        json!({"path": "wide.txt", "limit": 3000}),
+    )
+    .await;
+    assert!(ok_text(&result).ends_with(
+        "[truncated: showing lines 1-2621 of 3000; 256 KiB cap; use offset=2622 to continue]\n"
+    ));
+}
+
+#[tokio::test]
+async fn file_read_cuts_a_single_line_longer_than_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "min.js", format!("{}\nnext\n", "é".repeat(100)));
+    let limits = WorkspaceLimits {
+        max_read_bytes: 51,
+        ..WorkspaceLimits::default()
+    };
+    let result = call(
+        &pack_with(dir.path(), limits),
+        "file_read",
+        json!({"path": "min.js"}),
+    )
+    .await;
+    let text = ok_text(&result);
+    // 51 bytes would split a two-byte character: 25 characters (50 bytes) are shown.
+    assert_eq!(
+        text,
+        format!(
+            "1\t{}\n[truncated: line 1 is longer than the 51 bytes cap and is cut; use offset=2 to continue]\n",
+            "é".repeat(25)
+        )
+    );
+    let s = structured(&result);
+    assert_eq!(s["truncated"], true);
+    assert_eq!(s["totalLines"], 2);
+}
+
+#[tokio::test]
+async fn file_read_output_cap_applies_when_smaller_than_the_read_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "0123456789\n".repeat(1000));
+    let limits = WorkspaceLimits {
+        max_output_bytes: 2048,
+        ..WorkspaceLimits::default()
+    };
+    let result = call(
+        &pack_with(dir.path(), limits),
+        "file_read",
+        json!({"path": "a.txt"}),
+    )
+    .await;
+    let text = ok_text(&result);
+    assert!(
+        text.ends_with("; output capped at 2 KiB; use offset=62 to continue]\n"),
+        "{text}"
+    );
+    let total = text.len() + structured(&result).to_string().len();
+    assert!(total <= 2048, "{total}");
+}
+
+#[tokio::test]
+async fn file_read_refuses_a_binary_file_naming_it_and_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    png.resize(14_540, 7);
+    write(dir.path(), "img/logo.png", png);
+    let result = call(
+        &pack(dir.path()),
+        "file_read",
+        json!({"path": "img/logo.png"}),
+    )
+    .await;
+    assert_eq!(
+        error_text(&result),
+        "`img/logo.png` is a binary file (14.2 KiB); file_read reads text files only"
+    );
+}
+
+#[tokio::test]
+async fn file_read_refuses_a_file_that_is_not_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "latin1.txt", b"caf\xe9 cr\xe8me\n");
+    let result = call(
+        &pack(dir.path()),
+        "file_read",
+        json!({"path": "latin1.txt"}),
+    )
+    .await;
+    assert_eq!(
+        error_text(&result),
+        "`latin1.txt` is not UTF-8 text (11 bytes); file_read reads text files only"
+    );
+}
+
+#[tokio::test]
+async fn file_read_refuses_invalid_utf8_found_past_the_first_8_kib() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = "ok\n".repeat(4000).into_bytes();
+    bytes.extend_from_slice(b"bad \xff\n");
+    write(dir.path(), "late.txt", &bytes);
+    let pack = pack(dir.path());
+    let result = call(
+        &pack,
+        "file_read",
+        json!({"path": "late.txt", "offset": 4001}),
+    )
+    .await;
+    assert_eq!(
+        error_text(&result),
+        "`late.txt` is not UTF-8 text (11.7 KiB); file_read reads text files only"
+    );
+    // The valid part before it still reads.
+    let early = call(&pack, "file_read", json!({"path": "late.txt", "limit": 2})).await;
+    assert_eq!(structured(&early)["content"], "ok\nok\n");
+}
+
+#[tokio::test]
+async fn file_read_refuses_a_directory_and_points_to_directory_list() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "src/a.rs", "");
+    let pack = pack(dir.path());
+    let result = call(&pack, "file_read", json!({"path": "src/"})).await;
+    assert_eq!(
+        error_text(&result),
+        "`src` is a directory; use directory_list"
+    );
+    let result = call(&pack, "file_read", json!({"path": "."})).await;
+    assert_eq!(
+        error_text(&result),
+        "`.` is a directory; use directory_list"
+    );
+}
+
+#[tokio::test]
+async fn file_read_refuses_a_fifo_instead_of_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("pipe"))
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
+    let result = call(&pack(dir.path()), "file_read", json!({"path": "pipe"})).await;
+    assert_eq!(
+        error_text(&result),
+        "`pipe` is not a regular file (a device, socket or pipe); file_read reads text files only"
+    );
+}
+
+#[tokio::test]
+async fn file_read_offset_past_the_end_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "one\ntwo\n");
+    write(dir.path(), "one.txt", "one");
+    let pack = pack(dir.path());
+    let result = call(&pack, "file_read", json!({"path": "a.txt", "offset": 3})).await;
+    assert_eq!(
+        error_text(&result),
+        "offset 3 is past the end of `a.txt`, which has 2 lines"
+    );
+    let result = call(&pack, "file_read", json!({"path": "one.txt", "offset": 2})).await;
+    assert_eq!(
+        error_text(&result),
+        "offset 2 is past the end of `one.txt`, which has 1 line"
+    );
+}
+
+#[tokio::test]
+async fn file_read_of_an_empty_file_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "empty.txt", "");
+    let result = call(&pack(dir.path()), "file_read", json!({"path": "empty.txt"})).await;
+    assert_eq!(ok_text(&result), "(`empty.txt` is empty)\n");
+    assert_eq!(
+        structured(&result),
+        &json!({"path": "empty.txt", "startLine": 1, "endLine": 0, "totalLines": 0, "truncated": false, "content": ""})
+    );
+}
+
+#[tokio::test]
+async fn file_read_of_a_missing_file_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = call(&pack(dir.path()), "file_read", json!({"path": "nope/x.rs"})).await;
+    assert_eq!(error_text(&result), "`nope/x.rs` does not exist");
+}
+
+#[tokio::test]
+async fn file_read_without_a_path_or_with_odd_values_gives_a_tool_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let pack = pack(dir.path());
+    let result = call(&pack, "file_read", json!({})).await;
+    assert_eq!(error_text(&result), "missing required argument `path`");
+    let result = call(&pack, "file_read", json!({"path": "a", "offset": 0})).await;
+    assert_eq!(
+        error_text(&result),
+        "`offset` must be an integer of at least 1 (got 0)"
+    );
+    let result = call(&pack, "file_read", json!({"path": "a", "lines": 3})).await;
+    assert_eq!(
+        error_text(&result),
+        "unknown argument `lines`; this tool takes `path`, `offset`, `limit`"
+    );
+}

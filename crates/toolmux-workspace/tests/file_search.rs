@@ -1,0 +1,230 @@
+//! `file_search`: globs over root-relative paths, ignore rules, caps.
+
+mod support;
+
+use serde_json::json;
+use support::{call, error_text, ok_text, pack, pack_with, structured, write};
+use toolmux_workspace::WorkspaceLimits;
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "Cargo.toml", "[workspace]\n");
+    write(root, "src/main.rs", "fn main() {}\n");
+    write(root, "src/lib.rs", "\n");
+    write(root, "src/deep/mod.rs", "\n");
+    write(root, "src/config.toml", "\n");
+    write(root, "src/deep/nested.toml", "\n");
+    write(root, ".github/workflows/ci.yml", "\n");
+    write(root, ".git/config", "[core]\n");
+    write(root, ".git/hooks/x.rs", "\n");
+    write(root, ".gitignore", "target/\n*.log\n");
+    write(root, "target/debug/build.rs", "\n");
+    write(root, "run.log", "\n");
+    dir
+}
+
+#[tokio::test]
+async fn file_search_matches_globs_against_root_relative_paths_sorted() {
+    let dir = project();
+    let result = call(
+        &pack(dir.path()),
+        "file_search",
+        json!({"pattern": "**/*.rs"}),
+    )
+    .await;
+    assert_eq!(
+        ok_text(&result),
+        "src/deep/mod.rs\nsrc/lib.rs\nsrc/main.rs\n"
+    );
+    assert_eq!(
+        structured(&result),
+        &json!({"files": ["src/deep/mod.rs", "src/lib.rs", "src/main.rs"], "truncated": false})
+    );
+}
+
+#[tokio::test]
+async fn file_search_star_stays_within_one_directory() {
+    let dir = project();
+    let result = call(
+        &pack(dir.path()),
+        "file_search",
+        json!({"pattern": "src/*.toml"}),
+    )
+    .await;
+    assert_eq!(structured(&result)["files"], json!(["src/config.toml"]));
+}
+
+#[tokio::test]
+async fn file_search_without_a_slash_matches_names_at_any_depth() {
+    let dir = project();
+    let result = call(
+        &pack(dir.path()),
+        "file_search",
+        json!({"pattern": "*.toml"}),
+    )
+    .await;
+    assert_eq!(
+        structured(&result)["files"],
+        json!(["Cargo.toml", "src/config.toml", "src/deep/nested.toml"])
+    );
+}
+
+#[tokio::test]
+async fn file_search_honours_gitignore_outside_a_git_repo() {
+    let dir = project();
+    // No `.git` directory at all: `.gitignore` must still apply.
+    std::fs::remove_dir_all(dir.path().join(".git")).unwrap();
+    let pack = pack(dir.path());
+    let rs = call(&pack, "file_search", json!({"pattern": "**/build.rs"})).await;
+    assert_eq!(structured(&rs)["files"], json!([]));
+    let logs = call(&pack, "file_search", json!({"pattern": "*.log"})).await;
+    assert_eq!(structured(&logs)["files"], json!([]));
+}
+
+#[tokio::test]
+async fn file_search_includes_hidden_files_but_never_dot_git() {
+    let dir = project();
+    let pack = pack(dir.path());
+    let hidden = call(&pack, "file_search", json!({"pattern": "**/*.yml"})).await;
+    assert_eq!(
+        structured(&hidden)["files"],
+        json!([".github/workflows/ci.yml"])
+    );
+    let git = call(&pack, "file_search", json!({"pattern": ".git/**"})).await;
+    assert_eq!(structured(&git)["files"], json!([]));
+    let all = call(&pack, "file_search", json!({"pattern": "**"})).await;
+    assert_eq!(
+        structured(&all)["files"],
+        json!([
+            ".github/workflows/ci.yml",
+            ".gitignore",
+            "Cargo.toml",
+            "src/config.toml",
+            "src/deep/mod.rs",
+            "src/deep/nested.toml",
+            "src/lib.rs",
+            "src/main.rs"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn file_search_from_a_subdirectory_still_reports_root_relative_paths() {
+    let dir = project();
+    let result = call(
+        &pack(dir.path()),
+        "file_search",
+        json!({"pattern": "**/*.rs", "path": "src/deep"}),
+    )
+    .await;
+    assert_eq!(structured(&result)["files"], json!(["src/deep/mod.rs"]));
+    // The glob is matched against the root-relative path, not the one below `path`.
+    let relative = call(
+        &pack(dir.path()),
+        "file_search",
+        json!({"pattern": "mod.rs", "path": "src"}),
+    )
+    .await;
+    assert_eq!(structured(&relative)["files"], json!(["src/deep/mod.rs"]));
+}
+
+#[tokio::test]
+async fn file_search_stops_at_the_limit_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..30 {
+        write(dir.path(), &format!("f{i:02}.txt"), "");
+    }
+    let pack = pack_with(
+        dir.path(),
+        WorkspaceLimits {
+            max_results: 20,
+            ..WorkspaceLimits::default()
+        },
+    );
+    let result = call(
+        &pack,
+        "file_search",
+        json!({"pattern": "*.txt", "limit": 5}),
+    )
+    .await;
+    assert_eq!(
+        ok_text(&result),
+        "f00.txt\nf01.txt\nf02.txt\nf03.txt\nf04.txt\n\
+         [showing the first 5 matching files; there are more: narrow the pattern or raise limit (at most 20)]\n"
+    );
+    assert_eq!(structured(&result)["truncated"], true);
+    // The default limit is capped by `max_results`.
+    let capped = call(&pack, "file_search", json!({"pattern": "*.txt"})).await;
+    assert!(
+        ok_text(&capped).ends_with(
+            "[showing the first 20 matching files; there are more: narrow the pattern]\n"
+        )
+    );
+    // Exactly `limit` matches is not truncated.
+    let exact = call(
+        &pack,
+        "file_search",
+        json!({"pattern": "f0*.txt", "limit": 10}),
+    )
+    .await;
+    assert_eq!(structured(&exact)["truncated"], false);
+    assert_eq!(structured(&exact)["files"].as_array().unwrap().len(), 10);
+}
+
+#[tokio::test]
+async fn file_search_output_is_capped_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..200 {
+        write(dir.path(), &format!("{}{i:03}.txt", "n".repeat(40)), "");
+    }
+    let pack = pack_with(
+        dir.path(),
+        WorkspaceLimits {
+            max_output_bytes: 4096,
+            ..WorkspaceLimits::default()
+        },
+    );
+    let result = call(&pack, "file_search", json!({"pattern": "*.txt"})).await;
+    let text = ok_text(&result);
+    // Each 47-byte path costs 98 bytes of the 3584 left after the reserve: 36 fit.
+    assert!(
+        text.ends_with(
+            "[output capped at 4 KiB: showing the first 36 matching files; narrow the pattern]\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(structured(&result)["truncated"], true);
+    assert!(text.len() + structured(&result).to_string().len() <= 4096);
+}
+
+#[tokio::test]
+async fn file_search_invalid_glob_is_a_tool_error() {
+    let dir = project();
+    let result = call(
+        &pack(dir.path()),
+        "file_search",
+        json!({"pattern": "src/[a"}),
+    )
+    .await;
+    assert_eq!(
+        error_text(&result),
+        "invalid glob `src/[a`: unclosed character class; missing ']'"
+    );
+}
+
+#[tokio::test]
+async fn file_search_reports_when_nothing_matches() {
+    let dir = project();
+    let result = call(
+        &pack(dir.path()),
+        "file_search",
+        json!({"pattern": "*.py", "path": "src"}),
+    )
+    .await;
+    assert_eq!(ok_text(&result), "no files match `*.py` under `src`\n");
+    assert_eq!(
+        structured(&result),
+        &json!({"files": [], "truncated": false})
+    );
+}

@@ -1,0 +1,220 @@
+//! The command line, as clap types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// One registry of tools for AI agents: built-in tools, your scripts and MCP servers, served
+/// over MCP, REST and chat.
+#[derive(Debug, Parser)]
+#[command(name = "toolmux", version, about, long_about = None)]
+pub struct Cli {
+    /// The project directory (the one holding `.toolmux/`). Default: the nearest ancestor of the
+    /// current directory with `.toolmux/config.json`, else the current directory.
+    #[arg(
+        short = 'C',
+        long,
+        global = true,
+        env = "TOOLMUX_PROJECT",
+        value_name = "DIR"
+    )]
+    pub project: Option<PathBuf>,
+
+    /// More logging on stderr (-v info, -vv debug, -vvv trace). `TOOLMUX_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a starter `.toolmux/config.json` in the project directory.
+    Init {
+        /// Overwrite an existing configuration.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List, inspect and call tools.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// Check, print the schema of, or locate the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Read the execution log.
+    Logs(LogsArgs),
+    /// Serve the registry as an MCP server on stdin/stdout (for an agent's MCP configuration).
+    Mcp(McpArgs),
+    /// Start the HTTP server: the MCP endpoint at /mcp (streamable HTTP).
+    Serve(ServeArgs),
+    /// Generate the typed TypeScript API of every tool for code mode.
+    #[command(subcommand)]
+    Capabilities(CapabilitiesCommand),
+    /// Run a TypeScript script in the code-mode sandbox; its tool calls go through the pipeline.
+    Run(RunArgs),
+    /// Add the MCP servers configured for Claude Code, Cursor, VS Code or Codex to toolmux.
+    Import(crate::commands::import::ImportArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CapabilitiesCommand {
+    /// Write `<source>/index.d.ts`, `index.js` and `schema.json` for every source, plus
+    /// `globals.d.ts`, from the catalog (no server is started).
+    Build {
+        /// The folder to write. Default: `.toolmux/capabilities` in the project directory.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Print a JSON report.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The script (`-` reads it from stdin). It may `import { x } from '@capabilities/x'`, use
+    /// top-level `await`, and `return` its result.
+    pub script: PathBuf,
+    /// Print `{result, logs, calls}` (or `{error, logs, calls}`) as JSON instead of the result
+    /// on stdout and the console output on stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// Wall-clock limit in seconds (time spent waiting for an approval does not count).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub timeout: u64,
+    /// CPU-time budget in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub cpu: u64,
+    /// Memory limit in MB.
+    #[arg(long, value_name = "MB", default_value_t = 64)]
+    pub memory: usize,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// List the tools in the catalog.
+    List {
+        /// Only tools of this source.
+        #[arg(long)]
+        source: Option<String>,
+        /// Include internal tools.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one tool: schema, policy, limits.
+    Show {
+        /// The tool's registry name.
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a tool through the pipeline (policy, validation, limits, log).
+    Call(CallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool's registry name.
+    pub name: String,
+    /// The arguments as one JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// One argument as `key=value`; the value is read as JSON when it parses (numbers, true,
+    /// arrays), else as a string. Repeatable; combined with --args.
+    #[arg(short = 'a', long = "arg", value_name = "KEY=VALUE")]
+    pub pairs: Vec<String>,
+    /// Print the whole result as JSON (content, structuredContent, isError).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate the configuration without running anything.
+    Check,
+    /// Print the JSON Schema of the configuration file.
+    Schema,
+    /// Print where the configuration files are.
+    Path,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// Only calls of this tool (a name or a glob such as `file_*`).
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Only calls with this outcome: ok, error, denied, timeout, invalid.
+    #[arg(long)]
+    pub outcome: Option<String>,
+    /// Only calls since this time: RFC 3339, a date, or an age such as 15m, 2h, 7d.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// At most this many calls (the newest).
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Keep printing new calls as they are logged.
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Print JSON lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Which tools an MCP server serves, and under which names.
+#[derive(Debug, Args)]
+pub struct ServeFilterArgs {
+    /// Serve only tools whose name matches this pattern (`github__*`, `grep`). Repeatable.
+    #[arg(long = "tools", value_name = "PATTERN")]
+    pub tools: Vec<String>,
+    /// Do not serve tools whose name matches this pattern. Repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    pub exclude: Vec<String>,
+    /// Serve only this source's tools, without their `SOURCE__` prefix, so that toolmux can
+    /// stand in for that one server.
+    #[arg(long, value_name = "SOURCE")]
+    pub pass_through: Option<String>,
+    /// Code mode: offer only `run_code` and `search_tools` (plus any tool named with --tools) in
+    /// place of the whole catalog. Scripts still reach every tool, through the same policies.
+    #[arg(long, conflicts_with = "pass_through")]
+    pub code_mode: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub filters: ServeFilterArgs,
+    /// Manage the external MCP servers whose tools toolmux aggregates (without a subcommand,
+    /// `toolmux mcp` serves the registry on stdin/stdout).
+    #[command(subcommand)]
+    pub command: Option<crate::commands::upstream::McpCommand>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The port to listen on; 0 picks a free one (the URL is printed on stderr).
+    #[arg(short, long, default_value_t = 7700)]
+    pub port: u16,
+    /// The address to listen on. Anything but loopback requires --api-key-env.
+    #[arg(long, default_value = "127.0.0.1", value_name = "ADDRESS")]
+    pub bind: std::net::IpAddr,
+    /// Require `Authorization: Bearer <key>` with the key held in this environment variable.
+    /// Repeatable (several keys are accepted).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Vec<String>,
+    /// Also accept this `Host` header (`tools.example.com`, `10.0.0.5:7700`); loopback names
+    /// always pass. Guards against DNS rebinding. Repeatable.
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Also accept browser requests from this origin (`https://app.example.com:443`,
+    /// `http://intranet:*`); loopback origins always pass. Repeatable.
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    #[command(flatten)]
+    pub filters: ServeFilterArgs,
+}

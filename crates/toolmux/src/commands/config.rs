@@ -1,0 +1,56 @@
+//! `toolmux config check | schema | path`.
+
+use std::path::Path;
+
+use crate::cli::ConfigCommand;
+use crate::commands::{emit, pretty};
+use crate::exit::{Failure, OK};
+use crate::project::{Project, locate};
+
+pub fn run(project: Option<&Path>, cmd: ConfigCommand) -> Result<u8, Failure> {
+    match cmd {
+        ConfigCommand::Schema => {
+            emit(&pretty(&toolmux_config::schema())?)?;
+        }
+        ConfigCommand::Path => {
+            let dir = locate(project)?;
+            let project_file = toolmux_config::project_config_path(&dir);
+            emit(&format!(
+                "project: {}{}",
+                project_file.display(),
+                existence(&project_file)
+            ))?;
+            match toolmux_config::user_config_path() {
+                Some(user) => emit(&format!("user:    {}{}", user.display(), existence(&user)))?,
+                None => emit("user:    (no home directory)")?,
+            }
+        }
+        ConfigCommand::Check => {
+            let project = Project::open(project)?;
+            let catalog = project.hub.catalog();
+            let files = if project.loaded.files.is_empty() {
+                "no configuration file (defaults)".to_string()
+            } else {
+                project
+                    .loaded
+                    .files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            emit(&format!("configuration ok: {files}"))?;
+            emit(&format!("project root: {}", project.loaded.root.display()))?;
+            emit(&format!(
+                "{} tools from {} sources",
+                catalog.tools().count(),
+                catalog.sources().len()
+            ))?;
+        }
+    }
+    Ok(OK)
+}
+
+fn existence(path: &Path) -> &'static str {
+    if path.exists() { "" } else { " (not present)" }
+}

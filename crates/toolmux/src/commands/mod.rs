@@ -1,0 +1,51 @@
+//! One module per command; `run` dispatches.
+
+mod capabilities;
+mod config;
+pub(crate) mod import;
+mod init;
+mod logs;
+mod mcp;
+mod run;
+mod serve;
+mod tools;
+pub(crate) mod upstream;
+
+use std::io::Write;
+
+use crate::cli::{Cli, Command};
+use crate::exit::Failure;
+
+/// Runs the parsed command and returns its exit code.
+pub async fn run(cli: Cli) -> Result<u8, Failure> {
+    let project = cli.project.as_deref();
+    match cli.command {
+        Command::Init { force } => init::run(project, force),
+        Command::Tools(cmd) => tools::run(project, cmd).await,
+        Command::Config(cmd) => config::run(project, cmd),
+        Command::Logs(args) => logs::run(project, args).await,
+        Command::Mcp(crate::cli::McpArgs {
+            command: Some(cmd), ..
+        }) => upstream::run(project, cmd).await,
+        Command::Mcp(args) => mcp::run(project, args).await,
+        Command::Serve(args) => serve::run(project, args).await,
+        Command::Capabilities(cmd) => capabilities::run(project, cmd),
+        Command::Run(args) => run::run(project, args).await,
+        Command::Import(args) => import::run(project, args).await,
+    }
+}
+
+/// Writes one line to stdout. A closed pipe (`toolmux logs | head`) ends the command quietly.
+pub(crate) fn emit(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::BrokenPipe),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Pretty JSON for people; the error case cannot happen for `serde_json::Value`.
+pub(crate) fn pretty(value: &impl serde::Serialize) -> Result<String, Failure> {
+    serde_json::to_string_pretty(value).map_err(|e| Failure::Runtime(e.into()))
+}

@@ -1,0 +1,537 @@
+//! `toolmux mcp list | add | remove | enable | disable | refresh | logs`: the external MCP
+//! servers whose tools toolmux aggregates. Edits go to the project's `.toolmux/config.json`,
+//! keeping every other key (and every `${VAR}` reference) as written.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use comfy_table::{ContentArrangement, Table, presets};
+use serde_json::{Map, Value, json};
+use toolmux_core::{Source, SourceState};
+use toolmux_upstream::UpstreamSource;
+
+use crate::commands::{emit, pretty};
+use crate::exit::{Failure, OK, TOOL_FAILED};
+use crate::project::{Project, locate};
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// List the configured servers: transport, status, tools, last discovery, error.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a server and discover its tools: `toolmux mcp add NAME -- COMMAND ARGS...` for a
+    /// local (stdio) server, `toolmux mcp add NAME --url URL` for an HTTP one.
+    Add(AddArgs),
+    /// Remove a server from the project configuration (and its discovery cache).
+    Remove {
+        /// The server's name.
+        name: String,
+    },
+    /// Use a server again.
+    Enable {
+        /// The server's name.
+        name: String,
+    },
+    /// Keep a server configured but unused: it is never started and its tools are hidden.
+    Disable {
+        /// The server's name.
+        name: String,
+    },
+    /// Discover the tools of one server, or of every enabled server.
+    Refresh {
+        /// The server's name; all enabled servers when left out.
+        name: Option<String>,
+    },
+    /// Print a server's log (its stderr, and when it was started).
+    Logs {
+        /// The server's name.
+        name: String,
+        /// Only the last N lines.
+        #[arg(short = 'n', long, value_name = "N")]
+        lines: Option<usize>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The server's name; its tools are named `NAME__tool`.
+    pub name: String,
+    /// The URL of a streamable-HTTP (or, with --sse, legacy SSE) server.
+    #[arg(long, conflicts_with = "command")]
+    pub url: Option<String>,
+    /// The server speaks the legacy HTTP+SSE transport.
+    #[arg(long, requires = "url")]
+    pub sse: bool,
+    /// A header for an HTTP server, `Name=Value` (keep secrets as `${VAR}`). Repeatable.
+    #[arg(long = "header", value_name = "NAME=VALUE", requires = "url")]
+    pub headers: Vec<String>,
+    /// An environment variable for a stdio server, `NAME=VALUE` (keep secrets as `${VAR}`).
+    /// Repeatable.
+    #[arg(short, long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// The working directory of a stdio server, relative to the project directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Replace a server of the same name.
+    #[arg(long)]
+    pub force: bool,
+    /// Only write the configuration; do not start the server to discover its tools.
+    #[arg(long)]
+    pub no_discover: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+pub async fn run(project: Option<&Path>, cmd: McpCommand) -> Result<u8, Failure> {
+    match cmd {
+        McpCommand::List { json } => list(project, json),
+        McpCommand::Add(args) => add(project, args).await,
+        McpCommand::Remove { name } => remove(project, &name),
+        McpCommand::Enable { name } => set_enabled(project, &name, true),
+        McpCommand::Disable { name } => set_enabled(project, &name, false),
+        McpCommand::Refresh { name } => refresh(project, name.as_deref()).await,
+        McpCommand::Logs { name, lines } => logs(project, &name, lines),
+    }
+}
+
+fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
+    let project = Project::open(project)?;
+    let catalog = project.hub.catalog();
+    let rows: Vec<Value> = project
+        .upstreams
+        .iter()
+        .map(|server| {
+            let status = server.status();
+            let offered = catalog
+                .sources()
+                .iter()
+                .find(|s| s.id == server.name())
+                .map_or(0, |s| s.tool_count);
+            let record = server.record();
+            json!({
+                "name": server.name(),
+                "transport": server.server().transport.kind(),
+                "enabled": server.server().enabled,
+                "status": state_name(status.state),
+                "tools": offered,
+                "discovered": record.tools.len(),
+                "lastDiscovery": status.last_discovery,
+                "error": status.error,
+                "prefix": server.prefix(),
+            })
+        })
+        .collect();
+    if json {
+        emit(&pretty(&rows)?)?;
+        return Ok(OK);
+    }
+    if rows.is_empty() {
+        emit(
+            "no MCP servers configured; add one with `toolmux mcp add NAME -- COMMAND ARGS...` or `toolmux import`",
+        )?;
+        return Ok(OK);
+    }
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header([
+            "NAME",
+            "TRANSPORT",
+            "STATUS",
+            "TOOLS",
+            "LAST DISCOVERY",
+            "ERROR",
+        ]);
+    for row in &rows {
+        let status = if row["enabled"] == json!(false) {
+            "disabled".to_string()
+        } else {
+            row["status"].as_str().unwrap_or_default().to_string()
+        };
+        let last = row["lastDiscovery"]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| {
+                t.with_timezone(&chrono::Local)
+                    .format("%Y-%m-%d %H:%M:%S")
+                    .to_string()
+            })
+            .unwrap_or_else(|| "-".to_string());
+        table.add_row([
+            row["name"].as_str().unwrap_or_default().to_string(),
+            row["transport"].as_str().unwrap_or_default().to_string(),
+            status,
+            row["tools"].to_string(),
+            last,
+            row["error"].as_str().unwrap_or_default().to_string(),
+        ]);
+    }
+    emit(&table.to_string())?;
+    Ok(OK)
+}
+
+fn state_name(state: SourceState) -> &'static str {
+    match state {
+        SourceState::Never => "never",
+        SourceState::Discovering => "discovering",
+        SourceState::Success => "success",
+        SourceState::Failed => "failed",
+    }
+}
+
+async fn add(project: Option<&Path>, args: AddArgs) -> Result<u8, Failure> {
+    let dir = locate(project)?;
+    let mut entry = Map::new();
+    match (&args.url, args.command.split_first()) {
+        (Some(url), None) => {
+            if args.sse {
+                entry.insert("type".into(), json!("sse"));
+            }
+            entry.insert("url".into(), json!(url));
+            if !args.headers.is_empty() {
+                entry.insert("headers".into(), pairs("--header", &args.headers)?);
+            }
+            if !args.env.is_empty() || args.cwd.is_some() {
+                return Err(Failure::Usage(
+                    "--env and --cwd are for stdio servers (a command after `--`), not for --url"
+                        .to_string(),
+                ));
+            }
+        }
+        (None, Some((command, rest))) => {
+            entry.insert("command".into(), json!(command));
+            if !rest.is_empty() {
+                entry.insert("args".into(), json!(rest));
+            }
+            if !args.env.is_empty() {
+                entry.insert("env".into(), pairs("--env", &args.env)?);
+            }
+            if let Some(cwd) = &args.cwd {
+                entry.insert("cwd".into(), json!(cwd));
+            }
+        }
+        (Some(_), Some(_)) => {
+            return Err(Failure::Usage(
+                "give either --url or a command after `--`, not both".to_string(),
+            ));
+        }
+        (None, None) => {
+            return Err(Failure::Usage(
+                "give the server's command after `--` (`toolmux mcp add NAME -- npx -y PACKAGE`) \
+                 or its --url"
+                    .to_string(),
+            ));
+        }
+    }
+    let mut file = ConfigFile::read(&dir)?;
+    if file.servers()?.contains_key(&args.name) && !args.force {
+        return Err(Failure::Usage(format!(
+            "a server named `{}` already exists in {}; use --force to replace it",
+            args.name,
+            file.path.display()
+        )));
+    }
+    file.servers_mut()?
+        .insert(args.name.clone(), Value::Object(entry));
+    file.write()?;
+    emit(&format!(
+        "added MCP server `{}` to {}",
+        args.name,
+        file.path.display()
+    ))?;
+    if args.no_discover {
+        return Ok(OK);
+    }
+    let project = Project::open(Some(&dir))?;
+    let Some(server) = project.upstreams.get(&args.name) else {
+        return Ok(OK);
+    };
+    let code = discover_all(&[server]).await;
+    project.upstreams.shutdown().await;
+    Ok(code)
+}
+
+/// `NAME=VALUE` pairs as a JSON object.
+fn pairs(flag: &str, items: &[String]) -> Result<Value, Failure> {
+    let mut map = Map::new();
+    for item in items {
+        let Some((name, value)) = item.split_once('=') else {
+            return Err(Failure::Usage(format!(
+                "{flag} expects NAME=VALUE, got `{item}`"
+            )));
+        };
+        if name.is_empty() {
+            return Err(Failure::Usage(format!("{flag} `{item}` has an empty name")));
+        }
+        map.insert(name.to_string(), json!(value));
+    }
+    Ok(Value::Object(map))
+}
+
+fn remove(project: Option<&Path>, name: &str) -> Result<u8, Failure> {
+    let dir = locate(project)?;
+    let mut file = ConfigFile::read(&dir)?;
+    if file.servers_mut()?.remove(name).is_none() {
+        return Err(file.missing(name));
+    }
+    file.write()?;
+    let paths = toolmux_upstream::ServerPaths::new(&toolmux_upstream::state_dir(&dir), name);
+    // The cache describes a server that no longer exists; its log stays for reading.
+    let _ = std::fs::remove_file(&paths.cache);
+    emit(&format!(
+        "removed MCP server `{name}` from {}",
+        file.path.display()
+    ))?;
+    Ok(OK)
+}
+
+fn set_enabled(project: Option<&Path>, name: &str, enabled: bool) -> Result<u8, Failure> {
+    let dir = locate(project)?;
+    let mut file = ConfigFile::read(&dir)?;
+    let Some(Value::Object(entry)) = file.servers_mut()?.get_mut(name) else {
+        return Err(file.missing(name));
+    };
+    if enabled {
+        entry.remove("enabled");
+    } else {
+        entry.insert("enabled".into(), json!(false));
+    }
+    file.write()?;
+    let word = if enabled { "enabled" } else { "disabled" };
+    emit(&format!("{word} MCP server `{name}`"))?;
+    Ok(OK)
+}
+
+async fn refresh(project: Option<&Path>, name: Option<&str>) -> Result<u8, Failure> {
+    let project = Project::open(project)?;
+    let servers: Vec<&UpstreamSource> = match name {
+        Some(name) => match project.upstreams.get(name) {
+            Some(server) if server.server().enabled => vec![server],
+            Some(_) => {
+                return Err(Failure::Usage(format!(
+                    "MCP server `{name}` is disabled; enable it with `toolmux mcp enable {name}`"
+                )));
+            }
+            None => return Err(unknown(&project, name)),
+        },
+        None => project
+            .upstreams
+            .iter()
+            .filter(|s| s.server().enabled)
+            .collect(),
+    };
+    if servers.is_empty() {
+        emit("no enabled MCP servers to refresh")?;
+        return Ok(OK);
+    }
+    let code = discover_all(&servers).await;
+    project.upstreams.shutdown().await;
+    Ok(code)
+}
+
+/// Discovers several servers at once, with a progress bar when there is more than one, and
+/// prints one line per server.
+async fn discover_all(servers: &[&UpstreamSource]) -> u8 {
+    let bar = (servers.len() > 1).then(|| {
+        let bar = indicatif::ProgressBar::new(servers.len() as u64);
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar.set_message("discovering tools");
+        bar
+    });
+    let mut runs = tokio::task::JoinSet::new();
+    for (index, server) in servers.iter().enumerate() {
+        let server = (*server).clone();
+        runs.spawn(async move { (index, server.discover().await) });
+    }
+    let mut results: Vec<Option<Result<_, _>>> = servers.iter().map(|_| None).collect();
+    while let Some(joined) = runs.join_next().await {
+        let Ok((index, outcome)) = joined else {
+            continue;
+        };
+        if let Some(bar) = &bar {
+            bar.inc(1);
+            bar.set_message(format!("`{}` done", servers[index].name()));
+        }
+        results[index] = Some(outcome);
+    }
+    let results = servers.iter().zip(results).map(|(server, outcome)| {
+        let outcome = outcome.unwrap_or_else(|| {
+            Err(toolmux_upstream::UpstreamError::Protocol {
+                server: server.name().to_string(),
+                message: "discovery stopped unexpectedly".to_string(),
+            })
+        });
+        (server.name().to_string(), outcome)
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let mut code = OK;
+    for (name, outcome) in results {
+        let line = match outcome {
+            Ok(found) if found.offered == found.listed => {
+                format!("{name}: {} tools", found.listed)
+            }
+            Ok(found) => format!(
+                "{name}: {} tools ({} listed, the others filtered by enabledTools/disabledTools)",
+                found.offered, found.listed
+            ),
+            Err(e) => {
+                code = TOOL_FAILED;
+                format!("{name}: discovery failed: {e}")
+            }
+        };
+        if emit(&line).is_err() {
+            break;
+        }
+    }
+    code
+}
+
+fn logs(project: Option<&Path>, name: &str, lines: Option<usize>) -> Result<u8, Failure> {
+    let project = Project::open(project)?;
+    let Some(server) = project.upstreams.get(name) else {
+        return Err(unknown(&project, name));
+    };
+    let path = server.log_path();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!(
+                "toolmux: MCP server `{name}` has no log yet ({} appears when it first starts)",
+                path.display()
+            );
+            return Ok(OK);
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e)
+                .context(format!("cannot read `{}`", path.display()))
+                .into());
+        }
+    };
+    let all: Vec<&str> = text.lines().collect();
+    let start = lines.map_or(0, |n| all.len().saturating_sub(n));
+    emit(&all[start..].join("\n"))?;
+    Ok(OK)
+}
+
+fn unknown(project: &Project, name: &str) -> Failure {
+    let known: Vec<&str> = project.upstreams.iter().map(|s| s.name()).collect();
+    if known.is_empty() {
+        Failure::Usage(format!(
+            "there is no MCP server `{name}`; none is configured"
+        ))
+    } else {
+        Failure::Usage(format!(
+            "there is no MCP server `{name}`; the servers are: {}",
+            known.join(", ")
+        ))
+    }
+}
+
+/// The project's configuration file as JSON, edited in place and written back atomically after
+/// the same checks the loader makes.
+pub(crate) struct ConfigFile {
+    pub path: PathBuf,
+    value: Value,
+}
+
+impl ConfigFile {
+    /// Reads `<dir>/.toolmux/config.json`, or starts an empty one.
+    pub fn read(dir: &Path) -> Result<Self, Failure> {
+        let path = toolmux_config::project_config_path(dir);
+        let value = match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                toolmux_config::check_config_text(&path, &text)
+                    .map_err(|e| Failure::Config(e.to_string()))?;
+                serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text))
+                    .with_context(|| format!("cannot read `{}`", path.display()))?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("cannot read `{}`", path.display()))
+                    .into());
+            }
+        };
+        Ok(Self { path, value })
+    }
+
+    /// The `mcpServers` object.
+    pub fn servers(&self) -> Result<&Map<String, Value>, Failure> {
+        match self.value.get("mcpServers") {
+            Some(Value::Object(map)) => Ok(map),
+            None => Ok(empty()),
+            Some(_) => Err(Failure::Config(format!(
+                "{}: `mcpServers` is not an object",
+                self.path.display()
+            ))),
+        }
+    }
+
+    /// The `mcpServers` object, created when missing.
+    pub fn servers_mut(&mut self) -> Result<&mut Map<String, Value>, Failure> {
+        let Value::Object(root) = &mut self.value else {
+            return Err(Failure::Config(format!(
+                "{}: the file is not a JSON object",
+                self.path.display()
+            )));
+        };
+        match root.entry("mcpServers").or_insert_with(|| json!({})) {
+            Value::Object(map) => Ok(map),
+            _ => Err(Failure::Config(format!(
+                "{}: `mcpServers` is not an object",
+                self.path.display()
+            ))),
+        }
+    }
+
+    fn missing(&self, name: &str) -> Failure {
+        let known: Vec<String> = self
+            .servers()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        Failure::Usage(format!(
+            "there is no MCP server `{name}` in {}{}",
+            self.path.display(),
+            if known.is_empty() {
+                String::new()
+            } else {
+                format!("; the servers there are: {}", known.join(", "))
+            }
+        ))
+    }
+
+    /// Checks the new text as the loader would and writes it atomically.
+    pub fn write(&self) -> Result<(), Failure> {
+        let mut text = serde_json::to_string_pretty(&self.value)
+            .context("cannot serialize the configuration")?;
+        text.push('\n');
+        toolmux_config::check_config_text(&self.path, &text)
+            .map_err(|e| Failure::Config(e.to_string()))?;
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create `{}`", dir.display()))?;
+        }
+        toolmux_config::write_atomic(&self.path, text.as_bytes())
+            .with_context(|| format!("cannot write `{}`", self.path.display()))?;
+        Ok(())
+    }
+}
+
+fn empty() -> &'static Map<String, Value> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Map::new)
+}

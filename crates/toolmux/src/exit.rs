@@ -1,0 +1,68 @@
+//! Exit codes, documented in the README, and the one error type commands return.
+
+/// The command did what was asked.
+pub const OK: u8 = 0;
+/// The tool ran and failed: it returned an error result, timed out, its source was
+/// unavailable, or its output broke its output schema.
+pub const TOOL_FAILED: u8 = 1;
+/// The command line was wrong (clap also uses 2).
+pub const USAGE: u8 = 2;
+/// The configuration is invalid.
+pub const CONFIG: u8 = 3;
+/// The call was refused before the tool ran: unknown or disabled tool, denied by policy or by a
+/// person, invalid arguments, rate limited.
+pub const REFUSED: u8 = 4;
+/// Anything else went wrong (I/O, a broken state directory).
+pub const RUNTIME: u8 = 5;
+
+/// Why a command failed, with the exit code it maps to.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad command-line input.
+    Usage(String),
+    /// Bad configuration.
+    Config(String),
+    /// A call refused before it ran.
+    Refused(String),
+    /// A tool that ran and failed.
+    ToolFailed(String),
+    /// Anything else.
+    Runtime(anyhow::Error),
+    /// Stdout was closed by its reader (`toolmux logs | head`): a normal end, reported quietly.
+    BrokenPipe,
+}
+
+impl Failure {
+    pub fn code(&self) -> u8 {
+        match self {
+            Failure::Usage(_) => USAGE,
+            Failure::Config(_) => CONFIG,
+            Failure::Refused(_) => REFUSED,
+            Failure::ToolFailed(_) => TOOL_FAILED,
+            Failure::Runtime(_) => RUNTIME,
+            Failure::BrokenPipe => OK,
+        }
+    }
+
+    pub fn report(&self) {
+        match self {
+            Failure::Usage(m) => eprintln!("toolmux: {m}"),
+            Failure::Config(m) => eprintln!("toolmux: invalid configuration: {m}"),
+            Failure::Refused(m) | Failure::ToolFailed(m) => eprintln!("toolmux: {m}"),
+            Failure::Runtime(e) => eprintln!("toolmux: {e:#}"),
+            Failure::BrokenPipe => {}
+        }
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Runtime(e)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Runtime(e.into())
+    }
+}

@@ -1,0 +1,54 @@
+//! The `toolmux` command: parse the command line, run one command, map the outcome to an exit
+//! code. Everything else lives in the library crates; this binary is glue.
+
+mod approve;
+mod cli;
+mod commands;
+mod exit;
+mod project;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::Cli;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolmux: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::RUNTIME);
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            failure.report();
+            ExitCode::from(failure.code())
+        }
+    }
+}
+
+/// Logs go to stderr so stdout carries only results (and, for `toolmux mcp`, only protocol
+/// messages). `TOOLMUX_LOG` takes an `EnvFilter` directive; `-v` raises the default level.
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLMUX_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

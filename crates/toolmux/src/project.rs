@@ -1,0 +1,100 @@
+//! Opening a project: find its directory, load its configuration, and assemble the hub with its
+//! sources and execution log. Every command that touches tools starts here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use toolmux_config::LoadedConfig;
+use toolmux_core::Hub;
+use toolmux_execlog::{ExecutionLog, LogSettings};
+use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
+
+use crate::exit::Failure;
+
+/// A loaded project with its hub.
+pub struct Project {
+    pub loaded: LoadedConfig,
+    pub hub: Hub,
+    pub log: Arc<ExecutionLog>,
+    /// The configured MCP servers (their sources are in the hub); dropping this stops the
+    /// running ones cleanly.
+    pub upstreams: Arc<toolmux_upstream::Upstreams>,
+}
+
+/// The project directory: the one given, else the nearest ancestor with `.toolmux/config.json`,
+/// else the current directory.
+pub fn locate(given: Option<&Path>) -> Result<PathBuf, Failure> {
+    if let Some(dir) = given {
+        if !dir.is_dir() {
+            return Err(Failure::Usage(format!(
+                "project directory `{}` does not exist",
+                dir.display()
+            )));
+        }
+        return Ok(dir.to_path_buf());
+    }
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    Ok(toolmux_config::find_project_dir(&cwd).unwrap_or(cwd))
+}
+
+/// Loads the configuration of a project directory (project file over user file).
+pub fn load_config(project_dir: &Path) -> Result<LoadedConfig, Failure> {
+    let user = toolmux_config::user_config_path();
+    toolmux_config::load(project_dir, user.as_deref()).map_err(|e| Failure::Config(e.to_string()))
+}
+
+/// Where machine-written state lives: `.toolmux/state/` in the project directory.
+pub fn state_dir(project_dir: &Path) -> PathBuf {
+    project_dir.join(".toolmux").join("state")
+}
+
+/// Where the execution log lives.
+pub fn log_dir(project_dir: &Path) -> PathBuf {
+    state_dir(project_dir).join("logs")
+}
+
+impl Project {
+    /// Loads the configuration and assembles the hub.
+    pub fn open(given: Option<&Path>) -> Result<Self, Failure> {
+        let project_dir = locate(given)?;
+        let loaded = load_config(&project_dir)?;
+        let config = &loaded.config;
+        let log = Arc::new(
+            ExecutionLog::open(LogSettings {
+                dir: log_dir(&loaded.project_dir),
+                retention_days: config.logs.retention_days,
+                result_cap_bytes: config.logs.result_cap_bytes,
+            })
+            .context("cannot open the execution log")?,
+        );
+        let hub = Hub::new(config.hub_settings(), log.clone());
+        let limits = config.workspace_limits();
+        let limits = WorkspaceLimits {
+            max_read_bytes: limits.max_read_bytes,
+            max_results: limits.max_results,
+            max_output_bytes: limits.max_output_bytes,
+        };
+        let workspace = WorkspacePack::new(&loaded.root, limits)
+            .with_context(|| format!("cannot open the project root `{}`", loaded.root.display()))?;
+        hub.add_source(Arc::new(workspace));
+        // Code mode calls back into the hub, so it holds it weakly (no reference cycle).
+        hub.add_source(Arc::new(toolmux_codemode::CodeModeSource::new(
+            hub.downgrade(),
+            Default::default(),
+        )));
+        let upstreams = Arc::new(toolmux_upstream::Upstreams::new(
+            &loaded,
+            &state_dir(&loaded.project_dir),
+        ));
+        for source in upstreams.sources() {
+            hub.add_source(source);
+        }
+        Ok(Self {
+            loaded,
+            hub,
+            log,
+            upstreams,
+        })
+    }
+}

@@ -1,0 +1,387 @@
+//! `toolmux mcp list | add | remove | enable | disable | refresh | logs` and `toolmux import`,
+//! driven as a user would, against the Python fault server and the npm reference servers.
+//! After every command, no server process is left running.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::TestProject;
+
+fn peers() -> PathBuf {
+    let root = std::env::var_os("TOOLMUX_PEERS").map(PathBuf::from).unwrap_or_else(|| {
+        panic!("TOOLMUX_PEERS is not set: run the tests through ./scripts/test (it installs tests/peers/upstream)")
+    });
+    let dir = root.join("upstream");
+    assert!(
+        dir.join("node_modules/.bin/mcp-server-everything").exists(),
+        "the npm peers are not installed: run `npm ci` in {}",
+        dir.display()
+    );
+    dir
+}
+
+fn python() -> String {
+    std::env::var("TOOLMUX_TEST_PYTHON").unwrap_or_else(|_| {
+        panic!("TOOLMUX_TEST_PYTHON is not set: run the tests through ./scripts/test (a venv with tests/peers/upstream/requirements.txt)")
+    })
+}
+
+fn faults() -> String {
+    peers().join("faults.py").display().to_string()
+}
+
+/// `toolmux mcp add NAME -- python faults.py --pid-file PID ARGS...`, returning the pid file.
+fn add_faults(project: &TestProject, name: &str, extra: &[&str]) -> PathBuf {
+    let pid_file = project.path().join(format!("{name}.pid"));
+    let pid = pid_file.display().to_string();
+    let python = python();
+    let script = faults();
+    let mut args = vec![
+        "mcp",
+        "add",
+        name,
+        "--",
+        &python,
+        &script,
+        "--pid-file",
+        &pid,
+    ];
+    args.extend_from_slice(extra);
+    let out = project.run(&args).ok();
+    assert!(out.contains(&format!("added MCP server `{name}`")), "{out}");
+    pid_file
+}
+
+/// Fails unless the process whose id is in `pid_file` has exited (checked for a few seconds).
+fn assert_exited(pid_file: &Path) {
+    let pid = std::fs::read_to_string(pid_file).expect("the server wrote its pid");
+    let proc = PathBuf::from(format!("/proc/{}", pid.trim()));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(&proc) {
+        assert!(
+            Instant::now() < deadline,
+            "server process {} is still running",
+            pid.trim()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn alive(proc: &Path) -> bool {
+    std::fs::read_to_string(proc.join("stat"))
+        .map(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn mcp_add_discovers_the_tools_and_the_cli_calls_them() {
+    let project = TestProject::new();
+    let pid_file = add_faults(&project, "faults", &[]);
+    assert_exited(&pid_file);
+
+    let list = project.run(&["mcp", "list", "--json"]).json();
+    assert_eq!(list[0]["name"], "faults");
+    assert_eq!(list[0]["transport"], "stdio");
+    assert_eq!(list[0]["status"], "success");
+    assert_eq!(list[0]["tools"], 9);
+    assert!(list[0]["lastDiscovery"].is_string());
+
+    let table = project.run(&["mcp", "list"]).ok();
+    assert!(
+        table
+            .lines()
+            .next()
+            .is_some_and(|h| h.contains("LAST DISCOVERY")),
+        "{table}"
+    );
+    assert!(
+        table.contains("faults") && table.contains("success"),
+        "{table}"
+    );
+
+    let echo = project
+        .run(&["tools", "call", "faults__echo", "-a", "text=hello"])
+        .ok();
+    assert_eq!(echo.trim(), "hello");
+    assert_exited(&pid_file);
+
+    let show = project.run(&["tools", "show", "faults__echo"]).ok();
+    assert!(show.starts_with("faults__echo  (faults)"), "{show}");
+    assert!(show.contains("original name: echo"), "{show}");
+}
+
+#[test]
+fn tools_list_with_a_warm_cache_starts_no_server() {
+    let project = TestProject::new();
+    let pid_file = add_faults(&project, "faults", &[]);
+    assert_exited(&pid_file);
+    std::fs::remove_file(&pid_file).expect("remove pid file");
+    let names = project.run(&["tools", "list", "--json"]).json();
+    let names: Vec<&str> = names
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"faults__kinds"), "{names:?}");
+    assert!(!pid_file.exists(), "listing tools started the server");
+    let catalog_check = project.run(&["config", "check"]).ok();
+    assert!(
+        catalog_check.starts_with("configuration ok"),
+        "{catalog_check}"
+    );
+    assert!(
+        !pid_file.exists(),
+        "checking the configuration started the server"
+    );
+}
+
+#[test]
+fn a_crash_during_a_call_fails_that_call_and_names_the_server() {
+    let project = TestProject::new();
+    let pid_file = add_faults(&project, "flaky", &[]);
+    let run = project.run(&["tools", "call", "flaky__crash"]);
+    assert_eq!(run.code(), 1);
+    assert!(
+        run.stderr()
+            .contains("MCP server `flaky` exited during the call"),
+        "{}",
+        run.stderr()
+    );
+    assert_exited(&pid_file);
+    let logs = project.run(&["mcp", "logs", "flaky"]).ok();
+    assert!(logs.contains("faults: crashing on purpose"), "{logs}");
+    assert!(logs.contains("started pid"), "{logs}");
+}
+
+#[test]
+fn add_refuses_an_existing_name_and_remove_enable_disable_edit_the_config() {
+    let project = TestProject::new();
+    project.config(r#"{"policies": {"default": "allow"}}"#);
+    add_faults(&project, "faults", &[]);
+    let again = project.run(&["mcp", "add", "faults", "--no-discover", "--", "x"]);
+    assert_eq!(again.code(), 2);
+    assert!(
+        again.stderr().contains("already exists"),
+        "{}",
+        again.stderr()
+    );
+
+    project.run(&["mcp", "disable", "faults"]).ok();
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.path().join(".toolmux/config.json")).expect("config"),
+    )
+    .expect("json");
+    assert_eq!(config["mcpServers"]["faults"]["enabled"], false);
+    assert_eq!(
+        config["policies"]["default"], "allow",
+        "other keys are kept"
+    );
+    let table = project.run(&["mcp", "list"]).ok();
+    assert!(table.contains("disabled"), "{table}");
+    let call = project.run(&["tools", "call", "faults__echo", "-a", "text=x"]);
+    assert_eq!(call.code(), 4, "{}", call.stderr());
+    assert!(
+        call.stderr()
+            .contains("its source `faults` is switched off"),
+        "{}",
+        call.stderr()
+    );
+
+    project.run(&["mcp", "enable", "faults"]).ok();
+    project
+        .run(&["tools", "call", "faults__echo", "-a", "text=x"])
+        .ok();
+
+    project.run(&["mcp", "remove", "faults"]).ok();
+    let list = project.run(&["mcp", "list", "--json"]).json();
+    assert_eq!(list, json!([]));
+    let missing = project.run(&["mcp", "remove", "faults"]);
+    assert_eq!(missing.code(), 2);
+    assert!(
+        missing.stderr().contains("there is no MCP server `faults`"),
+        "{}",
+        missing.stderr()
+    );
+}
+
+#[test]
+fn refresh_reports_every_server_and_fails_for_a_broken_one() {
+    let project = TestProject::new();
+    add_faults(&project, "good", &[]);
+    let broken = project.run(&[
+        "mcp",
+        "add",
+        "broken",
+        "--",
+        &python(),
+        &faults(),
+        "--fail-start",
+        "no credentials",
+    ]);
+    assert_eq!(broken.code(), 1);
+    assert!(
+        broken
+            .stdout()
+            .contains("broken: discovery failed: MCP server `broken`: cannot start"),
+        "{}",
+        broken.stdout()
+    );
+    assert!(
+        broken.stdout().contains("no credentials"),
+        "{}",
+        broken.stdout()
+    );
+
+    let refresh = project.run(&["mcp", "refresh"]);
+    assert_eq!(refresh.code(), 1);
+    let out = refresh.stdout();
+    assert!(out.contains("good: 9 tools"), "{out}");
+    assert!(out.contains("broken: discovery failed"), "{out}");
+    let list = project.run(&["mcp", "list", "--json"]).json();
+    let broken = list
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|s| s["name"] == "broken")
+        .expect("listed");
+    assert_eq!(broken["status"], "failed");
+    assert!(
+        broken["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no credentials")),
+        "{broken}"
+    );
+
+    let one = project.run(&["mcp", "refresh", "good"]).ok();
+    assert_eq!(one.trim(), "good: 9 tools");
+    let unknown = project.run(&["mcp", "refresh", "nope"]);
+    assert_eq!(unknown.code(), 2);
+    assert_eq!(
+        unknown.stderr().trim(),
+        "toolmux: there is no MCP server `nope`; the servers are: broken, good"
+    );
+}
+
+#[test]
+fn an_invalid_server_entry_is_reported_with_file_line_and_field() {
+    let project = TestProject::new();
+    let path = project.config("{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"a\", \"headers\": {\"A\": \"b\"}}\n  }\n}\n");
+    let run = project.run(&["mcp", "list"]);
+    assert_eq!(run.code(), 3);
+    assert_eq!(
+        run.stderr().trim(),
+        format!(
+            "toolmux: invalid configuration: {}:4:3: at `mcpServers.x`: `headers` only apply to `http` and `sse` servers; a stdio server takes `env`",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn import_reads_other_clients_files_and_refuses_to_overwrite_without_force() {
+    let project = TestProject::new();
+    project.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"]}}}"#,
+    );
+    project.write(
+        ".cursor/mcp.json",
+        r#"{"mcpServers": {"remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${TOKEN:-none}"}}}}"#,
+    );
+    project.write(
+        ".vscode/mcp.json",
+        "{\n // VS Code allows comments\n \"servers\": {\"fs\": {\"type\": \"stdio\", \"command\": \"mcp-server-filesystem\", \"args\": [\"${workspaceFolder}\"]}}\n}",
+    );
+    let codex = project.home.path().join(".codex/config.toml");
+    std::fs::create_dir_all(codex.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &codex,
+        "[mcp_servers.docs]\ncommand = \"docs\"\ntool_timeout_sec = 5\n",
+    )
+    .expect("write");
+
+    let dry = project.run(&["import", "--dry-run"]).ok();
+    assert!(dry.contains("would add 4 server(s)"), "{dry}");
+    assert!(
+        !project.path().join(".toolmux/config.json").exists(),
+        "a dry run writes nothing"
+    );
+
+    let out = project.run(&["import"]).ok();
+    assert!(out.contains("added everything from Claude Code"), "{out}");
+    assert!(out.contains("added remote from Cursor"), "{out}");
+    assert!(out.contains("added fs from VS Code"), "{out}");
+    assert!(out.contains("added docs from Codex"), "{out}");
+    assert!(out.contains("added 4 server(s)"), "{out}");
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.path().join(".toolmux/config.json")).expect("config"),
+    )
+    .expect("json");
+    assert_eq!(
+        config["mcpServers"]["remote"]["headers"]["Authorization"], "Bearer ${TOKEN:-none}",
+        "references stay references"
+    );
+    assert_eq!(config["mcpServers"]["docs"]["toolTimeoutMs"], 5000);
+    assert_eq!(
+        config["mcpServers"]["fs"]["args"][0],
+        project.path().display().to_string()
+    );
+
+    let again = project.run(&["import", "--from", "claude"]).ok();
+    assert!(again.contains("skipped everything (from Claude Code): toolmux already has a server of that name; use --force to replace it"), "{again}");
+    assert!(again.contains("added 0 server(s)"), "{again}");
+    let forced = project.run(&["import", "--from", "claude", "--force"]).ok();
+    assert!(
+        forced.contains("replaced everything from Claude Code"),
+        "{forced}"
+    );
+    let list = project.run(&["mcp", "list", "--json"]).json();
+    assert_eq!(list.as_array().map(Vec::len), Some(4));
+}
+
+#[test]
+fn the_reference_everything_server_is_reachable_through_the_cli() {
+    let project = TestProject::new();
+    let bin = peers()
+        .join("node_modules/.bin/mcp-server-everything")
+        .display()
+        .to_string();
+    let out = project.run(&["mcp", "add", "everything", "--", &bin]).ok();
+    assert!(out.contains("everything: "), "{out}");
+    let sum = project
+        .run(&[
+            "tools",
+            "call",
+            "everything__get-sum",
+            "-a",
+            "a=2",
+            "-a",
+            "b=40",
+        ])
+        .ok();
+    assert!(sum.contains("42"), "{sum}");
+    let logs = project.run(&["mcp", "logs", "everything", "-n", "50"]).ok();
+    assert!(logs.contains("started pid"), "{logs}");
+    for pid in logs
+        .lines()
+        .filter_map(|l| l.split("started pid ").nth(1))
+        .filter_map(|r| r.split(':').next())
+    {
+        let proc = PathBuf::from(format!("/proc/{pid}"));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while alive(&proc) {
+            assert!(
+                Instant::now() < deadline,
+                "everything server {pid} is still running"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
