@@ -30,7 +30,10 @@ mod fields;
 mod load;
 mod mcp;
 mod model;
+mod providers;
 mod schema;
+mod scripts;
+mod server;
 mod write;
 
 pub use env::{Env, EnvError, EnvProblem, expand_env};
@@ -48,5 +51,8 @@ pub use model::{
     Config, Defaults, FilterSettings, LogSettings, Policies, RateLimitSetting, SourceSettings,
     ToolSettings, WorkspaceLimits,
 };
+pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers};
 pub use schema::{schema, starter_config};
+pub use scripts::ScriptTool;
+pub use server::ServerSettings;
 pub use write::write_atomic;

@@ -52,6 +52,17 @@ pub struct Config {
     /// server; `url` and `headers` for a streamable-HTTP one; `"type": "sse"` and `url` for a
     /// legacy SSE one; plus toolmux's own per-server settings.
     pub mcp_servers: BTreeMap<ServerName, McpServer>,
+    /// LLM APIs toolmux's own chat can use, by name: `kind` (`openai`, `anthropic`, `gemini`),
+    /// `baseUrl`, `apiKey` (as a `${VAR}` reference) and `defaultModel`.
+    pub providers: crate::providers::Providers,
+    /// How toolmux's own chat behaves: default provider, step limit, tool-result size cap.
+    pub chat: crate::providers::ChatSettings,
+    /// Who may use `toolmux serve` over HTTP: API keys (as `${VAR}` references) and the Host
+    /// and Origin values accepted besides loopback.
+    pub server: crate::server::ServerSettings,
+    /// Script tools, by registry name: a command that takes the arguments as JSON on stdin and
+    /// answers on stdout.
+    pub tools: BTreeMap<ToolName, crate::scripts::ScriptTool>,
 }
 
 /// Time limits that apply when a tool sets none.

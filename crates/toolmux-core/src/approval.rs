@@ -99,9 +99,7 @@ impl ApprovalQueue {
         Self::default()
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<uuid::Uuid, Waiting>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<uuid::Uuid, Waiting>> {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -132,7 +132,8 @@ impl fmt::Debug for ToolEntry {
 /// `effectiveTimeoutMs`, which is what listings show.
 impl Serialize for ToolEntry {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let descriptor = serde_json::to_value(&self.descriptor).map_err(serde::ser::Error::custom)?;
+        let descriptor =
+            serde_json::to_value(&self.descriptor).map_err(serde::ser::Error::custom)?;
         let serde_json::Value::Object(fields) = descriptor else {
             return Err(serde::ser::Error::custom("descriptor is not an object"));
         };
@@ -300,7 +301,12 @@ fn hidden_reason(
     if let Some(owner) = taken.get(&descriptor.name) {
         return Some(HiddenReason::NameTaken(owner.clone()));
     }
-    if settings.overrides.get(&descriptor.name).and_then(|o| o.enabled) == Some(false) {
+    if settings
+        .overrides
+        .get(&descriptor.name)
+        .and_then(|o| o.enabled)
+        == Some(false)
+    {
         return Some(HiddenReason::DisabledTool);
     }
     let name = &descriptor.name;

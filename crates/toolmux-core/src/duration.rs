@@ -4,7 +4,9 @@ use std::time::Duration;
 
 /// A duration string that could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid duration `{input}`: expected a number followed by ms, s, m, h or d (e.g. \"30s\")")]
+#[error(
+    "invalid duration `{input}`: expected a number followed by ms, s, m, h or d (e.g. \"30s\")"
+)]
 pub struct DurationParseError {
     /// The text that was rejected.
     pub input: String,
@@ -16,9 +18,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationParseError> {
         input: input.to_string(),
     };
     let text = input.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(err)?;
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?;
     let (digits, unit) = text.split_at(split);
     let amount: u64 = digits.parse().map_err(|_| err())?;
     let millis = match unit.trim() {

@@ -87,7 +87,10 @@ pub enum CallError {
         message: String,
     },
     /// The tool returned output that does not match its declared output schema.
-    #[error("tool `{name}` returned output that does not match its output schema: {}", format_violations(violations))]
+    #[error(
+        "tool `{name}` returned output that does not match its output schema: {}",
+        format_violations(violations)
+    )]
     InvalidOutput {
         /// The tool.
         name: String,

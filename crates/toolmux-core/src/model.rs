@@ -161,7 +161,11 @@ pub struct Content {
 
 /// The kinds of content a tool can return.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum ContentBody {
     /// Plain text.
     Text {

@@ -85,6 +85,9 @@ mod tests {
     fn invalid_glob_is_reported_with_the_pattern() {
         let err = NamePattern::new("a[").expect_err("unclosed class");
         assert_eq!(err.pattern, "a[");
-        assert!(err.to_string().starts_with("invalid tool-name pattern `a[`"));
+        assert!(
+            err.to_string()
+                .starts_with("invalid tool-name pattern `a[`")
+        );
     }
 }

@@ -81,7 +81,10 @@ mod tests {
         v.sort_by(|a, b| a.pointer.cmp(&b.pointer));
         let pointers: Vec<_> = v.iter().map(|v| v.pointer.as_str()).collect();
         assert_eq!(pointers, ["", "", "/limit", "/tags/1"]);
-        assert!(v.iter().any(|v| v.message.contains("\"path\" is a required property")));
+        assert!(
+            v.iter()
+                .any(|v| v.message.contains("\"path\" is a required property"))
+        );
         assert!(v.iter().any(|v| v.message.contains("extra")));
         assert!(schema.violations(&json!({"path": "a"})).is_empty());
     }

@@ -7,10 +7,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use toolmux_core::{
-    Approval, ApprovalRequest, Approver, BatchCall, CallContext, CallError, Channel,
-    ChangeNotifier, ExecutionRecord, ExecutionSink, Filters, Hub, HubSettings, NamePattern,
-    Outcome, Policy, RateLimit, Source, SourceCall, SourceError, SourceKind, ToolDescriptor,
-    ToolOverride, ToolResult,
+    Approval, ApprovalRequest, Approver, BatchCall, CallContext, CallError, ChangeNotifier,
+    Channel, ExecutionRecord, ExecutionSink, Filters, Hub, HubSettings, NamePattern, Outcome,
+    Policy, RateLimit, Source, SourceCall, SourceError, SourceKind, ToolDescriptor, ToolOverride,
+    ToolResult,
 };
 
 /// A source whose tools exercise each pipeline stage.
@@ -93,7 +93,11 @@ impl Source for TestSource {
                 call.arguments["text"].as_str().unwrap_or_default(),
             )),
             "slow" | "sequential" => {
-                let ms = call.arguments.get("ms").and_then(Value::as_u64).unwrap_or(30);
+                let ms = call
+                    .arguments
+                    .get("ms")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(30);
                 let _guard = SetOnDrop(Arc::clone(&self.cancelled));
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 self.cancelled.store(false, Ordering::SeqCst);
@@ -124,7 +128,12 @@ impl ExecutionSink for Records {
 }
 impl Records {
     fn last(&self) -> ExecutionRecord {
-        self.0.lock().expect("lock").last().cloned().expect("a record")
+        self.0
+            .lock()
+            .expect("lock")
+            .last()
+            .cloned()
+            .expect("a record")
     }
 }
 
@@ -189,10 +198,16 @@ async fn a_valid_call_runs_and_is_logged() {
 #[tokio::test]
 async fn unknown_tool_suggests_the_closest_name() {
     let (hub, _, records) = hub();
-    let err = hub.call("ecoh", json!({}), &ctx()).await.expect_err("unknown");
+    let err = hub
+        .call("ecoh", json!({}), &ctx())
+        .await
+        .expect_err("unknown");
     assert_eq!(err.to_string(), "unknown tool `ecoh`; did you mean `echo`?");
     assert_eq!(records.last().outcome, Outcome::Invalid);
-    let err = hub.call("zzzz", json!({}), &ctx()).await.expect_err("unknown");
+    let err = hub
+        .call("zzzz", json!({}), &ctx())
+        .await
+        .expect_err("unknown");
     assert_eq!(err.to_string(), "unknown tool `zzzz`");
 }
 
@@ -210,9 +225,18 @@ async fn invalid_arguments_list_every_violation_with_its_pointer() {
     pointers.sort();
     assert_eq!(pointers, ["", "", "/count"]);
     let message = err.to_string();
-    assert!(message.starts_with("invalid arguments for `echo`: "), "{message}");
-    assert!(message.contains("/count: 0 is less than the minimum of 1"), "{message}");
-    assert!(message.contains("/: \"text\" is a required property"), "{message}");
+    assert!(
+        message.starts_with("invalid arguments for `echo`: "),
+        "{message}"
+    );
+    assert!(
+        message.contains("/count: 0 is less than the minimum of 1"),
+        "{message}"
+    );
+    assert!(
+        message.contains("/: \"text\" is a required property"),
+        "{message}"
+    );
     assert!(source.order.lock().expect("lock").is_empty(), "never ran");
     assert_eq!(records.last().outcome, Outcome::Invalid);
 
@@ -285,16 +309,25 @@ async fn ask_goes_to_the_approver_and_respects_its_answer() {
         .call("delete_all", json!({}), &ctx().with_approver(deny))
         .await
         .expect_err("denied");
-    assert_eq!(err.to_string(), "tool `delete_all` was denied: the user said no");
+    assert_eq!(
+        err.to_string(),
+        "tool `delete_all` was denied: the user said no"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_approval_is_denied_not_a_hang() {
-    let mut settings = HubSettings::default();
-    settings.approval_timeout = Duration::from_secs(5);
+    let settings = HubSettings {
+        approval_timeout: Duration::from_secs(5),
+        ..Default::default()
+    };
     let (hub, _, _) = hub_with(settings);
     let err = hub
-        .call("delete_all", json!({}), &ctx().with_approver(Arc::new(Silent)))
+        .call(
+            "delete_all",
+            json!({}),
+            &ctx().with_approver(Arc::new(Silent)),
+        )
         .await
         .expect_err("denied");
     assert_eq!(
@@ -367,7 +400,10 @@ async fn tool_errors_and_unavailable_sources_are_told_apart() {
 
     let err = hub.call("down", json!({}), &ctx()).await.expect_err("down");
     assert_eq!(err.code(), "unavailable");
-    assert_eq!(err.to_string(), "tool `down` is unavailable: server `x` is down");
+    assert_eq!(
+        err.to_string(),
+        "tool `down` is unavailable: server `x` is down"
+    );
 }
 
 #[tokio::test]
@@ -400,31 +436,50 @@ async fn rate_limit_refuses_calls_beyond_the_budget() {
     assert_eq!(records.last().outcome, Outcome::Denied);
     // Rebuilding the catalog does not reset the budget.
     hub.refresh();
-    assert!(hub.call("echo", json!({"text": "x"}), &ctx()).await.is_err());
+    assert!(
+        hub.call("echo", json!({"text": "x"}), &ctx())
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]
 async fn internal_tools_are_never_listed_or_callable_by_untrusted_callers() {
     let (hub, _, _) = hub();
     let catalog = hub.catalog();
-    assert!(catalog.tools().all(|e| e.descriptor.name != "secret_config"));
-    assert!(catalog.all_tools().iter().any(|e| e.descriptor.name == "secret_config"));
+    assert!(
+        catalog
+            .tools()
+            .all(|e| e.descriptor.name != "secret_config")
+    );
+    assert!(
+        catalog
+            .all_tools()
+            .iter()
+            .any(|e| e.descriptor.name == "secret_config")
+    );
     let err = hub
         .call("secret_config", json!({}), &CallContext::new(Channel::Mcp))
         .await
         .expect_err("hidden");
     assert_eq!(err.to_string(), "unknown tool `secret_config`");
-    hub.call("secret_config", json!({}), &CallContext::new(Channel::Rest).trusted())
-        .await
-        .expect("trusted callers may");
+    hub.call(
+        "secret_config",
+        json!({}),
+        &CallContext::new(Channel::Rest).trusted(),
+    )
+    .await
+    .expect("trusted callers may");
 }
 
 #[tokio::test]
 async fn filters_apply_to_listings_and_calls_alike() {
-    let mut settings = HubSettings::default();
-    settings.filters = Filters {
-        include: vec![],
-        exclude: vec![NamePattern::new("sl*").expect("pattern")],
+    let mut settings = HubSettings {
+        filters: Filters {
+            include: vec![],
+            exclude: vec![NamePattern::new("sl*").expect("pattern")],
+        },
+        ..Default::default()
     };
     settings.overrides.insert(
         "fail".into(),
@@ -442,12 +497,18 @@ async fn filters_apply_to_listings_and_calls_alike() {
     assert!(!names.contains(&"slow".to_string()));
     assert!(!names.contains(&"fail".to_string()));
     assert!(names.contains(&"echo".to_string()));
-    let err = hub.call("slow", json!({}), &ctx()).await.expect_err("excluded");
+    let err = hub
+        .call("slow", json!({}), &ctx())
+        .await
+        .expect_err("excluded");
     assert_eq!(
         err.to_string(),
         "tool `slow` is disabled: excluded by pattern `sl*`"
     );
-    let err = hub.call("fail", json!({}), &ctx()).await.expect_err("disabled");
+    let err = hub
+        .call("fail", json!({}), &ctx())
+        .await
+        .expect_err("disabled");
     assert_eq!(
         err.to_string(),
         "tool `fail` is disabled: switched off in configuration"
@@ -467,7 +528,10 @@ async fn filters_apply_to_listings_and_calls_alike() {
     no_source.disabled_sources.insert("test".into());
     hub.configure(no_source);
     assert_eq!(hub.catalog().tools().count(), 0);
-    let err = hub.call("echo", json!({"text": "x"}), &ctx()).await.expect_err("off");
+    let err = hub
+        .call("echo", json!({"text": "x"}), &ctx())
+        .await
+        .expect_err("off");
     assert_eq!(
         err.to_string(),
         "tool `echo` is disabled: its source `test` is switched off"
@@ -483,7 +547,13 @@ async fn a_batch_runs_parallel_tools_together_and_the_rest_in_order() {
     };
     let results = hub
         .call_batch(
-            vec![call("slow"), call("slow"), call("slow"), call("sequential"), call("slow")],
+            vec![
+                call("slow"),
+                call("slow"),
+                call("slow"),
+                call("sequential"),
+                call("slow"),
+            ],
             &ctx(),
         )
         .await;
@@ -494,7 +564,10 @@ async fn a_batch_runs_parallel_tools_together_and_the_rest_in_order() {
     assert_eq!(texts, ["slow", "slow", "slow", "sequential", "slow"]);
     assert_eq!(source.max_running.load(Ordering::SeqCst), 3);
     let order = source.order.lock().expect("lock").clone();
-    assert_eq!(order[3], "sequential", "the sequential tool waited for the group");
+    assert_eq!(
+        order[3], "sequential",
+        "the sequential tool waited for the group"
+    );
     assert_eq!(order[4], "slow");
 }
 
@@ -508,7 +581,9 @@ async fn subscribers_see_each_new_catalog_version() {
     let catalog = updates.borrow_and_update().clone();
     assert!(catalog.version() > before);
     assert!(catalog.get("late").is_some());
-    hub.call("late", json!({}), &ctx()).await.expect("callable at once");
+    hub.call("late", json!({}), &ctx())
+        .await
+        .expect("callable at once");
 }
 
 #[tokio::test]
@@ -534,10 +609,17 @@ async fn a_name_clash_keeps_the_first_source_and_says_why() {
     let catalog = hub.catalog();
     assert_eq!(catalog.get("echo").expect("echo").descriptor.source, "test");
     assert_eq!(
-        catalog.hidden_reason("echo").map(ToString::to_string).as_deref(),
+        catalog
+            .hidden_reason("echo")
+            .map(ToString::to_string)
+            .as_deref(),
         Some("the name is already taken by source `test`")
     );
-    let other = catalog.sources().iter().find(|s| s.id == "other").expect("listed");
+    let other = catalog
+        .sources()
+        .iter()
+        .find(|s| s.id == "other")
+        .expect("listed");
     assert_eq!(other.tool_count, 0);
 }
 
@@ -558,20 +640,30 @@ async fn an_approval_queue_parks_the_call_until_someone_answers() {
     assert_eq!(queue.pending(Some("conv-1")).len(), 1);
     assert!(queue.pending(Some("other")).is_empty());
     queue.answer(asked.id, Approval::Allow).expect("waiting");
-    assert_eq!(call.await.expect("joined").expect("allowed").text_content(), "ok");
+    assert_eq!(
+        call.await.expect("joined").expect("allowed").text_content(),
+        "ok"
+    );
     assert!(queue.pending(None).is_empty());
-    let again = queue.answer(asked.id, Approval::Allow).expect_err("answered already");
+    let again = queue
+        .answer(asked.id, Approval::Allow)
+        .expect_err("answered already");
     assert_eq!(
         again.to_string(),
-        format!("no approval `{}` is waiting (it was answered, timed out, or never existed)", asked.id)
+        format!(
+            "no approval `{}` is waiting (it was answered, timed out, or never existed)",
+            asked.id
+        )
     );
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_queued_approval_times_out_and_leaves_the_queue() {
     use toolmux_core::ApprovalQueue;
-    let mut settings = HubSettings::default();
-    settings.approval_timeout = Duration::from_secs(30);
+    let settings = HubSettings {
+        approval_timeout: Duration::from_secs(30),
+        ..Default::default()
+    };
     let (hub, _, _) = hub_with(settings);
     let queue = Arc::new(ApprovalQueue::new());
     let err = hub
@@ -582,5 +674,8 @@ async fn an_unanswered_queued_approval_times_out_and_leaves_the_queue() {
         err.to_string(),
         "tool `delete_all` was denied: nobody answered the approval request within 30s"
     );
-    assert!(queue.pending(None).is_empty(), "withdrawn when the wait ended");
+    assert!(
+        queue.pending(None).is_empty(),
+        "withdrawn when the wait ended"
+    );
 }

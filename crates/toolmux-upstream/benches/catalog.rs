@@ -35,10 +35,10 @@ fn report(label: &str, mut samples: Vec<Duration>) {
 
 fn tool(server: usize, i: usize) -> CachedTool {
     let mut properties = Map::new();
-    for p in 0..6 {
+    for p in 0..6_usize {
         properties.insert(
             format!("param_{p}"),
-            json!({"type": if p % 2 == 0 { "string" } else { "integer" },
+            json!({"type": if p.is_multiple_of(2) { "string" } else { "integer" },
                    "description": format!("Parameter {p} of tool {i} on server {server}: what it means and its unit.")}),
         );
     }
@@ -48,7 +48,7 @@ fn tool(server: usize, i: usize) -> CachedTool {
         description: format!("Does thing {i} on server {server}. ").repeat(4),
         input_schema: json!({"type": "object", "properties": properties, "required": ["param_0"]}),
         output_schema: None,
-        annotations: if i % 3 == 0 {
+        annotations: if i.is_multiple_of(3) {
             ToolAnnotations::read_only()
         } else {
             ToolAnnotations::default()

@@ -13,7 +13,7 @@ use std::time::Duration;
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
-    Implementation, JsonObject, PaginatedRequestParams, Tool,
+    Implementation, JsonObject, PaginatedRequestParams, ProtocolVersion, Tool,
 };
 use rmcp::service::{NotificationContext, RunningService, ServiceError, serve_client};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -25,6 +25,7 @@ use toolmux_config::McpTransport;
 use crate::cache::ServerIdentity;
 use crate::error::UpstreamError;
 use crate::sse::{SseTransport, header_map};
+use crate::streamable::OrderedClient;
 
 /// How long a stdio server gets to exit after its stdin is closed, and again after SIGTERM,
 /// before it is killed. (rmcp's own shutdown sequence uses the same three seconds.)
@@ -67,10 +68,13 @@ impl Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // toolmux opens every session with the `initialize` handshake, so it offers the newest
+        // version that has one (rmcp's default, 2026-07-28, replaced it with `server/discover`).
         ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("toolmux", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -142,7 +146,9 @@ impl Connection {
                 let headers = http_headers(headers).map_err(start_error)?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers);
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let client = OrderedClient::new()
+                    .map_err(|e| start_error(format!("cannot set up the HTTP client: {e}")))?;
+                let transport = StreamableHttpClientTransport::with_client(client, config);
                 match tokio::time::timeout(timeout, serve_client(handler, transport)).await {
                     Ok(Ok(service)) => (service, None),
                     Ok(Err(e)) => {

@@ -23,6 +23,7 @@ mod schema;
 mod servers;
 mod source;
 mod sse;
+mod streamable;
 
 pub use cache::{
     CachedTool, DiscoveryRecord, DiscoveryStatus, ServerIdentity, ServerPaths, config_hash,

@@ -75,7 +75,9 @@ pub enum PathError {
     },
     /// The path is inside `.toolmux/state/`: toolmux's own machine state (execution logs with
     /// call arguments, caches) is never read through the workspace tools.
-    #[error("`{path}` is inside `.toolmux/state`, toolmux's own state, which the workspace tools do not read")]
+    #[error(
+        "`{path}` is inside `.toolmux/state`, toolmux's own state, which the workspace tools do not read"
+    )]
     State {
         /// The path as given.
         path: String,

@@ -199,7 +199,10 @@ async fn toolmux_state_is_never_read_or_searched() {
     std::fs::write(state.join("calls.jsonl"), "needle-in-state\n").expect("write");
     std::fs::write(dir.path().join("visible.txt"), "needle-visible\n").expect("write");
     let pack = toolmux_workspace::WorkspacePack::new(dir.path(), Default::default()).expect("pack");
-    let hub = toolmux_core::Hub::new(Default::default(), std::sync::Arc::new(toolmux_core::NullSink));
+    let hub = toolmux_core::Hub::new(
+        Default::default(),
+        std::sync::Arc::new(toolmux_core::NullSink),
+    );
     hub.add_source(std::sync::Arc::new(pack));
     let ctx = toolmux_core::CallContext::new(toolmux_core::Channel::Cli);
     let grep = hub
@@ -210,17 +213,33 @@ async fn toolmux_state_is_never_read_or_searched() {
     assert!(text.contains("visible.txt"), "{text}");
     assert!(!text.contains("needle-in-state"), "{text}");
     let search = hub
-        .call("file_search", serde_json::json!({"pattern": "**/*.jsonl"}), &ctx)
+        .call(
+            "file_search",
+            serde_json::json!({"pattern": "**/*.jsonl"}),
+            &ctx,
+        )
         .await
         .expect("search runs");
     assert!(!search.text_content().contains("calls.jsonl"));
     let listing = hub
-        .call("directory_list", serde_json::json!({"path": ".toolmux", "depth": 3}), &ctx)
+        .call(
+            "directory_list",
+            serde_json::json!({"path": ".toolmux", "depth": 3}),
+            &ctx,
+        )
         .await
         .expect("list runs");
-    assert!(!listing.text_content().contains("calls.jsonl"), "{}", listing.text_content());
+    assert!(
+        !listing.text_content().contains("calls.jsonl"),
+        "{}",
+        listing.text_content()
+    );
     let read = hub
-        .call("file_read", serde_json::json!({"path": ".toolmux/state/logs/calls.jsonl"}), &ctx)
+        .call(
+            "file_read",
+            serde_json::json!({"path": ".toolmux/state/logs/calls.jsonl"}),
+            &ctx,
+        )
         .await
         .expect("a tool error, not a call error");
     assert!(read.is_error);

@@ -46,7 +46,7 @@ pub enum Command {
     Logs(LogsArgs),
     /// Serve the registry as an MCP server on stdin/stdout (for an agent's MCP configuration).
     Mcp(McpArgs),
-    /// Start the HTTP server: the MCP endpoint at /mcp (streamable HTTP).
+    /// Start the HTTP server: the MCP endpoint at /mcp (streamable HTTP) and the REST API at /api.
     Serve(ServeArgs),
     /// Generate the typed TypeScript API of every tool for code mode.
     #[command(subcommand)]
@@ -55,6 +55,10 @@ pub enum Command {
     Run(RunArgs),
     /// Add the MCP servers configured for Claude Code, Cursor, VS Code or Codex to toolmux.
     Import(crate::commands::import::ImportArgs),
+    /// Chat with a model that uses the registry's tools; list, rename and delete conversations.
+    Chat(crate::commands::chat::ChatArgs),
+    /// Measure how well a model picks tools: a gold set of prompts, accuracy per tool.
+    Eval(crate::commands::eval::EvalArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -215,6 +219,9 @@ pub struct ServeArgs {
     /// `http://intranet:*`); loopback origins always pass. Repeatable.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// Listen on this Unix socket (created with mode 0600) instead of a TCP port.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["port", "bind"])]
+    pub socket: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub filters: ServeFilterArgs,
 }

@@ -38,9 +38,12 @@ fn main() -> ExitCode {
 /// Logs go to stderr so stdout carries only results (and, for `toolmux mcp`, only protocol
 /// messages). `TOOLMUX_LOG` takes an `EnvFilter` directive; `-v` raises the default level.
 fn init_tracing(verbose: u8) {
+    // rmcp reports an unreachable upstream at ERROR from inside its worker, and genai warns on
+    // every tool-call chunk; toolmux reports the failures that matter itself (naming the server
+    // or provider), so their own lines stay quiet unless asked for.
     let default = match verbose {
-        0 => "warn",
-        1 => "info",
+        0 => "warn,rmcp=off,genai=error",
+        1 => "info,rmcp=warn,genai=warn",
         2 => "debug",
         _ => "trace",
     };

@@ -17,9 +17,17 @@ pub struct Project {
     pub loaded: LoadedConfig,
     pub hub: Hub,
     pub log: Arc<ExecutionLog>,
+    /// Counts every call for `/metrics`; the hub records into it and it passes records on to
+    /// the execution log.
+    pub metrics: Arc<toolmux_api::CallMetrics>,
     /// The configured MCP servers (their sources are in the hub); dropping this stops the
     /// running ones cleanly.
     pub upstreams: Arc<toolmux_upstream::Upstreams>,
+    /// Calls with policy `ask` waiting for a person, shared by every channel of the process
+    /// (the REST API answers them, the chat stream shows them).
+    pub approvals: Arc<toolmux_core::ApprovalQueue>,
+    /// Questions the chat's model asked the person (the `chat` source waits on them).
+    pub inputs: Arc<toolmux_chat::HumanInputs>,
 }
 
 /// The project directory: the one given, else the nearest ancestor with `.toolmux/config.json`,
@@ -68,7 +76,8 @@ impl Project {
             })
             .context("cannot open the execution log")?,
         );
-        let hub = Hub::new(config.hub_settings(), log.clone());
+        let metrics = Arc::new(toolmux_api::CallMetrics::new(log.clone()));
+        let hub = Hub::new(config.hub_settings(), metrics.clone());
         let limits = config.workspace_limits();
         let limits = WorkspaceLimits {
             max_read_bytes: limits.max_read_bytes,
@@ -78,11 +87,24 @@ impl Project {
         let workspace = WorkspacePack::new(&loaded.root, limits)
             .with_context(|| format!("cannot open the project root `{}`", loaded.root.display()))?;
         hub.add_source(Arc::new(workspace));
+        if !config.tools.is_empty() {
+            hub.add_source(Arc::new(toolmux_scripts::ScriptSource::new(
+                &config.tools,
+                &loaded.root,
+            )));
+        }
         // Code mode calls back into the hub, so it holds it weakly (no reference cycle).
         hub.add_source(Arc::new(toolmux_codemode::CodeModeSource::new(
             hub.downgrade(),
             Default::default(),
         )));
+        // The chat's `request_human_input` tool, only where a chat can run (a provider is set).
+        let inputs = Arc::new(toolmux_chat::HumanInputs::default());
+        if !config.providers.is_empty() {
+            hub.add_source(Arc::new(toolmux_chat::HumanInputSource::new(
+                inputs.clone(),
+            )));
+        }
         let upstreams = Arc::new(toolmux_upstream::Upstreams::new(
             &loaded,
             &state_dir(&loaded.project_dir),
@@ -94,7 +116,10 @@ impl Project {
             loaded,
             hub,
             log,
+            metrics,
             upstreams,
+            approvals: Arc::new(toolmux_core::ApprovalQueue::new()),
+            inputs,
         })
     }
 }

@@ -52,7 +52,14 @@ fn tools_list_shows_the_workspace_pack_as_a_table_and_as_json() {
         .collect();
     assert_eq!(
         names,
-        ["directory_list", "file_read", "file_search", "grep", "run_code", "search_tools"]
+        [
+            "directory_list",
+            "file_read",
+            "file_search",
+            "grep",
+            "run_code",
+            "search_tools"
+        ]
     );
     assert_eq!(json[1]["policy"], "allow");
     assert_eq!(json[1]["policyOrigin"], "tool annotations");
@@ -217,7 +224,12 @@ fn filters_hide_tools_from_listing_and_calls() {
         .collect();
     assert_eq!(
         names,
-        [json!("directory_list"), json!("grep"), json!("run_code"), json!("search_tools")]
+        [
+            json!("directory_list"),
+            json!("grep"),
+            json!("run_code"),
+            json!("search_tools")
+        ]
     );
     let run = project.run(&["tools", "call", "file_read", "-a", "path=x"]);
     assert_eq!(run.code(), 4);

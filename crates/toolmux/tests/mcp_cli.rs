@@ -316,7 +316,11 @@ fn mcp_code_mode_offers_two_tools_whose_scripts_reach_every_tool() {
 
     let run = project.run(&["mcp", "--code-mode", "--pass-through", "workspace"]);
     assert_eq!(run.code(), 2);
-    assert!(run.stderr().contains("cannot be used with"), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("cannot be used with"),
+        "{}",
+        run.stderr()
+    );
 }
 
 #[test]

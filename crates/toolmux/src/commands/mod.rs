@@ -1,7 +1,9 @@
 //! One module per command; `run` dispatches.
 
 mod capabilities;
+pub(crate) mod chat;
 mod config;
+pub(crate) mod eval;
 pub(crate) mod import;
 mod init;
 mod logs;
@@ -32,6 +34,8 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Capabilities(cmd) => capabilities::run(project, cmd),
         Command::Run(args) => run::run(project, args).await,
         Command::Import(args) => import::run(project, args).await,
+        Command::Chat(args) => chat::run(project, args).await,
+        Command::Eval(args) => eval::run(project, args).await,
     }
 }
 

@@ -1,0 +1,475 @@
+//! `/api/tools`: the catalog (read from the hub's snapshot, never starting anything) and calls
+//! through the pipeline.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use toolmux_core::{CallContext, Channel, Content, NamePattern, Policy, ToolEntry, ToolResult};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::ApiState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::registry::Edit;
+
+pub(crate) fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/", get(list).post(register))
+        .route("/{name}", get(show).put(replace).delete(remove))
+        .route("/{name}/call", post(call))
+}
+
+/// Filters of a listing. Every one that is set must match.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct ToolFilter {
+    /// Only tools of this source (`workspace`, an MCP server's name).
+    pub source: Option<String>,
+    /// Only tools whose name matches this pattern (`github__*`, `file_?ead`).
+    pub pattern: Option<String>,
+    /// Only tools with this effective policy.
+    pub policy: Option<PolicyName>,
+    /// Include internal tools; needs a valid API key.
+    #[serde(default)]
+    pub include_internal: bool,
+}
+
+/// A policy: `allow` runs a call, `ask` asks a person first, `deny` never runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyName {
+    /// Run without asking.
+    Allow,
+    /// Ask a person first.
+    Ask,
+    /// Never run.
+    Deny,
+}
+
+impl From<PolicyName> for Policy {
+    fn from(name: PolicyName) -> Self {
+        match name {
+            PolicyName::Allow => Policy::Allow,
+            PolicyName::Ask => Policy::Ask,
+            PolicyName::Deny => Policy::Deny,
+        }
+    }
+}
+
+/// The catalog at one version.
+#[derive(Serialize, ToSchema)]
+pub struct ToolList {
+    /// The catalog version the listing was read from; it grows with every change.
+    pub version: u64,
+    /// The tools, in catalog order.
+    #[schema(value_type = Vec<ToolView>)]
+    pub tools: Vec<Arc<ToolEntry>>,
+}
+
+/// One tool as listings show it: its descriptor plus its effective policy and limits.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // documents the serialization of `ToolEntry` for the OpenAPI document
+pub struct ToolView {
+    /// The registry name, the one to call it by.
+    name: String,
+    /// The source's own name for it.
+    original_name: String,
+    /// Its source.
+    source: String,
+    /// A display title.
+    title: Option<String>,
+    /// What it does.
+    description: String,
+    /// JSON Schema of its arguments.
+    #[schema(value_type = Object)]
+    input_schema: Value,
+    /// JSON Schema of its structured result, when it declares one.
+    #[schema(value_type = Option<Object>)]
+    output_schema: Option<Value>,
+    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, ...).
+    #[schema(value_type = Option<Object>)]
+    annotations: Option<Value>,
+    /// Internal tools serve the host and are never shown to a model.
+    internal: bool,
+    /// It may run concurrently with other parallel tools.
+    parallel: bool,
+    /// The source's own time limit, in milliseconds.
+    timeout_ms: Option<u64>,
+    /// The effective policy.
+    policy: PolicyName,
+    /// Which rule decided the policy.
+    policy_origin: String,
+    /// The effective time limit, in milliseconds.
+    effective_timeout_ms: u64,
+    /// The effective rate limit.
+    #[schema(value_type = Option<Object>)]
+    rate_limit: Option<Value>,
+}
+
+/// The outcome of a call: the same result the MCP channel returns for it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallResponse {
+    /// `success`, or `error` when the tool reported an error (the content says what).
+    pub status: CallStatus,
+    /// The content blocks (text, image, audio, resource link, embedded resource), in MCP's shape.
+    #[schema(value_type = Vec<Object>)]
+    pub content: Vec<Content>,
+    /// The structured result, when the tool returned one.
+    #[schema(value_type = Option<Object>)]
+    pub structured_content: Option<Value>,
+    /// The error text, when `status` is `error`.
+    pub error: Option<String>,
+    /// The call's id in the execution log.
+    pub call_id: uuid::Uuid,
+    /// Wall time of the pipeline, in milliseconds.
+    pub duration_ms: f64,
+}
+
+/// Whether the tool succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CallStatus {
+    /// The tool returned a result.
+    Success,
+    /// The tool returned an error result.
+    Error,
+}
+
+impl CallResponse {
+    pub(crate) fn new(
+        result: ToolResult,
+        call_id: uuid::Uuid,
+        duration: std::time::Duration,
+    ) -> Self {
+        let (status, error) = if result.is_error {
+            (CallStatus::Error, Some(result.text_content()))
+        } else {
+            (CallStatus::Success, None)
+        };
+        Self {
+            status,
+            content: result.content,
+            structured_content: result.structured_content,
+            error,
+            call_id,
+            duration_ms: duration.as_secs_f64() * 1000.0,
+        }
+    }
+}
+
+/// Lists the catalog.
+#[utoipa::path(
+    get, path = "/api/tools", tag = "tools",
+    params(ToolFilter),
+    responses(
+        (status = 200, description = "The catalog", body = ToolList),
+        (status = 400, description = "A bad filter", body = ErrorBody),
+        (status = 401, description = "`includeInternal` without a valid key", body = ErrorBody),
+    )
+)]
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiQuery(filter): ApiQuery<ToolFilter>,
+) -> Result<Response, ApiError> {
+    if filter.include_internal && !caller.authenticated {
+        return Err(ApiError::unauthorized(
+            "`includeInternal=true` needs a valid API key",
+        ));
+    }
+    let pattern = filter
+        .pattern
+        .as_deref()
+        .map(NamePattern::new)
+        .transpose()
+        .map_err(|e| ApiError::malformed(format!("bad `pattern`: {e}")))?;
+    let rendered = state.rendered_catalog();
+    let mut body = Vec::with_capacity(rendered.bytes + 64);
+    body.extend_from_slice(format!("{{\"version\":{},\"tools\":[", rendered.version).as_bytes());
+    let mut first = true;
+    for (entry, json) in &rendered.tools {
+        let wanted = (filter.include_internal || !entry.descriptor.internal)
+            && filter
+                .source
+                .as_ref()
+                .is_none_or(|s| *s == entry.descriptor.source)
+            && filter
+                .policy
+                .is_none_or(|p| Policy::from(p) == entry.policy)
+            && pattern
+                .as_ref()
+                .is_none_or(|p| p.matches(&entry.descriptor.name));
+        if wanted {
+            if !first {
+                body.push(b',');
+            }
+            first = false;
+            body.extend_from_slice(json);
+        }
+    }
+    body.extend_from_slice(b"]}");
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// The catalog's tools, each serialized once per catalog version: listing 1,000 tools is then
+/// a filter and a copy, not 1,000 serializations.
+pub(crate) struct RenderedCatalog {
+    version: u64,
+    tools: Vec<(Arc<ToolEntry>, Vec<u8>)>,
+    bytes: usize,
+}
+
+impl ApiState {
+    fn rendered_catalog(&self) -> Arc<RenderedCatalog> {
+        let catalog = self.inner.hub.catalog();
+        let mut cached = self
+            .inner
+            .rendered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(rendered) = cached.as_ref()
+            && rendered.version == catalog.version()
+        {
+            return Arc::clone(rendered);
+        }
+        let tools: Vec<(Arc<ToolEntry>, Vec<u8>)> = catalog
+            .all_tools()
+            .iter()
+            .filter_map(|e| Some((Arc::clone(e), serde_json::to_vec(e).ok()?)))
+            .collect();
+        let rendered = Arc::new(RenderedCatalog {
+            version: catalog.version(),
+            bytes: tools.iter().map(|(_, j)| j.len() + 1).sum(),
+            tools,
+        });
+        *cached = Some(Arc::clone(&rendered));
+        rendered
+    }
+}
+
+/// One tool.
+#[utoipa::path(
+    get, path = "/api/tools/{name}", tag = "tools",
+    params(("name" = String, Path, description = "The registry name")),
+    responses(
+        (status = 200, description = "The tool", body = ToolView),
+        (status = 404, description = "No such tool", body = ErrorBody),
+    )
+)]
+pub(crate) async fn show(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<Arc<ToolEntry>>, ApiError> {
+    let catalog = state.inner.hub.catalog();
+    match catalog.get(&name) {
+        Some(entry) if !entry.descriptor.internal || caller.authenticated => {
+            Ok(Json(Arc::clone(entry)))
+        }
+        _ => {
+            let why = match catalog.hidden_reason(&name) {
+                Some(reason) => format!("tool `{name}` is not available: {reason}"),
+                None => match catalog.suggest(&name) {
+                    Some(s) => format!("unknown tool `{name}`; did you mean `{s}`?"),
+                    None => format!("unknown tool `{name}`"),
+                },
+            };
+            Err(ApiError::not_found(why))
+        }
+    }
+}
+
+/// Calls a tool through the pipeline; the body is the arguments object. A call with policy
+/// `ask` waits in `GET /api/approvals` until it is answered or the approval times out.
+#[utoipa::path(
+    post, path = "/api/tools/{name}/call", tag = "tools",
+    params(("name" = String, Path, description = "The registry name")),
+    request_body(content = Object, description = "The arguments (an empty body is `{}`)"),
+    responses(
+        (status = 200, description = "The tool ran (its result may be an error result)", body = CallResponse),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 403, description = "Denied by policy or by a person, or disabled", body = ErrorBody),
+        (status = 404, description = "No such tool", body = ErrorBody),
+        (status = 422, description = "The arguments break the input schema; each violation is listed", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+        (status = 502, description = "The source failed or broke its output schema", body = ErrorBody),
+        (status = 503, description = "The source is unavailable", body = ErrorBody),
+        (status = 504, description = "The call timed out", body = ErrorBody),
+    )
+)]
+pub(crate) async fn call(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(arguments): ApiJson<Map<String, Value>>,
+) -> Result<Json<CallResponse>, ApiError> {
+    let report = state
+        .inner
+        .hub
+        .call_reported(&name, Value::Object(arguments), &state.context(caller))
+        .await;
+    let result = report.result?;
+    Ok(Json(CallResponse::new(result, report.id, report.duration)))
+}
+
+impl ApiState {
+    /// The context of a call made through the API: the REST channel, the approval queue as
+    /// approver, trusted when the request carried a valid key.
+    pub(crate) fn context(&self, caller: Caller) -> CallContext {
+        let mut context =
+            CallContext::new(Channel::Rest).with_approver(self.inner.approvals.clone());
+        if caller.authenticated {
+            context = context.trusted();
+        }
+        context
+    }
+}
+
+/// A script tool's definition, as in the `tools` section of the configuration.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // documents the request body for the OpenAPI document
+pub struct ScriptToolDefinition {
+    /// The registry name (only in `POST /api/tools`).
+    name: Option<String>,
+    /// What the tool does.
+    description: String,
+    /// JSON Schema of the arguments.
+    #[schema(value_type = Option<Object>)]
+    input_schema: Option<Value>,
+    /// JSON Schema of the structured result.
+    #[schema(value_type = Option<Object>)]
+    output_schema: Option<Value>,
+    /// The program and its arguments.
+    command: Vec<String>,
+    /// Working directory, relative to the project root.
+    cwd: Option<String>,
+    /// Extra environment variables (values may be `${VAR}` references).
+    #[schema(value_type = Option<Object>)]
+    env: Option<Value>,
+    /// Time limit in milliseconds.
+    timeout_ms: Option<u64>,
+    /// May run concurrently in a batch.
+    parallel: Option<bool>,
+    /// The tool's policy.
+    policy: Option<PolicyName>,
+    /// `{"requests": N, "period": "1m"}`.
+    #[schema(value_type = Option<Object>)]
+    rate_limit: Option<Value>,
+}
+
+fn writer(state: &ApiState) -> Result<&crate::registry::ConfigWriter, ApiError> {
+    state
+        .inner
+        .writer
+        .as_ref()
+        .ok_or_else(|| ApiError::unavailable("this server does not change its configuration"))
+}
+
+/// The tool as the catalog shows it after a change.
+fn current(state: &ApiState, name: &str) -> Value {
+    let catalog = state.inner.hub.catalog();
+    match catalog.get(name) {
+        Some(entry) => serde_json::to_value(entry).unwrap_or(Value::Null),
+        None => serde_json::json!({
+            "name": name,
+            "hidden": catalog.hidden_reason(name).map(ToString::to_string),
+        }),
+    }
+}
+
+/// Registers a script tool: written to the configuration and live at once.
+#[utoipa::path(
+    post, path = "/api/tools", tag = "tools",
+    request_body = ScriptToolDefinition,
+    responses(
+        (status = 201, description = "Registered; the tool as listed", body = ToolView),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 422, description = "The definition does not pass the configuration's checks", body = ErrorBody),
+    )
+)]
+pub(crate) async fn register(
+    State(state): State<ApiState>,
+    ApiJson(mut definition): ApiJson<Map<String, Value>>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let name = match definition.remove("name") {
+        Some(Value::String(name)) => name,
+        Some(_) => return Err(ApiError::unprocessable("`name` must be a string")),
+        None => return Err(ApiError::unprocessable("a script tool needs a `name`")),
+    };
+    writer(&state)?
+        .submit(Edit::Add {
+            name: name.clone(),
+            definition,
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(current(&state, &name))))
+}
+
+/// Replaces a script tool's definition.
+#[utoipa::path(
+    put, path = "/api/tools/{name}", tag = "tools",
+    params(("name" = String, Path, description = "The registry name")),
+    request_body = ScriptToolDefinition,
+    responses(
+        (status = 200, description = "Replaced; the tool as listed", body = ToolView),
+        (status = 400, description = "The body is not a JSON object", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such script tool", body = ErrorBody),
+        (status = 409, description = "Not a script tool", body = ErrorBody),
+        (status = 422, description = "The definition does not pass the configuration's checks", body = ErrorBody),
+    )
+)]
+pub(crate) async fn replace(
+    State(state): State<ApiState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(mut definition): ApiJson<Map<String, Value>>,
+) -> Result<Json<Value>, ApiError> {
+    match definition.remove("name") {
+        Some(Value::String(n)) if n != name => {
+            return Err(ApiError::unprocessable(format!(
+                "the body names `{n}` but the path names `{name}`; rename by removing and registering"
+            )));
+        }
+        _ => {}
+    }
+    writer(&state)?
+        .submit(Edit::Replace {
+            name: name.clone(),
+            definition,
+        })
+        .await?;
+    Ok(Json(current(&state, &name)))
+}
+
+/// Removes a script tool.
+#[utoipa::path(
+    delete, path = "/api/tools/{name}", tag = "tools",
+    params(("name" = String, Path, description = "The registry name")),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such script tool", body = ErrorBody),
+        (status = 409, description = "Not a script tool", body = ErrorBody),
+    )
+)]
+pub(crate) async fn remove(
+    State(state): State<ApiState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
+    writer(&state)?.submit(Edit::Remove { name }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

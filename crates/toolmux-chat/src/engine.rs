@@ -1,0 +1,746 @@
+//! The loop: one turn streams the model's answer, runs the tool calls it makes through the
+//! pipeline on the `chat` channel, feeds the results back, and repeats until the model answers
+//! without calls, the step limit is reached, or the turn is cancelled.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::join_all;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolmux_config::ProviderKind;
+use toolmux_core::{
+    ApprovalQueue, CallContext, Catalog, Channel, ContentBody, Hub, PendingApproval, ToolResult,
+};
+
+use crate::error::{ChatError, ProviderError};
+use crate::human_input::{HumanInputs, InputRequest};
+use crate::prompt::{offered, system_prompt};
+use crate::provider::{
+    ChatProvider, Message, ModelRequest, ProviderEvent, ToolCall, ToolSpec, Usage,
+};
+use crate::providers::Providers;
+use crate::schema::clean_schema;
+use crate::store::ConversationStore;
+
+/// Limits of the loop.
+#[derive(Clone, Debug)]
+pub struct EngineSettings {
+    /// The most model calls in one turn.
+    pub max_steps: u32,
+    /// Tool results longer than this are cut before the model sees them.
+    pub max_tool_result_bytes: usize,
+    /// The project's name, for the system prompt.
+    pub project_name: String,
+}
+
+impl EngineSettings {
+    /// Settings from the `chat` configuration section.
+    pub fn from_config(chat: &toolmux_config::ChatSettings, project_name: &str) -> Self {
+        Self {
+            max_steps: chat.max_steps.get(),
+            max_tool_result_bytes: chat.max_tool_result_bytes.get(),
+            project_name: project_name.to_string(),
+        }
+    }
+}
+
+/// What a turn asks for.
+#[derive(Clone, Debug, Default)]
+pub struct TurnRequest {
+    /// The conversation to continue; a new one is started when it is `None` or unknown.
+    pub conversation: Option<String>,
+    /// What the person wrote.
+    pub text: String,
+    /// The provider's name; default: the conversation's, else the configured default.
+    pub provider: Option<String>,
+    /// The model; default: the conversation's, else the provider's default model.
+    pub model: Option<String>,
+}
+
+/// Why a turn ended without an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FinishReason {
+    /// The model answered without calling a tool.
+    Stop,
+    /// The step limit was reached.
+    StepLimit,
+    /// The turn was cancelled.
+    Cancelled,
+}
+
+/// The outcome of one tool call, as channels show it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolOutput {
+    /// The call it answers.
+    pub call_id: String,
+    /// The tool.
+    pub name: String,
+    /// What the model is given (possibly cut).
+    pub content: String,
+    /// Structured content, when the tool returned some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    /// Whether the call failed or was refused.
+    pub is_error: bool,
+    /// A `CallError` code (`denied`, `timeout`...) when the pipeline refused or broke the call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// Its execution-log id.
+    pub log_id: String,
+    /// How long the pipeline took, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// What a turn reports while it runs, channel-neutral; the HTTP stream and the terminal render
+/// it. Every turn ends with exactly one `Finished` or `Error`.
+#[derive(Clone, Debug)]
+pub enum TurnEvent {
+    /// The turn started.
+    Started {
+        /// The conversation id.
+        conversation: String,
+        /// The provider used.
+        provider: String,
+        /// The model used.
+        model: String,
+    },
+    /// A model call starts.
+    StepStart {
+        /// Its number in the turn, from 1.
+        step: u32,
+    },
+    /// More answer text.
+    TextDelta(String),
+    /// The model started writing a tool call.
+    ToolInputStart {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+    },
+    /// A complete tool call, about to run.
+    ToolInput {
+        /// The call.
+        call: ToolCall,
+        /// The tool's source, when the tool exists.
+        source: Option<String>,
+    },
+    /// A call waits for the person's approval (answer through the [`ApprovalQueue`]).
+    ApprovalRequested(PendingApproval),
+    /// The model asked the person a question (answer through [`HumanInputs`]).
+    InputRequested(InputRequest),
+    /// A tool call finished.
+    ToolOutput(ToolOutput),
+    /// A model call and its tool calls are done.
+    StepFinish {
+        /// Its number.
+        step: u32,
+    },
+    /// The turn ended.
+    Finished {
+        /// Why.
+        reason: FinishReason,
+        /// Tokens of every model call of the turn.
+        usage: Usage,
+        /// Model calls made.
+        steps: u32,
+    },
+    /// The turn failed (the provider refused or broke off); nothing follows.
+    Error {
+        /// What happened, for a person.
+        message: String,
+    },
+}
+
+/// The chat engine: providers, the hub, the conversation store, and the queues through which a
+/// person answers approvals and questions. One per process, shared by every channel.
+pub struct ChatEngine {
+    hub: Hub,
+    providers: Providers,
+    store: Arc<dyn ConversationStore>,
+    approvals: Arc<ApprovalQueue>,
+    inputs: Arc<HumanInputs>,
+    settings: EngineSettings,
+    running: Mutex<HashMap<String, CancellationToken>>,
+    surface: Mutex<Option<Arc<Surface>>>,
+}
+
+/// What the model is shown of one catalog version: the system prompt and the cleaned tool
+/// list. Built once per catalog version and provider kind, not once per step.
+struct Surface {
+    version: u64,
+    kind: ProviderKind,
+    system: String,
+    tools: Arc<[ToolSpec]>,
+}
+
+impl std::fmt::Debug for ChatEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatEngine")
+            .field("providers", &self.providers)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Resolved choices of a turn.
+struct Turn {
+    conversation: String,
+    kind: ProviderKind,
+    provider: Arc<dyn ChatProvider>,
+    model: String,
+    text: String,
+    cancel: CancellationToken,
+    events: mpsc::Sender<TurnEvent>,
+}
+
+impl Turn {
+    async fn emit(&self, event: TurnEvent) {
+        // A channel that stopped listening cancels the turn through its token; until then an
+        // event nobody reads is not an error.
+        let _ = self.events.send(event).await;
+    }
+}
+
+impl ChatEngine {
+    /// An engine. `approvals` must be the queue the hub's `ask` calls park in for the chat
+    /// channel (the loop passes it as the approver), and `inputs` the one the `chat` source
+    /// asks through.
+    pub fn new(
+        hub: Hub,
+        providers: Providers,
+        store: Arc<dyn ConversationStore>,
+        approvals: Arc<ApprovalQueue>,
+        inputs: Arc<HumanInputs>,
+        settings: EngineSettings,
+    ) -> Self {
+        Self {
+            hub,
+            providers,
+            store,
+            approvals,
+            inputs,
+            settings,
+            running: Mutex::new(HashMap::new()),
+            surface: Mutex::new(None),
+        }
+    }
+
+    /// The prompt and tools for a catalog snapshot, from the cache when it is current.
+    fn surface(&self, catalog: &Catalog, kind: ProviderKind) -> Arc<Surface> {
+        let mut cached = self.surface.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(surface) = cached.as_ref()
+            && surface.version == catalog.version()
+            && surface.kind == kind
+        {
+            return Arc::clone(surface);
+        }
+        let surface = Arc::new(Surface {
+            version: catalog.version(),
+            kind,
+            system: system_prompt(catalog, &self.settings.project_name),
+            tools: tool_specs(catalog, kind).into(),
+        });
+        *cached = Some(Arc::clone(&surface));
+        surface
+    }
+
+    /// The conversation store.
+    pub fn store(&self) -> &Arc<dyn ConversationStore> {
+        &self.store
+    }
+
+    /// The providers.
+    pub fn providers(&self) -> &Providers {
+        &self.providers
+    }
+
+    /// The approval queue.
+    pub fn approvals(&self) -> &Arc<ApprovalQueue> {
+        &self.approvals
+    }
+
+    /// The questions waiting for the person.
+    pub fn inputs(&self) -> &Arc<HumanInputs> {
+        &self.inputs
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Cancels the turn running in a conversation; false when none runs.
+    pub fn cancel(&self, conversation: &str) -> bool {
+        match self.running().get(conversation) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Starts a turn and returns the conversation id and its events. Choosing the provider and
+    /// model and opening the conversation happen before this returns, so those errors reach the
+    /// caller directly; everything after arrives as events.
+    pub fn start_turn(
+        self: &Arc<Self>,
+        request: TurnRequest,
+    ) -> Result<(String, mpsc::Receiver<TurnEvent>, CancellationToken), ChatError> {
+        let existing = match &request.conversation {
+            Some(id) => self.store.get(id)?,
+            None => None,
+        };
+        let provider_name = request
+            .provider
+            .clone()
+            .or_else(|| existing.as_ref().map(|c| c.provider.clone()));
+        let (kind, provider) = self.providers.resolve(provider_name.as_deref())?;
+        let model = request
+            .model
+            .clone()
+            .or_else(|| {
+                existing
+                    .as_ref()
+                    .filter(|c| c.provider == provider.name())
+                    .map(|c| c.model.clone())
+            })
+            .or_else(|| provider.default_model().map(str::to_string))
+            .ok_or_else(|| ChatError::NoModel(provider.name().to_string()))?;
+        let conversation = match existing {
+            Some(c) => c.id,
+            None => {
+                let title: String = request.text.chars().take(80).collect();
+                self.store
+                    .create(
+                        request.conversation.as_deref(),
+                        title.trim(),
+                        provider.name(),
+                        &model,
+                    )?
+                    .id
+            }
+        };
+        let cancel = CancellationToken::new();
+        {
+            let mut running = self.running();
+            if running.contains_key(&conversation) {
+                return Err(ChatError::Busy(conversation));
+            }
+            running.insert(conversation.clone(), cancel.clone());
+        }
+        let (tx, rx) = mpsc::channel(256);
+        // Subscribe before the turn starts, so no request made during it is missed.
+        let approvals = self.approvals.subscribe();
+        let inputs = self.inputs.subscribe();
+        let turn = Turn {
+            conversation: conversation.clone(),
+            kind,
+            provider,
+            model,
+            text: request.text,
+            cancel: cancel.clone(),
+            events: tx,
+        };
+        let engine = Arc::clone(self);
+        tokio::spawn(async move {
+            let _forward = forward_requests(&turn, approvals, inputs);
+            engine.run(&turn).await;
+            engine.running().remove(&turn.conversation);
+        });
+        Ok((conversation, rx, cancel))
+    }
+
+    async fn run(&self, turn: &Turn) {
+        let ended = self.run_steps(turn).await;
+        let event = match ended {
+            Ok((reason, usage, steps)) => TurnEvent::Finished {
+                reason,
+                usage,
+                steps,
+            },
+            Err(message) => TurnEvent::Error { message },
+        };
+        turn.emit(event).await;
+    }
+
+    fn persist(&self, turn: &Turn, messages: &[Message]) -> Result<(), String> {
+        self.store
+            .append(
+                &turn.conversation,
+                turn.provider.name(),
+                &turn.model,
+                messages,
+            )
+            .map_err(|e| format!("cannot save the conversation: {e}"))
+    }
+
+    async fn run_steps(&self, turn: &Turn) -> Result<(FinishReason, Usage, u32), String> {
+        let mut history: Vec<Message> = self
+            .store
+            .messages(&turn.conversation)
+            .map_err(|e| format!("cannot read the conversation: {e}"))?
+            .into_iter()
+            .map(|m| m.message)
+            .collect();
+        let user = Message::User {
+            text: turn.text.clone(),
+        };
+        self.persist(turn, std::slice::from_ref(&user))?;
+        history.push(user);
+        turn.emit(TurnEvent::Started {
+            conversation: turn.conversation.clone(),
+            provider: turn.provider.name().to_string(),
+            model: turn.model.clone(),
+        })
+        .await;
+        let context = CallContext::new(Channel::Chat)
+            .with_session(turn.conversation.clone())
+            .with_approver(self.approvals.clone());
+        let mut usage = Usage::default();
+        for step in 1..=self.settings.max_steps {
+            turn.emit(TurnEvent::StepStart { step }).await;
+            let catalog = self.hub.catalog();
+            let surface = self.surface(&catalog, turn.kind);
+            let request = ModelRequest {
+                model: turn.model.clone(),
+                system: surface.system.clone(),
+                messages: history.clone(),
+                tools: Arc::clone(&surface.tools),
+            };
+            let answer = self.model_call(turn, request, &mut usage).await;
+            let (text, calls, cancelled) = match answer {
+                Ok(answer) => answer,
+                Err(e) => return Err(e.to_string()),
+            };
+            let assistant = Message::Assistant {
+                text,
+                tool_calls: calls.clone(),
+            };
+            let keep = !matches!(&assistant, Message::Assistant { text, tool_calls } if text.is_empty() && tool_calls.is_empty());
+            if keep {
+                self.persist(turn, std::slice::from_ref(&assistant))?;
+                history.push(assistant);
+            }
+            if cancelled {
+                return Ok((FinishReason::Cancelled, usage, step));
+            }
+            if calls.is_empty() {
+                turn.emit(TurnEvent::StepFinish { step }).await;
+                return Ok((FinishReason::Stop, usage, step));
+            }
+            for call in &calls {
+                turn.emit(TurnEvent::ToolInput {
+                    call: call.clone(),
+                    source: catalog.get(&call.name).map(|e| e.descriptor.source.clone()),
+                })
+                .await;
+            }
+            let results = tokio::select! {
+                results = self.run_calls(turn, &catalog, &calls, &context) => Some(results),
+                () = turn.cancel.cancelled() => None,
+            };
+            let cancelled = results.is_none();
+            // Every call gets a result message, even a cancelled one: providers reject a
+            // conversation in which a tool call has no answer.
+            let messages: Vec<Message> = match results {
+                Some(outputs) => outputs
+                    .into_iter()
+                    .map(|o| Message::Tool {
+                        call_id: o.call_id,
+                        name: o.name,
+                        content: o.content,
+                        is_error: o.is_error,
+                        log_id: Some(o.log_id),
+                    })
+                    .collect(),
+                None => calls
+                    .iter()
+                    .map(|c| Message::Tool {
+                        call_id: c.id.clone(),
+                        name: c.name.clone(),
+                        content: "the call was cancelled by the person".into(),
+                        is_error: true,
+                        log_id: None,
+                    })
+                    .collect(),
+            };
+            self.persist(turn, &messages)?;
+            history.extend(messages);
+            if cancelled {
+                return Ok((FinishReason::Cancelled, usage, step));
+            }
+            turn.emit(TurnEvent::StepFinish { step }).await;
+        }
+        let notice = format!(
+            "I stopped after {} steps, the limit for one request (`chat.maxSteps`). Ask me to \
+             continue if you want me to go on.",
+            self.settings.max_steps
+        );
+        turn.emit(TurnEvent::StepStart {
+            step: self.settings.max_steps + 1,
+        })
+        .await;
+        turn.emit(TurnEvent::TextDelta(notice.clone())).await;
+        turn.emit(TurnEvent::StepFinish {
+            step: self.settings.max_steps + 1,
+        })
+        .await;
+        self.persist(
+            turn,
+            &[Message::Assistant {
+                text: notice,
+                tool_calls: Vec::new(),
+            }],
+        )?;
+        Ok((FinishReason::StepLimit, usage, self.settings.max_steps))
+    }
+
+    /// One streamed model call: the text, the complete tool calls, and whether the turn was
+    /// cancelled meanwhile.
+    async fn model_call(
+        &self,
+        turn: &Turn,
+        request: ModelRequest,
+        usage: &mut Usage,
+    ) -> Result<(String, Vec<ToolCall>, bool), ProviderError> {
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        let mut stream = tokio::select! {
+            stream = turn.provider.stream(request) => stream?,
+            () = turn.cancel.cancelled() => return Ok((text, calls, true)),
+        };
+        let mut announced: HashSet<String> = HashSet::new();
+        loop {
+            let next = tokio::select! {
+                next = stream.next() => next,
+                () = turn.cancel.cancelled() => return Ok((text, Vec::new(), true)),
+            };
+            match next {
+                None => break,
+                Some(Err(e)) => return Err(e),
+                Some(Ok(event)) => match event {
+                    ProviderEvent::TextDelta(delta) => {
+                        text.push_str(&delta);
+                        turn.emit(TurnEvent::TextDelta(delta)).await;
+                    }
+                    ProviderEvent::ToolCallDelta { id, name, .. } => {
+                        if !name.is_empty() && announced.insert(id.clone()) {
+                            turn.emit(TurnEvent::ToolInputStart { call_id: id, name })
+                                .await;
+                        }
+                    }
+                    ProviderEvent::ToolCall(call) => {
+                        if announced.insert(call.id.clone()) {
+                            turn.emit(TurnEvent::ToolInputStart {
+                                call_id: call.id.clone(),
+                                name: call.name.clone(),
+                            })
+                            .await;
+                        }
+                        calls.push(call);
+                    }
+                    ProviderEvent::Usage(u) => {
+                        usage.input_tokens += u.input_tokens;
+                        usage.output_tokens += u.output_tokens;
+                    }
+                    ProviderEvent::Finish { .. } => break,
+                },
+            }
+        }
+        Ok((text, calls, false))
+    }
+
+    /// Runs one step's calls with `Hub::call_batch`'s semantics: consecutive `parallel` tools
+    /// run together, every other call alone and in order. Outputs are reported as each call
+    /// finishes and returned in the order of the calls.
+    async fn run_calls(
+        &self,
+        turn: &Turn,
+        catalog: &Catalog,
+        calls: &[ToolCall],
+        context: &CallContext,
+    ) -> Vec<ToolOutput> {
+        let is_parallel = |name: &str| {
+            catalog
+                .get(name)
+                .is_some_and(|e| e.descriptor.parallel && !e.descriptor.internal)
+        };
+        let mut outputs = Vec::with_capacity(calls.len());
+        let mut group: Vec<&ToolCall> = Vec::new();
+        for call in calls {
+            if is_parallel(&call.name) {
+                group.push(call);
+                continue;
+            }
+            outputs
+                .extend(join_all(group.drain(..).map(|c| self.run_call(turn, c, context))).await);
+            outputs.push(self.run_call(turn, call, context).await);
+        }
+        outputs.extend(join_all(group.drain(..).map(|c| self.run_call(turn, c, context))).await);
+        outputs
+    }
+
+    async fn run_call(&self, turn: &Turn, call: &ToolCall, context: &CallContext) -> ToolOutput {
+        let report = self
+            .hub
+            .call_reported(&call.name, call.arguments.clone(), context)
+            .await;
+        let log_id = report.id.to_string();
+        let (content, structured, is_error, error_code) = match report.result {
+            Ok(result) => {
+                let is_error = result.is_error;
+                (
+                    model_text(&result),
+                    result.structured_content,
+                    is_error,
+                    None,
+                )
+            }
+            Err(e) => (e.to_string(), None, true, Some(e.code().to_string())),
+        };
+        let output = ToolOutput {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: cut(content, self.settings.max_tool_result_bytes, &log_id),
+            structured,
+            is_error,
+            error_code,
+            log_id,
+            duration_ms: duration_ms(report.duration),
+        };
+        turn.emit(TurnEvent::ToolOutput(output.clone())).await;
+        output
+    }
+}
+
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Forwards the approvals and questions of this turn's conversation into its event stream for
+/// as long as the returned guard lives.
+fn forward_requests(
+    turn: &Turn,
+    mut approvals: tokio::sync::broadcast::Receiver<PendingApproval>,
+    mut inputs: tokio::sync::broadcast::Receiver<InputRequest>,
+) -> AbortOnDrop {
+    let conversation = turn.conversation.clone();
+    let events = turn.events.clone();
+    AbortOnDrop(tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            let event = tokio::select! {
+                approval = approvals.recv() => match approval {
+                    Ok(a) if a.request.session.as_deref() == Some(conversation.as_str()) => {
+                        TurnEvent::ApprovalRequested(a)
+                    }
+                    Ok(_) | Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                },
+                input = inputs.recv() => match input {
+                    Ok(i) if i.conversation == conversation => TurnEvent::InputRequested(i),
+                    Ok(_) | Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                },
+            };
+            if events.send(event).await.is_err() {
+                return;
+            }
+        }
+    }))
+}
+
+/// The tools offered to the model: the catalog's non-internal, non-denied tools with schemas
+/// cleaned for the provider.
+pub fn tool_specs(catalog: &Catalog, kind: ProviderKind) -> Vec<ToolSpec> {
+    catalog
+        .tools()
+        .filter(|e| offered(e))
+        .map(|e| ToolSpec {
+            name: e.descriptor.name.clone(),
+            description: e.descriptor.description.clone(),
+            schema: clean_schema(kind, &e.descriptor.input_schema),
+        })
+        .collect()
+}
+
+/// A result as text for the model: its text blocks; the structured content when there is no
+/// text; a line for each block a text model cannot read.
+fn model_text(result: &ToolResult) -> String {
+    let mut out = String::new();
+    for block in &result.content {
+        let piece = match &block.body {
+            ContentBody::Text { text } => text.clone(),
+            ContentBody::Image { mime_type, .. } | ContentBody::Audio { mime_type, .. } => {
+                format!("[{mime_type} content, not shown]")
+            }
+            ContentBody::ResourceLink { uri, .. } => format!("[resource {uri}]"),
+            ContentBody::Resource { resource } => resource
+                .text
+                .clone()
+                .unwrap_or_else(|| format!("[resource {}]", resource.uri)),
+        };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&piece);
+    }
+    if out.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        out = structured.to_string();
+    }
+    if result.is_error && out.is_empty() {
+        out = "the tool reported an error without a message".into();
+    }
+    out
+}
+
+/// Cuts `text` to at most `max` bytes (on a character boundary) with a note naming the
+/// execution-log id under which the whole result is kept.
+pub fn cut(text: String, max: usize, log_id: &str) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[result cut at {end} of {} bytes; the full result is in the execution log under id \
+         {log_id}]",
+        &text[..end],
+        text.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_result_is_cut_on_a_character_boundary_with_its_log_id() {
+        let text = "é".repeat(10);
+        let out = cut(text, 5, "0190");
+        assert!(out.starts_with("éé\n[result cut at 4 of 20 bytes"), "{out}");
+        assert!(out.contains("under id 0190"));
+        assert_eq!(cut("short".into(), 5, "x"), "short");
+    }
+}

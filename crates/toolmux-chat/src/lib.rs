@@ -1,0 +1,42 @@
+//! toolmux's own chat: providers behind a small trait of ours (implemented on `genai`), the
+//! streaming tool-calling loop, conversations in the state database, and the chat's HTTP
+//! stream in the AI SDK's UI message stream protocol (see [`http`] for every event).
+//!
+//! The loop is a channel like any other: every tool call goes through
+//! [`toolmux_core::Hub::call_reported`] on [`toolmux_core::Channel::Chat`], with the
+//! conversation id as session and the [`toolmux_core::ApprovalQueue`] as approver, so policies,
+//! approvals, validation, limits and the execution log apply unchanged. Internal tools are
+//! never offered to a model.
+
+mod engine;
+mod error;
+mod eval;
+mod genai_provider;
+pub mod http;
+mod human_input;
+mod prompt;
+mod provider;
+mod providers;
+mod schema;
+mod store;
+
+pub use engine::{
+    ChatEngine, EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest, cut, tool_specs,
+};
+pub use error::{ChatError, ProviderError, StoreError};
+pub use eval::{CaseResult, EvalCase, EvalReport, GoldSet, ToolScore, evaluate};
+pub use genai_provider::GenaiProvider;
+pub use human_input::{
+    HumanInputSource, HumanInputs, InputRequest, NoSuchInput, SOURCE_ID, TOOL_NAME,
+};
+pub use prompt::system_prompt;
+pub use provider::{
+    ChatProvider, Message, ModelRequest, ProviderEvent, ProviderStream, ToolCall, ToolSpec, Usage,
+};
+pub use providers::Providers;
+pub use schema::clean_schema;
+pub use store::{Conversation, ConversationStore, SqliteStore, StoredMessage};
+pub use tokio_util::sync::CancellationToken;
+
+/// Where the state database lives, relative to the project directory.
+pub const DATABASE_PATH: &str = ".toolmux/state/toolmux.db";

@@ -1,0 +1,398 @@
+//! The chat loop against aimock, which replays fixture responses in the providers' exact
+//! streaming formats (`tests/peers/chat/fixtures/chat.json`), over a real hub with the workspace
+//! pack on a temporary project.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::{Aimock, Harness, collect, last, outputs, text};
+use serde_json::json;
+use toolmux_chat::{FinishReason, Message, TurnEvent, TurnRequest};
+use toolmux_config::ProviderKind;
+use toolmux_core::{
+    Approval, HubSettings, NamePattern, Policy, Source, SourceCall, SourceError, SourceKind,
+    ToolDescriptor, ToolResult,
+};
+
+fn ask(text: &str) -> TurnRequest {
+    TurnRequest {
+        text: text.into(),
+        ..Default::default()
+    }
+}
+
+fn write(dir: &std::path::Path, relative: &str, contents: &str) {
+    let path = dir.join(relative);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, contents).expect("write");
+}
+
+#[tokio::test]
+async fn the_model_greps_then_reads_and_the_answer_quotes_the_file_and_survives_a_restart() {
+    let aimock = Aimock::start();
+    let dir = tempfile::tempdir().expect("temp");
+    write(
+        dir.path(),
+        "notes/release.md",
+        "# Release\nThe codename is Bluefin.\n",
+    );
+    let root = dir.path().to_path_buf();
+    let harness = Harness::in_dir(
+        dir,
+        &aimock,
+        HubSettings::default(),
+        25,
+        ProviderKind::Openai,
+    );
+    let (conversation, events, _) = harness
+        .engine
+        .start_turn(ask("Where is the release codename defined?"))
+        .expect("turn starts");
+    let events = collect(events).await;
+    let outs = outputs(&events);
+    assert_eq!(
+        outs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+        ["grep", "file_read"]
+    );
+    assert!(outs.iter().all(|o| !o.is_error), "{outs:?}");
+    assert!(
+        text(&events).contains("\"The codename is Bluefin.\""),
+        "{}",
+        text(&events)
+    );
+    assert!(matches!(
+        last(&events),
+        TurnEvent::Finished {
+            reason: FinishReason::Stop,
+            steps: 3,
+            ..
+        }
+    ));
+
+    // A restart: everything in memory goes; the project folder and its database stay.
+    let Harness { dir, engine, hub } = harness;
+    drop(engine);
+    drop(hub);
+    assert_eq!(dir.path(), root);
+    let reopened =
+        toolmux_chat::SqliteStore::open(&root.join(toolmux_chat::DATABASE_PATH)).expect("reopen");
+    let messages =
+        toolmux_chat::ConversationStore::messages(&reopened, &conversation).expect("messages");
+    // user, assistant(grep), tool, assistant(file_read), tool, assistant(answer)
+    assert_eq!(messages.len(), 6, "{messages:?}");
+    assert!(matches!(&messages[2].message, Message::Tool { name, .. } if name == "grep"));
+}
+
+#[tokio::test]
+async fn a_resumed_conversation_sends_its_whole_history_to_the_model() {
+    let aimock = Aimock::start();
+    let dir = tempfile::tempdir().expect("temp");
+    write(
+        dir.path(),
+        "notes/release.md",
+        "# Release\nThe codename is Bluefin.\n",
+    );
+    let path = dir.path().to_path_buf();
+    let harness = Harness::in_dir(
+        dir,
+        &aimock,
+        HubSettings::default(),
+        25,
+        ProviderKind::Openai,
+    );
+    let (conversation, events, _) = harness
+        .engine
+        .start_turn(ask("Where is the release codename defined?"))
+        .expect("turn starts");
+    collect(events).await;
+    // Restart: drop the engine and its hub, open everything again on the same project.
+    let Harness { dir, engine, hub } = harness;
+    drop(engine);
+    drop(hub);
+    let harness = Harness::in_dir(
+        dir,
+        &aimock,
+        HubSettings::default(),
+        25,
+        ProviderKind::Openai,
+    );
+    assert_eq!(harness.dir.path(), path);
+    let (same, events, _) = harness
+        .engine
+        .start_turn(TurnRequest {
+            conversation: Some(conversation.clone()),
+            text: "Who chose the codename?".into(),
+            ..Default::default()
+        })
+        .expect("turn starts");
+    assert_eq!(same, conversation);
+    let events = collect(events).await;
+    assert_eq!(text(&events), "The notes do not say who chose Bluefin.");
+    let journal = aimock.journal();
+    let last_request = journal
+        .as_array()
+        .and_then(|entries| entries.last())
+        .expect("aimock saw requests");
+    let sent = last_request["body"]["messages"].to_string();
+    for earlier in [
+        "Where is the release codename defined?",
+        "call_grep_1",
+        "The codename is Bluefin.",
+        "Who chose the codename?",
+    ] {
+        assert!(sent.contains(earlier), "{earlier} missing from {sent}");
+    }
+}
+
+/// A parallel tool that returns only once two calls of it are running at the same time.
+struct Probe {
+    barrier: Arc<tokio::sync::Barrier>,
+}
+
+#[async_trait]
+impl Source for Probe {
+    fn id(&self) -> &str {
+        "probe"
+    }
+    fn kind(&self) -> SourceKind {
+        SourceKind::Builtin
+    }
+    fn tools(&self) -> Vec<ToolDescriptor> {
+        let mut d = ToolDescriptor::new(
+            "probe",
+            "probe",
+            "Waits for a partner call.",
+            json!({"type": "object", "properties": {"label": {"type": "string"}}}),
+        );
+        d.parallel = true;
+        vec![d]
+    }
+    async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
+        let label = call.arguments["label"].as_str().unwrap_or("?").to_string();
+        match tokio::time::timeout(Duration::from_secs(5), self.barrier.wait()).await {
+            Ok(_) => Ok(ToolResult::text(format!("probe {label} met its partner"))),
+            Err(_) => Ok(ToolResult::error(format!("probe {label} ran alone"))),
+        }
+    }
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_of_one_step_run_at_the_same_time() {
+    let aimock = Aimock::start();
+    let harness = Harness::new(&aimock, HubSettings::default(), 25);
+    harness.hub.add_source(Arc::new(Probe {
+        barrier: Arc::new(tokio::sync::Barrier::new(2)),
+    }));
+    let (_, events, _) = harness
+        .engine
+        .start_turn(ask("Compare both probes"))
+        .expect("turn starts");
+    let events = collect(events).await;
+    let outs = outputs(&events);
+    assert_eq!(outs.len(), 2);
+    assert!(
+        outs.iter().all(|o| o.content.contains("met its partner")),
+        "{outs:?}"
+    );
+    assert_eq!(text(&events), "Both probes ran at the same time.");
+}
+
+#[tokio::test]
+async fn a_denied_approval_becomes_a_tool_error_the_model_reads() {
+    let aimock = Aimock::start();
+    let mut settings = HubSettings::default();
+    settings
+        .policies
+        .tools
+        .push((NamePattern::new("file_read").expect("pattern"), Policy::Ask));
+    let harness = Harness::new(&aimock, settings, 25);
+    write(harness.dir.path(), "plan.txt", "secret");
+    let (conversation, mut events, _) = harness
+        .engine
+        .start_turn(ask("Read the secret plan"))
+        .expect("turn starts");
+    let mut seen = Vec::new();
+    while let Some(event) = events.recv().await {
+        if let TurnEvent::ApprovalRequested(pending) = &event {
+            assert_eq!(pending.request.tool, "file_read");
+            assert_eq!(
+                pending.request.session.as_deref(),
+                Some(conversation.as_str())
+            );
+            harness
+                .engine
+                .approvals()
+                .answer(
+                    pending.id,
+                    Approval::Deny {
+                        reason: "not today".into(),
+                    },
+                )
+                .expect("answer");
+        }
+        seen.push(event);
+    }
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e, TurnEvent::ApprovalRequested(_)))
+    );
+    let outs = outputs(&seen);
+    assert_eq!(outs.len(), 1);
+    assert!(outs[0].is_error);
+    assert_eq!(outs[0].error_code.as_deref(), Some("denied"));
+    assert!(outs[0].content.contains("not today"), "{}", outs[0].content);
+    assert_eq!(text(&seen), "I was not allowed to read plan.txt.");
+}
+
+#[tokio::test]
+async fn request_human_input_asks_the_person_and_feeds_back_the_answer() {
+    let aimock = Aimock::start();
+    let harness = Harness::new(&aimock, HubSettings::default(), 25);
+    let (conversation, mut events, _) = harness
+        .engine
+        .start_turn(ask("Pick a colour for me"))
+        .expect("turn starts");
+    let mut seen = Vec::new();
+    while let Some(event) = events.recv().await {
+        if let TurnEvent::InputRequested(request) = &event {
+            assert_eq!(request.question, "Which colour do you like?");
+            harness
+                .engine
+                .inputs()
+                .answer(&conversation, Some(request.id), "teal, please".into())
+                .expect("answer");
+        }
+        seen.push(event);
+    }
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e, TurnEvent::InputRequested(_)))
+    );
+    assert_eq!(outputs(&seen)[0].content, "teal, please");
+    assert_eq!(text(&seen), "Teal it is.");
+}
+
+#[tokio::test]
+async fn the_step_limit_ends_the_turn_with_a_visible_message() {
+    let aimock = Aimock::start();
+    let harness = Harness::new(&aimock, HubSettings::default(), 3);
+    let (conversation, events, _) = harness
+        .engine
+        .start_turn(ask("Keep listing forever"))
+        .expect("turn starts");
+    let events = collect(events).await;
+    assert_eq!(outputs(&events).len(), 3);
+    assert!(
+        text(&events).contains("I stopped after 3 steps"),
+        "{}",
+        text(&events)
+    );
+    assert!(matches!(
+        last(&events),
+        TurnEvent::Finished {
+            reason: FinishReason::StepLimit,
+            ..
+        }
+    ));
+    let stored = harness
+        .engine
+        .store()
+        .messages(&conversation)
+        .expect("messages");
+    assert!(matches!(
+        &stored.last().expect("messages").message,
+        Message::Assistant { text, .. } if text.contains("chat.maxSteps")
+    ));
+}
+
+#[tokio::test]
+async fn a_cancelled_turn_stops_streaming_and_keeps_what_arrived() {
+    let aimock = Aimock::start();
+    let harness = Harness::new(&aimock, HubSettings::default(), 25);
+    let (conversation, mut events, cancel) = harness
+        .engine
+        .start_turn(ask("Tell me a long story"))
+        .expect("turn starts");
+    let mut seen = Vec::new();
+    while let Some(event) = events.recv().await {
+        if matches!(event, TurnEvent::TextDelta(_)) {
+            cancel.cancel();
+        }
+        seen.push(event);
+    }
+    assert!(matches!(
+        last(&seen),
+        TurnEvent::Finished {
+            reason: FinishReason::Cancelled,
+            ..
+        }
+    ));
+    let partial = text(&seen);
+    assert!(
+        !partial.is_empty() && partial.len() < 40,
+        "expected a cut answer, got {partial:?}"
+    );
+    // The conversation stays usable.
+    let (_, events, _) = harness
+        .engine
+        .start_turn(TurnRequest {
+            conversation: Some(conversation),
+            text: "Say hello".into(),
+            ..Default::default()
+        })
+        .expect("next turn starts");
+    assert_eq!(text(&collect(events).await), "Hello from the mock model.");
+}
+
+#[tokio::test]
+async fn a_rate_limited_provider_ends_the_turn_with_a_clear_error() {
+    let aimock = Aimock::start();
+    let harness = Harness::new(&aimock, HubSettings::default(), 25);
+    let (_, events, _) = harness
+        .engine
+        .start_turn(ask("Are you rate limited?"))
+        .expect("turn starts");
+    let events = collect(events).await;
+    let TurnEvent::Error { message } = last(&events) else {
+        panic!("expected an error, got {:?}", last(&events));
+    };
+    assert!(message.contains("HTTP 429"), "{message}");
+    assert!(message.contains("Rate limit exceeded"), "{message}");
+}
+
+#[tokio::test]
+async fn a_dropped_stream_ends_the_turn_with_a_clear_error() {
+    let aimock = Aimock::start();
+    let harness = Harness::new(&aimock, HubSettings::default(), 25);
+    let (_, events, _) = harness
+        .engine
+        .start_turn(ask("Drop the line halfway"))
+        .expect("turn starts");
+    let events = collect(events).await;
+    let TurnEvent::Error { message } = last(&events) else {
+        panic!("expected an error, got {:?}", last(&events));
+    };
+    assert!(message.contains("connection dropped"), "{message}");
+}
+
+#[tokio::test]
+async fn anthropic_and_gemini_wire_formats_stream_through_the_same_loop() {
+    let aimock = Aimock::start();
+    for kind in [ProviderKind::Anthropic, ProviderKind::Gemini] {
+        let dir = tempfile::tempdir().expect("temp");
+        let harness = Harness::in_dir(dir, &aimock, HubSettings::default(), 25, kind);
+        let (_, events, _) = harness
+            .engine
+            .start_turn(ask("Say hello"))
+            .expect("turn starts");
+        let events = collect(events).await;
+        assert_eq!(
+            text(&events),
+            "Hello from the mock model.",
+            "{kind:?}: {events:?}"
+        );
+    }
+}

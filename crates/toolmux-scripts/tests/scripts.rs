@@ -1,0 +1,230 @@
+//! Script tools run real Python and shell scripts through the hub's pipeline.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolmux_config::{ScriptTool, ToolName};
+use toolmux_core::{CallContext, CallError, Channel, Hub, HubSettings, NullSink};
+use toolmux_scripts::{MAX_STDOUT_BYTES, ScriptSource};
+
+fn python() -> String {
+    std::env::var("TOOLMUX_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+/// A hub with the script tools `tools` (name → definition as in the config file).
+fn hub(root: &Path, tools: Value) -> Hub {
+    let tools: Vec<(ToolName, ScriptTool)> = tools
+        .as_object()
+        .expect("object")
+        .iter()
+        .map(|(name, def)| {
+            (
+                ToolName::new(name).expect("name"),
+                serde_json::from_value(def.clone()).expect("definition"),
+            )
+        })
+        .collect();
+    let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
+    hub.add_source(Arc::new(ScriptSource::new(
+        tools.iter().map(|(n, t)| (n, t)),
+        root,
+    )));
+    hub
+}
+
+fn cx() -> CallContext {
+    CallContext::new(Channel::Cli)
+}
+
+#[tokio::test]
+async fn a_python_script_gets_the_arguments_on_stdin_and_its_json_becomes_structured_content() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join("add.py"),
+        "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': args['a'] + args['b']}))\n",
+    )
+    .expect("write");
+    let hub = hub(
+        dir.path(),
+        json!({"add": {
+            "description": "Adds two numbers.",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]},
+            "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]},
+            "command": [python(), "add.py"],
+        }}),
+    );
+    let result = hub
+        .call("add", json!({"a": 2, "b": 3}), &cx())
+        .await
+        .expect("call");
+    assert!(!result.is_error);
+    assert_eq!(result.structured_content, Some(json!({"sum": 5})));
+    assert_eq!(result.text_content(), "{\"sum\": 5}");
+}
+
+#[tokio::test]
+async fn plain_stdout_is_text_and_env_and_cwd_apply() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    let hub = hub(
+        dir.path(),
+        json!({"hello": {
+            "description": "Greets.",
+            "command": ["sh", "-c", "printf 'hello %s from %s' \"$WHO\" \"$(basename \"$PWD\")\""],
+            "cwd": "sub",
+            "env": {"WHO": "world"},
+        }}),
+    );
+    let result = hub.call("hello", json!({}), &cx()).await.expect("call");
+    assert_eq!(result.structured_content, None);
+    assert_eq!(result.text_content(), "hello world from sub");
+}
+
+#[tokio::test]
+async fn a_non_zero_exit_is_an_error_result_with_the_end_of_stderr() {
+    let dir = tempfile::tempdir().expect("dir");
+    let hub = hub(
+        dir.path(),
+        json!({"fail": {
+            "description": "Fails.",
+            "command": ["sh", "-c", "echo partial; echo 'something broke' >&2; exit 3"],
+        }}),
+    );
+    let result = hub.call("fail", json!({}), &cx()).await.expect("call");
+    assert!(result.is_error);
+    assert_eq!(
+        result.text_content(),
+        "`sh` exited with status 3: something broke"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_executable_is_an_error_naming_its_path() {
+    let dir = tempfile::tempdir().expect("dir");
+    let hub = hub(
+        dir.path(),
+        json!({
+            "gone": {"description": "Missing.", "command": ["./bin/nothing-here"]},
+            "nowhere": {"description": "Not on PATH.", "command": ["toolmux-no-such-program"]},
+        }),
+    );
+    let err = hub
+        .call("gone", json!({}), &cx())
+        .await
+        .expect_err("missing");
+    let expected = format!(
+        "tool `gone` failed: cannot run `./bin/nothing-here`: `{}` does not exist",
+        dir.path().join("./bin/nothing-here").display()
+    );
+    assert!(matches!(err, CallError::Failed { .. }), "{err:?}");
+    assert_eq!(err.to_string(), expected);
+    let err = hub
+        .call("nowhere", json!({}), &cx())
+        .await
+        .expect_err("missing");
+    assert_eq!(
+        err.to_string(),
+        "tool `nowhere` failed: cannot run `toolmux-no-such-program`: no such program on PATH"
+    );
+}
+
+/// Processes whose command line contains `marker` (Linux: read from /proc).
+fn processes_with(marker: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(marker))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_timeout_kills_the_whole_process_group() {
+    let dir = tempfile::tempdir().expect("dir");
+    // A marker unique to this run: the sleeps' argument.
+    let marker = format!("{}.{}", 1000 + std::process::id() % 1000, 4321);
+    let script = format!("sleep {marker} & sleep {marker} & wait");
+    let hub = hub(
+        dir.path(),
+        json!({"slow": {"description": "Hangs.", "command": ["sh", "-c", script], "timeoutMs": 300}}),
+    );
+    let started = Instant::now();
+    let err = hub
+        .call("slow", json!({}), &cx())
+        .await
+        .expect_err("timeout");
+    assert_eq!(err.to_string(), "tool `slow` timed out after 300ms");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_with(&marker).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "orphans left: {:?}",
+            processes_with(&marker)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn background_processes_die_with_a_call_that_finished() {
+    let dir = tempfile::tempdir().expect("dir");
+    let marker = format!("{}.{}", 2000 + std::process::id() % 1000, 8765);
+    let script = format!("sleep {marker} & echo done");
+    let hub = hub(
+        dir.path(),
+        json!({"bg": {"description": "Leaves a child.", "command": ["sh", "-c", script]}}),
+    );
+    let started = Instant::now();
+    let result = hub.call("bg", json!({}), &cx()).await.expect("call");
+    assert_eq!(result.text_content(), "done\n");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_with(&marker).is_empty() {
+        assert!(Instant::now() < deadline, "orphans left");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn output_is_capped() {
+    let dir = tempfile::tempdir().expect("dir");
+    let hub = hub(
+        dir.path(),
+        json!({"big": {
+            "description": "Prints a lot.",
+            "command": [python(), "-c", "import sys; sys.stdout.write('x' * (3 * 1024 * 1024))"],
+        }}),
+    );
+    let result = hub.call("big", json!({}), &cx()).await.expect("call");
+    let text = result.text_content();
+    assert!(text.len() < MAX_STDOUT_BYTES + 200, "{}", text.len());
+    assert!(
+        text.ends_with(&format!(
+            "[output cut: {} bytes, only the first {MAX_STDOUT_BYTES} kept]",
+            3 * 1024 * 1024
+        )),
+        "{}",
+        &text[text.len() - 100..]
+    );
+}
+
+#[test]
+fn an_empty_command_is_refused_when_the_definition_is_read() {
+    let err = serde_json::from_value::<ScriptTool>(json!({"description": "x", "command": []}))
+        .expect_err("empty");
+    assert_eq!(
+        err.to_string(),
+        "`command` needs at least the program to run (`[\"python3\", \"tool.py\"]`)"
+    );
+}

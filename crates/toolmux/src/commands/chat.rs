@@ -1,0 +1,368 @@
+//! `toolmux chat`: the terminal chat. Streams the answer to stdout, shows each tool call on
+//! stderr (name, source, short arguments, outcome, duration), and asks approvals and the model's
+//! questions inline. Also lists, renames and deletes conversations. The engine is shared with
+//! `toolmux serve`'s `/api/chat` through [`engine`].
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use tokio::sync::mpsc;
+use toolmux_chat::{
+    ChatEngine, ConversationStore, EngineSettings, FinishReason, Providers, SqliteStore, TurnEvent,
+    TurnRequest,
+};
+use toolmux_core::Approval;
+
+use crate::commands::emit;
+use crate::exit::{Failure, OK, RUNTIME};
+use crate::project::Project;
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ChatArgs {
+    /// The provider (a key of `providers` in the configuration). Default: `chat.defaultProvider`,
+    /// else the only one configured, else the resumed conversation's.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model. Default: the resumed conversation's, else the provider's `defaultModel`.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Continue a conversation by id (`toolmux chat list` shows them).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// Send this one message, print the answer and exit, instead of a conversation on stdin.
+    pub message: Option<String>,
+    #[command(subcommand)]
+    pub command: Option<ChatCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChatCommand {
+    /// List conversations, most recent first.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a conversation's messages as JSON.
+    Show {
+        /// The conversation's id.
+        id: String,
+    },
+    /// Rename a conversation.
+    Rename {
+        /// The conversation's id.
+        id: String,
+        /// The new title.
+        title: String,
+    },
+    /// Delete a conversation and its messages.
+    Delete {
+        /// The conversation's id.
+        id: String,
+    },
+}
+
+/// The chat engine of a project: its providers, the conversation database in
+/// `.toolmux/state/toolmux.db`, and the project's approval queue and question list.
+pub(crate) fn engine(project: &Project) -> Result<Arc<ChatEngine>, Failure> {
+    let config = &project.loaded.config;
+    let providers = Providers::from_config(&config.providers, &config.chat)
+        .map_err(|e| Failure::Config(e.to_string()))?;
+    let store = open_store(project)?;
+    let name = project
+        .loaded
+        .root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "project".into());
+    Ok(Arc::new(ChatEngine::new(
+        project.hub.clone(),
+        providers,
+        store,
+        project.approvals.clone(),
+        project.inputs.clone(),
+        EngineSettings::from_config(&config.chat, &name),
+    )))
+}
+
+fn open_store(project: &Project) -> Result<Arc<SqliteStore>, Failure> {
+    let path = project.loaded.project_dir.join(toolmux_chat::DATABASE_PATH);
+    let store = SqliteStore::open(&path)
+        .with_context(|| format!("cannot open the state database `{}`", path.display()))?;
+    Ok(Arc::new(store))
+}
+
+/// The chat's HTTP routes for `toolmux serve`.
+pub(crate) fn http_router(project: &Project) -> Result<axum::Router, Failure> {
+    let state = toolmux_chat::http::ChatHttpState::new(engine(project)?);
+    Ok(toolmux_chat::http::router(state))
+}
+
+pub async fn run(project: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {
+    let project = Project::open(project)?;
+    match args.command {
+        Some(command) => manage(&project, command),
+        None => converse(&project, args).await,
+    }
+}
+
+fn manage(project: &Project, command: ChatCommand) -> Result<u8, Failure> {
+    let store = open_store(project)?;
+    let missing = |id: &str| Failure::Usage(format!("no conversation `{id}`"));
+    match command {
+        ChatCommand::List { json } => {
+            let list = store.list().context("cannot list conversations")?;
+            if json {
+                emit(&crate::commands::pretty(&list)?)?;
+            } else {
+                for c in list {
+                    emit(&format!(
+                        "{}  {}  {}/{}  {}",
+                        c.id,
+                        c.updated.format("%Y-%m-%d %H:%M"),
+                        c.provider,
+                        c.model,
+                        c.title
+                    ))?;
+                }
+            }
+        }
+        ChatCommand::Show { id } => {
+            let conversation = store
+                .get(&id)
+                .context("cannot read the conversation")?
+                .ok_or_else(|| missing(&id))?;
+            let messages = store
+                .messages(&id)
+                .context("cannot read the conversation")?;
+            emit(&crate::commands::pretty(&serde_json::json!({
+                "conversation": conversation,
+                "messages": messages,
+            }))?)?;
+        }
+        ChatCommand::Rename { id, title } => {
+            if !store.rename(&id, &title).context("cannot rename")? {
+                return Err(missing(&id));
+            }
+        }
+        ChatCommand::Delete { id } => {
+            if !store.delete(&id).context("cannot delete")? {
+                return Err(missing(&id));
+            }
+        }
+    }
+    Ok(OK)
+}
+
+/// Lines typed by the person, read on a thread of their own so that a turn can stream while
+/// waiting for the next one.
+fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    if tx
+                        .send(line.trim_end_matches(['\n', '\r']).to_string())
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+fn prompt(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{text}");
+    let _ = err.flush();
+}
+
+async fn converse(project: &Project, args: ChatArgs) -> Result<u8, Failure> {
+    let engine = engine(project)?;
+    let interactive = std::io::stdin().is_terminal();
+    let mut lines = stdin_lines();
+    let mut conversation = args.resume.clone();
+    if let Some(id) = &conversation
+        && engine
+            .store()
+            .get(id)
+            .context("cannot read the conversation")?
+            .is_none()
+    {
+        return Err(Failure::Usage(format!(
+            "no conversation `{id}` to resume (`toolmux chat list` shows them)"
+        )));
+    }
+    let mut first = args.message.clone();
+    let one_shot = first.is_some();
+    let mut code = OK;
+    loop {
+        let text = match first.take() {
+            Some(text) => text,
+            None => {
+                if interactive {
+                    prompt("you> ");
+                }
+                match lines.recv().await {
+                    Some(line) if line.trim().is_empty() => continue,
+                    Some(line) if matches!(line.trim(), "/exit" | "/quit") => break,
+                    Some(line) => line,
+                    None => break,
+                }
+            }
+        };
+        let request = TurnRequest {
+            conversation: conversation.clone(),
+            text,
+            provider: args.provider.clone(),
+            model: args.model.clone(),
+        };
+        let (id, events, cancel) = engine
+            .start_turn(request)
+            .map_err(|e| Failure::Usage(e.to_string()))?;
+        if conversation.is_none() {
+            eprintln!("toolmux: conversation {id} (continue it with --resume {id})");
+        }
+        conversation = Some(id.clone());
+        let ok = show_turn(&engine, &id, events, &cancel, &mut lines).await?;
+        if !ok {
+            code = RUNTIME;
+        }
+        if one_shot {
+            break;
+        }
+    }
+    project.log.flush();
+    Ok(code)
+}
+
+/// Shows one turn; returns false when it ended in an error.
+async fn show_turn(
+    engine: &ChatEngine,
+    conversation: &str,
+    mut events: mpsc::Receiver<TurnEvent>,
+    cancel: &toolmux_chat::CancellationToken,
+    lines: &mut mpsc::UnboundedReceiver<String>,
+) -> Result<bool, Failure> {
+    let mut out = std::io::stdout();
+    let mut mid_line = false;
+    let mut ok = true;
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            _ = tokio::signal::ctrl_c() => {
+                cancel.cancel();
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
+        match event {
+            TurnEvent::TextDelta(delta) => {
+                write!(out, "{delta}")
+                    .and_then(|()| out.flush())
+                    .map_err(broken)?;
+                mid_line = !delta.ends_with('\n');
+            }
+            TurnEvent::ToolInput { call, source } => {
+                end_line(&mut out, &mut mid_line)?;
+                eprintln!(
+                    "  ⚙ {} ({}) {}",
+                    call.name,
+                    source.unwrap_or_else(|| "unknown tool".into()),
+                    short(&call.arguments.to_string(), 100)
+                );
+            }
+            TurnEvent::ToolOutput(output) => {
+                let outcome = match (&output.error_code, output.is_error) {
+                    (Some(code), _) => format!("{code}: {}", short(&output.content, 100)),
+                    (None, true) => format!("error: {}", short(&output.content, 100)),
+                    (None, false) => format!("ok, {} bytes", output.content.len()),
+                };
+                eprintln!(
+                    "  ↳ {} {} in {} ms",
+                    output.name, outcome, output.duration_ms
+                );
+            }
+            TurnEvent::ApprovalRequested(pending) => {
+                end_line(&mut out, &mut mid_line)?;
+                prompt(&format!(
+                    "  ? {}\n    arguments: {}\n    allow? [y/N] ",
+                    pending.request.message,
+                    short(&pending.request.arguments.to_string(), 200)
+                ));
+                let answer = lines.recv().await.unwrap_or_default();
+                let approval = if matches!(answer.trim(), "y" | "Y" | "yes") {
+                    Approval::Allow
+                } else {
+                    Approval::Deny {
+                        reason: "the person declined in the terminal chat".into(),
+                    }
+                };
+                // The call may have timed out meanwhile; then there is nothing to answer.
+                let _ = engine.approvals().answer(pending.id, approval);
+            }
+            TurnEvent::InputRequested(request) => {
+                end_line(&mut out, &mut mid_line)?;
+                prompt(&format!("  ? {}\n  answer> ", request.question));
+                let answer = lines.recv().await.unwrap_or_default();
+                let _ = engine
+                    .inputs()
+                    .answer(conversation, Some(request.id), answer);
+            }
+            TurnEvent::Finished { reason, .. } => {
+                end_line(&mut out, &mut mid_line)?;
+                if reason == FinishReason::Cancelled {
+                    eprintln!("toolmux: the turn was cancelled");
+                }
+            }
+            TurnEvent::Error { message } => {
+                end_line(&mut out, &mut mid_line)?;
+                eprintln!("toolmux: {message}");
+                ok = false;
+            }
+            TurnEvent::Started { .. }
+            | TurnEvent::StepStart { .. }
+            | TurnEvent::StepFinish { .. }
+            | TurnEvent::ToolInputStart { .. } => {}
+        }
+    }
+    Ok(ok)
+}
+
+fn broken(e: std::io::Error) -> Failure {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Failure::BrokenPipe
+    } else {
+        e.into()
+    }
+}
+
+fn end_line(out: &mut std::io::Stdout, mid_line: &mut bool) -> Result<(), Failure> {
+    if *mid_line {
+        writeln!(out).map_err(broken)?;
+        *mid_line = false;
+    }
+    Ok(())
+}
+
+/// The first `max` characters, with an ellipsis when cut.
+fn short(text: &str, max: usize) -> String {
+    let one_line = text.replace('\n', " ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        format!("{}…", one_line.chars().take(max).collect::<String>())
+    }
+}

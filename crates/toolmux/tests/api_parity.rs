@@ -1,0 +1,144 @@
+//! MCP and REST serve one registry: every tool listed over MCP is listed and callable over REST
+//! with an equal result, and the reverse. The MCP side is a real client (the Python SDK in
+//! `tests/peers/mcp/client.py`) talking to the same `toolmux serve` process.
+
+mod api_support;
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use api_support::{KEY, Served, config_with_key};
+use serde_json::{Value, json};
+use support::TestProject;
+
+fn peers() -> (PathBuf, PathBuf) {
+    let python = std::env::var_os("TOOLMUX_TEST_PYTHON").map(PathBuf::from);
+    let peers = std::env::var_os("TOOLMUX_PEERS").map(PathBuf::from);
+    match (python, peers) {
+        (Some(python), Some(peers)) if python.exists() && peers.join("mcp/client.py").exists() => {
+            (python, peers)
+        }
+        _ => panic!(
+            "this test needs the MCP peer: run it through scripts/test, or set \
+             TOOLMUX_TEST_PYTHON to a python with `pip install -r tests/peers/mcp/requirements.txt` \
+             and TOOLMUX_PEERS to the repository's tests/peers folder"
+        ),
+    }
+}
+
+/// Runs the Python MCP client with a plan; returns the JSON lines it printed.
+fn run_client(plan: Value) -> Vec<Value> {
+    let (python, peers) = peers();
+    let output = Command::new(python)
+        .arg(peers.join("mcp/client.py"))
+        .arg(plan.to_string())
+        .output()
+        .expect("run the Python MCP client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Python client failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// Arguments that make each tool do real work. A new tool in the catalog fails the test until
+/// it is added here, so that parity is checked for every tool, not a sample.
+fn arguments_for(tool: &str) -> Value {
+    match tool {
+        "directory_list" => json!({"path": "notes"}),
+        "file_read" => json!({"path": "notes/todo.md"}),
+        "file_search" => json!({"pattern": "**/*.md"}),
+        "grep" => json!({"pattern": "milk"}),
+        "run_code" => json!({"code": "1 + 1"}),
+        "search_tools" => json!({"query": "read a file"}),
+        other => panic!("the parity test has no arguments for `{other}`; add them"),
+    }
+}
+
+#[test]
+fn every_tool_is_listed_and_callable_with_an_equal_result_over_mcp_and_rest() {
+    let project = TestProject::new();
+    project.config(&config_with_key(""));
+    project.write("notes/todo.md", "# Todo\nbuy milk\n");
+    project.write("src/main.rs", "fn main() { println!(\"milk\"); }\n");
+    let served = Served::start(&project, &[]);
+
+    // REST's listing.
+    let rest_list = served.get("/api/tools").json();
+    let rest_tools: BTreeMap<String, Value> = rest_list["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| (t["name"].as_str().expect("name").to_string(), t.clone()))
+        .collect();
+
+    // MCP's listing, then a call of each tool REST lists (the reverse direction: a tool only
+    // REST listed would fail here as an unknown tool).
+    let mut steps = vec![json!({"op": "list"})];
+    for name in rest_tools.keys() {
+        steps.push(json!({"op": "call", "name": name, "arguments": arguments_for(name)}));
+    }
+    let lines = run_client(json!({
+        "transport": "http",
+        "url": served.mcp_url(),
+        "headers": {"Authorization": format!("Bearer {KEY}")},
+        "steps": steps,
+    }));
+    let outcomes: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l.get("connected").is_none() && l.get("done").is_none())
+        .collect();
+    let mcp_tools: BTreeMap<String, Value> = outcomes[0]["tools"]
+        .as_array()
+        .expect("MCP tools")
+        .iter()
+        .map(|t| (t["name"].as_str().expect("name").to_string(), t.clone()))
+        .collect();
+
+    assert_eq!(
+        mcp_tools.keys().collect::<Vec<_>>(),
+        rest_tools.keys().collect::<Vec<_>>(),
+        "MCP and REST list different tools"
+    );
+    for (name, mcp) in &mcp_tools {
+        let rest = &rest_tools[name];
+        assert_eq!(mcp["description"], rest["description"], "{name}");
+        assert_eq!(mcp["inputSchema"], rest["inputSchema"], "{name}");
+        assert_eq!(
+            mcp.get("outputSchema"),
+            rest.get("outputSchema"),
+            "{name}: output schemas differ"
+        );
+    }
+
+    for (i, name) in rest_tools.keys().enumerate() {
+        let mcp = &outcomes[i + 1]["result"];
+        assert!(
+            mcp.is_object(),
+            "MCP call of {name} failed: {}",
+            outcomes[i + 1]
+        );
+        let rest = served.post(
+            &format!("/api/tools/{name}/call"),
+            &arguments_for(name).to_string(),
+        );
+        assert_eq!(rest.status, 200, "{name}: {}", rest.body);
+        let rest = rest.json();
+        let mcp_error = mcp.get("isError").and_then(Value::as_bool).unwrap_or(false);
+        assert_eq!(rest["status"] == "error", mcp_error, "{name}");
+        assert_eq!(rest["content"], mcp["content"], "{name}: content differs");
+        assert_eq!(
+            rest.get("structuredContent").filter(|v| !v.is_null()),
+            mcp.get("structuredContent"),
+            "{name}: structured content differs"
+        );
+    }
+    served.stop();
+}

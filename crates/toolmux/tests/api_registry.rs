@@ -1,0 +1,376 @@
+//! Script tools registered, replaced and removed through the REST API of a running
+//! `toolmux serve`: one writer, checked before writing, live at once; hand edits picked up.
+
+mod api_support;
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use api_support::{KEY, Served, config_with_key};
+use serde_json::{Value, json};
+use support::TestProject;
+
+fn python() -> String {
+    std::env::var("TOOLMUX_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+const ADD_PY: &str = "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': args['a'] + args['b']}))\n";
+
+fn add_definition(name: &str) -> Value {
+    json!({
+        "name": name,
+        "description": "Adds two numbers.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+            "additionalProperties": false
+        },
+        "command": [python(), "add.py"],
+    })
+}
+
+fn script_tools(served: &Served) -> Vec<String> {
+    served.get("/api/tools?source=scripts").json()["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+fn config_file(project: &TestProject) -> PathBuf {
+    project.path().join(".toolmux/config.json")
+}
+
+#[test]
+fn a_registered_python_tool_gives_one_result_over_rest_mcp_and_the_cli() {
+    let project = TestProject::new();
+    project.config(&config_with_key(""));
+    project.write("add.py", ADD_PY);
+    let served = Served::start(&project, &[]);
+    let before = served.get("/api/health").json()["catalogVersion"]
+        .as_u64()
+        .expect("version");
+
+    let created = served.post("/api/tools", &add_definition("add").to_string());
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.json()["source"], "scripts");
+    let after = served.get("/api/health").json()["catalogVersion"]
+        .as_u64()
+        .expect("version");
+    assert!(
+        after > before,
+        "the catalog version did not move: {before} → {after}"
+    );
+
+    // The file keeps the definition, as a user would write it.
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(config_file(&project)).expect("read"))
+            .expect("JSON");
+    assert_eq!(
+        saved["tools"]["add"]["command"],
+        json!([python(), "add.py"])
+    );
+    assert_eq!(saved["server"]["apiKeys"], json!(["${TOOLMUX_TEST_KEY}"]));
+
+    let rest = served
+        .post("/api/tools/add/call", r#"{"a": 2, "b": 3}"#)
+        .json();
+    assert_eq!(rest["status"], "success");
+    assert_eq!(rest["structuredContent"], json!({"sum": 5}));
+
+    let cli = project
+        .cmd()
+        .env("TOOLMUX_TEST_KEY", KEY)
+        .args([
+            "tools",
+            "call",
+            "add",
+            "--args",
+            r#"{"a": 2, "b": 3}"#,
+            "--json",
+        ])
+        .output()
+        .expect("run the CLI");
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let cli: Value = serde_json::from_slice(&cli.stdout).expect("CLI JSON");
+    assert_eq!(cli["structuredContent"], rest["structuredContent"]);
+    assert_eq!(cli["content"], rest["content"]);
+
+    if let (Some(py), Some(peers)) = (
+        std::env::var_os("TOOLMUX_TEST_PYTHON"),
+        std::env::var_os("TOOLMUX_PEERS"),
+    ) {
+        let plan = json!({
+            "transport": "http",
+            "url": served.mcp_url(),
+            "headers": {"Authorization": format!("Bearer {KEY}")},
+            "steps": [{"op": "call", "name": "add", "arguments": {"a": 2, "b": 3}}],
+        });
+        let out = Command::new(py)
+            .arg(PathBuf::from(peers).join("mcp/client.py"))
+            .arg(plan.to_string())
+            .output()
+            .expect("run the MCP client");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON line"))
+            .collect();
+        let mcp = &lines[1]["result"];
+        assert_eq!(mcp["structuredContent"], rest["structuredContent"]);
+        assert_eq!(mcp["content"], rest["content"]);
+    }
+
+    // Replace, then remove.
+    let mut replaced = add_definition("add");
+    replaced["description"] = json!("Adds two numbers, replaced.");
+    let put = served.request(
+        "PUT",
+        "/api/tools/add",
+        &[("Authorization", &format!("Bearer {KEY}"))],
+        Some(&replaced.to_string()),
+    );
+    assert_eq!(put.status, 200, "{}", put.body);
+    assert_eq!(put.json()["description"], "Adds two numbers, replaced.");
+    let deleted = served.request(
+        "DELETE",
+        "/api/tools/add",
+        &[("Authorization", &format!("Bearer {KEY}"))],
+        None,
+    );
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    assert!(script_tools(&served).is_empty());
+    served
+        .post("/api/tools/add/call", "{}")
+        .error(404, "not_found");
+    served.stop();
+}
+
+#[test]
+fn a_bad_definition_is_refused_with_422_and_the_file_is_untouched() {
+    let project = TestProject::new();
+    project.config(&config_with_key(""));
+    let served = Served::start(&project, &[]);
+    let before = std::fs::read(config_file(&project)).expect("read");
+
+    let empty = served
+        .post(
+            "/api/tools",
+            r#"{"name": "x", "description": "d", "command": []}"#,
+        )
+        .error(422, "invalid_definition");
+    assert!(
+        empty["message"]
+            .as_str()
+            .expect("message")
+            .contains("`command` needs at least the program to run"),
+        "{empty}"
+    );
+    let unknown = served
+        .post(
+            "/api/tools",
+            r#"{"name": "x", "description": "d", "command": ["true"], "timeout": 5}"#,
+        )
+        .error(422, "invalid_definition");
+    assert!(
+        unknown["message"]
+            .as_str()
+            .expect("message")
+            .contains("timeout"),
+        "{unknown}"
+    );
+    let bad_name = served
+        .post(
+            "/api/tools",
+            r#"{"name": "no spaces", "description": "d", "command": ["true"]}"#,
+        )
+        .error(422, "invalid_definition");
+    assert!(
+        bad_name["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("invalid tool name `no spaces`")
+    );
+    served
+        .post("/api/tools", r#"{"description": "d"}"#)
+        .error(422, "invalid_definition");
+
+    // Conflicts and missing names.
+    served
+        .post(
+            "/api/tools",
+            r#"{"name": "grep", "description": "d", "command": ["true"]}"#,
+        )
+        .error(409, "conflict");
+    let put = served.request(
+        "PUT",
+        "/api/tools/nothing",
+        &[("Authorization", &format!("Bearer {KEY}"))],
+        Some(r#"{"description": "d", "command": ["true"]}"#),
+    );
+    put.error(404, "not_found");
+    let builtin = served.request(
+        "DELETE",
+        "/api/tools/grep",
+        &[("Authorization", &format!("Bearer {KEY}"))],
+        None,
+    );
+    assert_eq!(
+        builtin.error(409, "conflict")["message"],
+        "`grep` is a tool of source `workspace`; only script tools can be changed through the API"
+    );
+    // Without a key nothing is written either.
+    served
+        .request(
+            "POST",
+            "/api/tools",
+            &[],
+            Some(r#"{"name": "y", "description": "d", "command": ["true"]}"#),
+        )
+        .error(401, "unauthorized");
+
+    assert_eq!(std::fs::read(config_file(&project)).expect("read"), before);
+    served.stop();
+}
+
+#[test]
+fn a_hundred_concurrent_registrations_and_removals_leave_a_valid_config() {
+    let project = TestProject::new();
+    // 40 tools to remove, written by hand before the server starts.
+    let existing: serde_json::Map<String, Value> = (0..40)
+        .map(|i| {
+            (
+                format!("old{i}"),
+                json!({"description": "old", "command": ["true"]}),
+            )
+        })
+        .collect();
+    project.config(&config_with_key(&format!(
+        r#""tools": {}"#,
+        Value::Object(existing)
+    )));
+    let served = Served::start(&project, &[]);
+    assert_eq!(script_tools(&served).len(), 40);
+
+    let address = served.address.clone();
+    let auth = format!("Bearer {KEY}");
+    let threads: Vec<_> = (0..100)
+        .map(|i| {
+            let address = address.clone();
+            let auth = auth.clone();
+            std::thread::spawn(move || {
+                if i < 60 {
+                    let body = json!({"name": format!("new{i}"), "description": "new", "command": ["true"]});
+                    api_support::request(
+                        &address,
+                        "POST",
+                        "/api/tools",
+                        &[("Authorization", &auth)],
+                        Some(&body.to_string()),
+                    )
+                    .status
+                } else {
+                    api_support::request(
+                        &address,
+                        "DELETE",
+                        &format!("/api/tools/old{}", i - 60),
+                        &[("Authorization", &auth)],
+                        None,
+                    )
+                    .status
+                }
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = threads
+        .into_iter()
+        .map(|t| t.join().expect("thread"))
+        .collect();
+    assert!(statuses[..60].iter().all(|s| *s == 201), "{statuses:?}");
+    assert!(statuses[60..].iter().all(|s| *s == 204), "{statuses:?}");
+
+    let mut expected: Vec<String> = (0..60).map(|i| format!("new{i}")).collect();
+    expected.sort();
+    let mut listed = script_tools(&served);
+    listed.sort();
+    assert_eq!(listed, expected);
+    // The file on disk is valid and holds exactly those tools.
+    let check = project
+        .cmd()
+        .env("TOOLMUX_TEST_KEY", KEY)
+        .args(["config", "check"])
+        .output()
+        .expect("check");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(config_file(&project)).expect("read"))
+            .expect("JSON");
+    let mut on_disk: Vec<String> = saved["tools"]
+        .as_object()
+        .expect("tools")
+        .keys()
+        .cloned()
+        .collect();
+    on_disk.sort();
+    assert_eq!(on_disk, expected);
+    served.stop();
+}
+
+#[test]
+fn a_hand_edit_is_picked_up_and_a_broken_one_keeps_the_last_good_config() {
+    let project = TestProject::new();
+    project.config(&config_with_key(""));
+    let served = Served::start(&project, &[]);
+    let wait_for = |expected: &[&str]| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let tools = script_tools(&served);
+            if tools == expected {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still {tools:?}, expected {expected:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+
+    project.config(&config_with_key(
+        r#""tools": {"hello": {"description": "Greets.", "command": ["echo", "hi"]}}"#,
+    ));
+    wait_for(&["hello"]);
+    assert_eq!(
+        served.post("/api/tools/hello/call", "{}").json()["content"][0]["text"],
+        "hi\n"
+    );
+
+    // Broken: the last good configuration stays.
+    project.config(r#"{"tools": {"hello": {"description": 5}}"#);
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(script_tools(&served), ["hello"]);
+    assert_eq!(served.post("/api/tools/hello/call", "{}").status, 200);
+
+    // Fixed again: picked up.
+    project.config(&config_with_key(
+        r#""tools": {"bye": {"description": "Leaves.", "command": ["echo", "bye"]}}"#,
+    ));
+    wait_for(&["bye"]);
+    served.stop();
+}

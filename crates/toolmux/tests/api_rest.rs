@@ -1,0 +1,562 @@
+//! The REST API of `toolmux serve`, driven over real HTTP against the real binary on a real
+//! temporary project.
+
+mod api_support;
+mod support;
+
+use std::time::{Duration, Instant};
+
+use api_support::{KEY, Served, config_with_key};
+use serde_json::{Value, json};
+use support::TestProject;
+
+fn project(extra_config: &str) -> TestProject {
+    let project = TestProject::new();
+    project.config(&config_with_key(extra_config));
+    project.write("notes/todo.md", "# Todo\nbuy milk\nwrite tests\n");
+    project.write("src/main.rs", "fn main() {\n    println!(\"milk\");\n}\n");
+    project
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["tools"]
+        .as_array()
+        .expect("tools array")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+/// The log's entries for `query`, once there are `count` of them (the log is written by a
+/// background thread, a moment after the call returns).
+fn logged(served: &Served, query: &str, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let logs = served.get(&format!("/api/logs{query}"));
+        assert_eq!(logs.status, 200, "{}", logs.body);
+        let entries = logs.json()["entries"].as_array().expect("entries").clone();
+        if entries.len() >= count || Instant::now() > deadline {
+            return entries;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_catalog_is_listed_filtered_and_shown() {
+    let project = project(r#""policies": {"tools": {"grep": "ask"}}"#);
+    let served = Served::start(&project, &[]);
+
+    let all = served.get("/api/tools");
+    assert_eq!(all.status, 200, "{}", all.body);
+    let all = all.json();
+    assert!(all["version"].as_u64().expect("version") >= 1);
+    let mut listed = names(&all);
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            "directory_list",
+            "file_read",
+            "file_search",
+            "grep",
+            "run_code",
+            "search_tools"
+        ]
+    );
+
+    let workspace = served.get("/api/tools?source=workspace").json();
+    assert_eq!(names(&workspace).len(), 4);
+    assert_eq!(
+        names(&served.get("/api/tools?pattern=file_*").json()),
+        ["file_read", "file_search"]
+    );
+    assert_eq!(names(&served.get("/api/tools?policy=ask").json()), ["grep"]);
+
+    let grep = served.get("/api/tools/grep");
+    assert_eq!(grep.status, 200);
+    let grep = grep.json();
+    assert_eq!(grep["source"], "workspace");
+    assert_eq!(grep["policy"], "ask");
+    assert_eq!(grep["inputSchema"]["type"], "object");
+
+    let unknown = served.get("/api/tools/grpe").error(404, "not_found");
+    assert_eq!(
+        unknown["message"],
+        "unknown tool `grpe`; did you mean `grep`?"
+    );
+
+    let bad = served
+        .get("/api/tools?policy=sometimes")
+        .error(400, "malformed");
+    assert!(
+        bad["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("bad query string")
+    );
+    served.stop();
+}
+
+#[test]
+fn a_call_returns_the_tools_result_and_is_logged_on_the_rest_channel() {
+    let project = project("");
+    let served = Served::start(&project, &[]);
+
+    let called = served.post("/api/tools/grep/call", r#"{"pattern": "milk"}"#);
+    assert_eq!(called.status, 200, "{}", called.body);
+    let called = called.json();
+    assert_eq!(called["status"], "success");
+    assert_eq!(called["error"], Value::Null);
+    let matches = called["structuredContent"]["matches"]
+        .as_array()
+        .expect("matches");
+    assert_eq!(matches.len(), 2);
+    assert_eq!(called["content"][0]["type"], "text");
+
+    // A tool's own error is a result with status `error`, not an HTTP failure.
+    let missing = served.post("/api/tools/file_read/call", r#"{"path": "nope.txt"}"#);
+    assert_eq!(missing.status, 200, "{}", missing.body);
+    let missing = missing.json();
+    assert_eq!(missing["status"], "error");
+    assert!(
+        missing["error"]
+            .as_str()
+            .expect("error text")
+            .contains("nope.txt")
+    );
+
+    let entries = logged(&served, "?tool=grep", 1);
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["channel"], "rest");
+    assert_eq!(entries[0]["outcome"], "ok");
+    assert_eq!(entries[0]["id"], called["callId"]);
+
+    let metrics = served.get("/metrics");
+    assert_eq!(metrics.status, 200);
+    assert!(
+        metrics
+            .header("content-type")
+            .expect("type")
+            .starts_with("text/plain")
+    );
+    assert!(
+        metrics
+            .body
+            .contains("toolmux_calls_total{tool=\"grep\",source=\"workspace\",outcome=\"ok\"} 1"),
+        "{}",
+        metrics.body
+    );
+    assert!(
+        metrics.body.contains(
+            "toolmux_source_up{source=\"workspace\",kind=\"builtin\",state=\"success\"} 1"
+        )
+    );
+    served.stop();
+}
+
+#[test]
+fn every_refusal_has_its_status_and_the_one_error_shape() {
+    let project = project(
+        r#""policies": {"tools": {"run_code": "deny"}},
+           "toolSettings": {"file_search": {"rateLimit": {"requests": 1, "period": "1m"}}}"#,
+    );
+    let served = Served::start(&project, &[]);
+
+    // 400: not JSON.
+    let e = served
+        .post("/api/tools/grep/call", "{not json")
+        .error(400, "malformed");
+    assert!(
+        e["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("the body is not valid")
+    );
+    // 401: no key, a wrong key.
+    served
+        .request("POST", "/api/tools/grep/call", &[], Some("{}"))
+        .error(401, "unauthorized");
+    let wrong = served.request(
+        "POST",
+        "/api/tools/grep/call",
+        &[("X-API-Key", "not-the-key")],
+        Some("{}"),
+    );
+    assert_eq!(
+        wrong.error(401, "unauthorized")["message"],
+        "the API key is not valid"
+    );
+    assert_eq!(
+        wrong.header("www-authenticate"),
+        Some("Bearer realm=\"toolmux\"")
+    );
+    // 403: a foreign Host, a denied tool.
+    served
+        .request("GET", "/api/health", &[("Host", "rebind.example:80")], None)
+        .error(403, "forbidden");
+    let denied = served
+        .post("/api/tools/run_code/call", r#"{"code": "1"}"#)
+        .error(403, "denied");
+    assert!(
+        denied["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("tool `run_code` was denied")
+    );
+    // 404: an unknown tool, an unknown route.
+    served
+        .post("/api/tools/nope/call", "{}")
+        .error(404, "not_found");
+    let route = served.get("/api/nothing-here").error(404, "not_found");
+    assert_eq!(route["message"], "no API route at `/api/nothing-here`");
+    // 422: every violation listed.
+    let invalid = served
+        .post("/api/tools/grep/call", r#"{"patern": "x"}"#)
+        .error(422, "invalid_arguments");
+    assert_eq!(
+        invalid["details"]["violations"],
+        json!([
+            {"pointer": "", "message": "Additional properties are not allowed ('patern' was unexpected)"},
+            {"pointer": "", "message": "\"pattern\" is a required property"},
+        ])
+    );
+    // 429, with Retry-After.
+    let first = served.post("/api/tools/file_search/call", r#"{"pattern": "**/*.md"}"#);
+    assert_eq!(first.status, 200, "{}", first.body);
+    let limited = served.post("/api/tools/file_search/call", r#"{"pattern": "**/*.md"}"#);
+    limited.error(429, "rate_limited");
+    let retry: u64 = limited
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .expect("seconds");
+    assert!((1..=60).contains(&retry), "{retry}");
+    served.stop();
+}
+
+#[test]
+fn a_call_past_its_time_limit_is_a_504() {
+    let project = project(r#""toolSettings": {"run_code": {"timeoutMs": 300}}"#);
+    let served = Served::start(&project, &[]);
+    let started = Instant::now();
+    let e = served
+        .post("/api/tools/run_code/call", r#"{"code": "while (true) {}"}"#)
+        .error(504, "timeout");
+    assert_eq!(e["message"], "tool `run_code` timed out after 300ms");
+    assert_eq!(e["details"]["timeoutMs"], 300);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    served.stop();
+}
+
+#[test]
+fn an_ask_call_waits_in_approvals_until_a_person_answers() {
+    let project = project(r#""policies": {"tools": {"grep": "ask"}}"#);
+    let served = Served::start(&project, &[]);
+    let address = served.address.clone();
+
+    let answer_next = |decision: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let pending = loop {
+            let list = served.get("/api/approvals").json();
+            if let Some(first) = list["approvals"].as_array().and_then(|a| a.first()) {
+                break first.clone();
+            }
+            assert!(Instant::now() < deadline, "no approval appeared");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(pending["request"]["tool"], "grep");
+        assert_eq!(pending["request"]["channel"], "rest");
+        assert_eq!(pending["request"]["arguments"], json!({"pattern": "milk"}));
+        let id = pending["id"].as_str().expect("id").to_string();
+        let answered = served.post(&format!("/api/approvals/{id}"), decision);
+        assert_eq!(answered.status, 204, "{}", answered.body);
+        id
+    };
+    let call = move || {
+        let auth = format!("Bearer {KEY}");
+        api_support::request(
+            &address,
+            "POST",
+            "/api/tools/grep/call",
+            &[("Authorization", &auth)],
+            Some(r#"{"pattern": "milk"}"#),
+        )
+    };
+
+    let waiting = std::thread::spawn(call.clone());
+    let id = answer_next(r#"{"decision": "allow"}"#);
+    let allowed = waiting.join().expect("call thread");
+    assert_eq!(allowed.status, 200, "{}", allowed.body);
+    assert_eq!(allowed.json()["status"], "success");
+    // Answered once: the id is gone.
+    served
+        .post(&format!("/api/approvals/{id}"), r#"{"decision": "allow"}"#)
+        .error(404, "not_found");
+
+    let waiting = std::thread::spawn(call);
+    answer_next(r#"{"decision": "deny", "reason": "not today"}"#);
+    let denied = waiting.join().expect("call thread");
+    let e = denied.error(403, "denied");
+    assert_eq!(e["message"], "tool `grep` was denied: not today");
+
+    served
+        .post("/api/approvals/not-a-uuid", r#"{"decision": "allow"}"#)
+        .error(400, "malformed");
+    served.stop();
+}
+
+#[test]
+fn the_files_routes_call_the_workspace_tools_inside_the_root() {
+    let project = project("");
+    let served = Served::start(&project, &[]);
+
+    let listing = served.get("/api/files?path=notes");
+    assert_eq!(listing.status, 200, "{}", listing.body);
+    assert_eq!(listing.json()["entries"][0]["path"], "notes/todo.md");
+
+    let content = served
+        .get("/api/files/content?path=notes/todo.md&offset=2&limit=1")
+        .json();
+    assert_eq!(content["content"], "buy milk\n");
+    assert_eq!(content["startLine"], 2);
+
+    let found = served.get("/api/files/search?glob=**/*.rs").json();
+    assert_eq!(found["files"], json!(["src/main.rs"]), "{found}");
+
+    let grep = served.get("/api/files/grep?pattern=milk&glob=*.rs").json();
+    assert_eq!(grep["matches"][0]["path"], "src/main.rs");
+
+    let outside = served
+        .get("/api/files/content?path=../secret")
+        .error(400, "tool_error");
+    assert_eq!(
+        outside["message"],
+        "path `../secret` leaves the project root"
+    );
+    served.get("/api/files/content").error(400, "malformed");
+
+    // They went through the pipeline: each is in the log.
+    let entries = logged(&served, "?limit=10", 5);
+    let tools: Vec<&str> = entries
+        .iter()
+        .map(|e| e["tool"].as_str().expect("tool"))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "directory_list",
+            "file_read",
+            "file_search",
+            "grep",
+            "file_read"
+        ]
+    );
+    served.stop();
+}
+
+#[test]
+fn reads_are_open_on_loopback_and_changes_need_a_key() {
+    let project = project("");
+    let served = Served::start(&project, &[]);
+    assert_eq!(served.get("/api/health").status, 200);
+    assert_eq!(served.get("/api/tools").status, 200);
+    // Internal tools need a key even to be listed.
+    let e = served
+        .get("/api/tools?includeInternal=true")
+        .error(401, "unauthorized");
+    assert_eq!(e["message"], "`includeInternal=true` needs a valid API key");
+    assert_eq!(
+        served
+            .get_with_key("/api/tools?includeInternal=true")
+            .status,
+        200
+    );
+    for (method, path) in [
+        ("POST", "/api/tools/grep/call"),
+        (
+            "POST",
+            "/api/approvals/0190b5e4-0000-7000-8000-000000000000",
+        ),
+    ] {
+        let none = served.request(method, path, &[], Some("{}"));
+        none.error(401, "unauthorized");
+        let wrong = served.request(
+            method,
+            path,
+            &[("Authorization", "Bearer wrong")],
+            Some("{}"),
+        );
+        assert_eq!(
+            wrong.error(401, "unauthorized")["message"],
+            "the API key is not valid"
+        );
+    }
+    served.stop();
+}
+
+#[test]
+fn without_a_configured_key_changes_are_refused_with_how_to_configure_one() {
+    let project = TestProject::new();
+    let served = Served::start(&project, &[]);
+    let e = served
+        .request(
+            "POST",
+            "/api/tools/grep/call",
+            &[],
+            Some(r#"{"pattern": "x"}"#),
+        )
+        .error(401, "unauthorized");
+    assert!(
+        e["message"]
+            .as_str()
+            .expect("message")
+            .contains("`server.apiKeys`"),
+        "{e}"
+    );
+    served.stop();
+}
+
+#[test]
+fn beyond_loopback_every_route_needs_a_key() {
+    let project = project("");
+    let served = Served::start(&project, &["--bind", "0.0.0.0"]);
+    let port = served.address.rsplit(':').next().expect("port").to_string();
+    // The server printed 0.0.0.0; talk to it on loopback.
+    let address = format!("127.0.0.1:{port}");
+    for path in ["/api/health", "/api/tools", "/metrics", "/api/openapi.json"] {
+        let e = api_support::request(&address, "GET", path, &[], None).error(401, "unauthorized");
+        assert!(
+            e["message"]
+                .as_str()
+                .expect("message")
+                .contains("beyond loopback"),
+            "{e}"
+        );
+        let auth = format!("Bearer {KEY}");
+        let ok = api_support::request(&address, "GET", path, &[("Authorization", &auth)], None);
+        assert_eq!(ok.status, 200, "{path}: {}", ok.body);
+    }
+    served.stop();
+}
+
+#[test]
+fn the_openapi_document_describes_every_route() {
+    let project = project("");
+    let served = Served::start(&project, &[]);
+    let doc = served.get("/api/openapi.json");
+    assert_eq!(doc.status, 200);
+    let doc = doc.json();
+    assert_eq!(doc["openapi"], "3.1.0");
+    let mut paths: Vec<&String> = doc["paths"].as_object().expect("paths").keys().collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "/api/approvals",
+            "/api/approvals/{id}",
+            "/api/files",
+            "/api/files/content",
+            "/api/files/grep",
+            "/api/files/search",
+            "/api/health",
+            "/api/logs",
+            "/api/mcp-servers",
+            "/api/mcp-servers/{name}",
+            "/api/mcp-servers/{name}/refresh",
+            "/api/openapi.json",
+            "/api/tools",
+            "/api/tools/{name}",
+            "/api/tools/{name}/call",
+            "/metrics",
+        ]
+    );
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    served.stop();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_unix_socket_is_created_for_its_owner_only_and_removed_on_exit() {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+
+    let project = project("");
+    let socket = project.path().join("toolmux.sock");
+    let mut child = project
+        .cmd()
+        .args(["serve", "--socket"])
+        .arg(&socket)
+        .env("TOOLMUX_TEST_KEY", KEY)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start toolmux serve --socket");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).expect("first line");
+    assert_eq!(
+        line.trim(),
+        format!("toolmux: serving MCP at unix:{}:/mcp", socket.display())
+    );
+    let mode = std::fs::metadata(&socket)
+        .expect("socket")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let mut stream = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+    stream
+        .write_all(b"GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"status\":\"ok\""), "{response}");
+
+    let pid = child.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status}");
+    assert!(!socket.exists(), "the socket file was left behind");
+}
+
+#[test]
+fn mcp_servers_are_listed_and_a_failed_refresh_is_a_503_naming_the_cause() {
+    let project = project(r#""mcpServers": {"broken": {"command": "toolmux-no-such-server"}}"#);
+    let served = Served::start(&project, &[]);
+    let list = served.get("/api/mcp-servers");
+    assert_eq!(list.status, 200, "{}", list.body);
+    let list = list.json();
+    assert_eq!(list["servers"][0]["name"], "broken");
+    assert_eq!(list["servers"][0]["tools"], json!([]));
+    assert_eq!(
+        served.get("/api/mcp-servers/broken").json()["name"],
+        "broken"
+    );
+    served.get("/api/mcp-servers/nope").error(404, "not_found");
+    served
+        .request("POST", "/api/mcp-servers/broken/refresh", &[], None)
+        .error(401, "unauthorized");
+    let failed = served
+        .post("/api/mcp-servers/broken/refresh", "")
+        .error(503, "unavailable");
+    assert!(
+        failed["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("discovery of `broken` failed: "),
+        "{failed}"
+    );
+    let after = served.get("/api/mcp-servers/broken").json();
+    assert_eq!(after["discovery"]["discoveryStatus"], "failed", "{after}");
+    served.stop();
+}

@@ -1,0 +1,55 @@
+//! The OpenAPI document is the truth about the API: schemathesis (PyPI, in
+//! `tests/peers/api/requirements.txt`) generates requests from `/api/openapi.json` for every
+//! operation and checks that none gets a 5xx, and that every status and body is one the document
+//! declares.
+
+mod api_support;
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use api_support::{KEY, Served, config_with_key};
+use support::TestProject;
+
+#[test]
+fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
+    let python = std::env::var_os("TOOLMUX_TEST_PYTHON")
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "this test needs schemathesis: run it through scripts/test, or set \
+                 TOOLMUX_TEST_PYTHON to a python with `pip install -r tests/peers/api/requirements.txt`"
+            )
+        });
+    let project = TestProject::new();
+    project.config(&config_with_key(""));
+    project.write("notes/todo.md", "# Todo\nbuy milk\n");
+    let served = Served::start(&project, &[]);
+    let base = format!("http://{}", served.address);
+    let out = Command::new(python)
+        .args(["-m", "schemathesis.cli", "run"])
+        .arg(format!("{base}/api/openapi.json"))
+        .args(["--url", &base])
+        .args(["-H", &format!("Authorization: Bearer {KEY}")])
+        .args([
+            "--checks",
+            "not_a_server_error,response_schema_conformance,status_code_conformance",
+            "--max-examples",
+            "25",
+            "--seed",
+            "1",
+            "--no-color",
+        ])
+        .current_dir(project.path())
+        .output()
+        .expect("run schemathesis");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "schemathesis found problems:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    served.stop();
+}

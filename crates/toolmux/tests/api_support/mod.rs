@@ -1,0 +1,242 @@
+//! Driving `toolmux serve` over HTTP in the REST API's tests: the real binary in the background
+//! and a tiny HTTP/1.1 client on a plain TCP stream (no client library between the test and
+//! the bytes on the wire).
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::TestProject;
+
+/// The API key the tests configure, through the environment variable `TOOLMUX_TEST_KEY`.
+pub const KEY: &str = "test-key-0123456789";
+
+/// A `.toolmux/config.json` that requires [`KEY`] (as a `${VAR}` reference) plus `extra` keys.
+pub fn config_with_key(extra: &str) -> String {
+    let extra = extra.trim();
+    let sep = if extra.is_empty() { "" } else { ", " };
+    format!(r#"{{"server": {{"apiKeys": ["${{TOOLMUX_TEST_KEY}}"]}}{sep}{extra}}}"#)
+}
+
+/// `toolmux serve` running in the background; killed on drop if a test fails early.
+pub struct Served {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub address: String,
+}
+
+impl Served {
+    /// Starts `toolmux serve --port 0 ARGS` with `TOOLMUX_TEST_KEY` set to [`KEY`].
+    pub fn start(project: &TestProject, args: &[&str]) -> Self {
+        let mut cmd = project.cmd();
+        cmd.arg("serve")
+            .args(["--port", "0"])
+            .args(args)
+            .env("TOOLMUX_TEST_KEY", KEY)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start toolmux serve");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("read the first line");
+        let address = line
+            .trim()
+            .strip_prefix("toolmux: serving MCP at http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_string();
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stderr.read_to_string(&mut rest);
+        });
+        Self { child, address }
+    }
+
+    /// The MCP endpoint's URL.
+    pub fn mcp_url(&self) -> String {
+        format!("http://{}/mcp", self.address)
+    }
+
+    /// Sends one request; `headers` are added to `Host` and `Connection: close`.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Response {
+        request(&self.address, method, path, headers, body)
+    }
+
+    /// `GET path` without a key.
+    pub fn get(&self, path: &str) -> Response {
+        self.request("GET", path, &[], None)
+    }
+
+    /// `GET path` with the key.
+    pub fn get_with_key(&self, path: &str) -> Response {
+        let auth = format!("Bearer {KEY}");
+        self.request("GET", path, &[("Authorization", &auth)], None)
+    }
+
+    /// `POST path` with the key and a JSON body.
+    pub fn post(&self, path: &str, body: &str) -> Response {
+        let auth = format!("Bearer {KEY}");
+        self.request(
+            "POST",
+            path,
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            Some(body),
+        )
+    }
+
+    /// Sends SIGTERM and expects a clean exit.
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                assert!(status.success(), "toolmux serve exited with {status}");
+                return;
+            }
+            assert!(Instant::now() < deadline, "toolmux serve did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Response {
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+
+    /// A header's value, by case-insensitive name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Asserts the status and the error body's code; returns the error object.
+    pub fn error(&self, status: u16, code: &str) -> Value {
+        assert_eq!(self.status, status, "{}", self.body);
+        let body = self.json();
+        assert_eq!(body["error"]["code"], code, "{}", self.body);
+        assert!(body["error"]["message"].is_string(), "{}", self.body);
+        assert!(body["error"]["details"].is_object(), "{}", self.body);
+        body["error"].clone()
+    }
+}
+
+/// Sends one HTTP/1.1 request to `address` and reads the whole response.
+pub fn request(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Response {
+    let mut stream = TcpStream::connect(address).expect("connect to toolmux serve");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("set timeout");
+    let has_host = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host"));
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !has_host {
+        head.push_str(&format!("Host: {address}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    let body = body.unwrap_or("");
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    stream.write_all(head.as_bytes()).expect("send head");
+    stream.write_all(body.as_bytes()).expect("send body");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read response");
+    parse(&raw)
+}
+
+fn parse(raw: &[u8]) -> Response {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a complete response head");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().expect("status line");
+    let status: u16 = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let rest = &raw[split + 4..];
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_vec()
+    };
+    Response {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size_text = String::from_utf8_lossy(&data[..eol]);
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("0").trim(), 16)
+            .expect("chunk size");
+        if size == 0 {
+            return out;
+        }
+        let start = eol + 2;
+        out.extend_from_slice(&data[start..start + size]);
+        data = &data[start + size + 2..];
+    }
+}
