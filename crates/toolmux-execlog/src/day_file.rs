@@ -88,6 +88,34 @@ pub(crate) fn sweep(dir: &Path, today: NaiveDate, retention_days: u32) -> usize 
             ),
         }
     }
+    deleted + sweep_results(dir, oldest_kept)
+}
+
+/// Deletes the folders of whole results (`results/YYYY-MM-DD/`) of days past retention, by the
+/// same rule as the day files; never touches anything whose name is not a date.
+fn sweep_results(dir: &Path, oldest_kept: NaiveDate) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir.join(crate::entry::RESULTS_DIR)) else {
+        return 0;
+    };
+    let mut deleted = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(date) = name
+            .to_str()
+            .and_then(|n| NaiveDate::parse_from_str(n, DATE_FORMAT).ok())
+        else {
+            continue;
+        };
+        if date < oldest_kept {
+            match std::fs::remove_dir_all(entry.path()) {
+                Ok(()) => deleted += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => tracing::warn!(
+                    folder = %entry.path().display(), %error, "cannot delete whole results past retention"
+                ),
+            }
+        }
+    }
     deleted
 }
 

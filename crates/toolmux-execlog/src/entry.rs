@@ -50,6 +50,10 @@ pub struct LogEntry {
     /// The result was larger than the cap and `result` holds only its start.
     #[serde(default, skip_serializing_if = "is_false")]
     pub result_truncated: bool,
+    /// Where the whole result of a truncated one is kept, relative to the log folder
+    /// (`results/YYYY-MM-DD/<id>.json`), so a caller that was handed a cut result can find it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_file: Option<String>,
 }
 
 impl LogEntry {
@@ -95,7 +99,18 @@ struct Line<'a> {
     result_bytes: Option<u64>,
     #[serde(skip_serializing_if = "is_false")]
     result_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result_file: Option<&'a str>,
 }
+
+/// Where the whole result of call `id`, started on `date`, is kept when its line holds only the
+/// start: relative to the log folder, in a folder per day so retention removes it with its day.
+pub(crate) fn result_file(date: chrono::NaiveDate, id: &Uuid) -> String {
+    format!("{RESULTS_DIR}/{}/{id}.json", date.format("%Y-%m-%d"))
+}
+
+/// The folder, inside the log folder, of whole results too large for their line.
+pub(crate) const RESULTS_DIR: &str = "results";
 
 /// The `result` field: the whole result, or the start of its serialization as a string.
 #[derive(Serialize)]
@@ -106,33 +121,37 @@ enum StoredResult<'a> {
 }
 
 /// Writes `record` as one line (with its `\n`) into `out`, after clearing it: redacts the
-/// arguments and caps the result at `cap` bytes. Runs on the writer thread, never on the
-/// caller's.
-pub(crate) fn write_line(mut record: ExecutionRecord, cap: usize, out: &mut Vec<u8>) {
+/// arguments and caps the result at `cap` bytes. When the result is cut, returns its whole
+/// serialization and the path (relative to the log folder) the line names for it, for the
+/// writer to store. Runs on the writer thread, never on the caller's.
+pub(crate) fn write_line(
+    mut record: ExecutionRecord,
+    cap: usize,
+    out: &mut Vec<u8>,
+) -> Option<(String, String)> {
     redact(&mut record.arguments);
-    // The serialized text, kept only when it must be cut; otherwise only its size is needed,
-    // and the result is serialized once more straight into the line.
-    let start_text: String;
-    let (result, result_bytes, result_truncated) = match &record.result {
-        None => (None, None, false),
-        Some(result) => {
-            let size = serialized_size(result);
-            if size <= cap {
-                (Some(StoredResult::Whole(result)), Some(size as u64), false)
-            } else {
-                let mut text = serde_json::to_string(result).unwrap_or_default();
-                let mut cut = cap.min(text.len());
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
-                start_text = text;
-                (
-                    Some(StoredResult::Start(&start_text)),
-                    Some(size as u64),
-                    true,
-                )
+    // The size of the serialized result decides: within the cap it is serialized once more
+    // straight into the line; over it, its text is kept, the start goes into the line and the
+    // whole into a file of its own.
+    let size = record.result.as_ref().map(serialized_size);
+    let full_text: Option<String> = match (&record.result, size) {
+        (Some(result), Some(size)) if size > cap => {
+            Some(serde_json::to_string(result).unwrap_or_default())
+        }
+        _ => None,
+    };
+    let file = full_text
+        .as_ref()
+        .map(|_| result_file(record.timestamp.date_naive(), &record.id));
+    let result = match (&record.result, &full_text) {
+        (None, _) => None,
+        (Some(result), None) => Some(StoredResult::Whole(result)),
+        (Some(_), Some(text)) => {
+            let mut cut = cap.min(text.len());
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
             }
+            Some(StoredResult::Start(&text[..cut]))
         }
     };
     let line = Line {
@@ -147,8 +166,9 @@ pub(crate) fn write_line(mut record: ExecutionRecord, cap: usize, out: &mut Vec<
         error: record.error.as_deref(),
         duration_us: record.duration_us,
         result,
-        result_bytes,
-        result_truncated,
+        result_bytes: size.map(|s| s as u64),
+        result_truncated: full_text.is_some(),
+        result_file: file.as_deref(),
     };
     out.clear();
     // Serializing into a Vec fails only for a map with non-string keys, which `Value` and
@@ -156,9 +176,10 @@ pub(crate) fn write_line(mut record: ExecutionRecord, cap: usize, out: &mut Vec<
     if let Err(error) = serde_json::to_writer(&mut *out, &line) {
         tracing::warn!(%error, tool = %record.tool, "execution record could not be serialized");
         out.clear();
-        return;
+        return None;
     }
     out.push(b'\n');
+    full_text.zip(file)
 }
 
 /// The size of a value's compact JSON, without building it.

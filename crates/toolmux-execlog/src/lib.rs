@@ -28,10 +28,14 @@
 //! | `result` | with a result | the `ToolResult`; if capped, a string (see below) |
 //! | `resultBytes` | with a result | size of the full serialized `ToolResult`, capped or not |
 //! | `resultTruncated` | if capped | `true`; absent otherwise |
+//! | `resultFile` | if capped | where the whole result is kept, relative to the folder |
 //!
 //! A result whose compact serialization exceeds [`LogSettings::result_cap_bytes`] is stored as a
 //! JSON *string* holding the first `cap` bytes of that serialization (cut back to a UTF-8
-//! boundary), so a reader can still see how it began, and `resultTruncated` is `true`.
+//! boundary), so a reader can still see how it began, and `resultTruncated` is `true`. The
+//! whole result is kept in `results/YYYY-MM-DD/<id>.json` beside the day files (written before
+//! its line, removed with its day by retention), so a channel that hands a caller a cut result —
+//! the chat loop does — can say where the rest is.
 //!
 //! # Design
 //!

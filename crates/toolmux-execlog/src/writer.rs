@@ -186,9 +186,20 @@ impl Writer {
             self.swept_for = date;
             sweep(&self.settings.dir, date, self.settings.retention_days);
         }
-        write_line(record, self.settings.result_cap_bytes, &mut self.line);
+        let whole = write_line(record, self.settings.result_cap_bytes, &mut self.line);
         if self.line.is_empty() {
             return;
+        }
+        // The whole result goes to its file before the line that names it is written.
+        if let Some((text, relative)) = whole {
+            let path = self.settings.dir.join(&relative);
+            let stored = path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(&path, text));
+            if let Err(error) = stored {
+                tracing::warn!(file = %path.display(), %error, "cannot keep a whole result");
+            }
         }
         let line = std::mem::take(&mut self.line);
         // One `write_all` of a whole line: the BufWriter either takes all of it or writes out

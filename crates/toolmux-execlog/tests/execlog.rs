@@ -204,8 +204,14 @@ fn results_over_the_cap_are_stored_cut_with_their_full_size() {
     assert!(start.len() <= 100 && start.len() >= 99, "{}", start.len());
     assert!(big_text.starts_with(start));
     assert_eq!(big.tool_result(), None);
+    // The whole result is kept beside the day file, where the line says.
+    let kept = big.result_file.as_deref().expect("a result file");
+    assert_eq!(kept, format!("results/2026-11-22/{}.json", big.id));
+    let whole = std::fs::read_to_string(dir.path().join(kept)).unwrap();
+    assert_eq!(whole, big_text);
 
     assert!(!small_entry.result_truncated);
+    assert_eq!(small_entry.result_file, None);
     assert_eq!(small_entry.tool_result(), Some(small));
     let line = &lines_of(&day_file(dir.path(), date("2026-11-22")))[1];
     assert!(line.get("resultTruncated").is_none());
@@ -674,4 +680,28 @@ fn line_entry(tool: &str, timestamp: DateTime<Utc>) -> LogEntry {
     let dir = tempfile::tempdir().unwrap();
     write_all(dir.path(), [record(tool, timestamp)]);
     query(dir.path(), &LogQuery::default()).unwrap().remove(0)
+}
+
+#[test]
+fn retention_deletes_whole_results_with_their_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("results/2026-01-01");
+    let recent = dir.path().join("results/2026-11-21");
+    let stranger = dir.path().join("results/keep-me");
+    for folder in [&old, &recent, &stranger] {
+        std::fs::create_dir_all(folder).unwrap();
+        std::fs::write(folder.join("x.json"), "{}").unwrap();
+    }
+    let log = ExecutionLog::open(LogSettings {
+        retention_days: 30,
+        ..LogSettings::new(dir.path())
+    })
+    .unwrap();
+    drop(log);
+    assert!(!old.exists(), "a day past retention is deleted");
+    assert!(recent.exists(), "a day within retention stays");
+    assert!(
+        stranger.exists(),
+        "a folder not named by a date is never touched"
+    );
 }
