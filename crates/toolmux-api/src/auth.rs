@@ -7,10 +7,10 @@
 //! even where none is needed.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use toolmux_mcp_server::{AuthError, check_api_key};
+use toolmux_mcp_server::{AuthError, check_api_key, key_is_valid};
 
 use crate::ApiState;
 use crate::error::ApiError;
@@ -76,31 +76,28 @@ fn authenticate(headers: &HeaderMap, keys: &[String]) -> Result<bool, ApiError> 
             "an API key was sent, but this server has none configured",
         ));
     }
-    // `X-API-Key` is the same check as a bearer token: one place decides what a valid key is.
-    let checked = match x_api_key {
-        Some(key) => {
-            let mut bearer = HeaderMap::new();
-            let value = key
-                .to_str()
-                .ok()
-                .and_then(|k| HeaderValue::from_str(&format!("Bearer {}", k.trim())).ok());
-            match value {
-                Some(value) => {
-                    bearer.insert(header::AUTHORIZATION, value);
-                    check_api_key(&bearer, keys)
-                }
-                None => Err(AuthError::Invalid),
+    // Every key that was sent must be valid: a right `X-API-Key` does not excuse a wrong
+    // `Authorization`, or the other way round.
+    if headers.contains_key(header::AUTHORIZATION) {
+        match check_api_key(headers, keys) {
+            Ok(()) => {}
+            Err(AuthError::Missing) => {
+                return Err(ApiError::unauthorized(
+                    "the Authorization header must be `Bearer <key>` (or send `X-API-Key: <key>`)",
+                ));
+            }
+            Err(AuthError::Invalid) => {
+                return Err(ApiError::unauthorized("the API key is not valid"));
             }
         }
-        None => check_api_key(headers, keys),
-    };
-    match checked {
-        Ok(()) => Ok(true),
-        Err(AuthError::Missing) => Err(ApiError::unauthorized(
-            "the Authorization header must be `Bearer <key>` (or send `X-API-Key: <key>`)",
-        )),
-        Err(AuthError::Invalid) => Err(ApiError::unauthorized("the API key is not valid")),
     }
+    if let Some(key) = x_api_key {
+        let valid = key.to_str().is_ok_and(|k| key_is_valid(k.trim(), keys));
+        if !valid {
+            return Err(ApiError::unauthorized("the API key is not valid"));
+        }
+    }
+    Ok(true)
 }
 
 /// The host name of a `Host` value, without its port (`[::1]:7700` → `::1`).
@@ -172,6 +169,7 @@ fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), ApiError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::HeaderValue;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -198,6 +196,24 @@ mod tests {
             wrong.map_err(|e| e.to_string()),
             Err("the API key is not valid".to_string())
         );
+    }
+
+    #[test]
+    fn every_key_sent_must_be_valid_whichever_header_carries_it() {
+        let keys = vec!["secret".to_string()];
+        for sent in [
+            [("authorization", "Bearer wrong"), ("x-api-key", "secret")],
+            [("authorization", "Bearer secret"), ("x-api-key", "wrong")],
+        ] {
+            let refused = authenticate(&headers(&sent), &keys);
+            assert_eq!(
+                refused.map_err(|e| e.to_string()),
+                Err("the API key is not valid".to_string()),
+                "{sent:?}"
+            );
+        }
+        let both_right = [("authorization", "Bearer secret"), ("x-api-key", "secret")];
+        assert_eq!(authenticate(&headers(&both_right), &keys).ok(), Some(true));
     }
 
     #[test]

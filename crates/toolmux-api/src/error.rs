@@ -26,6 +26,45 @@ struct Repr {
     retry_after: Option<Duration>,
 }
 
+/// The error responses of every route that calls a tool (`/api/tools/{name}/call` and the
+/// `/api/files` routes): one per status a [`CallError`](toolmux_core::CallError) maps to, written
+/// once so that the OpenAPI document cannot drift between those routes.
+#[derive(utoipa::IntoResponses)]
+#[allow(
+    dead_code,
+    reason = "only its OpenAPI description is used; `ApiError` builds the bodies"
+)]
+pub(crate) enum CallFailures {
+    /// A malformed request (a body that is not JSON, a bad query parameter); on the
+    /// `/api/files` routes also the tool's own error result (a path outside the root, say).
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// A key that is not valid, or none where one is needed.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// Denied by policy or by a person, disabled, or a foreign Host or Origin.
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
+    /// No such tool.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    /// The arguments break the tool's input schema; each violation is listed.
+    #[response(status = 422)]
+    Unprocessable(ErrorBody),
+    /// Rate limited; `Retry-After` says when to try again.
+    #[response(status = 429)]
+    RateLimited(ErrorBody),
+    /// The source failed, or the tool broke its output schema.
+    #[response(status = 502)]
+    BadGateway(ErrorBody),
+    /// The source is unavailable.
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+    /// The call timed out.
+    #[response(status = 504)]
+    Timeout(ErrorBody),
+}
+
 /// The JSON body of every error response.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {

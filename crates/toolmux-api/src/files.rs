@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 
 use crate::ApiState;
 use crate::auth::Caller;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, CallFailures};
 use crate::extract::ApiQuery;
 
 pub(crate) fn router() -> Router<ApiState> {
@@ -114,12 +114,7 @@ async fn run(
     get, path = "/api/files", tag = "files", params(ListQuery),
     responses(
         (status = 200, description = "`directory_list`'s structured result", body = Object),
-        (status = 400, description = "A bad parameter, or the tool's error", body = ErrorBody),
-        (status = 401, description = "A key that is not valid, or none beyond loopback", body = ErrorBody),
-        (status = 403, description = "The tool is denied or disabled", body = ErrorBody),
-        (status = 422, description = "The parameters break the tool's input schema", body = ErrorBody),
-        (status = 429, description = "Rate limited", body = ErrorBody),
-        (status = 504, description = "The tool timed out", body = ErrorBody),
+        CallFailures,
     )
 )]
 pub(crate) async fn list(
@@ -140,12 +135,7 @@ pub(crate) async fn list(
     get, path = "/api/files/content", tag = "files", params(ContentQuery),
     responses(
         (status = 200, description = "`file_read`'s structured result", body = Object),
-        (status = 400, description = "A bad parameter, or the tool's error", body = ErrorBody),
-        (status = 401, description = "A key that is not valid, or none beyond loopback", body = ErrorBody),
-        (status = 403, description = "The tool is denied or disabled", body = ErrorBody),
-        (status = 422, description = "The parameters break the tool's input schema", body = ErrorBody),
-        (status = 429, description = "Rate limited", body = ErrorBody),
-        (status = 504, description = "The tool timed out", body = ErrorBody),
+        CallFailures,
     )
 )]
 pub(crate) async fn content(
@@ -166,12 +156,7 @@ pub(crate) async fn content(
     get, path = "/api/files/search", tag = "files", params(SearchQuery),
     responses(
         (status = 200, description = "`file_search`'s structured result", body = Object),
-        (status = 400, description = "A bad parameter, or the tool's error", body = ErrorBody),
-        (status = 401, description = "A key that is not valid, or none beyond loopback", body = ErrorBody),
-        (status = 403, description = "The tool is denied or disabled", body = ErrorBody),
-        (status = 422, description = "The parameters break the tool's input schema", body = ErrorBody),
-        (status = 429, description = "Rate limited", body = ErrorBody),
-        (status = 504, description = "The tool timed out", body = ErrorBody),
+        CallFailures,
     )
 )]
 pub(crate) async fn search(
@@ -192,12 +177,7 @@ pub(crate) async fn search(
     get, path = "/api/files/grep", tag = "files", params(GrepQuery),
     responses(
         (status = 200, description = "`grep`'s structured result", body = Object),
-        (status = 400, description = "A bad parameter, or the tool's error", body = ErrorBody),
-        (status = 401, description = "A key that is not valid, or none beyond loopback", body = ErrorBody),
-        (status = 403, description = "The tool is denied or disabled", body = ErrorBody),
-        (status = 422, description = "The parameters break the tool's input schema", body = ErrorBody),
-        (status = 429, description = "Rate limited", body = ErrorBody),
-        (status = 504, description = "The tool timed out", body = ErrorBody),
+        CallFailures,
     )
 )]
 pub(crate) async fn grep(

@@ -143,7 +143,7 @@ fn write(hub: &Hub, files: &ConfigFiles, apply: &Apply, edit: Edit) -> Result<()
                 )));
             }
             if let Some(entry) = hub.catalog().get(&name)
-                && entry.descriptor.source != toolmux_scripts_id()
+                && entry.descriptor.source != toolmux_config::SCRIPT_SOURCE_ID
             {
                 return Err(ApiError::conflict(format!(
                     "the name `{name}` is taken by a tool of source `{}`",
@@ -184,18 +184,21 @@ fn write(hub: &Hub, files: &ConfigFiles, apply: &Apply, edit: Edit) -> Result<()
             Ok(())
         }
         Err(e) => {
-            // The project file was valid alone but not merged with the user's: put it back.
-            if let Some(old) = old {
-                let _ = write_atomic(&path, old.as_bytes());
+            // The project file was valid alone but not merged with the user's: put back what was
+            // there (or nothing, if there was no file), and say so if even that fails.
+            let undone = match &old {
+                Some(old) => write_atomic(&path, old.as_bytes()),
+                None => std::fs::remove_file(&path),
+            };
+            match undone {
+                Ok(()) => Err(ApiError::unprocessable(e.to_string())),
+                Err(undo) => Err(ApiError::internal(format!(
+                    "{e}; and restoring `{}` failed: {undo}",
+                    path.display()
+                ))),
             }
-            Err(ApiError::unprocessable(e.to_string()))
         }
     }
-}
-
-/// The source id of script tools (kept here so this crate needs no dependency on them).
-fn toolmux_scripts_id() -> &'static str {
-    "scripts"
 }
 
 fn not_a_script_tool(hub: &Hub, name: &str) -> ApiError {

@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
 use crate::auth::Caller;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, CallFailures, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::registry::Edit;
 
@@ -245,7 +245,13 @@ impl ApiState {
         let tools: Vec<(Arc<ToolEntry>, Vec<u8>)> = catalog
             .all_tools()
             .iter()
-            .filter_map(|e| Some((Arc::clone(e), serde_json::to_vec(e).ok()?)))
+            .filter_map(|e| match serde_json::to_vec(e) {
+                Ok(json) => Some((Arc::clone(e), json)),
+                Err(error) => {
+                    tracing::warn!(tool = %e.descriptor.name, %error, "tool left out of the listing: it cannot be serialized");
+                    None
+                }
+            })
             .collect();
         let rendered = Arc::new(RenderedCatalog {
             version: catalog.version(),
@@ -297,15 +303,7 @@ pub(crate) async fn show(
     request_body(content = Object, description = "The arguments (an empty body is `{}`)"),
     responses(
         (status = 200, description = "The tool ran (its result may be an error result)", body = CallResponse),
-        (status = 400, description = "The body is not JSON", body = ErrorBody),
-        (status = 401, description = "No valid API key", body = ErrorBody),
-        (status = 403, description = "Denied by policy or by a person, or disabled", body = ErrorBody),
-        (status = 404, description = "No such tool", body = ErrorBody),
-        (status = 422, description = "The arguments break the input schema; each violation is listed", body = ErrorBody),
-        (status = 429, description = "Rate limited", body = ErrorBody),
-        (status = 502, description = "The source failed or broke its output schema", body = ErrorBody),
-        (status = 503, description = "The source is unavailable", body = ErrorBody),
-        (status = 504, description = "The call timed out", body = ErrorBody),
+        CallFailures,
     )
 )]
 pub(crate) async fn call(

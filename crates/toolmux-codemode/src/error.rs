@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use toolmux_core::format_duration;
+
 /// Why code mode could not build capabilities or run a script.
 #[derive(Debug, thiserror::Error)]
 pub enum CodeModeError {
@@ -25,17 +27,17 @@ pub enum CodeModeError {
     #[error("the script ran out of memory (limit {} MB)", .0 / (1024 * 1024))]
     OutOfMemory(usize),
     /// The script used up its CPU-time budget.
-    #[error("the script used up its CPU-time budget of {}", human(*.0))]
+    #[error("the script used up its CPU-time budget of {}", format_duration(*.0))]
     CpuBudget(Duration),
     /// The script ran past its wall-clock timeout.
-    #[error("the script ran past its wall-clock timeout of {}", human(*.0))]
+    #[error("the script ran past its wall-clock timeout of {}", format_duration(*.0))]
     Timeout(Duration),
     /// A built-in ignored the interrupt past the watchdog's grace period; the sandbox thread
     /// was abandoned and its runtime is discarded when the built-in returns.
     #[error(
         "the script did not stop within {} of its wall-clock timeout of {} (a built-in ignored the interrupt); its sandbox was abandoned",
-        human(*grace),
-        human(*timeout)
+        format_duration(*grace),
+        format_duration(*timeout)
     )]
     Watchdog {
         /// The wall-clock timeout.
@@ -49,16 +51,4 @@ pub enum CodeModeError {
     /// The sandbox itself failed (the thread could not start, the hub is gone).
     #[error("the sandbox failed: {0}")]
     Sandbox(String),
-}
-
-/// Formats a duration for people: `250ms`, `5s`, `1.5s`.
-pub(crate) fn human(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1_000 {
-        format!("{ms}ms")
-    } else if ms.is_multiple_of(1_000) {
-        format!("{}s", ms / 1_000)
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
 }

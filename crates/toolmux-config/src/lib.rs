@@ -41,7 +41,7 @@ pub use error::ConfigError;
 pub use fields::{Period, ToolName, ToolPattern};
 pub use load::{
     LoadedConfig, check_config_text, find_project_dir, load, load_with_env, project_config_path,
-    project_schema_path, unexpanded_mcp_servers, user_config_path,
+    project_schema_path, state_dir, unexpanded_mcp_servers, user_config_path,
 };
 pub use mcp::{
     DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpServer,
@@ -53,6 +53,6 @@ pub use model::{
 };
 pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers};
 pub use schema::{schema, starter_config};
-pub use scripts::ScriptTool;
+pub use scripts::{SCRIPT_SOURCE_ID, ScriptTool};
 pub use server::ServerSettings;
 pub use write::write_atomic;

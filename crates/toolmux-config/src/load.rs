@@ -39,6 +39,12 @@ pub fn find_project_dir(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// `<project_dir>/.toolmux/state`: where toolmux keeps machine-written state (execution log,
+/// discovery caches, conversations), apart from what the user edits.
+pub fn state_dir(project_dir: &Path) -> PathBuf {
+    project_dir.join(PROJECT_DIR_NAME).join("state")
+}
+
 /// `<project_dir>/.toolmux/config.json`.
 pub fn project_config_path(project_dir: &Path) -> PathBuf {
     project_dir.join(PROJECT_DIR_NAME).join(CONFIG_FILE_NAME)

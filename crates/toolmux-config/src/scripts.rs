@@ -81,3 +81,7 @@ fn non_empty_argv<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Err
         Some(_) => Ok(argv),
     }
 }
+
+/// The source id under which the tools of the `tools` section are registered, for every crate
+/// that needs to recognise them (the script source itself, the API's registry writes).
+pub const SCRIPT_SOURCE_ID: &str = "scripts";

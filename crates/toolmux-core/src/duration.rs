@@ -32,6 +32,20 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationParseError> {
     Ok(Duration::from_millis(millis))
 }
 
+/// Formats a duration for people, the one way every message does: `250ms`, `5s`, `1.5s`, `2m`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1_000 {
+        format!("{ms}ms")
+    } else if ms.is_multiple_of(60_000) {
+        format!("{}m", ms / 60_000)
+    } else if ms.is_multiple_of(1_000) {
+        format!("{}s", ms / 1_000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
 /// Serde helpers for optional durations written as whole milliseconds (`timeoutMs`).
 pub(crate) mod opt_millis {
     use serde::{Deserialize, Deserializer, Serializer};

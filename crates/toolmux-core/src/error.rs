@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::duration::format_duration;
 use crate::validate::{Violation, format_violations};
 
 /// A failure reported by a source while running a tool.
@@ -14,7 +15,7 @@ pub enum SourceError {
     #[error("{0}")]
     Failed(String),
     /// The source's own time limit ran out.
-    #[error("timed out after {}", crate::error::human(*.0))]
+    #[error("timed out after {}", crate::duration::format_duration(*.0))]
     Timeout(Duration),
 }
 
@@ -55,7 +56,7 @@ pub enum CallError {
         violations: Vec<Violation>,
     },
     /// The tool's rate limit is exhausted.
-    #[error("tool `{name}` is rate limited; retry in {}", human(*retry_after))]
+    #[error("tool `{name}` is rate limited; retry in {}", format_duration(*retry_after))]
     RateLimited {
         /// The tool.
         name: String,
@@ -63,7 +64,7 @@ pub enum CallError {
         retry_after: Duration,
     },
     /// The call ran past its time limit and was cancelled.
-    #[error("tool `{name}` timed out after {}", human(*after))]
+    #[error("tool `{name}` timed out after {}", format_duration(*after))]
     Timeout {
         /// The tool.
         name: String,
@@ -114,26 +115,6 @@ impl CallError {
             CallError::InvalidOutput { .. } => "invalid_output",
         }
     }
-
-    /// The error as a tool-level error result, for channels that report every failure to the
-    /// caller as a result (MCP `isError`, chat tool messages).
-    pub fn to_result(&self) -> crate::ToolResult {
-        crate::ToolResult::error(self.to_string())
-    }
-}
-
-/// Formats a duration for people: `250ms`, `5s`, `1.5s`, `2m`.
-pub(crate) fn human(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1_000 {
-        format!("{ms}ms")
-    } else if ms.is_multiple_of(60_000) {
-        format!("{}m", ms / 60_000)
-    } else if ms.is_multiple_of(1_000) {
-        format!("{}s", ms / 1_000)
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
 }
 
 #[cfg(test)]
@@ -142,10 +123,10 @@ mod tests {
 
     #[test]
     fn durations_read_naturally() {
-        assert_eq!(human(Duration::from_millis(250)), "250ms");
-        assert_eq!(human(Duration::from_secs(5)), "5s");
-        assert_eq!(human(Duration::from_millis(1500)), "1.5s");
-        assert_eq!(human(Duration::from_secs(120)), "2m");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_duration(Duration::from_secs(5)), "5s");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(format_duration(Duration::from_secs(120)), "2m");
     }
 
     #[test]

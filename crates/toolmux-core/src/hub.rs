@@ -248,31 +248,45 @@ impl Hub {
         arguments: Value,
         context: &CallContext,
     ) -> CallReport {
-        let id = Uuid::now_v7();
-        let timestamp = Utc::now();
         let started = Instant::now();
         let catalog = self.catalog();
         let entry = catalog.get(name).cloned();
+        // The record is written when the call ends — or, if the caller drops the call first (a
+        // cancelled chat turn, a finished script, a client that went away), as a cancelled call.
+        let mut pending = Unfinished {
+            sink: &*self.inner.sink,
+            started,
+            record: Some(ExecutionRecord {
+                id: Uuid::now_v7(),
+                timestamp: Utc::now(),
+                tool: name.to_string(),
+                source: entry.as_ref().map(|e| e.descriptor.source.clone()),
+                channel: context.channel,
+                session: context.session.clone(),
+                arguments: arguments.clone(),
+                outcome: Outcome::Error,
+                error: Some(CANCELLED.to_string()),
+                duration_us: 0,
+                result: None,
+            }),
+        };
         let result = match &entry {
             Some(entry) if !entry.descriptor.internal || context.trusted => {
-                run(entry, &catalog, arguments.clone(), context).await
+                run(entry, &catalog, arguments, context).await
             }
             _ => Err(missing(&catalog, name)),
         };
         let duration = started.elapsed();
-        self.inner.sink.record(ExecutionRecord {
-            id,
-            timestamp,
-            tool: name.to_string(),
-            source: entry.map(|e| e.descriptor.source.clone()),
-            channel: context.channel,
-            session: context.session.clone(),
-            arguments,
-            outcome: outcome_of(&result),
-            error: error_of(&result),
-            duration_us: duration.as_micros() as u64,
-            result: result.as_ref().ok().cloned(),
-        });
+        let mut record = pending
+            .record
+            .take()
+            .unwrap_or_else(|| unreachable!("taken once"));
+        let id = record.id;
+        record.outcome = outcome_of(&result);
+        record.error = error_of(&result);
+        record.duration_us = duration.as_micros() as u64;
+        record.result = result.as_ref().ok().cloned();
+        self.inner.sink.record(record);
         CallReport {
             id,
             duration,
@@ -352,6 +366,25 @@ impl std::fmt::Debug for Hub {
         f.debug_struct("Hub")
             .field("catalog_version", &self.catalog().version())
             .finish_non_exhaustive()
+    }
+}
+
+/// The error recorded for a call whose caller stopped waiting for it.
+const CANCELLED: &str = "the caller cancelled the call before it finished";
+
+/// A call's execution record until the call ends; recorded as cancelled if it is dropped first.
+struct Unfinished<'a> {
+    sink: &'a dyn ExecutionSink,
+    started: Instant,
+    record: Option<ExecutionRecord>,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if let Some(mut record) = self.record.take() {
+            record.duration_us = self.started.elapsed().as_micros() as u64;
+            self.sink.record(record);
+        }
     }
 }
 
@@ -524,7 +557,7 @@ async fn check_policy(
                     name: name.clone(),
                     reason: format!(
                         "nobody answered the approval request within {}",
-                        crate::error::human(catalog.approval_timeout)
+                        crate::duration::format_duration(catalog.approval_timeout)
                     ),
                 }),
             }

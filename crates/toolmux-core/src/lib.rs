@@ -23,7 +23,7 @@ pub use approval::{
 };
 pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOverride};
 pub use context::{CallContext, Channel};
-pub use duration::{DurationParseError, parse_duration};
+pub use duration::{DurationParseError, format_duration, parse_duration};
 pub use error::{CallError, SourceError};
 pub use hub::{BatchCall, CallReport, Hub, HubSettings, WeakHub};
 pub use model::{

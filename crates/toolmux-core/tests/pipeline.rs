@@ -679,3 +679,26 @@ async fn an_unanswered_queued_approval_times_out_and_leaves_the_queue() {
         "withdrawn when the wait ended"
     );
 }
+
+#[tokio::test]
+async fn a_call_its_caller_drops_is_logged_as_cancelled() {
+    let (hub, source, records) = hub();
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(30),
+        hub.call("slow", json!({"ms": 10_000}), &ctx()),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the caller gave up first");
+    assert!(
+        source.cancelled.load(Ordering::SeqCst),
+        "the tool's future was dropped"
+    );
+    let record = records.last();
+    assert_eq!(record.tool, "slow");
+    assert_eq!(record.outcome, Outcome::Error);
+    assert_eq!(
+        record.error.as_deref(),
+        Some("the caller cancelled the call before it finished")
+    );
+    assert!(record.duration_us >= 30_000, "{}", record.duration_us);
+}

@@ -29,7 +29,7 @@ impl View {
         let mut index = HashMap::new();
         for entry in catalog.tools() {
             let descriptor = &entry.descriptor;
-            let Some(exposed) = options.exposed_name(&descriptor.name, &descriptor.source) else {
+            let Some(exposed) = options.exposed_name(descriptor) else {
                 continue;
             };
             if index.contains_key(exposed) {

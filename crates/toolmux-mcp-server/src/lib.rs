@@ -14,8 +14,8 @@ mod options;
 mod server;
 
 pub use approval::{ALLOW_ONCE, ALLOW_SESSION, DECISION_FIELD, DENY};
-pub use http::{AuthError, MCP_PATH, check_api_key, http_router};
-pub use options::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS, NAMESPACE_SEPARATOR, ServeOptions};
+pub use http::{AuthError, MCP_PATH, check_api_key, http_router, key_is_valid};
+pub use options::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS, ServeOptions};
 pub use server::McpServer;
 pub use tokio_util::sync::CancellationToken;
 

@@ -1,7 +1,7 @@
 //! What one MCP server serves and to whom: name filters, the pass-through mode, and the HTTP
 //! security settings.
 
-use toolmux_core::NamePattern;
+use toolmux_core::{NamePattern, ToolDescriptor};
 
 /// How an MCP server built on a hub behaves. The same options serve stdio and HTTP; the HTTP-only
 /// fields are ignored on stdio.
@@ -41,12 +41,12 @@ pub const LOOPBACK_ORIGINS: [&str; 6] = [
     "https://[::1]:*",
 ];
 
-/// The separator between a source id and a tool name in registry names (`github__create_issue`).
-pub const NAMESPACE_SEPARATOR: &str = "__";
-
 impl ServeOptions {
-    /// The name a tool is served under, or `None` when these options do not serve it.
-    pub fn exposed_name<'a>(&self, registry_name: &'a str, source: &str) -> Option<&'a str> {
+    /// The name a tool is served under, or `None` when these options do not serve it. Filters
+    /// match registry names; in pass-through mode the tool is served under the name its source
+    /// gave it (`original_name`), whatever prefix, cleaning or hash suffix the registry added.
+    pub fn exposed_name<'a>(&self, tool: &'a ToolDescriptor) -> Option<&'a str> {
+        let registry_name = tool.name.as_str();
         if self.exclude.iter().any(|p| p.matches(registry_name)) {
             return None;
         }
@@ -55,14 +55,8 @@ impl ServeOptions {
         }
         match &self.pass_through {
             None => Some(registry_name),
-            Some(only) if only != source => None,
-            Some(only) => Some(
-                registry_name
-                    .strip_prefix(only.as_str())
-                    .and_then(|rest| rest.strip_prefix(NAMESPACE_SEPARATOR))
-                    .filter(|rest| !rest.is_empty())
-                    .unwrap_or(registry_name),
-            ),
+            Some(only) if *only != tool.source => None,
+            Some(_) => Some(tool.original_name.as_str()),
         }
     }
 
@@ -88,6 +82,7 @@ impl ServeOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn patterns(list: &[&str]) -> Vec<NamePattern> {
         list.iter()
@@ -95,14 +90,20 @@ mod tests {
             .collect()
     }
 
+    /// A tool as an upstream source registers it: `registry` in the catalog, `original` upstream.
+    fn tool(source: &str, registry: &str, original: &str) -> ToolDescriptor {
+        let mut tool = ToolDescriptor::new(source, registry, "", json!({"type": "object"}));
+        tool.original_name = original.to_string();
+        tool
+    }
+
     #[test]
     fn everything_is_served_under_its_registry_name_by_default() {
         let options = ServeOptions::default();
-        assert_eq!(options.exposed_name("grep", "workspace"), Some("grep"));
-        assert_eq!(
-            options.exposed_name("github__create_issue", "github"),
-            Some("github__create_issue")
-        );
+        let grep = tool("workspace", "grep", "grep");
+        assert_eq!(options.exposed_name(&grep), Some("grep"));
+        let issue = tool("github", "github__create_issue", "create_issue");
+        assert_eq!(options.exposed_name(&issue), Some("github__create_issue"));
     }
 
     #[test]
@@ -112,30 +113,36 @@ mod tests {
             exclude: patterns(&["github__delete_*"]),
             ..ServeOptions::default()
         };
-        assert_eq!(options.exposed_name("grep", "workspace"), Some("grep"));
-        assert_eq!(options.exposed_name("file_read", "workspace"), None);
+        let grep = tool("workspace", "grep", "grep");
+        assert_eq!(options.exposed_name(&grep), Some("grep"));
         assert_eq!(
-            options.exposed_name("github__list", "github"),
-            Some("github__list")
+            options.exposed_name(&tool("workspace", "file_read", "file_read")),
+            None
         );
-        assert_eq!(options.exposed_name("github__delete_repo", "github"), None);
+        let list = tool("github", "github__list", "list");
+        assert_eq!(options.exposed_name(&list), Some("github__list"));
+        let delete = tool("github", "github__delete_repo", "delete_repo");
+        assert_eq!(options.exposed_name(&delete), None);
     }
 
     #[test]
-    fn pass_through_serves_one_source_without_its_prefix() {
+    fn pass_through_serves_one_source_under_its_own_names() {
         let options = ServeOptions {
             pass_through: Some("github".into()),
             ..ServeOptions::default()
         };
+        let issue = tool("github", "github__create_issue", "create_issue");
+        assert_eq!(options.exposed_name(&issue), Some("create_issue"));
         assert_eq!(
-            options.exposed_name("github__create_issue", "github"),
-            Some("create_issue")
+            options.exposed_name(&tool("workspace", "grep", "grep")),
+            None
         );
-        assert_eq!(options.exposed_name("grep", "workspace"), None);
-        // A tool of the source that carries no prefix keeps its name.
-        assert_eq!(options.exposed_name("plain", "github"), Some("plain"));
-        // A bare prefix is not stripped to an empty name.
-        assert_eq!(options.exposed_name("github__", "github"), Some("github__"));
+        // A configured prefix (`gh`) or a cleaned, hash-suffixed registry name does not matter:
+        // the source's own name is served.
+        let prefixed = tool("github", "gh__create_issue", "create_issue");
+        assert_eq!(options.exposed_name(&prefixed), Some("create_issue"));
+        let cleaned = tool("github", "github__get_file_3f2a9c1d", "get file");
+        assert_eq!(options.exposed_name(&cleaned), Some("get file"));
     }
 
     #[test]
@@ -145,7 +152,11 @@ mod tests {
             exclude: patterns(&["github__delete_*"]),
             ..ServeOptions::default()
         };
-        assert_eq!(options.exposed_name("github__delete_repo", "github"), None);
-        assert_eq!(options.exposed_name("github__list", "github"), Some("list"));
+        let delete = tool("github", "github__delete_repo", "delete_repo");
+        assert_eq!(options.exposed_name(&delete), None);
+        assert_eq!(
+            options.exposed_name(&tool("github", "github__list", "list")),
+            Some("list")
+        );
     }
 }

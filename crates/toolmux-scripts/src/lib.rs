@@ -18,8 +18,8 @@ use toolmux_core::{
 
 pub use run::{MAX_STDERR_TAIL, MAX_STDOUT_BYTES};
 
-/// The source id of script tools.
-pub const SOURCE_ID: &str = "scripts";
+/// The source id of script tools; defined by the configuration that declares them.
+pub const SOURCE_ID: &str = toolmux_config::SCRIPT_SOURCE_ID;
 
 /// The script tools of a configuration.
 #[derive(Debug)]

@@ -1,7 +1,7 @@
 //! All configured servers of a project, as one handle: build their sources from the
 //! configuration, discover the stale ones in the background, and stop them all on exit.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use futures::future::join_all;
@@ -104,7 +104,5 @@ impl Drop for Upstreams {
     }
 }
 
-/// `<project>/.toolmux/state`: where toolmux keeps machine-written state.
-pub fn state_dir(project_dir: &Path) -> PathBuf {
-    project_dir.join(".toolmux").join("state")
-}
+/// `<project>/.toolmux/state`, re-exported from the configuration, which owns the layout.
+pub use toolmux_config::state_dir;

@@ -40,6 +40,15 @@ pub enum SseError {
         /// The status.
         status: u16,
     },
+    /// The server named a message endpoint on another origin; posting there would send the
+    /// configured headers (and the secrets in them) to a host the user never configured.
+    #[error("the server's message endpoint `{endpoint}` is not on the origin of `{url}`")]
+    ForeignEndpoint {
+        /// The configured URL.
+        url: String,
+        /// The endpoint the server named.
+        endpoint: String,
+    },
     /// The event stream ended before the server named its message endpoint.
     #[error("the event stream ended before the server sent its `endpoint` event")]
     NoEndpoint,
@@ -62,7 +71,10 @@ impl SseTransport {
     pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Self, SseError> {
         let base = Url::parse(url).map_err(|_| SseError::Url(url.to_string()))?;
         let headers = header_map(headers)?;
-        let client = reqwest::Client::builder().build()?;
+        // Redirects could carry the configured headers to another host: only the same origin.
+        let client = reqwest::Client::builder()
+            .redirect(crate::streamable::same_origin_redirects())
+            .build()?;
         let response = client
             .get(base.clone())
             .headers(headers.clone())
@@ -82,9 +94,16 @@ impl SseTransport {
                 Some(Ok(event)) if event.event.as_deref() == Some("endpoint") => {
                     let data = event.data.unwrap_or_default();
                     let data = data.trim();
-                    break base
+                    let endpoint = base
                         .join(data)
                         .map_err(|_| SseError::Url(data.to_string()))?;
+                    if endpoint.origin() != base.origin() {
+                        return Err(SseError::ForeignEndpoint {
+                            url: url.to_string(),
+                            endpoint: endpoint.to_string(),
+                        });
+                    }
+                    break endpoint;
                 }
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => {
@@ -192,4 +211,49 @@ pub(crate) fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap
         map.insert(key, value);
     }
     Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A one-shot legacy-SSE server on loopback that names `endpoint` as its message endpoint.
+    async fn server_naming(endpoint: &'static str) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.expect("accept");
+            let mut request = [0u8; 1024];
+            let _read = socket.read(&mut request).await.expect("read the request");
+            let body = format!("event: endpoint\ndata: {endpoint}\n\n");
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n";
+            socket
+                .write_all(format!("{head}{body}").as_bytes())
+                .await
+                .expect("write");
+            // Keep the stream open while the client decides.
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        });
+        format!("http://{address}/sse")
+    }
+
+    #[tokio::test]
+    async fn an_endpoint_on_another_origin_is_refused_before_any_header_is_sent_there() {
+        let url = server_naming("http://attacker.example/messages").await;
+        let mut headers = BTreeMap::new();
+        headers.insert("Authorization".to_string(), "Bearer secret".to_string());
+        let refused = SseTransport::connect(&url, &headers).await;
+        let Err(error) = refused else {
+            panic!("a foreign endpoint was accepted");
+        };
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "the server's message endpoint `http://attacker.example/messages` is not on the origin of `{url}`"
+            )
+        );
+    }
 }

@@ -36,6 +36,29 @@ pub(crate) struct OrderedClient {
     standalone_answered: Arc<watch::Sender<bool>>,
 }
 
+/// The redirect policy of every HTTP transport toolmux speaks to an upstream with: only
+/// same-origin 307/308 redirects (which keep method and body), so neither a session id nor the
+/// configured headers (with the secrets in them) are ever handed to another host.
+pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("exceeded {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 impl OrderedClient {
     pub(crate) fn new() -> reqwest::Result<Self> {
         // As rmcp's default client: no idle pooling (avoids delayed-ACK stalls on reused
@@ -43,24 +66,7 @@ impl OrderedClient {
         // and do not hand the session id to another host.
         let inner = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
-            .redirect(reqwest::redirect::Policy::custom(|attempt| {
-                let keeps_body = matches!(
-                    attempt.status(),
-                    reqwest::StatusCode::TEMPORARY_REDIRECT
-                        | reqwest::StatusCode::PERMANENT_REDIRECT
-                );
-                let same_origin = attempt
-                    .previous()
-                    .first()
-                    .is_some_and(|first| first.origin() == attempt.url().origin());
-                if !keeps_body || !same_origin {
-                    attempt.stop()
-                } else if attempt.previous().len() > MAX_REDIRECTS {
-                    attempt.error(format!("exceeded {MAX_REDIRECTS} redirects"))
-                } else {
-                    attempt.follow()
-                }
-            }))
+            .redirect(same_origin_redirects())
             .build()?;
         Ok(Self {
             inner,

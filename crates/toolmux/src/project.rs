@@ -52,14 +52,9 @@ pub fn load_config(project_dir: &Path) -> Result<LoadedConfig, Failure> {
     toolmux_config::load(project_dir, user.as_deref()).map_err(|e| Failure::Config(e.to_string()))
 }
 
-/// Where machine-written state lives: `.toolmux/state/` in the project directory.
-pub fn state_dir(project_dir: &Path) -> PathBuf {
-    project_dir.join(".toolmux").join("state")
-}
-
 /// Where the execution log lives.
 pub fn log_dir(project_dir: &Path) -> PathBuf {
-    state_dir(project_dir).join("logs")
+    toolmux_config::state_dir(project_dir).join("logs")
 }
 
 impl Project {
@@ -107,7 +102,7 @@ impl Project {
         }
         let upstreams = Arc::new(toolmux_upstream::Upstreams::new(
             &loaded,
-            &state_dir(&loaded.project_dir),
+            &toolmux_config::state_dir(&loaded.project_dir),
         ));
         for source in upstreams.sources() {
             hub.add_source(source);
