@@ -5,15 +5,20 @@
 //! A request that changes anything (any method but `GET` and `HEAD`) needs a valid key; when the
 //! server is reachable beyond loopback, every request does. A key that is sent must be valid,
 //! even where none is needed.
+//!
+//! The MCP endpoint passes the same Host and Origin checks ([`mcp_guarded`]), with MCP's own
+//! key rule: every request needs a key once any is configured. Both read the [`LiveOptions`]
+//! on each request, so a key added to or removed from the configuration counts at once.
 
+use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use toolmux_mcp_server::{AuthError, check_api_key, key_is_valid};
 
-use crate::ApiState;
 use crate::error::ApiError;
+use crate::{ApiState, LiveOptions};
 
 /// The header that carries a key as an alternative to `Authorization: Bearer`.
 pub const API_KEY_HEADER: &str = "x-api-key";
@@ -31,7 +36,7 @@ pub(crate) async fn guard(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let options = &state.inner.options;
+    let options = state.inner.options.current();
     if let Err(e) = check_host(request.headers(), &options.allowed_hosts) {
         return e.into_response();
     }
@@ -60,6 +65,31 @@ pub(crate) async fn guard(
         return ApiError::unauthorized(message).into_response();
     }
     request.extensions_mut().insert(Caller { authenticated });
+    next.run(request).await
+}
+
+/// Puts the MCP endpoint's router (`toolmux_mcp_server::http_router`, built with
+/// `guarded_in_front`) behind the Host, Origin and key checks of `options`, read on every
+/// request. rmcp's own checks take their lists once, when the router is built; these follow
+/// the configuration while the server runs.
+pub fn mcp_guarded(options: LiveOptions, routes: Router) -> Router {
+    routes.layer(axum::middleware::from_fn_with_state(options, mcp_guard))
+}
+
+/// MCP's rules: a foreign Host or Origin is refused (against DNS rebinding, like rmcp's check),
+/// and once any key is configured every request needs one as a bearer token — an MCP client
+/// has no notion of "reads".
+async fn mcp_guard(State(options): State<LiveOptions>, request: Request, next: Next) -> Response {
+    let options = options.current();
+    if let Err(e) = check_host(request.headers(), &options.allowed_hosts) {
+        return e.into_response();
+    }
+    if let Err(e) = check_origin(request.headers(), &options.allowed_origins) {
+        return e.into_response();
+    }
+    if let Err(e) = check_api_key(request.headers(), &options.api_keys) {
+        return ApiError::unauthorized(e.to_string()).into_response();
+    }
     next.run(request).await
 }
 

@@ -201,6 +201,59 @@ impl From<CallError> for ApiError {
     }
 }
 
+/// A configuration edit that was not made: 422 when the result would not load (the one
+/// violation it names is listed), 409 when the file must be fixed by hand first, 500 when it
+/// cannot be read or written.
+impl From<toolmux_config::EditError> for ApiError {
+    fn from(error: toolmux_config::EditError) -> Self {
+        use toolmux_config::EditError;
+        let message = error.to_string();
+        match error {
+            EditError::Invalid(e) => Self::unprocessable(message).with_details(json!({
+                "violations": [{"field": e.field, "message": e.message}],
+            })),
+            EditError::Uneditable { .. } => Self::conflict(message),
+            EditError::Io { .. } => Self::internal(message),
+        }
+    }
+}
+
+/// MCP's JSON-RPC code for "resource not found": the server does not have what was asked for,
+/// which is a 404 whoever says it.
+const RESOURCE_NOT_FOUND: i32 = -32002;
+
+/// A relayed request that failed: the server's own error travels in `details`, so that a client
+/// sees the code an MCP client would.
+impl From<crate::mcp_servers::RelayError> for ApiError {
+    fn from(error: crate::mcp_servers::RelayError) -> Self {
+        use crate::mcp_servers::RelayError;
+        let message = error.to_string();
+        match error {
+            RelayError::NotFound(_) => Self::not_found(message),
+            RelayError::Invalid(_) => Self::malformed(message),
+            RelayError::Answered {
+                server,
+                code,
+                message: answer,
+            } => {
+                let details = json!({ "server": server, "code": code, "message": answer });
+                let status = if code == RESOURCE_NOT_FOUND {
+                    (StatusCode::NOT_FOUND, "not_found")
+                } else {
+                    (StatusCode::BAD_GATEWAY, "upstream_error")
+                };
+                Self::new(status.0, status.1, message).with_details(details)
+            }
+            RelayError::Failed(_) => Self::new(StatusCode::BAD_GATEWAY, "failed", message),
+            RelayError::Unavailable(_) => Self::unavailable(message),
+            RelayError::Timeout { after_ms, .. } => {
+                Self::new(StatusCode::GATEWAY_TIMEOUT, "timeout", message)
+                    .with_details(json!({ "timeoutMs": after_ms }))
+            }
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let this = *self.0;
@@ -286,6 +339,42 @@ mod tests {
         for (error, status) in cases {
             assert_eq!(ApiError::from(error).status(), status);
         }
+    }
+
+    #[test]
+    fn each_relay_error_maps_to_its_status_keeping_the_servers_answer() {
+        use crate::mcp_servers::RelayError;
+        let answered = |code| RelayError::Answered {
+            server: "s".into(),
+            code,
+            message: "no".into(),
+        };
+        let cases = [
+            (RelayError::NotFound("x".into()), StatusCode::NOT_FOUND),
+            (RelayError::Invalid("x".into()), StatusCode::BAD_REQUEST),
+            (answered(-32602), StatusCode::BAD_GATEWAY),
+            (answered(RESOURCE_NOT_FOUND), StatusCode::NOT_FOUND),
+            (RelayError::Failed("x".into()), StatusCode::BAD_GATEWAY),
+            (
+                RelayError::Unavailable("x".into()),
+                StatusCode::SERVICE_UNAVAILABLE,
+            ),
+            (
+                RelayError::Timeout {
+                    message: "x".into(),
+                    after_ms: 5,
+                },
+                StatusCode::GATEWAY_TIMEOUT,
+            ),
+        ];
+        for (error, status) in cases {
+            assert_eq!(ApiError::from(error.clone()).status(), status, "{error:?}");
+        }
+        let error = ApiError::from(answered(-32602));
+        assert_eq!(
+            error.0.details,
+            Some(json!({"server": "s", "code": -32602, "message": "no"}))
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The REST API channel: the registry, calls, approvals, workspace files, the execution log,
-//! health and metrics, as JSON over HTTP, with an OpenAPI 3.1 document generated from the
+//! the MCP servers with their prompts and resources, health and metrics, as JSON over HTTP, with an OpenAPI 3.1 document generated from the
 //! handlers' types.
 //!
 //! One module per resource, one error type ([`ApiError`], rendered as
@@ -10,6 +10,7 @@
 
 mod approvals;
 mod auth;
+mod completions;
 mod error;
 mod extract;
 mod files;
@@ -18,19 +19,21 @@ mod logs;
 mod mcp_servers;
 mod metrics;
 mod openapi;
+mod prompts;
 mod registry;
+mod resources;
 mod tools;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::Router;
 use axum::routing::get;
 use toolmux_core::{ApprovalQueue, Hub};
 
-pub use auth::{API_KEY_HEADER, Caller};
+pub use auth::{API_KEY_HEADER, Caller, mcp_guarded};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
-pub use mcp_servers::McpServers;
+pub use mcp_servers::{McpServers, RelayError};
 pub use metrics::CallMetrics;
 pub use openapi::openapi;
 pub use registry::{Apply, ConfigFiles, ConfigWatcher, ConfigWriter};
@@ -52,6 +55,36 @@ pub struct ApiOptions {
     pub allowed_origins: Vec<String>,
 }
 
+/// The [`ApiOptions`] in force, shared by every HTTP route and replaced as a whole when the
+/// configuration changes, so that a revoked key is refused by the very next request on `/api`
+/// and `/mcp` alike. Each request reads one snapshot; a change never splits a request's checks
+/// between two versions.
+#[derive(Clone, Debug, Default)]
+pub struct LiveOptions(Arc<RwLock<Arc<ApiOptions>>>);
+
+impl LiveOptions {
+    /// Options that start as `options`.
+    pub fn new(options: ApiOptions) -> Self {
+        Self(Arc::new(RwLock::new(Arc::new(options))))
+    }
+
+    /// The options in force now.
+    pub fn current(&self) -> Arc<ApiOptions> {
+        Arc::clone(&self.0.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Puts `options` in force for every request that starts from now on.
+    pub fn replace(&self, options: ApiOptions) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(options);
+    }
+}
+
+impl From<ApiOptions> for LiveOptions {
+    fn from(options: ApiOptions) -> Self {
+        Self::new(options)
+    }
+}
+
 /// What every handler needs. Cheap to clone.
 #[derive(Clone)]
 pub struct ApiState {
@@ -63,7 +96,7 @@ struct Inner {
     approvals: Arc<ApprovalQueue>,
     metrics: Arc<CallMetrics>,
     log_dir: PathBuf,
-    options: ApiOptions,
+    options: LiveOptions,
     writer: Option<ConfigWriter>,
     mcp_servers: Option<Arc<dyn McpServers>>,
     rendered: std::sync::Mutex<Option<Arc<tools::RenderedCatalog>>>,
@@ -71,14 +104,15 @@ struct Inner {
 
 impl ApiState {
     /// The state for a hub, its approval queue, the metrics sink the hub records into, the
-    /// execution log's folder, the writer of registry changes and the MCP servers (without
-    /// them, their routes answer 503).
+    /// execution log's folder, who may use the API (fixed [`ApiOptions`], or [`LiveOptions`]
+    /// that follow the configuration), the writer of registry changes and the MCP servers
+    /// (without them, their routes — prompts and resources too — answer 503).
     pub fn new(
         hub: Hub,
         approvals: Arc<ApprovalQueue>,
         metrics: Arc<CallMetrics>,
         log_dir: PathBuf,
-        options: ApiOptions,
+        options: impl Into<LiveOptions>,
         writer: Option<ConfigWriter>,
         mcp_servers: Option<Arc<dyn McpServers>>,
     ) -> Self {
@@ -88,7 +122,7 @@ impl ApiState {
                 approvals,
                 metrics,
                 log_dir,
-                options,
+                options: options.into(),
                 writer,
                 mcp_servers,
                 rendered: std::sync::Mutex::new(None),
@@ -105,6 +139,9 @@ pub fn api_router(state: ApiState) -> Router {
         .nest("/approvals", approvals::router())
         .nest("/files", files::router())
         .nest("/mcp-servers", mcp_servers::router())
+        .nest("/prompts", prompts::router())
+        .nest("/resources", resources::router())
+        .route("/completions", axum::routing::post(completions::complete))
         .route("/logs", get(logs::list))
         .route("/health", get(health::health))
         .route("/openapi.json", get(openapi::document))

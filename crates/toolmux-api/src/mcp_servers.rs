@@ -1,18 +1,25 @@
-//! `/api/mcp-servers`: the configured MCP servers, their discovery state and tools, and
-//! discovery on demand. The servers themselves live in the upstream crate; the binary hands
-//! them to the API through [`McpServers`], so this crate knows no MCP client.
+//! `/api/mcp-servers`: the configured MCP servers, their discovery state and tools, discovery
+//! on demand, and servers added, replaced and removed (written to the configuration through
+//! the one writer queue, then applied live). The servers themselves live in the upstream crate;
+//! the binary hands them to the API through [`McpServers`], so this crate knows no MCP client.
+//! The same trait carries what the servers offer besides tools — prompts, resources and
+//! completions — as MCP's JSON, for the `prompts`, `resources` and `completions` modules.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::ApiPath;
+use crate::extract::{ApiJson, ApiPath};
+use crate::registry::Edit;
 
 /// The running server's MCP servers, as the API shows them.
 #[async_trait]
@@ -26,16 +33,78 @@ pub trait McpServers: Send + Sync {
 
     /// Runs discovery now. `None` when no server has that name; `Err` holds the discovery error.
     async fn refresh(&self, name: &str) -> Option<Result<Value, String>>;
+
+    /// Every prompt of every enabled server, from the discovery caches (starting nothing), as
+    /// MCP lists it but named as served (`PREFIX__prompt`) and with its `server`.
+    fn prompts(&self) -> Vec<Value>;
+
+    /// Gets a prompt by its served name, starting its server when needed: MCP's `prompts/get`
+    /// result (`description`, `messages`).
+    async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, RelayError>;
+
+    /// Every resource of every enabled server, from the discovery caches, as MCP lists it
+    /// (named as served) with its `server`.
+    fn resources(&self) -> Vec<Value>;
+
+    /// Every resource template of every enabled server, like [`McpServers::resources`].
+    fn resource_templates(&self) -> Vec<Value>;
+
+    /// Reads a resource from the server that lists it (or has a template matching it),
+    /// starting the server when needed: MCP's `resources/read` result (`contents`).
+    async fn read_resource(&self, uri: &str) -> Result<Value, RelayError>;
+
+    /// Completes an argument of a prompt (by served name) or resource template: `request` and
+    /// the result are MCP's `completion/complete` params and result.
+    async fn complete(&self, request: Value) -> Result<Value, RelayError>;
+}
+
+/// Why a prompt, resource or completion could not be relayed. Each maps to one status.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RelayError {
+    /// No enabled server offers that prompt or resource (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The request is not one an MCP server could take (400).
+    #[error("{0}")]
+    Invalid(String),
+    /// The server answered with a JSON-RPC error (502, or 404 for MCP's "resource not found").
+    #[error("MCP server `{server}` answered with error {code}: {message}")]
+    Answered {
+        /// The server's name.
+        server: String,
+        /// Its JSON-RPC error code.
+        code: i32,
+        /// Its message.
+        message: String,
+    },
+    /// The server broke the protocol or the connection (502).
+    #[error("{0}")]
+    Failed(String),
+    /// The server cannot be started or is switched off (503).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The server did not answer in time (504).
+    #[error("{message}")]
+    Timeout {
+        /// What timed out, naming the server.
+        message: String,
+        /// The limit, in milliseconds.
+        after_ms: u64,
+    },
 }
 
 pub(crate) fn router() -> Router<ApiState> {
     Router::new()
-        .route("/", get(list))
-        .route("/{name}", get(show))
+        .route("/", get(list).post(add))
+        .route("/{name}", get(show).put(replace).delete(remove))
         .route("/{name}/refresh", post(refresh))
 }
 
-fn servers(state: &ApiState) -> Result<&Arc<dyn McpServers>, ApiError> {
+pub(crate) fn servers(state: &ApiState) -> Result<&Arc<dyn McpServers>, ApiError> {
     state
         .inner
         .mcp_servers
@@ -94,4 +163,162 @@ pub(crate) async fn refresh(
             "discovery of `{name}` failed: {e}"
         ))),
     }
+}
+
+/// An MCP server's entry, as under `mcpServers` in the configuration: `command`, `args`, `env`,
+/// `cwd` for a local (stdio) server; `url` and `headers` (with `type` `http` or `sse`) for a
+/// remote one; plus toolmux's per-server settings.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // documents the request body for the OpenAPI document
+pub struct McpServerDefinition {
+    /// The server's name (only in `POST /api/mcp-servers`); its tools are named `NAME__tool`.
+    name: Option<String>,
+    /// `stdio` (the default with `command`), `http` (the default with `url`) or `sse`.
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// The program of a stdio server.
+    command: Option<String>,
+    /// Its arguments.
+    args: Option<Vec<String>>,
+    /// Extra environment variables (values may be `${VAR}` references).
+    #[schema(value_type = Option<Object>)]
+    env: Option<Value>,
+    /// Working directory, relative to the project directory.
+    cwd: Option<String>,
+    /// The URL of an HTTP or SSE server.
+    url: Option<String>,
+    /// Headers for an HTTP or SSE server (values may be `${VAR}` references).
+    #[schema(value_type = Option<Object>)]
+    headers: Option<Value>,
+    /// `false` keeps the server configured but unused.
+    enabled: Option<bool>,
+    /// Only these tools (name patterns).
+    enabled_tools: Option<Vec<String>>,
+    /// Not these tools (name patterns).
+    disabled_tools: Option<Vec<String>>,
+    /// The policy of its tools.
+    policy: Option<String>,
+    /// Policies by tool-name pattern.
+    #[schema(value_type = Option<Object>)]
+    tool_policies: Option<Value>,
+    /// How long a start may take, in milliseconds.
+    startup_timeout_ms: Option<u64>,
+    /// How long listing its tools may take, in milliseconds.
+    discovery_timeout_ms: Option<u64>,
+    /// How long one of its calls may take, in milliseconds.
+    tool_timeout_ms: Option<u64>,
+    /// Stop it after this long without calls, in milliseconds (0: never).
+    idle_timeout_ms: Option<u64>,
+    /// The prefix of its tools' names (default: derived from the name).
+    prefix: Option<String>,
+}
+
+fn writer(state: &ApiState) -> Result<&crate::registry::ConfigWriter, ApiError> {
+    state
+        .inner
+        .writer
+        .as_ref()
+        .ok_or_else(|| ApiError::unavailable("this server does not change its configuration"))
+}
+
+/// Discovers a server that was just written and shows it: its tools, or in `discovery` the
+/// reason there are none. The server stays saved when discovery fails.
+async fn discovered(state: &ApiState, name: &str) -> Result<Value, ApiError> {
+    let servers = servers(state)?;
+    if let Some(Err(e)) = servers.refresh(name).await {
+        tracing::warn!(server = name, error = %e, "discovery of a server added through the API failed");
+    }
+    servers
+        .get(name)
+        .ok_or_else(|| ApiError::not_found(format!("no MCP server named `{name}`")))
+}
+
+/// Adds an MCP server: written to the configuration, started and discovered at once. Saved
+/// even when discovery fails; `discovery` then says why.
+#[utoipa::path(
+    post, path = "/api/mcp-servers", tag = "mcp-servers",
+    request_body = McpServerDefinition,
+    responses(
+        (status = 201, description = "Added; the server with its tools or its discovery error", body = Object),
+        (status = 400, description = "The body is not a JSON object", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 422, description = "The entry does not pass the configuration's checks", body = ErrorBody),
+    )
+)]
+pub(crate) async fn add(
+    State(state): State<ApiState>,
+    ApiJson(mut entry): ApiJson<Map<String, Value>>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let name = match entry.remove("name") {
+        Some(Value::String(name)) => name,
+        Some(_) => return Err(ApiError::unprocessable("`name` must be a string")),
+        None => return Err(ApiError::unprocessable("an MCP server needs a `name`")),
+    };
+    servers(&state)?;
+    writer(&state)?
+        .submit(Edit::AddServer {
+            name: name.clone(),
+            entry,
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(discovered(&state, &name).await?)))
+}
+
+/// Replaces an MCP server's entry: the running server is stopped and the new one discovered.
+#[utoipa::path(
+    put, path = "/api/mcp-servers/{name}", tag = "mcp-servers",
+    params(("name" = String, Path, description = "The server's name")),
+    request_body = McpServerDefinition,
+    responses(
+        (status = 200, description = "Replaced; the server with its tools or its discovery error", body = Object),
+        (status = 400, description = "The body is not a JSON object", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such server", body = ErrorBody),
+        (status = 409, description = "Not a server of the project's configuration file", body = ErrorBody),
+        (status = 422, description = "The entry does not pass the configuration's checks", body = ErrorBody),
+    )
+)]
+pub(crate) async fn replace(
+    State(state): State<ApiState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(mut entry): ApiJson<Map<String, Value>>,
+) -> Result<Json<Value>, ApiError> {
+    match entry.remove("name") {
+        Some(Value::String(n)) if n != name => {
+            return Err(ApiError::unprocessable(format!(
+                "the body names `{n}` but the path names `{name}`; rename by removing and adding"
+            )));
+        }
+        _ => {}
+    }
+    servers(&state)?;
+    writer(&state)?
+        .submit(Edit::ReplaceServer {
+            name: name.clone(),
+            entry,
+        })
+        .await?;
+    Ok(Json(discovered(&state, &name).await?))
+}
+
+/// Removes an MCP server: taken out of the configuration and the catalog, its process stopped.
+#[utoipa::path(
+    delete, path = "/api/mcp-servers/{name}", tag = "mcp-servers",
+    params(("name" = String, Path, description = "The server's name")),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such server", body = ErrorBody),
+        (status = 409, description = "Not a server of the project's configuration file", body = ErrorBody),
+    )
+)]
+pub(crate) async fn remove(
+    State(state): State<ApiState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
+    servers(&state)?;
+    writer(&state)?.submit(Edit::RemoveServer { name }).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

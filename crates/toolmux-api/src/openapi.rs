@@ -5,25 +5,35 @@ use axum::Json;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::{approvals, error, files, health, logs, mcp_servers, metrics, tools};
+use crate::{
+    approvals, completions, error, files, health, logs, mcp_servers, metrics, prompts, resources,
+    tools,
+};
 
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "toolmux",
         description = "One registry of tools for AI agents: list tools, call them through the \
-                       pipeline, answer approvals, read workspace files and the execution log."
+                       pipeline, answer approvals, read workspace files and the execution log, \
+                       and use the prompts and resources of the MCP servers behind toolmux."
     ),
     paths(
         tools::list, tools::show, tools::call, tools::register, tools::replace, tools::remove,
         approvals::list, approvals::answer,
         files::list, files::content, files::search, files::grep,
         mcp_servers::list, mcp_servers::show, mcp_servers::refresh,
+        mcp_servers::add, mcp_servers::replace, mcp_servers::remove,
+        prompts::list, prompts::get_prompt, resources::list, resources::read, completions::complete,
         logs::list, health::health, metrics::metrics, document,
     ),
     components(schemas(
         error::ErrorBody, error::ErrorDetail,
         tools::ToolList, tools::ToolView, tools::CallResponse, tools::CallStatus, tools::PolicyName, tools::ScriptToolDefinition,
+        mcp_servers::McpServerDefinition,
+        prompts::PromptList, prompts::PromptView, prompts::PromptArguments,
+        resources::ResourceList, resources::ResourceView, resources::ResourceTemplateView,
+        completions::CompletionRequest, completions::CompletionArgument,
         approvals::ApprovalList, approvals::Answer, approvals::Decision,
         logs::LogList, health::Health,
     )),

@@ -1,36 +1,52 @@
-//! Registry writes: script tools registered, replaced and removed through the API. Every change
-//! goes through one writer task that owns the project's config file, so concurrent requests
-//! apply one after another; each is checked as a whole new file before anything is written
-//! (a bad definition leaves the file untouched), written atomically, and applied to the running
-//! hub at once.
+//! Registry writes: script tools and MCP servers registered, replaced and removed through the
+//! API. Every change goes through one writer task, so concurrent requests apply one after
+//! another, and through [`ConfigEditor`], the one editor of the config file (which also locks it
+//! against a CLI command writing at the same time): each is checked as a whole new file before
+//! anything is written (a bad definition leaves the file untouched), written atomically, and
+//! applied to the running server at once.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
-use toolmux_config::{
-    LoadedConfig, ToolName, check_config_text, project_config_path, write_atomic,
-};
+use toolmux_config::{ConfigDocument, ConfigEditor, LoadedConfig, ToolName, project_config_path};
 use toolmux_core::Hub;
 
 use crate::error::ApiError;
 
-/// Applies a freshly loaded configuration to the running server (hub settings, script tools).
+/// Applies a freshly loaded configuration to the running server (hub settings, script tools,
+/// MCP servers).
 pub type Apply = Arc<dyn Fn(&LoadedConfig) + Send + Sync>;
 
-/// A change to the `tools` section.
+/// The config file's section of script tools.
+const TOOLS: &str = "tools";
+/// The config file's section of MCP servers.
+const SERVERS: &str = "mcpServers";
+
+/// A change to the `tools` or `mcpServers` section.
 #[derive(Debug)]
 pub(crate) enum Edit {
-    Add {
+    AddTool {
         name: String,
         definition: Map<String, Value>,
     },
-    Replace {
+    ReplaceTool {
         name: String,
         definition: Map<String, Value>,
     },
-    Remove {
+    RemoveTool {
+        name: String,
+    },
+    AddServer {
+        name: String,
+        entry: Map<String, Value>,
+    },
+    ReplaceServer {
+        name: String,
+        entry: Map<String, Value>,
+    },
+    RemoveServer {
         name: String,
     },
 }
@@ -60,19 +76,25 @@ impl ConfigFiles {
     pub fn load(&self) -> Result<LoadedConfig, toolmux_config::ConfigError> {
         toolmux_config::load(&self.project_dir, self.user_config.as_deref())
     }
+
+    /// The editor of the project's file.
+    pub fn editor(&self) -> ConfigEditor {
+        ConfigEditor::new(&self.project_dir, self.user_config.as_deref())
+    }
 }
 
 impl ConfigWriter {
     /// Starts the writer task on the current Tokio runtime.
     pub fn spawn(hub: Hub, files: ConfigFiles, apply: Apply) -> Self {
         let (jobs, mut rx) = mpsc::channel::<Job>(256);
-        let files = Arc::new(files);
+        let editor = files.editor();
         tokio::spawn(async move {
-            // One job at a time, in arrival order: this loop is the only writer of the file.
+            // One job at a time, in arrival order: within this process, this loop is the only
+            // writer of the file (the editor's lock keeps other processes out).
             while let Some(job) = rx.recv().await {
-                let (hub, files, apply) = (hub.clone(), Arc::clone(&files), Arc::clone(&apply));
+                let (hub, editor, apply) = (hub.clone(), editor.clone(), Arc::clone(&apply));
                 let outcome =
-                    tokio::task::spawn_blocking(move || write(&hub, &files, &apply, job.edit))
+                    tokio::task::spawn_blocking(move || write(&hub, &editor, &apply, job.edit))
                         .await
                         .unwrap_or_else(|e| {
                             Err(ApiError::internal(format!(
@@ -97,46 +119,18 @@ impl ConfigWriter {
     }
 }
 
-/// One change: read, edit, check, write, reload, apply.
-fn write(hub: &Hub, files: &ConfigFiles, apply: &Apply, edit: Edit) -> Result<(), ApiError> {
-    let path = project_config_path(&files.project_dir);
-    let old = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(ApiError::internal(format!(
-                "cannot read `{}`: {e}",
-                path.display()
-            )));
-        }
-    };
-    let mut root: Value = match &old {
-        Some(text) => serde_json::from_str(text).map_err(|e| {
-            ApiError::conflict(format!(
-                "`{}` is not valid JSON ({e}); fix it by hand before changing tools through the API",
-                path.display()
-            ))
-        })?,
-        None => Value::Object(Map::new()),
-    };
-    let Some(object) = root.as_object_mut() else {
-        return Err(ApiError::conflict(format!(
-            "`{}` does not hold a JSON object; fix it by hand first",
-            path.display()
-        )));
-    };
-    let tools = object
-        .entry("tools")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Some(tools) = tools.as_object_mut() else {
-        return Err(ApiError::conflict(format!(
-            "`tools` in `{}` is not an object; fix it by hand first",
-            path.display()
-        )));
-    };
+/// One change: edit (checked, written atomically, under the lock), then apply.
+fn write(hub: &Hub, editor: &ConfigEditor, apply: &Apply, edit: Edit) -> Result<(), ApiError> {
+    let edited = editor.edit(|doc| change(hub, doc, edit))?;
+    apply(&edited.loaded);
+    Ok(())
+}
+
+fn change(hub: &Hub, doc: &mut ConfigDocument, edit: Edit) -> Result<(), ApiError> {
     match edit {
-        Edit::Add { name, definition } => {
+        Edit::AddTool { name, definition } => {
             ToolName::new(&name).map_err(ApiError::unprocessable)?;
+            let tools = doc.section_mut(TOOLS)?;
             if tools.contains_key(&name) {
                 return Err(ApiError::conflict(format!(
                     "a script tool named `{name}` exists already; replace it with PUT /api/tools/{name}"
@@ -152,53 +146,47 @@ fn write(hub: &Hub, files: &ConfigFiles, apply: &Apply, edit: Edit) -> Result<()
             }
             tools.insert(name, Value::Object(definition));
         }
-        Edit::Replace { name, definition } => {
+        Edit::ReplaceTool { name, definition } => {
+            let tools = doc.section_mut(TOOLS)?;
             if !tools.contains_key(&name) {
                 return Err(not_a_script_tool(hub, &name));
             }
             tools.insert(name, Value::Object(definition));
         }
-        Edit::Remove { name } => {
-            if tools.remove(&name).is_none() {
+        Edit::RemoveTool { name } => {
+            if doc.section_mut(TOOLS)?.remove(&name).is_none() {
                 return Err(not_a_script_tool(hub, &name));
             }
-            if tools.is_empty() {
-                object.remove("tools");
+        }
+        Edit::AddServer { name, entry } => {
+            if doc.section(SERVERS)?.is_some_and(|s| s.contains_key(&name)) {
+                return Err(ApiError::conflict(format!(
+                    "an MCP server named `{name}` exists already; replace it with PUT /api/mcp-servers/{name}"
+                )));
+            }
+            // A server's tools are a source named after it; another source of that name (the
+            // workspace pack, the scripts, a server in the user's file) would be replaced.
+            if hub.catalog().sources().iter().any(|s| s.id == name) {
+                return Err(ApiError::conflict(format!(
+                    "the name `{name}` is taken by another source of tools"
+                )));
+            }
+            doc.section_mut(SERVERS)?.insert(name, Value::Object(entry));
+        }
+        Edit::ReplaceServer { name, entry } => {
+            let servers = doc.section_mut(SERVERS)?;
+            if !servers.contains_key(&name) {
+                return Err(not_a_project_server(hub, &name));
+            }
+            servers.insert(name, Value::Object(entry));
+        }
+        Edit::RemoveServer { name } => {
+            if doc.section_mut(SERVERS)?.remove(&name).is_none() {
+                return Err(not_a_project_server(hub, &name));
             }
         }
     }
-    let mut text = serde_json::to_string_pretty(&root)
-        .map_err(|e| ApiError::internal(format!("cannot serialize the configuration: {e}")))?;
-    text.push('\n');
-    // The whole new file is checked the way it will be read; nothing is written if it fails.
-    check_config_text(&path, &text).map_err(|e| ApiError::unprocessable(e.to_string()))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| ApiError::internal(format!("cannot create `{}`: {e}", dir.display())))?;
-    }
-    write_atomic(&path, text.as_bytes())
-        .map_err(|e| ApiError::internal(format!("cannot write `{}`: {e}", path.display())))?;
-    match files.load() {
-        Ok(loaded) => {
-            apply(&loaded);
-            Ok(())
-        }
-        Err(e) => {
-            // The project file was valid alone but not merged with the user's: put back what was
-            // there (or nothing, if there was no file), and say so if even that fails.
-            let undone = match &old {
-                Some(old) => write_atomic(&path, old.as_bytes()),
-                None => std::fs::remove_file(&path),
-            };
-            match undone {
-                Ok(()) => Err(ApiError::unprocessable(e.to_string())),
-                Err(undo) => Err(ApiError::internal(format!(
-                    "{e}; and restoring `{}` failed: {undo}",
-                    path.display()
-                ))),
-            }
-        }
-    }
+    Ok(())
 }
 
 fn not_a_script_tool(hub: &Hub, name: &str) -> ApiError {
@@ -209,6 +197,16 @@ fn not_a_script_tool(hub: &Hub, name: &str) -> ApiError {
         )),
         None => ApiError::not_found(format!("no script tool named `{name}`")),
     }
+}
+
+fn not_a_project_server(hub: &Hub, name: &str) -> ApiError {
+    if hub.catalog().sources().iter().any(|s| s.id == name) {
+        return ApiError::conflict(format!(
+            "`{name}` is not an MCP server of the project's configuration file (it may come from \
+             the user's `~/.config/toolmux/config.json`, which the API does not change)"
+        ));
+    }
+    ApiError::not_found(format!("no MCP server named `{name}`"))
 }
 
 /// Watches the project's config file and applies every valid change made by hand. A change
@@ -243,8 +241,14 @@ impl ConfigWatcher {
                 let Ok(events) = result else {
                     return;
                 };
+                // Only a change counts: reading the file (this watcher's own load does) is an
+                // access event, which would otherwise reload it again and again.
                 let touched = events.iter().any(|e| {
-                    e.event
+                    !matches!(
+                        e.event.kind,
+                        notify::EventKind::Access(_) | notify::EventKind::Other
+                    ) && e
+                        .event
                         .paths
                         .iter()
                         .any(|p| p.file_name().map(std::ffi::OsStr::to_os_string) == name)

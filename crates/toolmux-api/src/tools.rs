@@ -409,7 +409,7 @@ pub(crate) async fn register(
         None => return Err(ApiError::unprocessable("a script tool needs a `name`")),
     };
     writer(&state)?
-        .submit(Edit::Add {
+        .submit(Edit::AddTool {
             name: name.clone(),
             definition,
         })
@@ -445,7 +445,7 @@ pub(crate) async fn replace(
         _ => {}
     }
     writer(&state)?
-        .submit(Edit::Replace {
+        .submit(Edit::ReplaceTool {
             name: name.clone(),
             definition,
         })
@@ -468,6 +468,6 @@ pub(crate) async fn remove(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    writer(&state)?.submit(Edit::Remove { name }).await?;
+    writer(&state)?.submit(Edit::RemoveTool { name }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -14,12 +14,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolmux_config::ProviderKind;
 use toolmux_core::{
-    ApprovalQueue, CallContext, Catalog, Channel, ContentBody, Hub, PendingApproval, ToolResult,
+    ApprovalQueue, CallContext, Catalog, Channel, ContentBody, Hub, LogMessage, PendingApproval,
+    ToolResult,
 };
 
+use crate::backchannel::CallBackchannel;
 use crate::error::{ChatError, ProviderError};
 use crate::human_input::{HumanInputs, InputRequest};
-use crate::prompt::{offered, system_prompt};
+use crate::prompt::system_prompt;
 use crate::provider::{
     ChatProvider, Message, ModelRequest, ProviderEvent, ToolCall, ToolSpec, Usage,
 };
@@ -132,9 +134,29 @@ pub enum TurnEvent {
         /// The tool's source, when the tool exists.
         source: Option<String>,
     },
-    /// A call waits for the person's approval (answer through the [`ApprovalQueue`]).
+    /// A running tool reported how far it has got.
+    ToolProgress {
+        /// The call.
+        call_id: String,
+        /// Work done so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// What is being done now.
+        message: Option<String>,
+    },
+    /// A running tool's source logged a message (an upstream MCP server's log notification).
+    ToolLog {
+        /// The call.
+        call_id: String,
+        /// The message.
+        message: LogMessage,
+    },
+    /// A call waits for the person's approval (answer through the [`ApprovalQueue`]): an `ask`
+    /// call, or a server's request to use the turn's model (sampling).
     ApprovalRequested(PendingApproval),
-    /// The model asked the person a question (answer through [`HumanInputs`]).
+    /// The model asked the person a question, or a running tool's server sent a form (answer
+    /// through [`HumanInputs`]).
     InputRequested(InputRequest),
     /// A tool call finished.
     ToolOutput(ToolOutput),
@@ -423,6 +445,7 @@ impl ChatEngine {
                 system: surface.system.clone(),
                 messages: history.clone(),
                 tools: Arc::clone(&surface.tools),
+                max_tokens: None,
             };
             let answer = self.model_call(turn, request, &mut usage).await;
             let (text, calls, cancelled) = match answer {
@@ -589,18 +612,59 @@ impl ChatEngine {
                 group.push(call);
                 continue;
             }
-            outputs
-                .extend(join_all(group.drain(..).map(|c| self.run_call(turn, c, context))).await);
-            outputs.push(self.run_call(turn, call, context).await);
+            outputs.extend(
+                join_all(
+                    group
+                        .drain(..)
+                        .map(|c| self.run_call(turn, catalog, c, context)),
+                )
+                .await,
+            );
+            outputs.push(self.run_call(turn, catalog, call, context).await);
         }
-        outputs.extend(join_all(group.drain(..).map(|c| self.run_call(turn, c, context))).await);
+        outputs.extend(
+            join_all(
+                group
+                    .drain(..)
+                    .map(|c| self.run_call(turn, catalog, c, context)),
+            )
+            .await,
+        );
         outputs
     }
 
-    async fn run_call(&self, turn: &Turn, call: &ToolCall, context: &CallContext) -> ToolOutput {
+    async fn run_call(
+        &self,
+        turn: &Turn,
+        catalog: &Catalog,
+        call: &ToolCall,
+        context: &CallContext,
+    ) -> ToolOutput {
+        // What the tool's source sends back while it runs reaches the person through this
+        // call's own backchannel; its questions end with the call (the guard), or with the turn.
+        let ended = turn.cancel.child_token();
+        let _ended = ended.clone().drop_guard();
+        let backchannel = CallBackchannel {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            source: catalog
+                .get(&call.name)
+                .map(|e| e.descriptor.source.clone())
+                .unwrap_or_default(),
+            conversation: turn.conversation.clone(),
+            events: turn.events.clone(),
+            turn: turn.cancel.clone(),
+            ended,
+            approvals: Arc::clone(&self.approvals),
+            approval_timeout: self.hub.settings().approval_timeout,
+            inputs: Arc::clone(&self.inputs),
+            provider: Arc::clone(&turn.provider),
+            model: turn.model.clone(),
+        };
+        let context = context.clone().with_backchannel(Arc::new(backchannel));
         let report = self
             .hub
-            .call_reported(&call.name, call.arguments.clone(), context)
+            .call_reported(&call.name, call.arguments.clone(), &context)
             .await;
         let log_id = report.id.to_string();
         let (content, structured, is_error, error_code) = match report.result {
@@ -671,8 +735,7 @@ fn forward_requests(
 /// cleaned for the provider.
 pub fn tool_specs(catalog: &Catalog, kind: ProviderKind) -> Vec<ToolSpec> {
     catalog
-        .tools()
-        .filter(|e| offered(e))
+        .offered()
         .map(|e| ToolSpec {
             name: e.descriptor.name.clone(),
             description: e.descriptor.description.clone(),

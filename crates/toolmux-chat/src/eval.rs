@@ -124,6 +124,7 @@ pub async fn evaluate(
                 text: case.prompt.clone(),
             }],
             tools: tools.clone(),
+            max_tokens: None,
         };
         async move {
             let (chosen, error) = first_tool(provider, request).await;

@@ -245,16 +245,22 @@ impl ChatProvider for GenaiProvider {
                     .with_schema(t.schema.clone())
             })
             .collect();
-        let mut chat = ChatRequest::new(to_genai_messages(&request.messages))
-            .with_system(request.system.clone());
+        let mut chat = ChatRequest::new(to_genai_messages(&request.messages));
+        // A sampling request may come without a system prompt; an empty one is not sent.
+        if !request.system.is_empty() {
+            chat = chat.with_system(request.system.clone());
+        }
         if !tools.is_empty() {
             chat = chat.with_tools(tools);
         }
         // Tool-call chunks then carry the arguments received so far, and the end event the
         // complete calls; usage comes with the end event.
-        let options = ChatOptions::default()
+        let mut options = ChatOptions::default()
             .with_capture_tool_calls(true)
             .with_capture_usage(true);
+        if let Some(max) = request.max_tokens {
+            options = options.with_max_tokens(max);
+        }
         let response = self
             .client
             .exec_chat_stream(self.target(&request.model), chat, Some(&options))

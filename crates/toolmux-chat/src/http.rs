@@ -5,7 +5,7 @@
 //! | route | what |
 //! |---|---|
 //! | `POST /api/chat` | runs a turn; body `{"conversation"?, "text", "provider"?, "model"?}`, or the AI SDK's `useChat` body (`{"id", "messages": [...]}`: the last user message is the new input, `id` the conversation; the server keeps the history) |
-//! | `POST /api/chat/{conversation}/input` | answers the model's `request_human_input` question: `{"answer", "id"?}` |
+//! | `POST /api/chat/{conversation}/input` | answers a question (the model's `request_human_input`, or a server's form): `{"answer", "id"?}`, or `{"action": "decline" \| "cancel", "id"?}`; `answer` is text, or for a form an object of its fields. A form's answer that does not fit its schema declines the server's request and is answered `422 invalid_answer` with the reasons |
 //! | `POST /api/chat/{conversation}/cancel` | cancels the running turn |
 //! | `GET /api/conversations` | conversations, most recent first |
 //! | `GET /api/conversations/{id}` | one conversation with its messages |
@@ -13,8 +13,10 @@
 //! | `DELETE /api/conversations/{id}` | deletes it |
 //! | `GET /api/models` | each provider's models, as the provider lists them |
 //!
-//! Approvals of `ask` calls are answered through the REST API's `POST /api/approvals/{id}`
-//! (the id is in the `data-approval` event); both use the same [`toolmux_core::ApprovalQueue`].
+//! Approvals of `ask` calls, and of a server's requests to use the turn's model (MCP sampling:
+//! the server's `sampling/createMessage`, answered by the turn's provider and model without
+//! tools), are answered through the REST API's `POST /api/approvals/{id}` (the id is in the
+//! `data-approval` event); both use the same [`toolmux_core::ApprovalQueue`].
 //!
 //! # The stream
 //! The response has `content-type: text/event-stream` and `x-vercel-ai-ui-message-stream: v1`.
@@ -31,7 +33,9 @@
 //! | `tool-input-start` | `toolCallId`, `toolName`, `dynamic: true` | the model starts writing a tool call |
 //! | `tool-input-available` | `toolCallId`, `toolName`, `input`, `dynamic: true` | the call is complete and about to run |
 //! | `data-approval` | `id` (the approval id), `data: {approvalId, tool, source, arguments, message, answer}` | an `ask` call waits; answer with `POST {answer}` and `{"decision": "allow" \| "deny", "reason"?}` |
-//! | `data-input-request` | `id`, `data: {requestId, question, answer}` | the model asked the person; answer with `POST {answer}` and `{"answer": "...", "id": requestId}` |
+//! | `data-tool-progress` | `id` (the call's id), `data: {toolCallId, progress, total?, message?}`, `transient: true` | a running tool reported progress (an MCP server's progress notification); each replaces the last, and none is kept in the message |
+//! | `data-tool-log` | `data: {toolCallId, level, logger?, data}`, `transient: true` | a running tool's MCP server logged a message (`level` is MCP's: `debug` … `emergency`) |
+//! | `data-input-request` | `id`, `data: {requestId, question, answer, form?, asker?}` | the model asked the person, or a running tool's MCP server sent a form (elicitation: `form` is its JSON Schema, `asker` the server); answer with `POST {answer}` and `{"answer": "..." or {fields}, "id": requestId}`, or `{"action": "decline"}` |
 //! | `tool-output-available` | `toolCallId`, `output: {content, structured?, logId, durationMs}`, `dynamic: true` | the call returned a result |
 //! | `tool-output-error` | `toolCallId`, `errorText`, `dynamic: true` | the call failed, was refused (a denied approval) or reported an error; the model sees the same text |
 //! | `finish-step` | | the model call and its tool calls are done |
@@ -57,6 +61,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{ChatEngine, FinishReason, TurnEvent, TurnRequest};
 use crate::error::ChatError;
+use crate::human_input::{Reply, ReplyError};
 
 /// The header that names the stream protocol.
 pub const STREAM_HEADER: &str = "x-vercel-ai-ui-message-stream";
@@ -322,15 +327,55 @@ impl UiEncoder {
             }
             TurnEvent::InputRequested(request) => {
                 self.close_text(&mut out);
+                let mut data = json!({
+                    "requestId": request.id.to_string(),
+                    "question": request.question,
+                    "answer": format!("/api/chat/{}/input", request.conversation),
+                });
+                if let Some(form) = &request.form {
+                    data["form"] = form.clone();
+                }
+                if let Some(asker) = &request.asker {
+                    data["asker"] = asker.clone().into();
+                }
                 out.push(json!({
                     "type": "data-input-request",
                     "id": request.id.to_string(),
-                    "data": {
-                        "requestId": request.id.to_string(),
-                        "question": request.question,
-                        "answer": format!("/api/chat/{}/input", request.conversation),
-                    }
+                    "data": data,
                 }));
+            }
+            // Transient: progress and logs matter while the tool runs; the AI SDK hands them
+            // to `onData` and keeps them out of the message (and so out of its history).
+            TurnEvent::ToolProgress {
+                call_id,
+                progress,
+                total,
+                message,
+            } => {
+                let mut data = json!({"toolCallId": call_id, "progress": progress});
+                if let Some(total) = total {
+                    data["total"] = json!(total);
+                }
+                if let Some(message) = message {
+                    data["message"] = json!(message);
+                }
+                out.push(json!({
+                    "type": "data-tool-progress",
+                    "id": call_id,
+                    "data": data,
+                    "transient": true,
+                }));
+            }
+            TurnEvent::ToolLog { call_id, message } => {
+                let mut data = json!({
+                    "toolCallId": call_id,
+                    "level": message.level,
+                    "data": message.data,
+                });
+                if let Some(logger) = &message.logger {
+                    data["logger"] = json!(logger);
+                }
+                out.push(json!({"type": "data-tool-log", "data": data, "transient": true}));
             }
             TurnEvent::ToolOutput(output) => {
                 if output.is_error {
@@ -401,8 +446,17 @@ impl UiEncoder {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct InputAnswer {
-    answer: String,
+    answer: Option<Value>,
+    action: Option<InputAction>,
     id: Option<uuid::Uuid>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum InputAction {
+    Accept,
+    Decline,
+    Cancel,
 }
 
 async fn input(
@@ -411,11 +465,36 @@ async fn input(
     body: Result<Json<InputAnswer>, axum::extract::rejection::JsonRejection>,
 ) -> Result<StatusCode, HttpError> {
     let Json(body) = body.map_err(|e| HttpError::bad_request(e.body_text()))?;
+    let reply = match (body.action, body.answer) {
+        (Some(InputAction::Decline), _) => Reply::Decline,
+        (Some(InputAction::Cancel), _) => Reply::Cancel,
+        (_, Some(Value::String(text))) => Reply::Text(text),
+        (_, Some(fields @ Value::Object(_))) => Reply::Form(fields),
+        (_, Some(_)) => {
+            return Err(HttpError::bad_request(
+                "`answer` must be text, or for a form an object of its fields",
+            ));
+        }
+        (_, None) => {
+            return Err(HttpError::bad_request(
+                "send an `answer`, or `action`: `decline` or `cancel`",
+            ));
+        }
+    };
     state
         .engine
         .inputs()
-        .answer(&conversation, body.id, body.answer)
-        .map_err(|e| HttpError::new(StatusCode::NOT_FOUND, "not_found", e.to_string()))?;
+        .reply(&conversation, body.id, reply)
+        .map_err(|e| match e {
+            ReplyError::NotWaiting(e) => {
+                HttpError::new(StatusCode::NOT_FOUND, "not_found", e.to_string())
+            }
+            ReplyError::DoesNotFit(_) => HttpError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_answer",
+                e.to_string(),
+            ),
+        })?;
     Ok(StatusCode::NO_CONTENT)
 }
 

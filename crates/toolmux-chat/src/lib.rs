@@ -8,6 +8,7 @@
 //! approvals, validation, limits and the execution log apply unchanged. Internal tools are
 //! never offered to a model.
 
+mod backchannel;
 mod engine;
 mod error;
 mod eval;
@@ -27,7 +28,8 @@ pub use error::{ChatError, ProviderError, StoreError};
 pub use eval::{CaseResult, EvalCase, EvalReport, GoldSet, ToolScore, evaluate};
 pub use genai_provider::GenaiProvider;
 pub use human_input::{
-    HumanInputSource, HumanInputs, InputRequest, NoSuchInput, SOURCE_ID, TOOL_NAME,
+    HumanInputSource, HumanInputs, InputRequest, NoSuchInput, Reply, ReplyError, SOURCE_ID,
+    TOOL_NAME, field_value, form_fields,
 };
 pub use prompt::system_prompt;
 pub use provider::{

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use toolmux_core::{Catalog, Policy, SourceKind, ToolEntry};
+use toolmux_core::{Catalog, Policy, SourceKind};
 
 /// What the prompt says about one source.
 #[derive(Default)]
@@ -25,15 +25,10 @@ fn kind_text(kind: SourceKind) -> &'static str {
     }
 }
 
-/// Whether the model is offered a tool: internal tools never, denied ones pointlessly.
-pub fn offered(entry: &ToolEntry) -> bool {
-    !entry.descriptor.internal && entry.policy != Policy::Deny
-}
-
 /// The system prompt for a catalog snapshot.
 pub fn system_prompt(catalog: &Catalog, project: &str) -> String {
     let mut by_source: BTreeMap<&str, SourceSummary> = BTreeMap::new();
-    for entry in catalog.tools().filter(|e| offered(e)) {
+    for entry in catalog.offered() {
         let d = &entry.descriptor;
         let s = by_source.entry(d.source.as_str()).or_default();
         s.tools += 1;
@@ -93,7 +88,7 @@ pub fn system_prompt(catalog: &Catalog, project: &str) -> String {
     );
     if catalog
         .get(crate::human_input::TOOL_NAME)
-        .is_some_and(|e| offered(e))
+        .is_some_and(|e| e.is_offered())
     {
         out.push_str(
             "- When only the person can decide or knows a fact, ask with \

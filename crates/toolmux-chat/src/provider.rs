@@ -79,6 +79,9 @@ pub struct ModelRequest {
     /// The tools the model may call (shared: the same list serves every step until the
     /// catalog changes).
     pub tools: std::sync::Arc<[ToolSpec]>,
+    /// The most tokens the answer may take; the provider's default when `None` (a sampling
+    /// request from an MCP server names its own limit).
+    pub max_tokens: Option<u32>,
 }
 
 /// Token counts of one model call.

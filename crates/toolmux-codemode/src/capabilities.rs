@@ -84,10 +84,10 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    /// Compiles the tools a model may see (internal tools and code mode's own tools are left
-    /// out). Reads only the catalog: no source is started.
+    /// Compiles the tools a model may see (internal and denied tools, and code mode's own
+    /// tools, are left out). Reads only the catalog: no source is started.
     pub fn from_catalog(catalog: &Catalog) -> Self {
-        Self::from_tools(catalog.tools().map(|entry| &entry.descriptor))
+        Self::from_tools(catalog.offered().map(|entry| &entry.descriptor))
     }
 
     /// Compiles the given tools, grouped by their source, in the order given.

@@ -105,29 +105,29 @@ return codes;"#,
 }
 
 #[tokio::test]
-async fn a_denied_call_throws_a_clear_error_inside_the_script() {
+async fn a_denied_tool_is_not_in_the_api_and_calling_it_anyway_throws_the_rule() {
     let (hub, _) = hub_with_notes();
     let sandbox = sandbox(&hub, Limits::default());
-    let out = run(
+    // The typed API leaves a denied tool out: it would only cost the model context.
+    let offered = run(
         &sandbox,
-        "import { notes } from '@capabilities/notes';\ntry { await notes.wipe(); return 'ran'; } catch (e) { return (e as Error).message; }",
+        "import { notes } from '@capabilities/notes';\nreturn [typeof (notes as any).wipe, typeof notes.add];",
     )
     .await;
-    let message = out.result.expect("runs");
     assert_eq!(
-        message,
-        json!("tool `wipe` was denied: its policy is `deny` (rule for `wipe`)")
+        offered.result.expect("runs"),
+        json!(["undefined", "function"])
     );
 
-    let uncaught = run(
+    // Reached by name anyway, the hub refuses it and names the rule.
+    let out = run(
         &sandbox,
-        "import { notes } from '@capabilities/notes';\nawait notes.wipe();",
+        "try { await (globalThis as any).__toolmux_call('wipe', {}); return 'ran'; } catch (e) { return (e as Error).message; }",
     )
     .await;
-    let text = uncaught.result.expect_err("throws").to_string();
-    assert!(
-        text.starts_with("ToolError: tool `wipe` was denied"),
-        "{text}"
+    assert_eq!(
+        out.result.expect("runs"),
+        json!("tool `wipe` was denied: its policy is `deny` (rule for `wipe`)")
     );
 }
 

@@ -1,5 +1,6 @@
 //! toolmux's configuration: the one loader of `.toolmux/config.json`, its types, its JSON
-//! Schema, and the one way to write a file atomically.
+//! Schema, the one editor of the file ([`ConfigEditor`]), and the one way to write a file
+//! atomically.
 //!
 //! # Where settings come from, lowest precedence first
 //! 1. Built-in defaults (each type's `Default`).
@@ -24,6 +25,7 @@
 //! This crate reads and writes files and nothing else: it does not watch them, and it knows no
 //! channel. Its output is plain data ([`Config`], [`toolmux_core::HubSettings`]).
 
+mod edit;
 mod env;
 mod error;
 mod fields;
@@ -36,6 +38,7 @@ mod scripts;
 mod server;
 mod write;
 
+pub use edit::{ConfigDocument, ConfigEditor, EditError, Edited};
 pub use env::{Env, EnvError, EnvProblem, expand_env};
 pub use error::ConfigError;
 pub use fields::{Period, ToolName, ToolPattern};

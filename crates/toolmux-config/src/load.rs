@@ -76,7 +76,7 @@ pub(crate) fn user_config_path_with(env: Env<'_>) -> Option<PathBuf> {
     Some(config_home.join("toolmux").join(CONFIG_FILE_NAME))
 }
 
-fn std_env(name: &str) -> Option<String> {
+pub(crate) fn std_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
@@ -92,6 +92,18 @@ pub fn load_with_env(
     user_config: Option<&Path>,
     env: Env<'_>,
 ) -> Result<LoadedConfig, ConfigError> {
+    load_merged(project_dir, user_config, env, None)
+}
+
+/// [`load_with_env`], with the project file's text given instead of read from disk when
+/// `project_text` is set: how an edit is checked, merged with the user's file exactly as it
+/// will be read, before anything is written.
+pub(crate) fn load_merged(
+    project_dir: &Path,
+    user_config: Option<&Path>,
+    env: Env<'_>,
+    project_text: Option<&str>,
+) -> Result<LoadedConfig, ConfigError> {
     let project_file = project_config_path(project_dir);
     let candidates = user_config
         .filter(|user| *user != project_file)
@@ -102,7 +114,11 @@ pub fn load_with_env(
     let mut files = Vec::new();
     let mut root_file = None;
     for path in candidates {
-        let Some(value) = read_file(path, env)? else {
+        let value = match project_text {
+            Some(text) if path == project_file => Some(check_text(path, text, env)?),
+            _ => read_file(path, env)?,
+        };
+        let Some(value) = value else {
             continue;
         };
         if value.get("root").is_some() {

@@ -75,6 +75,27 @@ fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
     }
 }
 
+/// Removes the temporary files [`write_atomic`] made for `path` and never renamed: left by a
+/// writer that was killed between its write and its rename. Only safe while no other writer of
+/// `path` can be running, which is why only [`crate::ConfigEditor`] calls it, under its lock.
+/// Best effort: a file that cannot be removed is harmless, as no reader ever opens one.
+pub(crate) fn remove_stale_temps(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        if file_name.starts_with(&prefix) && file_name.ends_with(".tmp") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Flushes a directory, so that a rename in it survives a crash.
 #[cfg(unix)]
 fn sync_dir(dir: &Path) -> io::Result<()> {

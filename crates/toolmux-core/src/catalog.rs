@@ -101,6 +101,11 @@ pub struct ToolEntry {
 }
 
 impl ToolEntry {
+    /// Whether a model may be offered this tool: see [`Catalog::offered`].
+    pub fn is_offered(&self) -> bool {
+        !self.descriptor.internal && self.policy != crate::Policy::Deny
+    }
+
     /// The compiled input schema. Compiled on first use, so that building a catalog of
     /// thousands of upstream tools costs nothing until they are called.
     pub(crate) fn input_schema(&self) -> &Result<CompiledSchema, String> {
@@ -258,6 +263,13 @@ impl Catalog {
     /// The tools a model or an MCP client may see: everything but internal tools, by name.
     pub fn tools(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
         self.entries.iter().filter(|e| !e.descriptor.internal)
+    }
+
+    /// The tools a model may be offered: not internal, and not denied by policy. A denied tool
+    /// would only spend the model's context and fail every call; host views (`toolmux tools
+    /// list`, `GET /api/tools`) still show it, with its policy and the rule that set it.
+    pub fn offered(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
+        self.entries.iter().filter(|e| e.is_offered())
     }
 
     /// Every tool, internal ones included, for trusted host callers.

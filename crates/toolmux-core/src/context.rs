@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Approver;
+use crate::backchannel::Backchannel;
 
 /// The channel a call came through. It is recorded in the execution log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -51,6 +52,9 @@ pub struct CallContext {
     /// A trusted host caller (an authenticated REST request, the CLI) that may call internal
     /// tools. Model-facing channels never set this.
     pub trusted: bool,
+    /// Carries the call's progress, log messages and requests back to the caller, when its
+    /// channel can carry them.
+    pub backchannel: Option<Arc<dyn Backchannel>>,
 }
 
 impl CallContext {
@@ -62,6 +66,7 @@ impl CallContext {
             caller: None,
             approver: None,
             trusted: false,
+            backchannel: None,
         }
     }
 
@@ -74,6 +79,12 @@ impl CallContext {
     /// Sets the session id.
     pub fn with_session(mut self, session: impl Into<String>) -> Self {
         self.session = Some(session.into());
+        self
+    }
+
+    /// Sets the way back to the caller.
+    pub fn with_backchannel(mut self, backchannel: Arc<dyn Backchannel>) -> Self {
+        self.backchannel = Some(backchannel);
         self
     }
 
@@ -92,6 +103,7 @@ impl fmt::Debug for CallContext {
             .field("caller", &self.caller)
             .field("approver", &self.approver.is_some())
             .field("trusted", &self.trusted)
+            .field("backchannel", &self.backchannel.is_some())
             .finish()
     }
 }

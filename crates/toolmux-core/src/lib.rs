@@ -6,6 +6,7 @@
 //! types below at their edge, so that a call behaves the same everywhere.
 
 mod approval;
+mod backchannel;
 mod catalog;
 mod context;
 mod duration;
@@ -21,6 +22,7 @@ mod validate;
 pub use approval::{
     Approval, ApprovalQueue, ApprovalRequest, Approver, NoSuchApproval, PendingApproval,
 };
+pub use backchannel::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
 pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOverride};
 pub use context::{CallContext, Channel};
 pub use duration::{DurationParseError, format_duration, parse_duration};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::Value;
-use toolmux_core::{Catalog, Content, ContentBody, ToolEntry, ToolResult};
+use toolmux_core::{Catalog, Content, ContentBody, Policy, ToolEntry, ToolResult};
 
 use crate::options::ServeOptions;
 
@@ -20,18 +20,28 @@ pub(crate) struct View {
     pub tools: Vec<Tool>,
     /// Served name → (position in `tools`, registry name).
     index: HashMap<String, (usize, String)>,
+    /// Served name → registry name of the tools these options would serve but a `deny` policy
+    /// keeps from the list: a call to one still runs through the hub, which refuses it with
+    /// the rule that denies it and logs the attempt.
+    denied: HashMap<String, String>,
 }
 
 impl View {
-    /// The view of `catalog` under `options`. Internal tools are never in it.
+    /// The view of `catalog` under `options`: the tools offered to a model (internal and
+    /// denied tools are never listed; see `Catalog::offered`).
     pub fn new(catalog: &Catalog, options: &ServeOptions) -> Self {
         let mut tools = Vec::new();
         let mut index = HashMap::new();
+        let mut denied = HashMap::new();
         for entry in catalog.tools() {
             let descriptor = &entry.descriptor;
             let Some(exposed) = options.exposed_name(descriptor) else {
                 continue;
             };
+            if entry.policy == Policy::Deny {
+                denied.insert(exposed.to_string(), descriptor.name.clone());
+                continue;
+            }
             if index.contains_key(exposed) {
                 tracing::warn!(
                     tool = %descriptor.name,
@@ -47,12 +57,18 @@ impl View {
             version: catalog.version(),
             tools,
             index,
+            denied,
         }
     }
 
     /// The registry name of a served tool.
     pub fn registry_name(&self, served: &str) -> Option<&str> {
         self.index.get(served).map(|(_, name)| name.as_str())
+    }
+
+    /// The registry name of a tool that would be served but is denied by policy.
+    pub fn denied(&self, served: &str) -> Option<&str> {
+        self.denied.get(served).map(String::as_str)
     }
 
     /// A served tool's wire descriptor.

@@ -27,13 +27,31 @@ pub const MCP_PATH: &str = "/mcp";
 /// Serve it with `TCP_NODELAY` on accepted connections (`axum::serve::ListenerExt::tap_io`):
 /// responses are SSE streams written in several small pieces, and without it Nagle's algorithm
 /// holds each response for the client's delayed ACK, 40 ms on Linux.
+///
+/// With [`ServeOptions::guarded_in_front`], Host, Origin and keys are left to the caller's
+/// middleware.
 pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken) -> Router {
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(options.effective_allowed_hosts())
-        .with_allowed_origins(options.effective_allowed_origins())
-        .enforce_origin_validation()
-        .with_cancellation_token(shutdown);
-    let keys: Arc<[String]> = options.api_keys.clone().into();
+    let config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown);
+    let config = if options.guarded_in_front {
+        // rmcp takes its allowed hosts and origins once, here, and offers no way to change them
+        // on a running service, so a list that follows the configuration cannot live in it.
+        // Turning its checks off (an empty host list allows every Host; an empty origin list
+        // without enforcement checks no Origin) is safe only because the caller's middleware
+        // runs on every request before rmcp sees it, with the same lists (loopback plus the
+        // configured ones) and the same outcome (403). rmcp still refuses a request with no
+        // Host at all.
+        config.disable_allowed_hosts().disable_allowed_origins()
+    } else {
+        config
+            .with_allowed_hosts(options.effective_allowed_hosts())
+            .with_allowed_origins(options.effective_allowed_origins())
+            .enforce_origin_validation()
+    };
+    let keys: Arc<[String]> = if options.guarded_in_front {
+        Arc::from([])
+    } else {
+        options.api_keys.clone().into()
+    };
     let shared = Shared::new(hub, options);
     let service = StreamableHttpService::new(
         move || Ok(McpServer::for_session(Arc::clone(&shared))),

@@ -8,9 +8,11 @@
 //! `notifications/tools/list_changed`.
 
 mod approval;
+mod backchannel;
 mod convert;
 mod http;
 mod options;
+mod relay;
 mod server;
 
 pub use approval::{ALLOW_ONCE, ALLOW_SESSION, DECISION_FIELD, DENY};

@@ -1,11 +1,14 @@
 //! What one MCP server serves and to whom: name filters, the pass-through mode, and the HTTP
 //! security settings.
 
+use std::sync::Arc;
+
 use toolmux_core::{NamePattern, ToolDescriptor};
+use toolmux_upstream::Upstreams;
 
 /// How an MCP server built on a hub behaves. The same options serve stdio and HTTP; the HTTP-only
 /// fields are ignored on stdio.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct ServeOptions {
     /// When not empty, only tools whose registry name matches one of these are served
     /// (`--tools`).
@@ -26,6 +29,31 @@ pub struct ServeOptions {
     /// Bearer tokens accepted over HTTP. Empty means no token is asked for; `toolmux serve`
     /// refuses to bind beyond loopback without one.
     pub api_keys: Vec<String>,
+    /// The caller checks Host, Origin and keys in a middleware in front of the HTTP router, from
+    /// settings that change while it runs (`toolmux serve` does, with
+    /// `toolmux_api::mcp_guarded`); the router then makes none of these checks itself and
+    /// ignores `allowed_hosts`, `allowed_origins` and `api_keys`. Never set it without that
+    /// middleware: the endpoint would be open to DNS rebinding.
+    pub guarded_in_front: bool,
+    /// The upstream MCP servers whose prompts, resources, resource templates and completions
+    /// are relayed (their tools come through the hub). Without them, the server offers tools
+    /// only.
+    pub upstreams: Option<Arc<Upstreams>>,
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("include", &self.include)
+            .field("exclude", &self.exclude)
+            .field("pass_through", &self.pass_through)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("api_keys", &format_args!("{} keys", self.api_keys.len()))
+            .field("guarded_in_front", &self.guarded_in_front)
+            .field("relays_upstreams", &self.upstreams.is_some())
+            .finish()
+    }
 }
 
 /// The loopback names every HTTP server accepts in `Host`.

@@ -12,10 +12,13 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverRequestMethod,
-    DiscoverResult, ErrorCode, Implementation, InitializeResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, DiscoverRequestMethod, DiscoverResult, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -23,8 +26,10 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use toolmux_core::{CallContext, CallError, Channel, Hub};
 
 use crate::approval::{ElicitationApprover, SessionGrants};
+use crate::backchannel;
 use crate::convert::{View, wire_result};
 use crate::options::ServeOptions;
+use crate::relay::{Relay, Subscriptions};
 
 /// The protocol revisions toolmux serves: every one with an `initialize` handshake. The
 /// 2026-07-28 revision (per-request negotiation through `server/discover`, approvals as
@@ -68,6 +73,41 @@ impl Shared {
             }
         }
     }
+
+    /// The upstream servers' prompts and resources as this server serves them, when it relays
+    /// any.
+    pub(crate) fn relay(&self) -> Option<Relay<'_>> {
+        Some(Relay {
+            upstreams: self.options.upstreams.as_deref()?,
+            pass_through: self.options.pass_through.as_deref(),
+        })
+    }
+
+    /// What the relayed listings are now, to tell whether they changed.
+    fn relayed_listings(&self) -> Option<RelayedListings> {
+        let relay = self.relay()?;
+        Some(RelayedListings {
+            prompts: relay.prompts().into_iter().map(|p| p.name).collect(),
+            resources: relay
+                .resources()
+                .into_iter()
+                .map(|r| r.uri.clone())
+                .chain(
+                    relay
+                        .resource_templates()
+                        .into_iter()
+                        .map(|t| t.uri_template.clone()),
+                )
+                .collect(),
+        })
+    }
+}
+
+/// The names of the relayed prompts and the URIs of the relayed resources and templates.
+#[derive(PartialEq, Eq)]
+struct RelayedListings {
+    prompts: Vec<String>,
+    resources: Vec<String>,
 }
 
 /// One MCP session's own state.
@@ -75,8 +115,11 @@ struct Session {
     /// Used as the execution log's session id when the transport has none of its own (stdio).
     id: String,
     grants: Arc<SessionGrants>,
-    /// The level the client asked for with `logging/setLevel`; nothing is sent before it asks.
-    log_level: Mutex<Option<LoggingLevel>>,
+    /// The level the client asked for with `logging/setLevel`. toolmux sends its own messages
+    /// only once the client asked; relayed ones are filtered by it once set.
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// Resources the client subscribed to.
+    subscriptions: Subscriptions,
     /// Stops this session's catalog watcher when the session ends (the server value is dropped).
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
@@ -104,7 +147,8 @@ impl McpServer {
             session: Session {
                 id: format!("mcp-{}", uuid::Uuid::now_v7()),
                 grants: Arc::default(),
-                log_level: Mutex::new(None),
+                log_level: Arc::default(),
+                subscriptions: Subscriptions::default(),
                 _stop_on_drop: stop.clone().drop_guard(),
                 stop,
             },
@@ -114,6 +158,18 @@ impl McpServer {
     /// The tools this server serves now, as `tools/list` returns them.
     pub fn tools(&self) -> Vec<Tool> {
         self.shared.view().tools.clone()
+    }
+
+    /// The relay, or the error for a client asking for prompts or resources of a server that
+    /// relays none.
+    fn relay(&self) -> Result<Relay<'_>, McpError> {
+        self.shared.relay().ok_or_else(|| {
+            McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "this toolmux server relays no upstream MCP servers",
+                None,
+            )
+        })
     }
 
     fn call_context(&self, context: &RequestContext<RoleServer>, served_name: &str) -> CallContext {
@@ -162,7 +218,7 @@ fn http_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
 }
 
 /// Syslog order, as MCP defines it.
-fn severity(level: LoggingLevel) -> u8 {
+pub(crate) fn severity(level: LoggingLevel) -> u8 {
     match level {
         LoggingLevel::Debug => 0,
         LoggingLevel::Info => 1,
@@ -207,11 +263,26 @@ fn unknown_tool(shared: &Shared, view: &View, name: &str) -> McpError {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        if self.shared.options.upstreams.is_some() {
+            // Servers can be added while a session lasts, so relaying is announced whenever
+            // there is something to relay from, even before any server lists a prompt.
+            let relaying = ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .enable_completions()
+                .build();
+            capabilities.prompts = relaying.prompts;
+            capabilities.resources = relaying.resources;
+            capabilities.completions = relaying.completions;
+        }
         let catalog = self.shared.hub.catalog();
         let sources: Vec<String> = catalog
             .sources()
@@ -265,15 +336,26 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let view = self.shared.view();
-        let Some(registry_name) = view.registry_name(&request.name) else {
+        let Some(registry_name) = view
+            .registry_name(&request.name)
+            .or_else(|| view.denied(&request.name))
+        else {
             return Err(unknown_tool(&self.shared, &view, &request.name));
         };
-        let call_context = self.call_context(&context, &request.name);
+        let (back, delivery) = backchannel::for_call(
+            context.peer.clone(),
+            context.meta.get_progress_token(),
+            Arc::clone(&self.session.log_level),
+        );
+        let call_context = self
+            .call_context(&context, &request.name)
+            .with_backchannel(back);
         let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let call = self
-            .shared
-            .hub
-            .call(registry_name, arguments, &call_context);
+        let call = delivery.run(
+            self.shared
+                .hub
+                .call(registry_name, arguments, &call_context),
+        );
         let result = tokio::select! {
             result = call => result,
             // The client cancelled the request (`notifications/cancelled`) or went away: drop
@@ -313,6 +395,81 @@ impl ServerHandler for McpServer {
         Ok(())
     }
 
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(self.relay()?.prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let result = self.relay()?.get_prompt(request).await?;
+        Ok(GetPromptResponse::Complete(result))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(
+            self.relay()?.resources(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.relay()?.resource_templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let result = self.relay()?.read_resource(request).await?;
+        Ok(ReadResourceResponse::Complete(result))
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let relay = self.relay()?;
+        self.session
+            .subscriptions
+            .subscribe(&relay, request.uri, context.peer, &self.session.stop)
+            .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.relay()?;
+        self.session.subscriptions.unsubscribe(&request.uri)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.relay()?.complete(request).await
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         tokio::spawn(announce_catalog_changes(
             Arc::clone(&self.shared),
@@ -332,6 +489,7 @@ async fn announce_catalog_changes(
     let mut catalogs = shared.hub.subscribe();
     catalogs.borrow_and_update();
     let mut shown = shared.view();
+    let mut relayed = shared.relayed_listings();
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
@@ -341,12 +499,30 @@ async fn announce_catalog_changes(
                 }
             }
         }
+        // A discovery publishes a new catalog also when only an upstream's prompts or
+        // resources changed, so every list is compared here.
+        let listings = shared.relayed_listings();
+        let prompts_changed =
+            listings.as_ref().map(|l| &l.prompts) != relayed.as_ref().map(|l| &l.prompts);
+        let resources_changed =
+            listings.as_ref().map(|l| &l.resources) != relayed.as_ref().map(|l| &l.resources);
+        relayed = listings;
         let view = shared.view();
-        if view.tools == shown.tools {
-            continue;
-        }
+        let tools_changed = view.tools != shown.tools;
         shown = view;
-        if let Err(e) = peer.notify_tool_list_changed().await {
+        let sent = async {
+            if tools_changed {
+                peer.notify_tool_list_changed().await?;
+            }
+            if prompts_changed {
+                peer.notify_prompt_list_changed().await?;
+            }
+            if resources_changed {
+                peer.notify_resource_list_changed().await?;
+            }
+            Ok::<_, rmcp::service::SubscriptionSendError>(())
+        };
+        if let Err(e) = sent.await {
             tracing::debug!(error = %e, "the MCP client is gone; no more list_changed notifications");
             return;
         }

@@ -127,7 +127,7 @@ fn main() {
         }
         report("list the current snapshot (1,000 names)", list);
 
-        for server in upstreams.iter() {
+        for server in upstreams.servers() {
             assert!(!server.is_running().await, "a server was started");
         }
         println!("no server process was started");

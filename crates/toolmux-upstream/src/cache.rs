@@ -7,6 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use rmcp::model::{Prompt, Resource, ResourceTemplate};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -14,8 +15,9 @@ use toolmux_core::ToolAnnotations;
 
 use crate::names;
 
-/// The format version of a cache file; a file with another version is ignored.
-const FORMAT: u32 = 1;
+/// The format version of a cache file; a file with another version is ignored (and rebuilt by
+/// the next discovery). Version 2 added prompts, resources and resource templates.
+const FORMAT: u32 = 2;
 
 /// Where a discovery stands.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +97,36 @@ pub struct DiscoveryRecord {
     /// The tools, in the order the server listed them.
     #[serde(default)]
     pub tools: Vec<CachedTool>,
+    /// The prompts, as the server listed them, under its own names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<Prompt>,
+    /// The resources, as the server listed them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<Resource>,
+    /// The resource templates, as the server listed them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_templates: Vec<ResourceTemplate>,
+    /// What else the server offers, from its handshake.
+    #[serde(default)]
+    pub offers: ServerOffers,
+}
+
+/// The optional features of a server that toolmux relays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerOffers {
+    /// It lists prompts.
+    #[serde(default)]
+    pub prompts: bool,
+    /// It lists resources.
+    #[serde(default)]
+    pub resources: bool,
+    /// It tells subscribers when a resource changes.
+    #[serde(default)]
+    pub subscribe: bool,
+    /// It completes prompt and resource-template arguments.
+    #[serde(default)]
+    pub completions: bool,
 }
 
 impl DiscoveryRecord {

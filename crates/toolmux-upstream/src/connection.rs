@@ -2,6 +2,10 @@
 //! toolmux makes on it, and how it is closed. A stdio server runs in its own process group, so
 //! that stopping it stops everything it started (an `npx` wrapper and the server under it).
 
+// rmcp marks sampling and MCP logging deprecated (SEP-2577, protocol 2026-07-28); the
+// handshake-era revisions toolmux speaks to upstream servers still define both, and it relays them.
+#![allow(deprecated)]
+
 use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -11,18 +15,29 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
-    Implementation, JsonObject, PaginatedRequestParams, ProtocolVersion, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, CompleteRequestParams, CompleteResult,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, ErrorCode, GetPromptRequestParams, GetPromptResult, Implementation,
+    JsonObject, PaginatedRequestParams, Prompt, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResult, RequestId, Resource, ResourceTemplate, ResourceUpdatedNotificationParam,
+    ServerCapabilities, ServerResult, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RunningService, ServiceError, serve_client};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestContext, RunningService, ServiceError,
+    serve_client,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer, RoleClient};
 use tokio::io::AsyncWriteExt;
 use toolmux_config::McpTransport;
+use toolmux_core::{Backchannel, BackchannelError};
 
 use crate::cache::ServerIdentity;
+use crate::callers::{Callers, InOrder, Unattributable};
 use crate::error::UpstreamError;
 use crate::sse::{SseTransport, header_map};
 use crate::streamable::OrderedClient;
@@ -51,27 +66,92 @@ pub(crate) struct Endpoint {
     pub startup_timeout: Duration,
 }
 
-/// Reacts to what a server tells toolmux on its own.
+/// What a server tells toolmux on its own, and whom toolmux tells in turn.
+#[derive(Clone)]
+pub(crate) struct ServerHooks {
+    /// Its tools, prompts or resources changed: discover them again.
+    pub on_list_changed: Arc<dyn Fn() + Send + Sync>,
+    /// A subscribed resource changed (its URI).
+    pub on_resource_updated: Arc<dyn Fn(String) + Send + Sync>,
+}
+
+/// Reacts to what a server sends: notifications about its lists, and the sampling and
+/// elicitation requests it sends while calls run, which go to the callers through [`Callers`].
+/// (Progress and log messages are taken off the stream earlier, by [`InOrder`].)
 pub(crate) struct Handler {
     server: String,
-    on_tools_changed: Arc<dyn Fn() + Send + Sync>,
+    hooks: ServerHooks,
+    callers: Arc<Callers>,
 }
 
 impl Handler {
-    pub(crate) fn new(server: &str, on_tools_changed: Arc<dyn Fn() + Send + Sync>) -> Self {
+    pub(crate) fn new(server: &str, hooks: ServerHooks, callers: Arc<Callers>) -> Self {
         Self {
             server: server.to_string(),
-            on_tools_changed,
+            hooks,
+            callers,
         }
     }
+
+    /// The caller a server's request goes to, or the error the server gets when there is none
+    /// it can safely be given to.
+    fn requester(&self, what: &str) -> Result<Arc<dyn Backchannel>, McpError> {
+        let refuse = |why: String| Err(McpError::new(ErrorCode::INVALID_REQUEST, why, None));
+        match self.callers.attributable() {
+            Ok(callers) => match callers.into_iter().next() {
+                Some(oldest) => Ok(oldest),
+                None => refuse(format!("no caller is waiting for the {what} answer")),
+            },
+            Err(Unattributable::NoCaller) => refuse(format!(
+                "no caller that can answer {what} requests is waiting on this server: toolmux \
+                 relays them to the MCP client whose tool call is running (calls from the \
+                 command line, the REST API or the chat cannot answer them)"
+            )),
+            Err(Unattributable::SeveralSessions(n)) => refuse(format!(
+                "calls from {n} different clients are running on this server, and nothing says \
+                 which one this {what} request is for; toolmux does not guess, so that one \
+                 client's request never reaches another"
+            )),
+        }
+    }
+}
+
+/// A relayed request's failure, as the JSON-RPC error the upstream server gets.
+fn refused(error: BackchannelError) -> McpError {
+    match error {
+        BackchannelError::Unsupported(_) => {
+            McpError::new(ErrorCode::METHOD_NOT_FOUND, error.to_string(), None)
+        }
+        BackchannelError::Refused { code, message } => {
+            McpError::new(ErrorCode(code), message, None)
+        }
+        BackchannelError::Failed(message) => McpError::internal_error(message, None),
+    }
+}
+
+/// Moves a value between rmcp's type and the JSON the core relays.
+fn relay_json<A: serde::Serialize, B: serde::de::DeserializeOwned>(
+    value: &A,
+    what: &str,
+) -> Result<B, McpError> {
+    serde_json::to_value(value)
+        .and_then(serde_json::from_value)
+        .map_err(|e| McpError::internal_error(format!("cannot relay the {what}: {e}"), None))
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         // toolmux opens every session with the `initialize` handshake, so it offers the newest
         // version that has one (rmcp's default, 2026-07-28, replaced it with `server/discover`).
+        // It declares sampling and form elicitation because it relays them to its own callers;
+        // a caller that cannot answer makes the request fail, as a client without them would.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.sampling = Some(Default::default());
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(Default::default());
+        capabilities.elicitation = Some(elicitation);
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("toolmux", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -79,7 +159,73 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::info!(server = %self.server, "the server says its tools changed");
-        (self.on_tools_changed)();
+        (self.hooks.on_list_changed)();
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::info!(server = %self.server, "the server says its prompts changed");
+        (self.hooks.on_list_changed)();
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::info!(server = %self.server, "the server says its resources changed");
+        (self.hooks.on_list_changed)();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        (self.hooks.on_resource_updated)(params.uri);
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        let caller = self.requester("sampling")?;
+        let request = relay_json(&params, "sampling request")?;
+        let answer = caller.sample(request).await.map_err(refused)?;
+        relay_json(&answer, "sampling result")
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        let caller = self.requester("elicitation")?;
+        let request = relay_json(&request, "elicitation request")?;
+        let answer = caller.elicit(request).await.map_err(refused)?;
+        relay_json(&answer, "elicitation result")
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose caller stopped waiting (a timeout, a
+/// cancelled call), unless disarmed by clearing `id` once the answer came.
+struct CancelIfAbandoned {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelIfAbandoned {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return; // no runtime left: the connection is going away with it
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let cancelled = CancelledNotificationParam::new(
+                Some(id),
+                Some("the caller stopped waiting".into()),
+            );
+            if let Err(e) = peer.notify_cancelled(cancelled).await {
+                tracing::debug!(error = %e, "could not send notifications/cancelled");
+            }
+        });
     }
 }
 
@@ -91,16 +237,30 @@ pub(crate) struct Connection {
     /// The process group of a stdio server (its leader's pid).
     pgid: Option<u32>,
     identity: ServerIdentity,
+    /// What the server said it offers in its handshake.
+    capabilities: ServerCapabilities,
+    callers: Arc<Callers>,
     in_flight: AtomicUsize,
     closed: AtomicBool,
 }
 
-/// Counts a call as in flight while it lives.
-pub(crate) struct InFlight<'a>(&'a AtomicUsize);
+/// A connection with one request counted as in flight while this lives, so that the idle
+/// watcher never closes it under a request. Taken while the server's slot is locked (see
+/// `Inner::connection`), the count cannot be read as zero between finding a connection and
+/// using it.
+pub(crate) struct InFlight(Arc<Connection>);
 
-impl Drop for InFlight<'_> {
+impl std::ops::Deref for InFlight {
+    type Target = Arc<Connection>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -108,6 +268,7 @@ impl Connection {
     /// Opens a connection and completes the MCP handshake within the start-up limit.
     pub(crate) async fn open(endpoint: &Endpoint, handler: Handler) -> Result<Self, UpstreamError> {
         let server = endpoint.server.clone();
+        let callers = Arc::clone(&handler.callers);
         let start_error = |message: String| UpstreamError::Start {
             server: server.clone(),
             message,
@@ -133,7 +294,8 @@ impl Connection {
                     .await
                     .map_err(|e| start_error(format!("cannot run `{command}`: {e}")))?;
                 let pgid = process.id();
-                match tokio::time::timeout(timeout, serve_client(handler, process)).await {
+                let transport = InOrder::new(process, Arc::clone(&callers), &server);
+                match tokio::time::timeout(timeout, serve_client(handler, transport)).await {
                     Ok(Ok(service)) => (service, pgid),
                     Ok(Err(e)) => {
                         let tail = log_tail(&endpoint.log).await;
@@ -148,7 +310,11 @@ impl Connection {
                     .custom_headers(headers);
                 let client = OrderedClient::new()
                     .map_err(|e| start_error(format!("cannot set up the HTTP client: {e}")))?;
-                let transport = StreamableHttpClientTransport::with_client(client, config);
+                let transport = InOrder::new(
+                    StreamableHttpClientTransport::with_client(client, config),
+                    Arc::clone(&callers),
+                    &server,
+                );
                 match tokio::time::timeout(timeout, serve_client(handler, transport)).await {
                     Ok(Ok(service)) => (service, None),
                     Ok(Err(e)) => {
@@ -171,9 +337,12 @@ impl Connection {
                     let transport = SseTransport::connect(url, headers)
                         .await
                         .map_err(|e| format!("cannot open the event stream at {url}: {e}"))?;
-                    serve_client(handler, transport)
-                        .await
-                        .map_err(|e| format!("the MCP handshake over SSE at {url} failed: {e}"))
+                    serve_client(
+                        handler,
+                        InOrder::new(transport, Arc::clone(&callers), &server),
+                    )
+                    .await
+                    .map_err(|e| format!("the MCP handshake over SSE at {url} failed: {e}"))
                 })
                 .await;
                 match opened {
@@ -203,12 +372,18 @@ impl Connection {
                 protocol_version: info.protocol_version.to_string(),
             })
             .unwrap_or_default();
+        let capabilities = peer
+            .peer_info()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default();
         Ok(Self {
             server: endpoint.server.clone(),
             peer,
             service: Mutex::new(Some(service)),
             pgid,
             identity,
+            capabilities,
+            callers,
             in_flight: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
         })
@@ -234,52 +409,160 @@ impl Connection {
         self.in_flight.load(Ordering::SeqCst)
     }
 
-    /// Marks a call in flight until the guard is dropped.
-    pub(crate) fn begin(&self) -> InFlight<'_> {
+    /// Marks a request in flight until the guard is dropped.
+    pub(crate) fn begin(self: &Arc<Self>) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
-        InFlight(&self.in_flight)
+        InFlight(Arc::clone(self))
+    }
+
+    /// What the server offers besides tools.
+    pub(crate) fn capabilities(&self) -> &ServerCapabilities {
+        &self.capabilities
     }
 
     /// Every tool the server lists, page by page, at most [`MAX_TOOL_PAGES`] pages.
     pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, UpstreamError> {
-        let mut tools = Vec::new();
+        self.all_pages("tools/list", |params| async move {
+            let page = self.peer.list_tools(Some(params)).await?;
+            Ok((page.tools, page.next_cursor))
+        })
+        .await
+    }
+
+    /// Every prompt the server lists.
+    pub(crate) async fn list_prompts(&self) -> Result<Vec<Prompt>, UpstreamError> {
+        self.all_pages("prompts/list", |params| async move {
+            let page = self.peer.list_prompts(Some(params)).await?;
+            Ok((page.prompts, page.next_cursor))
+        })
+        .await
+    }
+
+    /// Every resource the server lists.
+    pub(crate) async fn list_resources(&self) -> Result<Vec<Resource>, UpstreamError> {
+        self.all_pages("resources/list", |params| async move {
+            let page = self.peer.list_resources(Some(params)).await?;
+            Ok((page.resources, page.next_cursor))
+        })
+        .await
+    }
+
+    /// Every resource template the server lists.
+    pub(crate) async fn list_resource_templates(
+        &self,
+    ) -> Result<Vec<ResourceTemplate>, UpstreamError> {
+        self.all_pages("resources/templates/list", |params| async move {
+            let page = self.peer.list_resource_templates(Some(params)).await?;
+            Ok((page.resource_templates, page.next_cursor))
+        })
+        .await
+    }
+
+    /// Reads a listing page by page, at most [`MAX_TOOL_PAGES`] pages. rmcp's own helpers
+    /// page on for as long as the server hands out cursors; a buggy server would hang them.
+    async fn all_pages<T, F, Fut>(&self, method: &str, page: F) -> Result<Vec<T>, UpstreamError>
+    where
+        F: Fn(PaginatedRequestParams) -> Fut,
+        Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+    {
+        let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
         for _ in 0..MAX_TOOL_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-            let page = self
-                .peer
-                .list_tools(Some(params))
+            let (listed, next) = page(params)
                 .await
-                .map_err(|e| self.protocol(format!("tools/list failed: {}", describe(&e))))?;
-            tools.extend(page.tools);
-            match page.next_cursor {
-                None => return Ok(tools),
+                .map_err(|e| self.protocol(format!("{method} failed: {}", describe(&e))))?;
+            items.extend(listed);
+            match next {
+                None => return Ok(items),
                 Some(next) if !seen.insert(next.clone()) => {
                     return Err(self.protocol(format!(
-                        "tools/list returned the cursor `{next}` twice; stopping"
+                        "{method} returned the cursor `{next}` twice; stopping"
                     )));
                 }
                 Some(next) => cursor = Some(next),
             }
         }
         Err(self.protocol(format!(
-            "tools/list returned more than {MAX_TOOL_PAGES} pages; stopping"
+            "{method} returned more than {MAX_TOOL_PAGES} pages; stopping"
         )))
     }
 
-    /// Calls one tool. Dropping the future before it finishes sends
-    /// `notifications/cancelled` for the request (rmcp does this for abandoned requests).
+    /// Calls one tool. Progress, log messages and requests the server sends meanwhile go to
+    /// the `caller`'s backchannel (see [`Callers`] for whose session may see what). Dropping the future before it finishes sends `notifications/cancelled`
+    /// for the request, so the server stops working on a result nobody reads.
     pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: JsonObject,
+        caller: Option<(Option<String>, Arc<dyn Backchannel>)>,
     ) -> Result<CallToolResult, ServiceError> {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        match self.peer.call_tool_once(params).await? {
-            CallToolResponse::Complete(result) => Ok(result),
+        // Sent by hand rather than with `call_tool_once`, which hides the progress token rmcp
+        // puts on every request: the server's progress names that token.
+        let handle = self
+            .peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await?;
+        let _registered = caller.map(|(session, backchannel)| {
+            self.callers
+                .register(handle.progress_token.clone(), session, backchannel)
+        });
+        let mut abandoned = CancelIfAbandoned {
+            peer: self.peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let answered = handle.await_response().await;
+        abandoned.id = None;
+        match answered? {
+            ServerResult::CallToolResult(result) => Ok(result),
             _ => Err(ServiceError::UnexpectedResponse),
         }
+    }
+
+    /// Gets one prompt, filled with `arguments`.
+    pub(crate) async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, ServiceError> {
+        self.peer.get_prompt(params).await
+    }
+
+    /// Reads one resource.
+    pub(crate) async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, ServiceError> {
+        match self.peer.read_resource_once(params).await? {
+            rmcp::model::ReadResourceResponse::Complete(result) => Ok(result),
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
+    }
+
+    /// Asks the server to tell toolmux when a resource changes.
+    pub(crate) async fn subscribe(&self, uri: &str) -> Result<(), ServiceError> {
+        self.peer
+            .subscribe(SubscribeRequestParams::new(uri.to_string()))
+            .await
+    }
+
+    /// Undoes [`Connection::subscribe`].
+    pub(crate) async fn unsubscribe(&self, uri: &str) -> Result<(), ServiceError> {
+        self.peer
+            .unsubscribe(UnsubscribeRequestParams::new(uri.to_string()))
+            .await
+    }
+
+    /// Asks for completions of a prompt or resource-template argument.
+    pub(crate) async fn complete(
+        &self,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, ServiceError> {
+        self.peer.complete(params).await
     }
 
     fn protocol(&self, message: String) -> UpstreamError {
@@ -364,13 +647,41 @@ async fn spawn(
         args.join(" ")
     );
     file.write_all(header.as_bytes()).await?;
-    if let Some(mut stderr) = stderr {
+    if let Some(stderr) = stderr {
+        let log = log.to_path_buf();
         tokio::spawn(async move {
-            let _ = tokio::io::copy(&mut stderr, &mut file).await;
-            let _ = file.flush().await;
+            if let Err(e) = copy_to_log(stderr, file, &log).await {
+                tracing::warn!(log = %log.display(), error = %e, "stopped copying a server's stderr to its log");
+            }
         });
     }
     Ok(process)
+}
+
+/// Appends a server's stderr to its log until the server closes it, rotating the log whenever
+/// it outgrows [`MAX_LOG_BYTES`], so that a chatty server that runs for days cannot fill the
+/// disk.
+async fn copy_to_log(
+    mut stderr: impl tokio::io::AsyncRead + Unpin,
+    mut file: tokio::fs::File,
+    log: &Path,
+) -> io::Result<()> {
+    use tokio::io::AsyncReadExt;
+    let mut written = file.metadata().await?.len();
+    let mut buffer = vec![0u8; 8192];
+    loop {
+        let read = stderr.read(&mut buffer).await?;
+        if read == 0 {
+            return file.flush().await;
+        }
+        if written > MAX_LOG_BYTES {
+            file.flush().await?;
+            file = open_log(log).await?;
+            written = file.metadata().await?.len();
+        }
+        file.write_all(&buffer[..read]).await?;
+        written += read as u64;
+    }
 }
 
 /// Opens a server's log for appending, rotating it first when it has grown too big.
@@ -381,7 +692,11 @@ async fn open_log(path: &Path) -> io::Result<tokio::fs::File> {
     if let Ok(meta) = tokio::fs::metadata(path).await
         && meta.len() > MAX_LOG_BYTES
     {
-        let _ = tokio::fs::rename(path, path.with_extension("log.1")).await;
+        let rotated = path.with_extension("log.1");
+        if let Err(e) = tokio::fs::rename(path, &rotated).await {
+            // Appending on is better than losing the server's output: say so and go on.
+            tracing::warn!(log = %path.display(), error = %e, "cannot rotate a server's log");
+        }
     }
     tokio::fs::OpenOptions::new()
         .create(true)
@@ -455,5 +770,27 @@ pub(crate) fn describe(error: &ServiceError) -> String {
             format!("the server answered with error {}: {}", e.code.0, e.message)
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_long_stderr_is_rotated_and_never_grows_past_the_limit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("servers/chatty.log");
+        let file = open_log(&log).await.expect("open");
+        let output = vec![b'x'; (MAX_LOG_BYTES as usize) * 5 / 2];
+        copy_to_log(output.as_slice(), file, &log)
+            .await
+            .expect("copied");
+        let current = std::fs::metadata(&log).expect("log").len();
+        let rotated = std::fs::metadata(log.with_extension("log.1"))
+            .expect("rotated log")
+            .len();
+        assert!(current > 0 && current <= MAX_LOG_BYTES + 8192, "{current}");
+        assert!(rotated > MAX_LOG_BYTES, "{rotated}");
     }
 }

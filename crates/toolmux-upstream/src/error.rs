@@ -49,6 +49,19 @@ pub enum UpstreamError {
         /// How long until a call tries to start it again.
         retry_in: Duration,
     },
+    /// The server answered a relayed request with a JSON-RPC error.
+    #[error("MCP server `{server}` answered with error {code}: {message}")]
+    Answered {
+        /// The server's name.
+        server: String,
+        /// Its error code.
+        code: i32,
+        /// Its message.
+        message: String,
+    },
+    /// No configured server offers what was asked for.
+    #[error("{0}")]
+    NotFound(String),
     /// The server is switched off in configuration.
     #[error("MCP server `{server}` is disabled in configuration")]
     Disabled {

@@ -15,10 +15,12 @@
 //! out is core types.
 
 mod cache;
+mod callers;
 mod connection;
 mod error;
 mod import;
 mod names;
+mod relay;
 mod schema;
 mod servers;
 mod source;
@@ -26,13 +28,15 @@ mod sse;
 mod streamable;
 
 pub use cache::{
-    CachedTool, DiscoveryRecord, DiscoveryStatus, ServerIdentity, ServerPaths, config_hash,
+    CachedTool, DiscoveryRecord, DiscoveryStatus, ServerIdentity, ServerOffers, ServerPaths,
+    config_hash,
 };
 pub use connection::MAX_TOOL_PAGES;
 pub use error::UpstreamError;
 pub use import::{ImportError, ImportFormat, ImportedServer, read_import};
 pub use names::{MAX_NAME_LEN, registry_names};
+pub use relay::Relayed;
 pub use schema::{MAX_SCHEMA_BYTES, Sanitised, input_schema, output_schema};
-pub use servers::{Upstreams, state_dir};
+pub use servers::{ApplyReport, Upstreams, state_dir};
 pub use source::{Backoff, DiscoveryOutcome, ServerSpec, UpstreamSource};
 pub use sse::{SseError, SseTransport};

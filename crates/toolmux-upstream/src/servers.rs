@@ -1,19 +1,45 @@
 //! All configured servers of a project, as one handle: build their sources from the
-//! configuration, discover the stale ones in the background, and stop them all on exit.
+//! configuration, discover the stale ones in the background, follow configuration changes
+//! while running ([`Upstreams::apply`]), and stop them all on exit.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use futures::future::join_all;
+use serde_json::Value;
 use toolmux_config::LoadedConfig;
-use toolmux_core::Source;
+use toolmux_core::{Hub, Source};
 
 use crate::cache::config_hash;
 use crate::source::{Backoff, ServerSpec, UpstreamSource};
 
-/// The configured MCP servers of one project.
+/// The configured MCP servers of one project. Shared (`Arc<Upstreams>`) between the commands
+/// that read it and the configuration reload that changes it.
 pub struct Upstreams {
-    servers: Vec<UpstreamSource>,
+    servers: RwLock<Vec<UpstreamSource>>,
+    state_dir: PathBuf,
+    backoff: Backoff,
+    /// The runtime to stop replaced servers and start discoveries on when [`Upstreams::apply`]
+    /// runs on a thread outside it (the file watcher's).
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+/// What [`Upstreams::apply`] changed, by server name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// Servers that are new in the configuration.
+    pub added: Vec<String>,
+    /// Servers whose entry changed: the old one was stopped and replaced.
+    pub changed: Vec<String>,
+    /// Servers no longer configured: stopped and taken out of the hub.
+    pub removed: Vec<String>,
+}
+
+impl ApplyReport {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty()
+    }
 }
 
 impl Upstreams {
@@ -25,8 +51,25 @@ impl Upstreams {
 
     /// [`Upstreams::new`] with the restart policy given.
     pub fn with_backoff(loaded: &LoadedConfig, state_dir: &Path, backoff: Backoff) -> Self {
+        let upstreams = Self {
+            servers: RwLock::new(Vec::new()),
+            state_dir: state_dir.to_path_buf(),
+            backoff,
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        };
+        let servers = upstreams
+            .specs(loaded)
+            .into_iter()
+            .map(|spec| upstreams.source(spec, loaded))
+            .collect();
+        *upstreams.write() = servers;
+        upstreams
+    }
+
+    /// One spec per configured server, with the hash of its entry as written.
+    fn specs(&self, loaded: &LoadedConfig) -> Vec<ServerSpec> {
         let raw = toolmux_config::unexpanded_mcp_servers(loaded);
-        let servers = loaded
+        loaded
             .config
             .mcp_servers
             .iter()
@@ -34,47 +77,129 @@ impl Upstreams {
                 let entry = raw
                     .get(name.as_str())
                     .cloned()
-                    .unwrap_or_else(|| serde_json::to_value(server).unwrap_or_default());
-                let spec = ServerSpec {
+                    .unwrap_or_else(|| serde_json::to_value(server).unwrap_or(Value::Null));
+                ServerSpec {
                     name: name.as_str().to_string(),
                     server: server.clone(),
                     config_hash: config_hash(&entry),
-                };
-                UpstreamSource::new(spec, &loaded.project_dir, state_dir, backoff)
+                }
             })
-            .collect();
-        Self { servers }
+            .collect()
     }
 
-    /// The servers, by name.
-    pub fn iter(&self) -> impl Iterator<Item = &UpstreamSource> {
-        self.servers.iter()
+    fn source(&self, spec: ServerSpec, loaded: &LoadedConfig) -> UpstreamSource {
+        UpstreamSource::new(spec, &loaded.project_dir, &self.state_dir, self.backoff)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<UpstreamSource>> {
+        self.servers.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<UpstreamSource>> {
+        self.servers.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The servers as they stand, by name: clones that share the running servers.
+    pub fn servers(&self) -> Vec<UpstreamSource> {
+        self.read().clone()
     }
 
     /// One server by name.
-    pub fn get(&self, name: &str) -> Option<&UpstreamSource> {
-        self.servers.iter().find(|s| s.name() == name)
+    pub fn get(&self, name: &str) -> Option<UpstreamSource> {
+        self.read().iter().find(|s| s.name() == name).cloned()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
+        self.read().is_empty()
     }
 
     /// The sources, to add to a hub.
     pub fn sources(&self) -> Vec<Arc<dyn Source>> {
-        self.servers
+        self.read()
             .iter()
             .map(|s| Arc::new(s.clone()) as Arc<dyn Source>)
             .collect()
+    }
+
+    /// Brings the running servers in line with a new configuration, comparing by name, by the
+    /// hash of each entry as written and by its checked settings: a new server is added to the hub (and discovered in
+    /// the background when its cache does not match); a changed one is stopped and replaced;
+    /// a removed one is stopped and taken out of the hub; an unchanged one is left alone,
+    /// running process and all. Returns at once; stopping and discovery happen in the
+    /// background on the runtime.
+    pub fn apply(&self, loaded: &LoadedConfig, hub: &Hub) -> ApplyReport {
+        let specs = self.specs(loaded);
+        let mut report = ApplyReport::default();
+        let mut stopped = Vec::new();
+        let mut started = Vec::new();
+        {
+            // One writer at a time: two reloads racing must not both add the same server.
+            let mut servers = self.write();
+            let mut next = Vec::with_capacity(specs.len());
+            for spec in specs {
+                let old = servers.iter().position(|s| s.name() == spec.name);
+                match old.map(|i| servers.remove(i)) {
+                    // The hash covers what decides the tool list (the transport); the checked
+                    // entry covers the rest (filters, policies, time limits, and `${VAR}` values,
+                    // which the hash leaves out). A source's settings are fixed when it is made,
+                    // so a change in either replaces it.
+                    Some(old)
+                        if old.record().config_hash == spec.config_hash
+                            && *old.server() == spec.server =>
+                    {
+                        next.push(old)
+                    }
+                    old => {
+                        match old {
+                            Some(old) => {
+                                report.changed.push(spec.name.clone());
+                                stopped.push(old);
+                            }
+                            None => report.added.push(spec.name.clone()),
+                        }
+                        let source = self.source(spec, loaded);
+                        // Replaces a source with the same id, so a changed server's old tools
+                        // leave the catalog in the same step as its new ones arrive.
+                        hub.add_source(Arc::new(source.clone()));
+                        started.push(source.clone());
+                        next.push(source);
+                    }
+                }
+            }
+            for old in servers.drain(..) {
+                report.removed.push(old.name().to_string());
+                hub.remove_source(old.name());
+                stopped.push(old);
+            }
+            *servers = next;
+        }
+        let Some(runtime) = tokio::runtime::Handle::try_current()
+            .ok()
+            .or_else(|| self.runtime.clone())
+        else {
+            // No runtime to wait on: a stopped server's connection kills its process group
+            // when its last clone is dropped, here.
+            return report;
+        };
+        for old in stopped {
+            runtime.spawn(async move { old.shutdown().await });
+        }
+        for server in started.into_iter().filter(UpstreamSource::needs_discovery) {
+            runtime.spawn(async move {
+                if let Err(e) = server.discover().await {
+                    tracing::warn!(error = %e, "discovery failed");
+                }
+            });
+        }
+        report
     }
 
     /// Starts discovery of every enabled server whose cache is missing, stale or failed, in
     /// the background; returns at once. For long-running modes (`toolmux serve`), so that
     /// start-up never waits for a server.
     pub fn discover_stale_in_background(&self) {
-        for server in self.servers.iter().filter(|s| s.needs_discovery()) {
-            let server = server.clone();
+        for server in self.servers().into_iter().filter(|s| s.needs_discovery()) {
             tokio::spawn(async move {
                 if let Err(e) = server.discover().await {
                     tracing::warn!(error = %e, "background discovery failed");
@@ -85,7 +210,8 @@ impl Upstreams {
 
     /// Stops every running server cleanly, all at once.
     pub async fn shutdown(&self) {
-        join_all(self.servers.iter().map(UpstreamSource::shutdown)).await;
+        let servers = self.servers();
+        join_all(servers.iter().map(UpstreamSource::shutdown)).await;
     }
 }
 

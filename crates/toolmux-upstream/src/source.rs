@@ -9,6 +9,7 @@
 //! error naming it and its last error, and the catalog shows it as failed. The first call after
 //! the window tries again. A crash during a call fails that call only.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -22,8 +23,18 @@ use toolmux_core::{
     SourceStatus, ToolAnnotations, ToolDescriptor, ToolResult,
 };
 
-use crate::cache::{CachedTool, DiscoveryRecord, DiscoveryStatus, ServerPaths};
-use crate::connection::{Connection, Endpoint, Handler, describe};
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate,
+};
+use rmcp::service::ServiceError;
+use tokio::sync::broadcast;
+
+use crate::cache::{
+    CachedTool, DiscoveryRecord, DiscoveryStatus, ServerIdentity, ServerOffers, ServerPaths,
+};
+use crate::callers::Callers;
+use crate::connection::{Connection, Endpoint, Handler, InFlight, ServerHooks, describe};
 use crate::error::UpstreamError;
 use crate::names::registry_names;
 use crate::schema;
@@ -51,6 +62,11 @@ impl Default for Backoff {
 
 /// The longest tool description kept; longer ones are cut (a model reads every one).
 const MAX_DESCRIPTION_CHARS: usize = 8 * 1024;
+/// How long a relayed request (a prompt, a resource, a completion) may take when the server
+/// sets no `toolTimeoutMs`.
+const RELAY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Resource-change notifications kept for a slow subscriber before it misses some.
+const UPDATES_BUFFER: usize = 256;
 
 /// What a discovery found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +97,13 @@ struct Inner {
     notifier: Mutex<Option<ChangeNotifier>>,
     discovery: tokio::sync::Mutex<()>,
     last_used: Mutex<Instant>,
+    /// The calls in flight that want the server's progress, logs and requests.
+    callers: Arc<Callers>,
+    /// Resources someone subscribed to, with how many subscriptions each; they keep the server
+    /// running and are renewed when it restarts.
+    subscriptions: Mutex<BTreeMap<String, usize>>,
+    /// URIs of subscribed resources the server says changed.
+    updates: broadcast::Sender<String>,
 }
 
 /// What `tools()` and `status()` read: the cache record and the descriptors made from it.
@@ -170,6 +193,9 @@ impl UpstreamSource {
                 notifier: Mutex::new(None),
                 discovery: tokio::sync::Mutex::new(()),
                 last_used: Mutex::new(Instant::now()),
+                callers: Arc::default(),
+                subscriptions: Mutex::default(),
+                updates: broadcast::channel(UPDATES_BUFFER).0,
             }),
         }
     }
@@ -231,6 +257,144 @@ impl UpstreamSource {
         Inner::discover(&self.inner).await
     }
 
+    /// Its prompts, under its own names, from the discovery cache.
+    pub fn prompts(&self) -> Vec<Prompt> {
+        read(&self.inner.view).record.prompts.clone()
+    }
+
+    /// Its resources, from the discovery cache.
+    pub fn resources(&self) -> Vec<Resource> {
+        read(&self.inner.view).record.resources.clone()
+    }
+
+    /// Its resource templates, from the discovery cache.
+    pub fn resource_templates(&self) -> Vec<ResourceTemplate> {
+        read(&self.inner.view).record.resource_templates.clone()
+    }
+
+    /// What it offers besides tools, from the discovery cache.
+    pub fn offers(&self) -> ServerOffers {
+        read(&self.inner.view).record.offers
+    }
+
+    /// Gets one of its prompts (under its own name), starting it when needed.
+    pub async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, UpstreamError> {
+        self.request("prompts/get", |conn| async move {
+            conn.get_prompt(params).await
+        })
+        .await
+    }
+
+    /// Reads one of its resources, starting it when needed.
+    pub async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, UpstreamError> {
+        self.request("resources/read", |conn| async move {
+            conn.read_resource(params).await
+        })
+        .await
+    }
+
+    /// Asks it to complete a prompt or resource-template argument, starting it when needed.
+    pub async fn complete(
+        &self,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, UpstreamError> {
+        self.request("completion/complete", |conn| async move {
+            conn.complete(params).await
+        })
+        .await
+    }
+
+    /// Subscribes to changes of one of its resources; they arrive on
+    /// [`UpstreamSource::resource_updates`]. Subscriptions are counted: the server is asked once
+    /// per URI, and keeps running while any is held. Pair with
+    /// [`UpstreamSource::unsubscribe`].
+    pub async fn subscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+        let first = {
+            let mut subscriptions = lock(&self.inner.subscriptions);
+            let count = subscriptions.entry(uri.to_string()).or_default();
+            *count += 1;
+            *count == 1
+        };
+        if !first {
+            return Ok(());
+        }
+        let asked = self
+            .request("resources/subscribe", |conn| async move {
+                conn.subscribe(uri).await
+            })
+            .await;
+        if asked.is_err() {
+            self.release(uri);
+        }
+        asked
+    }
+
+    /// Drops one subscription to `uri`; the last one unsubscribes at the server if it runs.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+        if !self.release(uri) {
+            return Ok(());
+        }
+        let conn = match self.inner.slot.lock().await.as_ref() {
+            Some(conn) if conn.is_alive() => conn.begin(),
+            // Nothing runs, so nothing is subscribed there.
+            _ => return Ok(()),
+        };
+        conn.unsubscribe(uri)
+            .await
+            .map_err(|e| self.inner.request_error("resources/unsubscribe", &conn, &e))
+    }
+
+    /// Removes one subscription count; whether it was the last one for `uri`.
+    fn release(&self, uri: &str) -> bool {
+        let mut subscriptions = lock(&self.inner.subscriptions);
+        match subscriptions.get_mut(uri) {
+            Some(count) if *count > 1 => {
+                *count -= 1;
+                false
+            }
+            Some(_) => {
+                subscriptions.remove(uri);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// URIs of subscribed resources as the server reports them changed.
+    pub fn resource_updates(&self) -> broadcast::Receiver<String> {
+        self.inner.updates.subscribe()
+    }
+
+    /// Runs one relayed request on the server's connection, starting it when needed, within
+    /// the server's tool timeout.
+    async fn request<T, F, Fut>(&self, method: &'static str, send: F) -> Result<T, UpstreamError>
+    where
+        F: FnOnce(Arc<Connection>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ServiceError>>,
+    {
+        let inner = &self.inner;
+        let conn = inner.connection().await?;
+        let limit = inner.server.tool_timeout.unwrap_or(RELAY_TIMEOUT);
+        inner.touch();
+        let answered = tokio::time::timeout(limit, send(Arc::clone(&conn))).await;
+        inner.touch();
+        match answered {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(inner.request_error(method, &conn, &e)),
+            Err(_) => Err(UpstreamError::Timeout {
+                server: inner.name.clone(),
+                what: method,
+                after: limit,
+            }),
+        }
+    }
+
     /// Stops the server cleanly if it runs (stdin closed, SIGTERM, SIGKILL for a stdio one).
     pub async fn shutdown(&self) {
         let conn = self.inner.slot.lock().await.take();
@@ -253,6 +417,33 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Inner {
+    /// A failed relayed request, keeping the server's own error code when it answered with one.
+    fn request_error(
+        &self,
+        method: &str,
+        conn: &Connection,
+        error: &ServiceError,
+    ) -> UpstreamError {
+        match error {
+            ServiceError::McpError(e) => UpstreamError::Answered {
+                server: self.name.clone(),
+                code: e.code.0,
+                message: e.message.to_string(),
+            },
+            _ if !conn.is_alive() => UpstreamError::Protocol {
+                server: self.name.clone(),
+                message: format!(
+                    "it exited during {method} (its log: `toolmux mcp logs {}`)",
+                    self.name
+                ),
+            },
+            other => UpstreamError::Protocol {
+                server: self.name.clone(),
+                message: format!("{method} failed: {}", describe(other)),
+            },
+        }
+    }
+
     fn notify(&self) {
         if let Some(notifier) = lock(&self.notifier).as_ref() {
             notifier.notify();
@@ -263,12 +454,13 @@ impl Inner {
         *lock(&self.last_used) = Instant::now();
     }
 
-    /// The live connection, started (with retries) when there is none.
-    async fn connection(self: &Arc<Self>) -> Result<Arc<Connection>, UpstreamError> {
+    /// The live connection, started (with retries) when there is none, with one request
+    /// counted in flight on it.
+    async fn connection(self: &Arc<Self>) -> Result<InFlight, UpstreamError> {
         let mut slot = self.slot.lock().await;
         if let Some(conn) = slot.as_ref() {
             if conn.is_alive() {
-                return Ok(Arc::clone(conn));
+                return Ok(conn.begin());
             }
             tracing::warn!(server = %self.name, "the server exited; it is restarted on this call");
             if let Some(dead) = slot.take() {
@@ -296,7 +488,11 @@ impl Inner {
         }
         let weak = Arc::downgrade(self);
         let open = || {
-            let handler = Handler::new(&self.name, tools_changed(weak.clone()));
+            let hooks = ServerHooks {
+                on_list_changed: lists_changed(weak.clone()),
+                on_resource_updated: resource_updated(weak.clone()),
+            };
+            let handler = Handler::new(&self.name, hooks, Arc::clone(&self.callers));
             let endpoint = self.endpoint.clone();
             async move { Connection::open(&endpoint, handler).await }
         };
@@ -314,6 +510,7 @@ impl Inner {
         match opened {
             Ok(conn) => {
                 let conn = Arc::new(conn);
+                let in_flight = conn.begin();
                 let was_failing = {
                     let mut health = lock(&self.health);
                     let was = health.unavailable_until.is_some();
@@ -333,6 +530,10 @@ impl Inner {
                 if was_failing {
                     self.notify();
                 }
+                let held: Vec<String> = lock(&self.subscriptions).keys().cloned().collect();
+                if !held.is_empty() {
+                    tokio::spawn(renew_subscriptions(conn.begin(), held));
+                }
                 // A discovery running now (which may have started this connection) covers it.
                 let stale = read(&self.view).record.discovery_status != DiscoveryStatus::Success
                     && self.discovery.try_lock().is_ok();
@@ -340,7 +541,7 @@ impl Inner {
                     let inner = Arc::clone(self);
                     tokio::spawn(async move { Inner::rediscover_live(&inner).await });
                 }
-                Ok(conn)
+                Ok(in_flight)
             }
             Err(e) => {
                 {
@@ -358,28 +559,31 @@ impl Inner {
 
     async fn discover(self: &Arc<Self>) -> Result<DiscoveryOutcome, UpstreamError> {
         let _one_at_a_time = self.discovery.lock().await;
-        {
+        let discovering = {
             let mut view = write(&self.view);
             view.discovering = true;
             view.record.discovery_status = DiscoveryStatus::Discovering;
-            self.persist(&view.record);
-        }
+            view.record.clone()
+        };
+        // Written outside the view's lock, so listing never waits on the disk; the cache file
+        // has one writer at a time, since every writer holds `discovery`.
+        self.persist(&discovering);
         self.notify();
+        // Start-up has its own limit (each try); the discovery limit covers the listing, so a
+        // slow `npx` download does not eat the time the server gets to list its tools.
         let limit = self.server.discovery_timeout;
-        let listed = tokio::time::timeout(limit, async {
-            let conn = self.connection().await?;
-            let _busy = conn.begin();
-            let tools = conn.list_tools().await?;
-            Ok::<_, UpstreamError>((conn.identity().clone(), tools))
-        })
-        .await
-        .unwrap_or_else(|_| {
-            Err(UpstreamError::Timeout {
-                server: self.name.clone(),
-                what: "discovery",
-                after: limit,
-            })
-        });
+        let listed = match self.connection().await {
+            Ok(conn) => tokio::time::timeout(limit, Listing::read(&conn))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(UpstreamError::Timeout {
+                        server: self.name.clone(),
+                        what: "discovery",
+                        after: limit,
+                    })
+                }),
+            Err(e) => Err(e),
+        };
         self.touch();
         self.record_discovery(listed)
     }
@@ -391,15 +595,13 @@ impl Inner {
     async fn rediscover_live(self: &Arc<Self>) {
         let _one_at_a_time = self.discovery.lock().await;
         let conn = match self.slot.lock().await.as_ref() {
-            Some(conn) if conn.is_alive() => Arc::clone(conn),
+            Some(conn) if conn.is_alive() => conn.begin(),
             _ => return,
         };
-        let listed = {
-            let _busy = conn.begin();
-            tokio::time::timeout(self.server.discovery_timeout, conn.list_tools()).await
-        };
+        let listed =
+            tokio::time::timeout(self.server.discovery_timeout, Listing::read(&conn)).await;
         let listed = match listed {
-            Ok(Ok(tools)) => Ok((conn.identity().clone(), tools)),
+            Ok(Ok(listing)) => Ok(listing),
             _ if !conn.is_alive() => return,
             Ok(Err(e)) => Err(e),
             Err(_) => Err(UpstreamError::Timeout {
@@ -414,20 +616,24 @@ impl Inner {
     }
 
     /// Writes what a discovery found to the cache and the view, and publishes a new catalog.
-    /// On failure the earlier tools stay.
+    /// On failure the earlier tools stay. The caller holds `discovery`.
     fn record_discovery(
         &self,
-        listed: Result<(crate::cache::ServerIdentity, Vec<rmcp::model::Tool>), UpstreamError>,
+        listed: Result<Listing, UpstreamError>,
     ) -> Result<DiscoveryOutcome, UpstreamError> {
-        let outcome = {
+        let (outcome, record) = {
             let mut view = write(&self.view);
             view.discovering = false;
             let mut record = view.record.clone();
             record.config_hash = self.config_hash.clone();
             let outcome = match listed {
-                Ok((identity, tools)) => {
-                    record.tools = tools.iter().map(cached_tool).collect();
-                    record.server_info = Some(identity);
+                Ok(listing) => {
+                    record.tools = listing.tools.iter().map(cached_tool).collect();
+                    record.prompts = listing.prompts;
+                    record.resources = listing.resources;
+                    record.resource_templates = listing.resource_templates;
+                    record.offers = listing.offers;
+                    record.server_info = Some(listing.identity);
                     record.discovery_status = DiscoveryStatus::Success;
                     record.discovery_error = None;
                     record.last_discovery = Some(Utc::now());
@@ -447,10 +653,10 @@ impl Inner {
                 }
             };
             view.tools = Arc::new(descriptors(&self.name, &self.prefix, &self.server, &record));
-            self.persist(&record);
-            view.record = record;
-            outcome
+            view.record = record.clone();
+            (outcome, record)
         };
+        self.persist(&record);
         self.notify();
         outcome
     }
@@ -469,8 +675,84 @@ impl Inner {
     }
 }
 
-/// The callback for `notifications/tools/list_changed`: rediscover on the open connection.
-fn tools_changed(source: Weak<Inner>) -> Arc<dyn Fn() + Send + Sync> {
+/// Everything a discovery reads from a server.
+struct Listing {
+    identity: ServerIdentity,
+    tools: Vec<rmcp::model::Tool>,
+    prompts: Vec<Prompt>,
+    resources: Vec<Resource>,
+    resource_templates: Vec<ResourceTemplate>,
+    offers: ServerOffers,
+}
+
+impl Listing {
+    /// Lists the tools, and the prompts and resources when the server offers them. Only the
+    /// tools decide whether discovery worked: a server that offers resources but fails to list
+    /// its templates (some answer "method not found") still serves its tools.
+    async fn read(conn: &Connection) -> Result<Self, UpstreamError> {
+        let tools = conn.list_tools().await?;
+        let capabilities = conn.capabilities();
+        let resources_offered = capabilities.resources.as_ref();
+        let offers = ServerOffers {
+            prompts: capabilities.prompts.is_some(),
+            resources: resources_offered.is_some(),
+            subscribe: resources_offered.and_then(|r| r.subscribe).unwrap_or(false),
+            completions: capabilities.completions.is_some(),
+        };
+        let prompts = if offers.prompts {
+            optional(conn.list_prompts().await)
+        } else {
+            Vec::new()
+        };
+        let (resources, resource_templates) = if offers.resources {
+            (
+                optional(conn.list_resources().await),
+                optional(conn.list_resource_templates().await),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Ok(Self {
+            identity: conn.identity().clone(),
+            tools,
+            prompts,
+            resources,
+            resource_templates,
+            offers,
+        })
+    }
+}
+
+/// An optional listing: its items, or none (with a warning) when the server failed it.
+fn optional<T>(listed: Result<Vec<T>, UpstreamError>) -> Vec<T> {
+    listed.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "an optional listing failed; it is served empty");
+        Vec::new()
+    })
+}
+
+/// Asks a restarted server again for the resource changes someone still subscribes to.
+async fn renew_subscriptions(conn: InFlight, uris: Vec<String>) {
+    for uri in uris {
+        if let Err(e) = conn.subscribe(&uri).await {
+            tracing::warn!(uri, error = %describe(&e), "cannot renew a resource subscription");
+        }
+    }
+}
+
+/// The callback for a server's `resources/updated`: tell the subscribers.
+fn resource_updated(source: Weak<Inner>) -> Arc<dyn Fn(String) + Send + Sync> {
+    Arc::new(move |uri| {
+        if let Some(inner) = source.upgrade() {
+            // No receiver means no session subscribes any more; nothing to tell.
+            let _ = inner.updates.send(uri);
+        }
+    })
+}
+
+/// The callback for `notifications/{tools,prompts,resources}/list_changed`: rediscover on the
+/// open connection.
+fn lists_changed(source: Weak<Inner>) -> Arc<dyn Fn() + Send + Sync> {
     Arc::new(move || {
         let Some(inner) = source.upgrade() else {
             return;
@@ -493,7 +775,8 @@ async fn watch_idle(source: Weak<Inner>, conn: Weak<Connection>, idle: Duration)
             return;
         }
         let quiet = lock(&inner.last_used).elapsed();
-        if watched.in_flight() == 0 && quiet >= idle {
+        let subscribed = !lock(&inner.subscriptions).is_empty();
+        if watched.in_flight() == 0 && !subscribed && quiet >= idle {
             tracing::info!(server = %inner.name, "stopping the server after {}ms idle", idle.as_millis());
             slot.take();
             drop(slot);
@@ -557,11 +840,17 @@ impl Source for UpstreamSource {
             UpstreamError::Timeout { after, .. } => SourceError::Timeout(after),
             other => SourceError::Unavailable(other.to_string()),
         })?;
-        let result = {
-            let _busy = conn.begin();
-            inner.touch();
-            conn.call(&call.tool.original_name, call.arguments).await
-        };
+        inner.touch();
+        let result = conn
+            .call(
+                &call.tool.original_name,
+                call.arguments,
+                call.context
+                    .backchannel
+                    .clone()
+                    .map(|b| (call.context.session.clone(), b)),
+            )
+            .await;
         inner.touch();
         match result {
             Ok(result) => Ok(tool_result(result)),

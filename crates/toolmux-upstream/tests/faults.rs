@@ -198,7 +198,7 @@ async fn crashed_upstream_fails_only_its_own_calls_and_restarts_on_the_next_call
     }}));
     let upstreams = project.upstreams();
     let hub = project.hub(&upstreams);
-    for server in upstreams.iter() {
+    for server in upstreams.servers() {
         server.discover().await.expect("discovers");
     }
     let first = upstreams

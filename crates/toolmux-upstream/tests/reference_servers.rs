@@ -4,9 +4,24 @@
 
 mod support;
 
+use std::sync::{Arc, Mutex};
+
 use serde_json::{Value, json};
 use support::*;
-use toolmux_core::{ContentBody, Source, SourceState};
+use toolmux_core::{
+    Backchannel, CallContext, Channel, ContentBody, LogMessage, Progress, Source, SourceState,
+};
+
+/// A caller that keeps the progress relayed to it.
+#[derive(Default)]
+struct ProgressRecorder(Mutex<Vec<Progress>>);
+
+impl Backchannel for ProgressRecorder {
+    fn progress(&self, update: Progress) {
+        self.0.lock().expect("not poisoned").push(update);
+    }
+    fn log(&self, _message: LogMessage) {}
+}
 
 /// Checks the everything server's tools through one transport: discovery, a call, a result
 /// with structured content, and names.
@@ -41,6 +56,31 @@ async fn exercise_everything(project: &Project) {
         ),
         "{image:?}"
     );
+
+    // The server's progress reaches the caller, in order and before the result.
+    let recorder = Arc::new(ProgressRecorder::default());
+    let context = CallContext::new(Channel::Mcp).with_backchannel(recorder.clone());
+    let done = hub
+        .call(
+            "everything__trigger-long-running-operation",
+            json!({"duration": 0.3, "steps": 3}),
+            &context,
+        )
+        .await
+        .expect("the long-running operation works");
+    assert!(
+        done.text_content()
+            .contains("Long running operation completed"),
+        "{done:?}"
+    );
+    let progress = recorder.0.lock().expect("not poisoned").clone();
+    let steps: Vec<(f64, Option<f64>)> = progress.iter().map(|p| (p.progress, p.total)).collect();
+    assert_eq!(
+        steps,
+        [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))],
+        "{progress:?}"
+    );
+
     let pgid = server.pid().await;
     upstreams.shutdown().await;
     if let Some(pgid) = pgid {
@@ -98,7 +138,7 @@ async fn filesystem_and_memory_servers_work_side_by_side() {
     }}));
     let upstreams = project.upstreams();
     let hub = project.hub(&upstreams);
-    for server in upstreams.iter() {
+    for server in upstreams.servers() {
         server.discover().await.expect("discovers");
     }
     let read = call(
@@ -128,7 +168,7 @@ async fn filesystem_and_memory_servers_work_side_by_side() {
     assert!(text.to_string().contains("aggregates tools"), "{graph:?}");
 
     let mut pgids = Vec::new();
-    for server in upstreams.iter() {
+    for server in upstreams.servers() {
         pgids.extend(server.pid().await);
     }
     assert_eq!(pgids.len(), 2);

@@ -119,6 +119,56 @@ pub enum ToolsCommand {
     },
     /// Call a tool through the pipeline (policy, validation, limits, log).
     Call(CallArgs),
+    /// Register a script tool in the project's configuration:
+    /// `toolmux tools add NAME --description TEXT [--input-schema FILE|JSON] -- COMMAND ARGS...`,
+    /// or its whole definition with `--file def.json`.
+    Add(AddToolArgs),
+    /// Remove a script tool from the project's configuration.
+    Remove {
+        /// The tool's registry name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AddToolArgs {
+    /// The tool's registry name.
+    pub name: String,
+    /// A JSON file holding the definition, as under `tools` in the configuration; the other
+    /// options add to it or override it.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// What the tool does, for the model that chooses it.
+    #[arg(long, short)]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments: a file, or the JSON itself (starting with `{`).
+    #[arg(long, value_name = "FILE|JSON")]
+    pub input_schema: Option<String>,
+    /// JSON Schema of the structured result: a file, or the JSON itself.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub output_schema: Option<String>,
+    /// The working directory, relative to the project root.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// An environment variable, `NAME=VALUE` (keep secrets as `${VAR}`). Repeatable.
+    #[arg(short, long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// How long a call may run, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub timeout_ms: Option<u64>,
+    /// The tool's policy: allow, ask or deny.
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// The tool may run concurrently with other parallel tools of a batch.
+    #[arg(long)]
+    pub parallel: bool,
+    /// Replace a script tool of the same name.
+    #[arg(long)]
+    pub force: bool,
+    /// The program and its arguments (after `--`), run with the call's arguments as JSON on
+    /// stdin.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -455,6 +455,7 @@ fn the_openapi_document_describes_every_route() {
         [
             "/api/approvals",
             "/api/approvals/{id}",
+            "/api/completions",
             "/api/files",
             "/api/files/content",
             "/api/files/grep",
@@ -465,6 +466,10 @@ fn the_openapi_document_describes_every_route() {
             "/api/mcp-servers/{name}",
             "/api/mcp-servers/{name}/refresh",
             "/api/openapi.json",
+            "/api/prompts",
+            "/api/prompts/{name}",
+            "/api/resources",
+            "/api/resources/read",
             "/api/tools",
             "/api/tools/{name}",
             "/api/tools/{name}/call",

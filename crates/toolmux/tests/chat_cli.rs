@@ -8,10 +8,10 @@ mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use api_support::{KEY, Served, request};
-use chat_support::{Aimock, peers};
+use chat_support::Aimock;
 use serde_json::{Value, json};
 use support::TestProject;
 
@@ -109,24 +109,13 @@ fn a_missing_provider_is_a_usage_error_that_says_what_to_configure() {
     );
 }
 
-/// Runs the AI SDK's chat transport against `/api/chat` and returns `{chunks, message}`.
 fn ui_client(served: &Served, chat_id: &str, text: &str) -> Value {
-    let output = Command::new("node")
-        .env("TOOLMUX_API_KEY", KEY)
-        .arg(peers().join("ui-client.mjs"))
-        .args([
-            &format!("http://{}/api/chat", served.address),
-            chat_id,
-            text,
-        ])
-        .output()
-        .expect("run the AI SDK client");
-    assert!(
-        output.status.success(),
-        "ui-client failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("ui-client prints JSON")
+    chat_support::ui_client(
+        &format!("http://{}/api/chat", served.address),
+        KEY,
+        chat_id,
+        text,
+    )
 }
 
 #[test]
@@ -218,31 +207,8 @@ fn a_rate_limited_provider_reaches_the_ai_sdk_client_as_an_error_chunk() {
     assert!(text.contains("Rate limit exceeded"), "{text}");
 }
 
-/// Posts to `/api/chat` and hands each stream event to `on_event` as it arrives.
-fn stream_chat(address: &str, body: &Value, mut on_event: impl FnMut(&Value)) -> Vec<Value> {
-    let mut stream = TcpStream::connect(address).expect("connect");
-    let body = body.to_string();
-    write!(
-        stream,
-        "POST /api/chat HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {KEY}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("send");
-    let mut events = Vec::new();
-    for line in BufReader::new(stream).lines() {
-        let line = line.expect("read");
-        let Some(data) = line.strip_prefix("data: ") else {
-            continue;
-        };
-        if data == "[DONE]" {
-            break;
-        }
-        let event: Value = serde_json::from_str(data).expect("each event is JSON");
-        on_event(&event);
-        events.push(event);
-    }
-    events
+fn stream_chat(address: &str, body: &Value, on_event: impl FnMut(&Value)) -> Vec<Value> {
+    chat_support::stream_chat(address, KEY, body, on_event)
 }
 
 #[test]

@@ -97,31 +97,31 @@ fn stdio_plan(project: &TestProject, args: &[&str], steps: Value) -> Value {
     })
 }
 
-/// `toolmux` processes whose working directory is `dir` (Linux: read from /proc).
-fn toolmux_processes_in(dir: &Path) -> Vec<u32> {
+/// Processes whose working directory is `dir` (Linux: read from /proc): toolmux itself, and
+/// the upstream servers it starts there.
+fn processes_in(dir: &Path) -> Vec<(u32, String)> {
     let dir = dir.canonicalize().expect("canonical project dir");
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_toolmux"))
-        .canonicalize()
-        .expect("canonical binary");
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
+        .filter_map(|pid| {
             let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-            std::fs::read_link(proc_dir.join("cwd")).is_ok_and(|cwd| cwd == dir)
-                && std::fs::read_link(proc_dir.join("exe")).is_ok_and(|e| e == exe)
+            let cwd = std::fs::read_link(proc_dir.join("cwd")).ok()?;
+            let cmdline = std::fs::read(proc_dir.join("cmdline")).ok()?;
+            (cwd == dir).then(|| (pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")))
         })
         .collect()
 }
 
-/// Fails when a `toolmux` process is still running in the project a moment after its client left.
+/// Fails when a process (toolmux, or a server it started) still runs in the project a moment
+/// after its client left.
 fn assert_no_server_left(project: &TestProject) {
     let started = Instant::now();
     loop {
-        let left = toolmux_processes_in(project.path());
+        let left = processes_in(project.path());
         if left.is_empty() {
             return;
         }
@@ -217,6 +217,49 @@ fn mcp_over_stdio_serves_the_workspace_tools_to_a_real_client() {
         .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line")["channel"].clone())
         .collect();
     assert_eq!(channels, vec![json!("mcp"); 3], "{logged}");
+}
+
+#[test]
+fn denied_tools_are_not_offered_and_a_call_to_one_is_refused_with_the_rule() {
+    let project = project_with_files();
+    project.config(r#"{"policies": {"tools": {"grep": "deny"}}}"#);
+    let lines = run_client(stdio_plan(
+        &project,
+        &[],
+        json!([
+            {"op": "list"},
+            {"op": "call", "name": "grep", "arguments": {"pattern": "needle"}},
+            {"op": "call", "name": "run_code", "arguments": {
+                "code": "import { workspace } from '@capabilities/workspace';\n\
+                         return [typeof (workspace as any).grep, typeof workspace.fileRead];"
+            }},
+        ]),
+    ));
+    let names: Vec<&str> = lines[1]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(!names.contains(&"grep"), "{names:?}");
+    assert!(names.contains(&"file_read"), "{names:?}");
+    // Called anyway, it is refused by the hub, which names the rule, and logged.
+    assert_eq!(lines[2]["result"]["isError"], true, "{}", lines[2]);
+    let refusal = text(&lines[2]);
+    assert!(
+        refusal.contains("grep") && refusal.contains("deny"),
+        "{refusal}"
+    );
+    // Code mode's typed API leaves it out too.
+    assert_eq!(lines[3]["result"]["isError"], false, "{}", lines[3]);
+    assert_eq!(
+        lines[3]["result"]["structuredContent"]["result"],
+        json!(["undefined", "function"]),
+        "{}",
+        lines[3]
+    );
+    let logged = project.run(&["logs", "--tool", "grep", "--json"]).ok();
+    assert!(logged.contains("\"denied\""), "{logged}");
 }
 
 #[test]
@@ -625,10 +668,30 @@ fn mcp_inspector_cli_lists_and_calls_tools() {
     assert_no_server_left(&project);
 }
 
-#[test]
-fn conformance_suite_passes_against_serve_except_the_baseline() {
+/// A project whose one upstream server is the conformance fixture (tests/peers/mcp), with its
+/// tools, prompts and resources discovered.
+fn project_with_fixture() -> TestProject {
     let project = project_with_files();
-    let served = Served::start(&project, &[], &[]);
+    let (python, peers) = peers();
+    project.config(
+        &json!({
+            "mcpServers": {
+                "conformance": {
+                    "command": python,
+                    "args": [peers.join("mcp/conformance_fixture.py")],
+                }
+            }
+        })
+        .to_string(),
+    );
+    project.run(&["mcp", "refresh"]).ok();
+    project
+}
+
+#[test]
+fn conformance_suite_passes_against_serve_in_pass_through_mode() {
+    let project = project_with_fixture();
+    let served = Served::start(&project, &["--pass-through", "conformance"], &[]);
     let (_, peers) = peers();
     let results = tempfile::tempdir().expect("a results folder");
     let mut child = Command::new(node_peer("conformance"))
@@ -658,20 +721,252 @@ fn conformance_suite_passes_against_serve_except_the_baseline() {
         status.success(),
         "conformance failures beyond the baseline (or a stale baseline entry)\n{stdout}\n{stderr}"
     );
-    for scenario in [
+    // Every scenario of the active suite, so that one the suite skipped would be noticed.
+    let scenarios = [
         "server-initialize",
         "logging-set-level",
         "ping",
+        "completion-complete",
         "tools-list",
+        "tools-call-simple-text",
+        "tools-call-image",
+        "tools-call-audio",
+        "tools-call-embedded-resource",
+        "tools-call-mixed-content",
+        "tools-call-with-logging",
+        "tools-call-error",
+        "tools-call-with-progress",
+        "tools-call-sampling",
+        "tools-call-elicitation",
+        "elicitation-sep1034-defaults",
+        "elicitation-sep1330-enums",
         "server-sse-multiple-streams",
+        "resources-list",
+        "resources-read-text",
+        "resources-read-binary",
+        "resources-templates-read",
+        "resources-subscribe",
+        "resources-unsubscribe",
+        "prompts-list",
+        "prompts-get-simple",
+        "prompts-get-with-args",
+        "prompts-get-embedded-resource",
+        "prompts-get-with-image",
         "dns-rebinding-protection",
-    ] {
+    ];
+    for scenario in scenarios {
         assert!(
             stdout
                 .lines()
-                .any(|l| l.starts_with(&format!("✓ {scenario}:"))),
+                .any(|l| l.starts_with(&format!("✓ {scenario}:")) && l.ends_with(" 0 failed")),
             "{scenario} did not pass:\n{stdout}"
         );
     }
+    assert!(
+        !stdout.contains('✗'),
+        "a scenario failed (the baseline is empty):\n{stdout}"
+    );
     served.stop();
+    assert_no_server_left(&project);
+}
+
+/// The outcome lines of a client run, after the connection line, by step.
+fn outcomes(lines: &[Value]) -> &[Value] {
+    assert!(lines[0].get("connected").is_some(), "{lines:?}");
+    &lines[1..]
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn an_upstreams_progress_logs_sampling_and_elicitation_reach_the_client() {
+    let project = project_with_fixture();
+    let mut plan = stdio_plan(
+        &project,
+        &[],
+        json!([
+            {"op": "set_level", "level": "debug"},
+            {"op": "call", "name": "conformance__test_tool_with_progress", "progress": true},
+            {"op": "call", "name": "conformance__test_tool_with_logging"},
+            {"op": "wait_logs", "count": 3, "timeout": 5},
+            {"op": "call", "name": "conformance__test_sampling",
+             "arguments": {"prompt": "What is toolmux?"}},
+            {"op": "call", "name": "conformance__test_elicitation",
+             "arguments": {"message": "Who are you?"}},
+        ]),
+    );
+    plan["sampling"] = json!("A tool hub.");
+    plan["elicitation"] = json!([{"username": "ann", "email": "ann@example.com"}]);
+    let lines = run_client(plan);
+    let steps = outcomes(&lines);
+    let connected = &lines[0]["connected"]["capabilities"];
+    assert!(connected["prompts"].is_object(), "{connected}");
+    assert_eq!(connected["resources"]["subscribe"], true, "{connected}");
+    assert!(connected["completions"].is_object(), "{connected}");
+
+    let progress = &steps[1];
+    assert_eq!(progress["result"]["isError"], false, "{progress}");
+    let updates: Vec<f64> = progress["progress"]
+        .as_array()
+        .expect("progress updates")
+        .iter()
+        .map(|p| p["progress"].as_f64().expect("a number"))
+        .collect();
+    assert_eq!(updates, [0.0, 50.0, 100.0], "{progress}");
+    assert_eq!(progress["progress"][2]["total"], 100.0);
+    assert_eq!(progress["progress"][0]["message"], "Completed step 1 of 3");
+
+    let logs = steps[3]["logs"].as_array().expect("logs");
+    let relayed: Vec<&str> = logs
+        .iter()
+        .filter(|l| l["logger"] == "conformance_fixture")
+        .filter_map(|l| l["data"].as_str())
+        .collect();
+    assert_eq!(
+        relayed,
+        [
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed"
+        ],
+        "{logs:?}"
+    );
+
+    let sampled = text_of(&steps[4]["result"]);
+    assert!(sampled.contains("A tool hub."), "{sampled}");
+    let elicited = text_of(&steps[5]["result"]);
+    assert!(
+        elicited.contains("action=accept") && elicited.contains("ann@example.com"),
+        "{elicited}"
+    );
+
+    let done = &lines[lines.len() - 1]["done"];
+    assert_eq!(
+        done["samplings"][0]["messages"][0]["content"]["text"], "What is toolmux?",
+        "{done}"
+    );
+    assert_eq!(done["elicitations"][0]["message"], "Who are you?", "{done}");
+    assert_no_server_left(&project);
+}
+
+#[test]
+fn an_upstreams_prompts_resources_and_completions_are_served_namespaced() {
+    let project = project_with_fixture();
+    let lines = run_client(stdio_plan(
+        &project,
+        &[],
+        json!([
+            {"op": "prompts"},
+            {"op": "get_prompt", "name": "conformance__test_prompt_with_arguments",
+             "arguments": {"arg1": "first", "arg2": "second"}},
+            {"op": "get_prompt", "name": "test_simple_prompt"},
+            {"op": "resources"},
+            {"op": "read", "uri": "test://static-text"},
+            {"op": "read", "uri": "test://template/42/data"},
+            {"op": "read", "uri": "test://nowhere"},
+            {"op": "complete", "ref": {"type": "ref/prompt",
+             "name": "conformance__test_prompt_with_arguments"},
+             "argument": {"name": "arg1", "value": "te"}},
+            {"op": "complete", "ref": {"type": "ref/resource", "uri": "test://template/{id}/data"},
+             "argument": {"name": "id", "value": "1"}},
+            {"op": "subscribe", "uri": "test://watched-resource"},
+            {"op": "call", "name": "conformance__test_update_watched_resource"},
+            {"op": "wait_updated", "uri": "test://watched-resource", "timeout": 5},
+            {"op": "unsubscribe", "uri": "test://watched-resource"},
+            {"op": "call", "name": "conformance__test_update_watched_resource"},
+            {"op": "wait_updated", "uri": "test://watched-resource", "timeout": 1},
+        ]),
+    ));
+    let steps = outcomes(&lines);
+    let prompts: Vec<&str> = steps[0]["prompts"]
+        .as_array()
+        .expect("prompts")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    for name in [
+        "conformance__test_simple_prompt",
+        "conformance__test_prompt_with_arguments",
+        "conformance__test_prompt_with_embedded_resource",
+        "conformance__test_prompt_with_image",
+    ] {
+        assert!(prompts.contains(&name), "{name} missing from {prompts:?}");
+    }
+    let filled = steps[1]["prompt"].to_string();
+    assert!(
+        filled.contains("first") && filled.contains("second"),
+        "{filled}"
+    );
+    // The server's own name is not served when prompts are namespaced.
+    assert_eq!(steps[2]["error"]["code"], -32602, "{}", steps[2]);
+
+    let uris: Vec<&str> = steps[3]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert!(uris.contains(&"test://static-text"), "{uris:?}");
+    assert_eq!(
+        steps[3]["templates"][0]["uriTemplate"],
+        "test://template/{id}/data"
+    );
+    // Named like tools, with the server's own name kept as the title.
+    let template = &steps[3]["templates"][0];
+    let title = template["title"].as_str().expect("a title");
+    assert_eq!(
+        template["name"],
+        format!("conformance__{title}"),
+        "{template}"
+    );
+    assert_eq!(steps[4]["contents"][0]["uri"], "test://static-text");
+    assert!(
+        steps[4]["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty())
+    );
+    assert!(
+        steps[5]["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("42")),
+        "{}",
+        steps[5]
+    );
+    assert_eq!(steps[6]["error"]["code"], -32002, "{}", steps[6]);
+    assert!(
+        steps[6]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("test://nowhere"))
+    );
+    assert!(
+        steps[7]["completion"]["values"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty()),
+        "{}",
+        steps[7]
+    );
+    assert!(
+        steps[8]["completion"]["values"].as_array().is_some(),
+        "{}",
+        steps[8]
+    );
+    assert_eq!(steps[9]["ok"], true, "{}", steps[9]);
+    assert_eq!(
+        steps[11]["updated"], true,
+        "subscribed changes reach the client"
+    );
+    assert_eq!(steps[12]["ok"], true, "{}", steps[12]);
+    assert_eq!(
+        steps[14]["updated"], false,
+        "no change notice after unsubscribing"
+    );
+    assert_no_server_left(&project);
 }

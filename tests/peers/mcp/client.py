@@ -7,11 +7,23 @@ PLAN_JSON is an object:
   or {"transport": "http", "url": "http://127.0.0.1:PORT/mcp", "headers": {...}}
   plus
   "elicitation": a list of answers, used in order, one per elicitation request:
-      "allow_once" | "allow_session" | "deny" | "decline" | "cancel"
+      "allow_once" | "allow_session" | "deny" | "decline" | "cancel", or an object, which is
+      accepted as the form's content
       (absent: the client declares no elicitation capability)
+  "sampling": the text the client's "model" answers every sampling request with
+      (absent: the client declares no sampling capability)
   "steps": a list of
       {"op": "list"}                           -> {"tools": [tool, ...]}   (tool as on the wire)
       {"op": "call", "name": N, "arguments": A} -> {"result": CallToolResult} or {"error": {...}}
+          with "progress": true, the call sends a progress token and the outcome also has
+          "progress": [params, ...] (every update received before the result)
+      {"op": "prompts"}                        -> {"prompts": [prompt, ...]}
+      {"op": "get_prompt", "name": N, "arguments": A} -> {"prompt": GetPromptResult} or {"error"}
+      {"op": "resources"}                      -> {"resources": [...], "templates": [...]}
+      {"op": "read", "uri": U}                 -> {"contents": [...]} or {"error": {...}}
+      {"op": "subscribe" | "unsubscribe", "uri": U} -> {"ok": true} or {"error": {...}}
+      {"op": "wait_updated", "uri": U, "timeout": S} -> {"updated": true|false}
+      {"op": "complete", "ref": REF, "argument": {"name", "value"}} -> {"completion": {...}}
       {"op": "ping"}                           -> {"ok": true}
       {"op": "set_level", "level": L}          -> {"ok": true}
       {"op": "signal", "text": T}              -> {"signal": T}  (the test reacts to it)
@@ -22,7 +34,7 @@ PLAN_JSON is an object:
 Each step's outcome is printed as one JSON line on stdout as soon as it is known, so that a test
 can react to a `signal` while the client stays connected. The first line describes the
 connection: {"connected": {"protocolVersion": ..., "serverInfo": ..., "capabilities": ...}}.
-The last line is {"done": {"elicitations": [...], "logs": [...]}}.
+The last line is {"done": {"elicitations": [...], "logs": [...], "samplings": [...]}}.
 """
 
 from __future__ import annotations
@@ -52,20 +64,35 @@ def dump(model: Any) -> Any:
 async def run(plan: dict[str, Any]) -> None:
     answers: list[str] = list(plan.get("elicitation") or [])
     elicitations: list[dict[str, Any]] = []
+    samplings: list[dict[str, Any]] = []
     logs: list[Any] = []
+    updated: list[str] = []
     list_changed = anyio.Event()
     state = {"list_changed": list_changed}
 
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         elicitations.append(dump(params))
         answer = answers.pop(0) if answers else "cancel"
+        if isinstance(answer, dict):
+            return types.ElicitResult(action="accept", content=answer)
         if answer in ("decline", "cancel"):
             return types.ElicitResult(action=answer)
         return types.ElicitResult(action="accept", content={"decision": answer})
 
+    async def on_sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        samplings.append(dump(params))
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=plan["sampling"]),
+            model="test-model",
+            stop_reason="endTurn",
+        )
+
     async def on_message(message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             state["list_changed"].set()
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         logs.append(dump(params))
@@ -88,6 +115,8 @@ async def run(plan: dict[str, Any]) -> None:
     }
     if "elicitation" in plan:
         kwargs["elicitation_callback"] = on_elicit
+    if "sampling" in plan:
+        kwargs["sampling_callback"] = on_sample
 
     async with Client(server, **kwargs) as client:
         emit(
@@ -106,11 +135,63 @@ async def run(plan: dict[str, Any]) -> None:
                 result = await client.list_tools()
                 emit({"tools": [dump(t) for t in result.tools]})
             elif op == "call":
+                progress: list[dict[str, Any]] = []
+
+                async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                    progress.append({"progress": value, "total": total, "message": message})
+
+                callback = on_progress if step.get("progress") else None
                 try:
-                    result = await client.call_tool(step["name"], step.get("arguments") or {})
-                    emit({"result": dump(result)})
+                    result = await client.call_tool(
+                        step["name"], step.get("arguments") or {}, progress_callback=callback
+                    )
+                    outcome: dict[str, Any] = {"result": dump(result)}
+                except MCPError as e:
+                    outcome = {"error": {"code": e.code, "message": e.message}}
+                if step.get("progress"):
+                    outcome["progress"] = list(progress)
+                emit(outcome)
+            elif op == "prompts":
+                emit({"prompts": [dump(p) for p in (await client.list_prompts()).prompts]})
+            elif op == "get_prompt":
+                try:
+                    got = await client.get_prompt(step["name"], step.get("arguments"))
+                    emit({"prompt": dump(got)})
                 except MCPError as e:
                     emit({"error": {"code": e.code, "message": e.message}})
+            elif op == "resources":
+                resources = (await client.list_resources()).resources
+                templates = (await client.list_resource_templates()).resource_templates
+                emit({"resources": [dump(r) for r in resources], "templates": [dump(t) for t in templates]})
+            elif op == "read":
+                try:
+                    read = await client.read_resource(step["uri"])
+                    emit({"contents": [dump(c) for c in read.contents]})
+                except MCPError as e:
+                    emit({"error": {"code": e.code, "message": e.message}})
+            elif op in ("subscribe", "unsubscribe"):
+                try:
+                    if op == "subscribe":
+                        await client.subscribe_resource(step["uri"])
+                    else:
+                        await client.unsubscribe_resource(step["uri"])
+                    emit({"ok": True})
+                except MCPError as e:
+                    emit({"error": {"code": e.code, "message": e.message}})
+            elif op == "wait_updated":
+                with anyio.move_on_after(step.get("timeout", 10)):
+                    while step["uri"] not in updated:
+                        await anyio.sleep(0.01)
+                emit({"updated": step["uri"] in updated})
+                updated.clear()
+            elif op == "complete":
+                ref = step["ref"]
+                if ref["type"] == "ref/prompt":
+                    reference: Any = types.PromptReference(type="ref/prompt", name=ref["name"])
+                else:
+                    reference = types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
+                completed = await client.complete(reference, step["argument"])
+                emit({"completion": dump(completed.completion)})
             elif op == "ping":
                 await client.send_ping()
                 emit({"ok": True})
@@ -131,7 +212,7 @@ async def run(plan: dict[str, Any]) -> None:
                 emit({"logs": list(logs)})
             else:
                 raise ValueError(f"unknown step {op!r}")
-    emit({"done": {"elicitations": elicitations, "logs": logs}})
+    emit({"done": {"elicitations": elicitations, "logs": logs, "samplings": samplings}})
 
 
 def main() -> None:

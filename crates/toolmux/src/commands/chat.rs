@@ -1,6 +1,6 @@
 //! `toolmux chat`: the terminal chat. Streams the answer to stdout, shows each tool call on
-//! stderr (name, source, short arguments, outcome, duration), and asks approvals and the model's
-//! questions inline. Also lists, renames and deletes conversations. The engine is shared with
+//! stderr (name, source, short arguments, progress, outcome, duration), and asks approvals, the
+//! model's questions and MCP servers' forms (elicitation) inline. Also lists, renames and deletes conversations. The engine is shared with
 //! `toolmux serve`'s `/api/chat` through [`engine`].
 
 use std::io::{IsTerminal, Write};
@@ -11,10 +11,10 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use tokio::sync::mpsc;
 use toolmux_chat::{
-    ChatEngine, ConversationStore, EngineSettings, FinishReason, Providers, SqliteStore, TurnEvent,
-    TurnRequest,
+    ChatEngine, ConversationStore, EngineSettings, FinishReason, Providers, Reply, ReplyError,
+    SqliteStore, TurnEvent, TurnRequest, field_value, form_fields,
 };
-use toolmux_core::Approval;
+use toolmux_core::{Approval, LogLevel};
 
 use crate::commands::emit;
 use crate::exit::{Failure, OK, RUNTIME};
@@ -259,6 +259,8 @@ async fn show_turn(
     let mut out = std::io::stdout();
     let mut mid_line = false;
     let mut ok = true;
+    // Progress and log events name the call by id; the person knows it by the tool's name.
+    let mut names: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     loop {
         let event = tokio::select! {
             event = events.recv() => event,
@@ -277,6 +279,7 @@ async fn show_turn(
             }
             TurnEvent::ToolInput { call, source } => {
                 end_line(&mut out, &mut mid_line)?;
+                names.insert(call.id.clone(), call.name.clone());
                 eprintln!(
                     "  ⚙ {} ({}) {}",
                     call.name,
@@ -313,13 +316,55 @@ async fn show_turn(
                 // The call may have timed out meanwhile; then there is nothing to answer.
                 let _ = engine.approvals().answer(pending.id, approval);
             }
+            TurnEvent::ToolProgress {
+                call_id,
+                progress,
+                total,
+                message,
+            } => {
+                end_line(&mut out, &mut mid_line)?;
+                let name = names.get(&call_id).map_or("tool", String::as_str);
+                let amount = match total {
+                    Some(total) => format!("{progress}/{total}"),
+                    None => format!("{progress}"),
+                };
+                let message = message.map(|m| format!(" {}", short(&m, 100)));
+                eprintln!("  … {name} {amount}{}", message.unwrap_or_default());
+            }
+            // Servers log for their operators; a person chatting sees only what may need
+            // their attention (warnings and worse). Everything else stays in the UI stream.
+            TurnEvent::ToolLog { call_id, message } => {
+                if message.level >= LogLevel::Warning {
+                    end_line(&mut out, &mut mid_line)?;
+                    let name = names.get(&call_id).map_or("tool", String::as_str);
+                    let text = match &message.data {
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    eprintln!(
+                        "  ! {name} {}: {}",
+                        serde_json::to_value(message.level)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default(),
+                        short(&text, 200)
+                    );
+                }
+            }
             TurnEvent::InputRequested(request) => {
                 end_line(&mut out, &mut mid_line)?;
-                prompt(&format!("  ? {}\n  answer> ", request.question));
-                let answer = lines.recv().await.unwrap_or_default();
-                let _ = engine
-                    .inputs()
-                    .answer(conversation, Some(request.id), answer);
+                let reply = match &request.form {
+                    Some(form) => fill_form(&request, form, lines).await,
+                    None => {
+                        prompt(&format!("  ? {}\n  answer> ", request.question));
+                        Reply::Text(lines.recv().await.unwrap_or_default())
+                    }
+                };
+                match engine.inputs().reply(conversation, Some(request.id), reply) {
+                    Err(e @ ReplyError::DoesNotFit(_)) => eprintln!("  {e}"),
+                    // The call may have ended meanwhile; then there is nothing to answer.
+                    Ok(()) | Err(ReplyError::NotWaiting(_)) => {}
+                }
             }
             TurnEvent::Finished { reason, .. } => {
                 end_line(&mut out, &mut mid_line)?;
@@ -339,6 +384,48 @@ async fn show_turn(
         }
     }
     Ok(ok)
+}
+
+/// Asks a server's form one field at a time. `/decline` or `/cancel` on any line ends it so.
+async fn fill_form(
+    request: &toolmux_chat::InputRequest,
+    form: &serde_json::Value,
+    lines: &mut mpsc::UnboundedReceiver<String>,
+) -> Reply {
+    let asker = request.asker.as_deref().unwrap_or("a tool");
+    eprintln!(
+        "  ? {asker} asks: {}\n    (answer each field; an empty line skips an optional one; \
+         /decline or /cancel to not answer)",
+        request.question
+    );
+    let mut fields = serde_json::Map::new();
+    for (name, field, required) in form_fields(form) {
+        let mut label = name.clone();
+        if let Some(description) = field.get("description").and_then(|d| d.as_str()) {
+            label.push_str(&format!(" ({description})"));
+        }
+        if let Some(choices) = field.get("enum").and_then(|e| e.as_array()) {
+            let choices: Vec<String> = choices
+                .iter()
+                .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_string))
+                .collect();
+            label.push_str(&format!(" [{}]", choices.join(", ")));
+        }
+        if !required {
+            label.push_str(" [optional]");
+        }
+        prompt(&format!("    {label}> "));
+        let line = lines.recv().await.unwrap_or_default();
+        match line.trim() {
+            "/decline" => return Reply::Decline,
+            "/cancel" => return Reply::Cancel,
+            "" if !required => {}
+            text => {
+                fields.insert(name, field_value(&field, text));
+            }
+        }
+    }
+    Reply::Form(serde_json::Value::Object(fields))
 }
 
 fn broken(e: std::io::Error) -> Failure {

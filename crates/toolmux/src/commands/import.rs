@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use toolmux_upstream::{ImportFormat, ImportedServer, read_import};
 
 use crate::commands::emit;
-use crate::commands::upstream::ConfigFile;
+use crate::commands::upstream::editor;
 use crate::exit::{Failure, OK};
 use crate::project::locate;
 
@@ -93,22 +93,71 @@ pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure
         found.extend(servers.into_iter().map(|s| (format, path.clone(), s)));
     }
 
-    let mut file = ConfigFile::read(&dir)?;
-    let mut added = Vec::new();
-    let mut skipped = Vec::new();
+    let editor = editor(&dir);
+    // One edit under the config file's lock: the names already there are read in the same
+    // step as the new ones are written, so a server added meanwhile is never replaced unasked.
+    // A dry run plans the same way and writes nothing (an edit that changes nothing).
+    let (added, skipped) = editor
+        .edit(|doc| {
+            let existing = doc.section("mcpServers")?.cloned().unwrap_or_default();
+            let plan = plan(&existing, found, args.force);
+            if !args.dry_run && !plan.entries.is_empty() {
+                doc.section_mut("mcpServers")?.extend(plan.entries);
+            }
+            Ok::<_, Failure>((plan.added, plan.skipped))
+        })?
+        .value;
+    for line in &added {
+        emit(line)?;
+    }
+    for line in &skipped {
+        emit(&format!("skipped {line}"))?;
+    }
+    let what = if args.dry_run { "would add" } else { "added" };
+    emit(&format!(
+        "{what} {} server(s) to {}{}",
+        added.len(),
+        editor.path().display(),
+        if added.is_empty() || args.dry_run {
+            String::new()
+        } else {
+            "; discover their tools with `toolmux mcp refresh`".to_string()
+        }
+    ))?;
+    Ok(OK)
+}
+
+/// What an import adds, and the report lines saying so.
+struct Plan {
+    entries: Vec<(String, serde_json::Value)>,
+    added: Vec<String>,
+    skipped: Vec<String>,
+}
+
+/// Decides, against the servers the file has, which found servers are added or replaced.
+fn plan(
+    existing: &serde_json::Map<String, serde_json::Value>,
+    found: Vec<(ImportFormat, PathBuf, ImportedServer)>,
+    force: bool,
+) -> Plan {
+    let mut plan = Plan {
+        entries: Vec::new(),
+        added: Vec::new(),
+        skipped: Vec::new(),
+    };
     let mut seen = std::collections::HashSet::new();
     for (format, path, server) in found {
         if !seen.insert(server.name.clone()) {
-            skipped.push(format!(
+            plan.skipped.push(format!(
                 "{} (from {format}, {}): already imported from another file",
                 server.name,
                 path.display()
             ));
             continue;
         }
-        let exists = file.servers()?.contains_key(&server.name);
-        if exists && !args.force {
-            skipped.push(format!(
+        let exists = existing.contains_key(&server.name);
+        if exists && !force {
+            plan.skipped.push(format!(
                 "{} (from {format}): toolmux already has a server of that name; use --force to replace it",
                 server.name
             ));
@@ -124,30 +173,10 @@ pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure
         for note in &server.notes {
             line.push_str(&format!("\n    note: {note}"));
         }
-        added.push(line);
-        file.servers_mut()?.insert(server.name, server.entry);
+        plan.added.push(line);
+        plan.entries.push((server.name, server.entry));
     }
-    if !added.is_empty() && !args.dry_run {
-        file.write()?;
-    }
-    for line in &added {
-        emit(line)?;
-    }
-    for line in &skipped {
-        emit(&format!("skipped {line}"))?;
-    }
-    let what = if args.dry_run { "would add" } else { "added" };
-    emit(&format!(
-        "{what} {} server(s) to {}{}",
-        added.len(),
-        file.path.display(),
-        if added.is_empty() || args.dry_run {
-            String::new()
-        } else {
-            "; discover their tools with `toolmux mcp refresh`".to_string()
-        }
-    ))?;
-    Ok(OK)
+    plan
 }
 
 /// `npx -y pkg` or the URL, for the report.

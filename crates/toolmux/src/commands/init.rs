@@ -22,8 +22,10 @@ pub fn run(project: Option<&Path>, force: bool) -> Result<u8, Failure> {
     let toolmux_dir = dir.join(".toolmux");
     std::fs::create_dir_all(&toolmux_dir)
         .with_context(|| format!("cannot create `{}`", toolmux_dir.display()))?;
-    toolmux_config::write_atomic(&config_path, toolmux_config::starter_config().as_bytes())
-        .with_context(|| format!("cannot write `{}`", config_path.display()))?;
+    // Through the editor's lock, so that `init --force` never lands in the middle of another
+    // command's edit (or a running server's).
+    toolmux_config::ConfigEditor::new(&dir, None)
+        .overwrite(toolmux_config::starter_config().as_bytes())?;
     // The starter config points editors at this schema for completion and checking.
     let schema_path = toolmux_config::project_schema_path(&dir);
     let schema = serde_json::to_vec_pretty(&toolmux_config::schema())

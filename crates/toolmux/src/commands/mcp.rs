@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use toolmux_core::{Hub, NamePattern};
+use toolmux_core::NamePattern;
 use toolmux_mcp_server::ServeOptions;
 
 use crate::cli::{McpArgs, ServeFilterArgs};
@@ -14,7 +14,7 @@ pub async fn run(project: Option<&Path>, args: McpArgs) -> Result<u8, Failure> {
     // Servers never discovered (or configured differently since) are discovered without
     // holding up start-up.
     project.upstreams.discover_stale_in_background();
-    let options = serve_options(&args.filters, &project.hub)?;
+    let options = serve_options(&args.filters, &project)?;
     let served = toolmux_mcp_server::serve_stdio(project.hub.clone(), options).await;
     // Calls are logged by a writer thread; make sure the last ones reach the file before exit.
     project.log.flush();
@@ -25,8 +25,13 @@ pub async fn run(project: Option<&Path>, args: McpArgs) -> Result<u8, Failure> {
 /// What `--code-mode` offers in place of the whole catalog.
 const CODE_MODE_TOOLS: [&str; 2] = ["run_code", "search_tools"];
 
-/// The serve-time filters as the server's options; the HTTP fields stay at their defaults.
-pub(crate) fn serve_options(args: &ServeFilterArgs, hub: &Hub) -> Result<ServeOptions, Failure> {
+/// The serve-time filters as the server's options, relaying the project's upstream servers; the
+/// HTTP fields stay at their defaults.
+pub(crate) fn serve_options(
+    args: &ServeFilterArgs,
+    project: &Project,
+) -> Result<ServeOptions, Failure> {
+    let hub = &project.hub;
     let patterns = |list: &[String]| -> Result<Vec<NamePattern>, Failure> {
         list.iter()
             .map(|p| NamePattern::new(p).map_err(|e| Failure::Usage(e.to_string())))
@@ -51,6 +56,7 @@ pub(crate) fn serve_options(args: &ServeFilterArgs, hub: &Hub) -> Result<ServeOp
         include,
         exclude: patterns(&args.exclude)?,
         pass_through: args.pass_through.clone(),
+        upstreams: Some(project.upstreams.clone()),
         ..ServeOptions::default()
     })
 }

@@ -8,10 +8,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use axum::Router;
 use axum::serve::ListenerExt;
+use serde_json::{Map, Value, json};
 use toolmux_api::{
-    API_PATH, ApiOptions, ApiState, Apply, ConfigFiles, ConfigWatcher, ConfigWriter, api_router,
+    API_PATH, ApiOptions, ApiState, Apply, ConfigFiles, ConfigWatcher, ConfigWriter, LiveOptions,
+    RelayError, api_router,
 };
-use toolmux_mcp_server::{CancellationToken, MCP_PATH, http_router};
+use toolmux_mcp_server::{
+    CancellationToken, LOOPBACK_HOSTS, LOOPBACK_ORIGINS, MCP_PATH, http_router,
+};
+use toolmux_upstream::{UpstreamError, UpstreamSource, Upstreams};
 
 use crate::cli::ServeArgs;
 use crate::commands::mcp::serve_options;
@@ -23,43 +28,50 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
     // Servers never discovered (or configured differently since) are discovered without
     // holding up start-up.
     project.upstreams.discover_stale_in_background();
-    let server = &project.loaded.config.server;
-    let mut options = serve_options(&args.filters, &project.hub)?;
-    options.api_keys = api_keys(&args.api_key_env, &server.api_keys)?;
-    options.allowed_origins = server
-        .allowed_origins
-        .iter()
-        .chain(&args.allow_origin)
-        .cloned()
-        .collect();
-    options.allowed_hosts = server
-        .allowed_hosts
-        .iter()
-        .chain(&args.allow_host)
-        .cloned()
-        .collect();
+    let mut options = serve_options(&args.filters, &project)?;
     // A Unix socket is reachable only by its owner (mode 0600), like loopback.
     let beyond_loopback = args.socket.is_none() && !args.bind.is_loopback();
-    if beyond_loopback {
-        if options.api_keys.is_empty() {
-            return Err(Failure::Usage(format!(
+    let access = Access {
+        env_keys: api_keys(&args.api_key_env)?,
+        hosts: args
+            .allow_host
+            .iter()
+            .cloned()
+            // Requests to a specific address carry it in `Host`; accept it without a flag.
+            .chain((beyond_loopback && !args.bind.is_unspecified()).then(|| args.bind.to_string()))
+            .collect(),
+        origins: args.allow_origin.clone(),
+        beyond_loopback,
+        live: LiveOptions::default(),
+    };
+    let server = &project.loaded.config.server;
+    access
+        .live
+        .replace(access.options(server).map_err(|e| match e {
+            AccessError::NoKey => Failure::Usage(format!(
                 "binding to {} makes the server reachable from other machines, so it needs an \
-                 API key: put one in an environment variable and pass --api-key-env VAR (or \
-                 list it in `server.apiKeys`)",
+             API key: put one in an environment variable and pass --api-key-env VAR (or \
+             list it in `server.apiKeys`)",
                 args.bind
-            )));
-        }
-        // Requests to a specific address carry it in `Host`; accept it without a flag.
-        if !args.bind.is_unspecified() {
-            options.allowed_hosts.push(args.bind.to_string());
-        }
-    }
+            )),
+            AccessError::EmptyKey(_) => Failure::Config(e.to_string()),
+        })?);
+    // Host, Origin and keys of `/mcp` are checked by the REST API's live guard in front of it.
+    options.guarded_in_front = true;
+    let unspecified_without_hosts =
+        args.bind.is_unspecified() && server.allowed_hosts.is_empty() && args.allow_host.is_empty();
 
     let files = ConfigFiles {
         project_dir: project.loaded.project_dir.clone(),
         user_config: toolmux_config::user_config_path(),
     };
-    let apply = apply_to(project.hub.clone(), project.loaded.clone());
+    let live = access.live.clone();
+    let apply = apply_to(
+        project.hub.clone(),
+        project.upstreams.clone(),
+        project.loaded.clone(),
+        access,
+    );
     let writer = ConfigWriter::spawn(project.hub.clone(), files.clone(), apply.clone());
     // Hand edits are picked up while the server runs; without a watcher they wait for a restart.
     let _watcher = match ConfigWatcher::start(files, apply) {
@@ -74,23 +86,18 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
         project.approvals.clone(),
         project.metrics.clone(),
         log_dir(&project.loaded.project_dir),
-        ApiOptions {
-            api_keys: options.api_keys.clone(),
-            require_key_for_reads: beyond_loopback,
-            allowed_hosts: options.effective_allowed_hosts(),
-            allowed_origins: options.effective_allowed_origins(),
-        },
+        live.clone(),
         Some(writer),
         Some(Arc::new(UpstreamServers {
             upstreams: project.upstreams.clone(),
             hub: project.hub.clone(),
         })),
     );
-    let unspecified_without_hosts = args.bind.is_unspecified() && options.allowed_hosts.is_empty();
     let shutdown = CancellationToken::new();
     // The chat routes sit behind the REST API's guard, so every HTTP route is checked alike.
     let chat = toolmux_api::guarded(api.clone(), crate::commands::chat::http_router(&project)?);
-    let router = http_router(project.hub.clone(), options, shutdown.clone())
+    let mcp = http_router(project.hub.clone(), options, shutdown.clone());
+    let router = toolmux_api::mcp_guarded(live, mcp)
         .merge(api_router(api))
         .merge(chat);
     let signals = StopSignals::install()?;
@@ -203,10 +210,18 @@ async fn serve_unix(
     )))
 }
 
-/// How a changed configuration takes effect in the running server: the pipeline settings and
-/// the script tools are replaced, which publishes a new catalog (MCP clients hear
-/// `list_changed`). MCP servers added or removed by hand take effect on the next start.
-fn apply_to(hub: toolmux_core::Hub, current: toolmux_config::LoadedConfig) -> Apply {
+/// How a changed configuration takes effect in the running server: the pipeline settings, the
+/// script tools and the MCP servers are replaced where they changed (each publishes a new
+/// catalog, which MCP clients hear as `list_changed`); an unchanged part is left alone, so an
+/// unrelated edit restarts no server and rebuilds no source. Keys, hosts and origins count from
+/// the next request on `/mcp` and `/api` alike. What only takes effect at start is named in a
+/// warning instead of being silently ignored.
+fn apply_to(
+    hub: toolmux_core::Hub,
+    upstreams: Arc<Upstreams>,
+    current: toolmux_config::LoadedConfig,
+    access: Access,
+) -> Apply {
     // The writer's own writes reach the watcher too; an unchanged configuration is not applied
     // twice.
     let current = std::sync::Mutex::new(current);
@@ -217,27 +232,102 @@ fn apply_to(hub: toolmux_core::Hub, current: toolmux_config::LoadedConfig) -> Ap
         if *current == *loaded {
             return;
         }
-        *current = loaded.clone();
-        hub.configure(loaded.config.hub_settings());
-        if loaded.config.tools.is_empty() {
-            hub.remove_source(toolmux_scripts::SOURCE_ID);
-        } else {
-            hub.add_source(Arc::new(toolmux_scripts::ScriptSource::new(
-                &loaded.config.tools,
-                &loaded.root,
-            )));
+        let old = std::mem::replace(&mut *current, loaded.clone());
+        let (before, after) = (&old.config, &loaded.config);
+        if before.server != after.server {
+            match access.options(&after.server) {
+                Ok(options) => {
+                    access.live.replace(options);
+                    tracing::info!("server access settings (keys, hosts, origins) updated");
+                }
+                // Keeping the previous settings errs on the side of refusing: the edit that
+                // failed may have been meant to revoke a key, but applying it half (or opening
+                // a server beyond loopback to keyless requests) would be worse.
+                Err(e) => tracing::warn!(
+                    "`server` changed in the configuration but was not applied, the previous \
+                     keys, hosts and origins stay in force: {e}"
+                ),
+            }
+        }
+        if hub_settings_changed(before, after) {
+            hub.configure(after.hub_settings());
+        }
+        if before.tools != after.tools || old.root != loaded.root {
+            if after.tools.is_empty() {
+                hub.remove_source(toolmux_scripts::SOURCE_ID);
+            } else {
+                hub.add_source(Arc::new(toolmux_scripts::ScriptSource::new(
+                    &after.tools,
+                    &loaded.root,
+                )));
+            }
+        }
+        let report = upstreams.apply(loaded, &hub);
+        if !report.is_empty() {
+            tracing::info!(
+                added = ?report.added,
+                changed = ?report.changed,
+                removed = ?report.removed,
+                "MCP servers updated"
+            );
+        }
+        for field in needs_restart(&old, loaded) {
+            tracing::warn!(
+                "`{field}` changed in the configuration, but `toolmux serve` reads it only at \
+                 start: restart the server for the change to take effect"
+            );
         }
     })
 }
 
-/// The configured MCP servers as the REST API shows them.
+/// Whether anything [`toolmux_config::Config::hub_settings`] is made from changed.
+fn hub_settings_changed(before: &toolmux_config::Config, after: &toolmux_config::Config) -> bool {
+    let disabled = |c: &toolmux_config::Config| -> Vec<String> {
+        c.mcp_servers
+            .iter()
+            .filter(|(_, s)| !s.enabled)
+            .map(|(name, _)| name.as_str().to_string())
+            .collect()
+    };
+    before.defaults != after.defaults
+        || before.policies != after.policies
+        || before.tool_settings != after.tool_settings
+        || before.filters != after.filters
+        || before.sources != after.sources
+        || disabled(before) != disabled(after)
+}
+
+/// The fields that changed and are only read when `serve` starts. The listen address, port and
+/// socket are command-line flags, not configuration, so no edit can change them.
+fn needs_restart(
+    old: &toolmux_config::LoadedConfig,
+    new: &toolmux_config::LoadedConfig,
+) -> Vec<&'static str> {
+    let (before, after) = (&old.config, &new.config);
+    [
+        ("root", old.root != new.root),
+        ("workspace", before.workspace != after.workspace),
+        ("logs", before.logs != after.logs),
+        ("providers", before.providers != after.providers),
+        ("chat", before.chat != after.chat),
+    ]
+    .into_iter()
+    .filter(|(_, changed)| *changed)
+    .map(|(field, _)| field)
+    .collect()
+}
+
+/// The configured MCP servers as the REST API shows them, with their prompts, resources and
+/// completions relayed the way the MCP channel relays them: prompts under their served names
+/// (`PREFIX__prompt`), resources under their own URIs, each request to the server that listed
+/// the item.
 struct UpstreamServers {
-    upstreams: Arc<toolmux_upstream::Upstreams>,
+    upstreams: Arc<Upstreams>,
     hub: toolmux_core::Hub,
 }
 
 impl UpstreamServers {
-    fn view(&self, source: &toolmux_upstream::UpstreamSource) -> serde_json::Value {
+    fn view(&self, source: &UpstreamSource) -> Value {
         let mut discovery = serde_json::to_value(source.record()).unwrap_or_default();
         // The cached tool list is the catalog's business; show registry names instead.
         if let Some(record) = discovery.as_object_mut() {
@@ -262,20 +352,178 @@ impl UpstreamServers {
 
 #[async_trait::async_trait]
 impl toolmux_api::McpServers for UpstreamServers {
-    fn list(&self) -> Vec<serde_json::Value> {
-        self.upstreams.iter().map(|s| self.view(s)).collect()
+    fn list(&self) -> Vec<Value> {
+        self.upstreams
+            .servers()
+            .iter()
+            .map(|s| self.view(s))
+            .collect()
     }
 
-    fn get(&self, name: &str) -> Option<serde_json::Value> {
-        self.upstreams.get(name).map(|s| self.view(s))
+    fn get(&self, name: &str) -> Option<Value> {
+        self.upstreams.get(name).map(|s| self.view(&s))
     }
 
-    async fn refresh(&self, name: &str) -> Option<Result<serde_json::Value, String>> {
+    async fn refresh(&self, name: &str) -> Option<Result<Value, String>> {
         let source = self.upstreams.get(name)?;
         Some(match source.discover().await {
-            Ok(_) => Ok(self.view(source)),
+            Ok(_) => Ok(self.view(&source)),
             Err(e) => Err(e.to_string()),
         })
+    }
+
+    fn prompts(&self) -> Vec<Value> {
+        self.upstreams
+            .prompts()
+            .into_iter()
+            .map(|relayed| served(&relayed.item, relayed.name, &relayed.server))
+            .collect()
+    }
+
+    async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, RelayError> {
+        let (source, own) = self.prompt(name)?;
+        let params = from_json(json!({ "name": own, "arguments": arguments }))?;
+        to_json(source.get_prompt(params).await.map_err(relay_error)?)
+    }
+
+    fn resources(&self) -> Vec<Value> {
+        self.upstreams
+            .resources()
+            .into_iter()
+            .map(|relayed| served(&relayed.item, relayed.name, &relayed.server))
+            .collect()
+    }
+
+    fn resource_templates(&self) -> Vec<Value> {
+        self.upstreams
+            .resource_templates()
+            .into_iter()
+            .map(|relayed| served(&relayed.item, relayed.name, &relayed.server))
+            .collect()
+    }
+
+    async fn read_resource(&self, uri: &str) -> Result<Value, RelayError> {
+        let source = self.resource_server(uri)?;
+        let params = from_json(json!({ "uri": uri }))?;
+        to_json(source.read_resource(params).await.map_err(relay_error)?)
+    }
+
+    async fn complete(&self, mut request: Value) -> Result<Value, RelayError> {
+        let reference = request
+            .get_mut("ref")
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| RelayError::Invalid("`ref` must be an object".into()))?;
+        let source = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference.get("name").and_then(Value::as_str).unwrap_or("");
+                let (source, own) = self.prompt(name)?;
+                reference.insert("name".into(), Value::String(own));
+                source
+            }
+            Some("ref/resource") => {
+                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or("");
+                self.template_server(uri)?
+            }
+            _ => {
+                return Err(RelayError::Invalid(
+                    "`ref.type` must be `ref/prompt` or `ref/resource`".into(),
+                ));
+            }
+        };
+        if !source.offers().completions {
+            // Nothing to offer is an empty completion, not an error, as over MCP.
+            return Ok(json!({ "completion": { "values": [] } }));
+        }
+        let params = from_json(request)?;
+        to_json(source.complete(params).await.map_err(relay_error)?)
+    }
+}
+
+impl UpstreamServers {
+    /// The server and own name of a prompt by its served name.
+    fn prompt(&self, served: &str) -> Result<(UpstreamSource, String), RelayError> {
+        self.upstreams.prompt(served, None).ok_or_else(|| {
+            RelayError::NotFound(format!(
+                "no MCP server behind toolmux offers the prompt `{served}`"
+            ))
+        })
+    }
+
+    /// The server a resource URI belongs to.
+    fn resource_server(&self, uri: &str) -> Result<UpstreamSource, RelayError> {
+        self.upstreams.server_for_uri(uri).ok_or_else(|| {
+            RelayError::NotFound(format!(
+                "no MCP server behind toolmux lists the resource `{uri}`"
+            ))
+        })
+    }
+
+    /// The server of a resource template, named by its URI template (what MCP's `ref/resource`
+    /// carries) or, failing that, by a URI it matches.
+    fn template_server(&self, uri: &str) -> Result<UpstreamSource, RelayError> {
+        self.upstreams.server_for_template(uri).ok_or_else(|| {
+            RelayError::NotFound(format!(
+                "no MCP server behind toolmux lists the resource template `{uri}`"
+            ))
+        })
+    }
+}
+
+/// An item a server listed, as the REST API shows it: MCP's JSON under its served name, with
+/// its server. Its own name becomes its title when it has none, as over MCP, so that a person
+/// still sees the name the server gave it.
+fn served(item: &impl serde::Serialize, name: String, server: &str) -> Value {
+    let mut value = serde_json::to_value(item).unwrap_or_else(|_| json!({}));
+    if let Some(fields) = value.as_object_mut() {
+        let own = fields.insert("name".into(), Value::String(name.clone()));
+        let untitled = fields.get("title").is_none_or(Value::is_null);
+        if let (true, Some(Value::String(own))) = (untitled, own)
+            && own != name
+        {
+            fields.insert("title".into(), Value::String(own));
+        }
+        fields.insert("server".into(), Value::String(server.to_string()));
+    }
+    value
+}
+
+/// MCP params from the JSON the API received; the API checked its shape, rmcp checks the rest.
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, RelayError> {
+    serde_json::from_value(value)
+        .map_err(|e| RelayError::Invalid(format!("not a valid MCP request: {e}")))
+}
+
+fn to_json(result: impl serde::Serialize) -> Result<Value, RelayError> {
+    serde_json::to_value(result)
+        .map_err(|e| RelayError::Failed(format!("cannot render the server's answer: {e}")))
+}
+
+/// An upstream failure as the API reports it: what the server said stays the server's.
+fn relay_error(error: UpstreamError) -> RelayError {
+    match error {
+        UpstreamError::Answered {
+            server,
+            code,
+            message,
+        } => RelayError::Answered {
+            server,
+            code,
+            message,
+        },
+        UpstreamError::NotFound(message) => RelayError::NotFound(message),
+        UpstreamError::Timeout { after, .. } => RelayError::Timeout {
+            message: error.to_string(),
+            after_ms: u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+        },
+        UpstreamError::Protocol { .. } => RelayError::Failed(error.to_string()),
+        UpstreamError::Start { .. }
+        | UpstreamError::Unavailable { .. }
+        | UpstreamError::Disabled { .. }
+        | UpstreamError::Cache { .. } => RelayError::Unavailable(error.to_string()),
     }
 }
 
@@ -288,11 +536,9 @@ impl Drop for RemoveOnDrop {
     }
 }
 
-/// The keys from the named environment variables and from `server.apiKeys` (expanded when the
-/// configuration was read). A named variable that is unset or empty is an error, and so is an
-/// empty configured key: starting without the key someone meant to require would leave the
-/// server open.
-fn api_keys(vars: &[String], configured: &[String]) -> Result<Vec<String>, Failure> {
+/// The keys from the named environment variables. A named variable that is unset or empty is an
+/// error: starting without the key someone meant to require would leave the server open.
+fn api_keys(vars: &[String]) -> Result<Vec<String>, Failure> {
     let mut keys = Vec::new();
     for var in vars {
         match std::env::var(var) {
@@ -304,15 +550,80 @@ fn api_keys(vars: &[String], configured: &[String]) -> Result<Vec<String>, Failu
             }
         }
     }
-    for (i, key) in configured.iter().enumerate() {
-        if key.trim().is_empty() {
-            return Err(Failure::Config(format!(
-                "`server.apiKeys[{i}]` is empty (is the variable it refers to set?)"
-            )));
-        }
-        keys.push(key.trim().to_string());
-    }
     Ok(keys)
+}
+
+/// Who may use the HTTP server: what the command line gave, fixed for the server's life, and
+/// the live options made from it and the configuration's `server` section, which every request
+/// on `/mcp` and `/api` reads.
+struct Access {
+    /// Keys from `--api-key-env`.
+    env_keys: Vec<String>,
+    /// `--allow-host`, and the bound address when it is a specific one beyond loopback.
+    hosts: Vec<String>,
+    /// `--allow-origin`.
+    origins: Vec<String>,
+    /// The server is reachable from other machines: every request needs a key.
+    beyond_loopback: bool,
+    live: LiveOptions,
+}
+
+/// Why a `server` section cannot be put in force.
+#[derive(Debug)]
+enum AccessError {
+    /// `server.apiKeys[i]` is empty (its variable is unset, most likely).
+    EmptyKey(usize),
+    /// Beyond loopback, without a key.
+    NoKey,
+}
+
+impl std::fmt::Display for AccessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AccessError::EmptyKey(i) => write!(
+                f,
+                "`server.apiKeys[{i}]` is empty (is the variable it refers to set?)"
+            ),
+            AccessError::NoKey => f.write_str(
+                "the server is reachable from other machines and would be left without an API key",
+            ),
+        }
+    }
+}
+
+impl Access {
+    /// The options for `server`: its keys (expanded when the configuration was read) after the
+    /// command line's, loopback names and origins plus the configured and command-line ones. An
+    /// empty configured key is an error, because dropping it silently would leave the server
+    /// open to requests it was meant to refuse.
+    fn options(&self, server: &toolmux_config::ServerSettings) -> Result<ApiOptions, AccessError> {
+        let mut api_keys = self.env_keys.clone();
+        for (i, key) in server.api_keys.iter().enumerate() {
+            if key.trim().is_empty() {
+                return Err(AccessError::EmptyKey(i));
+            }
+            api_keys.push(key.trim().to_string());
+        }
+        if self.beyond_loopback && api_keys.is_empty() {
+            return Err(AccessError::NoKey);
+        }
+        Ok(ApiOptions {
+            api_keys,
+            require_key_for_reads: self.beyond_loopback,
+            allowed_hosts: LOOPBACK_HOSTS
+                .iter()
+                .map(|h| (*h).to_string())
+                .chain(server.allowed_hosts.iter().cloned())
+                .chain(self.hosts.iter().cloned())
+                .collect(),
+            allowed_origins: LOOPBACK_ORIGINS
+                .iter()
+                .map(|o| (*o).to_string())
+                .chain(server.allowed_origins.iter().cloned())
+                .chain(self.origins.iter().cloned())
+                .collect(),
+        })
+    }
 }
 
 /// Ctrl-C and SIGTERM, listened for from before the URL is printed: a signal that arrives

@@ -1,4 +1,4 @@
-//! `toolmux tools list | show | call`.
+//! `toolmux tools list | show | call | add | remove`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,18 +8,189 @@ use serde_json::{Map, Value};
 use toolmux_core::{CallContext, CallError, Channel, ToolEntry};
 
 use crate::approve::TerminalApprover;
-use crate::cli::{CallArgs, ToolsCommand};
+use crate::cli::{AddToolArgs, CallArgs, ToolsCommand};
 use crate::commands::{emit, pretty};
 use crate::exit::{Failure, OK, TOOL_FAILED};
-use crate::project::Project;
+use crate::project::{Project, locate};
 
 pub async fn run(project: Option<&Path>, cmd: ToolsCommand) -> Result<u8, Failure> {
+    // Editing the configuration does not need the hub (and must work while it would not load
+    // the tool being replaced).
+    let cmd = match cmd {
+        ToolsCommand::Add(args) => return add(project, args),
+        ToolsCommand::Remove { name } => return remove(project, &name),
+        cmd => cmd,
+    };
     let project = Project::open(project)?;
     match cmd {
         ToolsCommand::List { source, all, json } => list(&project, source.as_deref(), all, json),
         ToolsCommand::Show { name, json } => show(&project, &name, json),
         ToolsCommand::Call(args) => call(&project, args).await,
+        ToolsCommand::Add(_) | ToolsCommand::Remove { .. } => Ok(OK),
     }
+}
+
+/// The `tools` section of the config file.
+const TOOLS: &str = "tools";
+
+/// `toolmux tools add`: the definition from `--file` and the options, written through the one
+/// config editor (checked as a whole file first, so a bad definition leaves the file as it was).
+fn add(project: Option<&Path>, args: AddToolArgs) -> Result<u8, Failure> {
+    let dir = locate(project)?;
+    toolmux_config::ToolName::new(&args.name)
+        .map_err(|e| Failure::Config(format!("tool `{}`: {e}", args.name)))?;
+    let definition = definition(&args)?;
+    // A script tool may not take the name of another source's tool (a built-in one, say): the
+    // same check the REST API makes.
+    if let Ok(project) = Project::open(Some(&dir))
+        && let Some(entry) = project.hub.catalog().get(&args.name)
+        && entry.descriptor.source != toolmux_config::SCRIPT_SOURCE_ID
+    {
+        return Err(Failure::Usage(format!(
+            "the name `{}` is taken by a tool of source `{}`",
+            args.name, entry.descriptor.source
+        )));
+    }
+    let editor = crate::commands::upstream::editor(&dir);
+    let replaced = editor
+        .edit(|doc| {
+            let tools = doc.section_mut(TOOLS)?;
+            let exists = tools.contains_key(&args.name);
+            if exists && !args.force {
+                return Err(Failure::Usage(format!(
+                    "a script tool named `{}` already exists; use --force to replace it",
+                    args.name
+                )));
+            }
+            tools.insert(args.name.clone(), Value::Object(definition));
+            Ok(exists)
+        })?
+        .value;
+    let verb = if replaced { "replaced" } else { "added" };
+    emit(&format!(
+        "{verb} script tool `{}` in {}",
+        args.name,
+        editor.path().display()
+    ))?;
+    Ok(OK)
+}
+
+/// The definition object: `--file`, then each option given over it.
+fn definition(args: &AddToolArgs) -> Result<Map<String, Value>, Failure> {
+    let mut definition = match &args.file {
+        None => Map::new(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Failure::Usage(format!("--file {}: cannot read it: {e}", path.display()))
+            })?;
+            match serde_json::from_str(&text) {
+                Ok(Value::Object(map)) => map,
+                Ok(_) => {
+                    return Err(Failure::Config(format!(
+                        "--file {}: the definition must be a JSON object",
+                        path.display()
+                    )));
+                }
+                Err(e) => {
+                    return Err(Failure::Config(format!(
+                        "--file {}: not valid JSON: {e}",
+                        path.display()
+                    )));
+                }
+            }
+        }
+    };
+    // The name is the positional argument; a `name` in the file (as `POST /api/tools` takes
+    // it) must agree.
+    match definition.remove("name") {
+        Some(Value::String(n)) if n != args.name => {
+            return Err(Failure::Usage(format!(
+                "the file names the tool `{n}`, the command line `{}`",
+                args.name
+            )));
+        }
+        _ => {}
+    }
+    if let Some(description) = &args.description {
+        definition.insert("description".into(), Value::from(description.as_str()));
+    }
+    if let Some(schema) = &args.input_schema {
+        definition.insert("inputSchema".into(), json_arg("--input-schema", schema)?);
+    }
+    if let Some(schema) = &args.output_schema {
+        definition.insert("outputSchema".into(), json_arg("--output-schema", schema)?);
+    }
+    if !args.command.is_empty() {
+        definition.insert("command".into(), Value::from(args.command.clone()));
+    }
+    if let Some(cwd) = &args.cwd {
+        definition.insert("cwd".into(), Value::from(cwd.display().to_string()));
+    }
+    if !args.env.is_empty() {
+        let mut env = match definition.remove("env") {
+            Some(Value::Object(env)) => env,
+            _ => Map::new(),
+        };
+        for pair in &args.env {
+            let Some((name, value)) = pair.split_once('=').filter(|(n, _)| !n.is_empty()) else {
+                return Err(Failure::Usage(format!(
+                    "--env expects NAME=VALUE, got `{pair}`"
+                )));
+            };
+            env.insert(name.to_string(), Value::from(value));
+        }
+        definition.insert("env".into(), Value::Object(env));
+    }
+    if let Some(ms) = args.timeout_ms {
+        definition.insert("timeoutMs".into(), Value::from(ms));
+    }
+    if let Some(policy) = &args.policy {
+        definition.insert("policy".into(), Value::from(policy.as_str()));
+    }
+    if args.parallel {
+        definition.insert("parallel".into(), Value::Bool(true));
+    }
+    Ok(definition)
+}
+
+/// A JSON value given inline (`{...}`) or as a file.
+fn json_arg(flag: &str, given: &str) -> Result<Value, Failure> {
+    let text = if given.trim_start().starts_with('{') {
+        given.to_string()
+    } else {
+        std::fs::read_to_string(given)
+            .map_err(|e| Failure::Usage(format!("{flag} {given}: cannot read it: {e}")))?
+    };
+    serde_json::from_str(&text).map_err(|e| Failure::Config(format!("{flag}: not valid JSON: {e}")))
+}
+
+/// `toolmux tools remove`.
+fn remove(project: Option<&Path>, name: &str) -> Result<u8, Failure> {
+    let dir = locate(project)?;
+    let editor = crate::commands::upstream::editor(&dir);
+    editor.edit(|doc| {
+        if doc.section_mut(TOOLS)?.remove(name).is_some() {
+            return Ok(());
+        }
+        let known: Vec<String> = doc
+            .section(TOOLS)?
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default();
+        Err(Failure::Usage(format!(
+            "there is no script tool `{name}` in {}{}",
+            doc.path().display(),
+            if known.is_empty() {
+                String::new()
+            } else {
+                format!("; the script tools there are: {}", known.join(", "))
+            }
+        )))
+    })?;
+    emit(&format!(
+        "removed script tool `{name}` from {}",
+        editor.path().display()
+    ))?;
+    Ok(OK)
 }
 
 fn list(project: &Project, source: Option<&str>, all: bool, json: bool) -> Result<u8, Failure> {

@@ -1,11 +1,11 @@
 //! `toolmux mcp list | add | remove | enable | disable | refresh | logs`: the external MCP
-//! servers whose tools toolmux aggregates. Edits go to the project's `.toolmux/config.json`,
-//! keeping every other key (and every `${VAR}` reference) as written.
+//! servers whose tools toolmux aggregates. Edits go to the project's `.toolmux/config.json`
+//! through [`toolmux_config::ConfigEditor`], keeping every other key (and every `${VAR}`
+//! reference) as written.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use comfy_table::{ContentArrangement, Table, presets};
 use serde_json::{Map, Value, json};
@@ -105,6 +105,7 @@ fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
     let catalog = project.hub.catalog();
     let rows: Vec<Value> = project
         .upstreams
+        .servers()
         .iter()
         .map(|server| {
             let status = server.status();
@@ -230,21 +231,23 @@ async fn add(project: Option<&Path>, args: AddArgs) -> Result<u8, Failure> {
             ));
         }
     }
-    let mut file = ConfigFile::read(&dir)?;
-    if file.servers()?.contains_key(&args.name) && !args.force {
-        return Err(Failure::Usage(format!(
-            "a server named `{}` already exists in {}; use --force to replace it",
-            args.name,
-            file.path.display()
-        )));
-    }
-    file.servers_mut()?
-        .insert(args.name.clone(), Value::Object(entry));
-    file.write()?;
+    let editor = editor(&dir);
+    editor.edit(|doc| {
+        let servers = doc.section_mut(SERVERS)?;
+        if servers.contains_key(&args.name) && !args.force {
+            return Err(Failure::Usage(format!(
+                "a server named `{}` already exists in {}; use --force to replace it",
+                args.name,
+                editor.path().display()
+            )));
+        }
+        servers.insert(args.name.clone(), Value::Object(entry));
+        Ok(())
+    })?;
     emit(&format!(
         "added MCP server `{}` to {}",
         args.name,
-        file.path.display()
+        editor.path().display()
     ))?;
     if args.no_discover {
         return Ok(OK);
@@ -256,6 +259,27 @@ async fn add(project: Option<&Path>, args: AddArgs) -> Result<u8, Failure> {
     let code = discover_all(&[server]).await;
     project.upstreams.shutdown().await;
     Ok(code)
+}
+
+/// The `mcpServers` section of the config file.
+const SERVERS: &str = "mcpServers";
+
+/// The one editor of the project's config file, checked merged with the user's file.
+pub(crate) fn editor(dir: &Path) -> toolmux_config::ConfigEditor {
+    toolmux_config::ConfigEditor::new(dir, toolmux_config::user_config_path().as_deref())
+}
+
+/// An edit that was not made: a result that would not load, or a file a program cannot edit,
+/// is a configuration error (exit code 3); a file that cannot be read or written is a runtime
+/// one. Here rather than in `exit.rs` because only the commands that edit the file need it.
+impl From<toolmux_config::EditError> for Failure {
+    fn from(e: toolmux_config::EditError) -> Self {
+        match e {
+            toolmux_config::EditError::Invalid(_)
+            | toolmux_config::EditError::Uneditable { .. } => Failure::Config(e.to_string()),
+            toolmux_config::EditError::Io { .. } => Failure::Runtime(e.into()),
+        }
+    }
 }
 
 /// `NAME=VALUE` pairs as a JSON object.
@@ -277,33 +301,34 @@ fn pairs(flag: &str, items: &[String]) -> Result<Value, Failure> {
 
 fn remove(project: Option<&Path>, name: &str) -> Result<u8, Failure> {
     let dir = locate(project)?;
-    let mut file = ConfigFile::read(&dir)?;
-    if file.servers_mut()?.remove(name).is_none() {
-        return Err(file.missing(name));
-    }
-    file.write()?;
+    let editor = editor(&dir);
+    editor.edit(|doc| match doc.section_mut(SERVERS)?.remove(name) {
+        Some(_) => Ok(()),
+        None => Err(missing(doc, name)),
+    })?;
     let paths = toolmux_upstream::ServerPaths::new(&toolmux_upstream::state_dir(&dir), name);
     // The cache describes a server that no longer exists; its log stays for reading.
     let _ = std::fs::remove_file(&paths.cache);
     emit(&format!(
         "removed MCP server `{name}` from {}",
-        file.path.display()
+        editor.path().display()
     ))?;
     Ok(OK)
 }
 
 fn set_enabled(project: Option<&Path>, name: &str, enabled: bool) -> Result<u8, Failure> {
     let dir = locate(project)?;
-    let mut file = ConfigFile::read(&dir)?;
-    let Some(Value::Object(entry)) = file.servers_mut()?.get_mut(name) else {
-        return Err(file.missing(name));
-    };
-    if enabled {
-        entry.remove("enabled");
-    } else {
-        entry.insert("enabled".into(), json!(false));
-    }
-    file.write()?;
+    editor(&dir).edit(|doc| {
+        let Some(Value::Object(entry)) = doc.section_mut(SERVERS)?.get_mut(name) else {
+            return Err(missing(doc, name));
+        };
+        if enabled {
+            entry.remove("enabled");
+        } else {
+            entry.insert("enabled".into(), json!(false));
+        }
+        Ok(())
+    })?;
     let word = if enabled { "enabled" } else { "disabled" };
     emit(&format!("{word} MCP server `{name}`"))?;
     Ok(OK)
@@ -311,7 +336,7 @@ fn set_enabled(project: Option<&Path>, name: &str, enabled: bool) -> Result<u8, 
 
 async fn refresh(project: Option<&Path>, name: Option<&str>) -> Result<u8, Failure> {
     let project = Project::open(project)?;
-    let servers: Vec<&UpstreamSource> = match name {
+    let servers: Vec<UpstreamSource> = match name {
         Some(name) => match project.upstreams.get(name) {
             Some(server) if server.server().enabled => vec![server],
             Some(_) => {
@@ -323,7 +348,8 @@ async fn refresh(project: Option<&Path>, name: Option<&str>) -> Result<u8, Failu
         },
         None => project
             .upstreams
-            .iter()
+            .servers()
+            .into_iter()
             .filter(|s| s.server().enabled)
             .collect(),
     };
@@ -338,7 +364,7 @@ async fn refresh(project: Option<&Path>, name: Option<&str>) -> Result<u8, Failu
 
 /// Discovers several servers at once, with a progress bar when there is more than one, and
 /// prints one line per server.
-async fn discover_all(servers: &[&UpstreamSource]) -> u8 {
+async fn discover_all(servers: &[UpstreamSource]) -> u8 {
     let bar = (servers.len() > 1).then(|| {
         let bar = indicatif::ProgressBar::new(servers.len() as u64);
         if let Ok(style) =
@@ -352,7 +378,7 @@ async fn discover_all(servers: &[&UpstreamSource]) -> u8 {
     });
     let mut runs = tokio::task::JoinSet::new();
     for (index, server) in servers.iter().enumerate() {
-        let server = (*server).clone();
+        let server = server.clone();
         runs.spawn(async move { (index, server.discover().await) });
     }
     let mut results: Vec<Option<Result<_, _>>> = servers.iter().map(|_| None).collect();
@@ -428,7 +454,8 @@ fn logs(project: Option<&Path>, name: &str, lines: Option<usize>) -> Result<u8, 
 }
 
 fn unknown(project: &Project, name: &str) -> Failure {
-    let known: Vec<&str> = project.upstreams.iter().map(|s| s.name()).collect();
+    let servers = project.upstreams.servers();
+    let known: Vec<&str> = servers.iter().map(|s| s.name()).collect();
     if known.is_empty() {
         Failure::Usage(format!(
             "there is no MCP server `{name}`; none is configured"
@@ -441,97 +468,21 @@ fn unknown(project: &Project, name: &str) -> Failure {
     }
 }
 
-/// The project's configuration file as JSON, edited in place and written back atomically after
-/// the same checks the loader makes.
-pub(crate) struct ConfigFile {
-    pub path: PathBuf,
-    value: Value,
-}
-
-impl ConfigFile {
-    /// Reads `<dir>/.toolmux/config.json`, or starts an empty one.
-    pub fn read(dir: &Path) -> Result<Self, Failure> {
-        let path = toolmux_config::project_config_path(dir);
-        let value = match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                toolmux_config::check_config_text(&path, &text)
-                    .map_err(|e| Failure::Config(e.to_string()))?;
-                serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text))
-                    .with_context(|| format!("cannot read `{}`", path.display()))?
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
-            Err(e) => {
-                return Err(anyhow::Error::new(e)
-                    .context(format!("cannot read `{}`", path.display()))
-                    .into());
-            }
-        };
-        Ok(Self { path, value })
-    }
-
-    /// The `mcpServers` object.
-    pub fn servers(&self) -> Result<&Map<String, Value>, Failure> {
-        match self.value.get("mcpServers") {
-            Some(Value::Object(map)) => Ok(map),
-            None => Ok(empty()),
-            Some(_) => Err(Failure::Config(format!(
-                "{}: `mcpServers` is not an object",
-                self.path.display()
-            ))),
+/// A server the project's config file does not have, naming the ones it does.
+fn missing(doc: &toolmux_config::ConfigDocument, name: &str) -> Failure {
+    let known: Vec<String> = doc
+        .section(SERVERS)
+        .ok()
+        .flatten()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    Failure::Usage(format!(
+        "there is no MCP server `{name}` in {}{}",
+        doc.path().display(),
+        if known.is_empty() {
+            String::new()
+        } else {
+            format!("; the servers there are: {}", known.join(", "))
         }
-    }
-
-    /// The `mcpServers` object, created when missing.
-    pub fn servers_mut(&mut self) -> Result<&mut Map<String, Value>, Failure> {
-        let Value::Object(root) = &mut self.value else {
-            return Err(Failure::Config(format!(
-                "{}: the file is not a JSON object",
-                self.path.display()
-            )));
-        };
-        match root.entry("mcpServers").or_insert_with(|| json!({})) {
-            Value::Object(map) => Ok(map),
-            _ => Err(Failure::Config(format!(
-                "{}: `mcpServers` is not an object",
-                self.path.display()
-            ))),
-        }
-    }
-
-    fn missing(&self, name: &str) -> Failure {
-        let known: Vec<String> = self
-            .servers()
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default();
-        Failure::Usage(format!(
-            "there is no MCP server `{name}` in {}{}",
-            self.path.display(),
-            if known.is_empty() {
-                String::new()
-            } else {
-                format!("; the servers there are: {}", known.join(", "))
-            }
-        ))
-    }
-
-    /// Checks the new text as the loader would and writes it atomically.
-    pub fn write(&self) -> Result<(), Failure> {
-        let mut text = serde_json::to_string_pretty(&self.value)
-            .context("cannot serialize the configuration")?;
-        text.push('\n');
-        toolmux_config::check_config_text(&self.path, &text)
-            .map_err(|e| Failure::Config(e.to_string()))?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create `{}`", dir.display()))?;
-        }
-        toolmux_config::write_atomic(&self.path, text.as_bytes())
-            .with_context(|| format!("cannot write `{}`", self.path.display()))?;
-        Ok(())
-    }
-}
-
-fn empty() -> &'static Map<String, Value> {
-    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(Map::new)
+    ))
 }

@@ -28,16 +28,24 @@ pub struct Served {
     child: Child,
     /// `127.0.0.1:PORT`.
     pub address: String,
+    /// Everything the server wrote on stderr after its first line, so far.
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Served {
     /// Starts `toolmux serve --port 0 ARGS` with `TOOLMUX_TEST_KEY` set to [`KEY`].
     pub fn start(project: &TestProject, args: &[&str]) -> Self {
+        Self::start_with_env(project, args, &[])
+    }
+
+    /// Like [`Served::start`], with more environment variables (for `${VAR}` references).
+    pub fn start_with_env(project: &TestProject, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = project.cmd();
         cmd.arg("serve")
             .args(["--port", "0"])
             .args(args)
             .env("TOOLMUX_TEST_KEY", KEY)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -51,12 +59,43 @@ impl Served {
             .and_then(|rest| rest.strip_suffix("/mcp"))
             .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
             .to_string();
-        // Keep draining stderr so the server never blocks on a full pipe.
+        // Keep draining stderr so the server never blocks on a full pipe, keeping it for
+        // tests that read the server's warnings.
+        let kept = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = kept.clone();
         std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
+            let mut line = String::new();
+            while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if let Ok(mut kept) = sink.lock() {
+                    kept.push_str(&line);
+                }
+                line.clear();
+            }
         });
-        Self { child, address }
+        Self {
+            child,
+            address,
+            stderr: kept,
+        }
+    }
+
+    /// What the server wrote on stderr so far (after the line with its address).
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Sends a request with the key and an optional JSON body.
+    pub fn send(&self, method: &str, path: &str, body: Option<&str>) -> Response {
+        let auth = format!("Bearer {KEY}");
+        self.request(
+            method,
+            path,
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            body,
+        )
     }
 
     /// The MCP endpoint's URL.
@@ -238,5 +277,80 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
         let start = eol + 2;
         out.extend_from_slice(&data[start..start + size]);
         data = &data[start + size + 2..];
+    }
+}
+
+/// The Python with the MCP peers' requirements and the repository's `tests/peers` folder.
+pub fn peers() -> (std::path::PathBuf, std::path::PathBuf) {
+    use std::path::PathBuf;
+    let python = std::env::var_os("TOOLMUX_TEST_PYTHON").map(PathBuf::from);
+    let peers = std::env::var_os("TOOLMUX_PEERS").map(PathBuf::from);
+    match (python, peers) {
+        (Some(python), Some(peers)) if python.exists() && peers.join("mcp/client.py").exists() => {
+            (python, peers)
+        }
+        _ => panic!(
+            "this test needs the MCP peers: run it through scripts/test, or set \
+             TOOLMUX_TEST_PYTHON to a python with `pip install -r tests/peers/mcp/requirements.txt` \
+             and TOOLMUX_PEERS to the repository's tests/peers folder"
+        ),
+    }
+}
+
+/// Runs the Python MCP client (`tests/peers/mcp/client.py`) with a plan; returns the JSON
+/// lines it printed after its `connected` line, without the final `done` one.
+pub fn run_mcp_client(plan: &Value) -> Vec<Value> {
+    let (python, peers) = peers();
+    let output = Command::new(python)
+        .arg(peers.join("mcp/client.py"))
+        .arg(plan.to_string())
+        .output()
+        .expect("run the Python MCP client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Python client failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .filter(|l| l.get("connected").is_none() && l.get("done").is_none())
+        .collect()
+}
+
+/// Processes whose working directory is `dir` (Linux: read from /proc): toolmux itself, and
+/// the upstream servers it starts there.
+pub fn processes_in(dir: &std::path::Path) -> Vec<(u32, String)> {
+    let dir = dir.canonicalize().expect("canonical project dir");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+            let cwd = std::fs::read_link(proc_dir.join("cwd")).ok()?;
+            let cmdline = std::fs::read(proc_dir.join("cmdline")).ok()?;
+            (cwd == dir).then(|| (pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")))
+        })
+        .collect()
+}
+
+/// Fails when a process (toolmux, or a server it started) still runs in the project a few
+/// seconds after the server stopped.
+pub fn assert_no_process_left(project: &TestProject) {
+    let started = Instant::now();
+    loop {
+        let left = processes_in(project.path());
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "processes left running: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

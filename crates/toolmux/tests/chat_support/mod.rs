@@ -64,3 +64,56 @@ impl Drop for Aimock {
         let _ = self.child.wait();
     }
 }
+
+/// Runs the AI SDK's chat transport (`ui-client.mjs`) against `url` (`/api/chat`) with the API
+/// key `key` and returns `{chunks, message}`: the chunks as the `ai` package parsed them, and the
+/// UI message its `readUIMessageStream` assembled.
+pub fn ui_client(url: &str, key: &str, chat_id: &str, text: &str) -> serde_json::Value {
+    let output = Command::new("node")
+        .env("TOOLMUX_API_KEY", key)
+        .arg(peers().join("ui-client.mjs"))
+        .args([url, chat_id, text])
+        .output()
+        .expect("run the AI SDK client");
+    assert!(
+        output.status.success(),
+        "ui-client failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("ui-client prints JSON")
+}
+
+/// Posts `body` to `/api/chat` on `address` with the API key `key` and hands each stream event
+/// to `on_event` as it arrives (so a test can answer approvals and questions mid-turn); returns
+/// every event.
+pub fn stream_chat(
+    address: &str,
+    key: &str,
+    body: &serde_json::Value,
+    mut on_event: impl FnMut(&serde_json::Value),
+) -> Vec<serde_json::Value> {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(address).expect("connect");
+    let body = body.to_string();
+    write!(
+        stream,
+        "POST /api/chat HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut events = Vec::new();
+    for line in BufReader::new(stream).lines() {
+        let line = line.expect("read");
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        if data == "[DONE]" {
+            break;
+        }
+        let event: serde_json::Value = serde_json::from_str(data).expect("each event is JSON");
+        on_event(&event);
+        events.push(event);
+    }
+    events
+}

@@ -1,0 +1,63 @@
+//! `/api/completions`: completion of a prompt's or resource template's argument, asked of the
+//! MCP server that offers it, in the shape of MCP's `completion/complete`.
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::ApiState;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::ApiJson;
+use crate::mcp_servers::servers;
+
+/// What to complete: MCP's `completion/complete` params.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompletionRequest {
+    /// `{"type": "ref/prompt", "name": "PREFIX__prompt"}` or
+    /// `{"type": "ref/resource", "uri": "<URI template>"}`.
+    #[serde(rename = "ref")]
+    #[schema(value_type = Object)]
+    pub reference: Value,
+    /// The argument being completed and what was typed so far.
+    pub argument: CompletionArgument,
+    /// Values of the other arguments already chosen: `{"arguments": {name: value}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub context: Option<Value>,
+}
+
+/// An argument and its partial value.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompletionArgument {
+    /// The argument's name.
+    pub name: String,
+    /// What was typed so far.
+    pub value: String,
+}
+
+/// Completes an argument; a server that offers no completions gives an empty list.
+#[utoipa::path(
+    post, path = "/api/completions", tag = "prompts",
+    request_body = CompletionRequest,
+    responses(
+        (status = 200, description = "MCP's `completion/complete` result: `{completion: {values, total, hasMore}}`", body = Object),
+        (status = 400, description = "The body is not a completion request", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such prompt or resource template", body = ErrorBody),
+        (status = 502, description = "The server answered with an error (its `code` and `message` are in `details`) or broke the protocol", body = ErrorBody),
+        (status = 503, description = "The server cannot be started", body = ErrorBody),
+        (status = 504, description = "The server did not answer in time", body = ErrorBody),
+    )
+)]
+pub(crate) async fn complete(
+    State(state): State<ApiState>,
+    ApiJson(request): ApiJson<CompletionRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let request = serde_json::to_value(&request)
+        .map_err(|e| ApiError::malformed(format!("the completion request is not valid: {e}")))?;
+    Ok(Json(servers(&state)?.complete(request).await?))
+}

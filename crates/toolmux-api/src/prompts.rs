@@ -1,0 +1,96 @@
+//! `/api/prompts`: the prompts of the MCP servers behind toolmux, named as the MCP channel
+//! serves them (`PREFIX__prompt`). Listing reads the discovery caches and starts nothing;
+//! getting a prompt starts its server when needed and returns what MCP's `prompts/get` returns.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::ApiState;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{ApiJson, ApiPath};
+use crate::mcp_servers::servers;
+
+pub(crate) fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/", get(list))
+        .route("/{name}", post(get_prompt))
+}
+
+/// Every prompt of every enabled MCP server.
+#[derive(Serialize, ToSchema)]
+pub struct PromptList {
+    /// The prompts, server by server.
+    #[schema(value_type = Vec<PromptView>)]
+    pub prompts: Vec<Value>,
+}
+
+/// One prompt as MCP's `prompts/list` shows it, plus the server it comes from.
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // documents the relayed JSON for the OpenAPI document
+pub struct PromptView {
+    /// The name to get it by: `PREFIX__prompt`, like a tool's.
+    name: String,
+    /// The MCP server that offers it.
+    server: String,
+    /// A display title.
+    title: Option<String>,
+    /// What it is for.
+    description: Option<String>,
+    /// Its arguments: `name`, `description`, `required`.
+    #[schema(value_type = Option<Vec<Object>>)]
+    arguments: Option<Vec<Value>>,
+}
+
+/// The arguments to fill a prompt with; MCP's prompt arguments are strings.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PromptArguments {
+    /// Argument values by name.
+    #[serde(default)]
+    pub arguments: BTreeMap<String, String>,
+}
+
+/// Lists the prompts of the MCP servers, from their discovery caches (starting nothing).
+#[utoipa::path(
+    get, path = "/api/prompts", tag = "prompts",
+    responses((status = 200, description = "The prompts", body = PromptList))
+)]
+pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<PromptList>, ApiError> {
+    let prompts = servers(&state)?.prompts();
+    Ok(Json(PromptList { prompts }))
+}
+
+/// Gets a prompt filled with arguments, from its MCP server (started when needed). A POST
+/// because it starts a process and runs the server's code, so it needs a key like a tool call.
+#[utoipa::path(
+    post, path = "/api/prompts/{name}", tag = "prompts",
+    params(("name" = String, Path, description = "The prompt's name, `PREFIX__prompt`")),
+    request_body = PromptArguments,
+    responses(
+        (status = 200, description = "MCP's `prompts/get` result: `description` and `messages`", body = Object),
+        (status = 400, description = "The body is not `{\"arguments\": {name: string}}`", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such prompt", body = ErrorBody),
+        (status = 502, description = "The server answered with an error (its `code` and `message` are in `details`) or broke the protocol", body = ErrorBody),
+        (status = 503, description = "The server cannot be started", body = ErrorBody),
+        (status = 504, description = "The server did not answer in time", body = ErrorBody),
+    )
+)]
+pub(crate) async fn get_prompt(
+    State(state): State<ApiState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(body): ApiJson<PromptArguments>,
+) -> Result<Json<Value>, ApiError> {
+    let arguments: Map<String, Value> = body
+        .arguments
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    Ok(Json(servers(&state)?.get_prompt(&name, arguments).await?))
+}

@@ -1,0 +1,115 @@
+//! `/api/resources`: the resources and resource templates of the MCP servers behind toolmux,
+//! under their own URIs. Listing reads the discovery caches and starts nothing; reading a
+//! resource starts the server that lists it (or whose template matches it) when needed and
+//! returns what MCP's `resources/read` returns.
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::ApiState;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::ApiQuery;
+use crate::mcp_servers::servers;
+
+pub(crate) fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/", get(list))
+        .route("/read", get(read))
+}
+
+/// Every resource and resource template of every enabled MCP server.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceList {
+    /// The resources, server by server.
+    #[schema(value_type = Vec<ResourceView>)]
+    pub resources: Vec<Value>,
+    /// The resource templates (RFC 6570 URI templates), server by server.
+    #[schema(value_type = Vec<ResourceTemplateView>)]
+    pub resource_templates: Vec<Value>,
+}
+
+/// One resource as MCP's `resources/list` shows it, plus the server it comes from.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // documents the relayed JSON for the OpenAPI document
+pub struct ResourceView {
+    /// Its URI, the one to read it by.
+    uri: String,
+    /// Its name as served, `PREFIX__name` (the server's own name is then the `title`).
+    name: String,
+    /// The MCP server that offers it.
+    server: String,
+    /// A display title.
+    title: Option<String>,
+    /// What it holds.
+    description: Option<String>,
+    /// Its media type.
+    mime_type: Option<String>,
+}
+
+/// One resource template as MCP's `resources/templates/list` shows it, plus its server.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // documents the relayed JSON for the OpenAPI document
+pub struct ResourceTemplateView {
+    /// The RFC 6570 URI template (`test://template/{id}/data`); read an expansion of it.
+    uri_template: String,
+    /// Its name as served, `PREFIX__name`.
+    name: String,
+    /// The MCP server that offers it.
+    server: String,
+    /// A display title.
+    title: Option<String>,
+    /// What its resources hold.
+    description: Option<String>,
+    /// The media type of its resources.
+    mime_type: Option<String>,
+}
+
+/// Which resource to read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ReadQuery {
+    /// The resource's URI: a listed one, or an expansion of a listed template.
+    pub uri: String,
+}
+
+/// Lists the resources and resource templates of the MCP servers, from their discovery caches
+/// (starting nothing).
+#[utoipa::path(
+    get, path = "/api/resources", tag = "resources",
+    responses((status = 200, description = "The resources and templates", body = ResourceList))
+)]
+pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<ResourceList>, ApiError> {
+    let servers = servers(&state)?;
+    Ok(Json(ResourceList {
+        resources: servers.resources(),
+        resource_templates: servers.resource_templates(),
+    }))
+}
+
+/// Reads a resource from its MCP server (started when needed).
+#[utoipa::path(
+    get, path = "/api/resources/read", tag = "resources",
+    params(ReadQuery),
+    responses(
+        (status = 200, description = "MCP's `resources/read` result: `contents`", body = Object),
+        (status = 400, description = "No `uri` in the query string", body = ErrorBody),
+        (status = 404, description = "No server lists the URI or a template matching it, or the server has no such resource", body = ErrorBody),
+        (status = 502, description = "The server answered with an error (its `code` and `message` are in `details`) or broke the protocol", body = ErrorBody),
+        (status = 503, description = "The server cannot be started", body = ErrorBody),
+        (status = 504, description = "The server did not answer in time", body = ErrorBody),
+    )
+)]
+pub(crate) async fn read(
+    State(state): State<ApiState>,
+    ApiQuery(query): ApiQuery<ReadQuery>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(servers(&state)?.read_resource(&query.uri).await?))
+}

@@ -1,0 +1,383 @@
+//! The way back from a running tool to the person chatting: one [`Backchannel`] per tool call,
+//! which turns what the tool's source sends (an upstream MCP server's progress, log messages,
+//! sampling and elicitation requests) into the turn's events and questions.
+//!
+//! - Progress and log messages become [`TurnEvent::ToolProgress`] and [`TurnEvent::ToolLog`].
+//! - Elicitation shows the server's form to the person through [`HumanInputs`], as the model's
+//!   own questions are shown, and answers with MCP's `ElicitResult`.
+//! - Sampling spends the person's tokens on a server's behalf, so it waits for the person's
+//!   approval in the [`ApprovalQueue`], as an `ask` call does, then asks the turn's own
+//!   provider and model, without tools.
+//!
+//! Nothing here waits past the call: when the call ends or the turn is cancelled, a pending
+//! question or approval is withdrawn and the request fails with a message that says which.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolmux_core::{
+    Approval, ApprovalQueue, ApprovalRequest, Approver, Backchannel, BackchannelError, Channel,
+    LogMessage, Progress,
+};
+
+use crate::engine::TurnEvent;
+use crate::human_input::{HumanInputs, Reply};
+use crate::provider::{ChatProvider, Message, ModelRequest, ProviderEvent, ToolSpec};
+
+/// MCP's error code for a sampling request the person rejected.
+const USER_REJECTED: i32 = -1;
+
+/// The backchannel of one tool call in a chat turn.
+pub(crate) struct CallBackchannel {
+    /// The model's id for the call.
+    pub(crate) call_id: String,
+    /// The tool's registry name.
+    pub(crate) tool: String,
+    /// The tool's source (for an upstream tool, the MCP server's name).
+    pub(crate) source: String,
+    pub(crate) conversation: String,
+    pub(crate) events: mpsc::Sender<TurnEvent>,
+    /// The turn's token: cancelled when the person cancels the turn.
+    pub(crate) turn: CancellationToken,
+    /// Cancelled when the call ends (a child of `turn`).
+    pub(crate) ended: CancellationToken,
+    pub(crate) approvals: Arc<ApprovalQueue>,
+    /// How long a sampling request waits for approval: the hub's `ask` limit.
+    pub(crate) approval_timeout: Duration,
+    pub(crate) inputs: Arc<HumanInputs>,
+    /// The turn's provider and model, which answer sampling requests.
+    pub(crate) provider: Arc<dyn ChatProvider>,
+    pub(crate) model: String,
+}
+
+impl CallBackchannel {
+    /// Sends an event without waiting: a full event queue (a reader far behind) loses the
+    /// update, never stalls the call.
+    fn send(&self, event: TurnEvent) {
+        if let Err(e) = self.events.try_send(event) {
+            tracing::debug!(error = %e, call = %self.call_id, "dropped a tool update for the chat");
+        }
+    }
+
+    /// Runs `work` until it finishes, the call ends or the turn is cancelled.
+    async fn until_ended<T>(
+        &self,
+        waiting_for: &str,
+        work: impl Future<Output = T>,
+    ) -> Result<T, BackchannelError> {
+        tokio::select! {
+            out = work => Ok(out),
+            () = self.ended.cancelled() => Err(BackchannelError::Failed(if self.turn.is_cancelled() {
+                format!("the chat turn was cancelled while {waiting_for}")
+            } else {
+                format!("the tool call ended while {waiting_for}")
+            })),
+        }
+    }
+
+    /// The turn's model's answer to a sampling request.
+    async fn complete(&self, sampling: Sampling) -> Result<Value, BackchannelError> {
+        let failed = |e: crate::error::ProviderError| {
+            BackchannelError::Failed(format!("the chat's model could not answer: {e}"))
+        };
+        let request = ModelRequest {
+            model: self.model.clone(),
+            system: sampling.system,
+            messages: sampling.messages,
+            tools: Arc::<[ToolSpec]>::from(Vec::new()),
+            max_tokens: sampling.max_tokens,
+        };
+        let mut stream = self.provider.stream(request).await.map_err(failed)?;
+        let mut text = String::new();
+        let mut stop = "endTurn";
+        while let Some(event) = stream.next().await {
+            match event.map_err(failed)? {
+                ProviderEvent::TextDelta(delta) => text.push_str(&delta),
+                ProviderEvent::Finish { reason } => {
+                    // Providers name a cut answer `length` (OpenAI), `max_tokens` (Anthropic)
+                    // or `MAX_TOKENS` (Gemini); the server may want to know it was cut.
+                    if reason
+                        .as_deref()
+                        .is_some_and(|r| matches!(r, "length" | "max_tokens" | "MAX_TOKENS"))
+                    {
+                        stop = "maxTokens";
+                    }
+                    break;
+                }
+                // No tools are offered, and the tokens are the provider's business here.
+                ProviderEvent::ToolCallDelta { .. }
+                | ProviderEvent::ToolCall(_)
+                | ProviderEvent::Usage(_) => {}
+            }
+        }
+        Ok(json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": text},
+            "model": self.model,
+            "stopReason": stop,
+        }))
+    }
+}
+
+#[async_trait]
+impl Backchannel for CallBackchannel {
+    fn progress(&self, update: Progress) {
+        self.send(TurnEvent::ToolProgress {
+            call_id: self.call_id.clone(),
+            progress: update.progress,
+            total: update.total,
+            message: update.message,
+        });
+    }
+
+    fn log(&self, message: LogMessage) {
+        self.send(TurnEvent::ToolLog {
+            call_id: self.call_id.clone(),
+            message,
+        });
+    }
+
+    async fn sample(&self, request: Value) -> Result<Value, BackchannelError> {
+        let sampling = Sampling::from_params(&request)?;
+        let approval = ApprovalRequest {
+            tool: self.tool.clone(),
+            source: self.source.clone(),
+            arguments: request,
+            channel: Channel::Chat,
+            session: Some(self.conversation.clone()),
+            message: format!(
+                "server `{}` asks your model ({}): {}",
+                self.source, self.model, sampling.preview
+            ),
+        };
+        let asked = tokio::time::timeout(self.approval_timeout, self.approvals.approve(&approval));
+        match self
+            .until_ended("its sampling request waited for approval", asked)
+            .await?
+        {
+            Ok(Approval::Allow) => {}
+            Ok(Approval::Deny { reason }) => {
+                return Err(BackchannelError::Refused {
+                    code: USER_REJECTED,
+                    message: format!(
+                        "the person did not let server `{}` use their model: {reason}",
+                        self.source
+                    ),
+                });
+            }
+            Err(_) => {
+                return Err(BackchannelError::Refused {
+                    code: USER_REJECTED,
+                    message: format!(
+                        "nobody approved the sampling request within {}",
+                        toolmux_core::format_duration(self.approval_timeout)
+                    ),
+                });
+            }
+        }
+        self.until_ended(
+            "the model answered its sampling request",
+            self.complete(sampling),
+        )
+        .await?
+    }
+
+    async fn elicit(&self, request: Value) -> Result<Value, BackchannelError> {
+        // URL mode sends the person to a web page; the chat shows forms only.
+        if request
+            .get("mode")
+            .and_then(Value::as_str)
+            .is_some_and(|m| m != "form")
+        {
+            return Err(BackchannelError::Unsupported("URL-mode elicitation"));
+        }
+        let message = request
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let schema = request
+            .get("requestedSchema")
+            .cloned()
+            .ok_or_else(|| BackchannelError::Failed("the form has no `requestedSchema`".into()))?;
+        // A schema that cannot check an answer would make every answer a decline; the server
+        // hears why instead, and the person is not bothered.
+        if let Err(e) = jsonschema::validator_for(&schema) {
+            return Err(BackchannelError::Failed(format!(
+                "the form's `requestedSchema` is not a valid JSON Schema: {e}"
+            )));
+        }
+        let reply = self
+            .until_ended(
+                "its form waited for the person",
+                self.inputs
+                    .ask_form(&self.conversation, &self.source, &message, schema),
+            )
+            .await?;
+        Ok(match reply {
+            Some(Reply::Form(content)) => json!({"action": "accept", "content": content}),
+            // `HumanInputs::reply` turns text into a checked form or a decline, so text does
+            // not arrive here; were it to, it was not checked, so it is not accepted.
+            Some(Reply::Decline | Reply::Text(_)) => json!({"action": "decline"}),
+            Some(Reply::Cancel) | None => json!({"action": "cancel"}),
+        })
+    }
+}
+
+/// A sampling request (MCP's `sampling/createMessage` params) as a provider request.
+///
+/// What is not carried over, and why: `modelPreferences` (the turn's model answers: the person
+/// chose it), `includeContext` (the chat shares no other conversation with a server),
+/// `temperature`, `stopSequences` and `metadata` (the provider seam has no place for them; the
+/// provider's defaults apply). Images and audio are replaced by a line that says they were left
+/// out, because the chat speaks to its model in text only.
+struct Sampling {
+    system: String,
+    messages: Vec<Message>,
+    max_tokens: Option<u32>,
+    /// The last user text, shortened, to show the person what is asked.
+    preview: String,
+}
+
+impl Sampling {
+    fn from_params(params: &Value) -> Result<Self, BackchannelError> {
+        let malformed =
+            |what: &str| BackchannelError::Failed(format!("a malformed sampling request: {what}"));
+        let list = params
+            .get("messages")
+            .and_then(Value::as_array)
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| malformed("`messages` must be a non-empty list"))?;
+        let mut messages = Vec::with_capacity(list.len());
+        for message in list {
+            let text = match message.get("content") {
+                Some(Value::Array(blocks)) => {
+                    blocks.iter().map(block_text).collect::<Vec<_>>().join("\n")
+                }
+                Some(block) => block_text(block),
+                None => return Err(malformed("a message has no `content`")),
+            };
+            messages.push(match message.get("role").and_then(Value::as_str) {
+                Some("user") => Message::User { text },
+                Some("assistant") => Message::Assistant {
+                    text,
+                    tool_calls: Vec::new(),
+                },
+                _ => {
+                    return Err(malformed(
+                        "a message's `role` must be `user` or `assistant`",
+                    ));
+                }
+            });
+        }
+        let preview = messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User { text } => Some(short(text, 160)),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Ok(Self {
+            system: params
+                .get("systemPrompt")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            messages,
+            max_tokens: params
+                .get("maxTokens")
+                .and_then(Value::as_u64)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+            preview,
+        })
+    }
+}
+
+/// One content block of a sampling message as text.
+fn block_text(block: &Value) -> String {
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
+    match kind {
+        "text" => block
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        "image" | "audio" => format!(
+            "[{kind} ({}) from the server, left out: this chat sends its model text only]",
+            block
+                .get("mimeType")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown type")
+        ),
+        other => format!("[a `{other}` block from the server, left out]"),
+    }
+}
+
+/// The first `max` characters on one line, with an ellipsis when cut.
+fn short(text: &str, max: usize) -> String {
+    let one_line = text.replace('\n', " ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        format!("{}…", one_line.chars().take(max).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sampling_request_becomes_text_messages_with_its_images_named() {
+        let sampling = Sampling::from_params(&json!({
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "Describe this"}},
+                {"role": "assistant", "content": {"type": "text", "text": "Which one?"}},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "This picture"},
+                    {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+                ]}
+            ],
+            "systemPrompt": "Be brief.",
+            "maxTokens": 50
+        }))
+        .expect("a valid request");
+        assert_eq!(sampling.system, "Be brief.");
+        assert_eq!(sampling.max_tokens, Some(50));
+        assert_eq!(sampling.messages.len(), 3);
+        let Message::User { text } = &sampling.messages[2] else {
+            panic!("a user message: {:?}", sampling.messages[2]);
+        };
+        assert!(
+            text.starts_with("This picture\n[image (image/png)"),
+            "{text}"
+        );
+        assert!(
+            matches!(&sampling.messages[1], Message::Assistant { text, .. } if text == "Which one?")
+        );
+        assert_eq!(sampling.preview, text.replace('\n', " "));
+    }
+
+    #[test]
+    fn a_sampling_request_without_messages_is_refused_with_the_reason() {
+        let Err(e) = Sampling::from_params(&json!({"messages": [], "maxTokens": 5})) else {
+            panic!("accepted an empty request");
+        };
+        assert!(e.to_string().contains("non-empty list"), "{e}");
+        let Err(e) = Sampling::from_params(
+            &json!({"messages": [{"role": "system", "content": {"type": "text", "text": "x"}}]}),
+        ) else {
+            panic!("accepted a system role");
+        };
+        assert!(e.to_string().contains("`user` or `assistant`"), "{e}");
+    }
+}

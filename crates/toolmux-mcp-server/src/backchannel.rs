@@ -1,0 +1,256 @@
+//! The way back to an MCP client while one of its `tools/call` requests runs: what a tool's
+//! source sends (progress, log messages, sampling and elicitation requests) is queued here and
+//! delivered by the request's own handler, in order and before its result.
+//!
+//! Why a queue and not direct sends: rmcp routes a message onto the request's own SSE stream
+//! (streamable HTTP) only when it is sent from the request handler's task, and a client drops
+//! progress that arrives after the result. Sources send from wherever they run (an upstream
+//! server's notifications arrive on its connection's task), so the handler drains the queue
+//! while it waits for the call, and empties it before answering.
+
+// rmcp marks sampling and MCP logging deprecated (SEP-2577, protocol 2026-07-28); the
+// handshake-era revisions toolmux serves still define both.
+#![allow(deprecated)]
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use rmcp::model::{
+    CreateMessageRequestParams, ElicitRequestParams, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::{ElicitationMode, Peer, RoleServer, ServiceError};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use toolmux_core::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
+
+/// Notifications queued for one call before the source's further ones are dropped (progress
+/// and logs are lossy by nature; a server that floods them must not grow toolmux's memory).
+const QUEUE: usize = 1024;
+
+type Answer = oneshot::Sender<Result<Value, BackchannelError>>;
+
+/// What a source sent, waiting for the handler to deliver it.
+enum Outgoing {
+    Progress(Progress),
+    Log(LogMessage),
+    Sample(Value, Answer),
+    Elicit(Value, Answer),
+}
+
+/// The source's end: what goes into [`CallContext::backchannel`](toolmux_core::CallContext).
+struct Queue {
+    tx: mpsc::Sender<Outgoing>,
+}
+
+impl Queue {
+    fn push(&self, outgoing: Outgoing) {
+        if let Err(e) = self.tx.try_send(outgoing) {
+            tracing::debug!(error = %e, "dropped a progress or log message for the MCP client");
+        }
+    }
+
+    async fn ask(&self, make: impl FnOnce(Answer) -> Outgoing) -> Result<Value, BackchannelError> {
+        let (answer, answered) = oneshot::channel();
+        self.tx
+            .send(make(answer))
+            .await
+            .map_err(|_| BackchannelError::Failed("the call has ended".into()))?;
+        answered
+            .await
+            .map_err(|_| BackchannelError::Failed("the call has ended".into()))?
+    }
+}
+
+#[async_trait]
+impl Backchannel for Queue {
+    fn progress(&self, update: Progress) {
+        self.push(Outgoing::Progress(update));
+    }
+
+    fn log(&self, message: LogMessage) {
+        self.push(Outgoing::Log(message));
+    }
+
+    async fn sample(&self, request: Value) -> Result<Value, BackchannelError> {
+        self.ask(|answer| Outgoing::Sample(request, answer)).await
+    }
+
+    async fn elicit(&self, request: Value) -> Result<Value, BackchannelError> {
+        self.ask(|answer| Outgoing::Elicit(request, answer)).await
+    }
+}
+
+/// The handler's end: delivers what the source queued to the client.
+pub(crate) struct Delivery {
+    rx: mpsc::Receiver<Outgoing>,
+    peer: Peer<RoleServer>,
+    progress_token: Option<ProgressToken>,
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
+}
+
+/// A backchannel for one call and the delivery that empties it.
+pub(crate) fn for_call(
+    peer: Peer<RoleServer>,
+    progress_token: Option<ProgressToken>,
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
+) -> (Arc<dyn Backchannel>, Delivery) {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    (
+        Arc::new(Queue { tx }),
+        Delivery {
+            rx,
+            peer,
+            progress_token,
+            log_level,
+        },
+    )
+}
+
+impl Delivery {
+    /// Runs `call` to its end while delivering what its source sends meanwhile; everything
+    /// queued before the call ended is delivered before this returns.
+    pub(crate) async fn run<T>(mut self, call: impl Future<Output = T>) -> T {
+        let mut call = std::pin::pin!(call);
+        let mut asking: FuturesUnordered<futures::future::BoxFuture<'static, ()>> =
+            FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                // Deliver what is queued before looking at the call, so that nothing the
+                // source sent before finishing trails its result.
+                biased;
+                Some(outgoing) = self.rx.recv() => match outgoing {
+                    Outgoing::Progress(update) => self.progress(update).await,
+                    Outgoing::Log(message) => self.log(message).await,
+                    // Asked concurrently, so progress keeps flowing while the person answers.
+                    Outgoing::Sample(request, answer) => {
+                        let peer = self.peer.clone();
+                        asking.push(Box::pin(async move {
+                            // The source may have given up waiting; nothing to do then.
+                            let _ = answer.send(sample(&peer, request).await);
+                        }));
+                    }
+                    Outgoing::Elicit(request, answer) => {
+                        let peer = self.peer.clone();
+                        asking.push(Box::pin(async move {
+                            let _ = answer.send(elicit(&peer, request).await);
+                        }));
+                    }
+                },
+                Some(_) = asking.next(), if !asking.is_empty() => {}
+                result = &mut call => {
+                    while let Ok(outgoing) = self.rx.try_recv() {
+                        match outgoing {
+                            Outgoing::Progress(update) => self.progress(update).await,
+                            Outgoing::Log(message) => self.log(message).await,
+                            // The call is over: nobody waits for these answers any more.
+                            Outgoing::Sample(..) | Outgoing::Elicit(..) => {}
+                        }
+                    }
+                    return result;
+                }
+            }
+        }
+    }
+
+    /// Progress goes out only when the client asked for it with a progress token, under that
+    /// token.
+    async fn progress(&self, update: Progress) {
+        let Some(token) = self.progress_token.clone() else {
+            return;
+        };
+        let mut notification = ProgressNotificationParam::new(token, update.progress);
+        notification.total = update.total;
+        notification.message = update.message;
+        if let Err(e) = self.peer.notify_progress(notification).await {
+            tracing::debug!(error = %e, "could not send progress to the MCP client");
+        }
+    }
+
+    /// A source's log message, filtered by the level the client set. Before it sets one, the
+    /// source's messages pass: the source already chose to send them.
+    async fn log(&self, message: LogMessage) {
+        let level = wire_level(message.level);
+        let wanted = *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if wanted
+            .is_some_and(|wanted| crate::server::severity(level) < crate::server::severity(wanted))
+        {
+            return;
+        }
+        let mut notification = LoggingMessageNotificationParam::new(level, message.data);
+        notification.logger = message.logger;
+        if let Err(e) = self.peer.notify_logging_message(notification).await {
+            tracing::debug!(error = %e, "could not send a log message to the MCP client");
+        }
+    }
+}
+
+/// Asks the client's model, when the client can sample.
+async fn sample(peer: &Peer<RoleServer>, request: Value) -> Result<Value, BackchannelError> {
+    let can = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.sampling.is_some());
+    if !can {
+        return Err(BackchannelError::Unsupported("sampling"));
+    }
+    let params: CreateMessageRequestParams = from_json(request, "sampling request")?;
+    let result = peer.create_message(params).await.map_err(answer_error)?;
+    to_json(&result)
+}
+
+/// Asks the client's person, when the client can show a form.
+async fn elicit(peer: &Peer<RoleServer>, request: Value) -> Result<Value, BackchannelError> {
+    if !peer
+        .supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+    {
+        return Err(BackchannelError::Unsupported("elicitation"));
+    }
+    let params: ElicitRequestParams = from_json(request, "elicitation request")?;
+    let result = peer
+        .create_elicitation(params)
+        .await
+        .map_err(answer_error)?;
+    to_json(&result)
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(
+    value: Value,
+    what: &str,
+) -> Result<T, BackchannelError> {
+    serde_json::from_value(value)
+        .map_err(|e| BackchannelError::Failed(format!("a malformed {what}: {e}")))
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, BackchannelError> {
+    serde_json::to_value(value).map_err(|e| BackchannelError::Failed(e.to_string()))
+}
+
+fn answer_error(error: ServiceError) -> BackchannelError {
+    match error {
+        ServiceError::McpError(e) => BackchannelError::Refused {
+            code: e.code.0,
+            message: e.message.to_string(),
+        },
+        other => BackchannelError::Failed(format!("the MCP client did not answer: {other}")),
+    }
+}
+
+/// The core's log level as MCP's.
+fn wire_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        LogLevel::Emergency => LoggingLevel::Emergency,
+    }
+}

@@ -1,0 +1,165 @@
+//! `server.apiKeys`, `server.allowedHosts` and `server.allowedOrigins` are live: an edit of the
+//! config file while `toolmux serve` runs counts from the next request, on `/mcp` and `/api`
+//! alike, with no restart and no "restart to apply" warning.
+
+mod api_support;
+mod support;
+
+use std::time::{Duration, Instant};
+
+use api_support::{KEY, Response, Served, run_mcp_client};
+use serde_json::json;
+use support::TestProject;
+
+const SECOND_KEY: &str = "second-key-9876543210";
+
+/// An MCP `initialize` request, as a client's first POST.
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+fn set_server_settings(project: &TestProject, server: serde_json::Value) {
+    project.config(&json!({ "server": server }).to_string());
+}
+
+/// Polls `check` until it holds, for at most ten seconds (the watcher debounces edits).
+fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn api_with(served: &Served, key: &str) -> Response {
+    served.request(
+        "GET",
+        "/api/tools",
+        &[("Authorization", &format!("Bearer {key}"))],
+        None,
+    )
+}
+
+/// A POST to `/mcp` that the guard answers before any MCP session exists when it refuses.
+fn mcp_post(served: &Served, headers: &[(&str, &str)]) -> Response {
+    let mut all = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    all.extend_from_slice(headers);
+    served.request("POST", "/mcp", &all, Some(INITIALIZE))
+}
+
+/// Whether a real MCP client gets the tool list from `/mcp` with `key`.
+fn mcp_lists_tools_with(served: &Served, key: &str) -> bool {
+    let lines = run_mcp_client(&json!({
+        "transport": "http",
+        "url": served.mcp_url(),
+        "headers": {"Authorization": format!("Bearer {key}")},
+        "steps": [{"op": "list"}],
+    }));
+    lines[0]["tools"].as_array().is_some_and(|t| !t.is_empty())
+}
+
+#[test]
+fn a_key_added_or_removed_in_the_config_counts_at_once_on_mcp_and_api() {
+    let project = TestProject::new();
+    set_server_settings(&project, json!({"apiKeys": ["${TOOLMUX_TEST_KEY}"]}));
+    let served = Served::start_with_env(&project, &[], &[("TOOLMUX_TEST_KEY2", SECOND_KEY)]);
+
+    api_with(&served, SECOND_KEY).error(401, "unauthorized");
+    let second = format!("Bearer {SECOND_KEY}");
+    mcp_post(&served, &[("Authorization", &second)]).error(401, "unauthorized");
+
+    // Added: accepted by the API as soon as the edit is applied, and by `/mcp` with it.
+    set_server_settings(
+        &project,
+        json!({"apiKeys": ["${TOOLMUX_TEST_KEY}", "${TOOLMUX_TEST_KEY2}"]}),
+    );
+    wait_until("the added key to be accepted", || {
+        api_with(&served, SECOND_KEY).status == 200
+    });
+    assert!(mcp_lists_tools_with(&served, SECOND_KEY));
+    assert!(mcp_lists_tools_with(&served, KEY));
+
+    // Removed: refused by both.
+    set_server_settings(&project, json!({"apiKeys": ["${TOOLMUX_TEST_KEY2}"]}));
+    wait_until("the removed key to be refused", || {
+        api_with(&served, KEY).status == 401
+    });
+    let first = format!("Bearer {KEY}");
+    let refused = mcp_post(&served, &[("Authorization", &first)]);
+    refused.error(401, "unauthorized");
+    assert!(refused.header("www-authenticate").is_some());
+    assert_eq!(api_with(&served, SECOND_KEY).status, 200);
+    assert!(mcp_lists_tools_with(&served, SECOND_KEY));
+
+    let stderr = served.stderr();
+    assert!(
+        !stderr.contains("restart the server"),
+        "a live setting was reported as needing a restart:\n{stderr}"
+    );
+    served.stop();
+}
+
+#[test]
+fn allowed_hosts_and_origins_edited_in_the_config_count_at_once_on_mcp_and_api() {
+    let project = TestProject::new();
+    set_server_settings(&project, json!({"apiKeys": ["${TOOLMUX_TEST_KEY}"]}));
+    let served = Served::start(&project, &[]);
+    let port = served
+        .address
+        .rsplit_once(':')
+        .expect("a port")
+        .1
+        .to_string();
+    let host = format!("tools.example:{port}");
+    let auth = format!("Bearer {KEY}");
+    let from_host = [("Host", host.as_str()), ("Authorization", auth.as_str())];
+    let from_origin = [
+        ("Origin", "https://app.example"),
+        ("Authorization", auth.as_str()),
+    ];
+
+    served
+        .request("GET", "/api/health", &from_host, None)
+        .error(403, "forbidden");
+    mcp_post(&served, &from_host).error(403, "forbidden");
+    served
+        .request("GET", "/api/health", &from_origin, None)
+        .error(403, "forbidden");
+    mcp_post(&served, &from_origin).error(403, "forbidden");
+
+    set_server_settings(
+        &project,
+        json!({
+            "apiKeys": ["${TOOLMUX_TEST_KEY}"],
+            "allowedHosts": ["tools.example"],
+            "allowedOrigins": ["https://app.example"],
+        }),
+    );
+    wait_until("the added host to be accepted", || {
+        served
+            .request("GET", "/api/health", &from_host, None)
+            .status
+            == 200
+    });
+    assert_eq!(
+        served
+            .request("GET", "/api/health", &from_origin, None)
+            .status,
+        200
+    );
+    // Past the guard, rmcp answers the initialize (200) instead of refusing it.
+    assert_eq!(mcp_post(&served, &from_host).status, 200);
+    assert_eq!(mcp_post(&served, &from_origin).status, 200);
+
+    set_server_settings(&project, json!({"apiKeys": ["${TOOLMUX_TEST_KEY}"]}));
+    wait_until("the removed host to be refused", || {
+        served
+            .request("GET", "/api/health", &from_host, None)
+            .status
+            == 403
+    });
+    mcp_post(&served, &from_host).error(403, "forbidden");
+    mcp_post(&served, &from_origin).error(403, "forbidden");
+    served.stop();
+}

@@ -1,0 +1,442 @@
+//! What an MCP server sends back while its tool runs in a chat turn — progress, sampling and
+//! elicitation requests — reaching the person and the turn's model. The server is the MCP
+//! conformance fixture (`tests/peers/mcp/conformance_fixture.py`); the model is aimock, which
+//! replays `tests/peers/chat/fixtures/backchannel.json` (it scripts the model calling the
+//! fixture's tools, and answers the sampling request the fixture sends).
+
+mod api_support;
+mod chat_support;
+mod support;
+
+use std::io::Write;
+use std::process::Stdio;
+
+use api_support::{KEY, Served, request};
+use chat_support::{Aimock, stream_chat, ui_client};
+use serde_json::{Value, json};
+use support::TestProject;
+
+/// The prompt the fixture's `test_sampling` tool sends to the caller's model (set by the model's
+/// tool call in the aimock fixture).
+const SAMPLING_PROMPT: &str = "Name the colour of the deep sea";
+
+/// A project whose chat model is aimock and which has the conformance fixture as MCP server
+/// `conformance`, its tools discovered.
+fn project(aimock: &Aimock) -> TestProject {
+    let (python, peers) = api_support::peers();
+    let project = TestProject::new();
+    project.config(
+        &json!({
+            "providers": {"mock": {
+                "kind": "openai",
+                "baseUrl": format!("{}/v1", aimock.url),
+                "apiKey": "not-a-secret",
+                "defaultModel": "gpt-4o"
+            }},
+            "server": {"apiKeys": [KEY]},
+            "mcpServers": {"conformance": {
+                "command": python,
+                "args": [peers.join("mcp/conformance_fixture.py")]
+            }}
+        })
+        .to_string(),
+    );
+    project.run(&["mcp", "refresh"]).ok();
+    project
+}
+
+fn auth() -> String {
+    format!("Bearer {KEY}")
+}
+
+/// The sampling requests aimock received: the requests whose messages include a user message
+/// that is the fixture's sampling prompt (the chat's own requests only carry it inside a tool
+/// call's arguments).
+fn sampling_requests(aimock: &Aimock) -> Vec<Value> {
+    let address = aimock.url.trim_start_matches("http://");
+    let journal = request(address, "GET", "/__aimock/journal", &[], None);
+    assert_eq!(journal.status, 200, "{}", journal.body);
+    let entries: Vec<Value> = serde_json::from_str(&journal.body).expect("the journal is a list");
+    entries
+        .into_iter()
+        .map(|entry| entry["body"].clone())
+        .filter(|body| {
+            body["messages"].as_array().is_some_and(|messages| {
+                messages.iter().any(|m| {
+                    m["role"] == "user" && m["content"].to_string().contains(SAMPLING_PROMPT)
+                })
+            })
+        })
+        .collect()
+}
+
+fn tool_output<'a>(events: &'a [Value], call_id: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| {
+            e["toolCallId"] == call_id
+                && matches!(
+                    e["type"].as_str(),
+                    Some("tool-output-available" | "tool-output-error")
+                )
+        })
+        .unwrap_or_else(|| panic!("no output for {call_id} in {events:?}"))
+}
+
+fn text(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "text-delta")
+        .filter_map(|e| e["delta"].as_str())
+        .collect()
+}
+
+#[test]
+fn a_tools_progress_reaches_the_ai_sdk_client_as_transient_parts_before_its_output() {
+    let aimock = Aimock::start("backchannel.json");
+    let project = project(&aimock);
+    let served = Served::start(&project, &[]);
+    let result = ui_client(
+        &format!("http://{}/api/chat", served.address),
+        KEY,
+        "c-progress",
+        "Run the slow job",
+    );
+    let chunks = result["chunks"].as_array().expect("chunks");
+    assert!(
+        !chunks.iter().any(|c| c["type"] == "error"),
+        "the AI SDK reported an error: {chunks:?}"
+    );
+    let progress: Vec<(usize, &Value)> = chunks
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c["type"] == "data-tool-progress")
+        .collect();
+    let steps: Vec<(f64, f64, &str)> = progress
+        .iter()
+        .map(|(_, c)| {
+            assert_eq!(c["transient"], true, "{c}");
+            assert_eq!(c["data"]["toolCallId"], "call_progress", "{c}");
+            (
+                c["data"]["progress"].as_f64().expect("progress"),
+                c["data"]["total"].as_f64().expect("total"),
+                c["data"]["message"].as_str().expect("message"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (0.0, 100.0, "Completed step 1 of 3"),
+            (50.0, 100.0, "Completed step 2 of 3"),
+            (100.0, 100.0, "Completed step 3 of 3"),
+        ]
+    );
+    let output = chunks
+        .iter()
+        .position(|c| c["type"] == "tool-output-available" && c["toolCallId"] == "call_progress")
+        .expect("the tool's output");
+    assert!(
+        progress.iter().all(|(at, _)| *at < output),
+        "progress after the output: {chunks:?}"
+    );
+    // Transient parts are for the moment: the assembled message keeps none of them.
+    let parts = result["message"]["parts"].as_array().expect("parts");
+    assert!(
+        !parts.iter().any(|p| p["type"] == "data-tool-progress"),
+        "{parts:?}"
+    );
+    assert!(
+        parts
+            .iter()
+            .any(|p| p["type"] == "text" && p["text"] == "The slow job is done."),
+        "{parts:?}"
+    );
+}
+
+#[test]
+fn a_servers_log_messages_reach_the_ai_sdk_client_as_transient_parts() {
+    let aimock = Aimock::start("backchannel.json");
+    let project = project(&aimock);
+    let served = Served::start(&project, &[]);
+    let result = ui_client(
+        &format!("http://{}/api/chat", served.address),
+        KEY,
+        "c-logging",
+        "Run the chatty job",
+    );
+    let chunks = result["chunks"].as_array().expect("chunks");
+    let logs: Vec<&Value> = chunks
+        .iter()
+        .filter(|c| c["type"] == "data-tool-log")
+        .collect();
+    let expected: Vec<Value> = [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ]
+    .iter()
+    .map(|data| {
+        json!({"type": "data-tool-log", "transient": true, "data": {
+            "toolCallId": "call_logging", "level": "info",
+            "logger": "conformance_fixture", "data": data
+        }})
+    })
+    .collect();
+    assert_eq!(logs, expected.iter().collect::<Vec<_>>(), "{chunks:?}");
+    assert_eq!(
+        result["message"]["metadata"]["finishReason"], "stop",
+        "{result}"
+    );
+}
+
+#[test]
+fn the_terminal_chat_shows_a_tools_progress_on_stderr() {
+    let aimock = Aimock::start("backchannel.json");
+    let project = project(&aimock);
+    let run = project.run(&["chat", "Run the slow job"]);
+    assert_eq!(run.ok().trim(), "The slow job is done.");
+    let err = run.stderr();
+    for line in [
+        "… conformance__test_tool_with_progress 0/100 Completed step 1 of 3",
+        "… conformance__test_tool_with_progress 50/100 Completed step 2 of 3",
+        "… conformance__test_tool_with_progress 100/100 Completed step 3 of 3",
+    ] {
+        assert!(err.contains(line), "{line:?} missing from {err}");
+    }
+}
+
+#[test]
+fn a_servers_sampling_request_reaches_the_model_only_after_approval_and_its_answer_the_tool() {
+    let aimock = Aimock::start("backchannel.json");
+    let project = project(&aimock);
+    let served = Served::start(&project, &[]);
+    let auth = auth();
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let mut asked = 0;
+    let events = stream_chat(
+        &served.address,
+        KEY,
+        &json!({"conversation": "c-sample", "text": "Ask the server to think"}),
+        |event| {
+            if event["type"] == "data-approval" {
+                asked += 1;
+                let message = event["data"]["message"].as_str().expect("message");
+                assert!(
+                    message.starts_with("server `conformance` asks your model (gpt-4o): ")
+                        && message.contains(SAMPLING_PROMPT),
+                    "{message}"
+                );
+                assert!(
+                    sampling_requests(&aimock).is_empty(),
+                    "the model was asked before the person approved"
+                );
+                let path = event["data"]["answer"].as_str().expect("answer path");
+                let answered = request(
+                    &served.address,
+                    "POST",
+                    path,
+                    &headers,
+                    Some(r#"{"decision": "allow"}"#),
+                );
+                assert!(answered.status < 300, "{}", answered.body);
+            }
+        },
+    );
+    assert_eq!(asked, 1, "{events:?}");
+    let sampled = sampling_requests(&aimock);
+    assert_eq!(sampled.len(), 1, "{sampled:?}");
+    // Without tools: the server asked for a completion, not for the chat's tools.
+    assert!(sampled[0].get("tools").is_none(), "{}", sampled[0]);
+    assert_eq!(sampled[0]["max_tokens"], 100, "{}", sampled[0]);
+    let output = tool_output(&events, "call_sample");
+    assert_eq!(output["type"], "tool-output-available", "{output}");
+    assert_eq!(
+        output["output"]["content"], "LLM response: Midnight blue.",
+        "{output}"
+    );
+    assert_eq!(text(&events), "The server's model says: midnight blue.");
+}
+
+#[test]
+fn a_denied_sampling_request_never_reaches_the_model() {
+    let aimock = Aimock::start("backchannel.json");
+    let project = project(&aimock);
+    let served = Served::start(&project, &[]);
+    let auth = auth();
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let events = stream_chat(
+        &served.address,
+        KEY,
+        &json!({"conversation": "c-no-sample", "text": "Ask the server to think"}),
+        |event| {
+            if event["type"] == "data-approval" {
+                let path = event["data"]["answer"].as_str().expect("answer path");
+                let answered = request(
+                    &served.address,
+                    "POST",
+                    path,
+                    &headers,
+                    Some(r#"{"decision": "deny", "reason": "not my tokens"}"#),
+                );
+                assert!(answered.status < 300, "{}", answered.body);
+            }
+        },
+    );
+    assert!(sampling_requests(&aimock).is_empty());
+    let output = tool_output(&events, "call_sample");
+    let shown = output.to_string();
+    assert!(shown.contains("not my tokens"), "{shown}");
+    assert_eq!(text(&events), "The server could not use your model.");
+}
+
+/// Runs "Register me with the server" and answers the server's form with `answer`; returns the
+/// stream's events and the status the answer got.
+fn register(served: &Served, conversation: &str, answer: Value) -> (Vec<Value>, u16) {
+    let auth = auth();
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let mut status = 0;
+    let events = stream_chat(
+        &served.address,
+        KEY,
+        &json!({"conversation": conversation, "text": "Register me with the server"}),
+        |event| {
+            if event["type"] == "data-input-request" {
+                let data = &event["data"];
+                assert_eq!(data["question"], "Who are you?", "{data}");
+                assert_eq!(data["asker"], "conformance", "{data}");
+                assert_eq!(
+                    data["form"]["required"],
+                    json!(["username", "email"]),
+                    "{data}"
+                );
+                let path = data["answer"].as_str().expect("answer path");
+                let body = json!({"answer": answer, "id": data["requestId"]}).to_string();
+                let answered = request(&served.address, "POST", path, &headers, Some(&body));
+                status = answered.status;
+                if status != 204 {
+                    assert_eq!(answered.json()["error"]["code"], "invalid_answer");
+                    assert!(
+                        answered.body.contains("email"),
+                        "the reason names the field: {}",
+                        answered.body
+                    );
+                }
+            }
+        },
+    );
+    (events, status)
+}
+
+#[test]
+fn a_servers_form_reaches_the_person_and_their_answer_reaches_the_tool() {
+    let aimock = Aimock::start("backchannel.json");
+    let project = project(&aimock);
+    let served = Served::start(&project, &[]);
+
+    let (events, status) = register(
+        &served,
+        "c-form",
+        json!({"username": "ada", "email": "ada@example.com"}),
+    );
+    assert_eq!(status, 204);
+    let output = tool_output(&events, "call_elicit");
+    assert_eq!(
+        output["output"]["content"],
+        r#"User response: action=accept, content={"email": "ada@example.com", "username": "ada"}"#,
+        "{output}"
+    );
+    assert_eq!(text(&events), "You are registered.");
+
+    // An answer that does not fit the form is not passed on as if it did: the person hears why,
+    // and the server hears a decline.
+    let (events, status) = register(&served, "c-misfit", json!({"username": "ada"}));
+    assert_eq!(status, 422);
+    let output = tool_output(&events, "call_elicit");
+    assert_eq!(
+        output["output"]["content"], "User response: action=decline, content={}",
+        "{output}"
+    );
+    assert_eq!(text(&events), "You declined to register.");
+}
+
+#[test]
+fn the_terminal_chat_asks_a_servers_form_field_by_field() {
+    let aimock = Aimock::start("backchannel.json");
+    let project = project(&aimock);
+    let mut child = project
+        .cmd()
+        .args(["chat", "Register me with the server"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start toolmux chat");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"ada\nada@example.com\n")
+        .expect("answer");
+    let output = child.wait_with_output().expect("wait");
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(err.contains("? conformance asks: Who are you?"), "{err}");
+    assert!(err.contains("username (User's response)> "), "{err}");
+    assert!(err.contains("email (User's email address)> "), "{err}");
+    assert_eq!(out.trim(), "You are registered.");
+}
+
+#[test]
+fn a_cancelled_turn_withdraws_the_servers_form_instead_of_waiting_forever() {
+    let aimock = Aimock::start("backchannel.json");
+    let project = project(&aimock);
+    let served = Served::start(&project, &[]);
+    let auth = auth();
+    let mut request_id = None;
+    let events = stream_chat(
+        &served.address,
+        KEY,
+        &json!({"conversation": "c-gone", "text": "Register me with the server"}),
+        |event| {
+            if event["type"] == "data-input-request" {
+                request_id = Some(event["data"]["requestId"].clone());
+                let cancelled = served.request(
+                    "POST",
+                    "/api/chat/c-gone/cancel",
+                    &[("Authorization", &auth)],
+                    None,
+                );
+                assert_eq!(cancelled.status, 204, "{}", cancelled.body);
+            }
+        },
+    );
+    let last = events.last().expect("events");
+    assert_eq!(
+        last["messageMetadata"]["finishReason"], "cancelled",
+        "{events:?}"
+    );
+    // The form is gone: an answer now finds nothing waiting.
+    let body = json!({"answer": {"username": "ada", "email": "ada@example.com"}, "id": request_id})
+        .to_string();
+    let late = served.request(
+        "POST",
+        "/api/chat/c-gone/input",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+        ],
+        Some(&body),
+    );
+    assert_eq!(late.status, 404, "{}", late.body);
+}
