@@ -142,9 +142,12 @@ fn host_name(host: &str) -> &str {
 }
 
 fn check_host(headers: &HeaderMap, allowed: &[String]) -> Result<(), ApiError> {
-    // HTTP/1.1 requires Host; a request without one reaches no browser-based attacker.
+    // HTTP/1.1 requires Host, and the check cannot vouch for a request without one; refused
+    // as rmcp refuses it, so `/mcp` and `/api` answer alike.
     let Some(host) = headers.get(header::HOST) else {
-        return Ok(());
+        return Err(ApiError::forbidden(
+            "the request has no Host header (a guard against DNS rebinding)",
+        ));
     };
     let host = host
         .to_str()

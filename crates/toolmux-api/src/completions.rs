@@ -8,7 +8,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::ApiState;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, ErrorBody, RelayFailures};
 use crate::extract::ApiJson;
 use crate::mcp_servers::servers;
 
@@ -48,9 +48,7 @@ pub struct CompletionArgument {
         (status = 400, description = "The body is not a completion request", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "No such prompt or resource template", body = ErrorBody),
-        (status = 502, description = "The server answered with an error (its `code` and `message` are in `details`) or broke the protocol", body = ErrorBody),
-        (status = 503, description = "The server cannot be started", body = ErrorBody),
-        (status = 504, description = "The server did not answer in time", body = ErrorBody),
+        RelayFailures,
     )
 )]
 pub(crate) async fn complete(

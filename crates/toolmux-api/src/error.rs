@@ -65,6 +65,29 @@ pub(crate) enum CallFailures {
     Timeout(ErrorBody),
 }
 
+/// The error responses a relayed request shares with every other one (`/api/prompts/{name}`,
+/// `/api/resources/read`, `/api/completions`): one per status a [`RelayError`] of the server
+/// itself maps to, written once so that the OpenAPI document cannot drift between those routes.
+/// Each route describes its own 400, 401 and 404, which differ.
+///
+/// [`RelayError`]: crate::mcp_servers::RelayError
+#[derive(utoipa::IntoResponses)]
+#[allow(
+    dead_code,
+    reason = "only its OpenAPI description is used; `ApiError` builds the bodies"
+)]
+pub(crate) enum RelayFailures {
+    /// The server answered with an error (its `code` and `message` are in `details`) or broke the protocol
+    #[response(status = 502)]
+    BadGateway(ErrorBody),
+    /// The server cannot be started
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+    /// The server did not answer in time
+    #[response(status = 504)]
+    Timeout(ErrorBody),
+}
+
 /// The JSON body of every error response.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {

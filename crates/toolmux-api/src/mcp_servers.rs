@@ -19,7 +19,7 @@ use utoipa::ToSchema;
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath};
-use crate::registry::Edit;
+use crate::registry::{Edit, Section, no_server_named};
 
 /// The running server's MCP servers, as the API shows them.
 #[async_trait]
@@ -63,6 +63,11 @@ pub trait McpServers: Send + Sync {
 }
 
 /// Why a prompt, resource or completion could not be relayed. Each maps to one status.
+///
+/// It mirrors the upstream crate's errors on purpose: this crate knows no MCP client, so the
+/// binary sorts an upstream failure into these kinds, and the status each kind gets is decided
+/// here, with the REST channel's other statuses. `Answered` keeps the server's own JSON-RPC
+/// error, which a client then finds in the error body's `details`.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RelayError {
     /// No enabled server offers that prompt or resource (404).
@@ -138,7 +143,7 @@ pub(crate) async fn show(
     servers(&state)?
         .get(&name)
         .map(Json)
-        .ok_or_else(|| ApiError::not_found(format!("no MCP server named `{name}`")))
+        .ok_or_else(|| no_server_named(&name))
 }
 
 /// Discovers a server's tools now (starting it if needed).
@@ -157,7 +162,7 @@ pub(crate) async fn refresh(
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     match servers(&state)?.refresh(&name).await {
-        None => Err(ApiError::not_found(format!("no MCP server named `{name}`"))),
+        None => Err(no_server_named(&name)),
         Some(Ok(view)) => Ok(Json(view)),
         Some(Err(e)) => Err(ApiError::unavailable(format!(
             "discovery of `{name}` failed: {e}"
@@ -214,14 +219,6 @@ pub struct McpServerDefinition {
     prefix: Option<String>,
 }
 
-fn writer(state: &ApiState) -> Result<&crate::registry::ConfigWriter, ApiError> {
-    state
-        .inner
-        .writer
-        .as_ref()
-        .ok_or_else(|| ApiError::unavailable("this server does not change its configuration"))
-}
-
 /// Discovers a server that was just written and shows it: its tools, or in `discovery` the
 /// reason there are none. The server stays saved when discovery fails.
 async fn discovered(state: &ApiState, name: &str) -> Result<Value, ApiError> {
@@ -229,9 +226,7 @@ async fn discovered(state: &ApiState, name: &str) -> Result<Value, ApiError> {
     if let Some(Err(e)) = servers.refresh(name).await {
         tracing::warn!(server = name, error = %e, "discovery of a server added through the API failed");
     }
-    servers
-        .get(name)
-        .ok_or_else(|| ApiError::not_found(format!("no MCP server named `{name}`")))
+    servers.get(name).ok_or_else(|| no_server_named(name))
 }
 
 /// Adds an MCP server: written to the configuration, started and discovered at once. Saved
@@ -249,20 +244,11 @@ async fn discovered(state: &ApiState, name: &str) -> Result<Value, ApiError> {
 )]
 pub(crate) async fn add(
     State(state): State<ApiState>,
-    ApiJson(mut entry): ApiJson<Map<String, Value>>,
+    ApiJson(entry): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let name = match entry.remove("name") {
-        Some(Value::String(name)) => name,
-        Some(_) => return Err(ApiError::unprocessable("`name` must be a string")),
-        None => return Err(ApiError::unprocessable("an MCP server needs a `name`")),
-    };
+    let edit = Edit::add(Section::McpServers, entry)?;
     servers(&state)?;
-    writer(&state)?
-        .submit(Edit::AddServer {
-            name: name.clone(),
-            entry,
-        })
-        .await?;
+    let name = state.write_config(edit).await?;
     Ok((StatusCode::CREATED, Json(discovered(&state, &name).await?)))
 }
 
@@ -283,23 +269,11 @@ pub(crate) async fn add(
 pub(crate) async fn replace(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
-    ApiJson(mut entry): ApiJson<Map<String, Value>>,
+    ApiJson(entry): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    match entry.remove("name") {
-        Some(Value::String(n)) if n != name => {
-            return Err(ApiError::unprocessable(format!(
-                "the body names `{n}` but the path names `{name}`; rename by removing and adding"
-            )));
-        }
-        _ => {}
-    }
+    let edit = Edit::replace(Section::McpServers, name, entry)?;
     servers(&state)?;
-    writer(&state)?
-        .submit(Edit::ReplaceServer {
-            name: name.clone(),
-            entry,
-        })
-        .await?;
+    let name = state.write_config(edit).await?;
     Ok(Json(discovered(&state, &name).await?))
 }
 
@@ -319,6 +293,8 @@ pub(crate) async fn remove(
     ApiPath(name): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     servers(&state)?;
-    writer(&state)?.submit(Edit::RemoveServer { name }).await?;
+    state
+        .write_config(Edit::remove(Section::McpServers, name))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

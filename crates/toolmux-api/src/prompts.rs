@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::ApiState;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, ErrorBody, RelayFailures};
 use crate::extract::{ApiJson, ApiPath};
 use crate::mcp_servers::servers;
 
@@ -77,9 +77,7 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<PromptLis
         (status = 400, description = "The body is not `{\"arguments\": {name: string}}`", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "No such prompt", body = ErrorBody),
-        (status = 502, description = "The server answered with an error (its `code` and `message` are in `details`) or broke the protocol", body = ErrorBody),
-        (status = 503, description = "The server cannot be started", body = ErrorBody),
-        (status = 504, description = "The server did not answer in time", body = ErrorBody),
+        RelayFailures,
     )
 )]
 pub(crate) async fn get_prompt(

@@ -19,36 +19,175 @@ use crate::error::ApiError;
 /// MCP servers).
 pub type Apply = Arc<dyn Fn(&LoadedConfig) + Send + Sync>;
 
-/// The config file's section of script tools.
-const TOOLS: &str = "tools";
-/// The config file's section of MCP servers.
-const SERVERS: &str = "mcpServers";
+/// A section of the config file that the API changes, one entry per name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Section {
+    /// `tools`: script tools.
+    ScriptTools,
+    /// `mcpServers`: MCP servers.
+    McpServers,
+}
 
-/// A change to the `tools` or `mcpServers` section.
+/// How a [`Section`] is named in the file, in messages and in routes.
+struct SectionNames {
+    /// Its key in the config file.
+    key: &'static str,
+    /// One entry, for messages: "a script tool needs a `name`".
+    entry: &'static str,
+    /// Where the API serves its entries, for the hint on replacing one.
+    route: &'static str,
+    /// The verb of its POST route, for the hint on renaming.
+    add_verb: &'static str,
+}
+
+impl Section {
+    fn names(self) -> &'static SectionNames {
+        match self {
+            Self::ScriptTools => &SectionNames {
+                key: "tools",
+                entry: "a script tool",
+                route: "/api/tools",
+                add_verb: "registering",
+            },
+            Self::McpServers => &SectionNames {
+                key: "mcpServers",
+                entry: "an MCP server",
+                route: "/api/mcp-servers",
+                add_verb: "adding",
+            },
+        }
+    }
+
+    /// Why `name` cannot be replaced or removed: it is not an entry of this section of the
+    /// project's file. 409 when something else has the name (so the caller learns it cannot be
+    /// changed here), 404 when nothing has it.
+    fn missing(self, hub: &Hub, name: &str) -> ApiError {
+        match self {
+            Self::ScriptTools => match hub.catalog().get(name) {
+                Some(entry) => ApiError::conflict(format!(
+                    "`{name}` is a tool of source `{}`; only script tools can be changed through the API",
+                    entry.descriptor.source
+                )),
+                None => ApiError::not_found(format!("no script tool named `{name}`")),
+            },
+            Self::McpServers if hub.catalog().sources().iter().any(|s| s.id == name) => {
+                ApiError::conflict(format!(
+                    "`{name}` is not an MCP server of the project's configuration file (it may \
+                     come from the user's `~/.config/toolmux/config.json`, which the API does \
+                     not change)"
+                ))
+            }
+            Self::McpServers => no_server_named(name),
+        }
+    }
+
+    /// Checks that `name` is free to add: 409 when the section or the catalog has it already.
+    fn check_free(self, hub: &Hub, doc: &ConfigDocument, name: &str) -> Result<(), ApiError> {
+        if self == Self::ScriptTools {
+            ToolName::new(name).map_err(ApiError::unprocessable)?;
+        }
+        if doc
+            .section(self.names().key)?
+            .is_some_and(|s| s.contains_key(name))
+        {
+            return Err(ApiError::conflict(format!(
+                "{} named `{name}` exists already; replace it with PUT {}/{name}",
+                self.names().entry,
+                self.names().route
+            )));
+        }
+        match self {
+            Self::ScriptTools => match hub.catalog().get(name) {
+                Some(entry) if entry.descriptor.source != toolmux_config::SCRIPT_SOURCE_ID => {
+                    Err(ApiError::conflict(format!(
+                        "the name `{name}` is taken by a tool of source `{}`",
+                        entry.descriptor.source
+                    )))
+                }
+                _ => Ok(()),
+            },
+            // A server's tools are a source named after it; another source of that name (the
+            // workspace pack, the scripts, a server in the user's file) would be replaced.
+            Self::McpServers if hub.catalog().sources().iter().any(|s| s.id == name) => {
+                Err(ApiError::conflict(format!(
+                    "the name `{name}` is taken by another source of tools"
+                )))
+            }
+            Self::McpServers => Ok(()),
+        }
+    }
+}
+
+/// 404 for an MCP server name that nothing has.
+pub(crate) fn no_server_named(name: &str) -> ApiError {
+    ApiError::not_found(format!("no MCP server named `{name}`"))
+}
+
+/// A change to one entry of a [`Section`], made from a request's body.
 #[derive(Debug)]
-pub(crate) enum Edit {
-    AddTool {
+pub(crate) struct Edit {
+    section: Section,
+    name: String,
+    change: Change,
+}
+
+#[derive(Debug)]
+enum Change {
+    Add(Map<String, Value>),
+    Replace(Map<String, Value>),
+    Remove,
+}
+
+impl Edit {
+    /// Adds the entry a POST body defines; the body names it (`name`, taken out of the entry).
+    pub(crate) fn add(section: Section, mut body: Map<String, Value>) -> Result<Self, ApiError> {
+        let name = match body.remove("name") {
+            Some(Value::String(name)) => name,
+            Some(_) => return Err(ApiError::unprocessable("`name` must be a string")),
+            None => {
+                return Err(ApiError::unprocessable(format!(
+                    "{} needs a `name`",
+                    section.names().entry
+                )));
+            }
+        };
+        Ok(Self {
+            section,
+            name,
+            change: Change::Add(body),
+        })
+    }
+
+    /// Replaces the entry the path names with a PUT body; a `name` in the body may only repeat
+    /// the path's, because a rename would silently leave the old entry behind.
+    pub(crate) fn replace(
+        section: Section,
         name: String,
-        definition: Map<String, Value>,
-    },
-    ReplaceTool {
-        name: String,
-        definition: Map<String, Value>,
-    },
-    RemoveTool {
-        name: String,
-    },
-    AddServer {
-        name: String,
-        entry: Map<String, Value>,
-    },
-    ReplaceServer {
-        name: String,
-        entry: Map<String, Value>,
-    },
-    RemoveServer {
-        name: String,
-    },
+        mut body: Map<String, Value>,
+    ) -> Result<Self, ApiError> {
+        if let Some(Value::String(named)) = body.remove("name")
+            && named != name
+        {
+            return Err(ApiError::unprocessable(format!(
+                "the body names `{named}` but the path names `{name}`; rename by removing and {}",
+                section.names().add_verb
+            )));
+        }
+        Ok(Self {
+            section,
+            name,
+            change: Change::Replace(body),
+        })
+    }
+
+    /// Removes the entry the path names.
+    pub(crate) fn remove(section: Section, name: String) -> Self {
+        Self {
+            section,
+            name,
+            change: Change::Remove,
+        }
+    }
 }
 
 struct Job {
@@ -119,6 +258,21 @@ impl ConfigWriter {
     }
 }
 
+impl crate::ApiState {
+    /// Makes `edit` through the one writer task and waits until it is written and applied.
+    /// Returns the entry's name, so that a handler can show the entry as it now is.
+    pub(crate) async fn write_config(&self, edit: Edit) -> Result<String, ApiError> {
+        let name = edit.name.clone();
+        self.inner
+            .writer
+            .as_ref()
+            .ok_or_else(|| ApiError::unavailable("this server does not change its configuration"))?
+            .submit(edit)
+            .await?;
+        Ok(name)
+    }
+}
+
 /// One change: edit (checked, written atomically, under the lock), then apply.
 fn write(hub: &Hub, editor: &ConfigEditor, apply: &Apply, edit: Edit) -> Result<(), ApiError> {
     let edited = editor.edit(|doc| change(hub, doc, edit))?;
@@ -127,86 +281,35 @@ fn write(hub: &Hub, editor: &ConfigEditor, apply: &Apply, edit: Edit) -> Result<
 }
 
 fn change(hub: &Hub, doc: &mut ConfigDocument, edit: Edit) -> Result<(), ApiError> {
-    match edit {
-        Edit::AddTool { name, definition } => {
-            ToolName::new(&name).map_err(ApiError::unprocessable)?;
-            let tools = doc.section_mut(TOOLS)?;
-            if tools.contains_key(&name) {
-                return Err(ApiError::conflict(format!(
-                    "a script tool named `{name}` exists already; replace it with PUT /api/tools/{name}"
-                )));
+    let Edit {
+        section,
+        name,
+        change,
+    } = edit;
+    match change {
+        Change::Add(entry) => {
+            section.check_free(hub, doc, &name)?;
+            doc.section_mut(section.names().key)?
+                .insert(name, Value::Object(entry));
+        }
+        Change::Replace(entry) => {
+            let entries = doc.section_mut(section.names().key)?;
+            if !entries.contains_key(&name) {
+                return Err(section.missing(hub, &name));
             }
-            if let Some(entry) = hub.catalog().get(&name)
-                && entry.descriptor.source != toolmux_config::SCRIPT_SOURCE_ID
+            entries.insert(name, Value::Object(entry));
+        }
+        Change::Remove => {
+            if doc
+                .section_mut(section.names().key)?
+                .remove(&name)
+                .is_none()
             {
-                return Err(ApiError::conflict(format!(
-                    "the name `{name}` is taken by a tool of source `{}`",
-                    entry.descriptor.source
-                )));
-            }
-            tools.insert(name, Value::Object(definition));
-        }
-        Edit::ReplaceTool { name, definition } => {
-            let tools = doc.section_mut(TOOLS)?;
-            if !tools.contains_key(&name) {
-                return Err(not_a_script_tool(hub, &name));
-            }
-            tools.insert(name, Value::Object(definition));
-        }
-        Edit::RemoveTool { name } => {
-            if doc.section_mut(TOOLS)?.remove(&name).is_none() {
-                return Err(not_a_script_tool(hub, &name));
-            }
-        }
-        Edit::AddServer { name, entry } => {
-            if doc.section(SERVERS)?.is_some_and(|s| s.contains_key(&name)) {
-                return Err(ApiError::conflict(format!(
-                    "an MCP server named `{name}` exists already; replace it with PUT /api/mcp-servers/{name}"
-                )));
-            }
-            // A server's tools are a source named after it; another source of that name (the
-            // workspace pack, the scripts, a server in the user's file) would be replaced.
-            if hub.catalog().sources().iter().any(|s| s.id == name) {
-                return Err(ApiError::conflict(format!(
-                    "the name `{name}` is taken by another source of tools"
-                )));
-            }
-            doc.section_mut(SERVERS)?.insert(name, Value::Object(entry));
-        }
-        Edit::ReplaceServer { name, entry } => {
-            let servers = doc.section_mut(SERVERS)?;
-            if !servers.contains_key(&name) {
-                return Err(not_a_project_server(hub, &name));
-            }
-            servers.insert(name, Value::Object(entry));
-        }
-        Edit::RemoveServer { name } => {
-            if doc.section_mut(SERVERS)?.remove(&name).is_none() {
-                return Err(not_a_project_server(hub, &name));
+                return Err(section.missing(hub, &name));
             }
         }
     }
     Ok(())
-}
-
-fn not_a_script_tool(hub: &Hub, name: &str) -> ApiError {
-    match hub.catalog().get(name) {
-        Some(entry) => ApiError::conflict(format!(
-            "`{name}` is a tool of source `{}`; only script tools can be changed through the API",
-            entry.descriptor.source
-        )),
-        None => ApiError::not_found(format!("no script tool named `{name}`")),
-    }
-}
-
-fn not_a_project_server(hub: &Hub, name: &str) -> ApiError {
-    if hub.catalog().sources().iter().any(|s| s.id == name) {
-        return ApiError::conflict(format!(
-            "`{name}` is not an MCP server of the project's configuration file (it may come from \
-             the user's `~/.config/toolmux/config.json`, which the API does not change)"
-        ));
-    }
-    ApiError::not_found(format!("no MCP server named `{name}`"))
 }
 
 /// Watches the project's config file and applies every valid change made by hand. A change

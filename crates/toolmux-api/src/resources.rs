@@ -11,7 +11,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, ErrorBody, RelayFailures};
 use crate::extract::ApiQuery;
 use crate::mcp_servers::servers;
 
@@ -102,9 +102,7 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<ResourceL
         (status = 200, description = "MCP's `resources/read` result: `contents`", body = Object),
         (status = 400, description = "No `uri` in the query string", body = ErrorBody),
         (status = 404, description = "No server lists the URI or a template matching it, or the server has no such resource", body = ErrorBody),
-        (status = 502, description = "The server answered with an error (its `code` and `message` are in `details`) or broke the protocol", body = ErrorBody),
-        (status = 503, description = "The server cannot be started", body = ErrorBody),
-        (status = 504, description = "The server did not answer in time", body = ErrorBody),
+        RelayFailures,
     )
 )]
 pub(crate) async fn read(

@@ -17,7 +17,7 @@ use crate::ApiState;
 use crate::auth::Caller;
 use crate::error::{ApiError, CallFailures, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::registry::Edit;
+use crate::registry::{Edit, Section};
 
 pub(crate) fn router() -> Router<ApiState> {
     Router::new()
@@ -367,14 +367,6 @@ pub struct ScriptToolDefinition {
     rate_limit: Option<Value>,
 }
 
-fn writer(state: &ApiState) -> Result<&crate::registry::ConfigWriter, ApiError> {
-    state
-        .inner
-        .writer
-        .as_ref()
-        .ok_or_else(|| ApiError::unavailable("this server does not change its configuration"))
-}
-
 /// The tool as the catalog shows it after a change.
 fn current(state: &ApiState, name: &str) -> Value {
     let catalog = state.inner.hub.catalog();
@@ -401,18 +393,10 @@ fn current(state: &ApiState, name: &str) -> Value {
 )]
 pub(crate) async fn register(
     State(state): State<ApiState>,
-    ApiJson(mut definition): ApiJson<Map<String, Value>>,
+    ApiJson(definition): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let name = match definition.remove("name") {
-        Some(Value::String(name)) => name,
-        Some(_) => return Err(ApiError::unprocessable("`name` must be a string")),
-        None => return Err(ApiError::unprocessable("a script tool needs a `name`")),
-    };
-    writer(&state)?
-        .submit(Edit::AddTool {
-            name: name.clone(),
-            definition,
-        })
+    let name = state
+        .write_config(Edit::add(Section::ScriptTools, definition)?)
         .await?;
     Ok((StatusCode::CREATED, Json(current(&state, &name))))
 }
@@ -434,21 +418,10 @@ pub(crate) async fn register(
 pub(crate) async fn replace(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
-    ApiJson(mut definition): ApiJson<Map<String, Value>>,
+    ApiJson(definition): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    match definition.remove("name") {
-        Some(Value::String(n)) if n != name => {
-            return Err(ApiError::unprocessable(format!(
-                "the body names `{n}` but the path names `{name}`; rename by removing and registering"
-            )));
-        }
-        _ => {}
-    }
-    writer(&state)?
-        .submit(Edit::ReplaceTool {
-            name: name.clone(),
-            definition,
-        })
+    let name = state
+        .write_config(Edit::replace(Section::ScriptTools, name, definition)?)
         .await?;
     Ok(Json(current(&state, &name)))
 }
@@ -468,6 +441,8 @@ pub(crate) async fn remove(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    writer(&state)?.submit(Edit::RemoveTool { name }).await?;
+    state
+        .write_config(Edit::remove(Section::ScriptTools, name))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

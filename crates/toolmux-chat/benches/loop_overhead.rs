@@ -170,6 +170,7 @@ fn measure(label: &str, extra_tools: usize, turns: usize) {
                     text: "go".into(),
                     ..Default::default()
                 })
+                .await
                 .expect("turn starts");
             let mut steps = 0;
             while let Some(event) = events.recv().await {

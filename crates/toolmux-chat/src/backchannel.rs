@@ -25,7 +25,7 @@ use toolmux_core::{
     LogMessage, Progress,
 };
 
-use crate::engine::TurnEvent;
+use crate::engine::{TurnEvent, preview};
 use crate::human_input::{HumanInputs, Reply};
 use crate::provider::{ChatProvider, Message, ModelRequest, ProviderEvent, ToolSpec};
 
@@ -129,9 +129,7 @@ impl Backchannel for CallBackchannel {
     fn progress(&self, update: Progress) {
         self.send(TurnEvent::ToolProgress {
             call_id: self.call_id.clone(),
-            progress: update.progress,
-            total: update.total,
-            message: update.message,
+            progress: update,
         });
     }
 
@@ -279,7 +277,7 @@ impl Sampling {
             .iter()
             .rev()
             .find_map(|m| match m {
-                Message::User { text } => Some(short(text, 160)),
+                Message::User { text } => Some(preview(text, 160)),
                 _ => None,
             })
             .unwrap_or_default();
@@ -301,34 +299,17 @@ impl Sampling {
 
 /// One content block of a sampling message as text.
 fn block_text(block: &Value) -> String {
-    let kind = block
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown");
-    match kind {
-        "text" => block
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        "image" | "audio" => format!(
+    let text_of = |key: &str| block.get(key).and_then(Value::as_str);
+    match text_of("type") {
+        Some("text") => text_of("text").unwrap_or_default().to_string(),
+        Some(kind @ ("image" | "audio")) => format!(
             "[{kind} ({}) from the server, left out: this chat sends its model text only]",
-            block
-                .get("mimeType")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown type")
+            text_of("mimeType").unwrap_or("unknown type")
         ),
-        other => format!("[a `{other}` block from the server, left out]"),
-    }
-}
-
-/// The first `max` characters on one line, with an ellipsis when cut.
-fn short(text: &str, max: usize) -> String {
-    let one_line = text.replace('\n', " ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        format!("{}…", one_line.chars().take(max).collect::<String>())
+        other => format!(
+            "[a `{}` block from the server, left out]",
+            other.unwrap_or("unknown")
+        ),
     }
 }
 

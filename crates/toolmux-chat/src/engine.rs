@@ -10,16 +10,16 @@ use futures::StreamExt;
 use futures::future::join_all;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use toolmux_config::ProviderKind;
 use toolmux_core::{
     ApprovalQueue, CallContext, Catalog, Channel, ContentBody, Hub, LogMessage, PendingApproval,
-    ToolResult,
+    Progress, ToolResult,
 };
 
 use crate::backchannel::CallBackchannel;
-use crate::error::{ChatError, ProviderError};
+use crate::error::{ChatError, ProviderError, StoreError};
 use crate::human_input::{HumanInputs, InputRequest};
 use crate::prompt::system_prompt;
 use crate::provider::{
@@ -138,12 +138,8 @@ pub enum TurnEvent {
     ToolProgress {
         /// The call.
         call_id: String,
-        /// Work done so far.
-        progress: f64,
-        /// The total, when known.
-        total: Option<f64>,
-        /// What is being done now.
-        message: Option<String>,
+        /// How far, as the source reported it.
+        progress: Progress,
     },
     /// A running tool's source logged a message (an upstream MCP server's log notification).
     ToolLog {
@@ -321,12 +317,12 @@ impl ChatEngine {
     /// Starts a turn and returns the conversation id and its events. Choosing the provider and
     /// model and opening the conversation happen before this returns, so those errors reach the
     /// caller directly; everything after arrives as events.
-    pub fn start_turn(
+    pub async fn start_turn(
         self: &Arc<Self>,
         request: TurnRequest,
     ) -> Result<(String, mpsc::Receiver<TurnEvent>, CancellationToken), ChatError> {
-        let existing = match &request.conversation {
-            Some(id) => self.store.get(id)?,
+        let existing = match request.conversation.clone() {
+            Some(id) => self.with_store(move |store| store.get(&id)).await?,
             None => None,
         };
         let provider_name = request
@@ -348,15 +344,15 @@ impl ChatEngine {
         let conversation = match existing {
             Some(c) => c.id,
             None => {
+                let id = request.conversation.clone();
                 let title: String = request.text.chars().take(80).collect();
-                self.store
-                    .create(
-                        request.conversation.as_deref(),
-                        title.trim(),
-                        provider.name(),
-                        &model,
-                    )?
-                    .id
+                let provider = provider.name().to_string();
+                let model = model.clone();
+                self.with_store(move |store| {
+                    store.create(id.as_deref(), title.trim(), &provider, &model)
+                })
+                .await?
+                .id
             }
         };
         let cancel = CancellationToken::new();
@@ -382,7 +378,12 @@ impl ChatEngine {
         };
         let engine = Arc::clone(self);
         tokio::spawn(async move {
-            let _forward = forward_requests(&turn, approvals, inputs);
+            let _forward = forward_requests(
+                turn.conversation.clone(),
+                turn.events.clone(),
+                (Arc::clone(&engine.approvals), approvals),
+                (Arc::clone(&engine.inputs), inputs),
+            );
             engine.run(&turn).await;
             engine.running().remove(&turn.conversation);
         });
@@ -402,21 +403,35 @@ impl ChatEngine {
         turn.emit(event).await;
     }
 
-    fn persist(&self, turn: &Turn, messages: &[Message]) -> Result<(), String> {
-        self.store
-            .append(
-                &turn.conversation,
-                turn.provider.name(),
-                &turn.model,
-                messages,
-            )
+    /// Runs one store operation on tokio's blocking pool. The store is synchronous (SQLite
+    /// waits on the disk and on its connection's lock), and an async worker thread it held
+    /// would stall every other turn and request scheduled on it.
+    pub async fn with_store<T: Send + 'static>(
+        &self,
+        operation: impl FnOnce(&dyn ConversationStore) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let store = Arc::clone(&self.store);
+        match tokio::task::spawn_blocking(move || operation(store.as_ref())).await {
+            Ok(done) => done,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(StoreError::ShutDown),
+        }
+    }
+
+    async fn persist(&self, turn: &Turn, messages: Vec<Message>) -> Result<(), String> {
+        let conversation = turn.conversation.clone();
+        let provider = turn.provider.name().to_string();
+        let model = turn.model.clone();
+        self.with_store(move |store| store.append(&conversation, &provider, &model, &messages))
+            .await
             .map_err(|e| format!("cannot save the conversation: {e}"))
     }
 
     async fn run_steps(&self, turn: &Turn) -> Result<(FinishReason, Usage, u32), String> {
+        let conversation = turn.conversation.clone();
         let mut history: Vec<Message> = self
-            .store
-            .messages(&turn.conversation)
+            .with_store(move |store| store.messages(&conversation))
+            .await
             .map_err(|e| format!("cannot read the conversation: {e}"))?
             .into_iter()
             .map(|m| m.message)
@@ -424,7 +439,7 @@ impl ChatEngine {
         let user = Message::User {
             text: turn.text.clone(),
         };
-        self.persist(turn, std::slice::from_ref(&user))?;
+        self.persist(turn, vec![user.clone()]).await?;
         history.push(user);
         turn.emit(TurnEvent::Started {
             conversation: turn.conversation.clone(),
@@ -458,7 +473,7 @@ impl ChatEngine {
             };
             let keep = !matches!(&assistant, Message::Assistant { text, tool_calls } if text.is_empty() && tool_calls.is_empty());
             if keep {
-                self.persist(turn, std::slice::from_ref(&assistant))?;
+                self.persist(turn, vec![assistant.clone()]).await?;
                 history.push(assistant);
             }
             if cancelled {
@@ -504,7 +519,7 @@ impl ChatEngine {
                     })
                     .collect(),
             };
-            self.persist(turn, &messages)?;
+            self.persist(turn, messages.clone()).await?;
             history.extend(messages);
             if cancelled {
                 return Ok((FinishReason::Cancelled, usage, step));
@@ -527,11 +542,12 @@ impl ChatEngine {
         .await;
         self.persist(
             turn,
-            &[Message::Assistant {
+            vec![Message::Assistant {
                 text: notice,
                 tool_calls: Vec::new(),
             }],
-        )?;
+        )
+        .await?;
         Ok((FinishReason::StepLimit, usage, self.settings.max_steps))
     }
 
@@ -590,9 +606,13 @@ impl ChatEngine {
         Ok((text, calls, false))
     }
 
-    /// Runs one step's calls with `Hub::call_batch`'s semantics: consecutive `parallel` tools
+    /// Runs one step's calls with `Hub::call_batch`'s grouping: consecutive `parallel` tools
     /// run together, every other call alone and in order. Outputs are reported as each call
     /// finishes and returned in the order of the calls.
+    ///
+    /// Not `Hub::call_batch` itself: each call here needs a context of its own (its
+    /// backchannel), `call_reported`'s log id and duration, and its output shown the moment it
+    /// finishes, where `call_batch` shares one context and answers when the whole batch is done.
     async fn run_calls(
         &self,
         turn: &Turn,
@@ -606,30 +626,13 @@ impl ChatEngine {
                 .is_some_and(|e| e.descriptor.parallel && !e.descriptor.internal)
         };
         let mut outputs = Vec::with_capacity(calls.len());
-        let mut group: Vec<&ToolCall> = Vec::new();
-        for call in calls {
-            if is_parallel(&call.name) {
-                group.push(call);
-                continue;
-            }
-            outputs.extend(
-                join_all(
-                    group
-                        .drain(..)
-                        .map(|c| self.run_call(turn, catalog, c, context)),
-                )
-                .await,
-            );
-            outputs.push(self.run_call(turn, catalog, call, context).await);
+        // A group is a run of parallel calls, or one call that is not parallel.
+        for group in calls.chunk_by(|a, b| is_parallel(&a.name) && is_parallel(&b.name)) {
+            let running = group
+                .iter()
+                .map(|call| self.run_call(turn, catalog, call, context));
+            outputs.extend(join_all(running).await);
         }
-        outputs.extend(
-            join_all(
-                group
-                    .drain(..)
-                    .map(|c| self.run_call(turn, catalog, c, context)),
-            )
-            .await,
-        );
         outputs
     }
 
@@ -698,37 +701,61 @@ fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Forwards the approvals and questions of this turn's conversation into its event stream for
-/// as long as the returned guard lives.
+/// Forwards the approvals and questions of `conversation` into its turn's `events` for as long
+/// as the returned guard lives: each queue with the receiver of its announcements.
+///
+/// A broadcast receiver that falls behind loses the oldest announcements (`Lagged`). The
+/// queues still hold every request that waits, so a lagged receiver re-reads them from there
+/// rather than skip a prompt the turn is blocked on; `shown` keeps a request that is both
+/// re-read and announced from being shown twice.
 fn forward_requests(
-    turn: &Turn,
-    mut approvals: tokio::sync::broadcast::Receiver<PendingApproval>,
-    mut inputs: tokio::sync::broadcast::Receiver<InputRequest>,
+    conversation: String,
+    events: mpsc::Sender<TurnEvent>,
+    (approval_queue, mut approvals): (Arc<ApprovalQueue>, broadcast::Receiver<PendingApproval>),
+    (input_queue, mut inputs): (Arc<HumanInputs>, broadcast::Receiver<InputRequest>),
 ) -> AbortOnDrop {
-    let conversation = turn.conversation.clone();
-    let events = turn.events.clone();
     AbortOnDrop(tokio::spawn(async move {
-        use tokio::sync::broadcast::error::RecvError;
+        let mut shown: HashSet<uuid::Uuid> = HashSet::new();
         loop {
-            let event = tokio::select! {
-                approval = approvals.recv() => match approval {
-                    Ok(a) if a.request.session.as_deref() == Some(conversation.as_str()) => {
-                        TurnEvent::ApprovalRequested(a)
-                    }
-                    Ok(_) | Err(RecvError::Lagged(_)) => continue,
-                    Err(RecvError::Closed) => return,
-                },
-                input = inputs.recv() => match input {
-                    Ok(i) if i.conversation == conversation => TurnEvent::InputRequested(i),
-                    Ok(_) | Err(RecvError::Lagged(_)) => continue,
-                    Err(RecvError::Closed) => return,
-                },
+            let batch: Vec<TurnEvent> = tokio::select! {
+                got = approvals.recv() => {
+                    let waiting = || approval_queue.pending(Some(&conversation));
+                    let Some(list) = or_waiting(got, waiting) else { return };
+                    list.into_iter()
+                        .filter(|a| a.request.session.as_deref() == Some(conversation.as_str()))
+                        .filter(|a| shown.insert(a.id))
+                        .map(TurnEvent::ApprovalRequested)
+                        .collect()
+                }
+                got = inputs.recv() => {
+                    let waiting = || input_queue.pending(&conversation);
+                    let Some(list) = or_waiting(got, waiting) else { return };
+                    list.into_iter()
+                        .filter(|i| i.conversation == conversation && shown.insert(i.id))
+                        .map(TurnEvent::InputRequested)
+                        .collect()
+                }
             };
-            if events.send(event).await.is_err() {
-                return;
+            for event in batch {
+                if events.send(event).await.is_err() {
+                    return;
+                }
             }
         }
     }))
+}
+
+/// What one broadcast receive yields: the announced request, or after a lag every request
+/// that still waits (from `waiting`, oldest first); `None` when the queue is gone.
+fn or_waiting<T>(
+    received: Result<T, broadcast::error::RecvError>,
+    waiting: impl FnOnce() -> Vec<T>,
+) -> Option<Vec<T>> {
+    match received {
+        Ok(request) => Some(vec![request]),
+        Err(broadcast::error::RecvError::Lagged(_)) => Some(waiting()),
+        Err(broadcast::error::RecvError::Closed) => None,
+    }
 }
 
 /// The tools offered to the model: the catalog's non-internal, non-denied tools with schemas
@@ -776,6 +803,17 @@ fn model_text(result: &ToolResult) -> String {
     out
 }
 
+/// The first `max` characters of `text` on one line, with an ellipsis when cut: how a long
+/// text (arguments, a result, a request) is shown to a person at a glance.
+pub fn preview(text: &str, max: usize) -> String {
+    let one_line = text.replace('\n', " ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        format!("{}…", one_line.chars().take(max).collect::<String>())
+    }
+}
+
 /// Cuts `text` to at most `max` bytes (on a character boundary) with a note naming the
 /// execution-log id under which the whole result is kept.
 pub fn cut(text: String, max: usize, log_id: &str) -> String {
@@ -805,5 +843,45 @@ mod tests {
         assert!(out.starts_with("éé\n[result cut at 4 of 20 bytes"), "{out}");
         assert!(out.contains("under id 0190"));
         assert_eq!(cut("short".into(), 5, "x"), "short");
+    }
+
+    #[tokio::test]
+    async fn a_forwarder_that_fell_behind_still_shows_every_waiting_question_once() {
+        const ASKED: usize = 80;
+        let approvals = Arc::new(ApprovalQueue::new());
+        let inputs = Arc::new(HumanInputs::default());
+        let (approvals_rx, inputs_rx) = (approvals.subscribe(), inputs.subscribe());
+        // More questions than the announcement channel holds, all asked before the forwarder
+        // reads one: its receiver lags and loses the oldest announcements.
+        for n in 0..ASKED {
+            let inputs = Arc::clone(&inputs);
+            tokio::spawn(async move { inputs.ask("c", &format!("question {n}")).await });
+        }
+        while inputs.pending("c").len() < ASKED {
+            tokio::task::yield_now().await;
+        }
+        let (tx, mut rx) = mpsc::channel(2 * ASKED);
+        let _forward = forward_requests(
+            "c".into(),
+            tx,
+            (approvals, approvals_rx),
+            (Arc::clone(&inputs), inputs_rx),
+        );
+        let mut shown = Vec::new();
+        while shown.len() < ASKED {
+            let next = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
+            match next {
+                Ok(Some(TurnEvent::InputRequested(request))) => shown.push(request.question),
+                Ok(other) => panic!("not a question: {other:?}"),
+                Err(_) => panic!("only {} of {ASKED} questions were shown", shown.len()),
+            }
+        }
+        // Re-read and announced, but shown once.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(rx.try_recv().is_err(), "a question was shown twice");
+        shown.sort();
+        let mut asked: Vec<String> = (0..ASKED).map(|n| format!("question {n}")).collect();
+        asked.sort();
+        assert_eq!(shown, asked);
     }
 }

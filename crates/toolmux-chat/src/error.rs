@@ -86,4 +86,7 @@ pub enum StoreError {
         /// Why.
         source: std::io::Error,
     },
+    /// The runtime shut down before the store ran the operation.
+    #[error("the store was not reached: toolmux is shutting down")]
+    ShutDown,
 }

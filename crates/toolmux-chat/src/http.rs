@@ -207,7 +207,7 @@ async fn chat(
         provider: body.provider,
         model: body.model,
     };
-    let (conversation, events, cancel) = state.engine.start_turn(request)?;
+    let (conversation, events, cancel) = state.engine.start_turn(request).await?;
     let stream = ui_message_stream(conversation, events, cancel);
     let mut response = Response::new(Body::from_stream(stream));
     let headers = response.headers_mut();
@@ -346,19 +346,11 @@ impl UiEncoder {
             }
             // Transient: progress and logs matter while the tool runs; the AI SDK hands them
             // to `onData` and keeps them out of the message (and so out of its history).
-            TurnEvent::ToolProgress {
-                call_id,
-                progress,
-                total,
-                message,
-            } => {
-                let mut data = json!({"toolCallId": call_id, "progress": progress});
-                if let Some(total) = total {
-                    data["total"] = json!(total);
-                }
-                if let Some(message) = message {
-                    data["message"] = json!(message);
-                }
+            TurnEvent::ToolProgress { call_id, progress } => {
+                // `Progress` serializes as MCP does: `progress`, and `total` and `message`
+                // only when known.
+                let mut data = json!(progress);
+                data["toolCallId"] = json!(call_id);
                 out.push(json!({
                     "type": "data-tool-progress",
                     "id": call_id,
@@ -514,7 +506,7 @@ async fn cancel(
 }
 
 async fn list(State(state): State<ChatHttpState>) -> Result<Json<Value>, HttpError> {
-    let conversations = state.engine.store().list()?;
+    let conversations = state.engine.with_store(|store| store.list()).await?;
     Ok(Json(json!({"conversations": conversations})))
 }
 
@@ -522,11 +514,17 @@ async fn show(
     State(state): State<ChatHttpState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, HttpError> {
-    let store = state.engine.store();
-    let conversation = store
-        .get(&id)?
-        .ok_or_else(|| HttpError::from(ChatError::NoConversation(id.clone())))?;
-    let messages = store.messages(&id)?;
+    let read = id.clone();
+    let (conversation, messages) = state
+        .engine
+        .with_store(move |store| {
+            let Some(conversation) = store.get(&read)? else {
+                return Ok((None, Vec::new()));
+            };
+            Ok((Some(conversation), store.messages(&read)?))
+        })
+        .await?;
+    let conversation = conversation.ok_or(ChatError::NoConversation(id))?;
     Ok(Json(
         json!({"conversation": conversation, "messages": messages}),
     ))
@@ -544,7 +542,12 @@ async fn rename(
     body: Result<Json<Rename>, axum::extract::rejection::JsonRejection>,
 ) -> Result<StatusCode, HttpError> {
     let Json(body) = body.map_err(|e| HttpError::bad_request(e.body_text()))?;
-    if state.engine.store().rename(&id, body.title.trim())? {
+    let (renamed, title) = (id.clone(), body.title.trim().to_string());
+    if state
+        .engine
+        .with_store(move |store| store.rename(&renamed, &title))
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ChatError::NoConversation(id).into())
@@ -555,7 +558,12 @@ async fn delete(
     State(state): State<ChatHttpState>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, HttpError> {
-    if state.engine.store().delete(&id)? {
+    let deleted = id.clone();
+    if state
+        .engine
+        .with_store(move |store| store.delete(&deleted))
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ChatError::NoConversation(id).into())

@@ -114,13 +114,17 @@ impl HumanInputs {
         self.events.subscribe()
     }
 
-    /// The questions waiting in a conversation.
+    /// The questions waiting in a conversation, oldest first.
     pub fn pending(&self, conversation: &str) -> Vec<InputRequest> {
-        self.lock()
+        let mut waiting: Vec<InputRequest> = self
+            .lock()
             .values()
             .filter(|(r, _)| r.conversation == conversation)
             .map(|(r, _)| r.clone())
-            .collect()
+            .collect();
+        // Ids are UUIDv7, so in the order the questions were asked.
+        waiting.sort_by_key(|r| r.id);
+        waiting
     }
 
     /// Answers the question waiting in `conversation` (the one with `id`, when given; else the

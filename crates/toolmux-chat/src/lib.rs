@@ -22,7 +22,8 @@ mod schema;
 mod store;
 
 pub use engine::{
-    ChatEngine, EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest, cut, tool_specs,
+    ChatEngine, EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest, cut, preview,
+    tool_specs,
 };
 pub use error::{ChatError, ProviderError, StoreError};
 pub use eval::{CaseResult, EvalCase, EvalReport, GoldSet, ToolScore, evaluate};

@@ -50,6 +50,7 @@ async fn the_model_greps_then_reads_and_the_answer_quotes_the_file_and_survives_
     let (conversation, events, _) = harness
         .engine
         .start_turn(ask("Where is the release codename defined?"))
+        .await
         .expect("turn starts");
     let events = collect(events).await;
     let outs = outputs(&events);
@@ -106,6 +107,7 @@ async fn a_resumed_conversation_sends_its_whole_history_to_the_model() {
     let (conversation, events, _) = harness
         .engine
         .start_turn(ask("Where is the release codename defined?"))
+        .await
         .expect("turn starts");
     collect(events).await;
     // Restart: drop the engine and its hub, open everything again on the same project.
@@ -127,6 +129,7 @@ async fn a_resumed_conversation_sends_its_whole_history_to_the_model() {
             text: "Who chose the codename?".into(),
             ..Default::default()
         })
+        .await
         .expect("turn starts");
     assert_eq!(same, conversation);
     let events = collect(events).await;
@@ -189,6 +192,7 @@ async fn parallel_tool_calls_of_one_step_run_at_the_same_time() {
     let (_, events, _) = harness
         .engine
         .start_turn(ask("Compare both probes"))
+        .await
         .expect("turn starts");
     let events = collect(events).await;
     let outs = outputs(&events);
@@ -213,6 +217,7 @@ async fn a_denied_approval_becomes_a_tool_error_the_model_reads() {
     let (conversation, mut events, _) = harness
         .engine
         .start_turn(ask("Read the secret plan"))
+        .await
         .expect("turn starts");
     let mut seen = Vec::new();
     while let Some(event) = events.recv().await {
@@ -254,6 +259,7 @@ async fn request_human_input_asks_the_person_and_feeds_back_the_answer() {
     let (conversation, mut events, _) = harness
         .engine
         .start_turn(ask("Pick a colour for me"))
+        .await
         .expect("turn starts");
     let mut seen = Vec::new();
     while let Some(event) = events.recv().await {
@@ -282,6 +288,7 @@ async fn the_step_limit_ends_the_turn_with_a_visible_message() {
     let (conversation, events, _) = harness
         .engine
         .start_turn(ask("Keep listing forever"))
+        .await
         .expect("turn starts");
     let events = collect(events).await;
     assert_eq!(outputs(&events).len(), 3);
@@ -315,6 +322,7 @@ async fn a_cancelled_turn_stops_streaming_and_keeps_what_arrived() {
     let (conversation, mut events, cancel) = harness
         .engine
         .start_turn(ask("Tell me a long story"))
+        .await
         .expect("turn starts");
     let mut seen = Vec::new();
     while let Some(event) = events.recv().await {
@@ -343,6 +351,7 @@ async fn a_cancelled_turn_stops_streaming_and_keeps_what_arrived() {
             text: "Say hello".into(),
             ..Default::default()
         })
+        .await
         .expect("next turn starts");
     assert_eq!(text(&collect(events).await), "Hello from the mock model.");
 }
@@ -354,6 +363,7 @@ async fn a_rate_limited_provider_ends_the_turn_with_a_clear_error() {
     let (_, events, _) = harness
         .engine
         .start_turn(ask("Are you rate limited?"))
+        .await
         .expect("turn starts");
     let events = collect(events).await;
     let TurnEvent::Error { message } = last(&events) else {
@@ -370,6 +380,7 @@ async fn a_dropped_stream_ends_the_turn_with_a_clear_error() {
     let (_, events, _) = harness
         .engine
         .start_turn(ask("Drop the line halfway"))
+        .await
         .expect("turn starts");
     let events = collect(events).await;
     let TurnEvent::Error { message } = last(&events) else {
@@ -387,6 +398,7 @@ async fn anthropic_and_gemini_wire_formats_stream_through_the_same_loop() {
         let (_, events, _) = harness
             .engine
             .start_turn(ask("Say hello"))
+            .await
             .expect("turn starts");
         let events = collect(events).await;
         assert_eq!(

@@ -198,18 +198,7 @@ impl ConfigEditor {
             .map_err(EditError::from)?
         };
         if !unchanged {
-            if let Some(dir) = path.parent() {
-                fs::create_dir_all(dir).map_err(|source| EditError::Io {
-                    action: "create",
-                    path: dir.to_path_buf(),
-                    source,
-                })?;
-            }
-            write_atomic(&path, text.as_bytes()).map_err(|source| EditError::Io {
-                action: "write",
-                path: path.clone(),
-                source,
-            })?;
+            write_config_file(&path, text.as_bytes())?;
         }
         Ok(Edited {
             value,
@@ -223,18 +212,7 @@ impl ConfigEditor {
     pub fn overwrite(&self, bytes: &[u8]) -> Result<(), EditError> {
         let path = self.path();
         let _lock = self.lock()?;
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(|source| EditError::Io {
-                action: "create",
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        write_atomic(&path, bytes).map_err(|source| EditError::Io {
-            action: "write",
-            path,
-            source,
-        })
+        write_config_file(&path, bytes)
     }
 
     /// Takes the exclusive advisory lock (`flock` on Unix), released when the file is dropped.
@@ -261,6 +239,23 @@ impl ConfigEditor {
         remove_stale_temps(&project_config_path(&self.project_dir));
         Ok(file)
     }
+}
+
+/// Writes the config file atomically, creating `.toolmux/` first when a project has none yet.
+/// Callers hold the lock: both ways of writing the file end here.
+fn write_config_file(path: &Path, bytes: &[u8]) -> Result<(), EditError> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|source| EditError::Io {
+            action: "create",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    write_atomic(path, bytes).map_err(|source| EditError::Io {
+        action: "write",
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// The file's top-level object; `None` when there is no file.

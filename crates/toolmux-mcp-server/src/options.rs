@@ -75,10 +75,7 @@ impl ServeOptions {
     /// gave it (`original_name`), whatever prefix, cleaning or hash suffix the registry added.
     pub fn exposed_name<'a>(&self, tool: &'a ToolDescriptor) -> Option<&'a str> {
         let registry_name = tool.name.as_str();
-        if self.exclude.iter().any(|p| p.matches(registry_name)) {
-            return None;
-        }
-        if !self.include.is_empty() && !self.include.iter().any(|p| p.matches(registry_name)) {
+        if !self.admits(registry_name) {
             return None;
         }
         match &self.pass_through {
@@ -86,6 +83,13 @@ impl ServeOptions {
             Some(only) if *only != tool.source => None,
             Some(_) => Some(tool.original_name.as_str()),
         }
+    }
+
+    /// Whether `--tools` / `--exclude` let a registry name through (a tool's, or a relayed
+    /// prompt's or resource's).
+    pub fn admits(&self, registry_name: &str) -> bool {
+        !self.exclude.iter().any(|p| p.matches(registry_name))
+            && (self.include.is_empty() || self.include.iter().any(|p| p.matches(registry_name)))
     }
 
     /// The `Host` values accepted over HTTP: loopback plus the configured ones.

@@ -7,7 +7,7 @@
 //! completing start the server when it is not running.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
@@ -21,19 +21,28 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 use toolmux_upstream::{Relayed, UpstreamError, UpstreamSource, Upstreams};
 
+use crate::options::ServeOptions;
+
 /// JSON-RPC's "resource not found", which MCP prescribes for an unknown URI.
 const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
 
-/// The upstream servers as one MCP server's clients see them.
+/// The upstream servers as one MCP server's clients see them: the serve-time filters
+/// (`--tools`, `--exclude`, `--code-mode`) apply to prompts, resources and templates by their
+/// registry names as they do to tools, and pass-through mode serves one server's items under
+/// their own names.
 pub(crate) struct Relay<'a> {
-    pub(crate) upstreams: &'a Upstreams,
-    /// In pass-through mode, the one server whose items are served, under their own names.
-    pub(crate) pass_through: Option<&'a str>,
+    pub(crate) upstreams: &'a Arc<Upstreams>,
+    pub(crate) options: &'a ServeOptions,
 }
 
 impl Relay<'_> {
-    fn serves(&self, server: &str) -> bool {
-        self.pass_through.is_none_or(|only| only == server)
+    /// Whether these options serve the item `name` (a registry name) of `server`.
+    fn serves(&self, server: &str, name: &str) -> bool {
+        self.options
+            .pass_through
+            .as_deref()
+            .is_none_or(|only| only == server)
+            && self.options.admits(name)
     }
 
     /// Listed items under the names they are served as; an item renamed keeps its own name as
@@ -45,19 +54,19 @@ impl Relay<'_> {
     ) -> Vec<T> {
         listed
             .into_iter()
-            .filter_map(|relayed| {
+            .filter(|relayed| self.serves(&relayed.server, &relayed.name))
+            .map(|relayed| {
                 let mut item = relayed.item;
                 let (own, title) = names(&mut item);
-                let served = match self.pass_through {
+                let served = match self.options.pass_through {
                     None => relayed.name,
-                    Some(only) if only == relayed.server => own.clone(),
-                    Some(_) => return None,
+                    Some(_) => own.clone(),
                 };
                 if title.is_none() && served != *own {
                     *title = Some(own.clone());
                 }
                 *own = served;
-                Some(item)
+                item
             })
             .collect()
     }
@@ -78,14 +87,29 @@ impl Relay<'_> {
 
     /// The server and own name of a served prompt name.
     fn prompt(&self, served: &str) -> Option<(UpstreamSource, String)> {
-        self.upstreams.prompt(served, self.pass_through)
+        let relayed = self
+            .upstreams
+            .prompts()
+            .into_iter()
+            .filter(|r| self.serves(&r.server, &r.name))
+            .find(|r| match self.options.pass_through {
+                None => r.name == served,
+                Some(_) => r.item.name == served,
+            })?;
+        Some((self.upstreams.get(&relayed.server)?, relayed.item.name))
     }
 
-    /// The server a resource URI belongs to.
-    fn resource_server(&self, uri: &str) -> Result<UpstreamSource, McpError> {
-        self.upstreams
-            .server_for_uri(uri)
-            .filter(|source| self.serves(source.name()))
+    /// The server a resource URI (or, with `template`, a URI template) belongs to, when these
+    /// options serve it.
+    fn resource_server(&self, uri: &str, template: bool) -> Result<UpstreamSource, McpError> {
+        let located = if template {
+            self.upstreams.locate_template(uri)
+        } else {
+            self.upstreams.locate_uri(uri)
+        };
+        located
+            .filter(|(source, name)| self.serves(source.name(), name))
+            .map(|(source, _)| source)
             .ok_or_else(|| {
                 McpError::new(
                     RESOURCE_NOT_FOUND,
@@ -113,7 +137,7 @@ impl Relay<'_> {
         &self,
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, McpError> {
-        let source = self.resource_server(&request.uri)?;
+        let source = self.resource_server(&request.uri, false)?;
         source.read_resource(request).await.map_err(wire_error)
     }
 
@@ -134,17 +158,7 @@ impl Relay<'_> {
                     ));
                 }
             },
-            Reference::Resource(template) => self
-                .upstreams
-                .server_for_template(&template.uri)
-                .filter(|source| self.serves(source.name()))
-                .ok_or_else(|| {
-                    McpError::new(
-                        RESOURCE_NOT_FOUND,
-                        format!("no MCP server behind toolmux lists `{}`", template.uri),
-                        Some(json!({ "uri": template.uri })),
-                    )
-                })?,
+            Reference::Resource(template) => self.resource_server(&template.uri, true)?,
             other => {
                 return Err(McpError::invalid_params(
                     format!("cannot complete arguments of {other:?}"),
@@ -191,7 +205,7 @@ impl Subscriptions {
         if self.lock().contains_key(&uri) {
             return Ok(()); // subscribing twice is one subscription
         }
-        let source = relay.resource_server(&uri)?;
+        let source = relay.resource_server(&uri, false)?;
         if !source.offers().subscribe {
             return Err(McpError::new(
                 ErrorCode::METHOD_NOT_FOUND,
@@ -209,20 +223,19 @@ impl Subscriptions {
         if let Some(replaced) = self.lock().insert(uri.clone(), stop.clone()) {
             replaced.cancel(); // a concurrent subscribe to the same URI: keep one
         }
-        tokio::spawn(forward_updates(source, uri, updates, peer, stop));
+        let follow = Follow {
+            upstreams: Arc::clone(relay.upstreams),
+            options: relay.options.clone(),
+        };
+        tokio::spawn(forward_updates(follow, source, uri, updates, peer, stop));
         Ok(())
     }
 
-    pub(crate) fn unsubscribe(&self, uri: &str) -> Result<(), McpError> {
-        match self.lock().remove(uri) {
-            Some(stop) => {
-                stop.cancel();
-                Ok(())
-            }
-            None => Err(McpError::invalid_params(
-                format!("this session does not subscribe to `{uri}`"),
-                None,
-            )),
+    /// Ends the session's subscription to `uri`. Unsubscribing from something not subscribed
+    /// is not an error: the client's wish (no more notices) holds either way.
+    pub(crate) fn unsubscribe(&self, uri: &str) {
+        if let Some(stop) = self.lock().remove(uri) {
+            stop.cancel();
         }
     }
 
@@ -231,36 +244,62 @@ impl Subscriptions {
     }
 }
 
+/// Where a subscription goes when its server is replaced: the URI's server now, if these
+/// options serve it.
+struct Follow {
+    upstreams: Arc<Upstreams>,
+    options: ServeOptions,
+}
+
 /// Passes `notifications/resources/updated` for `uri` on to the client until `stop`, then
-/// releases the upstream subscription.
+/// releases the upstream subscription. When a configuration change replaces or removes the
+/// server, the client is told the resource changed (what it reads now comes from elsewhere, or
+/// nowhere) and the subscription moves to the URI's new server, if any offers it.
 async fn forward_updates(
-    source: UpstreamSource,
+    follow: Follow,
+    mut source: UpstreamSource,
     uri: String,
     mut updates: tokio::sync::broadcast::Receiver<String>,
     peer: Peer<RoleServer>,
     stop: CancellationToken,
 ) {
+    let notify = |peer: &Peer<RoleServer>| {
+        let peer = peer.clone();
+        let notice = ResourceUpdatedNotificationParam::new(uri.clone());
+        async move { peer.notify_resource_updated(notice).await.is_ok() }
+    };
     loop {
+        let retired = source.retirement();
         let updated = tokio::select! {
             () = stop.cancelled() => break,
+            () = retired.cancelled() => {
+                if !notify(&peer).await {
+                    return; // the client is gone
+                }
+                let relay = Relay { upstreams: &follow.upstreams, options: &follow.options };
+                let next = relay
+                    .resource_server(&uri, false)
+                    .ok()
+                    .filter(|s| s.offers().subscribe);
+                let Some(next) = next else { return };
+                updates = next.resource_updates();
+                if let Err(e) = next.subscribe(&uri).await {
+                    tracing::debug!(error = %e, uri, "cannot move a subscription to the new server");
+                    return;
+                }
+                source = next;
+                continue;
+            }
             updated = updates.recv() => updated,
         };
-        match updated {
-            Ok(changed) if changed == uri => {
-                let notice = ResourceUpdatedNotificationParam::new(uri.clone());
-                if peer.notify_resource_updated(notice).await.is_err() {
-                    break; // the client is gone
-                }
-            }
-            Ok(_) => {}
+        let changed = match updated {
+            Ok(changed) => changed == uri,
             // Missed notices still mean "it changed": tell the client once.
-            Err(RecvError::Lagged(_)) => {
-                let notice = ResourceUpdatedNotificationParam::new(uri.clone());
-                if peer.notify_resource_updated(notice).await.is_err() {
-                    break;
-                }
-            }
+            Err(RecvError::Lagged(_)) => true,
             Err(RecvError::Closed) => break,
+        };
+        if changed && !notify(&peer).await {
+            break; // the client is gone
         }
     }
     if let Err(e) = source.unsubscribe(&uri).await {

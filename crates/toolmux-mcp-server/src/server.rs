@@ -78,8 +78,8 @@ impl Shared {
     /// any.
     pub(crate) fn relay(&self) -> Option<Relay<'_>> {
         Some(Relay {
-            upstreams: self.options.upstreams.as_deref()?,
-            pass_through: self.options.pass_through.as_deref(),
+            upstreams: self.options.upstreams.as_ref()?,
+            options: &self.options,
         })
     }
 
@@ -459,7 +459,8 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.relay()?;
-        self.session.subscriptions.unsubscribe(&request.uri)
+        self.session.subscriptions.unsubscribe(&request.uri);
+        Ok(())
     }
 
     async fn complete(

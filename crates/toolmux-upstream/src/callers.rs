@@ -1,77 +1,114 @@
-//! Who is waiting on a server's calls, so that what the server sends while it works — progress,
-//! log messages, sampling and elicitation requests — reaches the caller that can use it.
+//! Who is waiting on a server's answers, so that what the server sends while it works —
+//! progress, log messages, sampling and elicitation requests — reaches the caller it is for,
+//! and nobody else. One `Callers` belongs to one connection (rmcp numbers progress tokens and
+//! request ids per connection, so they mean nothing across a restart).
 //!
-//! Progress is matched exactly by the progress token rmcp gives every request. rmcp picks the
-//! token while sending, so a fast server's first progress can arrive before the call is
-//! registered here; such early progress waits briefly in a small buffer. Log messages
-//! and requests carry no reference to the call they belong to (MCP sends them on the session,
-//! and over stdio there is nothing else), so they go to the calls in flight — but only while
-//! those all come from one session (one MCP client): a log message to every one of them, a
-//! request to the oldest (the one most likely to be waiting on it). When calls of several
-//! sessions are in flight, nothing says whose a message is, and handing one client's prompt or
-//! question to another would leak it: log messages then go to toolmux's own log, and requests
-//! are refused with a message that says why.
+//! Every request toolmux sends on the connection is registered before it is sent, also those
+//! with no way back to a caller (a call from the REST API or the command line, a relayed
+//! `resources/read`, a discovery), so that a message is never handed to one caller while it
+//! may belong to another:
+//! - progress names its request's progress token: it goes to that call exactly (progress that
+//!   arrives before rmcp's token is known waits briefly in a small buffer);
+//! - a sampling or elicitation request that came over streamable HTTP on the stream of one of
+//!   our requests (rmcp marks it) goes to that call exactly;
+//! - anything else carries no reference to a call (MCP sends it on the session, and over stdio
+//!   there is nothing else): it goes to the calls in flight only while every one of them has a
+//!   way back and they all come from one session (one MCP client, one chat) — a log message to
+//!   each, a request to the oldest. Otherwise log messages go to toolmux's own log and requests
+//!   are refused with a message saying why: one client's prompt or question must never reach
+//!   another.
 
 // rmcp marks MCP logging deprecated (SEP-2577, protocol 2026-07-28); the handshake-era
 // revisions toolmux speaks to upstream servers still define it, and it relays it.
 #![allow(deprecated)]
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    JsonRpcMessage, JsonRpcNotification, LoggingLevel, ProgressToken, ServerNotification,
+    JsonRpcMessage, JsonRpcNotification, LoggingLevel, ProgressToken, RequestId, ServerNotification,
 };
 use rmcp::service::RxJsonRpcMessage;
 use rmcp::transport::Transport;
 use toolmux_core::{Backchannel, LogLevel, LogMessage, Progress};
 
-/// Progress updates kept for calls not registered yet; older ones are dropped.
+/// Progress updates kept for requests whose token is not known yet; older ones are dropped.
 const EARLY_PROGRESS: usize = 64;
+/// How long such an update waits for its request before it is dropped.
+const EARLY_WINDOW: Duration = Duration::from_secs(1);
 
-/// The calls in flight on one server that have a way back to their caller.
+/// The requests in flight on one connection.
 #[derive(Default)]
 pub(crate) struct Callers {
+    next: AtomicU64,
     state: Mutex<State>,
 }
 
 #[derive(Default)]
 struct State {
-    /// In the order the calls started.
+    /// In the order the requests were sent.
     waiting: Vec<Waiting>,
-    /// Progress that arrived before its call was registered.
-    early: VecDeque<(ProgressToken, Progress)>,
+    /// Progress that arrived before its request's token was known.
+    early: VecDeque<(ProgressToken, Progress, Instant)>,
 }
 
 struct Waiting {
-    token: ProgressToken,
-    /// The caller's session: whom the call's messages may be shown to.
+    id: u64,
+    /// The progress token and request id rmcp sent the request with, once it is sent.
+    sent: Option<(ProgressToken, RequestId)>,
+    /// The caller's session: whom the request's messages may be shown to.
     session: Option<String>,
-    backchannel: Arc<dyn Backchannel>,
+    /// The way back to the caller, when there is one.
+    backchannel: Option<Arc<dyn Backchannel>>,
 }
 
-/// Why a message without a call reference cannot be handed to a caller.
+/// Why a message cannot be handed to a caller.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Unattributable {
-    /// No call with a way back is in flight.
+    /// No request with a way back to its caller is in flight (or the one it names has none).
     NoCaller,
-    /// Calls of this many sessions are in flight.
-    SeveralSessions(usize),
+    /// Requests of this many callers, not all of one session or not all with a way back, are
+    /// in flight.
+    SeveralCallers(usize),
 }
 
-/// Keeps a call registered while it lives.
+/// Keeps a request registered while it lives.
 pub(crate) struct Registration {
     callers: Arc<Callers>,
-    token: ProgressToken,
+    id: u64,
+}
+
+impl Registration {
+    /// Records what rmcp sent the request with, and hands the caller the progress that
+    /// arrived before.
+    pub(crate) fn sent(&self, token: ProgressToken, request: RequestId) {
+        let (backchannel, early) = {
+            let mut state = self.callers.lock();
+            let Some(waiting) = state.waiting.iter_mut().find(|w| w.id == self.id) else {
+                return;
+            };
+            waiting.sent = Some((token.clone(), request));
+            let backchannel = waiting.backchannel.clone();
+            let (mine, others): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut state.early)
+                .into_iter()
+                .partition(|(t, _, _)| *t == token);
+            state.early = others;
+            (backchannel, mine)
+        };
+        if let Some(backchannel) = backchannel {
+            for (_, update, _) in early {
+                backchannel.progress(update);
+            }
+        }
+    }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.callers
-            .lock()
-            .waiting
-            .retain(|w| w.token != self.token);
+        self.callers.lock().waiting.retain(|w| w.id != self.id);
     }
 }
 
@@ -80,57 +117,103 @@ impl Callers {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers the call sent with `token` until the returned guard is dropped, and hands it
-    /// the progress that arrived before.
+    /// Registers a request about to be sent, with its caller's session and way back when it
+    /// has one, until the returned guard is dropped.
     pub(crate) fn register(
         self: &Arc<Self>,
-        token: ProgressToken,
-        session: Option<String>,
-        backchannel: Arc<dyn Backchannel>,
+        caller: Option<(Option<String>, Arc<dyn Backchannel>)>,
     ) -> Registration {
-        let early: Vec<Progress> = {
-            let mut state = self.lock();
-            state.waiting.push(Waiting {
-                token: token.clone(),
-                session,
-                backchannel: Arc::clone(&backchannel),
-            });
-            let (mine, others) = std::mem::take(&mut state.early)
-                .into_iter()
-                .partition(|(t, _)| *t == token);
-            state.early = others;
-            mine.into_iter().map(|(_, progress)| progress).collect()
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (session, backchannel) = match caller {
+            Some((session, backchannel)) => (session, Some(backchannel)),
+            None => (None, None),
         };
-        for update in early {
-            backchannel.progress(update);
-        }
+        self.lock().waiting.push(Waiting {
+            id,
+            sent: None,
+            session,
+            backchannel,
+        });
         Registration {
             callers: Arc::clone(self),
-            token,
+            id,
         }
     }
 
-    /// Passes progress to the call that sent `token`, or keeps it for a moment when that call
-    /// is not registered yet.
+    /// Passes progress to the request that was sent with `token`, or keeps it for a moment
+    /// when that request's token is not known yet.
     pub(crate) fn progress(&self, token: ProgressToken, update: Progress) {
         let caller = {
             let mut state = self.lock();
-            let caller = state
+            match state
                 .waiting
                 .iter()
-                .find(|w| w.token == token)
-                .map(|w| Arc::clone(&w.backchannel));
-            if caller.is_none() {
-                if state.early.len() == EARLY_PROGRESS {
-                    state.early.pop_front();
+                .find(|w| w.sent.as_ref().is_some_and(|(t, _)| *t == token))
+            {
+                Some(waiting) => waiting.backchannel.clone(),
+                None => {
+                    let now = Instant::now();
+                    state
+                        .early
+                        .retain(|(_, _, at)| now.duration_since(*at) < EARLY_WINDOW);
+                    if state.early.len() == EARLY_PROGRESS {
+                        state.early.pop_front();
+                    }
+                    state.early.push_back((token, update.clone(), now));
+                    None
                 }
-                state.early.push_back((token, update.clone()));
             }
-            caller
         };
         if let Some(caller) = caller {
             caller.progress(update);
         }
+    }
+
+    /// The caller a server's request is for: the one whose request's stream it came on, when
+    /// the transport says so, else the oldest of the callers it can be attributed to.
+    pub(crate) fn requester(
+        &self,
+        came_with: Option<&RequestId>,
+    ) -> Result<Arc<dyn Backchannel>, Unattributable> {
+        if let Some(request) = came_with {
+            let state = self.lock();
+            let waiting = state
+                .waiting
+                .iter()
+                .find(|w| w.sent.as_ref().is_some_and(|(_, r)| r == request));
+            return waiting
+                .and_then(|w| w.backchannel.clone())
+                .ok_or(Unattributable::NoCaller);
+        }
+        self.attributable()?
+            .into_iter()
+            .next()
+            .ok_or(Unattributable::NoCaller)
+    }
+
+    /// Every caller waiting now, oldest first, when a message with no call reference can only
+    /// be theirs: one request with a way back, or several that all have one and all come from
+    /// one session.
+    pub(crate) fn attributable(&self) -> Result<Vec<Arc<dyn Backchannel>>, Unattributable> {
+        let state = self.lock();
+        let callers: Vec<Arc<dyn Backchannel>> = state
+            .waiting
+            .iter()
+            .filter_map(|w| w.backchannel.clone())
+            .collect();
+        if callers.is_empty() {
+            return Err(Unattributable::NoCaller);
+        }
+        let one_session = state.waiting.len() == 1
+            || state.waiting.iter().all(|w| {
+                w.backchannel.is_some()
+                    && w.session.is_some()
+                    && w.session == state.waiting[0].session
+            });
+        if !one_session {
+            return Err(Unattributable::SeveralCallers(state.waiting.len()));
+        }
+        Ok(callers)
     }
 
     /// Hands a progress or log notification to its callers and returns `None`; any other
@@ -178,25 +261,6 @@ impl Callers {
             }
             _ => Some(message),
         }
-    }
-
-    /// Every caller waiting now, oldest first, when they all belong to one session.
-    pub(crate) fn attributable(&self) -> Result<Vec<Arc<dyn Backchannel>>, Unattributable> {
-        let state = self.lock();
-        let Some(first) = state.waiting.first() else {
-            return Err(Unattributable::NoCaller);
-        };
-        let mut sessions: Vec<&Option<String>> = state.waiting.iter().map(|w| &w.session).collect();
-        sessions.sort();
-        sessions.dedup();
-        if sessions.len() > 1 || first.session.is_none() && state.waiting.len() > 1 {
-            return Err(Unattributable::SeveralSessions(sessions.len().max(2)));
-        }
-        Ok(state
-            .waiting
-            .iter()
-            .map(|w| Arc::clone(&w.backchannel))
-            .collect())
     }
 }
 
@@ -267,8 +331,10 @@ mod tests {
     use rmcp::model::NumberOrString;
     use toolmux_core::LogMessage;
 
+    type Heard = Arc<Mutex<Vec<(&'static str, f64)>>>;
+
     /// Records the progress it gets, under its name.
-    struct Named(&'static str, Arc<Mutex<Vec<(&'static str, f64)>>>);
+    struct Named(&'static str, Heard);
 
     impl Backchannel for Named {
         fn progress(&self, update: Progress) {
@@ -281,6 +347,10 @@ mod tests {
         ProgressToken(NumberOrString::Number(n))
     }
 
+    fn request(n: i64) -> RequestId {
+        RequestId::Number(n)
+    }
+
     fn at(progress: f64) -> Progress {
         Progress {
             progress,
@@ -289,56 +359,61 @@ mod tests {
         }
     }
 
+    fn caller(
+        session: &str,
+        name: &'static str,
+        heard: &Heard,
+    ) -> Option<(Option<String>, Arc<dyn Backchannel>)> {
+        Some((
+            Some(session.to_string()),
+            Arc::new(Named(name, Arc::clone(heard))),
+        ))
+    }
+
+    fn heard(heard: &Heard) -> Vec<(&'static str, f64)> {
+        std::mem::take(&mut *heard.lock().expect("list"))
+    }
+
     #[test]
-    fn progress_reaches_its_own_call_even_when_it_came_first() {
-        let heard = Arc::new(Mutex::new(Vec::new()));
+    fn progress_reaches_its_own_request_even_when_it_came_first() {
+        let log = Heard::default();
         let callers = Arc::new(Callers::default());
-        // The server was faster than the registration.
+        let first = callers.register(caller("a", "first", &log));
+        let second = callers.register(caller("b", "second", &log));
+        // The server was faster than rmcp handing back the token.
         callers.progress(token(2), at(1.0));
-        let first = callers.register(token(1), session("a"), named("first", &heard));
-        let second = callers.register(token(2), session("b"), named("second", &heard));
+        first.sent(token(1), request(1));
+        second.sent(token(2), request(2));
         callers.progress(token(1), at(5.0));
         callers.progress(token(2), at(7.0));
         assert_eq!(
-            *heard.lock().expect("list"),
+            heard(&log),
             vec![("second", 1.0), ("first", 5.0), ("second", 7.0)]
         );
         drop(first);
-        drop(second);
-        assert_eq!(callers.lock().waiting.len(), 0);
-    }
-
-    fn session(id: &str) -> Option<String> {
-        Some(id.to_string())
-    }
-
-    fn named(
-        name: &'static str,
-        heard: &Arc<Mutex<Vec<(&'static str, f64)>>>,
-    ) -> Arc<dyn Backchannel> {
-        Arc::new(Named(name, Arc::clone(heard)))
+        callers.progress(token(1), at(9.0));
+        assert!(heard(&log).is_empty(), "an ended request gets nothing");
     }
 
     #[test]
-    fn messages_without_a_call_go_to_the_calls_of_one_session_only() {
-        let heard = Arc::new(Mutex::new(Vec::new()));
+    fn messages_without_a_reference_go_to_the_calls_of_one_session_only() {
+        let log = Heard::default();
         let callers = Arc::new(Callers::default());
         assert_eq!(callers.attributable().err(), Some(Unattributable::NoCaller));
-        let first = callers.register(token(1), session("a"), named("first", &heard));
-        let _second = callers.register(token(2), session("a"), named("second", &heard));
+        let first = callers.register(caller("a", "first", &log));
+        let _second = callers.register(caller("a", "second", &log));
         let same = callers.attributable().expect("one session");
         assert_eq!(same.len(), 2);
-        same[0].progress(at(0.0));
-        assert_eq!(
-            *heard.lock().expect("list"),
-            vec![("first", 0.0)],
-            "oldest first"
-        );
+        callers
+            .requester(None)
+            .expect("the oldest")
+            .progress(at(0.0));
+        assert_eq!(heard(&log), vec![("first", 0.0)]);
 
-        let other = callers.register(token(3), session("b"), named("other", &heard));
+        let other = callers.register(caller("b", "other", &log));
         assert_eq!(
             callers.attributable().err(),
-            Some(Unattributable::SeveralSessions(2))
+            Some(Unattributable::SeveralCallers(3))
         );
         drop(other);
         drop(first);
@@ -346,15 +421,59 @@ mod tests {
     }
 
     #[test]
-    fn calls_without_a_session_are_never_assumed_to_share_one() {
-        let heard = Arc::new(Mutex::new(Vec::new()));
+    fn a_request_without_a_way_back_blocks_attribution_to_the_others() {
+        let log = Heard::default();
         let callers = Arc::new(Callers::default());
-        let _one = callers.register(token(1), None, named("one", &heard));
+        let _mcp = callers.register(caller("a", "mcp", &log));
+        // A REST call (or a relayed read, or a discovery) on the same connection: the server's
+        // next log line or question may be about it.
+        let rest = callers.register(None);
+        assert_eq!(
+            callers.attributable().err(),
+            Some(Unattributable::SeveralCallers(2))
+        );
+        assert!(callers.requester(None).is_err());
+        drop(rest);
+        assert!(callers.requester(None).is_ok());
+    }
+
+    #[test]
+    fn a_request_on_a_calls_own_stream_goes_to_that_call_whoever_else_waits() {
+        let log = Heard::default();
+        let callers = Arc::new(Callers::default());
+        let a = callers.register(caller("a", "a", &log));
+        let b = callers.register(caller("b", "b", &log));
+        a.sent(token(1), request(10));
+        b.sent(token(2), request(11));
+        callers
+            .requester(Some(&request(11)))
+            .expect("b's stream")
+            .progress(at(3.0));
+        assert_eq!(heard(&log), vec![("b", 3.0)]);
+        let anonymous = callers.register(None);
+        drop(anonymous);
+        assert_eq!(
+            callers.requester(Some(&request(99))).err(),
+            Some(Unattributable::NoCaller)
+        );
+    }
+
+    #[test]
+    fn calls_without_a_session_are_never_assumed_to_share_one() {
+        let log = Heard::default();
+        let callers = Arc::new(Callers::default());
+        let named = |n| {
+            Some((
+                None,
+                Arc::new(Named(n, Arc::clone(&log))) as Arc<dyn Backchannel>,
+            ))
+        };
+        let _one = callers.register(named("one"));
         assert!(
             callers.attributable().is_ok(),
             "a single call is its own audience"
         );
-        let _two = callers.register(token(2), None, named("two", &heard));
+        let _two = callers.register(named("two"));
         assert!(callers.attributable().is_err());
     }
 

@@ -26,8 +26,8 @@ use rmcp::model::{
     ServerCapabilities, ServerResult, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RequestContext, RunningService, ServiceError,
-    serve_client,
+    InboundStreamOrigin, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
+    ServiceError, serve_client,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -93,26 +93,34 @@ impl Handler {
         }
     }
 
-    /// The caller a server's request goes to, or the error the server gets when there is none
-    /// it can safely be given to.
-    fn requester(&self, what: &str) -> Result<Arc<dyn Backchannel>, McpError> {
-        let refuse = |why: String| Err(McpError::new(ErrorCode::INVALID_REQUEST, why, None));
-        match self.callers.attributable() {
-            Ok(callers) => match callers.into_iter().next() {
-                Some(oldest) => Ok(oldest),
-                None => refuse(format!("no caller is waiting for the {what} answer")),
-            },
-            Err(Unattributable::NoCaller) => refuse(format!(
-                "no caller that can answer {what} requests is waiting on this server: toolmux \
-                 relays them to the MCP client whose tool call is running (calls from the \
-                 command line, the REST API or the chat cannot answer them)"
-            )),
-            Err(Unattributable::SeveralSessions(n)) => refuse(format!(
-                "calls from {n} different clients are running on this server, and nothing says \
-                 which one this {what} request is for; toolmux does not guess, so that one \
-                 client's request never reaches another"
-            )),
-        }
+    /// The caller a server's request is for, or the error the server gets when there is none
+    /// it can safely be given to (invalid params: the request is not associated with one of
+    /// toolmux's requests it can answer for).
+    fn requester(
+        &self,
+        what: &str,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<Arc<dyn Backchannel>, McpError> {
+        // Over streamable HTTP, rmcp marks a request that came on the stream of one of ours.
+        let came_with = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id),
+            _ => None,
+        };
+        self.callers.requester(came_with).map_err(|why| {
+            let message = match why {
+                Unattributable::NoCaller => format!(
+                    "no caller that can answer {what} requests is waiting on this server: \
+                     toolmux relays them to the MCP client or chat whose tool call is running \
+                     (calls from the command line or the REST API cannot answer them)"
+                ),
+                Unattributable::SeveralCallers(n) => format!(
+                    "{n} requests from different callers are running on this server, and \
+                     nothing says which one this {what} request is for; toolmux does not \
+                     guess, so that one client's request never reaches another"
+                ),
+            };
+            McpError::invalid_params(message, None)
+        })
     }
 }
 
@@ -183,9 +191,9 @@ impl ClientHandler for Handler {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, McpError> {
-        let caller = self.requester("sampling")?;
+        let caller = self.requester("sampling", &context)?;
         let request = relay_json(&params, "sampling request")?;
         let answer = caller.sample(request).await.map_err(refused)?;
         relay_json(&answer, "sampling result")
@@ -194,9 +202,9 @@ impl ClientHandler for Handler {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
-        let caller = self.requester("elicitation")?;
+        let caller = self.requester("elicitation", &context)?;
         let request = relay_json(&request, "elicitation request")?;
         let answer = caller.elicit(request).await.map_err(refused)?;
         relay_json(&answer, "elicitation result")
@@ -465,6 +473,8 @@ impl Connection {
         F: Fn(PaginatedRequestParams) -> Fut,
         Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
     {
+        // Registered with no way back: what the server sends meanwhile is not for a caller.
+        let _registered = self.callers.register(None);
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
@@ -499,8 +509,10 @@ impl Connection {
         caller: Option<(Option<String>, Arc<dyn Backchannel>)>,
     ) -> Result<CallToolResult, ServiceError> {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        // Sent by hand rather than with `call_tool_once`, which hides the progress token rmcp
-        // puts on every request: the server's progress names that token.
+        // Registered before it is sent, so that whatever the server sends about it finds it.
+        let registered = self.callers.register(caller);
+        // Sent by hand rather than with `call_tool_once`, which hides the progress token and
+        // request id rmcp puts on the request: the server's progress names that token.
         let handle = self
             .peer
             .send_request_with_option(
@@ -508,10 +520,7 @@ impl Connection {
                 PeerRequestOptions::no_options(),
             )
             .await?;
-        let _registered = caller.map(|(session, backchannel)| {
-            self.callers
-                .register(handle.progress_token.clone(), session, backchannel)
-        });
+        registered.sent(handle.progress_token.clone(), handle.id.clone());
         let mut abandoned = CancelIfAbandoned {
             peer: self.peer.clone(),
             id: Some(handle.id.clone()),
@@ -529,6 +538,7 @@ impl Connection {
         &self,
         params: GetPromptRequestParams,
     ) -> Result<GetPromptResult, ServiceError> {
+        let _registered = self.callers.register(None);
         self.peer.get_prompt(params).await
     }
 
@@ -537,6 +547,7 @@ impl Connection {
         &self,
         params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, ServiceError> {
+        let _registered = self.callers.register(None);
         match self.peer.read_resource_once(params).await? {
             rmcp::model::ReadResourceResponse::Complete(result) => Ok(result),
             _ => Err(ServiceError::UnexpectedResponse),
@@ -545,6 +556,7 @@ impl Connection {
 
     /// Asks the server to tell toolmux when a resource changes.
     pub(crate) async fn subscribe(&self, uri: &str) -> Result<(), ServiceError> {
+        let _registered = self.callers.register(None);
         self.peer
             .subscribe(SubscribeRequestParams::new(uri.to_string()))
             .await
@@ -552,6 +564,7 @@ impl Connection {
 
     /// Undoes [`Connection::subscribe`].
     pub(crate) async fn unsubscribe(&self, uri: &str) -> Result<(), ServiceError> {
+        let _registered = self.callers.register(None);
         self.peer
             .unsubscribe(UnsubscribeRequestParams::new(uri.to_string()))
             .await
@@ -562,6 +575,7 @@ impl Connection {
         &self,
         params: CompleteRequestParams,
     ) -> Result<CompleteResult, ServiceError> {
+        let _registered = self.callers.register(None);
         self.peer.complete(params).await
     }
 

@@ -62,6 +62,16 @@ pub enum UpstreamError {
     /// No configured server offers what was asked for.
     #[error("{0}")]
     NotFound(String),
+    /// The server's configuration was changed or removed while this request was on its way;
+    /// the request went to the old one, which toolmux no longer starts.
+    #[error(
+        "MCP server `{server}` was reconfigured or removed while this request was on its way; \
+         call again"
+    )]
+    Retired {
+        /// The server's name.
+        server: String,
+    },
     /// The server is switched off in configuration.
     #[error("MCP server `{server}` is disabled in configuration")]
     Disabled {

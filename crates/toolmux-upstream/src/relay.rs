@@ -5,6 +5,8 @@
 
 use rmcp::model::{Prompt, Resource, ResourceTemplate};
 
+use toolmux_core::Policy;
+
 use crate::names::registry_names;
 use crate::servers::Upstreams;
 use crate::source::UpstreamSource;
@@ -21,47 +23,40 @@ pub struct Relayed<T> {
 }
 
 impl Upstreams {
-    /// Every prompt of every enabled server.
-    pub fn prompts(&self) -> Vec<Relayed<Prompt>> {
+    /// The servers whose prompts and resources are relayed: enabled ones, and not those whose
+    /// configuration denies all their tools (a server switched off for models entirely).
+    fn relayable(&self) -> Vec<UpstreamSource> {
         self.servers()
-            .iter()
-            .filter(|s| s.server().enabled)
-            .flat_map(|source| {
-                let prompts = source.prompts();
-                let own: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
-                let names = registry_names(source.prefix(), &own);
-                let server = source.name().to_string();
-                prompts
-                    .into_iter()
-                    .zip(names)
-                    .map(move |(item, name)| Relayed {
-                        server: server.clone(),
-                        name,
-                        item,
-                    })
-                    .collect::<Vec<_>>()
-            })
+            .into_iter()
+            .filter(|s| s.server().enabled && s.server().policy != Some(Policy::Deny))
             .collect()
     }
 
-    /// Every resource of every enabled server.
+    /// Every prompt of every relayed server.
+    pub fn prompts(&self) -> Vec<Relayed<Prompt>> {
+        self.relayed(UpstreamSource::prompts, |p| p.name.as_str())
+    }
+
+    /// Every resource of every relayed server.
     pub fn resources(&self) -> Vec<Relayed<Resource>> {
         self.relayed(UpstreamSource::resources, |r| r.name.as_str())
     }
 
-    /// Every resource template of every enabled server.
+    /// Every resource template of every relayed server.
     pub fn resource_templates(&self) -> Vec<Relayed<ResourceTemplate>> {
         self.relayed(UpstreamSource::resource_templates, |t| t.name.as_str())
     }
 
+    /// A listing across servers, each item under its registry name (`PREFIX__name`, assigned
+    /// per server over all its items like tool names).
     fn relayed<T>(
         &self,
         items: fn(&UpstreamSource) -> Vec<T>,
         own_name: fn(&T) -> &str,
     ) -> Vec<Relayed<T>> {
         let mut relayed = Vec::new();
-        for source in self.servers().iter().filter(|s| s.server().enabled) {
-            let listed = items(source);
+        for source in self.relayable() {
+            let listed = items(&source);
             let own: Vec<&str> = listed.iter().map(own_name).collect();
             let names = registry_names(source.prefix(), &own);
             relayed.extend(listed.into_iter().zip(names).map(|(item, name)| Relayed {
@@ -87,47 +82,36 @@ impl Upstreams {
         Some((self.get(&relayed.server)?, relayed.item.name))
     }
 
-    /// The server of a resource template named by its URI template (what MCP's
-    /// `ref/resource` carries), else the server of a URI the name matches.
-    pub fn server_for_template(&self, uri_template: &str) -> Option<UpstreamSource> {
-        self.servers()
+    /// Where a resource URI comes from: the server and the registry name of the resource
+    /// that lists it, else of the template that matches it most specifically (the longest
+    /// literal start). The name lets a channel apply its filters to what it serves.
+    pub fn locate_uri(&self, uri: &str) -> Option<(UpstreamSource, String)> {
+        let found = self
+            .resources()
             .into_iter()
-            .filter(|s| s.server().enabled)
-            .find(|s| {
-                s.resource_templates()
-                    .iter()
-                    .any(|t| t.uri_template == uri_template)
-            })
-            .or_else(|| self.server_for_uri(uri_template))
+            .find(|r| r.item.uri == uri)
+            .map(|r| (r.server, r.name))
+            .or_else(|| {
+                self.resource_templates()
+                    .into_iter()
+                    .filter(|t| template_matches(&t.item.uri_template, uri))
+                    .max_by_key(|t| literal_start(&t.item.uri_template).len())
+                    .map(|t| (t.server, t.name))
+            })?;
+        Some((self.get(&found.0)?, found.1))
     }
 
-    /// The server a resource URI belongs to: the one that listed it, else the one with the
-    /// template that matches it most specifically (the longest literal start).
-    pub fn server_for_uri(&self, uri: &str) -> Option<UpstreamSource> {
-        let servers: Vec<UpstreamSource> = self
-            .servers()
+    /// Where a resource template comes from, named by its URI template (what MCP's
+    /// `ref/resource` carries), else by a URI the name matches: see [`Upstreams::locate_uri`].
+    pub fn locate_template(&self, uri_template: &str) -> Option<(UpstreamSource, String)> {
+        let listed = self
+            .resource_templates()
             .into_iter()
-            .filter(|s| s.server().enabled)
-            .collect();
-        if let Some(listed) = servers
-            .iter()
-            .find(|s| s.resources().iter().any(|r| r.uri == uri))
-        {
-            return Some(listed.clone());
+            .find(|t| t.item.uri_template == uri_template);
+        match listed {
+            Some(t) => Some((self.get(&t.server)?, t.name)),
+            None => self.locate_uri(uri_template),
         }
-        servers
-            .iter()
-            .filter_map(|source| {
-                source
-                    .resource_templates()
-                    .iter()
-                    .filter(|t| template_matches(&t.uri_template, uri))
-                    .map(|t| literal_start(&t.uri_template).len())
-                    .max()
-                    .map(|specificity| (specificity, source))
-            })
-            .max_by_key(|(specificity, _)| *specificity)
-            .map(|(_, source)| source.clone())
     }
 }
 

@@ -154,6 +154,7 @@ impl Upstreams {
                         match old {
                             Some(old) => {
                                 report.changed.push(spec.name.clone());
+                                old.retire();
                                 stopped.push(old);
                             }
                             None => report.added.push(spec.name.clone()),
@@ -170,6 +171,7 @@ impl Upstreams {
             for old in servers.drain(..) {
                 report.removed.push(old.name().to_string());
                 hub.remove_source(old.name());
+                old.retire();
                 stopped.push(old);
             }
             *servers = next;

@@ -10,6 +10,7 @@
 //! the window tries again. A crash during a call fails that call only.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,7 @@ use rmcp::model::{
 };
 use rmcp::service::ServiceError;
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::cache::{
     CachedTool, DiscoveryRecord, DiscoveryStatus, ServerIdentity, ServerOffers, ServerPaths,
@@ -97,8 +99,11 @@ struct Inner {
     notifier: Mutex<Option<ChangeNotifier>>,
     discovery: tokio::sync::Mutex<()>,
     last_used: Mutex<Instant>,
-    /// The calls in flight that want the server's progress, logs and requests.
-    callers: Arc<Callers>,
+    /// Set when a configuration change replaced or removed this server: it is never started
+    /// again, and subscribers follow its URIs elsewhere.
+    retired: CancellationToken,
+    /// A rediscovery is queued (list-changed notifications are coalesced into one).
+    rediscovery_queued: AtomicBool,
     /// Resources someone subscribed to, with how many subscriptions each; they keep the server
     /// running and are renewed when it restarts.
     subscriptions: Mutex<BTreeMap<String, usize>>,
@@ -193,7 +198,8 @@ impl UpstreamSource {
                 notifier: Mutex::new(None),
                 discovery: tokio::sync::Mutex::new(()),
                 last_used: Mutex::new(Instant::now()),
-                callers: Arc::default(),
+                retired: CancellationToken::new(),
+                rediscovery_queued: AtomicBool::new(false),
                 subscriptions: Mutex::default(),
                 updates: broadcast::channel(UPDATES_BUFFER).0,
             }),
@@ -395,6 +401,18 @@ impl UpstreamSource {
         }
     }
 
+    /// Marks the server replaced or removed by a configuration change: it is never started
+    /// again (a call that picked it from an older catalog fails with [`UpstreamError::Retired`]),
+    /// and [`UpstreamSource::retirement`] fires. Stop it with [`UpstreamSource::shutdown`].
+    pub fn retire(&self) {
+        self.inner.retired.cancel();
+    }
+
+    /// Fires when the server is retired.
+    pub fn retirement(&self) -> CancellationToken {
+        self.inner.retired.clone()
+    }
+
     /// Stops the server cleanly if it runs (stdin closed, SIGTERM, SIGKILL for a stdio one).
     pub async fn shutdown(&self) {
         let conn = self.inner.slot.lock().await.take();
@@ -467,6 +485,11 @@ impl Inner {
                 dead.close().await;
             }
         }
+        if self.retired.is_cancelled() {
+            return Err(UpstreamError::Retired {
+                server: self.name.clone(),
+            });
+        }
         if !self.server.enabled {
             return Err(UpstreamError::Disabled {
                 server: self.name.clone(),
@@ -492,7 +515,9 @@ impl Inner {
                 on_list_changed: lists_changed(weak.clone()),
                 on_resource_updated: resource_updated(weak.clone()),
             };
-            let handler = Handler::new(&self.name, hooks, Arc::clone(&self.callers));
+            // Each connection has its own: rmcp's progress tokens and request ids are per
+            // connection, and start again after a restart.
+            let handler = Handler::new(&self.name, hooks, Arc::new(Callers::default()));
             let endpoint = self.endpoint.clone();
             async move { Connection::open(&endpoint, handler).await }
         };
@@ -594,6 +619,8 @@ impl Inner {
     /// leaves the cache as it was.
     async fn rediscover_live(self: &Arc<Self>) {
         let _one_at_a_time = self.discovery.lock().await;
+        // From here on, a new notice queues another listing: this one may have missed it.
+        self.rediscovery_queued.store(false, Ordering::SeqCst);
         let conn = match self.slot.lock().await.as_ref() {
             Some(conn) if conn.is_alive() => conn.begin(),
             _ => return,
@@ -757,6 +784,11 @@ fn lists_changed(source: Weak<Inner>) -> Arc<dyn Fn() + Send + Sync> {
         let Some(inner) = source.upgrade() else {
             return;
         };
+        // Notices that arrive while one rediscovery is queued are covered by it; a server that
+        // sends them in a burst (or on every listing) gets one listing, not a queue of them.
+        if inner.rediscovery_queued.swap(true, Ordering::SeqCst) {
+            return;
+        }
         tokio::spawn(async move { Inner::rediscover_live(&inner).await });
     })
 }

@@ -516,3 +516,52 @@ async fn a_forgotten_http_session_is_reestablished_transparently() {
     assert_eq!(ok.text_content(), "two");
     upstreams.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_replaced_by_a_configuration_change_is_never_started_again() {
+    let project = Project::new(&json!({"mcpServers": {"faults": faults(&[])}}));
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    let old = upstreams.get("faults").expect("configured");
+    old.discover().await.expect("discovers");
+    let old_group = old.pid().await.expect("running");
+
+    // A call that took the old server from an older catalog snapshot, racing a reload.
+    let stale_catalog = hub.catalog();
+    std::fs::write(
+        toolmux_config::project_config_path(project.path()),
+        json!({"mcpServers": {"faults": faults(&["--page-size", "50"])}}).to_string(),
+    )
+    .expect("edit the config");
+    let loaded = toolmux_config::load(project.path(), None).expect("config loads");
+    let report = upstreams.apply(&loaded, &hub);
+    assert_eq!(report.changed, ["faults"], "{report:?}");
+    assert!(old.retirement().is_cancelled());
+    assert_group_gone(old_group);
+
+    let entry = stale_catalog
+        .get("faults__echo")
+        .expect("in the old snapshot");
+    let refused = Source::call(
+        &old,
+        toolmux_core::SourceCall {
+            tool: &entry.descriptor,
+            arguments: serde_json::Map::from_iter([("text".into(), json!("hi"))]),
+            context: &toolmux_core::CallContext::new(toolmux_core::Channel::Cli),
+        },
+    )
+    .await
+    .expect_err("the retired server does not start");
+    assert!(refused.to_string().contains("reconfigured"), "{refused}");
+    assert!(old.pid().await.is_none(), "nothing was started");
+
+    let new = upstreams.get("faults").expect("replaced");
+    assert!(!new.retirement().is_cancelled());
+    // Its configuration changed, so its tools are discovered anew before they are listed.
+    new.discover().await.expect("the new server discovers");
+    let echoed = call(&hub, "faults__echo", json!({"text": "hi"}))
+        .await
+        .expect("the new server answers");
+    assert!(echoed.text_content().contains("hi"), "{echoed:?}");
+    upstreams.shutdown().await;
+}

@@ -5,11 +5,10 @@
 mod api_support;
 mod support;
 
-use std::time::{Duration, Instant};
-
-use api_support::{KEY, Response, Served, run_mcp_client};
+use api_support::{KEY, Response, Served};
 use serde_json::json;
-use support::TestProject;
+use support::peers::run_mcp_steps;
+use support::{TestProject, wait_until};
 
 const SECOND_KEY: &str = "second-key-9876543210";
 
@@ -18,15 +17,6 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 
 fn set_server_settings(project: &TestProject, server: serde_json::Value) {
     project.config(&json!({ "server": server }).to_string());
-}
-
-/// Polls `check` until it holds, for at most ten seconds (the watcher debounces edits).
-fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn api_with(served: &Served, key: &str) -> Response {
@@ -50,7 +40,7 @@ fn mcp_post(served: &Served, headers: &[(&str, &str)]) -> Response {
 
 /// Whether a real MCP client gets the tool list from `/mcp` with `key`.
 fn mcp_lists_tools_with(served: &Served, key: &str) -> bool {
-    let lines = run_mcp_client(&json!({
+    let lines = run_mcp_steps(&json!({
         "transport": "http",
         "url": served.mcp_url(),
         "headers": {"Authorization": format!("Bearer {key}")},
@@ -105,13 +95,7 @@ fn allowed_hosts_and_origins_edited_in_the_config_count_at_once_on_mcp_and_api()
     let project = TestProject::new();
     set_server_settings(&project, json!({"apiKeys": ["${TOOLMUX_TEST_KEY}"]}));
     let served = Served::start(&project, &[]);
-    let port = served
-        .address
-        .rsplit_once(':')
-        .expect("a port")
-        .1
-        .to_string();
-    let host = format!("tools.example:{port}");
+    let host = format!("tools.example:{}", served.port());
     let auth = format!("Bearer {KEY}");
     let from_host = [("Host", host.as_str()), ("Authorization", auth.as_str())];
     let from_origin = [

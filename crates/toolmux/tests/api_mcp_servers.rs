@@ -7,88 +7,27 @@
 mod api_support;
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use api_support::{KEY, Served, config_with_key};
 use serde_json::{Value, json};
-use support::TestProject;
+use support::peers::{peer_file, python, run_mcp_client};
+use support::processes::{alive, assert_exited, read_pid};
+use support::{TestProject, wait_until};
 
-fn python() -> String {
-    std::env::var("TOOLMUX_TEST_PYTHON").unwrap_or_else(|_| {
-        panic!("TOOLMUX_TEST_PYTHON is not set: run the tests through ./scripts/test (a venv with tests/peers/upstream/requirements.txt)")
-    })
-}
-
-fn peers() -> PathBuf {
-    std::env::var_os("TOOLMUX_PEERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| panic!("TOOLMUX_PEERS is not set: run the tests through ./scripts/test"))
-}
+/// How long a replaced or removed server may take to exit.
+const EXIT_LIMIT: Duration = Duration::from_secs(10);
 
 /// The entry of the fault server, writing its process id to `pid_file`.
 fn faults_entry(pid_file: &Path, extra: &[&str]) -> Value {
     let mut args = vec![
-        json!(peers().join("upstream/faults.py").display().to_string()),
+        json!(peer_file("upstream/faults.py")),
         json!("--pid-file"),
         json!(pid_file.display().to_string()),
     ];
     args.extend(extra.iter().map(|a| json!(a)));
     json!({"command": python(), "args": args})
-}
-
-fn config_file(project: &TestProject) -> PathBuf {
-    project.path().join(".toolmux/config.json")
-}
-
-fn tool_names(served: &Served, source: &str) -> Vec<String> {
-    let mut names: Vec<String> = served.get(&format!("/api/tools?source={source}")).json()["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .map(|t| t["name"].as_str().expect("name").to_string())
-        .collect();
-    names.sort();
-    names
-}
-
-fn read_pid(pid_file: &Path) -> u32 {
-    std::fs::read_to_string(pid_file)
-        .expect("the server wrote its pid")
-        .trim()
-        .parse()
-        .expect("a pid")
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            stat.rsplit_once(')')
-                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
-
-/// Fails unless process `pid` is gone within a few seconds.
-fn assert_exited(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while alive(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "server process {pid} is still running"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Polls `check` until it holds, for at most ten seconds.
-fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
@@ -112,7 +51,7 @@ fn a_server_added_through_the_api_is_discovered_callable_replaced_and_removed() 
             .contains(&json!("faults__echo")),
         "{added}"
     );
-    let listed = tool_names(&served, "faults");
+    let listed = served.tool_names("faults");
     assert!(listed.contains(&"faults__echo".to_string()), "{listed:?}");
     assert!(listed.contains(&"faults__pid".to_string()), "{listed:?}");
     let echoed = served
@@ -124,14 +63,12 @@ fn a_server_added_through_the_api_is_discovered_callable_replaced_and_removed() 
     assert!(alive(first_pid));
 
     // The entry is in the file as written, next to the key setting.
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(config_file(&project)).expect("read"))
-            .expect("JSON");
+    let saved = project.saved_config();
     assert_eq!(saved["mcpServers"]["faults"]["command"], json!(python()));
     assert_eq!(saved["server"]["apiKeys"], json!(["${TOOLMUX_TEST_KEY}"]));
 
-    // Over MCP too, when the Python MCP client is there.
-    let plan = json!({
+    // Over MCP too.
+    let lines = run_mcp_client(&json!({
         "transport": "http",
         "url": served.mcp_url(),
         "headers": {"Authorization": format!("Bearer {KEY}")},
@@ -139,21 +76,7 @@ fn a_server_added_through_the_api_is_discovered_callable_replaced_and_removed() 
             {"op": "list"},
             {"op": "call", "name": "faults__echo", "arguments": {"text": "over MCP"}},
         ],
-    });
-    let out = Command::new(python())
-        .arg(peers().join("mcp/client.py"))
-        .arg(plan.to_string())
-        .output()
-        .expect("run the MCP client");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
+    }));
     let over_mcp: Vec<&str> = lines[1]["tools"]
         .as_array()
         .expect("tools")
@@ -178,11 +101,8 @@ fn a_server_added_through_the_api_is_discovered_callable_replaced_and_removed() 
         "{}",
         put.body
     );
-    assert_exited(first_pid);
-    assert_eq!(
-        tool_names(&served, "faults"),
-        ["faults__echo", "faults__pid"]
-    );
+    assert_exited(first_pid, EXIT_LIMIT);
+    assert_eq!(served.tool_names("faults"), ["faults__echo", "faults__pid"]);
     let second_pid = read_pid(&pid_file);
     assert_ne!(second_pid, first_pid);
     let called = served.post("/api/tools/faults__pid/call", "{}").json();
@@ -191,17 +111,15 @@ fn a_server_added_through_the_api_is_discovered_callable_replaced_and_removed() 
     // Removed: out of the file and the catalog, its process gone.
     let deleted = served.send("DELETE", "/api/mcp-servers/faults", None);
     assert_eq!(deleted.status, 204, "{}", deleted.body);
-    assert!(tool_names(&served, "faults").is_empty());
+    assert!(served.tool_names("faults").is_empty());
     served
         .post("/api/tools/faults__echo/call", r#"{"text": "x"}"#)
         .error(404, "not_found");
     served
         .get("/api/mcp-servers/faults")
         .error(404, "not_found");
-    assert_exited(second_pid);
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(config_file(&project)).expect("read"))
-            .expect("JSON");
+    assert_exited(second_pid, EXIT_LIMIT);
+    let saved = project.saved_config();
     assert!(saved.get("mcpServers").is_none(), "{saved}");
     served.stop();
 }
@@ -224,9 +142,7 @@ fn a_server_whose_discovery_fails_is_saved_with_its_error() {
         "{added}"
     );
     assert_eq!(added["tools"], json!([]));
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(config_file(&project)).expect("read"))
-            .expect("JSON");
+    let saved = project.saved_config();
     assert_eq!(
         saved["mcpServers"]["broken"]["command"],
         json!(missing.display().to_string())
@@ -241,7 +157,7 @@ fn a_bad_server_entry_is_refused_with_422_and_the_file_is_byte_identical() {
         r#""mcpServers": {"kept": {"command": "true", "enabled": false}}"#,
     ));
     let served = Served::start(&project, &[]);
-    let before = std::fs::read(config_file(&project)).expect("read");
+    let before = std::fs::read(project.config_file()).expect("read");
 
     let neither = served
         .post("/api/mcp-servers", r#"{"name": "x", "args": ["a"]}"#)
@@ -306,7 +222,7 @@ fn a_bad_server_entry_is_refused_with_422_and_the_file_is_byte_identical() {
         .request("DELETE", "/api/mcp-servers/kept", &[], None)
         .error(401, "unauthorized");
 
-    assert_eq!(std::fs::read(config_file(&project)).expect("read"), before);
+    assert_eq!(std::fs::read(project.config_file()).expect("read"), before);
     served.stop();
 }
 
@@ -325,7 +241,7 @@ fn hand_edits_of_mcp_servers_apply_live_and_leave_unchanged_servers_running() {
     let served = Served::start(&project, &[]);
     // Started at serve's start (never discovered), then called: one running process.
     wait_until("the server's tools", || {
-        !tool_names(&served, "faults").is_empty()
+        !served.tool_names("faults").is_empty()
     });
     let called = served.post("/api/tools/faults__pid/call", "{}").json();
     assert_eq!(called["status"], "success", "{called}");
@@ -337,7 +253,7 @@ fn hand_edits_of_mcp_servers_apply_live_and_leave_unchanged_servers_running() {
         r#"{"hello": {"description": "Greets.", "command": ["echo", "hi"]}}"#,
     ));
     wait_until("the script tool", || {
-        tool_names(&served, "scripts") == ["hello"]
+        served.tool_names("scripts") == ["hello"]
     });
     let again = served.post("/api/tools/faults__pid/call", "{}").json();
     assert_eq!(again["content"], called["content"], "restarted: {again}");
@@ -348,13 +264,7 @@ fn hand_edits_of_mcp_servers_apply_live_and_leave_unchanged_servers_running() {
         r#"{{"server": {{"apiKeys": ["${{TOOLMUX_TEST_KEY}}"], "allowedHosts": ["tools.example"]}}, "mcpServers": {{"faults": {}}}}}"#,
         faults_entry(&pid_file, &[])
     ));
-    let port = served
-        .address
-        .rsplit_once(':')
-        .expect("a port")
-        .1
-        .to_string();
-    let host = format!("tools.example:{port}");
+    let host = format!("tools.example:{}", served.port());
     wait_until("the allowed host", || {
         served
             .request("GET", "/api/health", &[("Host", &host)], None)
@@ -362,14 +272,14 @@ fn hand_edits_of_mcp_servers_apply_live_and_leave_unchanged_servers_running() {
             == 200
     });
     assert!(!served.stderr().contains("restart the server"));
-    assert!(tool_names(&served, "scripts").is_empty());
+    assert!(served.tool_names("scripts").is_empty());
     assert!(alive(pid));
 
     // Removed by hand: its tools leave the catalog and its process stops.
     project.config(&servers(None, "{}"));
     wait_until("the server's removal", || {
-        tool_names(&served, "faults").is_empty()
+        served.tool_names("faults").is_empty()
     });
-    assert_exited(pid);
+    assert_exited(pid, EXIT_LIMIT);
     served.stop();
 }

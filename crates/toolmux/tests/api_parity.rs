@@ -6,47 +6,11 @@ mod api_support;
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
 
 use api_support::{KEY, Served, config_with_key};
 use serde_json::{Value, json};
 use support::TestProject;
-
-fn peers() -> (PathBuf, PathBuf) {
-    let python = std::env::var_os("TOOLMUX_TEST_PYTHON").map(PathBuf::from);
-    let peers = std::env::var_os("TOOLMUX_PEERS").map(PathBuf::from);
-    match (python, peers) {
-        (Some(python), Some(peers)) if python.exists() && peers.join("mcp/client.py").exists() => {
-            (python, peers)
-        }
-        _ => panic!(
-            "this test needs the MCP peer: run it through scripts/test, or set \
-             TOOLMUX_TEST_PYTHON to a python with `pip install -r tests/peers/mcp/requirements.txt` \
-             and TOOLMUX_PEERS to the repository's tests/peers folder"
-        ),
-    }
-}
-
-/// Runs the Python MCP client with a plan; returns the JSON lines it printed.
-fn run_client(plan: Value) -> Vec<Value> {
-    let (python, peers) = peers();
-    let output = Command::new(python)
-        .arg(peers.join("mcp/client.py"))
-        .arg(plan.to_string())
-        .output()
-        .expect("run the Python MCP client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the Python client failed\nstdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
+use support::peers::run_mcp_steps;
 
 /// Arguments that make each tool do real work. A new tool in the catalog fails the test until
 /// it is added here, so that parity is checked for every tool, not a sample.
@@ -85,16 +49,12 @@ fn every_tool_is_listed_and_callable_with_an_equal_result_over_mcp_and_rest() {
     for name in rest_tools.keys() {
         steps.push(json!({"op": "call", "name": name, "arguments": arguments_for(name)}));
     }
-    let lines = run_client(json!({
+    let outcomes = run_mcp_steps(&json!({
         "transport": "http",
         "url": served.mcp_url(),
         "headers": {"Authorization": format!("Bearer {KEY}")},
         "steps": steps,
     }));
-    let outcomes: Vec<&Value> = lines
-        .iter()
-        .filter(|l| l.get("connected").is_none() && l.get("done").is_none())
-        .collect();
     let mcp_tools: BTreeMap<String, Value> = outcomes[0]["tools"]
         .as_array()
         .expect("MCP tools")

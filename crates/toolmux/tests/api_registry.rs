@@ -4,17 +4,12 @@
 mod api_support;
 mod support;
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use api_support::{KEY, Served, config_with_key};
+use api_support::{KEY, Served, config_with_key, run_with_key};
 use serde_json::{Value, json};
 use support::TestProject;
-
-fn python() -> String {
-    std::env::var("TOOLMUX_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
+use support::peers::{python, run_mcp_client};
 
 const ADD_PY: &str = "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': args['a'] + args['b']}))\n";
 
@@ -30,19 +25,6 @@ fn add_definition(name: &str) -> Value {
         },
         "command": [python(), "add.py"],
     })
-}
-
-fn script_tools(served: &Served) -> Vec<String> {
-    served.get("/api/tools?source=scripts").json()["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .map(|t| t["name"].as_str().expect("name").to_string())
-        .collect()
-}
-
-fn config_file(project: &TestProject) -> PathBuf {
-    project.path().join(".toolmux/config.json")
 }
 
 #[test]
@@ -67,9 +49,7 @@ fn a_registered_python_tool_gives_one_result_over_rest_mcp_and_the_cli() {
     );
 
     // The file keeps the definition, as a user would write it.
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(config_file(&project)).expect("read"))
-            .expect("JSON");
+    let saved = project.saved_config();
     assert_eq!(
         saved["tools"]["add"]["command"],
         json!([python(), "add.py"])
@@ -82,56 +62,30 @@ fn a_registered_python_tool_gives_one_result_over_rest_mcp_and_the_cli() {
     assert_eq!(rest["status"], "success");
     assert_eq!(rest["structuredContent"], json!({"sum": 5}));
 
-    let cli = project
-        .cmd()
-        .env("TOOLMUX_TEST_KEY", KEY)
-        .args([
+    let cli = run_with_key(
+        &project,
+        &[
             "tools",
             "call",
             "add",
             "--args",
             r#"{"a": 2, "b": 3}"#,
             "--json",
-        ])
-        .output()
-        .expect("run the CLI");
-    assert!(
-        cli.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cli.stderr)
-    );
-    let cli: Value = serde_json::from_slice(&cli.stdout).expect("CLI JSON");
+        ],
+    )
+    .json();
     assert_eq!(cli["structuredContent"], rest["structuredContent"]);
     assert_eq!(cli["content"], rest["content"]);
 
-    if let (Some(py), Some(peers)) = (
-        std::env::var_os("TOOLMUX_TEST_PYTHON"),
-        std::env::var_os("TOOLMUX_PEERS"),
-    ) {
-        let plan = json!({
-            "transport": "http",
-            "url": served.mcp_url(),
-            "headers": {"Authorization": format!("Bearer {KEY}")},
-            "steps": [{"op": "call", "name": "add", "arguments": {"a": 2, "b": 3}}],
-        });
-        let out = Command::new(py)
-            .arg(PathBuf::from(peers).join("mcp/client.py"))
-            .arg(plan.to_string())
-            .output()
-            .expect("run the MCP client");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("JSON line"))
-            .collect();
-        let mcp = &lines[1]["result"];
-        assert_eq!(mcp["structuredContent"], rest["structuredContent"]);
-        assert_eq!(mcp["content"], rest["content"]);
-    }
+    let lines = run_mcp_client(&json!({
+        "transport": "http",
+        "url": served.mcp_url(),
+        "headers": {"Authorization": format!("Bearer {KEY}")},
+        "steps": [{"op": "call", "name": "add", "arguments": {"a": 2, "b": 3}}],
+    }));
+    let mcp = &lines[1]["result"];
+    assert_eq!(mcp["structuredContent"], rest["structuredContent"]);
+    assert_eq!(mcp["content"], rest["content"]);
 
     // Replace, then remove.
     let mut replaced = add_definition("add");
@@ -151,7 +105,7 @@ fn a_registered_python_tool_gives_one_result_over_rest_mcp_and_the_cli() {
         None,
     );
     assert_eq!(deleted.status, 204, "{}", deleted.body);
-    assert!(script_tools(&served).is_empty());
+    assert!(served.tool_names("scripts").is_empty());
     served
         .post("/api/tools/add/call", "{}")
         .error(404, "not_found");
@@ -163,7 +117,7 @@ fn a_bad_definition_is_refused_with_422_and_the_file_is_untouched() {
     let project = TestProject::new();
     project.config(&config_with_key(""));
     let served = Served::start(&project, &[]);
-    let before = std::fs::read(config_file(&project)).expect("read");
+    let before = std::fs::read(project.config_file()).expect("read");
 
     let empty = served
         .post(
@@ -241,7 +195,7 @@ fn a_bad_definition_is_refused_with_422_and_the_file_is_untouched() {
         )
         .error(401, "unauthorized");
 
-    assert_eq!(std::fs::read(config_file(&project)).expect("read"), before);
+    assert_eq!(std::fs::read(project.config_file()).expect("read"), before);
     served.stop();
 }
 
@@ -262,73 +216,42 @@ fn a_hundred_concurrent_registrations_and_removals_leave_a_valid_config() {
         Value::Object(existing)
     )));
     let served = Served::start(&project, &[]);
-    assert_eq!(script_tools(&served).len(), 40);
+    assert_eq!(served.tool_names("scripts").len(), 40);
 
-    let address = served.address.clone();
-    let auth = format!("Bearer {KEY}");
-    let threads: Vec<_> = (0..100)
-        .map(|i| {
-            let address = address.clone();
-            let auth = auth.clone();
-            std::thread::spawn(move || {
-                if i < 60 {
-                    let body = json!({"name": format!("new{i}"), "description": "new", "command": ["true"]});
-                    api_support::request(
-                        &address,
-                        "POST",
-                        "/api/tools",
-                        &[("Authorization", &auth)],
-                        Some(&body.to_string()),
-                    )
-                    .status
-                } else {
-                    api_support::request(
-                        &address,
-                        "DELETE",
-                        &format!("/api/tools/old{}", i - 60),
-                        &[("Authorization", &auth)],
-                        None,
-                    )
-                    .status
-                }
+    let statuses: Vec<u16> = std::thread::scope(|writers| {
+        let writes: Vec<_> = (0..100)
+            .map(|i| {
+                let served = &served;
+                writers.spawn(move || {
+                    if i < 60 {
+                        let body = json!({"name": format!("new{i}"), "description": "new", "command": ["true"]});
+                        served
+                            .send("POST", "/api/tools", Some(&body.to_string()))
+                            .status
+                    } else {
+                        served
+                            .send("DELETE", &format!("/api/tools/old{}", i - 60), None)
+                            .status
+                    }
+                })
             })
-        })
-        .collect();
-    let statuses: Vec<u16> = threads
-        .into_iter()
-        .map(|t| t.join().expect("thread"))
-        .collect();
+            .collect();
+        writes
+            .into_iter()
+            .map(|w| w.join().expect("a writer"))
+            .collect()
+    });
     assert!(statuses[..60].iter().all(|s| *s == 201), "{statuses:?}");
     assert!(statuses[60..].iter().all(|s| *s == 204), "{statuses:?}");
 
     let mut expected: Vec<String> = (0..60).map(|i| format!("new{i}")).collect();
     expected.sort();
-    let mut listed = script_tools(&served);
+    let mut listed = served.tool_names("scripts");
     listed.sort();
     assert_eq!(listed, expected);
     // The file on disk is valid and holds exactly those tools.
-    let check = project
-        .cmd()
-        .env("TOOLMUX_TEST_KEY", KEY)
-        .args(["config", "check"])
-        .output()
-        .expect("check");
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(config_file(&project)).expect("read"))
-            .expect("JSON");
-    let mut on_disk: Vec<String> = saved["tools"]
-        .as_object()
-        .expect("tools")
-        .keys()
-        .cloned()
-        .collect();
-    on_disk.sort();
-    assert_eq!(on_disk, expected);
+    run_with_key(&project, &["config", "check"]).ok();
+    assert_eq!(project.saved_tool_names(), expected);
     served.stop();
 }
 
@@ -340,7 +263,7 @@ fn a_hand_edit_is_picked_up_and_a_broken_one_keeps_the_last_good_config() {
     let wait_for = |expected: &[&str]| {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let tools = script_tools(&served);
+            let tools = served.tool_names("scripts");
             if tools == expected {
                 return;
             }
@@ -364,7 +287,7 @@ fn a_hand_edit_is_picked_up_and_a_broken_one_keeps_the_last_good_config() {
     // Broken: the last good configuration stays.
     project.config(r#"{"tools": {"hello": {"description": 5}}"#);
     std::thread::sleep(Duration::from_millis(800));
-    assert_eq!(script_tools(&served), ["hello"]);
+    assert_eq!(served.tool_names("scripts"), ["hello"]);
     assert_eq!(served.post("/api/tools/hello/call", "{}").status, 200);
 
     // Fixed again: picked up.

@@ -9,11 +9,11 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use api_support::{
-    KEY, Served, assert_no_process_left, config_with_key, peers, processes_in, run_mcp_client,
-};
+use api_support::{KEY, Served, config_with_key, run_with_key};
 use serde_json::{Value, json};
 use support::TestProject;
+use support::peers::{peer_file, python, run_mcp_steps};
+use support::processes::{assert_no_process_left, processes_in};
 
 const PROMPT_WITH_ARGUMENTS: &str = "conformance__test_prompt_with_arguments";
 
@@ -21,31 +21,20 @@ const PROMPT_WITH_ARGUMENTS: &str = "conformance__test_prompt_with_arguments";
 /// resources are in the cache) and not running.
 fn project_with_fixture() -> TestProject {
     let project = TestProject::new();
-    let (python, peers) = peers();
     let server = json!({
         "conformance": {
-            "command": python,
-            "args": [peers.join("mcp/conformance_fixture.py")],
+            "command": python(),
+            "args": [peer_file("mcp/conformance_fixture.py")],
         }
     });
     project.config(&config_with_key(&format!(r#""mcpServers": {server}"#)));
-    let refreshed = project
-        .cmd()
-        .args(["mcp", "refresh"])
-        .env("TOOLMUX_TEST_KEY", KEY)
-        .output()
-        .expect("run toolmux mcp refresh");
-    assert!(
-        refreshed.status.success(),
-        "toolmux mcp refresh failed: {}",
-        String::from_utf8_lossy(&refreshed.stderr)
-    );
+    run_with_key(&project, &["mcp", "refresh"]).ok();
     project
 }
 
 /// Runs MCP steps against the server's `/mcp` with the key; returns one outcome per step.
 fn over_mcp(served: &Served, steps: Value) -> Vec<Value> {
-    run_mcp_client(&json!({
+    run_mcp_steps(&json!({
         "transport": "http",
         "url": served.mcp_url(),
         "headers": {"Authorization": format!("Bearer {KEY}")},

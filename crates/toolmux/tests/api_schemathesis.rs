@@ -6,23 +6,15 @@
 mod api_support;
 mod support;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use api_support::{KEY, Served, config_with_key};
 use support::TestProject;
+use support::peers::python;
 
 #[test]
 fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
-    let python = std::env::var_os("TOOLMUX_TEST_PYTHON")
-        .map(PathBuf::from)
-        .filter(|p| p.exists())
-        .unwrap_or_else(|| {
-            panic!(
-                "this test needs schemathesis: run it through scripts/test, or set \
-                 TOOLMUX_TEST_PYTHON to a python with `pip install -r tests/peers/api/requirements.txt`"
-            )
-        });
+    let python = python();
     let project = TestProject::new();
     project.config(&config_with_key(""));
     project.write("notes/todo.md", "# Todo\nbuy milk\n");

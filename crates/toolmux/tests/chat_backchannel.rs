@@ -8,11 +8,8 @@ mod api_support;
 mod chat_support;
 mod support;
 
-use std::io::Write;
-use std::process::Stdio;
-
 use api_support::{KEY, Served, request};
-use chat_support::{Aimock, stream_chat, ui_client};
+use chat_support::{Aimock, chat_typing, stream_chat, ui_client};
 use serde_json::{Value, json};
 use support::TestProject;
 
@@ -20,10 +17,30 @@ use support::TestProject;
 /// tool call in the aimock fixture).
 const SAMPLING_PROMPT: &str = "Name the colour of the deep sea";
 
+/// A served [`project`] whose model is aimock replaying the backchannel fixture. The fields
+/// drop in order: the server stops before its project folder and its model go.
+struct Fixture {
+    served: Served,
+    _project: TestProject,
+    aimock: Aimock,
+}
+
+fn serve() -> Fixture {
+    let aimock = Aimock::start("backchannel.json");
+    let project = project(&aimock);
+    let served = Served::start(&project, &[]);
+    Fixture {
+        served,
+        _project: project,
+        aimock,
+    }
+}
+
 /// A project whose chat model is aimock and which has the conformance fixture as MCP server
 /// `conformance`, its tools discovered.
 fn project(aimock: &Aimock) -> TestProject {
-    let (python, peers) = api_support::peers();
+    let python = support::peers::python();
+    let fixture = support::peers::peer_file("mcp/conformance_fixture.py");
     let project = TestProject::new();
     project.config(
         &json!({
@@ -36,17 +53,13 @@ fn project(aimock: &Aimock) -> TestProject {
             "server": {"apiKeys": [KEY]},
             "mcpServers": {"conformance": {
                 "command": python,
-                "args": [peers.join("mcp/conformance_fixture.py")]
+                "args": [fixture]
             }}
         })
         .to_string(),
     );
     project.run(&["mcp", "refresh"]).ok();
     project
-}
-
-fn auth() -> String {
-    format!("Bearer {KEY}")
 }
 
 /// The sampling requests aimock received: the requests whose messages include a user message
@@ -70,6 +83,21 @@ fn sampling_requests(aimock: &Aimock) -> Vec<Value> {
         .collect()
 }
 
+/// Sends `text` as conversation `chat_id` through the AI SDK's client to a served project whose
+/// model replays the backchannel fixture; returns `{chunks, message}` (see
+/// [`chat_support::ui_client`]).
+fn ui_chat(chat_id: &str, text: &str) -> Value {
+    ui_client(&serve().served.address, KEY, chat_id, text)
+}
+
+/// Answers the approval a `data-approval` event asks for with `decision` (the body of
+/// `POST /api/approvals/{id}`).
+fn answer_approval(served: &Served, event: &Value, decision: &str) {
+    let path = event["data"]["answer"].as_str().expect("answer path");
+    let answered = served.post(path, decision);
+    assert!(answered.status < 300, "{}", answered.body);
+}
+
 fn tool_output<'a>(events: &'a [Value], call_id: &str) -> &'a Value {
     events
         .iter()
@@ -83,6 +111,15 @@ fn tool_output<'a>(events: &'a [Value], call_id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no output for {call_id} in {events:?}"))
 }
 
+/// Asserts that call `call_id` returned `content` and that the model's answer after it was
+/// `answer`.
+fn assert_outcome(events: &[Value], call_id: &str, content: &str, answer: &str) {
+    let output = tool_output(events, call_id);
+    assert_eq!(output["type"], "tool-output-available", "{output}");
+    assert_eq!(output["output"]["content"], content, "{output}");
+    assert_eq!(text(events), answer);
+}
+
 fn text(events: &[Value]) -> String {
     events
         .iter()
@@ -93,15 +130,7 @@ fn text(events: &[Value]) -> String {
 
 #[test]
 fn a_tools_progress_reaches_the_ai_sdk_client_as_transient_parts_before_its_output() {
-    let aimock = Aimock::start("backchannel.json");
-    let project = project(&aimock);
-    let served = Served::start(&project, &[]);
-    let result = ui_client(
-        &format!("http://{}/api/chat", served.address),
-        KEY,
-        "c-progress",
-        "Run the slow job",
-    );
+    let result = ui_chat("c-progress", "Run the slow job");
     let chunks = result["chunks"].as_array().expect("chunks");
     assert!(
         !chunks.iter().any(|c| c["type"] == "error"),
@@ -156,15 +185,7 @@ fn a_tools_progress_reaches_the_ai_sdk_client_as_transient_parts_before_its_outp
 
 #[test]
 fn a_servers_log_messages_reach_the_ai_sdk_client_as_transient_parts() {
-    let aimock = Aimock::start("backchannel.json");
-    let project = project(&aimock);
-    let served = Served::start(&project, &[]);
-    let result = ui_client(
-        &format!("http://{}/api/chat", served.address),
-        KEY,
-        "c-logging",
-        "Run the chatty job",
-    );
+    let result = ui_chat("c-logging", "Run the chatty job");
     let chunks = result["chunks"].as_array().expect("chunks");
     let logs: Vec<&Value> = chunks
         .iter()
@@ -208,14 +229,8 @@ fn the_terminal_chat_shows_a_tools_progress_on_stderr() {
 
 #[test]
 fn a_servers_sampling_request_reaches_the_model_only_after_approval_and_its_answer_the_tool() {
-    let aimock = Aimock::start("backchannel.json");
-    let project = project(&aimock);
-    let served = Served::start(&project, &[]);
-    let auth = auth();
-    let headers = [
-        ("Authorization", auth.as_str()),
-        ("Content-Type", "application/json"),
-    ];
+    let fixture = serve();
+    let (served, aimock) = (&fixture.served, &fixture.aimock);
     let mut asked = 0;
     let events = stream_chat(
         &served.address,
@@ -231,65 +246,46 @@ fn a_servers_sampling_request_reaches_the_model_only_after_approval_and_its_answ
                     "{message}"
                 );
                 assert!(
-                    sampling_requests(&aimock).is_empty(),
+                    sampling_requests(aimock).is_empty(),
                     "the model was asked before the person approved"
                 );
-                let path = event["data"]["answer"].as_str().expect("answer path");
-                let answered = request(
-                    &served.address,
-                    "POST",
-                    path,
-                    &headers,
-                    Some(r#"{"decision": "allow"}"#),
-                );
-                assert!(answered.status < 300, "{}", answered.body);
+                answer_approval(served, event, r#"{"decision": "allow"}"#);
             }
         },
     );
     assert_eq!(asked, 1, "{events:?}");
-    let sampled = sampling_requests(&aimock);
+    let sampled = sampling_requests(aimock);
     assert_eq!(sampled.len(), 1, "{sampled:?}");
     // Without tools: the server asked for a completion, not for the chat's tools.
     assert!(sampled[0].get("tools").is_none(), "{}", sampled[0]);
     assert_eq!(sampled[0]["max_tokens"], 100, "{}", sampled[0]);
-    let output = tool_output(&events, "call_sample");
-    assert_eq!(output["type"], "tool-output-available", "{output}");
-    assert_eq!(
-        output["output"]["content"], "LLM response: Midnight blue.",
-        "{output}"
+    assert_outcome(
+        &events,
+        "call_sample",
+        "LLM response: Midnight blue.",
+        "The server's model says: midnight blue.",
     );
-    assert_eq!(text(&events), "The server's model says: midnight blue.");
 }
 
 #[test]
 fn a_denied_sampling_request_never_reaches_the_model() {
-    let aimock = Aimock::start("backchannel.json");
-    let project = project(&aimock);
-    let served = Served::start(&project, &[]);
-    let auth = auth();
-    let headers = [
-        ("Authorization", auth.as_str()),
-        ("Content-Type", "application/json"),
-    ];
+    let fixture = serve();
+    let (served, aimock) = (&fixture.served, &fixture.aimock);
     let events = stream_chat(
         &served.address,
         KEY,
         &json!({"conversation": "c-no-sample", "text": "Ask the server to think"}),
         |event| {
             if event["type"] == "data-approval" {
-                let path = event["data"]["answer"].as_str().expect("answer path");
-                let answered = request(
-                    &served.address,
-                    "POST",
-                    path,
-                    &headers,
-                    Some(r#"{"decision": "deny", "reason": "not my tokens"}"#),
+                answer_approval(
+                    served,
+                    event,
+                    r#"{"decision": "deny", "reason": "not my tokens"}"#,
                 );
-                assert!(answered.status < 300, "{}", answered.body);
             }
         },
     );
-    assert!(sampling_requests(&aimock).is_empty());
+    assert!(sampling_requests(aimock).is_empty());
     let output = tool_output(&events, "call_sample");
     let shown = output.to_string();
     assert!(shown.contains("not my tokens"), "{shown}");
@@ -299,11 +295,6 @@ fn a_denied_sampling_request_never_reaches_the_model() {
 /// Runs "Register me with the server" and answers the server's form with `answer`; returns the
 /// stream's events and the status the answer got.
 fn register(served: &Served, conversation: &str, answer: Value) -> (Vec<Value>, u16) {
-    let auth = auth();
-    let headers = [
-        ("Authorization", auth.as_str()),
-        ("Content-Type", "application/json"),
-    ];
     let mut status = 0;
     let events = stream_chat(
         &served.address,
@@ -321,7 +312,7 @@ fn register(served: &Served, conversation: &str, answer: Value) -> (Vec<Value>, 
                 );
                 let path = data["answer"].as_str().expect("answer path");
                 let body = json!({"answer": answer, "id": data["requestId"]}).to_string();
-                let answered = request(&served.address, "POST", path, &headers, Some(&body));
+                let answered = served.post(path, &body);
                 status = answered.status;
                 if status != 204 {
                     assert_eq!(answered.json()["error"]["code"], "invalid_answer");
@@ -339,58 +330,41 @@ fn register(served: &Served, conversation: &str, answer: Value) -> (Vec<Value>, 
 
 #[test]
 fn a_servers_form_reaches_the_person_and_their_answer_reaches_the_tool() {
-    let aimock = Aimock::start("backchannel.json");
-    let project = project(&aimock);
-    let served = Served::start(&project, &[]);
+    let fixture = serve();
+    let served = &fixture.served;
 
     let (events, status) = register(
-        &served,
+        served,
         "c-form",
         json!({"username": "ada", "email": "ada@example.com"}),
     );
     assert_eq!(status, 204);
-    let output = tool_output(&events, "call_elicit");
-    assert_eq!(
-        output["output"]["content"],
+    assert_outcome(
+        &events,
+        "call_elicit",
         r#"User response: action=accept, content={"email": "ada@example.com", "username": "ada"}"#,
-        "{output}"
+        "You are registered.",
     );
-    assert_eq!(text(&events), "You are registered.");
 
     // An answer that does not fit the form is not passed on as if it did: the person hears why,
     // and the server hears a decline.
-    let (events, status) = register(&served, "c-misfit", json!({"username": "ada"}));
+    let (events, status) = register(served, "c-misfit", json!({"username": "ada"}));
     assert_eq!(status, 422);
-    let output = tool_output(&events, "call_elicit");
-    assert_eq!(
-        output["output"]["content"], "User response: action=decline, content={}",
-        "{output}"
+    assert_outcome(
+        &events,
+        "call_elicit",
+        "User response: action=decline, content={}",
+        "You declined to register.",
     );
-    assert_eq!(text(&events), "You declined to register.");
 }
 
 #[test]
 fn the_terminal_chat_asks_a_servers_form_field_by_field() {
     let aimock = Aimock::start("backchannel.json");
     let project = project(&aimock);
-    let mut child = project
-        .cmd()
-        .args(["chat", "Register me with the server"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start toolmux chat");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"ada\nada@example.com\n")
-        .expect("answer");
-    let output = child.wait_with_output().expect("wait");
-    let out = String::from_utf8_lossy(&output.stdout);
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{err}");
+    let mut chat = project.cmd();
+    chat.args(["chat", "Register me with the server"]);
+    let (out, err) = chat_typing(chat, "ada\nada@example.com\n");
     assert!(err.contains("? conformance asks: Who are you?"), "{err}");
     assert!(err.contains("username (User's response)> "), "{err}");
     assert!(err.contains("email (User's email address)> "), "{err}");
@@ -399,10 +373,9 @@ fn the_terminal_chat_asks_a_servers_form_field_by_field() {
 
 #[test]
 fn a_cancelled_turn_withdraws_the_servers_form_instead_of_waiting_forever() {
-    let aimock = Aimock::start("backchannel.json");
-    let project = project(&aimock);
-    let served = Served::start(&project, &[]);
-    let auth = auth();
+    let fixture = serve();
+    let served = &fixture.served;
+    let auth = format!("Bearer {KEY}");
     let mut request_id = None;
     let events = stream_chat(
         &served.address,
@@ -429,14 +402,6 @@ fn a_cancelled_turn_withdraws_the_servers_form_instead_of_waiting_forever() {
     // The form is gone: an answer now finds nothing waiting.
     let body = json!({"answer": {"username": "ada", "email": "ada@example.com"}, "id": request_id})
         .to_string();
-    let late = served.request(
-        "POST",
-        "/api/chat/c-gone/input",
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-        ],
-        Some(&body),
-    );
+    let late = served.post("/api/chat/c-gone/input", &body);
     assert_eq!(late.status, 404, "{}", late.body);
 }

@@ -8,10 +8,9 @@ mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::Stdio;
 
 use api_support::{KEY, Served, request};
-use chat_support::Aimock;
+use chat_support::{Aimock, chat_typing};
 use serde_json::{Value, json};
 use support::TestProject;
 
@@ -74,24 +73,9 @@ fn terminal_chat_quotes_the_file_and_resumes_the_conversation_in_a_new_process()
 fn terminal_chat_asks_for_approval_inline_and_a_no_reaches_the_model() {
     let aimock = Aimock::start("chat.json");
     let project = project(&aimock, r#""policies": {"tools": {"file_read": "ask"}}"#);
-    let mut child = project
-        .cmd()
-        .args(["chat", "Read the secret plan"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start toolmux chat");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"n\n")
-        .expect("answer");
-    let output = child.wait_with_output().expect("wait");
-    let out = String::from_utf8_lossy(&output.stdout);
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{err}");
+    let mut chat = project.cmd();
+    chat.args(["chat", "Read the secret plan"]);
+    let (out, err) = chat_typing(chat, "n\n");
     assert!(err.contains("allow? [y/N]"), "{err}");
     assert!(err.contains("denied"), "{err}");
     assert_eq!(out.trim(), "I was not allowed to read plan.txt.");
@@ -110,12 +94,7 @@ fn a_missing_provider_is_a_usage_error_that_says_what_to_configure() {
 }
 
 fn ui_client(served: &Served, chat_id: &str, text: &str) -> Value {
-    chat_support::ui_client(
-        &format!("http://{}/api/chat", served.address),
-        KEY,
-        chat_id,
-        text,
-    )
+    chat_support::ui_client(&served.address, KEY, chat_id, text)
 }
 
 #[test]

@@ -5,39 +5,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
 use support::TestProject;
-
-fn peers() -> PathBuf {
-    let root = std::env::var_os("TOOLMUX_PEERS").map(PathBuf::from).unwrap_or_else(|| {
-        panic!("TOOLMUX_PEERS is not set: run the tests through ./scripts/test (it installs tests/peers)")
-    });
-    let tsc = root.join("codemode/node_modules/.bin/tsc");
-    let everything = root.join("upstream/node_modules/.bin/mcp-server-everything");
-    assert!(
-        tsc.exists() && everything.exists(),
-        "test peers are missing under {}: run ./scripts/test",
-        root.display()
-    );
-    root
-}
-
-/// A console script of the test virtualenv (where `./scripts/test` installs the PyPI servers).
-fn venv_script(name: &str) -> String {
-    let python = std::env::var("TOOLMUX_TEST_PYTHON").unwrap_or_else(|_| {
-        panic!("TOOLMUX_TEST_PYTHON is not set: run the tests through ./scripts/test")
-    });
-    let script = Path::new(&python).with_file_name(name);
-    assert!(
-        script.exists(),
-        "{} is missing: run ./scripts/test (it installs tests/peers/codemode/requirements.txt)",
-        script.display()
-    );
-    script.display().to_string()
-}
+use support::peers::{node_peer, venv_script};
 
 const SCRIPT: &str = r#"import { everything } from '@capabilities/everything';
 import { filesystem } from '@capabilities/filesystem';
@@ -67,7 +39,6 @@ return {
 
 #[test]
 fn declarations_of_real_servers_pass_tsc_strict_and_a_script_using_them_runs() {
-    let peers = peers();
     let project = TestProject::new();
     let root = project.path().canonicalize().expect("canonical project");
     project.write("files/a.txt", "hello from a file\n");
@@ -78,13 +49,7 @@ fn declarations_of_real_servers_pass_tsc_strict_and_a_script_using_them_runs() {
         .expect("git runs");
     assert!(git_ok.success());
 
-    let npm_bin = |name: &str| {
-        peers
-            .join("upstream/node_modules/.bin")
-            .join(name)
-            .display()
-            .to_string()
-    };
+    let npm_bin = |name: &str| node_peer("upstream", name).display().to_string();
     let files = root.join("files").display().to_string();
     let memory_file = format!("MEMORY_FILE_PATH={}", root.join("memory.jsonl").display());
     let repo = root.display().to_string();
@@ -98,12 +63,15 @@ fn declarations_of_real_servers_pass_tsc_strict_and_a_script_using_them_runs() {
         (
             "git",
             vec![
-                venv_script("mcp-server-git"),
+                venv_script("mcp-server-git").display().to_string(),
                 "--repository".into(),
                 repo.clone(),
             ],
         ),
-        ("time", vec![venv_script("mcp-server-time")]),
+        (
+            "time",
+            vec![venv_script("mcp-server-time").display().to_string()],
+        ),
     ];
     for (name, command) in &servers {
         let mut args = vec!["mcp", "add", name];
@@ -148,7 +116,7 @@ fn declarations_of_real_servers_pass_tsc_strict_and_a_script_using_them_runs() {
         .to_string(),
     )
     .expect("write");
-    let tsc = Command::new(peers.join("codemode/node_modules/.bin/tsc"))
+    let tsc = Command::new(node_peer("codemode", "tsc"))
         .arg("-p")
         .arg(&check)
         .output()

@@ -1,84 +1,18 @@
 //! `toolmux mcp` and `toolmux serve` driven by a real MCP client (the Python SDK from
 //! `tests/peers/mcp/`) on a real temporary project.
 
+mod api_support;
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use api_support::Served;
 use serde_json::{Value, json};
 use support::TestProject;
-
-/// The Python interpreter and peers folder from `./scripts/test`. Missing peers fail the test:
-/// a test that cannot reach its peer proves nothing.
-fn peers() -> (PathBuf, PathBuf) {
-    let python = std::env::var_os("TOOLMUX_TEST_PYTHON").map(PathBuf::from);
-    let peers = std::env::var_os("TOOLMUX_PEERS").map(PathBuf::from);
-    match (python, peers) {
-        (Some(python), Some(peers)) if python.exists() && peers.join("mcp/client.py").exists() => {
-            (python, peers)
-        }
-        _ => panic!(
-            "the MCP peer tests need the Python MCP client: run ./scripts/test, or set \
-             TOOLMUX_TEST_PYTHON to a python with `pip install -r tests/peers/mcp/requirements.txt` \
-             and TOOLMUX_PEERS to the repository's tests/peers folder"
-        ),
-    }
-}
-
-/// Runs the Python client with a plan to its end; returns the JSON lines it printed.
-fn run_client(plan: Value) -> Vec<Value> {
-    let (python, peers) = peers();
-    let mut child = Command::new(python)
-        .arg(peers.join("mcp/client.py"))
-        .arg(plan.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the Python MCP client");
-    let status = wait_bounded(&mut child, Duration::from_secs(60));
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut stdout)
-        .expect("read stdout");
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr)
-        .expect("read stderr");
-    assert!(
-        status.success(),
-        "the Python client failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-/// Waits for a child, killing it (and failing) after `limit`.
-fn wait_bounded(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("poll the child") {
-            return status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("a child process ran longer than {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use support::peers::{node_peer, peer_file, python, run_mcp_client, run_mcp_steps};
+use support::processes::{assert_no_process_left, wait_bounded};
 
 /// A plan for the Python client that starts `toolmux mcp ARGS` in the project over stdio.
 fn stdio_plan(project: &TestProject, args: &[&str], steps: Value) -> Value {
@@ -95,42 +29,6 @@ fn stdio_plan(project: &TestProject, args: &[&str], steps: Value) -> Value {
         },
         "steps": steps,
     })
-}
-
-/// Processes whose working directory is `dir` (Linux: read from /proc): toolmux itself, and
-/// the upstream servers it starts there.
-fn processes_in(dir: &Path) -> Vec<(u32, String)> {
-    let dir = dir.canonicalize().expect("canonical project dir");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-            let cwd = std::fs::read_link(proc_dir.join("cwd")).ok()?;
-            let cmdline = std::fs::read(proc_dir.join("cmdline")).ok()?;
-            (cwd == dir).then(|| (pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")))
-        })
-        .collect()
-}
-
-/// Fails when a process (toolmux, or a server it started) still runs in the project a moment
-/// after its client left.
-fn assert_no_server_left(project: &TestProject) {
-    let started = Instant::now();
-    loop {
-        let left = processes_in(project.path());
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "toolmux processes left running: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn names(line: &Value) -> Vec<&str> {
@@ -158,7 +56,7 @@ fn project_with_files() -> TestProject {
 #[test]
 fn mcp_over_stdio_serves_the_workspace_tools_to_a_real_client() {
     let project = project_with_files();
-    let lines = run_client(stdio_plan(
+    let lines = run_mcp_client(&stdio_plan(
         &project,
         &[],
         json!([
@@ -208,7 +106,7 @@ fn mcp_over_stdio_serves_the_workspace_tools_to_a_real_client() {
     // A path outside the project is a tool error the model can read, not a protocol failure.
     assert_eq!(lines[4]["result"]["isError"], true, "{}", lines[4]);
     assert_eq!(lines[5], json!({"ok": true}));
-    assert_no_server_left(&project);
+    assert_no_process_left(&project);
 
     // The calls are in the execution log, on the mcp channel.
     let logged = project.run(&["logs", "--json"]).ok();
@@ -223,7 +121,7 @@ fn mcp_over_stdio_serves_the_workspace_tools_to_a_real_client() {
 fn denied_tools_are_not_offered_and_a_call_to_one_is_refused_with_the_rule() {
     let project = project_with_files();
     project.config(r#"{"policies": {"tools": {"grep": "deny"}}}"#);
-    let lines = run_client(stdio_plan(
+    let lines = run_mcp_client(&stdio_plan(
         &project,
         &[],
         json!([
@@ -269,7 +167,7 @@ fn mcp_over_stdio_asks_the_client_by_elicitation_for_ask_tools() {
     let call = json!({"op": "call", "name": "grep", "arguments": {"pattern": "needle"}});
     let mut plan = stdio_plan(&project, &[], json!([call, call, call]));
     plan["elicitation"] = json!(["deny", "allow_session"]);
-    let lines = run_client(plan);
+    let lines = run_mcp_client(&plan);
 
     assert_eq!(
         text(&lines[1]),
@@ -289,14 +187,14 @@ fn mcp_over_stdio_asks_the_client_by_elicitation_for_ask_tools() {
         "the person sees the arguments: {}",
         asked[0]
     );
-    assert_no_server_left(&project);
+    assert_no_process_left(&project);
 }
 
 #[test]
 fn mcp_over_stdio_denies_ask_tools_with_a_hint_when_the_client_cannot_elicit() {
     let project = project_with_files();
     project.config(r#"{"policies": {"tools": {"grep": "ask"}}}"#);
-    let lines = run_client(stdio_plan(
+    let lines = run_mcp_client(&stdio_plan(
         &project,
         &[],
         json!([{"op": "call", "name": "grep", "arguments": {"pattern": "needle"}}]),
@@ -307,13 +205,13 @@ fn mcp_over_stdio_denies_ask_tools_with_a_hint_when_the_client_cannot_elicit() {
         message.contains(r#""policies": {"tools": {"grep": "allow"}}"#),
         "{message}"
     );
-    assert_no_server_left(&project);
+    assert_no_process_left(&project);
 }
 
 #[test]
 fn mcp_filters_and_pass_through_choose_the_served_tools() {
     let project = project_with_files();
-    let lines = run_client(stdio_plan(
+    let lines = run_mcp_client(&stdio_plan(
         &project,
         &["--tools", "file_*", "--exclude", "file_search"],
         json!([{"op": "list"}, {"op": "call", "name": "grep", "arguments": {"pattern": "x"}}]),
@@ -338,7 +236,7 @@ fn mcp_code_mode_offers_two_tools_whose_scripts_reach_every_tool() {
     let script = "import { workspace } from '@capabilities/workspace';\n\
                   const found = await workspace.grep({ pattern: 'needle' });\n\
                   return found.matches.map((m) => `${m.path}:${m.line}`);";
-    let lines = run_client(stdio_plan(
+    let lines = run_mcp_client(&stdio_plan(
         &project,
         &["--code-mode"],
         json!([
@@ -447,73 +345,18 @@ fn mcp_stdout_carries_only_protocol_messages_and_unknown_methods_get_errors() {
     assert_eq!(by_id(5)["result"]["isError"], false);
 }
 
-/// `toolmux serve` running in the background; killed on drop if a test fails early.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Served {
-    fn start(project: &TestProject, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut cmd = project.cmd();
-        cmd.arg("serve")
-            .args(["--port", "0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("start toolmux serve");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        stderr.read_line(&mut line).expect("read the first line");
-        let url = line
-            .trim()
-            .strip_prefix("toolmux: serving MCP at ")
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-            .to_string();
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-        });
-        Self { child, url }
-    }
-
-    /// Sends SIGTERM and expects a clean exit.
-    fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("run kill");
-        assert!(sent.success());
-        let status = wait_bounded(&mut self.child, Duration::from_secs(10));
-        assert!(status.success(), "toolmux serve exited with {status}");
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn serve_prints_its_url_and_serves_mcp_over_streamable_http() {
     let project = project_with_files();
-    let served = Served::start(&project, &[], &[]);
+    let served = Served::start(&project, &[]);
+    let url = served.mcp_url();
     assert!(
-        served.url.starts_with("http://127.0.0.1:") && served.url.ends_with("/mcp"),
-        "{}",
-        served.url
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
     );
-    let lines = run_client(json!({
+    let lines = run_mcp_client(&json!({
         "transport": "http",
-        "url": served.url,
+        "url": served.mcp_url(),
         "steps": [
             {"op": "list"},
             {"op": "call", "name": "file_read", "arguments": {"path": "notes.txt"}}
@@ -523,7 +366,7 @@ fn serve_prints_its_url_and_serves_mcp_over_streamable_http() {
     assert!(names(&lines[1]).contains(&"grep"));
     assert!(text(&lines[2]).contains("the needle is here"));
     served.stop();
-    assert_no_server_left(&project);
+    assert_no_process_left(&project);
 
     // The call is logged under the HTTP session's own id (`Mcp-Session-Id`).
     let logged = project.run(&["logs", "--json"]).ok();
@@ -539,25 +382,20 @@ fn serve_prints_its_url_and_serves_mcp_over_streamable_http() {
 #[test]
 fn serve_requires_the_api_key_it_was_given() {
     let project = project_with_files();
-    let served = Served::start(
+    let served = Served::start_with_env(
         &project,
         &["--api-key-env", "MY_TOOLMUX_KEY"],
         &[("MY_TOOLMUX_KEY", "k-123456")],
     );
-    let lines = run_client(json!({
+    let lines = run_mcp_client(&json!({
         "transport": "http",
-        "url": served.url,
+        "url": served.mcp_url(),
         "headers": {"Authorization": "Bearer k-123456"},
         "steps": [{"op": "list"}]
     }));
     assert!(names(&lines[1]).contains(&"file_read"));
 
-    let port: u16 = served
-        .url
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .parse()
-        .expect("a port");
+    let port = served.port();
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     write!(
@@ -600,21 +438,9 @@ fn serve_refuses_to_bind_beyond_loopback_without_an_api_key() {
     );
 }
 
-/// A command from the npm peers in `tests/peers/mcp/node_modules/.bin`.
-fn node_peer(name: &str) -> PathBuf {
-    let (_, peers) = peers();
-    let bin = peers.join("mcp/node_modules/.bin").join(name);
-    assert!(
-        bin.exists(),
-        "{} is missing: run ./scripts/test, or `npm ci` in tests/peers/mcp",
-        bin.display()
-    );
-    bin
-}
-
 /// Runs the MCP Inspector CLI against `toolmux mcp` in the project; returns its JSON output.
 fn inspector(project: &TestProject, method_args: &[&str]) -> Value {
-    let output = Command::new(node_peer("mcp-inspector"))
+    let output = Command::new(node_peer("mcp", "mcp-inspector"))
         .current_dir(project.path())
         .env("HOME", project.home.path())
         .args(["--cli", "-e"])
@@ -665,20 +491,19 @@ fn mcp_inspector_cli_lists_and_calls_tools() {
     );
     assert_eq!(called["isError"], false, "{called}");
     assert_eq!(called["structuredContent"]["totalLines"], 3);
-    assert_no_server_left(&project);
+    assert_no_process_left(&project);
 }
 
 /// A project whose one upstream server is the conformance fixture (tests/peers/mcp), with its
 /// tools, prompts and resources discovered.
 fn project_with_fixture() -> TestProject {
     let project = project_with_files();
-    let (python, peers) = peers();
     project.config(
         &json!({
             "mcpServers": {
                 "conformance": {
-                    "command": python,
-                    "args": [peers.join("mcp/conformance_fixture.py")],
+                    "command": python(),
+                    "args": [peer_file("mcp/conformance_fixture.py")],
                 }
             }
         })
@@ -691,12 +516,11 @@ fn project_with_fixture() -> TestProject {
 #[test]
 fn conformance_suite_passes_against_serve_in_pass_through_mode() {
     let project = project_with_fixture();
-    let served = Served::start(&project, &["--pass-through", "conformance"], &[]);
-    let (_, peers) = peers();
+    let served = Served::start(&project, &["--pass-through", "conformance"]);
     let results = tempfile::tempdir().expect("a results folder");
-    let mut child = Command::new(node_peer("conformance"))
-        .args(["server", "--url", &served.url, "--expected-failures"])
-        .arg(peers.join("mcp/conformance-baseline.yml"))
+    let mut child = Command::new(node_peer("mcp", "conformance"))
+        .args(["server", "--url", &served.mcp_url(), "--expected-failures"])
+        .arg(peer_file("mcp/conformance-baseline.yml"))
         .arg("-o")
         .arg(results.path())
         .stdout(Stdio::piped())
@@ -767,7 +591,7 @@ fn conformance_suite_passes_against_serve_in_pass_through_mode() {
         "a scenario failed (the baseline is empty):\n{stdout}"
     );
     served.stop();
-    assert_no_server_left(&project);
+    assert_no_process_left(&project);
 }
 
 /// The outcome lines of a client run, after the connection line, by step.
@@ -805,7 +629,7 @@ fn an_upstreams_progress_logs_sampling_and_elicitation_reach_the_client() {
     );
     plan["sampling"] = json!("A tool hub.");
     plan["elicitation"] = json!([{"username": "ann", "email": "ann@example.com"}]);
-    let lines = run_client(plan);
+    let lines = run_mcp_client(&plan);
     let steps = outcomes(&lines);
     let connected = &lines[0]["connected"]["capabilities"];
     assert!(connected["prompts"].is_object(), "{connected}");
@@ -854,13 +678,13 @@ fn an_upstreams_progress_logs_sampling_and_elicitation_reach_the_client() {
         "{done}"
     );
     assert_eq!(done["elicitations"][0]["message"], "Who are you?", "{done}");
-    assert_no_server_left(&project);
+    assert_no_process_left(&project);
 }
 
 #[test]
 fn an_upstreams_prompts_resources_and_completions_are_served_namespaced() {
     let project = project_with_fixture();
-    let lines = run_client(stdio_plan(
+    let lines = run_mcp_client(&stdio_plan(
         &project,
         &[],
         json!([
@@ -968,5 +792,77 @@ fn an_upstreams_prompts_resources_and_completions_are_served_namespaced() {
         steps[14]["updated"], false,
         "no change notice after unsubscribing"
     );
-    assert_no_server_left(&project);
+    assert_no_process_left(&project);
+}
+
+#[test]
+fn serve_time_filters_and_a_denied_server_narrow_the_relayed_prompts_and_resources() {
+    let project = project_with_fixture();
+    let names = |listed: &Value, key: &str| -> Vec<String> {
+        listed[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} in {listed}"))
+            .iter()
+            .filter_map(|p| p["name"].as_str().map(str::to_string))
+            .collect()
+    };
+
+    // `--exclude` applies to prompts and resources by their registry names, as to tools.
+    let steps = run_mcp_steps(&stdio_plan(
+        &project,
+        &[
+            "--exclude",
+            "conformance__test_simple_prompt",
+            "--exclude",
+            "conformance__template*",
+        ],
+        json!([
+            {"op": "prompts"},
+            {"op": "get_prompt", "name": "conformance__test_simple_prompt"},
+            {"op": "resources"},
+            {"op": "read", "uri": "test://template/42/data"},
+            {"op": "read", "uri": "test://static-text"},
+        ]),
+    ));
+    let prompts = names(&steps[0], "prompts");
+    assert!(
+        !prompts.contains(&"conformance__test_simple_prompt".to_string())
+            && prompts.contains(&"conformance__test_prompt_with_arguments".to_string()),
+        "{prompts:?}"
+    );
+    assert_eq!(steps[1]["error"]["code"], -32602, "{}", steps[1]);
+    assert!(
+        steps[2]["templates"].as_array().is_some_and(Vec::is_empty),
+        "{}",
+        steps[2]
+    );
+    assert_eq!(steps[3]["error"]["code"], -32002, "{}", steps[3]);
+    assert!(steps[4]["contents"].is_array(), "{}", steps[4]);
+
+    // Code mode offers two tools and nothing else.
+    let steps = run_mcp_steps(&stdio_plan(
+        &project,
+        &["--code-mode"],
+        json!([{"op": "prompts"}, {"op": "resources"}]),
+    ));
+    assert!(names(&steps[0], "prompts").is_empty(), "{}", steps[0]);
+    assert!(names(&steps[1], "resources").is_empty(), "{}", steps[1]);
+
+    // A server whose configuration denies all its tools relays nothing either.
+    project.config(
+        &json!({"mcpServers": {"conformance": {
+            "command": python(),
+            "args": [peer_file("mcp/conformance_fixture.py")],
+            "policy": "deny",
+        }}})
+        .to_string(),
+    );
+    let steps = run_mcp_steps(&stdio_plan(
+        &project,
+        &[],
+        json!([{"op": "prompts"}, {"op": "read", "uri": "test://static-text"}]),
+    ));
+    assert!(names(&steps[0], "prompts").is_empty(), "{}", steps[0]);
+    assert_eq!(steps[1]["error"]["code"], -32002, "{}", steps[1]);
+    assert_no_process_left(&project);
 }

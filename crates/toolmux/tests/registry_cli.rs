@@ -6,37 +6,24 @@
 mod api_support;
 mod support;
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use api_support::{KEY, Served, config_with_key};
+use api_support::{Served, config_with_key, run_with_key};
 use serde_json::{Value, json};
 use support::TestProject;
-
-fn python() -> String {
-    std::env::var("TOOLMUX_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
+use support::peers::python;
 
 const ADD_PY: &str = "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': args['a'] + args['b']}))\n";
 
 const ADD_SCHEMA: &str = r#"{"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}"#;
-
-fn config_file(project: &TestProject) -> PathBuf {
-    project.path().join(".toolmux/config.json")
-}
-
-fn saved(project: &TestProject) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(config_file(project)).expect("read"))
-        .expect("the config file is JSON")
-}
 
 #[test]
 fn a_script_tool_added_from_the_cli_is_callable_and_removed() {
     let project = TestProject::new();
     project.config(r#"{"logs": {"retentionDays": 7}}"#);
     project.write("add.py", ADD_PY);
-    let python = python();
+    let python = python().display().to_string();
     let out = project
         .run(&[
             "tools",
@@ -53,7 +40,7 @@ fn a_script_tool_added_from_the_cli_is_callable_and_removed() {
         .ok();
     assert!(out.contains("added script tool `add`"), "{out}");
     // The user's own key stays, first, as written.
-    let file = saved(&project);
+    let file = project.saved_config();
     let keys: Vec<&String> = file.as_object().expect("object").keys().collect();
     assert_eq!(keys, ["logs", "tools"]);
     assert_eq!(file["tools"]["add"]["command"], json!([python, "add.py"]));
@@ -70,7 +57,10 @@ fn a_script_tool_added_from_the_cli_is_callable_and_removed() {
 
     let out = project.run(&["tools", "remove", "add"]).ok();
     assert!(out.contains("removed script tool `add`"), "{out}");
-    assert_eq!(saved(&project), json!({"logs": {"retentionDays": 7}}));
+    assert_eq!(
+        project.saved_config(),
+        json!({"logs": {"retentionDays": 7}})
+    );
     let gone = project.run(&["tools", "call", "add", "-a", "a=1", "-a", "b=1"]);
     assert_eq!(gone.code(), 4, "{}", gone.stderr());
     let missing = project.run(&["tools", "remove", "add"]);
@@ -91,7 +81,7 @@ fn a_definition_file_registers_a_tool() {
     project
         .run(&["tools", "add", "add", "--file", &def.display().to_string()])
         .ok();
-    assert_eq!(saved(&project)["tools"]["add"]["timeoutMs"], 5000);
+    assert_eq!(project.saved_config()["tools"]["add"]["timeoutMs"], 5000);
     let called = project
         .run(&[
             "tools",
@@ -170,7 +160,7 @@ fn a_bad_definition_exits_with_the_config_code_and_leaves_the_file_byte_identica
             run.stderr()
         );
         assert_eq!(
-            std::fs::read_to_string(config_file(&project)).expect("read"),
+            std::fs::read_to_string(project.config_file()).expect("read"),
             seed,
             "{args:?} changed the file"
         );
@@ -179,7 +169,7 @@ fn a_bad_definition_exits_with_the_config_code_and_leaves_the_file_byte_identica
     let taken = project.run(&["tools", "add", "grep", "-d", "d", "--", "true"]);
     assert_eq!(taken.code(), 2, "{}", taken.stderr());
     assert_eq!(
-        std::fs::read_to_string(config_file(&project)).expect("read"),
+        std::fs::read_to_string(project.config_file()).expect("read"),
         seed
     );
 }
@@ -189,47 +179,25 @@ fn cli_writes_and_a_running_servers_writes_never_lose_each_other() {
     let project = TestProject::new();
     project.config(&config_with_key(""));
     let served = Served::start(&project, &[]);
-    let address = served.address.clone();
-    let auth = format!("Bearer {KEY}");
-    let threads: Vec<_> = (0..16)
-        .map(|i| {
-            let address = address.clone();
-            let auth = auth.clone();
-            let mut cli = project.cmd();
-            cli.env("TOOLMUX_TEST_KEY", KEY).args([
-                "tools",
-                "add",
-                &format!("cli{i}"),
-                "-d",
-                "from the CLI",
-                "--",
-                "true",
-            ]);
-            std::thread::spawn(move || {
+    std::thread::scope(|writers| {
+        for i in 0..16 {
+            let (project, served) = (&project, &served);
+            writers.spawn(move || {
                 if i % 2 == 0 {
-                    let out = cli.output().expect("run the CLI");
-                    assert!(
-                        out.status.success(),
-                        "{}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
+                    let name = format!("cli{i}");
+                    run_with_key(
+                        project,
+                        &["tools", "add", &name, "-d", "from the CLI", "--", "true"],
+                    )
+                    .ok();
                 } else {
                     let body = json!({"name": format!("api{i}"), "description": "from the API", "command": ["true"]});
-                    let response = api_support::request(
-                        &address,
-                        "POST",
-                        "/api/tools",
-                        &[("Authorization", &auth)],
-                        Some(&body.to_string()),
-                    );
+                    let response = served.send("POST", "/api/tools", Some(&body.to_string()));
                     assert_eq!(response.status, 201, "{}", response.body);
                 }
-            })
-        })
-        .collect();
-    for thread in threads {
-        thread.join().expect("a writer failed");
-    }
+            });
+        }
+    });
     let mut expected: Vec<String> = (0..16)
         .map(|i| {
             if i % 2 == 0 {
@@ -240,24 +208,11 @@ fn cli_writes_and_a_running_servers_writes_never_lose_each_other() {
         })
         .collect();
     expected.sort();
-    let mut on_disk: Vec<String> = saved(&project)["tools"]
-        .as_object()
-        .expect("tools")
-        .keys()
-        .cloned()
-        .collect();
-    on_disk.sort();
-    assert_eq!(on_disk, expected);
+    assert_eq!(project.saved_tool_names(), expected);
     // The server picks up the CLI's writes through its watcher.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let mut listed: Vec<String> = served.get("/api/tools?source=scripts").json()["tools"]
-            .as_array()
-            .expect("tools")
-            .iter()
-            .map(|t| t["name"].as_str().expect("name").to_string())
-            .collect();
-        listed.sort();
+        let listed = served.tool_names("scripts");
         if listed == expected {
             break;
         }
@@ -332,9 +287,9 @@ fn killing_a_writer_between_write_and_rename_leaves_the_old_config() {
     }
     let window = created.elapsed();
     assert!(child.wait().expect("wait").success());
-    assert_eq!(saved(&project), with);
+    assert_eq!(project.saved_config(), with);
     assert!(start(true).wait().expect("wait").success());
-    assert_eq!(saved(&project), without);
+    assert_eq!(project.saved_config(), without);
 
     // A cheap, fixed pseudo-random sequence (no dependency, the same run every time).
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -347,14 +302,14 @@ fn killing_a_writer_between_write_and_rename_leaves_the_old_config() {
     let (mut killed_mid_write, mut old_kept, mut new_whole) = (0, 0, 0);
     let rounds = 30;
     for _ in 0..rounds {
-        let has_big = saved(&project).get("tools").is_some();
+        let has_big = project.saved_config().get("tools").is_some();
         let mut child = start(has_big);
         wait_for_temp(&mut child);
         std::thread::sleep(window.mul_f64((next() % 1000) as f64 / 1000.0));
         let _ = child.kill();
         let _ = child.wait();
 
-        let now = saved(&project);
+        let now = project.saved_config();
         assert!(
             now == without || now == with,
             "the config file is neither the old nor the new content"

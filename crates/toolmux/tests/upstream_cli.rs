@@ -4,40 +4,27 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::TestProject;
+use support::peers::{node_peer, peer_file, python};
+use support::processes::{assert_exited, read_pid};
 
-fn peers() -> PathBuf {
-    let root = std::env::var_os("TOOLMUX_PEERS").map(PathBuf::from).unwrap_or_else(|| {
-        panic!("TOOLMUX_PEERS is not set: run the tests through ./scripts/test (it installs tests/peers/upstream)")
-    });
-    let dir = root.join("upstream");
-    assert!(
-        dir.join("node_modules/.bin/mcp-server-everything").exists(),
-        "the npm peers are not installed: run `npm ci` in {}",
-        dir.display()
-    );
-    dir
-}
+/// How long a server the CLI started may take to exit once the command is done.
+const EXIT_LIMIT: Duration = Duration::from_secs(5);
 
-fn python() -> String {
-    std::env::var("TOOLMUX_TEST_PYTHON").unwrap_or_else(|_| {
-        panic!("TOOLMUX_TEST_PYTHON is not set: run the tests through ./scripts/test (a venv with tests/peers/upstream/requirements.txt)")
-    })
-}
-
+/// The fault server (`tests/peers/upstream/faults.py`), as a command-line argument.
 fn faults() -> String {
-    peers().join("faults.py").display().to_string()
+    peer_file("upstream/faults.py").display().to_string()
 }
 
 /// `toolmux mcp add NAME -- python faults.py --pid-file PID ARGS...`, returning the pid file.
 fn add_faults(project: &TestProject, name: &str, extra: &[&str]) -> PathBuf {
     let pid_file = project.path().join(format!("{name}.pid"));
     let pid = pid_file.display().to_string();
-    let python = python();
+    let python = python().display().to_string();
     let script = faults();
     let mut args = vec![
         "mcp",
@@ -55,35 +42,11 @@ fn add_faults(project: &TestProject, name: &str, extra: &[&str]) -> PathBuf {
     pid_file
 }
 
-/// Fails unless the process whose id is in `pid_file` has exited (checked for a few seconds).
-fn assert_exited(pid_file: &Path) {
-    let pid = std::fs::read_to_string(pid_file).expect("the server wrote its pid");
-    let proc = PathBuf::from(format!("/proc/{}", pid.trim()));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while alive(&proc) {
-        assert!(
-            Instant::now() < deadline,
-            "server process {} is still running",
-            pid.trim()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn alive(proc: &Path) -> bool {
-    std::fs::read_to_string(proc.join("stat"))
-        .map(|stat| {
-            stat.rsplit_once(')')
-                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
-
 #[test]
 fn mcp_add_discovers_the_tools_and_the_cli_calls_them() {
     let project = TestProject::new();
     let pid_file = add_faults(&project, "faults", &[]);
-    assert_exited(&pid_file);
+    assert_exited(read_pid(&pid_file), EXIT_LIMIT);
 
     let list = project.run(&["mcp", "list", "--json"]).json();
     assert_eq!(list[0]["name"], "faults");
@@ -109,7 +72,7 @@ fn mcp_add_discovers_the_tools_and_the_cli_calls_them() {
         .run(&["tools", "call", "faults__echo", "-a", "text=hello"])
         .ok();
     assert_eq!(echo.trim(), "hello");
-    assert_exited(&pid_file);
+    assert_exited(read_pid(&pid_file), EXIT_LIMIT);
 
     let show = project.run(&["tools", "show", "faults__echo"]).ok();
     assert!(show.starts_with("faults__echo  (faults)"), "{show}");
@@ -120,7 +83,7 @@ fn mcp_add_discovers_the_tools_and_the_cli_calls_them() {
 fn tools_list_with_a_warm_cache_starts_no_server() {
     let project = TestProject::new();
     let pid_file = add_faults(&project, "faults", &[]);
-    assert_exited(&pid_file);
+    assert_exited(read_pid(&pid_file), EXIT_LIMIT);
     std::fs::remove_file(&pid_file).expect("remove pid file");
     let names = project.run(&["tools", "list", "--json"]).json();
     let names: Vec<&str> = names
@@ -154,7 +117,7 @@ fn a_crash_during_a_call_fails_that_call_and_names_the_server() {
         "{}",
         run.stderr()
     );
-    assert_exited(&pid_file);
+    assert_exited(read_pid(&pid_file), EXIT_LIMIT);
     let logs = project.run(&["mcp", "logs", "flaky"]).ok();
     assert!(logs.contains("faults: crashing on purpose"), "{logs}");
     assert!(logs.contains("started pid"), "{logs}");
@@ -220,7 +183,7 @@ fn refresh_reports_every_server_and_fails_for_a_broken_one() {
         "add",
         "broken",
         "--",
-        &python(),
+        &python().display().to_string(),
         &faults(),
         "--fail-start",
         "no credentials",
@@ -349,8 +312,7 @@ fn import_reads_other_clients_files_and_refuses_to_overwrite_without_force() {
 #[test]
 fn the_reference_everything_server_is_reachable_through_the_cli() {
     let project = TestProject::new();
-    let bin = peers()
-        .join("node_modules/.bin/mcp-server-everything")
+    let bin = node_peer("upstream", "mcp-server-everything")
         .display()
         .to_string();
     let out = project.run(&["mcp", "add", "everything", "--", &bin]).ok();
@@ -374,14 +336,6 @@ fn the_reference_everything_server_is_reachable_through_the_cli() {
         .filter_map(|l| l.split("started pid ").nth(1))
         .filter_map(|r| r.split(':').next())
     {
-        let proc = PathBuf::from(format!("/proc/{pid}"));
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while alive(&proc) {
-            assert!(
-                Instant::now() < deadline,
-                "everything server {pid} is still running"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        assert_exited(pid.parse().expect("a pid"), EXIT_LIMIT);
     }
 }

@@ -15,22 +15,16 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::Value;
+use support::peers::{node_peer, peers_dir};
 
 /// One scenario at a time: `sse-retry` measures the client's reconnection delay, and two
 /// suites sharing the machine's cores would blur it.
 static SUITE: Mutex<()> = Mutex::new(());
 
+/// The upstream peers' folder (`tests/peers/upstream`), with the conformance suite installed.
 fn upstream_peers() -> PathBuf {
-    let root = std::env::var_os("TOOLMUX_PEERS").map(PathBuf::from).unwrap_or_else(|| {
-        panic!("TOOLMUX_PEERS is not set: run the tests through ./scripts/test (it installs tests/peers/upstream)")
-    });
-    let dir = root.join("upstream");
-    assert!(
-        dir.join("node_modules/.bin/conformance").exists(),
-        "the conformance suite is not installed: run `npm ci` in {}",
-        dir.display()
-    );
-    dir
+    node_peer("upstream", "conformance");
+    peers_dir().join("upstream")
 }
 
 /// The client scenarios listed in the baseline file as known failures.

@@ -1,7 +1,8 @@
 //! `toolmux chat`: the terminal chat. Streams the answer to stdout, shows each tool call on
 //! stderr (name, source, short arguments, progress, outcome, duration), and asks approvals, the
-//! model's questions and MCP servers' forms (elicitation) inline. Also lists, renames and deletes conversations. The engine is shared with
-//! `toolmux serve`'s `/api/chat` through [`engine`].
+//! model's questions and MCP servers' forms (elicitation) inline. Also lists, renames and
+//! deletes conversations. The engine is shared with `toolmux serve`'s `/api/chat` through
+//! [`engine`].
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -12,7 +13,7 @@ use clap::{Args, Subcommand};
 use tokio::sync::mpsc;
 use toolmux_chat::{
     ChatEngine, ConversationStore, EngineSettings, FinishReason, Providers, Reply, ReplyError,
-    SqliteStore, TurnEvent, TurnRequest, field_value, form_fields,
+    SqliteStore, TurnEvent, TurnRequest, field_value, form_fields, preview,
 };
 use toolmux_core::{Approval, LogLevel};
 
@@ -194,16 +195,17 @@ async fn converse(project: &Project, args: ChatArgs) -> Result<u8, Failure> {
     let interactive = std::io::stdin().is_terminal();
     let mut lines = stdin_lines();
     let mut conversation = args.resume.clone();
-    if let Some(id) = &conversation
-        && engine
-            .store()
-            .get(id)
-            .context("cannot read the conversation")?
-            .is_none()
-    {
-        return Err(Failure::Usage(format!(
-            "no conversation `{id}` to resume (`toolmux chat list` shows them)"
-        )));
+    if let Some(id) = &conversation {
+        let wanted = id.clone();
+        let found = engine
+            .with_store(move |store| store.get(&wanted))
+            .await
+            .context("cannot read the conversation")?;
+        if found.is_none() {
+            return Err(Failure::Usage(format!(
+                "no conversation `{id}` to resume (`toolmux chat list` shows them)"
+            )));
+        }
     }
     let mut first = args.message.clone();
     let one_shot = first.is_some();
@@ -231,6 +233,7 @@ async fn converse(project: &Project, args: ChatArgs) -> Result<u8, Failure> {
         };
         let (id, events, cancel) = engine
             .start_turn(request)
+            .await
             .map_err(|e| Failure::Usage(e.to_string()))?;
         if conversation.is_none() {
             eprintln!("toolmux: conversation {id} (continue it with --resume {id})");
@@ -284,13 +287,13 @@ async fn show_turn(
                     "  ⚙ {} ({}) {}",
                     call.name,
                     source.unwrap_or_else(|| "unknown tool".into()),
-                    short(&call.arguments.to_string(), 100)
+                    preview(&call.arguments.to_string(), 100)
                 );
             }
             TurnEvent::ToolOutput(output) => {
                 let outcome = match (&output.error_code, output.is_error) {
-                    (Some(code), _) => format!("{code}: {}", short(&output.content, 100)),
-                    (None, true) => format!("error: {}", short(&output.content, 100)),
+                    (Some(code), _) => format!("{code}: {}", preview(&output.content, 100)),
+                    (None, true) => format!("error: {}", preview(&output.content, 100)),
                     (None, false) => format!("ok, {} bytes", output.content.len()),
                 };
                 eprintln!(
@@ -303,7 +306,7 @@ async fn show_turn(
                 prompt(&format!(
                     "  ? {}\n    arguments: {}\n    allow? [y/N] ",
                     pending.request.message,
-                    short(&pending.request.arguments.to_string(), 200)
+                    preview(&pending.request.arguments.to_string(), 200)
                 ));
                 let answer = lines.recv().await.unwrap_or_default();
                 let approval = if matches!(answer.trim(), "y" | "Y" | "yes") {
@@ -316,19 +319,14 @@ async fn show_turn(
                 // The call may have timed out meanwhile; then there is nothing to answer.
                 let _ = engine.approvals().answer(pending.id, approval);
             }
-            TurnEvent::ToolProgress {
-                call_id,
-                progress,
-                total,
-                message,
-            } => {
+            TurnEvent::ToolProgress { call_id, progress } => {
                 end_line(&mut out, &mut mid_line)?;
                 let name = names.get(&call_id).map_or("tool", String::as_str);
-                let amount = match total {
-                    Some(total) => format!("{progress}/{total}"),
-                    None => format!("{progress}"),
+                let amount = match progress.total {
+                    Some(total) => format!("{}/{total}", progress.progress),
+                    None => format!("{}", progress.progress),
                 };
-                let message = message.map(|m| format!(" {}", short(&m, 100)));
+                let message = progress.message.map(|m| format!(" {}", preview(&m, 100)));
                 eprintln!("  … {name} {amount}{}", message.unwrap_or_default());
             }
             // Servers log for their operators; a person chatting sees only what may need
@@ -347,7 +345,7 @@ async fn show_turn(
                             .ok()
                             .and_then(|v| v.as_str().map(str::to_string))
                             .unwrap_or_default(),
-                        short(&text, 200)
+                        preview(&text, 200)
                     );
                 }
             }
@@ -442,14 +440,4 @@ fn end_line(out: &mut std::io::Stdout, mid_line: &mut bool) -> Result<(), Failur
         *mid_line = false;
     }
     Ok(())
-}
-
-/// The first `max` characters, with an ellipsis when cut.
-fn short(text: &str, max: usize) -> String {
-    let one_line = text.replace('\n', " ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        format!("{}…", one_line.chars().take(max).collect::<String>())
-    }
 }

@@ -16,7 +16,7 @@ use toolmux_api::{
 use toolmux_mcp_server::{
     CancellationToken, LOOPBACK_HOSTS, LOOPBACK_ORIGINS, MCP_PATH, http_router,
 };
-use toolmux_upstream::{UpstreamError, UpstreamSource, Upstreams};
+use toolmux_upstream::{Relayed, UpstreamError, UpstreamSource, Upstreams};
 
 use crate::cli::ServeArgs;
 use crate::commands::mcp::serve_options;
@@ -373,11 +373,7 @@ impl toolmux_api::McpServers for UpstreamServers {
     }
 
     fn prompts(&self) -> Vec<Value> {
-        self.upstreams
-            .prompts()
-            .into_iter()
-            .map(|relayed| served(&relayed.item, relayed.name, &relayed.server))
-            .collect()
+        self.upstreams.prompts().into_iter().map(served).collect()
     }
 
     async fn get_prompt(
@@ -391,18 +387,14 @@ impl toolmux_api::McpServers for UpstreamServers {
     }
 
     fn resources(&self) -> Vec<Value> {
-        self.upstreams
-            .resources()
-            .into_iter()
-            .map(|relayed| served(&relayed.item, relayed.name, &relayed.server))
-            .collect()
+        self.upstreams.resources().into_iter().map(served).collect()
     }
 
     fn resource_templates(&self) -> Vec<Value> {
         self.upstreams
             .resource_templates()
             .into_iter()
-            .map(|relayed| served(&relayed.item, relayed.name, &relayed.server))
+            .map(served)
             .collect()
     }
 
@@ -455,28 +447,35 @@ impl UpstreamServers {
 
     /// The server a resource URI belongs to.
     fn resource_server(&self, uri: &str) -> Result<UpstreamSource, RelayError> {
-        self.upstreams.server_for_uri(uri).ok_or_else(|| {
-            RelayError::NotFound(format!(
-                "no MCP server behind toolmux lists the resource `{uri}`"
-            ))
-        })
+        self.upstreams
+            .locate_uri(uri)
+            .map(|(source, _)| source)
+            .ok_or_else(|| {
+                RelayError::NotFound(format!(
+                    "no MCP server behind toolmux lists the resource `{uri}`"
+                ))
+            })
     }
 
     /// The server of a resource template, named by its URI template (what MCP's `ref/resource`
     /// carries) or, failing that, by a URI it matches.
     fn template_server(&self, uri: &str) -> Result<UpstreamSource, RelayError> {
-        self.upstreams.server_for_template(uri).ok_or_else(|| {
-            RelayError::NotFound(format!(
-                "no MCP server behind toolmux lists the resource template `{uri}`"
-            ))
-        })
+        self.upstreams
+            .locate_template(uri)
+            .map(|(source, _)| source)
+            .ok_or_else(|| {
+                RelayError::NotFound(format!(
+                    "no MCP server behind toolmux lists the resource template `{uri}`"
+                ))
+            })
     }
 }
 
 /// An item a server listed, as the REST API shows it: MCP's JSON under its served name, with
 /// its server. Its own name becomes its title when it has none, as over MCP, so that a person
 /// still sees the name the server gave it.
-fn served(item: &impl serde::Serialize, name: String, server: &str) -> Value {
+fn served(relayed: Relayed<impl serde::Serialize>) -> Value {
+    let Relayed { server, name, item } = relayed;
     let mut value = serde_json::to_value(item).unwrap_or_else(|_| json!({}));
     if let Some(fields) = value.as_object_mut() {
         let own = fields.insert("name".into(), Value::String(name.clone()));
@@ -486,7 +485,7 @@ fn served(item: &impl serde::Serialize, name: String, server: &str) -> Value {
         {
             fields.insert("title".into(), Value::String(own));
         }
-        fields.insert("server".into(), Value::String(server.to_string()));
+        fields.insert("server".into(), Value::String(server));
     }
     value
 }
@@ -523,6 +522,7 @@ fn relay_error(error: UpstreamError) -> RelayError {
         UpstreamError::Start { .. }
         | UpstreamError::Unavailable { .. }
         | UpstreamError::Disabled { .. }
+        | UpstreamError::Retired { .. }
         | UpstreamError::Cache { .. } => RelayError::Unavailable(error.to_string()),
     }
 }
@@ -610,20 +610,20 @@ impl Access {
         Ok(ApiOptions {
             api_keys,
             require_key_for_reads: self.beyond_loopback,
-            allowed_hosts: LOOPBACK_HOSTS
-                .iter()
-                .map(|h| (*h).to_string())
-                .chain(server.allowed_hosts.iter().cloned())
-                .chain(self.hosts.iter().cloned())
-                .collect(),
-            allowed_origins: LOOPBACK_ORIGINS
-                .iter()
-                .map(|o| (*o).to_string())
-                .chain(server.allowed_origins.iter().cloned())
-                .chain(self.origins.iter().cloned())
-                .collect(),
+            allowed_hosts: allow_list(&LOOPBACK_HOSTS, &server.allowed_hosts, &self.hosts),
+            allowed_origins: allow_list(&LOOPBACK_ORIGINS, &server.allowed_origins, &self.origins),
         })
     }
+}
+
+/// Loopback is always allowed; the configuration and the command line can only add to it.
+fn allow_list(loopback: &[&str], configured: &[String], given: &[String]) -> Vec<String> {
+    loopback
+        .iter()
+        .map(|name| (*name).to_string())
+        .chain(configured.iter().cloned())
+        .chain(given.iter().cloned())
+        .collect()
 }
 
 /// Ctrl-C and SIGTERM, listened for from before the URL is printed: a signal that arrives

@@ -1,17 +1,18 @@
-//! Driving `toolmux serve` over HTTP in the REST API's tests: the real binary in the background
-//! and a tiny HTTP/1.1 client on a plain TCP stream (no client library between the test and
-//! the bytes on the wire).
+//! Driving `toolmux serve` over HTTP, for the tests of its REST API and its `/mcp` endpoint: the
+//! real binary in the background and a tiny HTTP/1.1 client on a plain TCP stream (no client
+//! library between the test and the bytes on the wire).
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::TestProject;
+use crate::support::processes::wait_bounded;
+use crate::support::{Run, TestProject};
 
 /// The API key the tests configure, through the environment variable `TOOLMUX_TEST_KEY`.
 pub const KEY: &str = "test-key-0123456789";
@@ -98,6 +99,27 @@ impl Served {
         )
     }
 
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.address
+            .rsplit_once(':')
+            .and_then(|(_, port)| port.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {}", self.address))
+    }
+
+    /// The names of one source's tools as the server lists them now, sorted.
+    pub fn tool_names(&self, source: &str) -> Vec<String> {
+        let listed = self.get(&format!("/api/tools?source={source}")).json();
+        let mut names: Vec<String> = listed["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no tools in {listed}"))
+            .iter()
+            .map(|t| t["name"].as_str().expect("name").to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// The MCP endpoint's URL.
     pub fn mcp_url(&self) -> String {
         format!("http://{}/mcp", self.address)
@@ -147,15 +169,8 @@ impl Served {
             .status()
             .expect("run kill");
         assert!(sent.success());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                assert!(status.success(), "toolmux serve exited with {status}");
-                return;
-            }
-            assert!(Instant::now() < deadline, "toolmux serve did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let status = wait_bounded(&mut self.child, Duration::from_secs(10));
+        assert!(status.success(), "toolmux serve exited with {status}");
     }
 }
 
@@ -164,6 +179,18 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs `toolmux ARGS` in the project with `TOOLMUX_TEST_KEY` set, as the configs of
+/// [`config_with_key`] need.
+pub fn run_with_key(project: &TestProject, args: &[&str]) -> Run {
+    let output = project
+        .cmd()
+        .env("TOOLMUX_TEST_KEY", KEY)
+        .args(args)
+        .output()
+        .expect("run toolmux");
+    Run(output)
 }
 
 /// One HTTP response.
@@ -277,80 +304,5 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
         let start = eol + 2;
         out.extend_from_slice(&data[start..start + size]);
         data = &data[start + size + 2..];
-    }
-}
-
-/// The Python with the MCP peers' requirements and the repository's `tests/peers` folder.
-pub fn peers() -> (std::path::PathBuf, std::path::PathBuf) {
-    use std::path::PathBuf;
-    let python = std::env::var_os("TOOLMUX_TEST_PYTHON").map(PathBuf::from);
-    let peers = std::env::var_os("TOOLMUX_PEERS").map(PathBuf::from);
-    match (python, peers) {
-        (Some(python), Some(peers)) if python.exists() && peers.join("mcp/client.py").exists() => {
-            (python, peers)
-        }
-        _ => panic!(
-            "this test needs the MCP peers: run it through scripts/test, or set \
-             TOOLMUX_TEST_PYTHON to a python with `pip install -r tests/peers/mcp/requirements.txt` \
-             and TOOLMUX_PEERS to the repository's tests/peers folder"
-        ),
-    }
-}
-
-/// Runs the Python MCP client (`tests/peers/mcp/client.py`) with a plan; returns the JSON
-/// lines it printed after its `connected` line, without the final `done` one.
-pub fn run_mcp_client(plan: &Value) -> Vec<Value> {
-    let (python, peers) = peers();
-    let output = Command::new(python)
-        .arg(peers.join("mcp/client.py"))
-        .arg(plan.to_string())
-        .output()
-        .expect("run the Python MCP client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the Python client failed\nstdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .filter(|l| l.get("connected").is_none() && l.get("done").is_none())
-        .collect()
-}
-
-/// Processes whose working directory is `dir` (Linux: read from /proc): toolmux itself, and
-/// the upstream servers it starts there.
-pub fn processes_in(dir: &std::path::Path) -> Vec<(u32, String)> {
-    let dir = dir.canonicalize().expect("canonical project dir");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
-            let cwd = std::fs::read_link(proc_dir.join("cwd")).ok()?;
-            let cmdline = std::fs::read(proc_dir.join("cmdline")).ok()?;
-            (cwd == dir).then(|| (pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")))
-        })
-        .collect()
-}
-
-/// Fails when a process (toolmux, or a server it started) still runs in the project a few
-/// seconds after the server stopped.
-pub fn assert_no_process_left(project: &TestProject) {
-    let started = Instant::now();
-    loop {
-        let left = processes_in(project.path());
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "processes left running: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -9,13 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 /// The chat peers; fails with instructions when they are not installed.
 pub fn peers() -> PathBuf {
-    let peers = std::env::var_os("TOOLMUX_PEERS").unwrap_or_else(|| {
-        panic!(
-            "TOOLMUX_PEERS is not set. Run ./scripts/test, or install the peers by hand: \
-             `(cd tests/peers/chat && npm ci)` and `export TOOLMUX_PEERS=$PWD/tests/peers`"
-        )
-    });
-    let chat = PathBuf::from(peers).join("chat");
+    let chat = crate::support::peers::peers_dir().join("chat");
     assert!(
         chat.join("node_modules/@copilotkit/aimock").is_dir()
             && chat.join("node_modules/ai").is_dir(),
@@ -65,14 +59,15 @@ impl Drop for Aimock {
     }
 }
 
-/// Runs the AI SDK's chat transport (`ui-client.mjs`) against `url` (`/api/chat`) with the API
-/// key `key` and returns `{chunks, message}`: the chunks as the `ai` package parsed them, and the
-/// UI message its `readUIMessageStream` assembled.
-pub fn ui_client(url: &str, key: &str, chat_id: &str, text: &str) -> serde_json::Value {
+/// Runs the AI SDK's chat transport (`ui-client.mjs`) against `/api/chat` on `address` with the
+/// API key `key` and returns `{chunks, message}`: the chunks as the `ai` package parsed them, and
+/// the UI message its `readUIMessageStream` assembled.
+pub fn ui_client(address: &str, key: &str, chat_id: &str, text: &str) -> serde_json::Value {
+    let url = format!("http://{address}/api/chat");
     let output = Command::new("node")
         .env("TOOLMUX_API_KEY", key)
         .arg(peers().join("ui-client.mjs"))
-        .args([url, chat_id, text])
+        .args([url.as_str(), chat_id, text])
         .output()
         .expect("run the AI SDK client");
     assert!(
@@ -116,4 +111,27 @@ pub fn stream_chat(
         events.push(event);
     }
     events
+}
+
+/// Runs `toolmux chat` as `command` with `typed` on its stdin, as a person at the terminal
+/// would answer its prompts, and returns its stdout and stderr once it has exited successfully.
+pub fn chat_typing(mut command: Command, typed: &str) -> (String, String) {
+    use std::io::Write;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start toolmux chat");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(typed.as_bytes())
+        .expect("answer");
+    let output = child.wait_with_output().expect("wait");
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    let err = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{err}");
+    (out, err)
 }

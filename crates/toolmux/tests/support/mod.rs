@@ -3,8 +3,12 @@
 
 #![allow(dead_code)]
 
+pub mod peers;
+pub mod processes;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 /// A temporary project directory with an isolated home, so the user's own configuration is
 /// never read.
@@ -39,6 +43,30 @@ impl TestProject {
     /// Writes `.toolmux/config.json`.
     pub fn config(&self, json: &str) -> PathBuf {
         self.write(".toolmux/config.json", json)
+    }
+
+    /// The project's `.toolmux/config.json`.
+    pub fn config_file(&self) -> PathBuf {
+        self.dir.path().join(".toolmux/config.json")
+    }
+
+    /// `.toolmux/config.json` as it is on disk now, parsed.
+    pub fn saved_config(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.config_file()).expect("read the config file");
+        serde_json::from_str(&text).expect("the config file is JSON")
+    }
+
+    /// The names of the script tools in `.toolmux/config.json` as it is on disk now, sorted.
+    pub fn saved_tool_names(&self) -> Vec<String> {
+        let saved = self.saved_config();
+        let mut names: Vec<String> = saved["tools"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no tools in {saved}"))
+            .keys()
+            .cloned()
+            .collect();
+        names.sort();
+        names
     }
 
     /// A `toolmux` command run in the project directory.
@@ -86,5 +114,15 @@ impl Run {
     /// Stdout parsed as JSON.
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.ok()).expect("stdout is JSON")
+    }
+}
+
+/// Polls `check` until it holds, for at most ten seconds: for what a running server does on
+/// its own time, such as applying an edit of the config file after its watcher's debounce.
+pub fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
