@@ -19,7 +19,8 @@ use futures::StreamExt;
 use serde_json::json;
 use toolmux_chat::{
     ChatEngine, ChatProvider, EngineSettings, HumanInputs, Message, ModelRequest, ProviderError,
-    ProviderEvent, ProviderStream, Providers, SqliteStore, ToolCall, TurnEvent, TurnRequest,
+    ProviderEvent, ProviderStream, Providers, SamplingSettings, SqliteStore, ToolCall, TurnEvent,
+    TurnRequest,
 };
 use toolmux_config::ProviderKind;
 use toolmux_core::{
@@ -160,6 +161,7 @@ fn measure(label: &str, extra_tools: usize, turns: usize) {
                 max_steps: STEPS + 1,
                 max_tool_result_bytes: 32 * 1024,
                 project_name: "bench".into(),
+                sampling: SamplingSettings::default(),
             },
         ));
         let mut per_step = Vec::with_capacity(turns);

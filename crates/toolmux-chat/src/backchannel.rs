@@ -5,14 +5,18 @@
 //! - Progress and log messages become [`TurnEvent::ToolProgress`] and [`TurnEvent::ToolLog`].
 //! - Elicitation shows the server's form to the person through [`HumanInputs`], as the model's
 //!   own questions are shown, and answers with MCP's `ElicitResult`.
-//! - Sampling spends the person's tokens on a server's behalf, so it waits for the person's
-//!   approval in the [`ApprovalQueue`], as an `ask` call does, then asks the turn's own
-//!   provider and model, without tools.
+//! - Sampling spends the person's tokens on a server's behalf, so by default (`ask`) it waits
+//!   for the person's approval in the [`ApprovalQueue`], as an `ask` call does, then asks the
+//!   turn's own provider and model, without tools. `chat.sampling` and a server's
+//!   `mcpServers.<name>.sampling` can instead answer without asking (`allow`) or refuse without
+//!   asking (`deny`). The tokens an answer takes count in the turn's usage.
 //!
 //! Nothing here waits past the call: when the call ends or the turn is cancelled, a pending
 //! question or approval is withdrawn and the request fails with a message that says which.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,6 +24,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use toolmux_config::SamplingPolicy;
 use toolmux_core::{
     Approval, ApprovalQueue, ApprovalRequest, Approver, Backchannel, BackchannelError, Channel,
     LogMessage, Progress,
@@ -27,10 +32,80 @@ use toolmux_core::{
 
 use crate::engine::{TurnEvent, preview};
 use crate::human_input::{HumanInputs, Reply};
-use crate::provider::{ChatProvider, Message, ModelRequest, ProviderEvent, ToolSpec};
+use crate::provider::{ChatProvider, Message, ModelRequest, ProviderEvent, ToolSpec, Usage};
 
 /// MCP's error code for a sampling request the person rejected.
 const USER_REJECTED: i32 = -1;
+
+/// What the chat does with each server's sampling requests: `chat.sampling`, and the servers
+/// whose `mcpServers.<name>.sampling` overrides it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SamplingSettings {
+    /// `chat.sampling`.
+    pub default: SamplingPolicy,
+    /// `mcpServers.<name>.sampling`, by server name (the source id of its tools).
+    pub servers: HashMap<String, SamplingPolicy>,
+}
+
+impl SamplingSettings {
+    /// The settings of a loaded configuration.
+    pub fn from_config(config: &toolmux_config::Config) -> Self {
+        Self {
+            default: config.chat.sampling,
+            servers: config
+                .mcp_servers
+                .iter()
+                .filter_map(|(name, server)| Some((name.as_str().to_string(), server.sampling?)))
+                .collect(),
+        }
+    }
+
+    /// What applies to `server`'s requests, and whether the server's own setting decided.
+    pub(crate) fn for_server(&self, server: &str) -> SamplingRule {
+        match self.servers.get(server) {
+            Some(policy) => SamplingRule {
+                policy: *policy,
+                from_server: true,
+            },
+            None => SamplingRule {
+                policy: self.default,
+                from_server: false,
+            },
+        }
+    }
+}
+
+/// The sampling setting that applies to one call's server.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SamplingRule {
+    pub(crate) policy: SamplingPolicy,
+    /// Whether it is the server's `mcpServers.<name>.sampling` (else `chat.sampling`).
+    pub(crate) from_server: bool,
+}
+
+/// Tokens a turn's model spent on sampling, added to by each call's backchannel while the
+/// loop runs; the loop adds them to the turn's usage when it ends.
+#[derive(Debug, Default)]
+pub(crate) struct TurnUsage {
+    input_tokens: AtomicU64,
+    output_tokens: AtomicU64,
+}
+
+impl TurnUsage {
+    fn add(&self, usage: Usage) {
+        self.input_tokens
+            .fetch_add(usage.input_tokens, Ordering::Relaxed);
+        self.output_tokens
+            .fetch_add(usage.output_tokens, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.load(Ordering::Relaxed),
+            output_tokens: self.output_tokens.load(Ordering::Relaxed),
+        }
+    }
+}
 
 /// The backchannel of one tool call in a chat turn.
 pub(crate) struct CallBackchannel {
@@ -53,6 +128,10 @@ pub(crate) struct CallBackchannel {
     /// The turn's provider and model, which answer sampling requests.
     pub(crate) provider: Arc<dyn ChatProvider>,
     pub(crate) model: String,
+    /// Whether the server's sampling requests are asked about, answered or refused.
+    pub(crate) sampling: SamplingRule,
+    /// Where the tokens of sampling answers are counted for the turn.
+    pub(crate) sampled: Arc<TurnUsage>,
 }
 
 impl CallBackchannel {
@@ -77,6 +156,47 @@ impl CallBackchannel {
             } else {
                 format!("the tool call ended while {waiting_for}")
             })),
+        }
+    }
+
+    /// Waits for the person's approval of a sampling request; an error is the refusal the
+    /// server hears.
+    async fn ask_to_sample(
+        &self,
+        request: Value,
+        sampling: &Sampling,
+    ) -> Result<(), BackchannelError> {
+        let approval = ApprovalRequest {
+            tool: self.tool.clone(),
+            source: self.source.clone(),
+            arguments: request,
+            channel: Channel::Chat,
+            session: Some(self.conversation.clone()),
+            message: format!(
+                "server `{}` asks your model ({}): {}",
+                self.source, self.model, sampling.preview
+            ),
+        };
+        let asked = tokio::time::timeout(self.approval_timeout, self.approvals.approve(&approval));
+        match self
+            .until_ended("its sampling request waited for approval", asked)
+            .await?
+        {
+            Ok(Approval::Allow) => Ok(()),
+            Ok(Approval::Deny { reason }) => Err(BackchannelError::Refused {
+                code: USER_REJECTED,
+                message: format!(
+                    "the person did not let server `{}` use their model: {reason}",
+                    self.source
+                ),
+            }),
+            Err(_) => Err(BackchannelError::Refused {
+                code: USER_REJECTED,
+                message: format!(
+                    "nobody approved the sampling request within {}",
+                    toolmux_core::format_duration(self.approval_timeout)
+                ),
+            }),
         }
     }
 
@@ -109,10 +229,10 @@ impl CallBackchannel {
                     }
                     break;
                 }
-                // No tools are offered, and the tokens are the provider's business here.
-                ProviderEvent::ToolCallDelta { .. }
-                | ProviderEvent::ToolCall(_)
-                | ProviderEvent::Usage(_) => {}
+                // The person pays for these tokens as for the turn's own.
+                ProviderEvent::Usage(usage) => self.sampled.add(usage),
+                // No tools are offered.
+                ProviderEvent::ToolCallDelta { .. } | ProviderEvent::ToolCall(_) => {}
             }
         }
         Ok(json!({
@@ -142,38 +262,21 @@ impl Backchannel for CallBackchannel {
 
     async fn sample(&self, request: Value) -> Result<Value, BackchannelError> {
         let sampling = Sampling::from_params(&request)?;
-        let approval = ApprovalRequest {
-            tool: self.tool.clone(),
-            source: self.source.clone(),
-            arguments: request,
-            channel: Channel::Chat,
-            session: Some(self.conversation.clone()),
-            message: format!(
-                "server `{}` asks your model ({}): {}",
-                self.source, self.model, sampling.preview
-            ),
-        };
-        let asked = tokio::time::timeout(self.approval_timeout, self.approvals.approve(&approval));
-        match self
-            .until_ended("its sampling request waited for approval", asked)
-            .await?
-        {
-            Ok(Approval::Allow) => {}
-            Ok(Approval::Deny { reason }) => {
+        match self.sampling.policy {
+            SamplingPolicy::Ask => self.ask_to_sample(request, &sampling).await?,
+            SamplingPolicy::Allow => {}
+            SamplingPolicy::Deny => {
+                let setting = if self.sampling.from_server {
+                    format!("mcpServers.{}.sampling", self.source)
+                } else {
+                    "chat.sampling".to_string()
+                };
                 return Err(BackchannelError::Refused {
                     code: USER_REJECTED,
                     message: format!(
-                        "the person did not let server `{}` use their model: {reason}",
+                        "sampling is denied by configuration: `{setting}` is `deny`, so server \
+                         `{}` may not use the chat's model",
                         self.source
-                    ),
-                });
-            }
-            Err(_) => {
-                return Err(BackchannelError::Refused {
-                    code: USER_REJECTED,
-                    message: format!(
-                        "nobody approved the sampling request within {}",
-                        toolmux_core::format_duration(self.approval_timeout)
                     ),
                 });
             }
@@ -346,6 +449,24 @@ mod tests {
             matches!(&sampling.messages[1], Message::Assistant { text, .. } if text == "Which one?")
         );
         assert_eq!(sampling.preview, text.replace('\n', " "));
+    }
+
+    #[test]
+    fn a_servers_own_sampling_setting_wins_over_the_chats() {
+        let settings = SamplingSettings {
+            default: SamplingPolicy::Deny,
+            servers: HashMap::from([("trusted".to_string(), SamplingPolicy::Allow)]),
+        };
+        let trusted = settings.for_server("trusted");
+        assert_eq!(
+            (trusted.policy, trusted.from_server),
+            (SamplingPolicy::Allow, true)
+        );
+        let other = settings.for_server("other");
+        assert_eq!(
+            (other.policy, other.from_server),
+            (SamplingPolicy::Deny, false)
+        );
     }
 
     #[test]

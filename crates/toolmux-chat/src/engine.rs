@@ -18,7 +18,7 @@ use toolmux_core::{
     Progress, ToolResult,
 };
 
-use crate::backchannel::CallBackchannel;
+use crate::backchannel::{CallBackchannel, SamplingSettings, TurnUsage};
 use crate::error::{ChatError, ProviderError, StoreError};
 use crate::human_input::{HumanInputs, InputRequest};
 use crate::prompt::system_prompt;
@@ -38,15 +38,19 @@ pub struct EngineSettings {
     pub max_tool_result_bytes: usize,
     /// The project's name, for the system prompt.
     pub project_name: String,
+    /// What a server's request to use the turn's model gets.
+    pub sampling: SamplingSettings,
 }
 
 impl EngineSettings {
-    /// Settings from the `chat` configuration section.
-    pub fn from_config(chat: &toolmux_config::ChatSettings, project_name: &str) -> Self {
+    /// Settings from the `chat` configuration section, with each MCP server's `sampling`.
+    pub fn from_config(config: &toolmux_config::Config, project_name: &str) -> Self {
+        let chat = &config.chat;
         Self {
             max_steps: chat.max_steps.get(),
             max_tool_result_bytes: chat.max_tool_result_bytes.get(),
             project_name: project_name.to_string(),
+            sampling: SamplingSettings::from_config(config),
         }
     }
 }
@@ -186,6 +190,9 @@ pub struct ChatEngine {
     approvals: Arc<ApprovalQueue>,
     inputs: Arc<HumanInputs>,
     settings: EngineSettings,
+    /// `settings.sampling` as currently in force: a running server's configuration can change
+    /// it ([`ChatEngine::set_sampling`]) without a restart.
+    sampling: Mutex<SamplingSettings>,
     running: Mutex<HashMap<String, CancellationToken>>,
     surface: Mutex<Option<Arc<Surface>>>,
 }
@@ -226,6 +233,9 @@ struct Turn {
     text: String,
     cancel: CancellationToken,
     events: mpsc::Sender<TurnEvent>,
+    /// Tokens the turn's model spent answering servers' sampling requests, which run inside
+    /// tool calls, away from the loop's own count.
+    sampled: Arc<TurnUsage>,
 }
 
 impl Turn {
@@ -254,6 +264,7 @@ impl ChatEngine {
             store,
             approvals,
             inputs,
+            sampling: Mutex::new(settings.sampling.clone()),
             settings,
             running: Mutex::new(HashMap::new()),
             surface: Mutex::new(None),
@@ -277,6 +288,12 @@ impl ChatEngine {
         });
         *cached = Some(Arc::clone(&surface));
         surface
+    }
+
+    /// Puts changed sampling settings into effect (a configuration reload): sampling requests
+    /// of tool calls that start from now on follow them.
+    pub fn set_sampling(&self, sampling: SamplingSettings) {
+        *self.sampling.lock().unwrap_or_else(PoisonError::into_inner) = sampling;
     }
 
     /// The conversation store.
@@ -375,6 +392,7 @@ impl ChatEngine {
             text: request.text,
             cancel: cancel.clone(),
             events: tx,
+            sampled: Arc::default(),
         };
         let engine = Arc::clone(self);
         tokio::spawn(async move {
@@ -393,11 +411,17 @@ impl ChatEngine {
     async fn run(&self, turn: &Turn) {
         let ended = self.run_steps(turn).await;
         let event = match ended {
-            Ok((reason, usage, steps)) => TurnEvent::Finished {
-                reason,
-                usage,
-                steps,
-            },
+            Ok((reason, mut usage, steps)) => {
+                // Every tool call, and so every sampling request, has ended by now.
+                let sampled = turn.sampled.get();
+                usage.input_tokens += sampled.input_tokens;
+                usage.output_tokens += sampled.output_tokens;
+                TurnEvent::Finished {
+                    reason,
+                    usage,
+                    steps,
+                }
+            }
             Err(message) => TurnEvent::Error { message },
         };
         turn.emit(event).await;
@@ -647,13 +671,13 @@ impl ChatEngine {
         // call's own backchannel; its questions end with the call (the guard), or with the turn.
         let ended = turn.cancel.child_token();
         let _ended = ended.clone().drop_guard();
+        let source = catalog
+            .get(&call.name)
+            .map(|e| e.descriptor.source.clone())
+            .unwrap_or_default();
         let backchannel = CallBackchannel {
             call_id: call.id.clone(),
             tool: call.name.clone(),
-            source: catalog
-                .get(&call.name)
-                .map(|e| e.descriptor.source.clone())
-                .unwrap_or_default(),
             conversation: turn.conversation.clone(),
             events: turn.events.clone(),
             turn: turn.cancel.clone(),
@@ -663,6 +687,13 @@ impl ChatEngine {
             inputs: Arc::clone(&self.inputs),
             provider: Arc::clone(&turn.provider),
             model: turn.model.clone(),
+            sampling: self
+                .sampling
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .for_server(&source),
+            sampled: Arc::clone(&turn.sampled),
+            source,
         };
         let context = context.clone().with_backchannel(Arc::new(backchannel));
         let report = self

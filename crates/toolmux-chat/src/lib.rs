@@ -21,6 +21,7 @@ mod providers;
 mod schema;
 mod store;
 
+pub use backchannel::SamplingSettings;
 pub use engine::{
     ChatEngine, EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest, cut, preview,
     tool_specs,

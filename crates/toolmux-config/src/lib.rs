@@ -54,7 +54,7 @@ pub use model::{
     Config, Defaults, FilterSettings, LogSettings, Policies, RateLimitSetting, SourceSettings,
     ToolSettings, WorkspaceLimits,
 };
-pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers};
+pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers, SamplingPolicy};
 pub use schema::{schema, starter_config};
 pub use scripts::{SCRIPT_SOURCE_ID, ScriptTool};
 pub use server::ServerSettings;

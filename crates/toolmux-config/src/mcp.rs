@@ -20,6 +20,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use toolmux_core::Policy;
 
 use crate::fields::ToolPattern;
+use crate::providers::SamplingPolicy;
 
 /// How long discovery (start, handshake, `tools/list`) may take when a server sets nothing.
 pub const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -113,6 +114,11 @@ pub struct ServerEntry {
     /// The prefix of its tools' registry names (`PREFIX__tool`); default: the server's name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix: Option<Prefix>,
+    /// What toolmux's chat does when this server asks to use the chat's model (MCP sampling):
+    /// `ask` asks the person each time, `allow` answers without asking, which spends your
+    /// tokens on the server's behalf, and `deny` refuses without asking. Default: `chat.sampling`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SamplingPolicy>,
 }
 
 /// How toolmux reaches a server.
@@ -182,6 +188,8 @@ pub struct McpServer {
     pub idle_timeout: Option<Duration>,
     /// The prefix override.
     pub prefix: Option<Prefix>,
+    /// Its sampling override of `chat.sampling`, when set.
+    pub sampling: Option<SamplingPolicy>,
 }
 
 impl McpServer {
@@ -237,6 +245,7 @@ impl TryFrom<ServerEntry> for McpServer {
             tool_timeout_ms,
             idle_timeout_ms,
             prefix,
+            sampling,
         } = entry;
         let kind = match (kind, &command, &url) {
             (_, Some(_), Some(_)) => {
@@ -314,6 +323,7 @@ impl TryFrom<ServerEntry> for McpServer {
                 Some(ms) => Some(Duration::from_millis(ms)),
             },
             prefix,
+            sampling,
         })
     }
 }
@@ -340,6 +350,7 @@ impl From<McpServer> for ServerEntry {
                 Some(d) => Some(d.as_millis() as u64),
             },
             prefix: server.prefix,
+            sampling: server.sampling,
             ..ServerEntry::default()
         };
         match server.transport {

@@ -48,7 +48,7 @@ pub struct ProviderSettings {
     default,
     rename_all = "camelCase",
     deny_unknown_fields,
-    expecting = "an object with `defaultProvider`, `maxSteps` and `maxToolResultBytes`"
+    expecting = "an object with `defaultProvider`, `maxSteps`, `maxToolResultBytes` and `sampling`"
 )]
 pub struct ChatSettings {
     /// The provider (a key of `providers`) used when a chat names none. Default: the only one,
@@ -60,6 +60,35 @@ pub struct ChatSettings {
     /// Tool results longer than this many bytes are cut before the model sees them; the full
     /// result stays in the execution log.
     pub max_tool_result_bytes: NonZeroUsize,
+    /// What the chat does when an MCP server asks to use the chat's model during a tool call
+    /// (MCP sampling): `ask` (the default) asks the person each time, `allow` answers without
+    /// asking, which spends your tokens on the server's behalf, and `deny` refuses without
+    /// asking. A server's own `mcpServers.<name>.sampling` overrides it.
+    pub sampling: SamplingPolicy,
+}
+
+/// What the chat does with an MCP server's request to use the chat's model (sampling).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SamplingPolicy {
+    /// Ask the person each time, as a call with policy `ask` does.
+    #[default]
+    Ask,
+    /// Answer without asking: the server spends your tokens on its own behalf.
+    Allow,
+    /// Refuse without asking; the server is told that configuration denies it.
+    Deny,
+}
+
+impl SamplingPolicy {
+    /// The value as it is written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SamplingPolicy::Ask => "ask",
+            SamplingPolicy::Allow => "allow",
+            SamplingPolicy::Deny => "deny",
+        }
+    }
 }
 
 /// Twenty-five steps; checked at compile time.
@@ -73,6 +102,7 @@ impl Default for ChatSettings {
             default_provider: None,
             max_steps: DEFAULT_MAX_STEPS,
             max_tool_result_bytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
+            sampling: SamplingPolicy::Ask,
         }
     }
 }

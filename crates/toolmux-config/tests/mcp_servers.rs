@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 use toolmux_config::{
-    ConfigError, LoadedConfig, McpTransport, check_config_text, load_with_env, project_config_path,
-    unexpanded_mcp_servers,
+    ConfigError, LoadedConfig, McpTransport, SamplingPolicy, check_config_text, load_with_env,
+    project_config_path, unexpanded_mcp_servers,
 };
 use toolmux_core::Policy;
 
@@ -362,5 +362,63 @@ fn the_schema_describes_server_entries() {
     assert!(
         text.contains("found on `PATH` unless it is a path"),
         "doc comments become descriptions"
+    );
+}
+
+#[test]
+fn sampling_is_read_for_the_chat_and_for_each_server() {
+    let project = Project::new();
+    project.config(
+        r#"{
+            "chat": {"sampling": "deny"},
+            "mcpServers": {
+                "trusted": {"command": "a", "sampling": "allow"},
+                "other": {"command": "b"}
+            }
+        }"#,
+    );
+    let config = project.load().expect("loads").config;
+    assert_eq!(config.chat.sampling, SamplingPolicy::Deny);
+    assert_eq!(
+        config.mcp_servers["trusted"].sampling,
+        Some(SamplingPolicy::Allow)
+    );
+    assert_eq!(
+        config.mcp_servers["other"].sampling, None,
+        "unset: chat.sampling applies"
+    );
+    // Unset everywhere, a server's request asks the person.
+    project.config(r#"{"mcpServers": {"x": {"command": "a"}}}"#);
+    assert_eq!(
+        project.load().expect("loads").config.chat.sampling,
+        SamplingPolicy::Ask
+    );
+}
+
+#[test]
+fn a_misspelt_sampling_value_is_reported_with_a_suggestion() {
+    let project = Project::new();
+    let (file, err) = project.error(
+        "{\n  \"mcpServers\": {\n    \"s\": {\"command\": \"a\", \"sampling\": \"alow\"}\n  }\n}\n",
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:3:44: at `mcpServers.s.sampling`: invalid value `alow`; did you mean `allow`?",
+            file.display()
+        )
+    );
+    assert_eq!(
+        (err.line, err.field.as_str()),
+        (Some(3), "mcpServers.s.sampling")
+    );
+    let (file, err) = project.error("{\n  \"chat\": {\"sampling\": \"never\"}\n}\n");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:2:30: at `chat.sampling`: invalid value `never`; expected one of `ask`, \
+             `allow`, `deny`",
+            file.display()
+        )
     );
 }

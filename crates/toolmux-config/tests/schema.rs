@@ -53,6 +53,10 @@ fn schema_rejects_unknown_keys_and_bad_values() {
     assert!(!validator.is_valid(&json!({
         "toolSettings": {"grep": {"rateLimit": {"requests": 1, "period": "soon"}}}
     })));
+    assert!(!validator.is_valid(&json!({"chat": {"sampling": "sometimes"}})));
+    assert!(
+        !validator.is_valid(&json!({"mcpServers": {"s": {"command": "a", "sampling": "yes"}}}))
+    );
     assert!(validator.is_valid(&json!({})));
 }
 
@@ -66,4 +70,24 @@ fn schema_descriptions_come_from_doc_comments() {
             .is_some_and(|d| d.contains("relative to the directory that holds `.toolmux/`")),
         "{root}"
     );
+    // Answering without asking costs the person money; the schema says so where it is set.
+    let text = schema.to_string();
+    let sampling = |path: &[&str]| {
+        let mut at = &schema;
+        for key in path {
+            at = &at[*key];
+        }
+        // Doc comments keep their line breaks; compare the words.
+        let text = at["description"].as_str().unwrap_or_default();
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    for description in [
+        sampling(&["$defs", "ChatSettings", "properties", "sampling"]),
+        sampling(&["$defs", "McpServer", "properties", "sampling"]),
+    ] {
+        assert!(
+            description.contains("spends your tokens on the server's behalf"),
+            "{text}"
+        );
+    }
 }

@@ -58,7 +58,7 @@ impl Upstreams {
         for source in self.relayable() {
             let listed = items(&source);
             let own: Vec<&str> = listed.iter().map(own_name).collect();
-            let names = registry_names(source.prefix(), &own);
+            let names = registry_names(&source.prefix(), &own);
             relayed.extend(listed.into_iter().zip(names).map(|(item, name)| Relayed {
                 server: source.name().to_string(),
                 name,

@@ -31,6 +31,9 @@ pub struct ApplyReport {
     pub added: Vec<String>,
     /// Servers whose entry changed: the old one was stopped and replaced.
     pub changed: Vec<String>,
+    /// Servers whose filters, policies, time limits or prefix changed: applied to the running
+    /// server, whose process carries on.
+    pub reconfigured: Vec<String>,
     /// Servers no longer configured: stopped and taken out of the hub.
     pub removed: Vec<String>,
 }
@@ -38,7 +41,10 @@ pub struct ApplyReport {
 impl ApplyReport {
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty()
+        self.added.is_empty()
+            && self.changed.is_empty()
+            && self.reconfigured.is_empty()
+            && self.removed.is_empty()
     }
 }
 
@@ -140,14 +146,22 @@ impl Upstreams {
             for spec in specs {
                 let old = servers.iter().position(|s| s.name() == spec.name);
                 match old.map(|i| servers.remove(i)) {
-                    // The hash covers what decides the tool list (the transport); the checked
-                    // entry covers the rest (filters, policies, time limits, and `${VAR}` values,
-                    // which the hash leaves out). A source's settings are fixed when it is made,
-                    // so a change in either replaces it.
+                    // The hash covers what decides the tool list (the transport as written); the
+                    // checked entry covers the rest (filters, policies, time limits, and
+                    // `${VAR}` values, which the hash leaves out). What the process itself
+                    // depends on replaces the server; the rest is applied to it as it runs.
                     Some(old)
                         if old.record().config_hash == spec.config_hash
                             && *old.server() == spec.server =>
                     {
+                        next.push(old)
+                    }
+                    Some(old)
+                        if old.record().config_hash == spec.config_hash
+                            && old.can_reconfigure(&spec.server) =>
+                    {
+                        report.reconfigured.push(spec.name.clone());
+                        old.reconfigure(spec.server);
                         next.push(old)
                     }
                     old => {

@@ -87,8 +87,8 @@ pub struct UpstreamSource {
 
 struct Inner {
     name: String,
-    prefix: String,
-    server: McpServer,
+    /// What can change while the server runs (see [`UpstreamSource::reconfigure`]).
+    settings: RwLock<Settings>,
     endpoint: Endpoint,
     config_hash: String,
     paths: ServerPaths,
@@ -109,6 +109,25 @@ struct Inner {
     subscriptions: Mutex<BTreeMap<String, usize>>,
     /// URIs of subscribed resources the server says changed.
     updates: broadcast::Sender<String>,
+}
+
+/// A server's configuration and the prefix of its registry names. Lock order: `view` before
+/// `settings` when both are held.
+struct Settings {
+    server: Arc<McpServer>,
+    prefix: String,
+}
+
+/// The prefix of a server's registry names: the configured one, else one from its name.
+fn prefix_of(name: &str, server: &McpServer) -> String {
+    server.prefix.as_ref().map_or_else(
+        || {
+            toolmux_config::Prefix::from_server_name(name)
+                .as_str()
+                .to_string()
+        },
+        |p| p.as_str().to_string(),
+    )
 }
 
 /// What `tools()` and `status()` read: the cache record and the descriptors made from it.
@@ -150,14 +169,7 @@ impl UpstreamSource {
             server,
             config_hash,
         } = spec;
-        let prefix = server.prefix.as_ref().map_or_else(
-            || {
-                toolmux_config::Prefix::from_server_name(&name)
-                    .as_str()
-                    .to_string()
-            },
-            |p| p.as_str().to_string(),
-        );
+        let prefix = prefix_of(&name, &server);
         let paths = ServerPaths::new(state_dir, &name);
         let record = match DiscoveryRecord::read(&paths.cache) {
             Some(record) if record.config_hash == config_hash => record,
@@ -182,8 +194,10 @@ impl UpstreamSource {
         Self {
             inner: Arc::new(Inner {
                 name,
-                prefix,
-                server,
+                settings: RwLock::new(Settings {
+                    server: Arc::new(server),
+                    prefix,
+                }),
                 endpoint,
                 config_hash,
                 paths,
@@ -212,13 +226,53 @@ impl UpstreamSource {
     }
 
     /// The prefix of its tools' registry names.
-    pub fn prefix(&self) -> &str {
-        &self.inner.prefix
+    pub fn prefix(&self) -> String {
+        read(&self.inner.settings).prefix.clone()
     }
 
     /// Its configuration.
-    pub fn server(&self) -> &McpServer {
-        &self.inner.server
+    pub fn server(&self) -> Arc<McpServer> {
+        self.inner.server()
+    }
+
+    /// Whether `server` differs from this server's configuration only in what can change
+    /// while it runs: tool filters, policies, time limits other than start-up, the prefix. The
+    /// transport (command, arguments, environment, URL, headers), the start-up limit and
+    /// `enabled` decide the process itself.
+    pub fn can_reconfigure(&self, server: &McpServer) -> bool {
+        let current = self.inner.server();
+        current.transport == server.transport
+            && current.startup_timeout == server.startup_timeout
+            && current.enabled == server.enabled
+    }
+
+    /// Applies a configuration for which [`UpstreamSource::can_reconfigure`] holds: its tools
+    /// are offered, named and limited anew from the cache, and a new catalog is published;
+    /// the running process, its subscriptions and its calls in flight carry on.
+    pub fn reconfigure(&self, server: McpServer) {
+        let inner = &self.inner;
+        let was_idling = inner.server().idle_timeout.is_some();
+        let idles = server.idle_timeout.is_some();
+        {
+            let mut view = write(&inner.view);
+            let prefix = prefix_of(&inner.name, &server);
+            view.tools = Arc::new(descriptors(&inner.name, &prefix, &server, &view.record));
+            *write(&inner.settings) = Settings {
+                server: Arc::new(server),
+                prefix,
+            };
+        }
+        inner.notify();
+        if idles && !was_idling {
+            // The running connection had no idle watcher; give it one.
+            let inner = Arc::clone(inner);
+            tokio::spawn(async move {
+                let conn = inner.slot.lock().await.as_ref().map(Arc::downgrade);
+                if let Some(conn) = conn {
+                    watch_idle(Arc::downgrade(&inner), conn).await;
+                }
+            });
+        }
     }
 
     /// Where its stderr and toolmux's notes about it are written.
@@ -240,7 +294,7 @@ impl UpstreamSource {
     /// configuration, or the last discovery failed.
     pub fn needs_discovery(&self) -> bool {
         let view = read(&self.inner.view);
-        self.inner.server.enabled && view.record.discovery_status != DiscoveryStatus::Success
+        self.inner.server().enabled && view.record.discovery_status != DiscoveryStatus::Success
     }
 
     /// The process group of its running process, when it is a running stdio server.
@@ -386,7 +440,7 @@ impl UpstreamSource {
     {
         let inner = &self.inner;
         let conn = inner.connection().await?;
-        let limit = inner.server.tool_timeout.unwrap_or(RELAY_TIMEOUT);
+        let limit = inner.server().tool_timeout.unwrap_or(RELAY_TIMEOUT);
         inner.touch();
         let answered = tokio::time::timeout(limit, send(Arc::clone(&conn))).await;
         inner.touch();
@@ -435,6 +489,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Inner {
+    /// The configuration now.
+    fn server(&self) -> Arc<McpServer> {
+        Arc::clone(&read(&self.settings).server)
+    }
+
     /// A failed relayed request, keeping the server's own error code when it answered with one.
     fn request_error(
         &self,
@@ -490,7 +549,7 @@ impl Inner {
                 server: self.name.clone(),
             });
         }
-        if !self.server.enabled {
+        if !self.server().enabled {
             return Err(UpstreamError::Disabled {
                 server: self.name.clone(),
             });
@@ -545,12 +604,8 @@ impl Inner {
                 *slot = Some(Arc::clone(&conn));
                 drop(slot);
                 self.touch();
-                if let Some(idle) = self.server.idle_timeout {
-                    tokio::spawn(watch_idle(
-                        Arc::downgrade(self),
-                        Arc::downgrade(&conn),
-                        idle,
-                    ));
+                if self.server().idle_timeout.is_some() {
+                    tokio::spawn(watch_idle(Arc::downgrade(self), Arc::downgrade(&conn)));
                 }
                 if was_failing {
                     self.notify();
@@ -596,7 +651,7 @@ impl Inner {
         self.notify();
         // Start-up has its own limit (each try); the discovery limit covers the listing, so a
         // slow `npx` download does not eat the time the server gets to list its tools.
-        let limit = self.server.discovery_timeout;
+        let limit = self.server().discovery_timeout;
         let listed = match self.connection().await {
             Ok(conn) => tokio::time::timeout(limit, Listing::read(&conn))
                 .await
@@ -625,8 +680,8 @@ impl Inner {
             Some(conn) if conn.is_alive() => conn.begin(),
             _ => return,
         };
-        let listed =
-            tokio::time::timeout(self.server.discovery_timeout, Listing::read(&conn)).await;
+        let limit = self.server().discovery_timeout;
+        let listed = tokio::time::timeout(limit, Listing::read(&conn)).await;
         let listed = match listed {
             Ok(Ok(listing)) => Ok(listing),
             _ if !conn.is_alive() => return,
@@ -634,7 +689,7 @@ impl Inner {
             Err(_) => Err(UpstreamError::Timeout {
                 server: self.name.clone(),
                 what: "discovery",
-                after: self.server.discovery_timeout,
+                after: limit,
             }),
         };
         if let Err(e) = self.record_discovery(listed) {
@@ -650,6 +705,7 @@ impl Inner {
     ) -> Result<DiscoveryOutcome, UpstreamError> {
         let (outcome, record) = {
             let mut view = write(&self.view);
+            let server = self.server();
             view.discovering = false;
             let mut record = view.record.clone();
             record.config_hash = self.config_hash.clone();
@@ -669,7 +725,7 @@ impl Inner {
                         offered: record
                             .tools
                             .iter()
-                            .filter(|t| self.server.offers(&t.name))
+                            .filter(|t| server.offers(&t.name))
                             .count(),
                     })
                 }
@@ -679,7 +735,14 @@ impl Inner {
                     Err(e)
                 }
             };
-            view.tools = Arc::new(descriptors(&self.name, &self.prefix, &self.server, &record));
+            let settings = read(&self.settings);
+            view.tools = Arc::new(descriptors(
+                &self.name,
+                &settings.prefix,
+                &settings.server,
+                &record,
+            ));
+            drop(settings);
             view.record = record.clone();
             (outcome, record)
         };
@@ -793,13 +856,17 @@ fn lists_changed(source: Weak<Inner>) -> Arc<dyn Fn() + Send + Sync> {
     })
 }
 
-/// Closes a connection once it has had no call in flight for `idle`.
-async fn watch_idle(source: Weak<Inner>, conn: Weak<Connection>, idle: Duration) {
-    let mut wait = idle;
+/// Closes a connection once it has had no call in flight for the server's `idleTimeoutMs`,
+/// read afresh each time (a reconfiguration may change or remove it).
+async fn watch_idle(source: Weak<Inner>, conn: Weak<Connection>) {
+    let mut wait = Duration::ZERO;
     loop {
         tokio::time::sleep(wait).await;
         let (Some(inner), Some(watched)) = (source.upgrade(), conn.upgrade()) else {
             return;
+        };
+        let Some(idle) = inner.server().idle_timeout else {
+            return; // no longer stopped when idle
         };
         let mut slot = inner.slot.lock().await;
         let current = slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, &watched));
@@ -912,7 +979,7 @@ impl std::fmt::Debug for UpstreamSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpstreamSource")
             .field("name", &self.inner.name)
-            .field("transport", &self.inner.server.transport.kind())
+            .field("transport", &self.inner.server().transport.kind())
             .finish_non_exhaustive()
     }
 }

@@ -565,3 +565,51 @@ async fn a_server_replaced_by_a_configuration_change_is_never_started_again() {
     assert!(echoed.text_content().contains("hi"), "{echoed:?}");
     upstreams.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_of_filters_or_policy_applies_to_the_running_server_without_a_restart() {
+    let project = Project::new(&json!({"mcpServers": {"faults": faults(&[])}}));
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    let server = upstreams.get("faults").expect("configured");
+    server.discover().await.expect("discovers");
+    let before = call(&hub, "faults__pid", json!({}))
+        .await
+        .expect("pid works")
+        .text_content();
+
+    let mut entry = faults(&[]);
+    entry["disabledTools"] = json!(["echo"]);
+    entry["toolPolicies"] = json!({"fail": "deny"});
+    entry["prefix"] = json!("f");
+    std::fs::write(
+        toolmux_config::project_config_path(project.path()),
+        json!({"mcpServers": {"faults": entry}}).to_string(),
+    )
+    .expect("edit the config");
+    let loaded = toolmux_config::load(project.path(), None).expect("config loads");
+    let report = upstreams.apply(&loaded, &hub);
+    assert_eq!(report.reconfigured, ["faults"], "{report:?}");
+    assert!(report.changed.is_empty(), "{report:?}");
+    assert!(
+        !server.retirement().is_cancelled(),
+        "the same server carries on"
+    );
+
+    let catalog = hub.catalog();
+    assert!(catalog.get("f__echo").is_none(), "echo is switched off");
+    assert!(
+        catalog.get("faults__pid").is_none(),
+        "renamed with the new prefix"
+    );
+    assert_eq!(
+        catalog.get("f__fail").map(|e| e.policy),
+        Some(toolmux_core::Policy::Deny)
+    );
+    let after = call(&hub, "f__pid", json!({}))
+        .await
+        .expect("pid works under its new name")
+        .text_content();
+    assert_eq!(before, after, "the process was not restarted");
+    upstreams.shutdown().await;
+}

@@ -1,7 +1,7 @@
 //! MCP servers added, replaced and removed through the REST API of a running `toolmux serve`,
 //! and by hand edits of the config file: written through the one writer, applied live (new
-//! tools listed and callable over REST and MCP, replaced servers restarted, removed ones
-//! stopped), and a bad entry refused with the file untouched. Against the Python fault server
+//! tools listed and callable over REST and MCP, reconfigured servers kept running, replaced
+//! ones restarted, removed ones stopped), and a bad entry refused with the file untouched. Against the Python fault server
 //! of `tests/peers/upstream`; no server process outlives a test.
 
 mod api_support;
@@ -90,10 +90,14 @@ fn a_server_added_through_the_api_is_discovered_callable_replaced_and_removed() 
         lines[2]
     );
 
-    // Replaced: the old process is stopped, the new entry's filter applies at once.
-    let mut changed = faults_entry(&pid_file, &[]);
-    changed["enabledTools"] = json!(["echo", "pid"]);
-    let put = served.send("PUT", "/api/mcp-servers/faults", Some(&changed.to_string()));
+    // Reconfigured: a new filter applies at once, to the same running process.
+    let mut filtered = faults_entry(&pid_file, &[]);
+    filtered["enabledTools"] = json!(["echo", "pid"]);
+    let put = served.send(
+        "PUT",
+        "/api/mcp-servers/faults",
+        Some(&filtered.to_string()),
+    );
     assert_eq!(put.status, 200, "{}", put.body);
     assert_eq!(
         put.json()["tools"],
@@ -101,12 +105,27 @@ fn a_server_added_through_the_api_is_discovered_callable_replaced_and_removed() 
         "{}",
         put.body
     );
-    assert_exited(first_pid, EXIT_LIMIT);
     assert_eq!(served.tool_names("faults"), ["faults__echo", "faults__pid"]);
-    let second_pid = read_pid(&pid_file);
-    assert_ne!(second_pid, first_pid);
     let called = served.post("/api/tools/faults__pid/call", "{}").json();
     assert_eq!(called["status"], "success", "{called}");
+    assert_eq!(
+        read_pid(&pid_file),
+        first_pid,
+        "a filter change needs no restart"
+    );
+    assert!(alive(first_pid));
+
+    // Replaced: a new command line stops the old process; the filter still applies.
+    let mut changed = faults_entry(&pid_file, &["--page-size", "50"]);
+    changed["enabledTools"] = json!(["echo", "pid"]);
+    let put = served.send("PUT", "/api/mcp-servers/faults", Some(&changed.to_string()));
+    assert_eq!(put.status, 200, "{}", put.body);
+    assert_exited(first_pid, EXIT_LIMIT);
+    assert_eq!(served.tool_names("faults"), ["faults__echo", "faults__pid"]);
+    let called = served.post("/api/tools/faults__pid/call", "{}").json();
+    assert_eq!(called["status"], "success", "{called}");
+    let second_pid = read_pid(&pid_file);
+    assert_ne!(second_pid, first_pid);
 
     // Removed: out of the file and the catalog, its process gone.
     let deleted = served.send("DELETE", "/api/mcp-servers/faults", None);

@@ -26,8 +26,14 @@ struct Fixture {
 }
 
 fn serve() -> Fixture {
+    serve_with(None, None)
+}
+
+/// [`serve`] with `chat.sampling` and the `conformance` server's own `sampling` set (left out
+/// when `None`).
+fn serve_with(chat: Option<&str>, server: Option<&str>) -> Fixture {
     let aimock = Aimock::start("backchannel.json");
-    let project = project(&aimock);
+    let project = project_with(&aimock, chat, server);
     let served = Served::start(&project, &[]);
     Fixture {
         served,
@@ -39,11 +45,16 @@ fn serve() -> Fixture {
 /// A project whose chat model is aimock and which has the conformance fixture as MCP server
 /// `conformance`, its tools discovered.
 fn project(aimock: &Aimock) -> TestProject {
+    project_with(aimock, None, None)
+}
+
+/// [`project`] with `chat.sampling` and the `conformance` server's own `sampling` set (left out
+/// when `None`).
+fn project_with(aimock: &Aimock, chat: Option<&str>, server: Option<&str>) -> TestProject {
     let python = support::peers::python();
     let fixture = support::peers::peer_file("mcp/conformance_fixture.py");
     let project = TestProject::new();
-    project.config(
-        &json!({
+    let mut config = json!({
             "providers": {"mock": {
                 "kind": "openai",
                 "baseUrl": format!("{}/v1", aimock.url),
@@ -55,9 +66,14 @@ fn project(aimock: &Aimock) -> TestProject {
                 "command": python,
                 "args": [fixture]
             }}
-        })
-        .to_string(),
-    );
+    });
+    if let Some(sampling) = chat {
+        config["chat"] = json!({"sampling": sampling});
+    }
+    if let Some(sampling) = server {
+        config["mcpServers"]["conformance"]["sampling"] = json!(sampling);
+    }
+    project.config(&config.to_string());
     project.run(&["mcp", "refresh"]).ok();
     project
 }
@@ -290,6 +306,118 @@ fn a_denied_sampling_request_never_reaches_the_model() {
     let shown = output.to_string();
     assert!(shown.contains("not my tokens"), "{shown}");
     assert_eq!(text(&events), "The server could not use your model.");
+}
+
+/// Runs "Ask the server to think" on `fixture` and returns the stream's events, failing when
+/// the person is asked to approve anything: these settings decide without asking.
+fn sample_without_asking(fixture: &Fixture, conversation: &str) -> Vec<Value> {
+    stream_chat(
+        &fixture.served.address,
+        KEY,
+        &json!({"conversation": conversation, "text": "Ask the server to think"}),
+        |event| {
+            assert_ne!(
+                event["type"], "data-approval",
+                "the person was asked although configuration decides: {event}"
+            );
+        },
+    )
+}
+
+/// Asserts that the sampling request was refused by configuration naming `setting`, without
+/// reaching the model.
+fn assert_refused_by(fixture: &Fixture, events: &[Value], setting: &str) {
+    assert!(sampling_requests(&fixture.aimock).is_empty());
+    let output = tool_output(events, "call_sample").to_string();
+    assert!(
+        output.contains("sampling is denied by configuration")
+            && output.contains(&format!("`{setting}` is `deny`")),
+        "{output}"
+    );
+    assert_eq!(text(events), "The server could not use your model.");
+}
+
+#[test]
+fn allowed_sampling_reaches_the_model_without_asking_the_person() {
+    let fixture = serve_with(Some("allow"), None);
+    let events = sample_without_asking(&fixture, "c-sample-allowed");
+    assert_eq!(sampling_requests(&fixture.aimock).len(), 1);
+    assert_outcome(
+        &events,
+        "call_sample",
+        "LLM response: Midnight blue.",
+        "The server's model says: midnight blue.",
+    );
+}
+
+#[test]
+fn denied_sampling_is_refused_without_asking_and_never_reaches_the_model() {
+    let fixture = serve_with(Some("deny"), None);
+    let events = sample_without_asking(&fixture, "c-sample-denied");
+    assert_refused_by(&fixture, &events, "chat.sampling");
+}
+
+#[test]
+fn a_servers_own_sampling_setting_wins_over_the_chats() {
+    let allowed = serve_with(Some("deny"), Some("allow"));
+    let events = sample_without_asking(&allowed, "c-sample-server-allowed");
+    assert_eq!(sampling_requests(&allowed.aimock).len(), 1);
+    assert_outcome(
+        &events,
+        "call_sample",
+        "LLM response: Midnight blue.",
+        "The server's model says: midnight blue.",
+    );
+    drop(allowed);
+    let denied = serve_with(Some("allow"), Some("deny"));
+    let events = sample_without_asking(&denied, "c-sample-server-denied");
+    assert_refused_by(&denied, &events, "mcpServers.conformance.sampling");
+}
+
+#[test]
+fn a_sampling_setting_edited_while_serve_runs_applies_to_the_next_request() {
+    let fixture = serve_with(Some("deny"), None);
+    let events = sample_without_asking(&fixture, "c-sample-before-edit");
+    assert_refused_by(&fixture, &events, "chat.sampling");
+
+    let mut config = fixture._project.saved_config();
+    config["chat"]["sampling"] = json!("allow");
+    // A script tool added in the same edit shows when the reload has been applied.
+    config["tools"] = json!({"hello": {"description": "Greets.", "command": ["echo", "hi"]}});
+    fixture._project.config(&config.to_string());
+    support::wait_until("the reloaded configuration", || {
+        fixture.served.tool_names("scripts") == ["hello"]
+    });
+    assert!(
+        !fixture.served.stderr().contains("`chat` changed"),
+        "a sampling change needs no restart: {}",
+        fixture.served.stderr()
+    );
+    let events = sample_without_asking(&fixture, "c-sample-after-edit");
+    assert_eq!(sampling_requests(&fixture.aimock).len(), 1);
+    assert_outcome(
+        &events,
+        "call_sample",
+        "LLM response: Midnight blue.",
+        "The server's model says: midnight blue.",
+    );
+}
+
+#[test]
+fn the_tokens_of_a_sampling_answer_count_in_the_turns_usage() {
+    let fixture = serve_with(Some("allow"), None);
+    let events = sample_without_asking(&fixture, "c-sample-usage");
+    let finish = events
+        .iter()
+        .find(|e| e["type"] == "finish")
+        .unwrap_or_else(|| panic!("no finish in {events:?}"));
+    // The fixture's counts: the tool call (10 in, 1 out), the sampling answer (1000, 100) and
+    // the final answer (20, 2).
+    assert_eq!(
+        finish["messageMetadata"]["usage"],
+        json!({"inputTokens": 1030, "outputTokens": 103}),
+        "{finish}"
+    );
 }
 
 /// Runs "Register me with the server" and answers the server's form with `answer`; returns the

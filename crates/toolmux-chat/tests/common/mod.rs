@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use toolmux_chat::{
     ChatEngine, EngineSettings, GenaiProvider, HumanInputSource, HumanInputs, Providers,
-    SqliteStore, TurnEvent,
+    SamplingSettings, SqliteStore, TurnEvent,
 };
 use toolmux_config::{ProviderKind, ProviderSettings};
 use toolmux_core::{ApprovalQueue, Hub, HubSettings, NullSink};
@@ -152,6 +152,7 @@ impl Harness {
                 max_steps,
                 max_tool_result_bytes: 32 * 1024,
                 project_name: "test".into(),
+                sampling: SamplingSettings::default(),
             },
         ));
         Self { dir, hub, engine }

@@ -86,7 +86,7 @@ pub(crate) fn engine(project: &Project) -> Result<Arc<ChatEngine>, Failure> {
         store,
         project.approvals.clone(),
         project.inputs.clone(),
-        EngineSettings::from_config(&config.chat, &name),
+        EngineSettings::from_config(config, &name),
     )))
 }
 
@@ -98,9 +98,8 @@ fn open_store(project: &Project) -> Result<Arc<SqliteStore>, Failure> {
 }
 
 /// The chat's HTTP routes for `toolmux serve`.
-pub(crate) fn http_router(project: &Project) -> Result<axum::Router, Failure> {
-    let state = toolmux_chat::http::ChatHttpState::new(engine(project)?);
-    Ok(toolmux_chat::http::router(state))
+pub(crate) fn http_router(engine: Arc<ChatEngine>) -> axum::Router {
+    toolmux_chat::http::router(toolmux_chat::http::ChatHttpState::new(engine))
 }
 
 pub async fn run(project: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {

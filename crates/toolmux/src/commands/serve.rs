@@ -66,9 +66,11 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
         user_config: toolmux_config::user_config_path(),
     };
     let live = access.live.clone();
+    let chat_engine = crate::commands::chat::engine(&project)?;
     let apply = apply_to(
         project.hub.clone(),
         project.upstreams.clone(),
+        chat_engine.clone(),
         project.loaded.clone(),
         access,
     );
@@ -95,7 +97,7 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
     );
     let shutdown = CancellationToken::new();
     // The chat routes sit behind the REST API's guard, so every HTTP route is checked alike.
-    let chat = toolmux_api::guarded(api.clone(), crate::commands::chat::http_router(&project)?);
+    let chat = toolmux_api::guarded(api.clone(), crate::commands::chat::http_router(chat_engine));
     let mcp = http_router(project.hub.clone(), options, shutdown.clone());
     let router = toolmux_api::mcp_guarded(live, mcp)
         .merge(api_router(api))
@@ -219,6 +221,7 @@ async fn serve_unix(
 fn apply_to(
     hub: toolmux_core::Hub,
     upstreams: Arc<Upstreams>,
+    chat: Arc<toolmux_chat::ChatEngine>,
     current: toolmux_config::LoadedConfig,
     access: Access,
 ) -> Apply {
@@ -262,11 +265,17 @@ fn apply_to(
                 )));
             }
         }
+        let sampling = toolmux_chat::SamplingSettings::from_config(after);
+        if sampling != toolmux_chat::SamplingSettings::from_config(before) {
+            chat.set_sampling(sampling);
+            tracing::info!("sampling settings (`chat.sampling`, `mcpServers.*.sampling`) updated");
+        }
         let report = upstreams.apply(loaded, &hub);
         if !report.is_empty() {
             tracing::info!(
                 added = ?report.added,
                 changed = ?report.changed,
+                reconfigured = ?report.reconfigured,
                 removed = ?report.removed,
                 "MCP servers updated"
             );
@@ -309,7 +318,15 @@ fn needs_restart(
         ("workspace", before.workspace != after.workspace),
         ("logs", before.logs != after.logs),
         ("providers", before.providers != after.providers),
-        ("chat", before.chat != after.chat),
+        // `chat.sampling` applies live (above); the rest of `chat` shapes the engine at start.
+        ("chat", {
+            let without_sampling = |c: &toolmux_config::ChatSettings| {
+                let mut c = c.clone();
+                c.sampling = Default::default();
+                c
+            };
+            without_sampling(&before.chat) != without_sampling(&after.chat)
+        }),
     ]
     .into_iter()
     .filter(|(_, changed)| *changed)
