@@ -337,17 +337,22 @@ fn assert_refused_by(fixture: &Fixture, events: &[Value], setting: &str) {
     assert_eq!(text(events), "The server could not use your model.");
 }
 
-#[test]
-fn allowed_sampling_reaches_the_model_without_asking_the_person() {
-    let fixture = serve_with(Some("allow"), None);
-    let events = sample_without_asking(&fixture, "c-sample-allowed");
+/// Asserts that the sampling request reached the model once and its answer the tool.
+fn assert_answered_by_the_model(fixture: &Fixture, events: &[Value]) {
     assert_eq!(sampling_requests(&fixture.aimock).len(), 1);
     assert_outcome(
-        &events,
+        events,
         "call_sample",
         "LLM response: Midnight blue.",
         "The server's model says: midnight blue.",
     );
+}
+
+#[test]
+fn allowed_sampling_reaches_the_model_without_asking_the_person() {
+    let fixture = serve_with(Some("allow"), None);
+    let events = sample_without_asking(&fixture, "c-sample-allowed");
+    assert_answered_by_the_model(&fixture, &events);
 }
 
 #[test]
@@ -361,13 +366,7 @@ fn denied_sampling_is_refused_without_asking_and_never_reaches_the_model() {
 fn a_servers_own_sampling_setting_wins_over_the_chats() {
     let allowed = serve_with(Some("deny"), Some("allow"));
     let events = sample_without_asking(&allowed, "c-sample-server-allowed");
-    assert_eq!(sampling_requests(&allowed.aimock).len(), 1);
-    assert_outcome(
-        &events,
-        "call_sample",
-        "LLM response: Midnight blue.",
-        "The server's model says: midnight blue.",
-    );
+    assert_answered_by_the_model(&allowed, &events);
     drop(allowed);
     let denied = serve_with(Some("allow"), Some("deny"));
     let events = sample_without_asking(&denied, "c-sample-server-denied");
@@ -394,13 +393,7 @@ fn a_sampling_setting_edited_while_serve_runs_applies_to_the_next_request() {
         fixture.served.stderr()
     );
     let events = sample_without_asking(&fixture, "c-sample-after-edit");
-    assert_eq!(sampling_requests(&fixture.aimock).len(), 1);
-    assert_outcome(
-        &events,
-        "call_sample",
-        "LLM response: Midnight blue.",
-        "The server's model says: midnight blue.",
-    );
+    assert_answered_by_the_model(&fixture, &events);
 }
 
 #[test]
