@@ -33,26 +33,11 @@ fn write(dir: &std::path::Path, relative: &str, contents: &str) {
 #[tokio::test]
 async fn the_model_greps_then_reads_and_the_answer_quotes_the_file_and_survives_a_restart() {
     let aimock = Aimock::start();
-    let dir = tempfile::tempdir().expect("temp");
-    write(
-        dir.path(),
-        "notes/release.md",
-        "# Release\nThe codename is Bluefin.\n",
-    );
-    let root = dir.path().to_path_buf();
-    let harness = Harness::in_dir(
-        dir,
-        &aimock,
-        HubSettings::default(),
-        25,
-        ProviderKind::Openai,
-    );
-    let (conversation, events, _) = harness
-        .engine
-        .start_turn(ask("Where is the release codename defined?"))
-        .await
-        .expect("turn starts");
-    let events = collect(events).await;
+    let harness = Harness::with_release_notes(&aimock);
+    let root = harness.dir.path().to_path_buf();
+    let (conversation, events) = harness
+        .turn(None, "Where is the release codename defined?")
+        .await;
     let outs = outputs(&events);
     assert_eq!(
         outs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
@@ -90,26 +75,11 @@ async fn the_model_greps_then_reads_and_the_answer_quotes_the_file_and_survives_
 #[tokio::test]
 async fn a_resumed_conversation_sends_its_whole_history_to_the_model() {
     let aimock = Aimock::start();
-    let dir = tempfile::tempdir().expect("temp");
-    write(
-        dir.path(),
-        "notes/release.md",
-        "# Release\nThe codename is Bluefin.\n",
-    );
-    let path = dir.path().to_path_buf();
-    let harness = Harness::in_dir(
-        dir,
-        &aimock,
-        HubSettings::default(),
-        25,
-        ProviderKind::Openai,
-    );
-    let (conversation, events, _) = harness
-        .engine
-        .start_turn(ask("Where is the release codename defined?"))
-        .await
-        .expect("turn starts");
-    collect(events).await;
+    let harness = Harness::with_release_notes(&aimock);
+    let path = harness.dir.path().to_path_buf();
+    let (conversation, _) = harness
+        .turn(None, "Where is the release codename defined?")
+        .await;
     // Restart: drop the engine and its hub, open everything again on the same project.
     let Harness { dir, engine, hub } = harness;
     drop(engine);
@@ -122,17 +92,10 @@ async fn a_resumed_conversation_sends_its_whole_history_to_the_model() {
         ProviderKind::Openai,
     );
     assert_eq!(harness.dir.path(), path);
-    let (same, events, _) = harness
-        .engine
-        .start_turn(TurnRequest {
-            conversation: Some(conversation.clone()),
-            text: "Who chose the codename?".into(),
-            ..Default::default()
-        })
-        .await
-        .expect("turn starts");
+    let (same, events) = harness
+        .turn(Some(&conversation), "Who chose the codename?")
+        .await;
     assert_eq!(same, conversation);
-    let events = collect(events).await;
     assert_eq!(text(&events), "The notes do not say who chose Bluefin.");
     let journal = aimock.journal();
     let last_request = journal
@@ -189,12 +152,7 @@ async fn parallel_tool_calls_of_one_step_run_at_the_same_time() {
     harness.hub.add_source(Arc::new(Probe {
         barrier: Arc::new(tokio::sync::Barrier::new(2)),
     }));
-    let (_, events, _) = harness
-        .engine
-        .start_turn(ask("Compare both probes"))
-        .await
-        .expect("turn starts");
-    let events = collect(events).await;
+    let (_, events) = harness.turn(None, "Compare both probes").await;
     let outs = outputs(&events);
     assert_eq!(outs.len(), 2);
     assert!(
@@ -285,12 +243,7 @@ async fn request_human_input_asks_the_person_and_feeds_back_the_answer() {
 async fn the_step_limit_ends_the_turn_with_a_visible_message() {
     let aimock = Aimock::start();
     let harness = Harness::new(&aimock, HubSettings::default(), 3);
-    let (conversation, events, _) = harness
-        .engine
-        .start_turn(ask("Keep listing forever"))
-        .await
-        .expect("turn starts");
-    let events = collect(events).await;
+    let (conversation, events) = harness.turn(None, "Keep listing forever").await;
     assert_eq!(outputs(&events).len(), 3);
     assert!(
         text(&events).contains("I stopped after 3 steps"),
@@ -360,12 +313,7 @@ async fn a_cancelled_turn_stops_streaming_and_keeps_what_arrived() {
 async fn a_rate_limited_provider_ends_the_turn_with_a_clear_error() {
     let aimock = Aimock::start();
     let harness = Harness::new(&aimock, HubSettings::default(), 25);
-    let (_, events, _) = harness
-        .engine
-        .start_turn(ask("Are you rate limited?"))
-        .await
-        .expect("turn starts");
-    let events = collect(events).await;
+    let (_, events) = harness.turn(None, "Are you rate limited?").await;
     let TurnEvent::Error { message } = last(&events) else {
         panic!("expected an error, got {:?}", last(&events));
     };
@@ -377,12 +325,7 @@ async fn a_rate_limited_provider_ends_the_turn_with_a_clear_error() {
 async fn a_dropped_stream_ends_the_turn_with_a_clear_error() {
     let aimock = Aimock::start();
     let harness = Harness::new(&aimock, HubSettings::default(), 25);
-    let (_, events, _) = harness
-        .engine
-        .start_turn(ask("Drop the line halfway"))
-        .await
-        .expect("turn starts");
-    let events = collect(events).await;
+    let (_, events) = harness.turn(None, "Drop the line halfway").await;
     let TurnEvent::Error { message } = last(&events) else {
         panic!("expected an error, got {:?}", last(&events));
     };
@@ -395,12 +338,7 @@ async fn anthropic_and_gemini_wire_formats_stream_through_the_same_loop() {
     for kind in [ProviderKind::Anthropic, ProviderKind::Gemini] {
         let dir = tempfile::tempdir().expect("temp");
         let harness = Harness::in_dir(dir, &aimock, HubSettings::default(), 25, kind);
-        let (_, events, _) = harness
-            .engine
-            .start_turn(ask("Say hello"))
-            .await
-            .expect("turn starts");
-        let events = collect(events).await;
+        let (_, events) = harness.turn(None, "Say hello").await;
         assert_eq!(
             text(&events),
             "Hello from the mock model.",

@@ -87,16 +87,11 @@ impl Relay<'_> {
 
     /// The server and own name of a served prompt name.
     fn prompt(&self, served: &str) -> Option<(UpstreamSource, String)> {
-        let relayed = self
+        let (source, relayed) = self
             .upstreams
-            .prompts()
-            .into_iter()
-            .filter(|r| self.serves(&r.server, &r.name))
-            .find(|r| match self.options.pass_through {
-                None => r.name == served,
-                Some(_) => r.item.name == served,
-            })?;
-        Some((self.upstreams.get(&relayed.server)?, relayed.item.name))
+            .prompt(served, self.options.pass_through.as_deref())?;
+        self.serves(&relayed.server, &relayed.name)
+            .then_some((source, relayed.item.name))
     }
 
     /// The server a resource URI (or, with `template`, a URI template) belongs to, when these

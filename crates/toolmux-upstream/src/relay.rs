@@ -68,18 +68,18 @@ impl Upstreams {
         relayed
     }
 
-    /// The server of a prompt and the prompt's own name there, by the name it is served
-    /// under: its registry name, or with `pass_through`, its own name on that one server.
+    /// A prompt and its server, by the name it is served under: its registry name, or with
+    /// `pass_through`, its own name on that one server.
     pub fn prompt(
         &self,
         served: &str,
         pass_through: Option<&str>,
-    ) -> Option<(UpstreamSource, String)> {
+    ) -> Option<(UpstreamSource, Relayed<Prompt>)> {
         let relayed = self.prompts().into_iter().find(|r| match pass_through {
             None => r.name == served,
             Some(only) => r.server == only && r.item.name == served,
         })?;
-        Some((self.get(&relayed.server)?, relayed.item.name))
+        Some((self.get(&relayed.server)?, relayed))
     }
 
     /// Where a resource URI comes from: the server and the registry name of the resource

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use toolmux_chat::{
     ChatEngine, EngineSettings, GenaiProvider, HumanInputSource, HumanInputs, Providers,
-    SamplingSettings, SqliteStore, TurnEvent,
+    SamplingSettings, SqliteStore, TurnEvent, TurnRequest,
 };
 use toolmux_config::{ProviderKind, ProviderSettings};
 use toolmux_core::{ApprovalQueue, Hub, HubSettings, NullSink};
@@ -156,6 +156,31 @@ impl Harness {
             },
         ));
         Self { dir, hub, engine }
+    }
+
+    /// A harness on a project whose `notes/release.md` names the release codename (what the
+    /// fixture's grep-then-read conversation looks for).
+    pub fn with_release_notes(aimock: &Aimock) -> Self {
+        let harness = Self::new(aimock, HubSettings::default(), 25);
+        let notes = harness.dir.path().join("notes/release.md");
+        std::fs::create_dir_all(notes.parent().expect("parent")).expect("mkdir");
+        std::fs::write(notes, "# Release\nThe codename is Bluefin.\n").expect("write");
+        harness
+    }
+
+    /// Runs one turn to its end, in `conversation` or a new one; returns the conversation id
+    /// and every event.
+    pub async fn turn(&self, conversation: Option<&str>, text: &str) -> (String, Vec<TurnEvent>) {
+        let (id, events, _) = self
+            .engine
+            .start_turn(TurnRequest {
+                conversation: conversation.map(str::to_string),
+                text: text.into(),
+                ..Default::default()
+            })
+            .await
+            .expect("turn starts");
+        (id, collect(events).await)
     }
 }
 

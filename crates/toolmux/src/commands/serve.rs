@@ -455,11 +455,14 @@ impl toolmux_api::McpServers for UpstreamServers {
 impl UpstreamServers {
     /// The server and own name of a prompt by its served name.
     fn prompt(&self, served: &str) -> Result<(UpstreamSource, String), RelayError> {
-        self.upstreams.prompt(served, None).ok_or_else(|| {
-            RelayError::NotFound(format!(
-                "no MCP server behind toolmux offers the prompt `{served}`"
-            ))
-        })
+        let found = self.upstreams.prompt(served, None);
+        found
+            .map(|(source, relayed)| (source, relayed.item.name))
+            .ok_or_else(|| {
+                RelayError::NotFound(format!(
+                    "no MCP server behind toolmux offers the prompt `{served}`"
+                ))
+            })
     }
 
     /// The server a resource URI belongs to.
