@@ -1,21 +1,20 @@
 //! `/api/approvals`: calls with policy `ask` waiting for a person, and their answers.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use toolmux_core::{Approval, PendingApproval};
+use toolmux_http::{ApiJson, ApiPath, OpenApiRouter, routes};
 use utoipa::ToSchema;
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{ApiJson, ApiPath};
 
-pub(crate) fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/", get(list))
-        .route("/{id}", post(answer))
+pub(crate) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(answer))
 }
 
 /// The calls waiting for an answer, oldest first.

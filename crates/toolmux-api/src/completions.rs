@@ -9,8 +9,8 @@ use utoipa::ToSchema;
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody, RelayFailures};
-use crate::extract::ApiJson;
 use crate::mcp_servers::servers;
+use toolmux_http::ApiJson;
 
 /// What to complete: MCP's `completion/complete` params.
 #[derive(Debug, Deserialize, Serialize, ToSchema)]

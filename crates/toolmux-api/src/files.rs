@@ -3,23 +3,21 @@
 //! answers with the tool's structured result.
 
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use toolmux_http::{ApiQuery, Caller, OpenApiRouter, routes};
 use utoipa::IntoParams;
 
 use crate::ApiState;
-use crate::auth::Caller;
 use crate::error::{ApiError, CallFailures};
-use crate::extract::ApiQuery;
 
-pub(crate) fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/", get(list))
-        .route("/content", get(content))
-        .route("/search", get(search))
-        .route("/grep", get(grep))
+pub(crate) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(content))
+        .routes(routes!(search))
+        .routes(routes!(grep))
 }
 
 /// `GET /api/files`.

@@ -9,10 +9,8 @@
 //! as they do for MCP.
 
 mod approvals;
-mod auth;
 mod completions;
 mod error;
-mod extract;
 mod files;
 mod health;
 mod logs;
@@ -25,65 +23,23 @@ mod resources;
 mod tools;
 
 use std::path::PathBuf;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::get;
 use toolmux_core::{ApprovalQueue, Hub};
+use toolmux_http::{OpenApiRouter, guarded, routes};
 
-pub use auth::{API_KEY_HEADER, Caller, mcp_guarded};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use mcp_servers::{McpServers, RelayError};
 pub use metrics::CallMetrics;
 pub use openapi::openapi;
 pub use registry::{Apply, ConfigFiles, ConfigWatcher, ConfigWriter};
+/// Who may use the API, as [`ApiState::new`] takes it.
+pub use toolmux_http::{ApiOptions, LiveOptions};
 pub use tools::{CallResponse, CallStatus};
 
 /// The path prefix of the API.
 pub const API_PATH: &str = "/api";
-
-/// Who may use the API.
-#[derive(Clone, Debug, Default)]
-pub struct ApiOptions {
-    /// Accepted keys; a request that changes anything needs one of them.
-    pub api_keys: Vec<String>,
-    /// Every request needs a key, reads too: set when the server is reachable beyond loopback.
-    pub require_key_for_reads: bool,
-    /// Accepted `Host` values (name, or name and port); loopback names belong here too.
-    pub allowed_hosts: Vec<String>,
-    /// Accepted `Origin` values; `scheme://host:*` takes any port.
-    pub allowed_origins: Vec<String>,
-}
-
-/// The [`ApiOptions`] in force, shared by every HTTP route and replaced as a whole when the
-/// configuration changes, so that a revoked key is refused by the very next request on `/api`
-/// and `/mcp` alike. Each request reads one snapshot; a change never splits a request's checks
-/// between two versions.
-#[derive(Clone, Debug, Default)]
-pub struct LiveOptions(Arc<RwLock<Arc<ApiOptions>>>);
-
-impl LiveOptions {
-    /// Options that start as `options`.
-    pub fn new(options: ApiOptions) -> Self {
-        Self(Arc::new(RwLock::new(Arc::new(options))))
-    }
-
-    /// The options in force now.
-    pub fn current(&self) -> Arc<ApiOptions> {
-        Arc::clone(&self.0.read().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    /// Puts `options` in force for every request that starts from now on.
-    pub fn replace(&self, options: ApiOptions) {
-        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(options);
-    }
-}
-
-impl From<ApiOptions> for LiveOptions {
-    fn from(options: ApiOptions) -> Self {
-        Self::new(options)
-    }
-}
 
 /// What every handler needs. Cheap to clone.
 #[derive(Clone)]
@@ -131,36 +87,44 @@ impl ApiState {
     }
 }
 
-/// The API's router: `/api/...`, `/metrics` and `/api/openapi.json`, behind the Host, Origin
-/// and API-key checks.
+/// The API's router: `/api/...`, `/metrics` and `/api/openapi.json`, behind the one guard of
+/// every HTTP route (`toolmux_http::guarded`: Host, Origin and API-key checks).
 pub fn api_router(state: ApiState) -> Router {
-    let api = Router::new()
-        .nest("/tools", tools::router())
-        .nest("/approvals", approvals::router())
-        .nest("/files", files::router())
-        .nest("/mcp-servers", mcp_servers::router())
-        .nest("/prompts", prompts::router())
-        .nest("/resources", resources::router())
-        .route("/completions", axum::routing::post(completions::complete))
-        .route("/logs", get(logs::list))
-        .route("/health", get(health::health))
-        .route("/openapi.json", get(openapi::document))
-        .fallback(not_found);
-    Router::new()
-        .nest(API_PATH, api)
-        .route("/metrics", get(metrics::metrics))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::guard,
-        ))
-        .with_state(state)
+    api_router_with(state, OpenApiRouter::new())
 }
 
-/// Puts routes of another crate (the chat's) behind the API's one guard: Host and Origin checks,
-/// and API keys — required for every request that changes something, and for every request
-/// when the server is reachable beyond loopback.
-pub fn guarded(state: ApiState, routes: Router) -> Router {
-    routes.layer(axum::middleware::from_fn_with_state(state, auth::guard))
+/// The API's router with `more` routes of other channels (the chat's) beside its own: behind
+/// the same guard, and listed with their operations in the same `/api/openapi.json`, so that a
+/// client sees one API whichever crate serves a route.
+pub fn api_router_with(state: ApiState, more: OpenApiRouter) -> Router {
+    let (more, more_operations) = more.split_for_parts();
+    let mut document = openapi();
+    document.merge(more_operations);
+    let (routes, _document) = routes().split_for_parts();
+    // Any other path under `/api` is answered with the error body, not an empty 404.
+    let routes = routes
+        .nest(API_PATH, Router::new().fallback(not_found))
+        .layer(axum::Extension(Arc::new(document)))
+        .with_state(state.clone())
+        .merge(more);
+    guarded(state.inner.options.clone(), routes)
+}
+
+/// Every route of the API with its OpenAPI operation: registered together, so that a route
+/// cannot exist without its entry in the document ([`openapi`] is made from the same list).
+pub(crate) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .merge(tools::routes())
+        .merge(approvals::routes())
+        .merge(files::routes())
+        .merge(mcp_servers::routes())
+        .merge(prompts::routes())
+        .merge(resources::routes())
+        .routes(routes!(completions::complete))
+        .routes(routes!(logs::list))
+        .routes(routes!(health::health))
+        .routes(routes!(openapi::document))
+        .routes(routes!(metrics::metrics))
 }
 
 async fn not_found(axum::extract::OriginalUri(uri): axum::extract::OriginalUri) -> ApiError {

@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::ApiQuery;
+use toolmux_http::ApiQuery;
 
 /// The most entries one request returns.
 pub const MAX_LOG_ENTRIES: usize = 10_000;

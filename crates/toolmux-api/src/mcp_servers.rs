@@ -8,17 +8,16 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use toolmux_http::{ApiJson, ApiPath, OpenApiRouter, routes};
 use utoipa::ToSchema;
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{ApiJson, ApiPath};
 use crate::registry::{Edit, Section, no_server_named};
 
 /// The running server's MCP servers, as the API shows them.
@@ -102,11 +101,11 @@ pub enum RelayError {
     },
 }
 
-pub(crate) fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/", get(list).post(add))
-        .route("/{name}", get(show).put(replace).delete(remove))
-        .route("/{name}/refresh", post(refresh))
+pub(crate) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, add))
+        .routes(routes!(show, replace, remove))
+        .routes(routes!(refresh))
 }
 
 pub(crate) fn servers(state: &ApiState) -> Result<&Arc<dyn McpServers>, ApiError> {

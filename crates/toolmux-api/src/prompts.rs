@@ -4,22 +4,21 @@
 
 use std::collections::BTreeMap;
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use toolmux_http::{ApiJson, ApiPath, OpenApiRouter, routes};
 use utoipa::ToSchema;
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody, RelayFailures};
-use crate::extract::{ApiJson, ApiPath};
 use crate::mcp_servers::servers;
 
-pub(crate) fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/", get(list))
-        .route("/{name}", post(get_prompt))
+pub(crate) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(get_prompt))
 }
 
 /// Every prompt of every enabled MCP server.

@@ -313,7 +313,10 @@ fn change(hub: &Hub, doc: &mut ConfigDocument, edit: Edit) -> Result<(), ApiErro
 }
 
 /// Watches the project's config file and applies every valid change made by hand. A change
-/// that does not load is reported and ignored: the last good configuration stays in force.
+/// that does not load is reported and ignored: the last good configuration stays in force. So
+/// is a file that disappeared (deleted, renamed away by an editor, absent on the branch `git`
+/// switched to): read as a configuration it would be empty, and applying that would drop every
+/// key and deny rule the server was started with. When a file appears again, it is applied.
 pub struct ConfigWatcher {
     _debouncer: notify_debouncer_full::Debouncer<
         notify::RecommendedWatcher,
@@ -337,6 +340,7 @@ impl ConfigWatcher {
             .unwrap_or_else(|| files.project_dir.clone());
         std::fs::create_dir_all(&dir)?;
         let name = path.file_name().map(std::ffi::OsStr::to_os_string);
+        let watched = path.clone();
         let mut debouncer = notify_debouncer_full::new_debouncer(
             DEBOUNCE,
             None,
@@ -357,6 +361,14 @@ impl ConfigWatcher {
                         .any(|p| p.file_name().map(std::ffi::OsStr::to_os_string) == name)
                 });
                 if !touched {
+                    return;
+                }
+                if !watched.is_file() {
+                    tracing::warn!(
+                        "the configuration file `{}` is gone; the last good configuration stays \
+                         in force (its keys and policies too) until the file is back",
+                        watched.display()
+                    );
                     return;
                 }
                 match files.load() {

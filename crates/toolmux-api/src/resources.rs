@@ -3,22 +3,21 @@
 //! resource starts the server that lists it (or whose template matches it) when needed and
 //! returns what MCP's `resources/read` returns.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolmux_http::{ApiQuery, OpenApiRouter, routes};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody, RelayFailures};
-use crate::extract::ApiQuery;
 use crate::mcp_servers::servers;
 
-pub(crate) fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/", get(list))
-        .route("/read", get(read))
+pub(crate) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(read))
 }
 
 /// Every resource and resource template of every enabled MCP server.

@@ -6,24 +6,24 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use toolmux_core::{CallContext, Channel, Content, NamePattern, Policy, ToolEntry, ToolResult};
+use toolmux_core::{
+    CallContext, CallError, Channel, Content, NamePattern, Policy, ToolEntry, ToolResult,
+};
+use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
-use crate::auth::Caller;
 use crate::error::{ApiError, CallFailures, ErrorBody};
-use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::registry::{Edit, Section};
 
-pub(crate) fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/", get(list).post(register))
-        .route("/{name}", get(show).put(replace).delete(remove))
-        .route("/{name}/call", post(call))
+pub(crate) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, register))
+        .routes(routes!(show, replace, remove))
+        .routes(routes!(call))
 }
 
 /// Filters of a listing. Every one that is set must match.
@@ -269,7 +269,8 @@ impl ApiState {
     params(("name" = String, Path, description = "The registry name")),
     responses(
         (status = 200, description = "The tool", body = ToolView),
-        (status = 404, description = "No such tool", body = ErrorBody),
+        (status = 404, description = "No such tool (`details.suggestion` may name a close one), \
+            or one switched off by configuration, or internal and the request has no valid key", body = ErrorBody),
     )
 )]
 pub(crate) async fn show(
@@ -278,21 +279,26 @@ pub(crate) async fn show(
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Arc<ToolEntry>>, ApiError> {
     let catalog = state.inner.hub.catalog();
-    match catalog.get(&name) {
-        Some(entry) if !entry.descriptor.internal || caller.authenticated => {
-            Ok(Json(Arc::clone(entry)))
-        }
-        _ => {
-            let why = match catalog.hidden_reason(&name) {
-                Some(reason) => format!("tool `{name}` is not available: {reason}"),
-                None => match catalog.suggest(&name) {
-                    Some(s) => format!("unknown tool `{name}`; did you mean `{s}`?"),
-                    None => format!("unknown tool `{name}`"),
-                },
-            };
-            Err(ApiError::not_found(why))
-        }
+    match catalog.resolve(&name, &state.context(caller)) {
+        Ok(entry) => Ok(Json(Arc::clone(entry))),
+        Err(refused) => Err(lookup_refusal(refused)),
     }
+}
+
+/// Why a tool cannot be shown, in the core's words ([`Catalog::resolve`] decides it for every
+/// channel), with the status of a lookup: 404 whatever the reason, where a call to the same
+/// tool answers 403 for a disabled one. A lookup reports what exists for this caller; a
+/// refusal of something attempted is a call's answer. The code and details stay the core's, so
+/// a client can still tell `disabled` from `not_found`.
+///
+/// [`Catalog::resolve`]: toolmux_core::Catalog::resolve
+fn lookup_refusal(refused: CallError) -> ApiError {
+    let mapped = ApiError::from(refused.clone());
+    let mut lookup = ApiError::new(StatusCode::NOT_FOUND, refused.code(), refused.to_string());
+    if let Some(details) = mapped.details() {
+        lookup = lookup.with_details(details.clone());
+    }
+    lookup
 }
 
 /// Calls a tool through the pipeline; the body is the arguments object. A call with policy
@@ -310,12 +316,15 @@ pub(crate) async fn call(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
-    ApiJson(arguments): ApiJson<Map<String, Value>>,
+    // Any JSON, not only an object: whether arguments that are not an object are acceptable is
+    // the pipeline's rule, so that REST answers them as every other channel does (422 with the
+    // violation), not with a 400 of its own.
+    ApiJson(arguments): ApiJson<Value>,
 ) -> Result<Json<CallResponse>, ApiError> {
     let report = state
         .inner
         .hub
-        .call_reported(&name, Value::Object(arguments), &state.context(caller))
+        .call_reported(&name, arguments, &state.context(caller))
         .await;
     let result = report.result?;
     Ok(Json(CallResponse::new(result, report.id, report.duration)))

@@ -26,13 +26,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolmux_config::SamplingPolicy;
 use toolmux_core::{
-    Approval, ApprovalQueue, ApprovalRequest, Approver, Backchannel, BackchannelError, Channel,
-    LogMessage, Progress,
+    Approval, ApprovalQueue, ApprovalRequest, Backchannel, BackchannelError, Channel, LogMessage,
+    Progress,
 };
 
-use crate::engine::{TurnEvent, preview};
+use crate::events::TurnEvent;
 use crate::human_input::{HumanInputs, Reply};
 use crate::provider::{ChatProvider, Message, ModelRequest, ProviderEvent, ToolSpec, Usage};
+use crate::rendering::preview;
 
 /// MCP's error code for a sampling request the person rejected.
 const USER_REJECTED: i32 = -1;
@@ -176,21 +177,22 @@ impl CallBackchannel {
                 "server `{}` asks your model ({}): {}",
                 self.source, self.model, sampling.preview
             ),
+            time_limit: self.approval_timeout,
         };
-        let asked = tokio::time::timeout(self.approval_timeout, self.approvals.approve(&approval));
+        let asked = toolmux_core::approve_within(self.approvals.as_ref(), &approval);
         match self
             .until_ended("its sampling request waited for approval", asked)
             .await?
         {
-            Ok(Approval::Allow) => Ok(()),
-            Ok(Approval::Deny { reason }) => Err(BackchannelError::Refused {
+            Some(Approval::Allow) => Ok(()),
+            Some(Approval::Deny { reason }) => Err(BackchannelError::Refused {
                 code: USER_REJECTED,
                 message: format!(
                     "the person did not let server `{}` use their model: {reason}",
                     self.source
                 ),
             }),
-            Err(_) => Err(BackchannelError::Refused {
+            None => Err(BackchannelError::Refused {
                 code: USER_REJECTED,
                 message: format!(
                     "nobody approved the sampling request within {}",

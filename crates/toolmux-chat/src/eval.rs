@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use toolmux_config::ProviderKind;
 use toolmux_core::Catalog;
 
-use crate::engine::tool_specs;
 use crate::prompt::system_prompt;
 use crate::provider::{ChatProvider, Message, ModelRequest, ProviderEvent};
+use crate::rendering::tool_specs;
 
 /// One prompt and the tool it should lead to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -49,19 +49,23 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
 use axum::{Json, Router};
+use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use toolmux_http::{ApiError, ApiJson, ApiPath, ErrorBody, OpenApiRouter, routes};
+use utoipa::ToSchema;
 
-use crate::engine::{ChatEngine, FinishReason, TurnEvent, TurnRequest};
 use crate::error::ChatError;
+use crate::events::{FinishReason, TurnEvent, TurnRequest};
 use crate::human_input::{Reply, ReplyError};
+use crate::store::{Conversation, StoredMessage};
+use crate::turn::ChatEngine;
 
 /// The header that names the stream protocol.
 pub const STREAM_HEADER: &str = "x-vercel-ai-ui-message-stream";
@@ -79,56 +83,33 @@ impl ChatHttpState {
     }
 }
 
-/// The chat's routes (see the module documentation), ready to merge into the server. They carry
-/// no guard of their own: the server puts them behind the REST API's one guard (Host and Origin
-/// checks, API keys), so every HTTP route is protected the same way.
+/// The chat's routes (see the module documentation) with their OpenAPI operations, registered
+/// together so that none can exist without its entry in the server's one document. They carry
+/// no guard of their own: the server puts them behind the one guard of every HTTP route
+/// (`toolmux_http::guarded`: Host and Origin checks, API keys).
+pub fn routes() -> OpenApiRouter<ChatHttpState> {
+    OpenApiRouter::new()
+        .routes(routes!(chat))
+        .routes(routes!(input))
+        .routes(routes!(cancel))
+        .routes(routes!(list))
+        .routes(routes!(show, rename, delete))
+        .routes(routes!(models))
+}
+
+/// The chat's routes, ready to merge into the server (made from [`routes`]).
 pub fn router(state: ChatHttpState) -> Router {
-    Router::new()
-        .route("/api/chat", post(chat))
-        .route("/api/chat/{conversation}/input", post(input))
-        .route("/api/chat/{conversation}/cancel", post(cancel))
-        .route("/api/conversations", get(list))
-        .route(
-            "/api/conversations/{id}",
-            get(show).patch(rename).delete(delete),
-        )
-        .route("/api/models", get(models))
-        .with_state(state)
+    let (router, _document) = routes().split_for_parts();
+    router.with_state(state)
 }
 
-/// An error as the REST API renders it: `{"error": {"code", "message"}}` with a status.
-#[derive(Debug)]
-pub struct HttpError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
+/// The chat routes' OpenAPI operations (made from [`routes`]), for the server's one document.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    routes().into_openapi()
 }
 
-impl HttpError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-        }
-    }
-
-    fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
-    }
-}
-
-impl IntoResponse for HttpError {
-    fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({"error": {"code": self.code, "message": self.message}})),
-        )
-            .into_response()
-    }
-}
-
-impl From<ChatError> for HttpError {
+/// A chat failure as every HTTP route answers one: the one error body, with its status.
+impl From<ChatError> for ApiError {
     fn from(e: ChatError) -> Self {
         let (status, code) = match &e {
             ChatError::NoProvider(_) | ChatError::NoModel(_) => {
@@ -139,29 +120,50 @@ impl From<ChatError> for HttpError {
             ChatError::Provider(_) => (StatusCode::BAD_GATEWAY, "provider"),
             ChatError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store"),
         };
-        Self::new(status, code, e.to_string())
+        ApiError::new(status, code, e.to_string())
     }
 }
 
-impl From<crate::error::StoreError> for HttpError {
+impl From<crate::error::StoreError> for ApiError {
     fn from(e: crate::error::StoreError) -> Self {
         ChatError::from(e).into()
     }
 }
 
 /// The body of `POST /api/chat`: toolmux's own short form, or the AI SDK's `useChat` form.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct ChatBody {
+pub(crate) struct ChatBody {
+    /// The conversation to continue; a new one when absent.
     conversation: Option<String>,
+    /// The person's new message.
     text: Option<String>,
+    /// The configured provider to use; the default one when absent.
     provider: Option<String>,
+    /// The model to use; the provider's default model when absent.
     model: Option<String>,
     /// `useChat`'s chat id.
     id: Option<String>,
     /// `useChat`'s messages; only the last user message is read.
     #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
     messages: Vec<Value>,
+}
+
+/// The error responses every chat route shares: a foreign Host or Origin, a missing or wrong
+/// key (written once, so that the document cannot drift between the routes).
+#[derive(utoipa::IntoResponses)]
+#[allow(
+    dead_code,
+    reason = "only its OpenAPI description is used; `ApiError` builds the bodies"
+)]
+enum GuardFailures {
+    /// A key that is not valid, or none where one is needed.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// A foreign Host or Origin.
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
 }
 
 /// The text of the last user message of a `useChat` body (`parts` of type `text`, or a
@@ -185,18 +187,35 @@ fn last_user_text(messages: &[Value]) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Runs a turn and streams it as the AI SDK's UI message stream (see the module
+/// documentation for its events). Every failure before the turn starts is an error body; once
+/// the stream has started, a failure is its `error` event.
+#[utoipa::path(
+    post, path = "/api/chat", tag = "chat",
+    request_body = ChatBody,
+    responses(
+        (status = 200, description = "The turn, as Server-Sent Events (`data: <json>` lines, \
+            ending with `data: [DONE]`)", content_type = "text/event-stream", body = String),
+        (status = 400, description = "A malformed body, no text, or no provider or model \
+            (none configured, or none named where several are)", body = ErrorBody),
+        (status = 404, description = "No conversation by that id", body = ErrorBody),
+        (status = 409, description = "The conversation already has a turn running", body = ErrorBody),
+        (status = 500, description = "The conversation store failed", body = ErrorBody),
+        (status = 502, description = "The provider refused the request", body = ErrorBody),
+        GuardFailures,
+    )
+)]
 async fn chat(
     State(state): State<ChatHttpState>,
-    body: Result<Json<ChatBody>, axum::extract::rejection::JsonRejection>,
-) -> Result<Response, HttpError> {
-    let Json(body) = body.map_err(|e| HttpError::bad_request(e.body_text()))?;
+    ApiJson(body): ApiJson<ChatBody>,
+) -> Result<Response, ApiError> {
     let text = body
         .text
         .clone()
         .or_else(|| last_user_text(&body.messages))
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| {
-            HttpError::bad_request(
+            ApiError::malformed(
                 "the request has no text: send {\"text\": \"...\"} or a `messages` list whose \
                  last user message has text",
             )
@@ -435,40 +454,58 @@ impl UiEncoder {
     }
 }
 
-#[derive(Deserialize)]
+/// The answer to a question: `answer`, or `action`.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct InputAnswer {
+pub(crate) struct InputAnswer {
+    /// Text, or for a form an object of its fields.
     answer: Option<Value>,
+    /// `decline` or `cancel` instead of an answer.
     action: Option<InputAction>,
+    /// The question's `requestId`; the oldest waiting one when absent.
     id: Option<uuid::Uuid>,
 }
 
-#[derive(Deserialize)]
+/// What to do with a question instead of answering it.
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-enum InputAction {
+pub(crate) enum InputAction {
     Accept,
     Decline,
     Cancel,
 }
 
+/// Answers a question of a running turn: the model's `request_human_input`, or a server's form.
+#[utoipa::path(
+    post, path = "/api/chat/{conversation}/input", tag = "chat",
+    params(("conversation" = String, Path, description = "The conversation's id")),
+    request_body = InputAnswer,
+    responses(
+        (status = 204, description = "Answered; the turn goes on"),
+        (status = 400, description = "A malformed body, or neither an answer nor an action", body = ErrorBody),
+        (status = 404, description = "No question is waiting there", body = ErrorBody),
+        (status = 422, description = "The answer does not fit the form's schema; the server's \
+            request is declined", body = ErrorBody),
+        GuardFailures,
+    )
+)]
 async fn input(
     State(state): State<ChatHttpState>,
-    Path(conversation): Path<String>,
-    body: Result<Json<InputAnswer>, axum::extract::rejection::JsonRejection>,
-) -> Result<StatusCode, HttpError> {
-    let Json(body) = body.map_err(|e| HttpError::bad_request(e.body_text()))?;
+    ApiPath(conversation): ApiPath<String>,
+    ApiJson(body): ApiJson<InputAnswer>,
+) -> Result<StatusCode, ApiError> {
     let reply = match (body.action, body.answer) {
         (Some(InputAction::Decline), _) => Reply::Decline,
         (Some(InputAction::Cancel), _) => Reply::Cancel,
         (_, Some(Value::String(text))) => Reply::Text(text),
         (_, Some(fields @ Value::Object(_))) => Reply::Form(fields),
         (_, Some(_)) => {
-            return Err(HttpError::bad_request(
+            return Err(ApiError::malformed(
                 "`answer` must be text, or for a form an object of its fields",
             ));
         }
         (_, None) => {
-            return Err(HttpError::bad_request(
+            return Err(ApiError::malformed(
                 "send an `answer`, or `action`: `decline` or `cancel`",
             ));
         }
@@ -478,10 +515,8 @@ async fn input(
         .inputs()
         .reply(&conversation, body.id, reply)
         .map_err(|e| match e {
-            ReplyError::NotWaiting(e) => {
-                HttpError::new(StatusCode::NOT_FOUND, "not_found", e.to_string())
-            }
-            ReplyError::DoesNotFit(_) => HttpError::new(
+            ReplyError::NotWaiting(e) => ApiError::not_found(e.to_string()),
+            ReplyError::DoesNotFit(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_answer",
                 e.to_string(),
@@ -490,30 +525,108 @@ async fn input(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Cancels a conversation's running turn.
+#[utoipa::path(
+    post, path = "/api/chat/{conversation}/cancel", tag = "chat",
+    params(("conversation" = String, Path, description = "The conversation's id")),
+    responses(
+        (status = 204, description = "Cancelled; the stream ends with `finish` (`cancelled`)"),
+        (status = 400, description = "A malformed path", body = ErrorBody),
+        (status = 404, description = "No turn is running there", body = ErrorBody),
+        GuardFailures,
+    )
+)]
 async fn cancel(
     State(state): State<ChatHttpState>,
-    Path(conversation): Path<String>,
-) -> Result<StatusCode, HttpError> {
+    ApiPath(conversation): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
     if state.engine.cancel(&conversation) {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(HttpError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("conversation `{conversation}` has no turn running"),
-        ))
+        Err(ApiError::not_found(format!(
+            "conversation `{conversation}` has no turn running"
+        )))
     }
 }
 
-async fn list(State(state): State<ChatHttpState>) -> Result<Json<Value>, HttpError> {
-    let conversations = state.engine.with_store(|store| store.list()).await?;
-    Ok(Json(json!({"conversations": conversations})))
+/// A conversation's header, as the routes show it.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct ConversationView {
+    /// Its id.
+    id: String,
+    /// A title for lists (the first question, until renamed).
+    title: String,
+    /// The provider last used.
+    provider: String,
+    /// The model last used.
+    model: String,
+    /// When it started.
+    created: DateTime<Utc>,
+    /// When it last changed.
+    updated: DateTime<Utc>,
 }
 
+impl From<Conversation> for ConversationView {
+    fn from(c: Conversation) -> Self {
+        Self {
+            id: c.id,
+            title: c.title,
+            provider: c.provider,
+            model: c.model,
+            created: c.created,
+            updated: c.updated,
+        }
+    }
+}
+
+/// Conversations, most recent first.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct ConversationList {
+    conversations: Vec<ConversationView>,
+}
+
+/// One conversation with its messages.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct ConversationDetail {
+    conversation: ConversationView,
+    /// The messages in order, each with its `seq` and `created` and the message's own fields
+    /// (`role`, `content`, ...).
+    #[schema(value_type = Vec<Object>)]
+    messages: Vec<StoredMessage>,
+}
+
+/// Lists the conversations, most recent first.
+#[utoipa::path(
+    get, path = "/api/conversations", tag = "chat",
+    responses(
+        (status = 200, description = "Conversations, most recent first", body = ConversationList),
+        (status = 500, description = "The conversation store failed", body = ErrorBody),
+        GuardFailures,
+    )
+)]
+async fn list(State(state): State<ChatHttpState>) -> Result<Json<ConversationList>, ApiError> {
+    let conversations = state.engine.with_store(|store| store.list()).await?;
+    Ok(Json(ConversationList {
+        conversations: conversations.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// One conversation with its messages.
+#[utoipa::path(
+    get, path = "/api/conversations/{id}", tag = "chat",
+    params(("id" = String, Path, description = "The conversation's id")),
+    responses(
+        (status = 200, description = "The conversation and its messages", body = ConversationDetail),
+        (status = 400, description = "A malformed path", body = ErrorBody),
+        (status = 404, description = "No conversation by that id", body = ErrorBody),
+        (status = 500, description = "The conversation store failed", body = ErrorBody),
+        GuardFailures,
+    )
+)]
 async fn show(
     State(state): State<ChatHttpState>,
-    Path(id): Path<String>,
-) -> Result<Json<Value>, HttpError> {
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<ConversationDetail>, ApiError> {
     let read = id.clone();
     let (conversation, messages) = state
         .engine
@@ -525,23 +638,38 @@ async fn show(
         })
         .await?;
     let conversation = conversation.ok_or(ChatError::NoConversation(id))?;
-    Ok(Json(
-        json!({"conversation": conversation, "messages": messages}),
-    ))
+    Ok(Json(ConversationDetail {
+        conversation: conversation.into(),
+        messages,
+    }))
 }
 
-#[derive(Deserialize)]
+/// A conversation's new title.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Rename {
+pub(crate) struct Rename {
+    /// The title.
     title: String,
 }
 
+/// Renames a conversation.
+#[utoipa::path(
+    patch, path = "/api/conversations/{id}", tag = "chat",
+    params(("id" = String, Path, description = "The conversation's id")),
+    request_body = Rename,
+    responses(
+        (status = 204, description = "Renamed"),
+        (status = 400, description = "A malformed path or body", body = ErrorBody),
+        (status = 404, description = "No conversation by that id", body = ErrorBody),
+        (status = 500, description = "The conversation store failed", body = ErrorBody),
+        GuardFailures,
+    )
+)]
 async fn rename(
     State(state): State<ChatHttpState>,
-    Path(id): Path<String>,
-    body: Result<Json<Rename>, axum::extract::rejection::JsonRejection>,
-) -> Result<StatusCode, HttpError> {
-    let Json(body) = body.map_err(|e| HttpError::bad_request(e.body_text()))?;
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<Rename>,
+) -> Result<StatusCode, ApiError> {
     let (renamed, title) = (id.clone(), body.title.trim().to_string());
     if state
         .engine
@@ -554,10 +682,22 @@ async fn rename(
     }
 }
 
+/// Deletes a conversation with its messages.
+#[utoipa::path(
+    delete, path = "/api/conversations/{id}", tag = "chat",
+    params(("id" = String, Path, description = "The conversation's id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, description = "A malformed path", body = ErrorBody),
+        (status = 404, description = "No conversation by that id", body = ErrorBody),
+        (status = 500, description = "The conversation store failed", body = ErrorBody),
+        GuardFailures,
+    )
+)]
 async fn delete(
     State(state): State<ChatHttpState>,
-    Path(id): Path<String>,
-) -> Result<StatusCode, HttpError> {
+    ApiPath(id): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
     let deleted = id.clone();
     if state
         .engine
@@ -570,22 +710,90 @@ async fn delete(
     }
 }
 
-async fn models(State(state): State<ChatHttpState>, _headers: HeaderMap) -> Json<Value> {
+/// A provider's models, or why they could not be listed.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ProviderModels {
+    /// The provider's configured name.
+    provider: String,
+    /// Its default model, if it has one.
+    default_model: Option<String>,
+    /// The models, as the provider lists them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    models: Option<Vec<String>>,
+    /// Why the models could not be listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// Each configured provider's models.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct ModelList {
+    providers: Vec<ProviderModels>,
+}
+
+/// Lists each configured provider's models, as the provider lists them; a provider that cannot
+/// be asked is listed with its error rather than failing the request.
+#[utoipa::path(
+    get, path = "/api/models", tag = "chat",
+    responses(
+        (status = 200, description = "Each provider's models", body = ModelList),
+        GuardFailures,
+    )
+)]
+async fn models(State(state): State<ChatHttpState>) -> Json<ModelList> {
     let providers = state.engine.providers();
     let mut out = Vec::new();
     for name in providers.names() {
         let Ok((_, provider)) = providers.resolve(Some(name)) else {
             continue;
         };
-        let entry = match provider.models().await {
-            Ok(models) => {
-                json!({"provider": name, "defaultModel": provider.default_model(), "models": models})
-            }
-            Err(e) => {
-                json!({"provider": name, "defaultModel": provider.default_model(), "error": e.to_string()})
-            }
+        let (models, error) = match provider.models().await {
+            Ok(models) => (Some(models), None),
+            Err(e) => (None, Some(e.to_string())),
         };
-        out.push(entry);
+        out.push(ProviderModels {
+            provider: name.to_string(),
+            default_model: provider.default_model().map(str::to_string),
+            models,
+            error,
+        });
     }
-    Json(json!({"providers": out}))
+    Json(ModelList { providers: out })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every chat route is registered with its operation (issue 11: the chat routes were missing
+    /// from the OpenAPI document and nothing failed), so the document lists each one, with its
+    /// method, and nothing else.
+    #[test]
+    fn the_document_has_one_operation_per_chat_route() {
+        let doc = serde_json::to_value(openapi()).expect("serializable");
+        let mut operations: Vec<String> = doc["paths"]
+            .as_object()
+            .expect("paths")
+            .iter()
+            .flat_map(|(path, item)| {
+                let methods = item.as_object().expect("path item").keys();
+                methods.map(move |method| format!("{method} {path}"))
+            })
+            .collect();
+        operations.sort();
+        let expected = [
+            "delete /api/conversations/{id}",
+            "get /api/conversations",
+            "get /api/conversations/{id}",
+            "get /api/models",
+            "patch /api/conversations/{id}",
+            "post /api/chat",
+            "post /api/chat/{conversation}/cancel",
+            "post /api/chat/{conversation}/input",
+        ];
+        assert_eq!(operations, expected);
+        let streamed = &doc["paths"]["/api/chat"]["post"]["responses"]["200"]["content"];
+        assert!(streamed["text/event-stream"].is_object(), "{streamed}");
+    }
 }

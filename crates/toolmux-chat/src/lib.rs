@@ -9,25 +9,25 @@
 //! never offered to a model.
 
 mod backchannel;
-mod engine;
 mod error;
 mod eval;
+mod events;
+mod forwarding;
 mod genai_provider;
 pub mod http;
 mod human_input;
 mod prompt;
 mod provider;
 mod providers;
+mod rendering;
 mod schema;
 mod store;
+mod turn;
 
 pub use backchannel::SamplingSettings;
-pub use engine::{
-    ChatEngine, EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest, cut, preview,
-    tool_specs,
-};
 pub use error::{ChatError, ProviderError, StoreError};
 pub use eval::{CaseResult, EvalCase, EvalReport, GoldSet, ToolScore, evaluate};
+pub use events::{EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest};
 pub use genai_provider::GenaiProvider;
 pub use human_input::{
     HumanInputSource, HumanInputs, InputRequest, NoSuchInput, Reply, ReplyError, SOURCE_ID,
@@ -38,9 +38,11 @@ pub use provider::{
     ChatProvider, Message, ModelRequest, ProviderEvent, ProviderStream, ToolCall, ToolSpec, Usage,
 };
 pub use providers::Providers;
+pub use rendering::{cut, preview, tool_specs};
 pub use schema::clean_schema;
 pub use store::{Conversation, ConversationStore, SqliteStore, StoredMessage};
 pub use tokio_util::sync::CancellationToken;
+pub use turn::ChatEngine;
 
 /// Where the state database lives, relative to the project directory.
 pub const DATABASE_PATH: &str = ".toolmux/state/toolmux.db";

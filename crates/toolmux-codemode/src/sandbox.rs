@@ -27,7 +27,8 @@ use rquickjs::{Context, Ctx, Exception, Function, Module, Runtime, Value as JsVa
 use serde::Serialize;
 use serde_json::Value;
 use toolmux_core::{
-    Approval, ApprovalRequest, Approver, CallContext, CallError, Channel, Hub, ToolResult, WeakHub,
+    Approval, ApprovalRequest, Approver, CallContext, CallError, Channel, Hub, ToolResult,
+    ToolScope, WeakHub,
 };
 
 use crate::capabilities::{CODEMODE_SOURCE, Capabilities, MODULE_PREFIX};
@@ -98,6 +99,16 @@ pub struct Sandbox {
     limits: Limits,
     /// The compiled modules of the last catalog version seen.
     cache: Mutex<Option<(u64, Arc<Capabilities>)>>,
+    /// The same for the last narrowed scope seen, by identity: a channel (a `toolmux mcp
+    /// --exclude …` process) hands every call the same `Arc<ToolScope>`.
+    scoped_cache: Mutex<Option<ScopedCapabilities>>,
+}
+
+/// Capabilities compiled for one catalog version and one scope.
+struct ScopedCapabilities {
+    version: u64,
+    scope: Arc<ToolScope>,
+    capabilities: Arc<Capabilities>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -151,6 +162,7 @@ impl Sandbox {
             hub,
             limits,
             cache: Mutex::new(None),
+            scoped_cache: Mutex::new(None),
         }
     }
 
@@ -174,8 +186,45 @@ impl Sandbox {
         Ok(capabilities)
     }
 
+    /// The compiled modules a caller may see: the whole catalog's, or, when the caller's channel
+    /// serves only part of it ([`CallContext::scope`]), only the tools within that scope, so a
+    /// filtered-out tool is neither importable, declared, nor found by `search_tools`.
+    pub fn capabilities_for(
+        &self,
+        context: &CallContext,
+    ) -> Result<Arc<Capabilities>, CodeModeError> {
+        let Some(scope) = context.scope.as_ref().filter(|s| !s.is_unrestricted()) else {
+            return self.capabilities();
+        };
+        let hub = self.hub.upgrade().ok_or_else(hub_gone)?;
+        let catalog = hub.catalog();
+        let mut cache = self
+            .scoped_cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(cached) = cache.as_ref()
+            && cached.version == catalog.version()
+            && Arc::ptr_eq(&cached.scope, scope)
+        {
+            return Ok(Arc::clone(&cached.capabilities));
+        }
+        let capabilities = Arc::new(Capabilities::from_tools(
+            catalog
+                .offered()
+                .map(|entry| &entry.descriptor)
+                .filter(|tool| scope.admits(tool)),
+        ));
+        *cache = Some(ScopedCapabilities {
+            version: catalog.version(),
+            scope: Arc::clone(scope),
+            capabilities: Arc::clone(&capabilities),
+        });
+        Ok(capabilities)
+    }
+
     /// Runs a TypeScript script. Its tool calls go through the hub's pipeline with `context`
-    /// (forced to the `code` channel), so the caller's approver and session apply. Must be
+    /// (forced to the `code` channel), so the caller's approver, session and scope apply: the
+    /// script sees only the modules of its caller's scope, and the hub refuses the rest. Must be
     /// called within a tokio runtime.
     pub async fn run(&self, script: &str, context: &CallContext) -> RunOutput {
         let failed = |e| RunOutput {
@@ -191,7 +240,7 @@ impl Sandbox {
                 ));
             }
         };
-        let capabilities = match self.capabilities() {
+        let capabilities = match self.capabilities_for(context) {
             Ok(c) => c,
             Err(e) => return failed(e),
         };
@@ -369,6 +418,7 @@ impl Job {
         );
         let context = Context::full(&runtime).map_err(engine)?;
         let (completions_tx, completions) = mpsc::channel::<Completion>();
+        let ran_out_of_memory = Rc::new(std::cell::Cell::new(false));
 
         let result = context.with(|ctx| -> Result<Value, CodeModeError> {
             let log_cap = self.limits.log_bytes;
@@ -378,6 +428,7 @@ impl Job {
             let hub = self.hub.clone();
             let context = Arc::clone(&self.context);
             let handle = self.handle.clone();
+            let out_of_memory = Rc::clone(&ran_out_of_memory);
             install_natives(
                 &ctx,
                 move |level, text| log_sink.borrow_mut().push(level, text, log_cap),
@@ -412,6 +463,7 @@ impl Job {
                     calls.started += 1;
                     Ok(())
                 },
+                move || out_of_memory.set(true),
             )
             .map_err(|e| self.caught(&ctx, e, &transpiled))?;
             let settle: Function = ctx
@@ -481,9 +533,14 @@ impl Job {
                 }
             }
         });
-        // QuickJS reports some allocation failures as a bare `null` exception; the heap's size
-        // tells them apart from a script that throws `null` itself.
+        // QuickJS reports some allocation failures as a bare `null` exception. The script's
+        // wrapper says so when it catches one with the heap full; otherwise (a module script,
+        // which has no wrapper) the heap's size tells them apart from a script that throws
+        // `null` itself.
         let result = match result {
+            Err(_) if ran_out_of_memory.get() => {
+                Err(CodeModeError::OutOfMemory(self.limits.memory_bytes))
+            }
             Err(CodeModeError::Script(text)) if text == UNCAUGHT_NULL => {
                 let usage = runtime.memory_usage();
                 let limit = self.limits.memory_bytes as f64;

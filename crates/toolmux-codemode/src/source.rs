@@ -149,9 +149,10 @@ impl CodeModeSource {
             .and_then(Value::as_u64)
             .unwrap_or(8)
             .clamp(1, 50) as usize;
+        // Only what the caller's channel serves: a tool filtered out of it is not advertised here.
         let capabilities = self
             .sandbox
-            .capabilities()
+            .capabilities_for(call.context)
             .map_err(|e| SourceError::Unavailable(e.to_string()))?;
         let hits = search(&capabilities, query, limit);
         if hits.is_empty() {

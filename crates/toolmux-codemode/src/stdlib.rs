@@ -100,6 +100,8 @@ pub(crate) const PRELUDE: &str = r#"(() => {
     }
   }
   define("ToolError", ToolError);
+  // Called by the script's wrapper when it caught a `null` with the heap full (see transpile.rs).
+  define("__toolmux_out_of_memory", native.outOfMemory);
 
   const show = (value) => {
     if (typeof value === "string") return value;
@@ -184,13 +186,16 @@ pub(crate) const PRELUDE: &str = r#"(() => {
 })()"#;
 
 /// Installs the natives as `globalThis.__toolmux_native`; the prelude takes them from there.
-/// `log` receives console output, `send` each tool call (id, name, JSON arguments).
+/// `log` receives console output, `send` each tool call (id, name, JSON arguments), and
+/// `out_of_memory` the wrapper's word that the script ran out of memory.
 pub(crate) fn install_natives<'js>(
     ctx: &Ctx<'js>,
     log: impl Fn(&str, String) + 'static,
     send: impl Fn(&Ctx<'js>, f64, String, String) -> rquickjs::Result<()> + 'js,
+    out_of_memory: impl Fn() + 'static,
 ) -> rquickjs::Result<()> {
     let native = Object::new(ctx.clone())?;
+    native.set("outOfMemory", Function::new(ctx.clone(), out_of_memory)?)?;
     native.set(
         "log",
         Function::new(ctx.clone(), move |level: String, text: String| {

@@ -483,3 +483,104 @@ async fn a_script_throwing_null_is_not_mistaken_for_running_out_of_memory() {
     let out = run(&sandbox, "throw null;").await;
     assert_eq!(out.result.expect_err("throws").to_string(), "Uncaught null");
 }
+
+#[tokio::test]
+async fn d17_a_push_memory_bomb_reports_the_memory_limit_not_uncaught_null() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    for script in [
+        "const a: string[] = [];\nfor (;;) a.push('x'.repeat(1 << 20));",
+        "const a: string[] = [];\nfor (let i = 0; ; i++) a.push('x'.repeat(1 << 20) + i);",
+        "const a: number[][] = [];\nfor (;;) a.push([1, 2, 3]);",
+    ] {
+        let out = run(&sandbox, script).await;
+        let error = out.result.expect_err("runs out of memory");
+        assert!(
+            matches!(error, CodeModeError::OutOfMemory(_)),
+            "{script}: {error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "the script ran out of memory (limit 64 MB)"
+        );
+    }
+    assert_next_script_runs(&sandbox).await;
+}
+
+/// The script is refused before it parses, as a syntax error naming where it nests too deep.
+async fn assert_too_deep(sandbox: &Sandbox, script: &str) {
+    let out = run(sandbox, script).await;
+    match out.result {
+        Err(CodeModeError::Syntax(text)) => {
+            assert!(text.contains("script.ts:"), "{text}");
+            assert!(text.contains("nests too deeply"), "{text}");
+        }
+        other => panic!("{}: {other:?}", &script[..script.len().min(80)]),
+    }
+}
+
+#[tokio::test]
+async fn d1_deeply_nested_scripts_are_syntax_errors_not_an_abort() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let n = 10_000;
+    // The script: 10,000 nested arrays.
+    let arrays = format!("const x = {}{}; return 1;", "[".repeat(n), "]".repeat(n));
+    let out = run(&sandbox, &arrays).await;
+    let text = out.result.expect_err("too deep").to_string();
+    assert!(text.contains("script.ts:1:1011"), "{text}");
+    for script in [
+        format!("return {}1{};", "(".repeat(n), ")".repeat(n)),
+        format!("return {}{};", "{a:".repeat(n) + "1", "}".repeat(n)),
+        format!("return {}1{};", "(() => ".repeat(n), ")".repeat(n)),
+        format!("return {}1{};", "`${".repeat(n), "}`".repeat(n)),
+        format!("type T = {}1{};\nreturn 1;", "A<".repeat(n), ">".repeat(n)),
+        format!("{}return 1;", "if (true) ".repeat(n)),
+        // No brackets at all: long chains nest just as deep.
+        format!("return 1{};", " + 1".repeat(100_000)),
+        format!("return {}true;", "!".repeat(100_000)),
+        format!("return {}1;", "x => ".repeat(100_000)),
+        format!(
+            "const f = (x: any) => x;\nreturn f{};",
+            "(f)".repeat(100_000)
+        ),
+    ] {
+        assert_too_deep(&sandbox, &script).await;
+    }
+    assert_next_script_runs(&sandbox).await;
+}
+
+#[tokio::test]
+async fn nesting_within_the_limits_still_runs() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let n = 500;
+    let script = format!(
+        "const x = {}{};\nlet depth = 0;\nfor (let a: any = x; Array.isArray(a) && a.length; a = a[0]) depth++;\nreturn depth + {};",
+        "[".repeat(n),
+        "]".repeat(n),
+        "1 + ".repeat(2000) + "0"
+    );
+    let out = run(&sandbox, &script).await;
+    assert_eq!(out.result.expect("runs"), json!(n - 1 + 2000));
+}
+
+#[tokio::test]
+async fn runtime_recursion_is_a_catchable_stack_overflow() {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    let out = run(&sandbox, "function f(): number { return f(); }\nf();").await;
+    assert!(
+        matches!(out.result, Err(CodeModeError::StackOverflow(_))),
+        "{:?}",
+        out.result
+    );
+    // The script itself can catch it, like any RangeError.
+    let out = run(
+        &sandbox,
+        "function f(): number { return f(); }\ntry { f(); } catch (e) { return (e as Error).name; }",
+    )
+    .await;
+    assert_eq!(out.result.expect("caught"), json!("RangeError"));
+    assert_next_script_runs(&sandbox).await;
+}

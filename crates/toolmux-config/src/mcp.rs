@@ -72,6 +72,11 @@ pub struct ServerEntry {
     /// The working directory of the process (stdio), relative to the project directory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
+    /// `true` hands the process toolmux's whole environment (stdio). By default it gets only
+    /// the basics a program needs (`PATH`, `HOME`, `USER`, locale, temp dir …) plus `env`, so
+    /// toolmux's own API keys and provider keys never reach a server that was not given them.
+    #[serde(skip_serializing_if = "is_false")]
+    pub inherit_env: bool,
     /// The server's endpoint (`http`, `sse`): `http://` or `https://`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
@@ -134,6 +139,8 @@ pub enum McpTransport {
         env: BTreeMap<String, String>,
         /// Its working directory, relative to the project directory.
         cwd: Option<PathBuf>,
+        /// It gets toolmux's whole environment, not only the basics plus `env`.
+        inherit_env: bool,
     },
     /// Streamable HTTP.
     Http {
@@ -233,6 +240,7 @@ impl TryFrom<ServerEntry> for McpServer {
             args,
             env,
             cwd,
+            inherit_env,
             url,
             headers,
             enabled,
@@ -281,6 +289,7 @@ impl TryFrom<ServerEntry> for McpServer {
                     args,
                     env,
                     cwd,
+                    inherit_env,
                 }
             }
             TransportKind::Http | TransportKind::StreamableHttp | TransportKind::Sse => {
@@ -297,6 +306,11 @@ impl TryFrom<ServerEntry> for McpServer {
                     return Err(format!(
                         "`args`, `env` and `cwd` only apply to stdio servers, not to an `{name}` \
                          server"
+                    ));
+                }
+                if inherit_env {
+                    return Err(format!(
+                        "`inheritEnv` only applies to stdio servers, not to an `{name}` server"
                     ));
                 }
                 if kind == TransportKind::Sse {
@@ -359,11 +373,13 @@ impl From<McpServer> for ServerEntry {
                 args,
                 env,
                 cwd,
+                inherit_env,
             } => {
                 entry.command = Some(command);
                 entry.args = args;
                 entry.env = env;
                 entry.cwd = cwd;
+                entry.inherit_env = inherit_env;
             }
             McpTransport::Http { url, headers } => {
                 entry.url = Some(url);
@@ -548,6 +564,10 @@ impl JsonSchema for Prefix {
                             without `__`.",
         })
     }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[cfg(test)]

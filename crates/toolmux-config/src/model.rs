@@ -217,13 +217,22 @@ impl Default for WorkspaceLimits {
     default,
     rename_all = "camelCase",
     deny_unknown_fields,
-    expecting = "an object with `retentionDays` and `resultCapBytes`"
+    expecting = "an object with `retentionDays`, `resultCapBytes`, `argumentCapBytes`, \
+                 `wholeFileCapBytes` and `maxDayBytes`"
 )]
 pub struct LogSettings {
     /// Days an execution record is kept.
     pub retention_days: u32,
     /// The most bytes of a tool's result kept in its record.
     pub result_cap_bytes: usize,
+    /// The most bytes of a call's arguments kept in its record.
+    pub argument_cap_bytes: usize,
+    /// A cut result or argument up to this size is also kept whole in a file of its own; a
+    /// larger one only by its start.
+    pub whole_file_cap_bytes: usize,
+    /// A day's log past this many bytes keeps only short records (tool, outcome, sizes); past
+    /// twice this, nothing more that day. No call can fill the disk through the log.
+    pub max_day_bytes: u64,
 }
 
 impl Default for LogSettings {
@@ -231,6 +240,9 @@ impl Default for LogSettings {
         Self {
             retention_days: 30,
             result_cap_bytes: 16 * 1024,
+            argument_cap_bytes: 16 * 1024,
+            whole_file_cap_bytes: 1024 * 1024,
+            max_day_bytes: 256 * 1024 * 1024,
         }
     }
 }

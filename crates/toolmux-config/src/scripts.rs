@@ -21,7 +21,8 @@ use crate::model::RateLimitSetting;
     rename_all = "camelCase",
     deny_unknown_fields,
     expecting = "an object with `description`, `command` and optionally `inputSchema`, \
-                 `outputSchema`, `cwd`, `env`, `timeoutMs`, `parallel`, `policy`, `rateLimit`"
+                 `outputSchema`, `cwd`, `env`, `inheritEnv`, `timeoutMs`, `parallel`, `policy`, \
+                 `rateLimit`"
 )]
 pub struct ScriptTool {
     /// What the tool does, for the model that chooses it.
@@ -43,6 +44,11 @@ pub struct ScriptTool {
     /// Extra environment variables (values may use `${VAR}`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// `true` hands the command toolmux's whole environment. By default it gets only the
+    /// basics a program needs (`PATH`, `HOME`, `USER`, locale, temp dir …) plus `env`, so
+    /// toolmux's own API keys and provider keys never reach a script that was not given them.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inherit_env: bool,
     /// How long a call may run, in milliseconds; the whole process group is killed after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<NonZeroU64>,

@@ -124,7 +124,7 @@ fn wrong_section_type_says_an_object_is_expected() {
         err.to_string(),
         format!(
             "{}:1:10: at `logs`: invalid type: integer `5`, expected an object with \
-             `retentionDays` and `resultCapBytes`",
+             `retentionDays`, `resultCapBytes`, `argumentCapBytes`, `wholeFileCapBytes` and `maxDayBytes`",
             file.display()
         )
     );

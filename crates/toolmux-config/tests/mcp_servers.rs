@@ -80,6 +80,7 @@ fn a_pasted_claude_code_block_loads_with_inferred_transports() {
         args,
         env,
         cwd,
+        ..
     } = &servers["github"].transport
     else {
         panic!("github is stdio");
@@ -420,5 +421,31 @@ fn a_misspelt_sampling_value_is_reported_with_a_suggestion() {
              `allow`, `deny`",
             file.display()
         )
+    );
+}
+
+#[test]
+fn inherit_env_is_a_stdio_servers_opt_in_and_a_script_tools() {
+    let project = Project::new();
+    project.config(
+        r#"{"mcpServers": {"a": {"command": "x"}, "b": {"command": "x", "inheritEnv": true}},
+            "tools": {"t": {"description": "d", "command": ["sh"], "inheritEnv": true}}}"#,
+    );
+    let config = project.load().expect("loads").config;
+    let inherits = |name: &str| match &config.mcp_servers[name].transport {
+        McpTransport::Stdio { inherit_env, .. } => *inherit_env,
+        other => panic!("{name} is {}", other.kind()),
+    };
+    assert!(
+        !inherits("a"),
+        "the default keeps toolmux's environment to itself"
+    );
+    assert!(inherits("b"));
+    assert!(config.tools.values().all(|t| t.inherit_env));
+    let (_, err) =
+        project.error(r#"{"mcpServers": {"s": {"url": "http://a/", "inheritEnv": true}}}"#);
+    assert_eq!(
+        err.message,
+        "`inheritEnv` only applies to stdio servers, not to an `http` server"
     );
 }

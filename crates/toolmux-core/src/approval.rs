@@ -23,6 +23,23 @@ pub struct ApprovalRequest {
     pub session: Option<String>,
     /// A sentence to show the person.
     pub message: String,
+    /// How long the person has to answer; [`approve_within`] holds the wait to it, and an
+    /// approver that asks over a wire (an MCP elicitation) gives the same limit to the peer, so
+    /// the question is withdrawn there when it runs out here.
+    #[serde(skip)]
+    pub time_limit: std::time::Duration,
+}
+
+/// Asks `approver` about `request` and waits at most `request.time_limit` for the answer:
+/// `None` when nobody answered in time. The one way toolmux waits for a person — the pipeline's
+/// `ask` calls and the chat's sampling requests alike.
+pub async fn approve_within(
+    approver: &dyn Approver,
+    request: &ApprovalRequest,
+) -> Option<Approval> {
+    tokio::time::timeout(request.time_limit, approver.approve(request))
+        .await
+        .ok()
 }
 
 /// The person's answer.

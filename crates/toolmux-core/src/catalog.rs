@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
+use crate::context::CallContext;
+use crate::error::CallError;
 use crate::hub::HubSettings;
 use crate::model::{RateLimit, ToolDescriptor};
 use crate::pattern::NamePattern;
@@ -287,9 +289,56 @@ impl Catalog {
         &self.sources
     }
 
+    /// The tool a call names, or why a call to it is refused before anything runs: the one
+    /// rule every channel reports (unknown, with a suggestion among the tools the caller may
+    /// see; switched off by configuration; internal and the caller not trusted; outside the
+    /// channel's scope).
+    pub fn resolve(&self, name: &str, context: &CallContext) -> Result<&Arc<ToolEntry>, CallError> {
+        match self.get(name) {
+            Some(entry) if entry.descriptor.internal && !context.trusted => {
+                Err(CallError::NotFound {
+                    name: name.to_string(),
+                    suggestion: self.suggest_for(name, context),
+                })
+            }
+            Some(entry) if !context.admits(&entry.descriptor) => Err(CallError::NotServed {
+                name: name.to_string(),
+                served_by: context
+                    .scope
+                    .as_ref()
+                    .map(|s| s.served_by.clone())
+                    .unwrap_or_default(),
+            }),
+            Some(entry) => Ok(entry),
+            None => Err(match self.hidden_reason(name) {
+                Some(reason) => CallError::Disabled {
+                    name: name.to_string(),
+                    reason: reason.to_string(),
+                },
+                None => CallError::NotFound {
+                    name: name.to_string(),
+                    suggestion: self.suggest_for(name, context),
+                },
+            }),
+        }
+    }
+
     /// The visible tool name closest to `name`, when one is close enough to be a likely typo.
     pub fn suggest(&self, name: &str) -> Option<String> {
-        self.tools()
+        self.suggest_among(name, self.tools())
+    }
+
+    /// Like [`Catalog::suggest`], among the tools this caller may reach.
+    fn suggest_for(&self, name: &str, context: &CallContext) -> Option<String> {
+        self.suggest_among(name, self.tools().filter(|e| context.admits(&e.descriptor)))
+    }
+
+    fn suggest_among<'a>(
+        &'a self,
+        name: &str,
+        tools: impl Iterator<Item = &'a Arc<ToolEntry>>,
+    ) -> Option<String> {
+        tools
             .map(|e| {
                 (
                     strsim::jaro_winkler(name, &e.descriptor.name),

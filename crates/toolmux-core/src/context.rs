@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approval::Approver;
 use crate::backchannel::Backchannel;
+use crate::scope::ToolScope;
 
 /// The channel a call came through. It is recorded in the execution log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -55,6 +56,9 @@ pub struct CallContext {
     /// Carries the call's progress, log messages and requests back to the caller, when its
     /// channel can carry them.
     pub backchannel: Option<Arc<dyn Backchannel>>,
+    /// The part of the catalog the channel serves. The hub refuses calls to tools outside it,
+    /// and a code-mode script inherits it, so a filtered-out tool has no second door.
+    pub scope: Option<Arc<ToolScope>>,
 }
 
 impl CallContext {
@@ -67,6 +71,7 @@ impl CallContext {
             approver: None,
             trusted: false,
             backchannel: None,
+            scope: None,
         }
     }
 
@@ -88,6 +93,17 @@ impl CallContext {
         self
     }
 
+    /// Narrows the call, and every call a script it runs makes, to what the channel serves.
+    pub fn with_scope(mut self, scope: Arc<ToolScope>) -> Self {
+        self.scope = Some(scope);
+        self
+    }
+
+    /// Whether a tool is within the channel's scope (every tool is, without one).
+    pub fn admits(&self, tool: &crate::model::ToolDescriptor) -> bool {
+        self.scope.as_ref().is_none_or(|s| s.admits(tool))
+    }
+
     /// Marks the caller as trusted to use internal tools.
     pub fn trusted(mut self) -> Self {
         self.trusted = true;
@@ -104,6 +120,7 @@ impl fmt::Debug for CallContext {
             .field("approver", &self.approver.is_some())
             .field("trusted", &self.trusted)
             .field("backchannel", &self.backchannel.is_some())
+            .field("scope", &self.scope)
             .finish()
     }
 }

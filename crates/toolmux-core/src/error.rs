@@ -39,6 +39,16 @@ pub enum CallError {
         /// Which setting disabled it.
         reason: String,
     },
+    /// The tool exists but the channel the call came through does not serve it (its
+    /// [`ToolScope`](crate::ToolScope) filters it out), so neither a direct call nor a script
+    /// started on that channel may reach it.
+    #[error("tool `{name}` is not served by {served_by}")]
+    NotServed {
+        /// The tool.
+        name: String,
+        /// What narrowed the channel, e.g. "this MCP server (filtered out by --tools, …)".
+        served_by: String,
+    },
     /// A policy or a person refused the call.
     #[error("tool `{name}` was denied: {reason}")]
     Denied {
@@ -106,6 +116,7 @@ impl CallError {
         match self {
             CallError::NotFound { .. } => "not_found",
             CallError::Disabled { .. } => "disabled",
+            CallError::NotServed { .. } => "not_served",
             CallError::Denied { .. } => "denied",
             CallError::InvalidArguments { .. } => "invalid_arguments",
             CallError::RateLimited { .. } => "rate_limited",

@@ -8,14 +8,14 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use futures::future::join_all;
+use futures::stream::{self, FuturesUnordered, Stream, StreamExt};
 use governor::clock::{Clock, DefaultClock};
 use governor::{Quota, RateLimiter};
 use serde_json::Value;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::approval::{Approval, ApprovalRequest};
+use crate::approval::{Approval, ApprovalRequest, Approver, approve_within};
 use crate::catalog::{Catalog, DisabledSources, Filters, Limiter, ToolEntry, ToolOverride};
 use crate::context::CallContext;
 use crate::error::{CallError, SourceError};
@@ -62,6 +62,8 @@ pub struct BatchCall {
     pub name: String,
     /// The arguments object.
     pub arguments: Value,
+    /// The call's own context (each call of a chat step has its own way back, for one).
+    pub context: CallContext,
 }
 
 /// A call's result together with its execution-log id and duration.
@@ -250,7 +252,7 @@ impl Hub {
     ) -> CallReport {
         let started = Instant::now();
         let catalog = self.catalog();
-        let entry = catalog.get(name).cloned();
+        let entry = catalog.resolve(name, context).cloned();
         // The record is written when the call ends — or, if the caller drops the call first (a
         // cancelled chat turn, a finished script, a client that went away), as a cancelled call.
         let mut pending = Unfinished {
@@ -260,9 +262,10 @@ impl Hub {
                 id: Uuid::now_v7(),
                 timestamp: Utc::now(),
                 tool: name.to_string(),
-                source: entry.as_ref().map(|e| e.descriptor.source.clone()),
+                source: entry.as_ref().ok().map(|e| e.descriptor.source.clone()),
                 channel: context.channel,
                 session: context.session.clone(),
+                caller: context.caller.clone(),
                 arguments: arguments.clone(),
                 outcome: Outcome::Error,
                 error: Some(CANCELLED.to_string()),
@@ -270,11 +273,9 @@ impl Hub {
                 result: None,
             }),
         };
-        let result = match &entry {
-            Some(entry) if !entry.descriptor.internal || context.trusted => {
-                run(entry, &catalog, arguments, context).await
-            }
-            _ => Err(missing(&catalog, name)),
+        let result = match entry {
+            Ok(entry) => run(&entry, &catalog, arguments, context).await,
+            Err(refused) => Err(refused),
         };
         let duration = started.elapsed();
         let mut record = pending
@@ -294,47 +295,43 @@ impl Hub {
         }
     }
 
-    /// Runs several calls: consecutive tools marked `parallel` run concurrently, every other
-    /// tool runs alone, in order, after everything before it has finished. Results come back
-    /// in the order of the calls.
-    pub async fn call_batch(
+    /// Runs several calls, each with its own context: consecutive tools marked `parallel` run
+    /// concurrently, every other tool runs alone, in order, after everything before it has
+    /// finished. Each call is reported (with its position in `calls`) the moment it finishes,
+    /// so a caller can show results as they come; collect and sort by position for call order.
+    pub fn call_batch(
         &self,
         calls: Vec<BatchCall>,
-        context: &CallContext,
-    ) -> Vec<Result<ToolResult, CallError>> {
+    ) -> impl Stream<Item = (usize, CallReport)> + Send + '_ {
         let catalog = self.catalog();
         let is_parallel = |name: &str| {
             catalog
                 .get(name)
                 .is_some_and(|e| e.descriptor.parallel && !e.descriptor.internal)
         };
-        let mut results = Vec::with_capacity(calls.len());
-        let mut group: Vec<BatchCall> = Vec::new();
-        for call in calls {
-            if is_parallel(&call.name) {
-                group.push(call);
-                continue;
+        // A group is a run of parallel calls, or one call that is not parallel.
+        let mut groups: Vec<Vec<(usize, BatchCall)>> = Vec::new();
+        let mut joins_previous = false;
+        for (position, call) in calls.into_iter().enumerate() {
+            let parallel = is_parallel(&call.name);
+            match groups.last_mut() {
+                Some(group) if parallel && joins_previous => group.push((position, call)),
+                _ => groups.push(vec![(position, call)]),
             }
-            self.run_group(&mut group, context, &mut results).await;
-            results.push(self.call(&call.name, call.arguments, context).await);
+            joins_previous = parallel;
         }
-        self.run_group(&mut group, context, &mut results).await;
-        results
-    }
-
-    async fn run_group(
-        &self,
-        group: &mut Vec<BatchCall>,
-        context: &CallContext,
-        results: &mut Vec<Result<ToolResult, CallError>>,
-    ) {
-        if group.is_empty() {
-            return;
-        }
-        let calls = group
-            .drain(..)
-            .map(|c| async move { self.call(&c.name, c.arguments, context).await });
-        results.extend(join_all(calls).await);
+        // `flat_map` drains one group's stream before it starts the next.
+        stream::iter(groups).flat_map(move |group| {
+            group
+                .into_iter()
+                .map(|(position, call)| async move {
+                    let report = self
+                        .call_reported(&call.name, call.arguments, &call.context)
+                        .await;
+                    (position, report)
+                })
+                .collect::<FuturesUnordered<_>>()
+        })
     }
 }
 
@@ -388,19 +385,6 @@ impl Drop for Unfinished<'_> {
     }
 }
 
-fn missing(catalog: &Catalog, name: &str) -> CallError {
-    match catalog.hidden_reason(name) {
-        Some(reason) => CallError::Disabled {
-            name: name.to_string(),
-            reason: reason.to_string(),
-        },
-        None => CallError::NotFound {
-            name: name.to_string(),
-            suggestion: catalog.suggest(name),
-        },
-    }
-}
-
 async fn run(
     entry: &ToolEntry,
     catalog: &Catalog,
@@ -408,8 +392,11 @@ async fn run(
     context: &CallContext,
 ) -> Result<ToolResult, CallError> {
     let name = &entry.descriptor.name;
-    check_policy(entry, catalog, &arguments, context).await?;
-
+    // A policy that refuses without asking anyone refuses first: a denied tool's schema is
+    // none of the caller's business.
+    let approver = refuse_unasked(entry, context)?;
+    // Arguments are checked before a person is asked: nobody should approve a call that would
+    // be refused anyway.
     let arguments = match arguments_object(arguments) {
         Ok(map) => map,
         Err(other) => {
@@ -439,6 +426,9 @@ async fn run(
                 message: format!("the tool's input schema is invalid: {e}"),
             });
         }
+    }
+    if let Some(approver) = approver {
+        ask(approver, entry, catalog, &arguments, context).await?;
     }
     let Value::Object(arguments) = arguments else {
         unreachable!("checked to be an object above")
@@ -511,57 +501,68 @@ async fn run(
     Ok(result)
 }
 
-async fn check_policy(
+/// The policy's answer where nobody needs to be asked: `Ok(None)` to run, `Ok(Some(approver))`
+/// to ask that approver first, or the refusal.
+fn refuse_unasked<'a>(
+    entry: &ToolEntry,
+    context: &'a CallContext,
+) -> Result<Option<&'a Arc<dyn Approver>>, CallError> {
+    let name = &entry.descriptor.name;
+    match entry.policy {
+        Policy::Allow => Ok(None),
+        Policy::Deny => Err(CallError::Denied {
+            name: name.clone(),
+            reason: format!("its policy is `deny` ({})", entry.policy_origin),
+        }),
+        Policy::Ask => match &context.approver {
+            Some(approver) => Ok(Some(approver)),
+            None => Err(CallError::Denied {
+                name: name.clone(),
+                reason: format!(
+                    "its policy is `ask` ({}) and there is no one to ask on the {} channel; \
+                     to run it without asking, set \"policies\": {{\"tools\": {{\"{name}\": \"allow\"}}}} \
+                     in .toolmux/config.json",
+                    entry.policy_origin, context.channel
+                ),
+            }),
+        },
+    }
+}
+
+/// Asks a person about an `ask` call, within the approval time limit.
+async fn ask(
+    approver: &Arc<dyn Approver>,
     entry: &ToolEntry,
     catalog: &Catalog,
     arguments: &Value,
     context: &CallContext,
 ) -> Result<(), CallError> {
     let name = &entry.descriptor.name;
-    match entry.policy {
-        Policy::Allow => Ok(()),
-        Policy::Deny => Err(CallError::Denied {
+    let request = ApprovalRequest {
+        tool: name.clone(),
+        source: entry.descriptor.source.clone(),
+        arguments: arguments.clone(),
+        channel: context.channel,
+        session: context.session.clone(),
+        message: format!(
+            "Allow `{name}` from `{}` to run with these arguments?",
+            entry.descriptor.source
+        ),
+        time_limit: catalog.approval_timeout,
+    };
+    match approve_within(approver.as_ref(), &request).await {
+        Some(Approval::Allow) => Ok(()),
+        Some(Approval::Deny { reason }) => Err(CallError::Denied {
             name: name.clone(),
-            reason: format!("its policy is `deny` ({})", entry.policy_origin),
+            reason,
         }),
-        Policy::Ask => {
-            let Some(approver) = &context.approver else {
-                return Err(CallError::Denied {
-                    name: name.clone(),
-                    reason: format!(
-                        "its policy is `ask` ({}) and there is no one to ask on the {} channel; \
-                         to run it without asking, set \"policies\": {{\"tools\": {{\"{name}\": \"allow\"}}}} \
-                         in .toolmux/config.json",
-                        entry.policy_origin, context.channel
-                    ),
-                });
-            };
-            let request = ApprovalRequest {
-                tool: name.clone(),
-                source: entry.descriptor.source.clone(),
-                arguments: arguments.clone(),
-                channel: context.channel,
-                session: context.session.clone(),
-                message: format!(
-                    "Allow `{name}` from `{}` to run with these arguments?",
-                    entry.descriptor.source
-                ),
-            };
-            match tokio::time::timeout(catalog.approval_timeout, approver.approve(&request)).await {
-                Ok(Approval::Allow) => Ok(()),
-                Ok(Approval::Deny { reason }) => Err(CallError::Denied {
-                    name: name.clone(),
-                    reason,
-                }),
-                Err(_) => Err(CallError::Denied {
-                    name: name.clone(),
-                    reason: format!(
-                        "nobody answered the approval request within {}",
-                        crate::duration::format_duration(catalog.approval_timeout)
-                    ),
-                }),
-            }
-        }
+        None => Err(CallError::Denied {
+            name: name.clone(),
+            reason: format!(
+                "nobody answered the approval request within {}",
+                crate::duration::format_duration(catalog.approval_timeout)
+            ),
+        }),
     }
 }
 
@@ -583,6 +584,7 @@ fn outcome_of(result: &Result<ToolResult, CallError>) -> Outcome {
         Err(
             CallError::NotFound { .. }
             | CallError::Disabled { .. }
+            | CallError::NotServed { .. }
             | CallError::InvalidArguments { .. }
             | CallError::InvalidOutput { .. },
         ) => Outcome::Invalid,

@@ -16,11 +16,13 @@ mod model;
 mod pattern;
 mod policy;
 mod record;
+mod scope;
 mod source;
 mod validate;
 
 pub use approval::{
     Approval, ApprovalQueue, ApprovalRequest, Approver, NoSuchApproval, PendingApproval,
+    approve_within,
 };
 pub use backchannel::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
 pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOverride};
@@ -34,5 +36,6 @@ pub use model::{
 pub use pattern::{NamePattern, PatternError};
 pub use policy::{Policy, PolicyOrigin, PolicyRules};
 pub use record::{ExecutionRecord, ExecutionSink, NullSink, Outcome};
+pub use scope::ToolScope;
 pub use source::{ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus};
 pub use validate::Violation;

@@ -69,6 +69,8 @@ pub struct ExecutionRecord {
     pub channel: Channel,
     /// The session or conversation.
     pub session: Option<String>,
+    /// Who called, when the channel knows (an MCP client's name).
+    pub caller: Option<String>,
     /// The arguments as received.
     pub arguments: Value,
     /// How it ended.

@@ -5,12 +5,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::StreamExt;
 use serde_json::{Value, json};
 use toolmux_core::{
     Approval, ApprovalRequest, Approver, BatchCall, CallContext, CallError, ChangeNotifier,
     Channel, ExecutionRecord, ExecutionSink, Filters, Hub, HubSettings, NamePattern, Outcome,
     Policy, RateLimit, Source, SourceCall, SourceError, SourceKind, ToolDescriptor, ToolOverride,
-    ToolResult,
+    ToolResult, ToolScope,
 };
 
 /// A source whose tools exercise each pipeline stage.
@@ -544,22 +545,25 @@ async fn a_batch_runs_parallel_tools_together_and_the_rest_in_order() {
     let call = |name: &str| BatchCall {
         name: name.into(),
         arguments: json!({"ms": 40}),
+        context: ctx(),
     };
-    let results = hub
-        .call_batch(
-            vec![
-                call("slow"),
-                call("slow"),
-                call("slow"),
-                call("sequential"),
-                call("slow"),
-            ],
-            &ctx(),
-        )
+    let mut reports: Vec<_> = hub
+        .call_batch(vec![
+            call("slow"),
+            call("slow"),
+            call("slow"),
+            call("sequential"),
+            call("slow"),
+        ])
+        .collect()
         .await;
-    let texts: Vec<_> = results
+    // Reported as they finish: the sequential call after the whole group before it.
+    let finished: Vec<usize> = reports.iter().map(|(position, _)| *position).collect();
+    assert_eq!(finished[3..], [3, 4]);
+    reports.sort_by_key(|(position, _)| *position);
+    let texts: Vec<_> = reports
         .iter()
-        .map(|r| r.as_ref().expect("ok").text_content())
+        .map(|(_, r)| r.result.as_ref().expect("ok").text_content())
         .collect();
     assert_eq!(texts, ["slow", "slow", "slow", "sequential", "slow"]);
     assert_eq!(source.max_running.load(Ordering::SeqCst), 3);
@@ -701,4 +705,105 @@ async fn a_call_its_caller_drops_is_logged_as_cancelled() {
         Some("the caller cancelled the call before it finished")
     );
     assert!(record.duration_us >= 30_000, "{}", record.duration_us);
+}
+
+#[tokio::test]
+async fn arguments_are_validated_before_anyone_is_asked() {
+    // `echo` needs `text`; with policy `ask`, a call without it must be refused as invalid
+    // without the person ever seeing an approval for it.
+    let (hub, _, _) = hub_with(rules(&[("echo", Policy::Ask)]));
+    let approver = Arc::new(Fixed(Approval::Allow, AtomicUsize::new(0)));
+    let err = hub
+        .call(
+            "echo",
+            json!({"count": 2}),
+            &ctx().with_approver(approver.clone()),
+        )
+        .await
+        .expect_err("invalid");
+    assert!(matches!(err, CallError::InvalidArguments { .. }), "{err}");
+    assert_eq!(approver.1.load(Ordering::SeqCst), 0, "nobody was asked");
+    let err = hub
+        .call(
+            "echo",
+            json!("text"),
+            &ctx().with_approver(approver.clone()),
+        )
+        .await
+        .expect_err("not an object");
+    assert!(matches!(err, CallError::InvalidArguments { .. }), "{err}");
+    assert_eq!(approver.1.load(Ordering::SeqCst), 0, "nobody was asked");
+}
+
+#[tokio::test]
+async fn a_scope_is_the_only_door_a_call_has() {
+    let (hub, _, records) = hub();
+    let scope = Arc::new(ToolScope {
+        exclude: vec![NamePattern::new("ec*").expect("pattern")],
+        include: vec![NamePattern::new("*").expect("pattern")],
+        source: None,
+        entry_points: vec!["sequential".into()],
+        served_by: "the test channel".into(),
+    });
+    let scoped = ctx().with_scope(scope);
+    let err = hub
+        .call("echo", json!({"text": "x"}), &scoped)
+        .await
+        .expect_err("outside the scope");
+    assert_eq!(
+        err.to_string(),
+        "tool `echo` is not served by the test channel"
+    );
+    assert_eq!(err.code(), "not_served");
+    assert_eq!(records.last().outcome, Outcome::Invalid);
+    // A typo is not answered with a tool the caller cannot reach.
+    let err = hub
+        .call("ecoh", json!({}), &scoped)
+        .await
+        .expect_err("unknown");
+    assert_eq!(err.to_string(), "unknown tool `ecoh`");
+    hub.call("slow", json!({"ms": 1}), &scoped)
+        .await
+        .expect("in the scope");
+    // Narrowed to another source, only the entry point is reachable.
+    let elsewhere = ctx().with_scope(Arc::new(ToolScope {
+        source: Some("other".into()),
+        entry_points: vec!["sequential".into()],
+        ..ToolScope::default()
+    }));
+    hub.call("sequential", json!({"ms": 1}), &elsewhere)
+        .await
+        .expect("an entry point");
+    assert!(matches!(
+        hub.call("slow", json!({}), &elsewhere).await,
+        Err(CallError::NotServed { .. })
+    ));
+}
+
+#[tokio::test]
+async fn the_caller_is_recorded() {
+    let (hub, _, records) = hub();
+    let mut context = ctx();
+    context.caller = Some("claude-code".into());
+    hub.call("echo", json!({"text": "x"}), &context)
+        .await
+        .expect("runs");
+    assert_eq!(records.last().caller.as_deref(), Some("claude-code"));
+}
+
+#[tokio::test]
+async fn a_denied_tool_is_denied_before_its_arguments_are_checked() {
+    let (hub, _, _) = hub_with(rules(&[("echo", Policy::Deny)]));
+    let err = hub
+        .call("echo", json!({"count": 2}), &ctx())
+        .await
+        .expect_err("denied");
+    assert!(matches!(err, CallError::Denied { .. }), "{err}");
+    // `ask` where nobody can be asked refuses the same way, before validation.
+    let (hub, _, _) = hub_with(rules(&[("echo", Policy::Ask)]));
+    let err = hub
+        .call("echo", json!({"count": 2}), &ctx())
+        .await
+        .expect_err("denied");
+    assert!(matches!(err, CallError::Denied { .. }), "{err}");
 }

@@ -30,9 +30,24 @@ pub struct LogEntry {
     /// The session or conversation, when the channel has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// The arguments, with secrets redacted.
+    /// Who called, when the channel knows (an MCP client's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+    /// The arguments, with secrets redacted; when `arguments_truncated`, a string holding the
+    /// start of their serialization; `null` in an abridged line.
     #[serde(default)]
     pub arguments: Value,
+    /// Size in bytes of the full serialized (redacted) arguments, when they were cut or left
+    /// out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_bytes: Option<u64>,
+    /// The arguments were larger than the cap and `arguments` holds only their start.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub arguments_truncated: bool,
+    /// Where the whole arguments of a cut line are kept, relative to the log folder, when they
+    /// were small enough to keep (`results/YYYY-MM-DD/<id>.arguments.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_file: Option<String>,
     /// How the call ended.
     pub outcome: Outcome,
     /// The error message, for every outcome but `ok`.
@@ -54,6 +69,10 @@ pub struct LogEntry {
     /// (`results/YYYY-MM-DD/<id>.json`), so a caller that was handed a cut result can find it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_file: Option<String>,
+    /// The day's log had passed its size budget when this call was written, so the line holds
+    /// only the call's facts and sizes: no arguments, no result.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub abridged: bool,
 }
 
 impl LogEntry {
@@ -88,19 +107,29 @@ struct Line<'a> {
     channel: Channel,
     #[serde(skip_serializing_if = "Option::is_none")]
     session: Option<&'a str>,
-    arguments: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caller: Option<&'a str>,
+    arguments: Stored<'a, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "is_false")]
+    arguments_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments_file: Option<&'a str>,
     outcome: Outcome,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
     duration_us: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<StoredResult<'a>>,
+    result: Option<Stored<'a, ToolResult>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     result_bytes: Option<u64>,
     #[serde(skip_serializing_if = "is_false")]
     result_truncated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     result_file: Option<&'a str>,
+    #[serde(skip_serializing_if = "is_false")]
+    abridged: bool,
 }
 
 /// Where the whole result of call `id`, started on `date`, is kept when its line holds only the
@@ -109,77 +138,213 @@ pub(crate) fn result_file(date: chrono::NaiveDate, id: &Uuid) -> String {
     format!("{RESULTS_DIR}/{}/{id}.json", date.format("%Y-%m-%d"))
 }
 
+/// Where the whole arguments of call `id` are kept when its line holds only their start.
+pub(crate) fn arguments_file(date: chrono::NaiveDate, id: &Uuid) -> String {
+    format!(
+        "{RESULTS_DIR}/{}/{id}.arguments.json",
+        date.format("%Y-%m-%d")
+    )
+}
+
 /// The folder, inside the log folder, of whole results too large for their line.
 pub(crate) const RESULTS_DIR: &str = "results";
 
-/// The `result` field: the whole result, or the start of its serialization as a string.
+/// The most bytes of a tool name, session or caller a line keeps: they come from the caller,
+/// and a name is never this long unless someone is filling the disk.
+const NAME_CAP_BYTES: usize = 256;
+
+/// A field that is stored whole, or as the start of its serialization.
 #[derive(Serialize)]
 #[serde(untagged)]
-enum StoredResult<'a> {
-    Whole(&'a ToolResult),
-    Start(&'a str),
+enum Stored<'a, T> {
+    Whole(&'a T),
+    Start(String),
+    Absent(()),
+}
+
+/// How much of a record a line may hold.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Caps {
+    /// Arguments serialized larger than this are cut to it.
+    pub arguments: usize,
+    /// Results serialized larger than this are cut to it.
+    pub result: usize,
+    /// Cut arguments or results at most this large are kept whole in a file of their own.
+    pub whole_file: usize,
+    /// The day's budget is spent: keep the call's facts and sizes only.
+    pub abridged: bool,
+}
+
+/// A whole value to keep beside the day file: its path relative to the log folder, and its
+/// serialization.
+pub(crate) type WholeFile = (String, String);
+
+/// A field after capping: what the line holds, its full size when that is worth saying, and
+/// the whole text to keep in a file.
+struct Capped<'a, T> {
+    stored: Stored<'a, T>,
+    size: u64,
+    truncated: bool,
+    whole: Option<String>,
+}
+
+/// Caps one field at `cap` bytes of serialization. Only a value small enough to keep whole is
+/// ever serialized whole; a larger one is serialized only up to its cut, so a 100 MB argument
+/// costs the writer `cap` bytes, not 100 MB.
+fn cap_field<'a, T: Serialize>(value: &'a T, cap: usize, caps: &Caps) -> Capped<'a, T> {
+    let size = serialized_size(value);
+    if caps.abridged {
+        return Capped {
+            stored: Stored::Absent(()),
+            size: size as u64,
+            truncated: false,
+            whole: None,
+        };
+    }
+    if size <= cap {
+        return Capped {
+            stored: Stored::Whole(value),
+            size: size as u64,
+            truncated: false,
+            whole: None,
+        };
+    }
+    let whole = (size <= caps.whole_file).then(|| serde_json::to_string(value).unwrap_or_default());
+    let start = match &whole {
+        Some(text) => cut(text, cap).to_string(),
+        None => serialized_start(value, cap),
+    };
+    Capped {
+        stored: Stored::Start(start),
+        size: size as u64,
+        truncated: true,
+        whole,
+    }
+}
+
+/// The longest start of `text` within `cap` bytes that ends on a character boundary.
+fn cut(text: &str, cap: usize) -> &str {
+    let mut end = cap.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The first `cap` bytes (back to a character boundary) of a value's compact JSON, without
+/// serializing the rest: the writer refuses bytes past the cap, which stops serde.
+fn serialized_start(value: &impl Serialize, cap: usize) -> String {
+    struct Bounded {
+        bytes: Vec<u8>,
+        cap: usize,
+    }
+    impl Write for Bounded {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = self.cap - self.bytes.len();
+            if room == 0 {
+                return Err(std::io::Error::other("full"));
+            }
+            let n = room.min(buf.len());
+            self.bytes.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Bounded {
+        bytes: Vec::with_capacity(cap),
+        cap,
+    };
+    // Stopping at the cap is the point: the error it causes is expected.
+    let _ = serde_json::to_writer(&mut out, value);
+    match String::from_utf8(out.bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let valid = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).unwrap_or_default()
+        }
+    }
 }
 
 /// Writes `record` as one line (with its `\n`) into `out`, after clearing it: redacts the
-/// arguments and caps the result at `cap` bytes. When the result is cut, returns its whole
-/// serialization and the path (relative to the log folder) the line names for it, for the
-/// writer to store. Runs on the writer thread, never on the caller's.
+/// arguments and caps them and the result as `caps` says. Returns the whole values to keep in
+/// files of their own (the line names them), for the writer to store before the line. Runs on
+/// the writer thread, never on the caller's.
 pub(crate) fn write_line(
     mut record: ExecutionRecord,
-    cap: usize,
+    caps: Caps,
     out: &mut Vec<u8>,
-) -> Option<(String, String)> {
+) -> Vec<WholeFile> {
     redact(&mut record.arguments);
-    // The size of the serialized result decides: within the cap it is serialized once more
-    // straight into the line; over it, its text is kept, the start goes into the line and the
-    // whole into a file of its own.
-    let size = record.result.as_ref().map(serialized_size);
-    let full_text: Option<String> = match (&record.result, size) {
-        (Some(result), Some(size)) if size > cap => {
-            Some(serde_json::to_string(result).unwrap_or_default())
-        }
-        _ => None,
-    };
-    let file = full_text
+    let date = record.timestamp.date_naive();
+    let arguments = cap_field(&record.arguments, caps.arguments, &caps);
+    let result = record
+        .result
         .as_ref()
-        .map(|_| result_file(record.timestamp.date_naive(), &record.id));
-    let result = match (&record.result, &full_text) {
-        (None, _) => None,
-        (Some(result), None) => Some(StoredResult::Whole(result)),
-        (Some(_), Some(text)) => {
-            let mut cut = cap.min(text.len());
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            Some(StoredResult::Start(&text[..cut]))
-        }
+        .map(|r| cap_field(r, caps.result, &caps));
+    let mut files = Vec::new();
+    let arguments_path = arguments
+        .whole
+        .as_ref()
+        .map(|_| arguments_file(date, &record.id));
+    let result_path = result
+        .as_ref()
+        .and_then(|r| r.whole.as_ref())
+        .map(|_| result_file(date, &record.id));
+    let error = record
+        .error
+        .as_deref()
+        .map(|e| cut(e, caps.arguments.max(NAME_CAP_BYTES)));
+    // Every line with a result says how large it was; an abridged one leaves the result out.
+    let (result_stored, result_bytes, result_truncated, result_whole) = match result {
+        Some(r) => (
+            (!caps.abridged).then_some(r.stored),
+            Some(r.size),
+            r.truncated,
+            r.whole,
+        ),
+        None => (None, None, false, None),
     };
     let line = Line {
         id: record.id,
         timestamp: record.timestamp,
-        tool: &record.tool,
-        source: record.source.as_deref(),
+        tool: cut(&record.tool, NAME_CAP_BYTES),
+        source: record.source.as_deref().map(|s| cut(s, NAME_CAP_BYTES)),
         channel: record.channel,
-        session: record.session.as_deref(),
-        arguments: &record.arguments,
+        session: record.session.as_deref().map(|s| cut(s, NAME_CAP_BYTES)),
+        caller: record.caller.as_deref().map(|s| cut(s, NAME_CAP_BYTES)),
+        arguments: arguments.stored,
+        arguments_bytes: (arguments.truncated || caps.abridged).then_some(arguments.size),
+        arguments_truncated: arguments.truncated,
+        arguments_file: arguments_path.as_deref(),
         outcome: record.outcome,
-        error: record.error.as_deref(),
+        error,
         duration_us: record.duration_us,
-        result,
-        result_bytes: size.map(|s| s as u64),
-        result_truncated: full_text.is_some(),
-        result_file: file.as_deref(),
+        result: result_stored,
+        result_bytes,
+        result_truncated,
+        result_file: result_path.as_deref(),
+        abridged: caps.abridged,
     };
     out.clear();
     // Serializing into a Vec fails only for a map with non-string keys, which `Value` and
     // `ToolResult` cannot hold.
     if let Err(error) = serde_json::to_writer(&mut *out, &line) {
-        tracing::warn!(%error, tool = %record.tool, "execution record could not be serialized");
+        tracing::warn!(%error, tool = %line.tool, "execution record could not be serialized");
         out.clear();
-        return None;
+        return files;
     }
     out.push(b'\n');
-    full_text.zip(file)
+    if let (Some(path), Some(text)) = (arguments_path, arguments.whole) {
+        files.push((path, text));
+    }
+    if let (Some(path), Some(text)) = (result_path, result_whole) {
+        files.push((path, text));
+    }
+    files
 }
 
 /// The size of a value's compact JSON, without building it.
@@ -213,6 +378,7 @@ mod tests {
             source: Some("workspace".into()),
             channel: Channel::Mcp,
             session: None,
+            caller: None,
             arguments: json!({"pattern": "x"}),
             outcome: Outcome::Ok,
             error: None,
@@ -221,9 +387,18 @@ mod tests {
         }
     }
 
+    fn caps(result: usize) -> Caps {
+        Caps {
+            arguments: 16 * 1024,
+            result,
+            whole_file: usize::MAX,
+            abridged: false,
+        }
+    }
+
     fn line_of(record: ExecutionRecord, cap: usize) -> Value {
         let mut out = Vec::new();
-        write_line(record, cap, &mut out);
+        write_line(record, caps(cap), &mut out);
         assert_eq!(out.last(), Some(&b'\n'));
         assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1);
         serde_json::from_slice(&out).unwrap()
@@ -297,7 +472,7 @@ mod tests {
         rec.outcome = Outcome::Error;
         rec.error = Some("boom".into());
         let mut out = Vec::new();
-        write_line(rec, 16 * 1024, &mut out);
+        write_line(rec, caps(16 * 1024), &mut out);
         let entry: LogEntry = serde_json::from_slice(&out).unwrap();
         assert_eq!(entry.session.as_deref(), Some("s-1"));
         assert_eq!(
@@ -307,5 +482,58 @@ mod tests {
         let mut again = serde_json::to_vec(&entry).unwrap();
         again.push(b'\n');
         assert_eq!(String::from_utf8(again), String::from_utf8(out));
+    }
+
+    #[test]
+    fn d3_large_arguments_are_cut_with_their_size_and_kept_whole_only_up_to_the_file_cap() {
+        let mut rec = record(None);
+        rec.arguments = json!({"path": "README.md", "junk": "q".repeat(3 << 20)});
+        rec.outcome = Outcome::Invalid;
+        rec.error = Some(format!("invalid: {}", "e".repeat(1 << 20)));
+        let full = serde_json::to_string(&rec.arguments).unwrap();
+        let small_files = Caps {
+            arguments: 1024,
+            result: 1024,
+            whole_file: 1 << 20,
+            abridged: false,
+        };
+        let mut out = Vec::new();
+        let files = write_line(rec.clone(), small_files, &mut out);
+        assert!(out.len() < 4 * 1024, "{} bytes", out.len());
+        let line: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(line["argumentsTruncated"], true);
+        assert_eq!(line["argumentsBytes"], full.len());
+        assert_eq!(line["arguments"].as_str().unwrap(), &full[..1024]);
+        // Too large to keep whole: no file, and the line names none.
+        assert!(files.is_empty());
+        assert!(line.get("argumentsFile").is_none());
+
+        let big_files = Caps {
+            whole_file: 8 << 20,
+            ..small_files
+        };
+        let files = write_line(rec, big_files, &mut out);
+        let line: Value = serde_json::from_slice(&out).unwrap();
+        let path = line["argumentsFile"].as_str().unwrap();
+        assert_eq!(files, [(path.to_string(), full)]);
+    }
+
+    #[test]
+    fn d3_an_abridged_line_keeps_the_facts_and_sizes_only() {
+        let mut rec = record(Some(ToolResult::text("x".repeat(100))));
+        rec.arguments = json!({"junk": "q".repeat(1000)});
+        let caps = Caps {
+            abridged: true,
+            ..caps(16 * 1024)
+        };
+        let mut out = Vec::new();
+        assert!(write_line(rec, caps, &mut out).is_empty());
+        let entry: LogEntry = serde_json::from_slice(&out).unwrap();
+        assert!(entry.abridged);
+        assert_eq!(entry.arguments, Value::Null);
+        assert_eq!(entry.arguments_bytes, Some(1011));
+        assert_eq!(entry.result, None);
+        assert!(entry.result_bytes.is_some_and(|b| b > 100));
+        assert_eq!(entry.tool, "grep");
     }
 }

@@ -21,21 +21,34 @@
 //! | `source` | always | the tool's source, or `null` when the name did not resolve |
 //! | `channel` | always | `cli`, `mcp`, `rest`, `chat` or `code` |
 //! | `session` | when known | the session or conversation id |
-//! | `arguments` | always | the arguments, with secret-looking keys redacted ([`redact`]) |
+//! | `caller` | when known | who called (an MCP client's name) |
+//! | `arguments` | always | the arguments, with secret-looking keys redacted ([`redact`]); if capped, a string; `null` if abridged |
+//! | `argumentsBytes` | if capped or abridged | size of the full serialized (redacted) arguments |
+//! | `argumentsTruncated` | if capped | `true`; absent otherwise |
+//! | `argumentsFile` | if capped and kept | where the whole arguments are kept, relative to the folder |
 //! | `outcome` | always | `ok`, `error`, `denied`, `timeout` or `invalid` |
 //! | `error` | outcome ≠ ok | the error message |
 //! | `durationUs` | always | wall time of the whole pipeline, in microseconds |
 //! | `result` | with a result | the `ToolResult`; if capped, a string (see below) |
 //! | `resultBytes` | with a result | size of the full serialized `ToolResult`, capped or not |
 //! | `resultTruncated` | if capped | `true`; absent otherwise |
-//! | `resultFile` | if capped | where the whole result is kept, relative to the folder |
+//! | `resultFile` | if capped and kept | where the whole result is kept, relative to the folder |
+//! | `abridged` | if abridged | `true`: the day's budget was spent, so no arguments or result |
 //!
 //! A result whose compact serialization exceeds [`LogSettings::result_cap_bytes`] is stored as a
 //! JSON *string* holding the first `cap` bytes of that serialization (cut back to a UTF-8
 //! boundary), so a reader can still see how it began, and `resultTruncated` is `true`. The
 //! whole result is kept in `results/YYYY-MM-DD/<id>.json` beside the day files (written before
 //! its line, removed with its day by retention), so a channel that hands a caller a cut result —
-//! the chat loop does — can say where the rest is.
+//! the chat loop does — can say where the rest is. Arguments are capped the same way
+//! ([`LogBudget::argument_cap_bytes`], kept whole in `<id>.arguments.json`), whatever the
+//! call's outcome — a call refused by validation too.
+//!
+//! The disk is bounded ([`LogBudget`]): only values up to `whole_file_cap_bytes` are kept whole
+//! (a larger one only by the start in its line), tool names, sessions and callers are cut at
+//! 256 bytes and errors at the argument cap, and once a day's file and whole values pass
+//! `max_day_bytes` the rest of that day's lines are *abridged* (facts and sizes only), with one
+//! warning; past twice the budget, that day's calls are no longer written, with another.
 //!
 //! # Design
 //!
@@ -72,7 +85,10 @@ pub use day_file::day_file;
 pub use entry::LogEntry;
 pub use follow::{Follower, follow};
 pub use query::{LogQuery, parse_since, query};
-pub use writer::{DEFAULT_RESULT_CAP_BYTES, DEFAULT_RETENTION_DAYS, ExecutionLog, LogSettings};
+pub use writer::{
+    DEFAULT_ARGUMENT_CAP_BYTES, DEFAULT_MAX_DAY_BYTES, DEFAULT_RESULT_CAP_BYTES,
+    DEFAULT_RETENTION_DAYS, DEFAULT_WHOLE_FILE_CAP_BYTES, ExecutionLog, LogBudget, LogSettings,
+};
 
 #[doc(no_inline)]
 pub use toolmux_core::{ExecutionSink, Outcome};

@@ -11,13 +11,23 @@ use toolmux_core::{ExecutionRecord, ExecutionSink};
 
 use crate::LogError;
 use crate::day_file::{day_file, sweep};
-use crate::entry::write_line;
+use crate::entry::{Caps, RESULTS_DIR, write_line};
 
 /// Days of logs kept unless configured otherwise.
 pub const DEFAULT_RETENTION_DAYS: u32 = 30;
 
 /// The largest serialized result stored whole unless configured otherwise (16 KiB).
 pub const DEFAULT_RESULT_CAP_BYTES: usize = 16 * 1024;
+
+/// The largest serialized arguments stored whole in their line unless configured otherwise
+/// (16 KiB, like results).
+pub const DEFAULT_ARGUMENT_CAP_BYTES: usize = 16 * 1024;
+
+/// The largest cut argument or result kept whole in a file of its own (1 MiB).
+pub const DEFAULT_WHOLE_FILE_CAP_BYTES: usize = 1024 * 1024;
+
+/// What one day of log may take on disk before its lines are abridged (256 MiB).
+pub const DEFAULT_MAX_DAY_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Room for a burst of ordinary lines before the writer has to go to the OS.
 const BUFFER_BYTES: usize = 64 * 1024;
@@ -45,6 +55,34 @@ impl LogSettings {
     }
 }
 
+/// How much disk the log may take, so that no caller can fill it: arguments are cut like
+/// results, only values up to `whole_file_cap_bytes` are kept whole beside the day file, and
+/// once a day's file and whole values pass `max_day_bytes`, that day's further lines are
+/// *abridged* — tool, outcome, error, sizes; no arguments, no result — with one warning. Past
+/// twice the budget nothing more is written that day (a second warning says so), so a day
+/// never takes more than about `2 × max_day_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogBudget {
+    /// Arguments whose serialization is larger than this are stored cut to this size, with
+    /// their full size.
+    pub argument_cap_bytes: usize,
+    /// A cut argument or result at most this large is kept whole in
+    /// `results/YYYY-MM-DD/`; a larger one only by its start.
+    pub whole_file_cap_bytes: usize,
+    /// A day's file and whole values together past this are abridged.
+    pub max_day_bytes: u64,
+}
+
+impl Default for LogBudget {
+    fn default() -> Self {
+        Self {
+            argument_cap_bytes: DEFAULT_ARGUMENT_CAP_BYTES,
+            whole_file_cap_bytes: DEFAULT_WHOLE_FILE_CAP_BYTES,
+            max_day_bytes: DEFAULT_MAX_DAY_BYTES,
+        }
+    }
+}
+
 /// What the sink sends to the writer thread.
 // A record moves by value into the channel's preallocated slot: copying ~300 bytes is cheaper
 // on the hot path than boxing it (an allocation per call).
@@ -66,8 +104,13 @@ pub struct ExecutionLog {
 
 impl ExecutionLog {
     /// Creates the folder when missing, deletes day files past retention, and starts the
-    /// writer thread.
+    /// writer thread, with the default [`LogBudget`].
     pub fn open(settings: LogSettings) -> Result<Self, LogError> {
+        Self::open_with_budget(settings, LogBudget::default())
+    }
+
+    /// [`open`](Self::open) with a disk budget of one's own.
+    pub fn open_with_budget(settings: LogSettings, budget: LogBudget) -> Result<Self, LogError> {
         std::fs::create_dir_all(&settings.dir).map_err(|source| LogError::CreateDir {
             path: settings.dir.clone(),
             source,
@@ -78,6 +121,8 @@ impl ExecutionLog {
         let dir = settings.dir.clone();
         let writer = Writer {
             settings,
+            budget,
+            day: None,
             swept_for: today,
             file: None,
             line: Vec::new(),
@@ -146,6 +191,10 @@ impl std::fmt::Debug for ExecutionLog {
 /// The state of the writer thread.
 struct Writer {
     settings: LogSettings,
+    budget: LogBudget,
+    /// What the day being written takes on disk (its file and whole values), as found when the
+    /// writer first wrote to it plus what it wrote since; and how far it is past its budget.
+    day: Option<DayUsage>,
     /// The newest day retention has run for; a record of a later day means the date rolled.
     swept_for: NaiveDate,
     /// The open day file and its date.
@@ -154,6 +203,34 @@ struct Writer {
     line: Vec<u8>,
     /// The last write failed; warn once per failure streak, not once per call.
     failing: bool,
+}
+
+/// One day's disk use, as far as this writer knows.
+struct DayUsage {
+    date: NaiveDate,
+    bytes: u64,
+    /// 0: within budget; 1: abridging (warned); 2: dropping (warned).
+    stage: u8,
+    /// Records left out since the writer stopped writing this day.
+    dropped: u64,
+}
+
+/// The bytes already on disk for a day: its file, and its folder of whole values.
+fn day_bytes_on_disk(dir: &Path, date: NaiveDate) -> u64 {
+    let file = std::fs::metadata(day_file(dir, date)).map_or(0, |m| m.len());
+    let folder = dir
+        .join(RESULTS_DIR)
+        .join(date.format("%Y-%m-%d").to_string());
+    let whole: u64 = std::fs::read_dir(folder)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0);
+    file + whole
 }
 
 impl Writer {
@@ -186,27 +263,100 @@ impl Writer {
             self.swept_for = date;
             sweep(&self.settings.dir, date, self.settings.retention_days);
         }
-        let whole = write_line(record, self.settings.result_cap_bytes, &mut self.line);
+        let Some(abridged) = self.budget_for(date) else {
+            return;
+        };
+        let caps = Caps {
+            arguments: self.budget.argument_cap_bytes,
+            result: self.settings.result_cap_bytes,
+            whole_file: self.budget.whole_file_cap_bytes,
+            abridged,
+        };
+        let whole = write_line(record, caps, &mut self.line);
         if self.line.is_empty() {
             return;
         }
-        // The whole result goes to its file before the line that names it is written.
-        if let Some((text, relative)) = whole {
+        // Whole values go to their files before the line that names them is written.
+        for (relative, text) in whole {
             let path = self.settings.dir.join(&relative);
             let stored = path
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::write(&path, text));
-            if let Err(error) = stored {
-                tracing::warn!(file = %path.display(), %error, "cannot keep a whole result");
+                .and_then(|()| std::fs::write(&path, &text));
+            match stored {
+                Ok(()) => self.spent(text.len()),
+                Err(error) => {
+                    tracing::warn!(file = %path.display(), %error, "cannot keep a whole value");
+                }
             }
         }
+        self.spent(self.line.len());
         let line = std::mem::take(&mut self.line);
         // One `write_all` of a whole line: the BufWriter either takes all of it or writes out
         // what it holds first, so the OS only ever sees whole lines.
         let result = self.file_for(date).and_then(|file| file.write_all(&line));
         self.line = line;
         self.report(result, date);
+    }
+
+    /// Whether a record of `date` is written abridged (`Some(true)`), whole (`Some(false)`), or
+    /// not at all (`None`), by how much of the day's budget is spent; warns once per stage.
+    fn budget_for(&mut self, date: NaiveDate) -> Option<bool> {
+        if self.day.as_ref().is_none_or(|d| d.date != date) {
+            if let Some(done) = self.day.as_ref().filter(|d| d.dropped > 0) {
+                tracing::warn!(
+                    date = %done.date, calls = done.dropped,
+                    "calls past twice the execution log's daily budget were not logged"
+                );
+            }
+            self.day = Some(DayUsage {
+                date,
+                bytes: day_bytes_on_disk(&self.settings.dir, date),
+                stage: 0,
+                dropped: 0,
+            });
+        }
+        let budget = self.budget.max_day_bytes;
+        let file = day_file(&self.settings.dir, date);
+        let day = self.day.as_mut()?;
+        let stage = if day.bytes >= budget.saturating_mul(2) {
+            2
+        } else if day.bytes >= budget {
+            1
+        } else {
+            0
+        };
+        if stage > day.stage {
+            day.stage = stage;
+            if stage == 1 {
+                tracing::warn!(
+                    file = %file.display(), budget_bytes = budget,
+                    "the execution log passed its daily budget; further calls today are logged \
+                     without arguments or results"
+                );
+            } else {
+                tracing::warn!(
+                    file = %file.display(), budget_bytes = budget,
+                    "the execution log passed twice its daily budget; further calls today are \
+                     not logged"
+                );
+            }
+        }
+        match day.stage {
+            0 => Some(false),
+            1 => Some(true),
+            _ => {
+                day.dropped += 1;
+                None
+            }
+        }
+    }
+
+    /// Counts bytes written for the day being written.
+    fn spent(&mut self, bytes: usize) {
+        if let Some(day) = &mut self.day {
+            day.bytes = day.bytes.saturating_add(bytes as u64);
+        }
     }
 
     /// The open file for `date`, switching files when the day differs.

@@ -8,7 +8,7 @@ use chrono::{DateTime, Days, NaiveDate, Utc};
 use serde_json::{Value, json};
 use toolmux_core::{Channel, ExecutionRecord, ExecutionSink, Outcome, ToolResult};
 use toolmux_execlog::{
-    ExecutionLog, LogEntry, LogError, LogQuery, LogSettings, day_file, follow, query,
+    ExecutionLog, LogBudget, LogEntry, LogError, LogQuery, LogSettings, day_file, follow, query,
 };
 use uuid::Uuid;
 
@@ -36,6 +36,7 @@ fn record(tool: &str, timestamp: DateTime<Utc>) -> ExecutionRecord {
         source: Some("workspace".into()),
         channel: Channel::Rest,
         session: None,
+        caller: None,
         arguments: json!({"path": "src/lib.rs"}),
         outcome: Outcome::Ok,
         error: None,
@@ -704,4 +705,97 @@ fn retention_deletes_whole_results_with_their_day() {
         stranger.exists(),
         "a folder not named by a date is never touched"
     );
+}
+
+/// Everything under the log folder, in bytes.
+fn bytes_under(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(folder).unwrap().flatten() {
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                folders.push(entry.path());
+            } else {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}
+
+/// The issue's load: 200 calls, each with `size` bytes of junk arguments (3 MiB in the issue),
+/// half of them refused by validation.
+fn big_argument_records(size: usize, count: usize) -> impl Iterator<Item = ExecutionRecord> {
+    let junk = "q".repeat(size);
+    (0..count).map(move |i| {
+        let mut r = record("file_read", at("2026-11-22T10:00:00Z"));
+        r.arguments = json!({"path": "README.md", "junk": junk});
+        if i % 2 == 1 {
+            r.outcome = Outcome::Invalid;
+            r.error = Some("additional property `junk` is not allowed".into());
+            r.result = None;
+        }
+        r
+    })
+}
+
+#[test]
+fn d3_large_arguments_are_capped_and_say_how_big_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = ExecutionLog::open(keep_all(dir.path())).unwrap();
+    // Fewer calls than the issue's 200 keep the test quick; each is as large.
+    for r in big_argument_records(3 << 20, 40) {
+        log.record(r);
+    }
+    log.flush();
+    // 120 MiB of arguments take about one: each line keeps 16 KiB, and 3 MiB is too large to
+    // keep whole.
+    let used = bytes_under(dir.path());
+    assert!(used < 2 << 20, "{used} bytes");
+    let entries = query(dir.path(), &LogQuery::default()).unwrap();
+    assert_eq!(entries.len(), 40);
+    let full = serde_json::to_string(&json!({"path": "README.md", "junk": "q".repeat(3 << 20)}))
+        .unwrap()
+        .len() as u64;
+    for entry in &entries {
+        assert!(entry.arguments_truncated, "{:?}", entry.outcome);
+        assert_eq!(entry.arguments_bytes, Some(full));
+        assert_eq!(entry.arguments_file, None);
+        let start = entry.arguments.as_str().unwrap();
+        assert!(start.starts_with("{\"junk\":\"qqq") || start.starts_with("{\"path\""));
+        assert_eq!(start.len(), 16 * 1024);
+    }
+    assert!(entries.iter().any(|e| e.outcome == Outcome::Invalid));
+}
+
+#[test]
+fn d3_a_day_past_its_budget_is_abridged() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = LogBudget {
+        argument_cap_bytes: 16 * 1024,
+        whole_file_cap_bytes: 512 * 1024,
+        max_day_bytes: 1 << 20,
+    };
+    let log = ExecutionLog::open_with_budget(keep_all(dir.path()), budget).unwrap();
+    for r in big_argument_records(256 * 1024, 200) {
+        log.record(r);
+    }
+    log.flush();
+    // 50 MiB of arguments; the day stays within its budget plus the one value that crossed it
+    // and the abridged lines after it.
+    let used = bytes_under(dir.path());
+    assert!(used <= (1 << 20) + (512 << 10), "{used} bytes");
+    let entries = query(dir.path(), &LogQuery::default()).unwrap();
+    assert_eq!(entries.len(), 200);
+    // The first calls are kept whole beside the day file, the rest abridged.
+    assert!(entries[0].arguments_file.is_some());
+    assert!(!entries[0].abridged);
+    let abridged: Vec<&LogEntry> = entries.iter().filter(|e| e.abridged).collect();
+    assert!(abridged.len() > 190, "{}", abridged.len());
+    for entry in &abridged {
+        assert_eq!(entry.arguments, Value::Null);
+        assert!(entry.arguments_bytes.is_some_and(|b| b > 256 * 1024));
+        assert_eq!(entry.tool, "file_read");
+    }
 }

@@ -3,7 +3,6 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
@@ -51,9 +50,6 @@ pub(crate) struct ElicitationApprover {
     /// The name the client knows the tool by (differs from the registry name in pass-through
     /// mode).
     served_name: String,
-    /// How long to wait for the client; the pipeline bounds the wait too, this makes the
-    /// request itself give up (and tell the client) instead of lingering.
-    timeout: Duration,
 }
 
 impl ElicitationApprover {
@@ -61,13 +57,11 @@ impl ElicitationApprover {
         peer: Peer<RoleServer>,
         grants: Arc<SessionGrants>,
         served_name: String,
-        timeout: Duration,
     ) -> Self {
         Self {
             peer,
             grants,
             served_name,
-            timeout,
         }
     }
 }
@@ -156,7 +150,10 @@ impl Approver for ElicitationApprover {
         };
         let answer = self
             .peer
-            .create_elicitation_with_timeout(params, Some(self.timeout))
+            // The pipeline's limit, given to rmcp too so that when it runs out the client is
+            // told (`notifications/cancelled`) and closes its form, rather than the wait
+            // merely being dropped on our side.
+            .create_elicitation_with_timeout(params, Some(request.time_limit))
             .await;
         let answer = match answer {
             Ok(answer) => answer,

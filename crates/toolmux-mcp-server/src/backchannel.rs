@@ -24,7 +24,7 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, Peer, RoleServer, ServiceError};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
-use toolmux_core::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
+use toolmux_core::{Backchannel, BackchannelError, LogMessage, Progress};
 
 /// Notifications queued for one call before the source's further ones are dropped (progress
 /// and logs are lossy by nature; a server that floods them must not grow toolmux's memory).
@@ -172,7 +172,7 @@ impl Delivery {
     /// A source's log message, filtered by the level the client set. Before it sets one, the
     /// source's messages pass: the source already chose to send them.
     async fn log(&self, message: LogMessage) {
-        let level = wire_level(message.level);
+        let level = toolmux_upstream::wire::log_level_to_wire(message.level);
         let wanted = *self
             .log_level
             .lock()
@@ -238,19 +238,5 @@ fn answer_error(error: ServiceError) -> BackchannelError {
             message: e.message.to_string(),
         },
         other => BackchannelError::Failed(format!("the MCP client did not answer: {other}")),
-    }
-}
-
-/// The core's log level as MCP's.
-fn wire_level(level: LogLevel) -> LoggingLevel {
-    match level {
-        LogLevel::Debug => LoggingLevel::Debug,
-        LogLevel::Info => LoggingLevel::Info,
-        LogLevel::Notice => LoggingLevel::Notice,
-        LogLevel::Warning => LoggingLevel::Warning,
-        LogLevel::Error => LoggingLevel::Error,
-        LogLevel::Critical => LoggingLevel::Critical,
-        LogLevel::Alert => LoggingLevel::Alert,
-        LogLevel::Emergency => LoggingLevel::Emergency,
     }
 }

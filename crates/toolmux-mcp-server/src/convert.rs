@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::Value;
 use toolmux_core::{Catalog, Content, ContentBody, Policy, ToolEntry, ToolResult};
+use toolmux_upstream::wire::annotations_to_wire;
 
 use crate::options::ServeOptions;
 
@@ -103,13 +104,7 @@ pub(crate) fn wire_tool(served_name: &str, entry: &ToolEntry) -> Tool {
     }
     let hints = &descriptor.annotations;
     if !hints.is_empty() {
-        tool = tool.with_annotations(ToolAnnotations::from_raw(
-            None,
-            hints.read_only_hint,
-            hints.destructive_hint,
-            hints.idempotent_hint,
-            hints.open_world_hint,
-        ));
+        tool = tool.with_annotations(annotations_to_wire(hints));
     }
     tool
 }

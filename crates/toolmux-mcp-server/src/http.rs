@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::{
+    SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use toolmux_core::Hub;
@@ -28,157 +31,111 @@ pub const MCP_PATH: &str = "/mcp";
 /// responses are SSE streams written in several small pieces, and without it Nagle's algorithm
 /// holds each response for the client's delayed ACK, 40 ms on Linux.
 ///
-/// With [`ServeOptions::guarded_in_front`], Host, Origin and keys are left to the caller's
-/// middleware.
+/// Host, Origin and keys are checked by `toolmux_http`'s guard: the caller's, in front of this
+/// router, with [`ServeOptions::guarded_in_front`]; otherwise one this function puts there from
+/// the options' fixed lists.
 pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken) -> Router {
-    let config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown);
-    let config = if options.guarded_in_front {
-        // rmcp takes its allowed hosts and origins once, here, and offers no way to change them
-        // on a running service, so a list that follows the configuration cannot live in it.
-        // Turning its checks off (an empty host list allows every Host; an empty origin list
-        // without enforcement checks no Origin) is safe only because the caller's middleware
-        // runs on every request before rmcp sees it, with the same lists (loopback plus the
-        // configured ones) and the same outcome (403). rmcp still refuses a request with no
-        // Host at all.
-        config.disable_allowed_hosts().disable_allowed_origins()
-    } else {
-        config
-            .with_allowed_hosts(options.effective_allowed_hosts())
-            .with_allowed_origins(options.effective_allowed_origins())
-            .enforce_origin_validation()
-    };
-    let keys: Arc<[String]> = if options.guarded_in_front {
-        Arc::from([])
-    } else {
-        options.api_keys.clone().into()
-    };
+    // rmcp takes its allowed hosts and origins once, when the service is built, and offers no
+    // way to change them on a running service; toolmux's one guard (`toolmux_http`) makes the
+    // same checks, with the same outcome (403), from settings that may change while it runs.
+    // rmcp's checks are off (an empty host list allows every Host; an empty origin list without
+    // enforcement checks no Origin) because the guard always stands in front: the caller's, or
+    // the one put here from fixed options. rmcp still refuses a request with no Host at all.
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown)
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
+    let own_guard = (!options.guarded_in_front).then(|| {
+        toolmux_http::LiveOptions::new(toolmux_http::ApiOptions {
+            api_keys: options.api_keys.clone(),
+            require_key_for_reads: false,
+            allowed_hosts: options.effective_allowed_hosts(),
+            allowed_origins: options.effective_allowed_origins(),
+        })
+    });
     let shared = Shared::new(hub, options);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let answers = Answers {
+        sessions: Arc::clone(&sessions),
+        max_body_bytes: config.max_request_body_bytes,
+    };
     let service = StreamableHttpService::new(
         move || Ok(McpServer::for_session(Arc::clone(&shared))),
-        Arc::new(LocalSessionManager::default()),
+        sessions,
         config,
     );
-    let router = Router::new().route_service(MCP_PATH, service);
-    if keys.is_empty() {
-        router
-    } else {
-        router.layer(middleware::from_fn_with_state(keys, require_api_key))
+    let router = Router::new()
+        .route_service(MCP_PATH, service)
+        .layer(middleware::from_fn_with_state(answers, answer_as_json_rpc));
+    match own_guard {
+        Some(options) => toolmux_http::mcp_guarded(options, router),
+        None => router,
     }
 }
 
-/// Why a request was refused by [`check_api_key`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AuthError {
-    /// No `Authorization: Bearer` header.
-    #[error("this server requires an API key: send `Authorization: Bearer <key>`")]
-    Missing,
-    /// A token that is not one of the keys.
-    #[error("the API key is not valid")]
-    Invalid,
+/// What [`answer_as_json_rpc`] needs from the service it stands in front of.
+#[derive(Clone)]
+struct Answers {
+    sessions: Arc<LocalSessionManager>,
+    max_body_bytes: usize,
 }
 
-/// Checks a request's bearer token against the accepted keys. The one place that decides
-/// whether an HTTP request is authenticated, so that the MCP endpoint and the REST API agree.
-/// An empty key list accepts every request.
-pub fn check_api_key(headers: &HeaderMap, keys: &[String]) -> Result<(), AuthError> {
-    if keys.is_empty() {
-        return Ok(());
-    }
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, token) = v.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        })
-        .ok_or(AuthError::Missing)?;
-    if key_is_valid(token, keys) {
-        Ok(())
-    } else {
-        Err(AuthError::Invalid)
-    }
-}
-
-/// Whether `token` is one of `keys`. Compares against every key, in time that depends only on
-/// the lengths, so that timing does not reveal how much of a key a guess got right. The one
-/// place that decides what a valid key is, whichever header carried it.
-pub fn key_is_valid(token: &str, keys: &[String]) -> bool {
-    let mut matched = false;
-    for key in keys {
-        matched |= constant_time_eq(key.as_bytes(), token.as_bytes());
-    }
-    matched
-}
-
-/// Compares in time that does not depend on where the bytes differ (`subtle`'s comparison,
-/// which the optimiser cannot turn into an early exit). Only the length may leak.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    use subtle::ConstantTimeEq;
-    a.len() == b.len() && bool::from(a.ct_eq(b))
-}
-
-async fn require_api_key(
-    State(keys): State<Arc<[String]>>,
+/// Gives two answers the way JSON-RPC and MCP's transport specify them, where rmcp 3.9 does
+/// not (and cannot be configured to): a body that is not JSON is `400` with a JSON-RPC parse
+/// error (-32700), not `415`, and a `DELETE` of a session that does not exist is `404`, as
+/// every other request naming an unknown session is, not `202`. Everything else is rmcp's.
+async fn answer_as_json_rpc(
+    State(answers): State<Answers>,
     request: Request,
     next: Next,
 ) -> Response {
-    match check_api_key(request.headers(), &keys) {
-        Ok(()) => next.run(request).await,
+    if request.method() == Method::DELETE {
+        let session: Option<SessionId> = request
+            .headers()
+            .get(HEADER_SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(Arc::from);
+        if let Some(session) = session
+            && !answers.sessions.has_session(&session).await.unwrap_or(true)
+        {
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        }
+        return next.run(request).await;
+    }
+    // rmcp answers a wrong Content-Type with 415 itself; only a JSON body is read here.
+    let json_body = request.method() == Method::POST
+        && request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
+                essence.trim().eq_ignore_ascii_case("application/json")
+            });
+    if !json_body {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, answers.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        // Too large, or the body broke off: rmcp's own answer (413) needs the bytes it never
+        // gets, so the same status is given here.
         Err(e) => {
-            let body = json!({"error": {"code": "unauthorized", "message": e.to_string()}});
-            let mut response = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"toolmux\""),
-            );
-            response
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: {e}"),
+            )
+                .into_response();
         }
+    };
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": -32700, "message": format!("Parse error: {e}")},
+        });
+        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(auth: Option<&str>) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        if let Some(v) = auth {
-            h.insert(
-                header::AUTHORIZATION,
-                HeaderValue::from_str(v).expect("ascii"),
-            );
-        }
-        h
-    }
-
-    #[test]
-    fn no_keys_means_no_token_is_asked_for() {
-        assert_eq!(check_api_key(&headers(None), &[]), Ok(()));
-    }
-
-    #[test]
-    fn a_configured_key_is_required_as_a_bearer_token() {
-        let keys = vec!["k-one".to_string(), "k-two".to_string()];
-        assert_eq!(
-            check_api_key(&headers(None), &keys),
-            Err(AuthError::Missing)
-        );
-        assert_eq!(
-            check_api_key(&headers(Some("Basic k-one")), &keys),
-            Err(AuthError::Missing)
-        );
-        assert_eq!(
-            check_api_key(&headers(Some("Bearer k-thr")), &keys),
-            Err(AuthError::Invalid)
-        );
-        assert_eq!(
-            check_api_key(&headers(Some("Bearer k-one-longer")), &keys),
-            Err(AuthError::Invalid)
-        );
-        assert_eq!(check_api_key(&headers(Some("Bearer k-two")), &keys), Ok(()));
-        assert_eq!(
-            check_api_key(&headers(Some("bearer  k-one ")), &keys),
-            Ok(())
-        );
-    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
 }

@@ -16,7 +16,7 @@ mod relay;
 mod server;
 
 pub use approval::{ALLOW_ONCE, ALLOW_SESSION, DECISION_FIELD, DENY};
-pub use http::{AuthError, MCP_PATH, check_api_key, http_router, key_is_valid};
+pub use http::{MCP_PATH, http_router};
 pub use options::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS, ServeOptions};
 pub use server::McpServer;
 pub use tokio_util::sync::CancellationToken;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use toolmux_core::{NamePattern, ToolDescriptor};
+use toolmux_core::{NamePattern, ToolDescriptor, ToolScope};
 use toolmux_upstream::Upstreams;
 
 /// How an MCP server built on a hub behaves. The same options serve stdio and HTTP; the HTTP-only
@@ -19,6 +19,10 @@ pub struct ServeOptions {
     /// registered as `<source>__x` is served as `x`. Lets toolmux stand in for one upstream
     /// server while its policies, validation and log still apply.
     pub pass_through: Option<String>,
+    /// When not empty, only these tools are served (`--code-mode`: `run_code` and
+    /// `search_tools`), whatever the filters say; the calls they make on the client's behalf
+    /// still reach only what the filters let through (see [`ServeOptions::scope`]).
+    pub entry_points: Vec<String>,
     /// `Host` header values accepted over HTTP besides the loopback names (`localhost`,
     /// `127.0.0.1`, `::1`); an entry may carry a port (`example.com:8080`). Protects against DNS
     /// rebinding.
@@ -31,7 +35,7 @@ pub struct ServeOptions {
     pub api_keys: Vec<String>,
     /// The caller checks Host, Origin and keys in a middleware in front of the HTTP router, from
     /// settings that change while it runs (`toolmux serve` does, with
-    /// `toolmux_api::mcp_guarded`); the router then makes none of these checks itself and
+    /// `toolmux_http::mcp_guarded`); the router then makes none of these checks itself and
     /// ignores `allowed_hosts`, `allowed_origins` and `api_keys`. Never set it without that
     /// middleware: the endpoint would be open to DNS rebinding.
     pub guarded_in_front: bool,
@@ -47,6 +51,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("include", &self.include)
             .field("exclude", &self.exclude)
             .field("pass_through", &self.pass_through)
+            .field("entry_points", &self.entry_points)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("api_keys", &format_args!("{} keys", self.api_keys.len()))
@@ -75,6 +80,13 @@ impl ServeOptions {
     /// gave it (`original_name`), whatever prefix, cleaning or hash suffix the registry added.
     pub fn exposed_name<'a>(&self, tool: &'a ToolDescriptor) -> Option<&'a str> {
         let registry_name = tool.name.as_str();
+        if !self.entry_points.is_empty() {
+            return self
+                .entry_points
+                .iter()
+                .any(|n| n == registry_name)
+                .then_some(registry_name);
+        }
         if !self.admits(registry_name) {
             return None;
         }
@@ -88,8 +100,29 @@ impl ServeOptions {
     /// Whether `--tools` / `--exclude` let a registry name through (a tool's, or a relayed
     /// prompt's or resource's).
     pub fn admits(&self, registry_name: &str) -> bool {
-        !self.exclude.iter().any(|p| p.matches(registry_name))
-            && (self.include.is_empty() || self.include.iter().any(|p| p.matches(registry_name)))
+        let filtered = !self.exclude.iter().any(|p| p.matches(registry_name))
+            && (self.include.is_empty() || self.include.iter().any(|p| p.matches(registry_name)));
+        if self.entry_points.is_empty() {
+            return filtered;
+        }
+        // With entry points, what `--tools` names explicitly (a server's prompts, say) is still
+        // served beside them; without `--tools`, only the entry points are.
+        self.entry_points.iter().any(|n| n == registry_name)
+            || (!self.include.is_empty() && filtered)
+    }
+
+    /// What every call made through this server may reach, a code-mode script's included: the
+    /// filters, the pass-through source, and the entry points themselves. The hub enforces it,
+    /// so a tool filtered out here has no second door.
+    pub fn scope(&self) -> ToolScope {
+        ToolScope {
+            include: self.include.clone(),
+            exclude: self.exclude.clone(),
+            source: self.pass_through.clone(),
+            entry_points: self.entry_points.clone(),
+            served_by: "this MCP server (filtered out by --tools, --exclude or --pass-through)"
+                .to_string(),
+        }
     }
 
     /// The `Host` values accepted over HTTP: loopback plus the configured ones.

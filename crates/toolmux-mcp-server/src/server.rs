@@ -23,7 +23,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
-use toolmux_core::{CallContext, CallError, Channel, Hub};
+use toolmux_core::{CallContext, CallError, Channel, Hub, ToolScope};
 
 use crate::approval::{ElicitationApprover, SessionGrants};
 use crate::backchannel;
@@ -42,6 +42,8 @@ const NEWEST_SUPPORTED: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 pub(crate) struct Shared {
     pub(crate) hub: Hub,
     pub(crate) options: ServeOptions,
+    /// What calls through this server may reach; carried in every call's context.
+    scope: Arc<ToolScope>,
     view: RwLock<Option<Arc<View>>>,
 }
 
@@ -49,6 +51,7 @@ impl Shared {
     pub(crate) fn new(hub: Hub, options: ServeOptions) -> Arc<Self> {
         Arc::new(Self {
             hub,
+            scope: Arc::new(options.scope()),
             options,
             view: RwLock::new(None),
         })
@@ -174,7 +177,9 @@ impl McpServer {
 
     fn call_context(&self, context: &RequestContext<RoleServer>, served_name: &str) -> CallContext {
         let session = http_session_id(context).unwrap_or_else(|| self.session.id.clone());
-        let mut call = CallContext::new(Channel::Mcp).with_session(session);
+        let mut call = CallContext::new(Channel::Mcp)
+            .with_session(session)
+            .with_scope(Arc::clone(&self.shared.scope));
         call.caller = context.client_info().map(|info| info.name);
         let elicits = context
             .peer
@@ -185,7 +190,6 @@ impl McpServer {
                 context.peer.clone(),
                 Arc::clone(&self.session.grants),
                 served_name.to_string(),
-                self.shared.hub.settings().approval_timeout,
             )));
         }
         call
@@ -217,18 +221,9 @@ fn http_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
     Some(id.to_string())
 }
 
-/// Syslog order, as MCP defines it.
-pub(crate) fn severity(level: LoggingLevel) -> u8 {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
+/// A level's rank in syslog order, as MCP defines it (the core's `LogLevel` orders that way).
+pub(crate) fn severity(level: LoggingLevel) -> toolmux_core::LogLevel {
+    toolmux_upstream::wire::log_level_from_wire(level)
 }
 
 /// The log level a refused or failed call is reported at.
@@ -246,19 +241,25 @@ fn level_of(error: &CallError) -> LoggingLevel {
 /// the model reads and can act on.
 fn unknown_tool(shared: &Shared, view: &View, name: &str) -> McpError {
     let catalog = shared.hub.catalog();
-    let message = if let Some(reason) = catalog.hidden_reason(name) {
-        format!("tool `{name}` is disabled: {reason}")
-    } else if catalog.get(name).is_some_and(|e| !e.descriptor.internal) {
-        format!(
-            "tool `{name}` is not served by this MCP server (filtered out by --tools, --exclude or --pass-through)"
-        )
-    } else {
-        match view.suggest(name) {
-            Some(s) => format!("unknown tool `{name}`; did you mean `{s}`?"),
-            None => format!("unknown tool `{name}`"),
-        }
+    let context = CallContext::new(Channel::Mcp).with_scope(Arc::clone(&shared.scope));
+    let error = match catalog.resolve(name, &context) {
+        // Clients know tools by their served names (which pass-through mode changes), so the
+        // suggestion comes from what this server lists.
+        Err(CallError::NotFound { name, .. }) => CallError::NotFound {
+            suggestion: view.suggest(&name).map(str::to_string),
+            name,
+        },
+        Err(refused) => refused,
+        // In the scope but not listed: `--code-mode` lists only its entry points.
+        Ok(_) => CallError::NotServed {
+            name: name.to_string(),
+            served_by: format!(
+                "this MCP server as a tool of its own (--code-mode serves {}; call it from a script)",
+                shared.options.entry_points.join(" and ")
+            ),
+        },
     };
-    McpError::invalid_params(message, Some(json!({ "tool": name })))
+    McpError::invalid_params(error.to_string(), Some(json!({ "tool": name })))
 }
 
 impl ServerHandler for McpServer {
@@ -367,9 +368,14 @@ impl ServerHandler for McpServer {
         match result {
             Ok(result) => Ok(wire_result(result).into()),
             // The catalog changed between the lookup above and the call.
-            Err(e @ (CallError::NotFound { .. } | CallError::Disabled { .. })) => Err(
-                McpError::invalid_params(e.to_string(), Some(json!({ "tool": request.name }))),
-            ),
+            Err(
+                e @ (CallError::NotFound { .. }
+                | CallError::Disabled { .. }
+                | CallError::NotServed { .. }),
+            ) => Err(McpError::invalid_params(
+                e.to_string(),
+                Some(json!({ "tool": request.name })),
+            )),
             Err(e) => {
                 self.log(
                     &context.peer,

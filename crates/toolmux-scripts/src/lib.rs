@@ -2,8 +2,11 @@
 //! arguments as JSON on stdin; a JSON object on stdout becomes structured content, anything
 //! else text; a non-zero exit is an error result with the end of stderr. Each call runs in a
 //! process group of its own, and the whole group is killed when the call ends, times out or is
-//! cancelled, so no descendant outlives its call.
+//! cancelled, and what left the group (with `setsid`) is found and killed too, so no
+//! descendant outlives its call. A command gets an allowlist of toolmux's environment plus its
+//! configured `env` ([`child`]), unless it is configured to inherit the whole environment.
 
+pub mod child;
 mod run;
 
 use std::path::{Path, PathBuf};
@@ -34,10 +37,13 @@ struct Script {
     args: Vec<String>,
     cwd: PathBuf,
     env: Vec<(String, String)>,
+    inherit_env: bool,
 }
 
 impl ScriptSource {
-    /// The tools of `tools`, with relative working directories taken from `root`.
+    /// The tools of `tools`, with relative working directories taken from `root`. Each gets
+    /// the allowlisted environment ([`child::set_environment`]) plus its own `env`, or the
+    /// whole of toolmux's with `inheritEnv`.
     pub fn new<'a>(
         tools: impl IntoIterator<Item = (&'a ToolName, &'a ScriptTool)>,
         root: &Path,
@@ -84,6 +90,7 @@ impl Script {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            inherit_env: tool.inherit_env,
         }
     }
 }
@@ -120,6 +127,7 @@ impl Source for ScriptSource {
                 args: &script.args,
                 cwd: &script.cwd,
                 env: &script.env,
+                inherit_env: script.inherit_env,
             },
             input.as_bytes(),
         )

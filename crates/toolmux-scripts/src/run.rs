@@ -5,14 +5,24 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 
+use std::time::Duration;
+
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use toolmux_core::{SourceError, ToolResult};
+
+use crate::child::{self, Mark};
 
 /// The most bytes of stdout kept; the rest is read and dropped so the command never blocks.
 pub const MAX_STDOUT_BYTES: usize = 1024 * 1024;
 /// The most bytes from the end of stderr shown with a failure.
 pub const MAX_STDERR_TAIL: usize = 4 * 1024;
+/// How long the output is still read once the command has exited and what it left running
+/// was killed; a process that escaped may hold the pipes open, and the call does not wait
+/// for it.
+const PIPE_GRACE: Duration = Duration::from_millis(250);
 
 /// What to run.
 pub(crate) struct Command<'a> {
@@ -20,32 +30,31 @@ pub(crate) struct Command<'a> {
     pub args: &'a [String],
     pub cwd: &'a Path,
     pub env: &'a [(String, String)],
+    /// Whether it gets toolmux's whole environment rather than the allowlist.
+    pub inherit_env: bool,
 }
 
-/// Kills the call's whole process group when dropped: at the end of a call, and when the
-/// pipeline drops the call on a timeout or cancellation.
-struct GroupKill(Option<u32>);
+/// Kills the call's whole process group, and whatever it started that left the group, when
+/// dropped: at the end of a call, and when the pipeline drops the call on a timeout or
+/// cancellation.
+struct GroupKill {
+    pgid: Option<u32>,
+    mark: Mark,
+}
 
 impl Drop for GroupKill {
     fn drop(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            kill_group(pgid);
+        let Some(pgid) = self.pgid.take() else { return };
+        child::kill_group(pgid);
+        let mark = self.mark.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { mark.sweep(Some(pgid)).await });
+            }
+            Err(_) => mark.sweep_now(Some(pgid)),
         }
     }
 }
-
-#[cfg(unix)]
-fn kill_group(pgid: u32) {
-    use nix::sys::signal::{Signal, killpg};
-    use nix::unistd::Pid;
-    if let Ok(pgid) = i32::try_from(pgid) {
-        // ESRCH (the group is gone already) is the usual, good case.
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_group(_pgid: u32) {}
 
 /// Where the program is: a path with a `/` is taken from `cwd`; a bare name is looked up on
 /// `PATH` by the operating system.
@@ -70,27 +79,41 @@ pub(crate) async fn run(command: &Command<'_>, input: &[u8]) -> Result<ToolResul
             path.display()
         )));
     }
+    child::become_subreaper();
+    let mark = Mark::new();
     let mut cmd = tokio::process::Command::new(resolved.as_deref().map_or_else(
         || Path::new(command.program).as_os_str().to_owned(),
         |p| p.as_os_str().to_owned(),
     ));
     cmd.args(command.args)
         .current_dir(command.cwd)
-        .envs(command.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    child::set_environment(
+        &mut cmd,
+        command.env.iter().map(|(k, v)| (k, v)),
+        command.inherit_env,
+        &mark,
+    );
     #[cfg(unix)]
     cmd.process_group(0);
     let mut child = cmd.spawn().map_err(|e| spawn_error(command.program, e))?;
-    let mut group = GroupKill(child.id());
+    let mut group = GroupKill {
+        pgid: child.id(),
+        mark,
+    };
 
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let out_task = tokio::spawn(read_capped(stdout, MAX_STDOUT_BYTES));
-    let err_task = tokio::spawn(read_tail(stderr, MAX_STDERR_TAIL));
+    // Told to stop once the command has exited and a grace period has passed: a process that
+    // escaped the sweep may hold the pipes open for ever.
+    let (stop_out, stopped_out) = oneshot::channel();
+    let (stop_err, stopped_err) = oneshot::channel();
+    let out_task = tokio::spawn(read_capped(stdout, MAX_STDOUT_BYTES, stopped_out));
+    let err_task = tokio::spawn(read_tail(stderr, MAX_STDERR_TAIL, stopped_err));
     let feed = async move {
         if let Some(mut stdin) = stdin {
             // A command that ignores its input may exit before reading it: not an error.
@@ -101,14 +124,26 @@ pub(crate) async fn run(command: &Command<'_>, input: &[u8]) -> Result<ToolResul
     let (status, ()) = tokio::join!(child.wait(), feed);
     let status = status
         .map_err(|e| SourceError::Failed(format!("cannot wait for `{}`: {e}", command.program)))?;
-    // Whatever the command left running in the background dies with the call, which also
-    // closes the pipes it may still hold.
-    if let Some(pgid) = group.0.take() {
-        kill_group(pgid);
+    // Whatever the command left running in the background dies with the call, in its group
+    // or out of it, which also closes the pipes it may still hold.
+    if let Some(pgid) = group.pgid.take() {
+        group.mark.sweep(Some(pgid)).await;
     }
-    let (stdout, total) = out_task.await.unwrap_or_default();
-    let stderr = err_task.await.unwrap_or_default();
+    let ((stdout, total), stderr) =
+        tokio::join!(finish(out_task, stop_out), finish(err_task, stop_err));
     Ok(result(command.program, status, &stdout, total, &stderr))
+}
+
+/// A pipe reader's result, waiting at most [`PIPE_GRACE`] for the pipe to close before telling
+/// the reader to stop with what it has.
+async fn finish<T: Default>(mut task: JoinHandle<T>, stop: oneshot::Sender<()>) -> T {
+    match tokio::time::timeout(PIPE_GRACE, &mut task).await {
+        Ok(done) => done.unwrap_or_default(),
+        Err(_) => {
+            let _ = stop.send(());
+            task.await.unwrap_or_default()
+        }
+    }
 }
 
 fn spawn_error(program: &str, e: io::Error) -> SourceError {
@@ -123,8 +158,13 @@ fn spawn_error(program: &str, e: io::Error) -> SourceError {
     }
 }
 
-/// The first `cap` bytes of a stream and its total length; the rest is drained.
-async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, usize) {
+/// The first `cap` bytes of a stream and its total length; the rest is drained. Stops at the
+/// end of the stream or when told to.
+async fn read_capped(
+    stream: Option<impl AsyncRead + Unpin>,
+    cap: usize,
+    mut stop: oneshot::Receiver<()>,
+) -> (Vec<u8>, usize) {
     let Some(mut stream) = stream else {
         return (Vec::new(), 0);
     };
@@ -132,7 +172,11 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec
     let mut total = 0;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        match stream.read(&mut buf).await {
+        let read = tokio::select! {
+            read = stream.read(&mut buf) => read,
+            _ = &mut stop => break,
+        };
+        match read {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 total += n;
@@ -144,15 +188,23 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec
     (kept, total)
 }
 
-/// The last `cap` bytes of a stream.
-async fn read_tail(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> Vec<u8> {
+/// The last `cap` bytes of a stream, up to its end or until told to stop.
+async fn read_tail(
+    stream: Option<impl AsyncRead + Unpin>,
+    cap: usize,
+    mut stop: oneshot::Receiver<()>,
+) -> Vec<u8> {
     let Some(mut stream) = stream else {
         return Vec::new();
     };
     let mut tail = Vec::new();
     let mut buf = vec![0u8; 16 * 1024];
     loop {
-        match stream.read(&mut buf).await {
+        let read = tokio::select! {
+            read = stream.read(&mut buf) => read,
+            _ = &mut stop => break,
+        };
+        match read {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 tail.extend_from_slice(&buf[..n]);

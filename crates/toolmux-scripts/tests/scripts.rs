@@ -228,3 +228,124 @@ fn an_empty_command_is_refused_when_the_definition_is_read() {
         "`command` needs at least the program to run (`[\"python3\", \"tool.py\"]`)"
     );
 }
+
+/// A variable of the test process's environment that no allowlist contains: cargo sets it
+/// for every test it runs, so a script that inherited everything would see it.
+const NOT_ALLOWLISTED: &str = "CARGO_MANIFEST_DIR";
+
+/// The `NAME=value` lines a script's `env` printed, as pairs.
+fn printed_env(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn d9_a_script_gets_only_the_allowlist_and_its_configured_env() {
+    assert!(
+        std::env::var_os(NOT_ALLOWLISTED).is_some(),
+        "cargo sets {NOT_ALLOWLISTED} for tests"
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let hub = hub(
+        dir.path(),
+        json!({"env": {"description": "Prints its environment.", "command": ["env"], "env": {"GIVEN": "by the config"}}}),
+    );
+    let result = hub.call("env", json!({}), &cx()).await.expect("call");
+    let env = printed_env(&result.text_content());
+    assert!(
+        env.contains(&("GIVEN".to_string(), "by the config".to_string())),
+        "{env:?}"
+    );
+    assert!(env.iter().any(|(k, _)| k == "PATH"), "{env:?}");
+    let unexpected: Vec<&String> = env
+        .iter()
+        .map(|(k, _)| k)
+        .filter(|k| {
+            !toolmux_scripts::child::is_inherited(k)
+                && *k != "GIVEN"
+                && *k != toolmux_scripts::child::MARK_VAR
+        })
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "not on the allowlist: {unexpected:?}"
+    );
+}
+
+#[tokio::test]
+async fn d9_a_script_that_inherits_the_environment_gets_all_of_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let hub = hub(
+        dir.path(),
+        json!({"env": {"description": "Prints its environment.", "command": ["env"], "env": {"GIVEN": "yes"}, "inheritEnv": true}}),
+    );
+    let result = hub.call("env", json!({}), &cx()).await.expect("call");
+    let env = printed_env(&result.text_content());
+    assert!(env.iter().any(|(k, _)| k == NOT_ALLOWLISTED), "{env:?}");
+    assert!(env.contains(&("GIVEN".to_string(), "yes".to_string())));
+}
+
+/// A `sleep` argument no other test uses (fractional seconds, about 300 s).
+fn unique_sleep(n: u32) -> String {
+    format!("300.{}{n:02}", std::process::id())
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d12_a_setsid_child_neither_outlives_the_call_nor_holds_it_open() {
+    let dir = tempfile::tempdir().expect("dir");
+    let marker = unique_sleep(1);
+    // The daemon keeps the call's stdout open: waiting for its end would take 300 s.
+    let script = format!("setsid sleep {marker} & sleep 0.3; echo started");
+    let hub = hub(
+        dir.path(),
+        json!({"d": {"description": "Starts a daemon.", "command": ["sh", "-c", script], "timeoutMs": 20000}}),
+    );
+    let started = Instant::now();
+    let result = hub.call("d", json!({}), &cx()).await.expect("call");
+    assert_eq!(result.text_content(), "started\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // Swept before the call answered.
+    assert!(
+        processes_with(&format!("sleep\0{marker}")).is_empty(),
+        "the setsid child outlived its call"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d12_output_held_by_an_unattributable_process_ends_the_call_after_a_grace() {
+    let dir = tempfile::tempdir().expect("dir");
+    let marker = unique_sleep(2);
+    // `env -i` drops toolmux's mark, so nothing ties the daemon to this call any more; it
+    // holds stdout open, and the call still ends once its command has.
+    let script = format!("setsid env -i sleep {marker} & sleep 0.3; echo started");
+    let hub = hub(
+        dir.path(),
+        json!({"d": {"description": "Starts a daemon.", "command": ["sh", "-c", script], "timeoutMs": 20000}}),
+    );
+    let started = Instant::now();
+    let result = hub.call("d", json!({}), &cx()).await.expect("call");
+    assert_eq!(result.text_content(), "started\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // What toolmux does on exit: stop every process that escaped to it.
+    toolmux_scripts::child::sweep_escaped();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_with(&format!("sleep\0{marker}")).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the escaped daemon survived the exit sweep"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -29,11 +29,11 @@ use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    JsonRpcMessage, JsonRpcNotification, LoggingLevel, ProgressToken, RequestId, ServerNotification,
+    JsonRpcMessage, JsonRpcNotification, ProgressToken, RequestId, ServerNotification,
 };
 use rmcp::service::RxJsonRpcMessage;
 use rmcp::transport::Transport;
-use toolmux_core::{Backchannel, LogLevel, LogMessage, Progress};
+use toolmux_core::{Backchannel, LogMessage, Progress};
 
 /// Progress updates kept for requests whose token is not known yet; older ones are dropped.
 const EARLY_PROGRESS: usize = 64;
@@ -239,7 +239,7 @@ impl Callers {
             }
             ServerNotification::LoggingMessageNotification(n) => {
                 let message = LogMessage {
-                    level: log_level(n.params.level),
+                    level: crate::wire::log_level_from_wire(n.params.level),
                     logger: n.params.logger.clone(),
                     data: n.params.data.clone(),
                 };
@@ -308,20 +308,6 @@ impl<T: Transport<RoleClient> + 'static> Transport<RoleClient> for InOrder<T> {
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
-    }
-}
-
-/// MCP's log level as the core's.
-fn log_level(level: LoggingLevel) -> LogLevel {
-    match level {
-        LoggingLevel::Debug => LogLevel::Debug,
-        LoggingLevel::Info => LogLevel::Info,
-        LoggingLevel::Notice => LogLevel::Notice,
-        LoggingLevel::Warning => LogLevel::Warning,
-        LoggingLevel::Error => LogLevel::Error,
-        LoggingLevel::Critical => LogLevel::Critical,
-        LoggingLevel::Alert => LogLevel::Alert,
-        LoggingLevel::Emergency => LogLevel::Emergency,
     }
 }
 

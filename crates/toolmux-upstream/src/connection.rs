@@ -1,6 +1,13 @@
 //! One live connection to an upstream server: how it is opened for each transport, the calls
 //! toolmux makes on it, and how it is closed. A stdio server runs in its own process group, so
-//! that stopping it stops everything it started (an `npx` wrapper and the server under it).
+//! that stopping it stops everything it started (an `npx` wrapper and the server under it;
+//! see [`crate::stdio`]).
+//!
+//! A connection can also be given up on by toolmux while the server still runs (a [`Fault`]):
+//! when the server sends a message too large to read, or stops answering — [`HUNG_AFTER`]
+//! calls in a row abandoned by their callers (timed out or cancelled) with no answer from the
+//! server meanwhile. The calls in flight fail at once, the process is killed, and the next
+//! call starts the server again (with the usual backoff).
 
 // rmcp marks sampling and MCP logging deprecated (SEP-2577, protocol 2026-07-28); the
 // handshake-era revisions toolmux speaks to upstream servers still define both, and it relays them.
@@ -9,12 +16,10 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
@@ -29,10 +34,11 @@ use rmcp::service::{
     InboundStreamOrigin, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
     ServiceError, serve_client,
 };
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer, RoleClient};
 use tokio::io::AsyncWriteExt;
+use tokio_util::sync::CancellationToken;
 use toolmux_config::McpTransport;
 use toolmux_core::{Backchannel, BackchannelError};
 
@@ -40,11 +46,12 @@ use crate::cache::ServerIdentity;
 use crate::callers::{Callers, InOrder, Unattributable};
 use crate::error::UpstreamError;
 use crate::sse::{SseTransport, header_map};
+use crate::stdio::{Launch, SHUTDOWN_GRACE, StdioProcess};
 use crate::streamable::OrderedClient;
 
-/// How long a stdio server gets to exit after its stdin is closed, and again after SIGTERM,
-/// before it is killed. (rmcp's own shutdown sequence uses the same three seconds.)
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+/// Calls in a row abandoned by their callers, with no answer from the server meanwhile, after
+/// which the server counts as hung and its connection is given up on.
+pub(crate) const HUNG_AFTER: u32 = 3;
 /// The most pages of `tools/list` read in one discovery; a server that pages on and on (a
 /// cursor bug) fails discovery instead of hanging it.
 pub const MAX_TOOL_PAGES: usize = 100;
@@ -64,6 +71,55 @@ pub(crate) struct Endpoint {
     pub log: PathBuf,
     /// How long start-up may take.
     pub startup_timeout: Duration,
+}
+
+/// Why toolmux gave up on a connection whose server may still run: raised once, by the first
+/// reason; it fails the calls in flight at once and kills a stdio server's process group.
+#[derive(Default)]
+pub(crate) struct Fault {
+    reason: OnceLock<String>,
+    raised: CancellationToken,
+    /// A stdio server's process group.
+    group: OnceLock<u32>,
+    /// Calls abandoned in a row with no answer meanwhile (see [`HUNG_AFTER`]).
+    unanswered: AtomicU32,
+}
+
+impl Fault {
+    pub(crate) fn set_group(&self, pgid: u32) {
+        let _ = self.group.set(pgid);
+    }
+
+    /// Gives up on the connection for `reason` (the first reason given stays).
+    pub(crate) fn raise(&self, reason: String) {
+        if self.reason.set(reason).is_ok() {
+            if let Some(&pgid) = self.group.get() {
+                toolmux_scripts::child::kill_group(pgid);
+            }
+            self.raised.cancel();
+        }
+    }
+
+    /// Why the connection was given up on, if it was.
+    pub(crate) fn reason(&self) -> Option<&str> {
+        self.reason.get().map(String::as_str)
+    }
+
+    /// The server answered something: it is not hung.
+    fn answered(&self) {
+        self.unanswered.store(0, Ordering::SeqCst);
+    }
+
+    /// A caller stopped waiting for an answer.
+    fn abandoned(&self) {
+        let row = self.unanswered.fetch_add(1, Ordering::SeqCst) + 1;
+        if row >= HUNG_AFTER {
+            self.raise(format!(
+                "the server stopped answering ({row} calls in a row ended unanswered); its \
+                 connection was closed"
+            ));
+        }
+    }
 }
 
 /// What a server tells toolmux on its own, and whom toolmux tells in turn.
@@ -216,11 +272,13 @@ impl ClientHandler for Handler {
 struct CancelIfAbandoned {
     peer: Peer<RoleClient>,
     id: Option<RequestId>,
+    fault: Arc<Fault>,
 }
 
 impl Drop for CancelIfAbandoned {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
+        self.fault.abandoned();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return; // no runtime left: the connection is going away with it
         };
@@ -250,6 +308,7 @@ pub(crate) struct Connection {
     callers: Arc<Callers>,
     in_flight: AtomicUsize,
     closed: AtomicBool,
+    fault: Arc<Fault>,
 }
 
 /// A connection with one request counted as in flight while this lives, so that the idle
@@ -287,18 +346,27 @@ impl Connection {
             what: "start-up (connection and MCP handshake)",
             after: timeout,
         };
+        let fault = Arc::new(Fault::default());
         let (service, pgid) = match &endpoint.transport {
             McpTransport::Stdio {
                 command,
                 args,
                 env,
                 cwd,
+                inherit_env,
             } => {
                 let dir = match cwd {
                     Some(cwd) => endpoint.project_dir.join(cwd),
                     None => endpoint.project_dir.clone(),
                 };
-                let process = spawn(command, args, env, &dir, &endpoint.log)
+                let launch = Launch {
+                    command,
+                    args,
+                    env,
+                    inherit_env: *inherit_env,
+                    dir: &dir,
+                };
+                let process = spawn(&launch, &endpoint.log, Arc::clone(&fault))
                     .await
                     .map_err(|e| start_error(format!("cannot run `{command}`: {e}")))?;
                 let pgid = process.id();
@@ -394,6 +462,7 @@ impl Connection {
             callers,
             in_flight: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
+            fault,
         })
     }
 
@@ -409,7 +478,14 @@ impl Connection {
 
     /// Whether the connection still works (the process runs, the stream is open).
     pub(crate) fn is_alive(&self) -> bool {
-        !self.closed.load(Ordering::SeqCst) && !self.peer.is_transport_closed()
+        !self.closed.load(Ordering::SeqCst)
+            && self.fault.reason().is_none()
+            && !self.peer.is_transport_closed()
+    }
+
+    /// Why toolmux gave up on the connection, when it did (see [`Fault`]).
+    pub(crate) fn fault(&self) -> Option<&str> {
+        self.fault.reason()
     }
 
     /// Calls in flight now.
@@ -524,9 +600,17 @@ impl Connection {
         let mut abandoned = CancelIfAbandoned {
             peer: self.peer.clone(),
             id: Some(handle.id.clone()),
+            fault: Arc::clone(&self.fault),
         };
-        let answered = handle.await_response().await;
+        let answered = tokio::select! {
+            answered = handle.await_response() => answered,
+            // The connection was given up on: this call fails now, not at its time limit.
+            () = self.fault.raised.cancelled() => Err(ServiceError::TransportClosed),
+        };
         abandoned.id = None;
+        if matches!(answered, Ok(_) | Err(ServiceError::McpError(_))) {
+            self.fault.answered();
+        }
         match answered? {
             ServerResult::CallToolResult(result) => Ok(result),
             _ => Err(ServiceError::UnexpectedResponse),
@@ -632,33 +716,26 @@ impl Drop for Connection {
     }
 }
 
-/// Starts a stdio server in its own process group, with stderr appended to its log.
-async fn spawn(
-    command: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    dir: &Path,
-    log: &Path,
-) -> io::Result<TokioChildProcess> {
-    if !dir.is_dir() {
+/// Starts a stdio server in its own process group ([`StdioProcess`]), with stderr appended
+/// to its log.
+async fn spawn(launch: &Launch<'_>, log: &Path, fault: Arc<Fault>) -> io::Result<StdioProcess> {
+    if !launch.dir.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
-            format!("the working directory `{}` does not exist", dir.display()),
+            format!(
+                "the working directory `{}` does not exist",
+                launch.dir.display()
+            ),
         ));
     }
-    let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args).envs(env).current_dir(dir);
-    let mut wrapped = CommandWrap::from(cmd);
-    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-    let (process, stderr) = TokioChildProcess::builder(wrapped)
-        .stderr(Stdio::piped())
-        .spawn()?;
+    let (process, stderr) = StdioProcess::spawn(launch, fault)?;
     let mut file = open_log(log).await?;
     let header = format!(
-        "--- {} started pid {}: {command} {}\n",
+        "--- {} started pid {}: {} {}\n",
         chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         process.id().unwrap_or_default(),
-        args.join(" ")
+        launch.command,
+        launch.args.join(" ")
     );
     file.write_all(header.as_bytes()).await?;
     if let Some(stderr) = stderr {

@@ -25,7 +25,9 @@ mod schema;
 mod servers;
 mod source;
 mod sse;
+mod stdio;
 mod streamable;
+pub mod wire;
 
 pub use cache::{
     CachedTool, DiscoveryRecord, DiscoveryStatus, ServerIdentity, ServerOffers, ServerPaths,

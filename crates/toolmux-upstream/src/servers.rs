@@ -7,6 +7,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use futures::future::join_all;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use toolmux_config::LoadedConfig;
 use toolmux_core::{Hub, Source};
 
@@ -22,6 +24,11 @@ pub struct Upstreams {
     /// The runtime to stop replaced servers and start discoveries on when [`Upstreams::apply`]
     /// runs on a thread outside it (the file watcher's).
     runtime: Option<tokio::runtime::Handle>,
+    /// Discoveries running in the background, which [`Upstreams::shutdown`] stops and waits
+    /// for: a server one of them is starting must not outlive toolmux.
+    discoveries: TaskTracker,
+    /// Fired by [`Upstreams::shutdown`]: background discoveries stop where they are.
+    stopping: CancellationToken,
 }
 
 /// What [`Upstreams::apply`] changed, by server name.
@@ -62,6 +69,8 @@ impl Upstreams {
             state_dir: state_dir.to_path_buf(),
             backoff,
             runtime: tokio::runtime::Handle::try_current().ok(),
+            discoveries: TaskTracker::new(),
+            stopping: CancellationToken::new(),
         };
         let servers = upstreams
             .specs(loaded)
@@ -151,13 +160,13 @@ impl Upstreams {
                     // `${VAR}` values, which the hash leaves out). What the process itself
                     // depends on replaces the server; the rest is applied to it as it runs.
                     Some(old)
-                        if old.record().config_hash == spec.config_hash
+                        if old.config_hash() == spec.config_hash
                             && *old.server() == spec.server =>
                     {
                         next.push(old)
                     }
                     Some(old)
-                        if old.record().config_hash == spec.config_hash
+                        if old.config_hash() == spec.config_hash
                             && old.can_reconfigure(&spec.server) =>
                     {
                         report.reconfigured.push(spec.name.clone());
@@ -202,30 +211,53 @@ impl Upstreams {
             runtime.spawn(async move { old.shutdown().await });
         }
         for server in started.into_iter().filter(UpstreamSource::needs_discovery) {
-            runtime.spawn(async move {
-                if let Err(e) = server.discover().await {
-                    tracing::warn!(error = %e, "discovery failed");
-                }
-            });
+            self.discover_in_background(&runtime, server);
         }
         report
+    }
+
+    /// Discovers one server on `runtime`, tracked so that [`Upstreams::shutdown`] can stop it.
+    fn discover_in_background(&self, runtime: &tokio::runtime::Handle, server: UpstreamSource) {
+        let stopping = self.stopping.clone();
+        self.discoveries.spawn_on(
+            async move {
+                tokio::select! {
+                    // Dropping a discovery half-way stops the process it was starting.
+                    () = stopping.cancelled() => {}
+                    discovered = server.discover() => {
+                        if let Err(e) = discovered {
+                            tracing::warn!(error = %e, "background discovery failed");
+                        }
+                    }
+                }
+            },
+            runtime,
+        );
     }
 
     /// Starts discovery of every enabled server whose cache is missing, stale or failed, in
     /// the background; returns at once. For long-running modes (`toolmux serve`), so that
     /// start-up never waits for a server.
     pub fn discover_stale_in_background(&self) {
+        let Some(runtime) = tokio::runtime::Handle::try_current()
+            .ok()
+            .or_else(|| self.runtime.clone())
+        else {
+            tracing::warn!("no async runtime to discover servers on");
+            return;
+        };
         for server in self.servers().into_iter().filter(|s| s.needs_discovery()) {
-            tokio::spawn(async move {
-                if let Err(e) = server.discover().await {
-                    tracing::warn!(error = %e, "background discovery failed");
-                }
-            });
+            self.discover_in_background(&runtime, server);
         }
     }
 
-    /// Stops every running server cleanly, all at once.
+    /// Stops the background discoveries (and what they were starting), then every running
+    /// server cleanly, all at once. For when toolmux is done with its servers: discoveries
+    /// asked for later stop at once.
     pub async fn shutdown(&self) {
+        self.stopping.cancel();
+        self.discoveries.close();
+        self.discoveries.wait().await;
         let servers = self.servers();
         join_all(servers.iter().map(UpstreamSource::shutdown)).await;
     }

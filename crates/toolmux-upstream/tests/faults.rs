@@ -76,7 +76,7 @@ async fn listing_starts_nothing_and_discovery_fills_the_cache() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_changed_configuration_invalidates_the_cache() {
+async fn d17_a_changed_configuration_keeps_the_tools_known_and_a_call_rediscovers() {
     let project = Project::new(&json!({"mcpServers": {"faults": faults(&[])}}));
     let upstreams = project.upstreams();
     upstreams
@@ -88,16 +88,20 @@ async fn a_changed_configuration_invalidates_the_cache() {
     upstreams.shutdown().await;
 
     let changed = Project { dir: project.dir };
+    let pid_file = changed.path().join("new.pid");
+    let pid_arg = pid_file.display().to_string();
     std::fs::write(
         toolmux_config::project_config_path(changed.path()),
-        json!({"mcpServers": {"faults": faults(&["--page-size", "3"])}}).to_string(),
+        json!({"mcpServers": {"faults": faults(&["--pid-file", &pid_arg])}}).to_string(),
     )
     .expect("rewrite config");
     let again = changed.upstreams();
+    let hub = changed.hub(&again);
     let server = again.get("faults").expect("configured");
-    assert!(
-        server.tools().is_empty(),
-        "tools of another configuration are not offered"
+    assert_eq!(
+        server.tools().len(),
+        9,
+        "the earlier configuration's tools stay known"
     );
     let status = server.status();
     assert_eq!(status.state, SourceState::Never);
@@ -109,6 +113,19 @@ async fn a_changed_configuration_invalidates_the_cache() {
         "{status:?}"
     );
     assert!(server.needs_discovery());
+
+    let echo = call(&hub, "faults__echo", json!({"text": "known"}))
+        .await
+        .expect("the call starts the server");
+    assert_eq!(echo.text_content(), "known");
+    assert!(pid_file.exists(), "started with the configuration in force");
+    assert_eq!(server.status().state, SourceState::Success);
+    assert!(!server.needs_discovery());
+    let record = DiscoveryRecord::read(server.cache_path()).expect("the cache is written");
+    assert_eq!(record.config_hash, server.config_hash());
+    let pgid = server.pid().await.expect("running");
+    again.shutdown().await;
+    assert_group_gone(pgid);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

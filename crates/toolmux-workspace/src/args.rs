@@ -61,28 +61,43 @@ impl<'a> Args<'a> {
         min: usize,
         max: usize,
     ) -> Result<usize, String> {
+        let value = match self.map.get(name) {
+            None | Some(Value::Null) => return Ok(default),
+            Some(v) => v,
+        };
+        let whole = match value {
+            Value::Number(n) => {
+                if let Some(n) = n.as_u64() {
+                    Some(Whole::Fits(usize::try_from(n).unwrap_or(usize::MAX)))
+                } else if n.is_i64() {
+                    Some(Whole::Negative)
+                } else {
+                    // A float: whole, and maybe far beyond any usize (`1e26`).
+                    n.as_f64().filter(|f| f.fract() == 0.0).map(|f| {
+                        if f < 0.0 {
+                            Whole::Negative
+                        } else if f < u64::MAX as f64 {
+                            Whole::Fits(f as usize)
+                        } else {
+                            Whole::TooLarge
+                        }
+                    })
+                }
+            }
+            _ => None,
+        };
         let range = if max == usize::MAX {
             format!("of at least {min}")
         } else {
             format!("from {min} to {max}")
         };
-        let value = match self.map.get(name) {
-            None | Some(Value::Null) => return Ok(default),
-            Some(v) => v,
-        };
-        let n = match value {
-            Value::Number(n) => n
-                .as_u64()
-                .or_else(|| {
-                    n.as_f64()
-                        .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u64::MAX as f64)
-                        .map(|f| f as u64)
-                })
-                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-            _ => None,
-        };
-        match n {
-            Some(n) if (min..=max).contains(&n) => Ok(n),
+        match whole {
+            Some(Whole::Fits(n)) if (min..=max).contains(&n) => Ok(n),
+            // A whole number beyond any count: "of at least 1" would read as if it were too
+            // small. (With a finite maximum the range in the usual message already says it.)
+            Some(Whole::TooLarge) if max == usize::MAX => Err(format!(
+                "`{name}` is too large (got {value}); it must be an integer from {min} to {max}"
+            )),
             _ => Err(format!("`{name}` must be an integer {range} (got {value})")),
         }
     }
@@ -98,6 +113,16 @@ impl<'a> Args<'a> {
             )),
         }
     }
+}
+
+/// What a JSON number is as a count.
+enum Whole {
+    /// A whole number no bigger than `usize::MAX`.
+    Fits(usize),
+    /// A whole number below zero.
+    Negative,
+    /// A whole number beyond the largest accepted.
+    TooLarge,
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -141,6 +166,29 @@ mod tests {
             "`flag` must be true or false, not a string"
         );
         assert_eq!(args.integer("missing", 7, 1, 10).unwrap(), 7);
+    }
+
+    #[test]
+    fn d17_a_huge_whole_number_is_too_large_not_too_small() {
+        let m = map(json!({"limit": 1e26, "small": 11, "half": 2.5}));
+        let args = Args::new(&m, &["limit", "small", "half"]).unwrap();
+        let max = usize::MAX;
+        assert_eq!(
+            args.integer("limit", 1, 1, max).unwrap_err(),
+            format!("`limit` is too large (got 1e+26); it must be an integer from 1 to {max}")
+        );
+        assert_eq!(
+            args.integer("small", 1, 1, 10).unwrap_err(),
+            "`small` must be an integer from 1 to 10 (got 11)"
+        );
+        assert_eq!(
+            args.integer("limit", 1, 1, 1000).unwrap_err(),
+            "`limit` must be an integer from 1 to 1000 (got 1e+26)"
+        );
+        assert_eq!(
+            args.integer("half", 1, 1, max).unwrap_err(),
+            "`half` must be an integer of at least 1 (got 2.5)"
+        );
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
     let include_ignored = args.boolean("includeIgnored", false)?;
     let dir = ws.root.resolve(path).map_err(|e| e.to_string())?;
     let shown_dir = ws.root.display(&dir);
-    if !dir.is_dir() {
+    if !ws.root.metadata_beneath(&dir).is_some_and(|m| m.is_dir()) {
         return Err(format!("`{shown_dir}` is not a directory; use file_read"));
     }
 
@@ -88,7 +88,7 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
     let mut entries = Vec::new();
     let mut text = String::new();
     let mut more = None;
-    let walk = walker(&dir, include_ignored)
+    let walk = walker(&ws.root, &dir, include_ignored)?
         .max_depth(Some(depth))
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
@@ -103,17 +103,21 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
         if entry.depth() == 0 {
             continue;
         }
-        let rel = ws.root.display(entry.path());
-        // The walker does not follow links, so this is the entry itself (lstat).
-        let Some(file_type) = entry.file_type() else {
+        // The walker read this entry's directory by name, and that directory could have been
+        // swapped for a link to elsewhere since it was checked: only an entry that can be
+        // reached beneath the root with no link on the way is shown, with what is there now
+        // (the entry itself; a link is not followed).
+        let Some(meta) = ws.root.metadata_beneath(entry.path()) else {
             continue;
         };
+        let rel = ws.root.display(entry.path());
+        let file_type = meta.file_type();
         let (kind, size) = if file_type.is_symlink() {
             ("symlink", None)
         } else if file_type.is_dir() {
             ("dir", None)
         } else if file_type.is_file() {
-            ("file", Some(entry.metadata().map_or(0, |m| m.len())))
+            ("file", Some(meta.len()))
         } else {
             ("other", None)
         };

@@ -1,20 +1,24 @@
 //! `file_read`: a window of lines from one text file, numbered, under a byte cap.
 
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 
+use rustix::fs::OFlags;
 use serde_json::{Map, Value, json};
 use toolmux_core::{ToolDescriptor, ToolResult};
 
 use crate::args::Args;
 use crate::output::{Budget, human_bytes};
-use crate::{Workspace, WorkspaceLimits, descriptor};
+use crate::{Workspace, WorkspaceLimits, descriptor, root};
 
 pub(crate) const NAME: &str = "file_read";
 
 const DEFAULT_LIMIT: usize = 2000;
 /// How much of the start of a file decides whether it is text (as git and ripgrep do).
 const SNIFF_BYTES: usize = 8 * 1024;
+/// How far past the window `file_read` reads to count the file's lines. Counting a sparse
+/// 60 GB file to its end kept a thread busy for minutes after the caller had given up
+/// (issue 12, D11); past this the total is reported as a lower bound.
+const COUNT_BUDGET_BYTES: u64 = 16 * 1024 * 1024;
 
 pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
     let cap = human_bytes(limits.max_read_bytes as u64);
@@ -56,11 +60,12 @@ pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
                 "path": {"type": "string", "description": "The file, relative to the project root (symbolic links inside the root resolved)."},
                 "startLine": {"type": "integer", "minimum": 1, "description": "The first line returned (1-based)."},
                 "endLine": {"type": "integer", "minimum": 0, "description": "The last line returned; startLine - 1 when no line is returned (an empty file)."},
-                "totalLines": {"type": "integer", "minimum": 0, "description": "How many lines the file has."},
+                "totalLines": {"type": "integer", "minimum": 0, "description": "How many lines the file has; when `totalLinesExact` is false, a lower bound (the file goes on past what was counted)."},
+                "totalLinesExact": {"type": "boolean", "description": format!("False when the file is too long past the window to count its lines (more than {} beyond it) and `totalLines` only says how many there are at least.", human_bytes(COUNT_BUDGET_BYTES))},
                 "truncated": {"type": "boolean", "description": "True when the byte cap cut the window short of `limit` lines (or cut a single long line)."},
                 "content": {"type": "string", "description": "The returned lines exactly as in the file, line endings included."}
             },
-            "required": ["path", "startLine", "endLine", "totalLines", "truncated", "content"],
+            "required": ["path", "startLine", "endLine", "totalLines", "totalLinesExact", "truncated", "content"],
             "additionalProperties": false
         }),
     )
@@ -75,17 +80,34 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
     let abs = ws.root.resolve(path).map_err(|e| e.to_string())?;
     let shown = ws.root.display(&abs);
     let cannot_read = |e: io::Error| format!("`{shown}` cannot be read: {e}");
-    let meta = std::fs::metadata(&abs).map_err(cannot_read)?;
+    // Looked at without opening it for reading (`O_PATH`), so a device is never opened.
+    let meta = ws
+        .root
+        .open_beneath(&abs, OFlags::PATH)
+        .and_then(|f| f.metadata())
+        .map_err(|e| root::open_error(path, e).to_string())?;
+    let not_regular = || {
+        format!(
+            "`{shown}` is not a regular file (a device, socket or pipe); file_read reads text files only"
+        )
+    };
     if meta.is_dir() {
         return Err(format!("`{shown}` is a directory; use directory_list"));
     }
     if !meta.is_file() {
-        return Err(format!(
-            "`{shown}` is not a regular file (a device, socket or pipe); file_read reads text files only"
-        ));
+        return Err(not_regular());
+    }
+    // Opened beneath the root with no link on the way, and non-blocking: if a FIFO was swapped
+    // in since the look above, the open returns at once and the check below refuses it.
+    let mut file = ws
+        .root
+        .open_beneath(&abs, OFlags::RDONLY | OFlags::NONBLOCK)
+        .map_err(|e| root::open_error(path, e).to_string())?;
+    let meta = file.metadata().map_err(cannot_read)?;
+    if !meta.is_file() {
+        return Err(not_regular());
     }
     let size = human_bytes(meta.len());
-    let mut file = File::open(&abs).map_err(cannot_read)?;
 
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     (&mut file)
@@ -105,12 +127,27 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
     }
 
     let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
-    let window = read_window(&mut reader, offset, limit, &ws.limits).map_err(cannot_read)?;
+    let window = read_window(&mut reader, offset, limit, &ws.limits, COUNT_BUDGET_BYTES)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData if e.to_string().starts_with("at line") => format!(
+                "`{shown}` holds binary data (a NUL byte) {e}; file_read reads text files only"
+            ),
+            io::ErrorKind::InvalidData => format!(
+                "`{shown}` holds binary data (a NUL byte) before line {offset}; file_read reads text files only"
+            ),
+            _ => cannot_read(e),
+        })?;
     let Window {
         lines,
         total_lines,
+        exact,
         stop,
     } = window;
+    let total = if exact {
+        total_lines.to_string()
+    } else {
+        format!("at least {total_lines}")
+    };
 
     if offset > total_lines.max(1) {
         return Err(format!(
@@ -128,7 +165,7 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
     for (i, line) in content_lines(&content).enumerate() {
         text.push_str(&format!("{:>width$}\t{line}\n", offset + i));
     }
-    if total_lines == 0 {
+    if total_lines == 0 && exact {
         text.push_str(&format!("(`{shown}` is empty)\n"));
     }
     let next = end_line + 1;
@@ -136,10 +173,10 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
     match stop {
         Stop::End => {}
         Stop::Limit => text.push_str(&format!(
-            "[showing lines {offset}-{end_line} of {total_lines}; use offset={next} to continue]\n"
+            "[showing lines {offset}-{end_line} of {total}; use offset={next} to continue]\n"
         )),
         Stop::Cap(cap) => text.push_str(&format!(
-            "[truncated: showing lines {offset}-{end_line} of {total_lines}; {}; use offset={next} to continue]\n",
+            "[truncated: showing lines {offset}-{end_line} of {total}; {}; use offset={next} to continue]\n",
             cap.note(&ws.limits)
         )),
         Stop::LongLine(cap) => text.push_str(&format!(
@@ -152,6 +189,7 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
         "startLine": offset,
         "endLine": end_line,
         "totalLines": total_lines,
+        "totalLinesExact": exact,
         "truncated": truncated,
         "content": content,
     });
@@ -219,24 +257,30 @@ enum Stop {
 
 struct Window {
     lines: Vec<Line>,
+    /// The file's lines, or as many as were counted when `exact` is false.
     total_lines: usize,
+    exact: bool,
     stop: Stop,
 }
 
-/// Reads lines `offset..offset+limit` under the caps, then counts the rest of the file. Never
-/// holds more than the cap in memory, however long a line is.
+/// Reads lines `offset..offset+limit` under the caps, then counts the rest of the file, up to
+/// `count_budget` bytes past the window. Never holds more than the cap in memory, however long
+/// a line is. A NUL byte before `offset` is an `InvalidData` error: the file is binary past
+/// the sniffed start (a sparse file, say), and skipping through it would only burn time.
 fn read_window(
     reader: &mut impl BufRead,
     offset: usize,
     limit: usize,
     limits: &WorkspaceLimits,
+    count_budget: u64,
 ) -> io::Result<Window> {
     let mut line_no = 0usize;
     while line_no + 1 < offset {
-        if !skip_line(reader)? {
+        if !skip_line(reader, true)? {
             return Ok(Window {
                 lines: Vec::new(),
                 total_lines: line_no,
+                exact: true,
                 stop: Stop::End,
             });
         }
@@ -270,6 +314,9 @@ fn read_window(
         }
         // Reading stopped within `room`: the line ended, or the file did.
         if bytes.len() <= room {
+            if bytes.contains(&0) {
+                return Err(nul_at(line_no + 1));
+            }
             read_left -= bytes.len();
             budget.spend(bytes.len() * 2 + number_cost);
             lines.push(Line { bytes });
@@ -286,37 +333,87 @@ fn read_window(
                 Err(_) => bytes.len(), // reported as not UTF-8 by the caller
             };
             bytes.truncate(keep);
-            if bytes.last() != Some(&b'\n') {
-                skip_line(reader)?;
+            if bytes.contains(&0) {
+                return Err(nul_at(line_no + 1));
             }
+            let ended = bytes.last() == Some(&b'\n') || skip_line_within(reader, count_budget)?;
             lines.push(Line { bytes });
             line_no += 1;
             stop = Stop::LongLine(cap);
-        } else {
-            // Count the line we looked at but did not take.
-            if bytes.last() != Some(&b'\n') {
-                skip_line(reader)?;
+            if !ended {
+                // The rest of the line alone is past the counting budget (a sparse file of
+                // gigabytes, say): skipping it to count what follows could take minutes.
+                return Ok(Window {
+                    lines,
+                    total_lines: line_no,
+                    exact: false,
+                    stop,
+                });
             }
+        } else {
+            // Count the line we looked at but did not take, skipping at most the counting
+            // budget of it.
+            let ended = bytes.last() == Some(&b'\n') || skip_line_within(reader, count_budget)?;
             line_no += 1;
-            let total_lines = line_no + count_lines(reader)?;
+            if !ended {
+                return Ok(Window {
+                    lines,
+                    total_lines: line_no,
+                    exact: false,
+                    stop: Stop::Cap(cap),
+                });
+            }
+            let (rest, exact) = count_lines(reader, count_budget)?;
             return Ok(Window {
                 lines,
-                total_lines,
+                total_lines: line_no + rest,
+                exact,
                 stop: Stop::Cap(cap),
             });
         }
         break;
     }
-    let total_lines = line_no + count_lines(reader)?;
+    let (rest, exact) = count_lines(reader, count_budget)?;
     Ok(Window {
         lines,
-        total_lines,
+        total_lines: line_no + rest,
+        exact,
         stop,
     })
 }
 
+/// A NUL byte in a line that `file_read` would show or skip over to reach the window: the
+/// file is binary past the sniffed start. The message completes "holds binary data (a NUL
+/// byte) …".
+fn nul_at(line: usize) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("at line {line}"))
+}
+
+/// Consumes the rest of the current line, its `\n` included, reading at most about `budget`
+/// bytes: true when the line ended (or the file did), false when the budget ran out first.
+fn skip_line_within(reader: &mut impl BufRead, budget: u64) -> io::Result<bool> {
+    let mut read = 0u64;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(true);
+        }
+        if let Some(i) = buf.iter().position(|&b| b == b'\n') {
+            reader.consume(i + 1);
+            return Ok(true);
+        }
+        if read >= budget {
+            return Ok(false);
+        }
+        let n = buf.len();
+        read += n as u64;
+        reader.consume(n);
+    }
+}
+
 /// Consumes the rest of the current line, its `\n` included. False when already at the end.
-fn skip_line(reader: &mut impl BufRead) -> io::Result<bool> {
+/// With `refuse_nul`, a NUL byte on the way is an `InvalidData` error.
+fn skip_line(reader: &mut impl BufRead, refuse_nul: bool) -> io::Result<bool> {
     let mut any = false;
     loop {
         let buf = reader.fill_buf()?;
@@ -324,7 +421,11 @@ fn skip_line(reader: &mut impl BufRead) -> io::Result<bool> {
             return Ok(any);
         }
         any = true;
-        match buf.iter().position(|&b| b == b'\n') {
+        let end = buf.iter().position(|&b| b == b'\n');
+        if refuse_nul && buf[..end.unwrap_or(buf.len())].contains(&0) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "NUL byte"));
+        }
+        match end {
             Some(i) => {
                 reader.consume(i + 1);
                 return Ok(true);
@@ -337,24 +438,30 @@ fn skip_line(reader: &mut impl BufRead) -> io::Result<bool> {
     }
 }
 
-/// How many lines are left: newlines, plus one for a last line without one.
-fn count_lines(reader: &mut impl BufRead) -> io::Result<usize> {
+/// How many lines are left (newlines, plus one for a last line without one), reading at most
+/// about `budget` bytes; false with the lines counted so far when the file goes on past that.
+fn count_lines(reader: &mut impl BufRead, budget: u64) -> io::Result<(usize, bool)> {
     let mut count = 0usize;
     let mut last = None;
+    let mut read = 0u64;
     loop {
         let buf = reader.fill_buf()?;
         if buf.is_empty() {
             break;
         }
+        if read >= budget {
+            return Ok((count, false));
+        }
         count += buf.iter().filter(|&&b| b == b'\n').count();
         last = buf.last().copied();
         let n = buf.len();
+        read += n as u64;
         reader.consume(n);
     }
     if last.is_some_and(|b| b != b'\n') {
         count += 1;
     }
-    Ok(count)
+    Ok((count, true))
 }
 
 #[cfg(test)]
@@ -370,7 +477,8 @@ mod tests {
 
     fn window(text: &str, offset: usize, limit: usize, read: usize) -> (Vec<String>, usize) {
         let mut r = Cursor::new(text.as_bytes().to_vec());
-        let w = read_window(&mut r, offset, limit, &limits(read)).unwrap();
+        let w = read_window(&mut r, offset, limit, &limits(read), u64::MAX).unwrap();
+        assert!(w.exact);
         let lines = w
             .lines
             .into_iter()
@@ -392,6 +500,37 @@ mod tests {
     #[test]
     fn counts_lines_after_the_window() {
         assert_eq!(window("a\nb\nc\nd\n", 2, 1, 100), (vec!["b\n".into()], 4));
+    }
+
+    #[test]
+    fn d11_counting_stops_at_the_budget_with_a_lower_bound() {
+        let text = "l\n".repeat(100_000);
+        // A small buffer, so that the budget is crossed after a few of its fills.
+        let mut r = BufReader::with_capacity(1024, Cursor::new(text.into_bytes()));
+        let w = read_window(&mut r, 1, 2, &limits(1 << 20), 4096).unwrap();
+        assert_eq!(w.lines.len(), 2);
+        assert!(!w.exact);
+        assert!(
+            w.total_lines >= 2 + 2048 && w.total_lines < 100_000,
+            "{}",
+            w.total_lines
+        );
+        // Within the budget the count is exact.
+        let mut r = BufReader::with_capacity(1024, Cursor::new("l\n".repeat(100).into_bytes()));
+        let w = read_window(&mut r, 1, 2, &limits(1 << 20), 4096).unwrap();
+        assert!(w.exact);
+        assert_eq!(w.total_lines, 100);
+    }
+
+    #[test]
+    fn d11_skipping_to_an_offset_stops_at_a_nul_byte() {
+        let mut text = "l\n".repeat(10).into_bytes();
+        text.extend(std::iter::repeat_n(0u8, 100_000));
+        let mut r = Cursor::new(text);
+        let e = read_window(&mut r, 50, 2, &limits(1 << 20), u64::MAX)
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! `file_search`: files whose root-relative path matches a glob.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde_json::{Map, Value, json};
 use toolmux_core::{ToolDescriptor, ToolResult};
 
@@ -62,7 +64,11 @@ pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
     )
 }
 
-pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<ToolResult, String> {
+pub(crate) fn run(
+    ws: &Workspace,
+    arguments: &Map<String, Value>,
+    abandoned: &AtomicBool,
+) -> Result<ToolResult, String> {
     let args = Args::new(arguments, &["pattern", "path", "limit"])?;
     let pattern = args.required_string("pattern")?;
     let path = args.string("path", ".")?;
@@ -76,10 +82,13 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
     let mut more = None;
     // Sorted by name within each directory, the walk yields paths in component order: the
     // first `limit` matches are the first `limit` of the sorted list.
-    let walk = walker(&start, false)
+    let walk = walker(&ws.root, &start, false)?
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
     for entry in walk {
+        if abandoned.load(Ordering::Relaxed) {
+            return Err("the call was abandoned by its caller".to_string());
+        }
         let entry = match entry {
             Ok(entry) => entry,
             Err(e) => {
@@ -92,6 +101,16 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
         }
         let rel = ws.root.display(entry.path());
         if !glob.is_match(&rel) {
+            continue;
+        }
+        // The name came from a directory read by name, which could have been swapped for a
+        // link to elsewhere since it was checked: report only a file that is there beneath
+        // the root, with no link on the way.
+        if !ws
+            .root
+            .metadata_beneath(entry.path())
+            .is_some_and(|m| m.is_file())
+        {
             continue;
         }
         if files.len() == limit {

@@ -9,6 +9,7 @@ use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::WalkState;
+use rustix::fs::OFlags;
 use serde_json::{Map, Value, json};
 use toolmux_core::{ToolDescriptor, ToolResult};
 
@@ -24,6 +25,8 @@ const DEFAULT_LIMIT: usize = 200;
 const MAX_CONTEXT: usize = 10;
 /// Lines longer than this are shown as a window around their first match.
 const MAX_LINE_BYTES: usize = 500;
+/// How many skipped files a result names; the rest are counted.
+const MAX_SKIPPED_SHOWN: usize = 10;
 
 pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
     let max = limits.max_results;
@@ -100,7 +103,21 @@ pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
                     }
                 },
                 "truncated": {"type": "boolean", "description": "True when there are more matches than were returned (the limit or the output cap was reached)."},
-                "filesSearched": {"type": "integer", "minimum": 0, "description": "How many files were searched."}
+                "filesSearched": {"type": "integer", "minimum": 0, "description": "How many files were searched."},
+                "skipped": {
+                    "type": "array",
+                    "description": format!("Present when some files could not be searched to their end (at most {MAX_SKIPPED_SHOWN} are named): a line longer than the line limit, or a read error. Matches before that point are included."),
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "The file, relative to the project root."},
+                            "reason": {"type": "string", "description": "Why the search of this file stopped."}
+                        },
+                        "required": ["path", "reason"],
+                        "additionalProperties": false
+                    }
+                },
+                "filesSkipped": {"type": "integer", "minimum": 1, "description": "Present with `skipped`: how many files were skipped in all."}
             },
             "required": ["matches", "truncated", "filesSearched"],
             "additionalProperties": false
@@ -108,7 +125,11 @@ pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
     )
 }
 
-pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<ToolResult, String> {
+pub(crate) fn run(
+    ws: &Workspace,
+    arguments: &Map<String, Value>,
+    abandoned: &AtomicBool,
+) -> Result<ToolResult, String> {
     let args = Args::new(
         arguments,
         &[
@@ -155,8 +176,14 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
         more: AtomicBool::new(false),
         files_searched: AtomicUsize::new(0),
         hits: Mutex::new(Vec::new()),
+        max_line_bytes: ws.limits.max_line_bytes,
+        skipped: Mutex::new(Vec::new()),
+        abandoned,
     };
-    search.run(&start);
+    search.run(&start)?;
+    if abandoned.load(Ordering::Relaxed) {
+        return Err("the call was abandoned by its caller".to_string());
+    }
     let mut hits = search
         .hits
         .into_inner()
@@ -164,6 +191,11 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
     hits.sort_by(|a, b| a.path.cmp(&b.path));
     let more = search.more.into_inner();
     let files_searched = search.files_searched.into_inner();
+    let mut skipped = search
+        .skipped
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    skipped.sort();
 
     let rendered = render(ws, &search.matcher, &hits, context);
     let mut text = rendered.text;
@@ -188,11 +220,39 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
             if files_searched == 1 { "" } else { "s" }
         ));
     }
-    let structured = json!({
+    let mut structured = json!({
         "matches": rendered.matches,
         "truncated": more || rendered.capped,
         "filesSearched": files_searched,
     });
+    if !skipped.is_empty() {
+        let named: Vec<Value> = skipped
+            .iter()
+            .take(MAX_SKIPPED_SHOWN)
+            .map(|(path, reason)| json!({"path": ws.root.display(path), "reason": reason}))
+            .collect();
+        let count = skipped.len();
+        text.push_str(&format!(
+            "[{count} file{} not searched to the end: {}{}]\n",
+            if count == 1 { "" } else { "s" },
+            named
+                .iter()
+                .map(|v| format!(
+                    "`{}` ({})",
+                    v["path"].as_str().unwrap_or(""),
+                    v["reason"].as_str().unwrap_or("")
+                ))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if count > MAX_SKIPPED_SHOWN {
+                format!(" and {} more", count - MAX_SKIPPED_SHOWN)
+            } else {
+                String::new()
+            }
+        ));
+        structured["skipped"] = Value::Array(named);
+        structured["filesSkipped"] = json!(count);
+    }
     Ok(ToolResult::structured_with_text(structured, text))
 }
 
@@ -210,6 +270,12 @@ struct Search<'a> {
     more: AtomicBool,
     files_searched: AtomicUsize,
     hits: Mutex<Vec<FileHits>>,
+    /// The searcher's heap limit: the longest line (with its context) it holds.
+    max_line_bytes: usize,
+    /// Files whose search stopped early, and why.
+    skipped: Mutex<Vec<(PathBuf, String)>>,
+    /// Set when the caller went away: stop walking.
+    abandoned: &'a AtomicBool,
 }
 
 /// The reported lines of one file: its matches and their context, in line order.
@@ -225,22 +291,26 @@ struct HitLine {
 }
 
 impl Search<'_> {
-    fn run(&self, start: &std::path::Path) {
+    fn run(&self, start: &std::path::Path) -> Result<(), String> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        walker(start, false)
+        walker(self.root, start, false)?
             .threads(threads)
             .build_parallel()
             .run(|| {
                 // One searcher per thread, reused for every file it searches: its buffers
                 // are allocated once.
+                // The heap limit bounds the one line (and its context) the searcher holds: a
+                // file with a longer line fails with an allocation error and is skipped.
                 let mut searcher = SearcherBuilder::new()
                     .line_number(true)
                     .binary_detection(BinaryDetection::quit(b'\x00'))
                     .before_context(self.context)
                     .after_context(self.context)
+                    .heap_limit(Some(self.max_line_bytes))
                     .build();
                 Box::new(move |entry| self.visit(&mut searcher, entry))
             });
+        Ok(())
     }
 
     fn visit(
@@ -248,7 +318,7 @@ impl Search<'_> {
         searcher: &mut Searcher,
         entry: Result<ignore::DirEntry, ignore::Error>,
     ) -> WalkState {
-        if self.more.load(Ordering::Relaxed) {
+        if self.more.load(Ordering::Relaxed) || self.abandoned.load(Ordering::Relaxed) {
             return WalkState::Quit;
         }
         let entry = match entry {
@@ -267,13 +337,42 @@ impl Search<'_> {
         {
             return WalkState::Continue;
         }
+        // Opened beneath the root with no link on the way (the walker read its directory by
+        // name, which could have been swapped for a link since), non-blocking in case a FIFO
+        // was swapped in, and searched only if it is still a regular file. A file that cannot
+        // be opened so is passed over silently: its name may come from outside the root.
+        let file = match self
+            .root
+            .open_beneath(entry.path(), OFlags::RDONLY | OFlags::NONBLOCK)
+        {
+            Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => file,
+            Ok(_) => return WalkState::Continue,
+            Err(e) => {
+                tracing::debug!(path = %entry.path().display(), error = %e, "grep passed over a file it could not open beneath the root");
+                return WalkState::Continue;
+            }
+        };
         self.files_searched.fetch_add(1, Ordering::Relaxed);
         let mut sink = FileSink {
             search: self,
             lines: Vec::new(),
         };
-        if let Err(e) = searcher.search_path(&self.matcher, entry.path(), &mut sink) {
-            tracing::debug!(path = %entry.path().display(), error = %e, "grep could not search a file");
+        if let Err(e) = searcher.search_file(&self.matcher, &file, &mut sink) {
+            tracing::debug!(path = %entry.path().display(), error = %e, "grep could not search a file to its end");
+            // grep-searcher reports its heap limit only as an `io::Error` of kind `Other`
+            // whose message says "configured allocation limit (N) exceeded".
+            let reason = if e.to_string().contains("allocation limit") {
+                format!(
+                    "a line longer than {}",
+                    human_bytes(self.max_line_bytes as u64)
+                )
+            } else {
+                e.to_string()
+            };
+            self.skipped
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((entry.path().to_path_buf(), reason));
         }
         if sink.lines.iter().any(|l| l.is_match) {
             let lines = sink.lines;

@@ -6,7 +6,7 @@
 //! [`ProjectRoot::resolve`] first, and confinement works by construction rather than by a
 //! check at the end:
 //!
-//! - the root is canonicalized once, when the pack is made;
+//! - the root is canonicalized and opened once, when the pack is made;
 //! - a path is refused on its text alone when it is absolute, starts with `~`, holds a NUL
 //!   byte, a backslash or a percent-escape, or climbs above the root with `..` (lexically:
 //!   `a/../b` is fine, `a/../../b` is not);
@@ -15,15 +15,37 @@
 //!   is refused, without looking at the target. A link to a missing file outside therefore
 //!   answers exactly like a link to an existing one, and nothing outside the root is ever
 //!   opened, listed or even tested for existence;
-//! - the walkers behind `file_search`, `grep` and `directory_list` never follow links
-//!   (a link is listed as a link and never searched through), never enter `.git`, and only
-//!   open regular files, so a FIFO or device cannot hang or flood a call.
+//! - the resulting path (which has no link left in it) is opened by the kernel beneath the
+//!   root's descriptor with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` (on kernels
+//!   without it, one `openat(O_NOFOLLOW)` per component), and the file is read from that
+//!   descriptor. It is opened non-blocking and checked with `fstat` to be a regular file, so a
+//!   FIFO swapped in cannot hang a thread;
+//! - the walkers behind `file_search`, `grep` and `directory_list` never follow links (a link
+//!   is listed as a link and never searched through), never enter `.git`, and only open
+//!   regular files. Every entry they report or search is opened again beneath the root's
+//!   descriptor first, and skipped when that fails. The `.gitignore` and `.ignore` files
+//!   they honour are read by the `ignore` crate by name, so a directory is entered only when
+//!   those are absent, directories or regular files of at most 1 MiB (a FIFO there would
+//!   block the walk for good, a link to `/dev/zero` would exhaust memory); another is
+//!   skipped, and `.git/info/exclude` is not read. A writer that swaps an ignore file for a
+//!   FIFO between that check and the crate's open can still block one walk;
+//! - toolmux's own state directory (the execution log holds every call's arguments and
+//!   results) is refused by every tool and skipped by every walker, compared canonical with
+//!   canonical, wherever the project directory and a symbolic `.toolmux` put it.
 //!
-//! What this does not defend against: another process rewriting the tree while a call runs
-//! (swapping a checked directory for a link between the check and the open). The tools only
-//! read and cannot make links themselves, so that takes a second, hostile writer on the
-//! machine. The `.gitignore` files of the root's parent directories are honoured, as `rg`
-//! does; they can only hide files, never reveal them.
+//! So confinement holds against a concurrent writer too: another process swapping a checked
+//! directory for a link to elsewhere while a call runs makes the open fail (the call says the
+//! path changed, or a walker skips the entry) instead of reaching outside the root. What is
+//! still not defended: a bind mount inside the root (mounting takes privileges), and names of
+//! directories that were swapped back before the entry was checked, which are then names
+//! inside the root. The `.gitignore` files of the root's parent directories are honoured, as
+//! `rg` does; they can only hide files, never reveal them.
+//!
+//! One call never takes more than its share: a file is read under a byte cap, `grep` holds at
+//! most [`WorkspaceLimits::max_line_bytes`] of one line in memory (a file with a longer line
+//! is skipped with a note), `file_read` stops counting lines after a byte budget, and at most
+//! [`WorkspaceLimits::max_concurrent_calls`] calls run at once; the others wait their turn
+//! without holding a thread.
 //!
 //! Search uses ripgrep's own crates (`ignore`, `globset`, `grep-regex`, `grep-searcher`), so
 //! `.gitignore` rules behave as in `rg` (also outside a git repository) and `grep` runs at
@@ -41,9 +63,11 @@ mod walk;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
 use toolmux_core::{
     Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolResult,
 };
@@ -65,6 +89,15 @@ pub struct WorkspaceLimits {
     /// The most bytes of output (text and structured content together) of one call
     /// (default 1 MiB).
     pub max_output_bytes: usize,
+    /// The most memory `grep` gives one line (with its context) of one file (default 1 MiB,
+    /// four times the default read cap). The searcher holds a whole line at once, so without a
+    /// limit a one-line file of a gigabyte costs a gigabyte per call; a file with a longer
+    /// line is not searched past it, and the result says so.
+    pub max_line_bytes: usize,
+    /// How many calls of the pack may run at once (default 8). Each runs on a blocking thread
+    /// (and `grep` on a few more), so a fan-out of thousands of calls must queue rather than
+    /// start thousands of threads; a waiting call holds no thread.
+    pub max_concurrent_calls: usize,
 }
 
 impl Default for WorkspaceLimits {
@@ -73,6 +106,8 @@ impl Default for WorkspaceLimits {
             max_read_bytes: 256 * 1024,
             max_results: 1000,
             max_output_bytes: 1024 * 1024,
+            max_line_bytes: 1024 * 1024,
+            max_concurrent_calls: 8,
         }
     }
 }
@@ -103,32 +138,58 @@ pub(crate) struct Workspace {
     pub(crate) root: ProjectRoot,
     pub(crate) limits: WorkspaceLimits,
     tools: Vec<ToolDescriptor>,
+    /// One permit per call running (`max_concurrent_calls`).
+    running: Arc<Semaphore>,
 }
 
 impl WorkspacePack {
-    /// A pack serving the project at `root` (canonicalized here, once).
+    /// A pack serving the project at `root` (canonicalized here, once), with toolmux's state
+    /// assumed at `<root>/.toolmux/state`: right when the root is the project directory.
     pub fn new(root: impl AsRef<Path>, limits: WorkspaceLimits) -> Result<Self, WorkspaceError> {
+        Self::make(ProjectRoot::new(root), limits)
+    }
+
+    /// A pack serving `root` that hides toolmux's state directory `state_dir` (the project
+    /// directory's `.toolmux/state`, wherever the root is) from every tool.
+    pub fn with_state_dir(
+        root: impl AsRef<Path>,
+        state_dir: impl AsRef<Path>,
+        limits: WorkspaceLimits,
+    ) -> Result<Self, WorkspaceError> {
+        Self::make(ProjectRoot::with_state_dir(root, state_dir), limits)
+    }
+
+    fn make(
+        root: Result<ProjectRoot, PathError>,
+        limits: WorkspaceLimits,
+    ) -> Result<Self, WorkspaceError> {
         for (name, value) in [
             ("max_read_bytes", limits.max_read_bytes),
             ("max_results", limits.max_results),
             ("max_output_bytes", limits.max_output_bytes),
+            ("max_line_bytes", limits.max_line_bytes),
+            ("max_concurrent_calls", limits.max_concurrent_calls),
         ] {
             if value == 0 {
                 return Err(WorkspaceError::ZeroLimit { name });
             }
         }
-        let root = ProjectRoot::new(root)?;
+        let root = root?;
         let tools = vec![
             file_read::descriptor_for(&limits),
             file_search::descriptor_for(&limits),
             grep::descriptor_for(&limits),
             directory_list::descriptor_for(&limits),
         ];
+        let running = Arc::new(Semaphore::new(
+            limits.max_concurrent_calls.min(Semaphore::MAX_PERMITS),
+        ));
         Ok(Self {
             inner: Arc::new(Workspace {
                 root,
                 limits,
                 tools,
+                running,
             }),
         })
     }
@@ -140,12 +201,18 @@ impl WorkspacePack {
 }
 
 impl Workspace {
-    /// Runs one tool; a message the caller can act on becomes a tool-level error.
-    fn run(&self, tool: &str, arguments: &Map<String, Value>) -> Option<ToolResult> {
+    /// Runs one tool; a message the caller can act on becomes a tool-level error. The walks of
+    /// `grep` and `file_search` stop early once `abandoned` is set (the caller gave up).
+    fn run(
+        &self,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        abandoned: &AtomicBool,
+    ) -> Option<ToolResult> {
         let outcome = match tool {
             file_read::NAME => file_read::run(self, arguments),
-            file_search::NAME => file_search::run(self, arguments),
-            grep::NAME => grep::run(self, arguments),
+            file_search::NAME => file_search::run(self, arguments, abandoned),
+            grep::NAME => grep::run(self, arguments, abandoned),
             directory_list::NAME => directory_list::run(self, arguments),
             _ => return None,
         };
@@ -172,12 +239,37 @@ impl Source for WorkspacePack {
         let arguments = call.arguments;
         let workspace = Arc::clone(&self.inner);
         let name = tool.clone();
-        // The filesystem work blocks; keep it off the async workers.
-        let outcome = tokio::task::spawn_blocking(move || workspace.run(&name, &arguments))
+        // Wait for a turn before taking a thread: a call beyond `max_concurrent_calls` waits
+        // here, as a future, not on a blocking thread. The semaphore is never closed.
+        let turn = Arc::clone(&self.inner.running)
+            .acquire_owned()
             .await
-            .map_err(|e| SourceError::Failed(format!("workspace tool `{tool}` crashed: {e}")))?;
+            .map_err(|_| SourceError::Failed("the workspace pack is shutting down".to_string()))?;
+        // The filesystem work blocks; keep it off the async workers. The turn is given back
+        // when the work ends, not when the caller stops waiting for it (a timeout): work that
+        // outlives its caller still counts. So that it does not keep the turn long, a caller
+        // that goes away (this future dropped: a timeout, a cancelled script or turn) tells
+        // the walks to stop.
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let _abandon = Abandon(Arc::clone(&abandoned));
+        let outcome = tokio::task::spawn_blocking(move || {
+            let outcome = workspace.run(&name, &arguments, &abandoned);
+            drop(turn);
+            outcome
+        })
+        .await
+        .map_err(|e| SourceError::Failed(format!("workspace tool `{tool}` crashed: {e}")))?;
         outcome
             .ok_or_else(|| SourceError::Failed(format!("the workspace pack has no tool `{tool}`")))
+    }
+}
+
+/// Sets its flag when dropped: when a call's future goes away, finished or not.
+struct Abandon(Arc<AtomicBool>);
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -196,4 +288,52 @@ fn descriptor(
     d.parallel = true;
     d.output_schema = Some(Arc::new(output_schema));
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn arguments(value: Value) -> Map<String, Value> {
+        let Value::Object(map) = value else {
+            unreachable!()
+        };
+        map
+    }
+
+    #[test]
+    fn an_abandoned_walk_stops_instead_of_keeping_its_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            std::fs::write(dir.path().join(format!("f{i}.txt")), "needle\n").unwrap();
+        }
+        let pack = WorkspacePack::new(dir.path(), WorkspaceLimits::default()).unwrap();
+        let ws = &pack.inner;
+        let grep = arguments(json!({"pattern": "needle"}));
+        let search = arguments(json!({"pattern": "*.txt"}));
+        // Not abandoned: everything is found.
+        let live = AtomicBool::new(false);
+        let found = ws.run("grep", &grep, &live).unwrap();
+        assert_eq!(found.structured_content.unwrap()["filesSearched"], 50);
+        assert!(!ws.run("file_search", &search, &live).unwrap().is_error);
+        // Abandoned (the caller's future was dropped): the walks stop at the next entry.
+        let gone = AtomicBool::new(true);
+        for (tool, args) in [("grep", &grep), ("file_search", &search)] {
+            let result = ws.run(tool, args, &gone).unwrap();
+            assert!(result.is_error, "{tool}");
+            assert_eq!(
+                result.text_content(),
+                "the call was abandoned by its caller",
+                "{tool}"
+            );
+        }
+    }
+
+    #[test]
+    fn dropping_a_call_marks_it_abandoned() {
+        let flag = Arc::new(AtomicBool::new(false));
+        drop(Abandon(Arc::clone(&flag)));
+        assert!(flag.load(Ordering::Relaxed));
+    }
 }

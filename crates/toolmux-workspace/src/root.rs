@@ -6,11 +6,23 @@
 //! `symlink_metadata`, following symbolic links itself. A link whose target would leave the root
 //! is refused the moment that is known, before anything outside is looked at, so a link to a
 //! missing file outside gives exactly the same answer as a link to an existing one.
+//!
+//! The walk yields a path with no symbolic link left in it. That path is then *opened by the
+//! kernel* beneath a descriptor of the root ([`ProjectRoot::open_beneath`]) with symbolic links
+//! forbidden on the way, so a directory swapped for a link after the walk makes the open fail
+//! instead of leading outside: the check and the use are one system call.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::fs::{File, Metadata};
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
 
 /// The longest path accepted, in bytes (Linux's `PATH_MAX`).
 const MAX_PATH_BYTES: usize = 4096;
@@ -18,8 +30,16 @@ const MAX_PATH_BYTES: usize = 4096;
 /// How many symbolic links one resolution may follow (Linux's own limit).
 const MAX_SYMLINK_HOPS: usize = 40;
 
-/// toolmux's machine state under the project root, hidden from every workspace tool.
-pub(crate) const STATE_DIR: &str = ".toolmux/state";
+/// toolmux's machine state under the project directory, hidden from every workspace tool.
+const STATE_DIR: &str = ".toolmux/state";
+
+/// How often an open beneath the root is retried when the kernel reports that a concurrent
+/// rename raced with it (`EAGAIN` from `openat2`).
+const OPEN_RETRIES: usize = 4;
+
+/// Set once `openat2` turned out to be missing (Linux before 5.6, or a seccomp filter that
+/// refuses it), so later opens go straight to the component-by-component fallback.
+static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
 /// Why a path was refused. Every message names the path as the caller wrote it (except for a
 /// NUL byte or an overlong path, which are not worth echoing) and never reveals anything about
@@ -82,6 +102,13 @@ pub enum PathError {
         /// The path as given.
         path: String,
     },
+    /// The tree changed while the path was being opened: a directory on the way became a
+    /// symbolic link (or was renamed) between the check and the open. Nothing was opened.
+    #[error("`{path}` changed while it was being opened; try again")]
+    Changed {
+        /// The path as given.
+        path: String,
+    },
     /// `..` climbs above the root.
     #[error("path `{path}` leaves the project root")]
     Escapes {
@@ -120,22 +147,47 @@ pub enum PathError {
 #[derive(Clone, Debug)]
 pub struct ProjectRoot {
     root: PathBuf,
+    /// The root, opened once (`O_PATH`): every open of a tool happens beneath it.
+    fd: Arc<OwnedFd>,
+    /// toolmux's state directory, canonical, which no tool may read or list.
+    state: PathBuf,
 }
 
 impl ProjectRoot {
     /// Canonicalizes `path` (resolving its symbolic links once, here) and checks that it is a
-    /// directory.
+    /// directory. toolmux's state is assumed at `<root>/.toolmux/state`, which is right when
+    /// the root is the project directory; otherwise use [`ProjectRoot::with_state_dir`].
     pub fn new(path: impl AsRef<Path>) -> Result<Self, PathError> {
         let path = path.as_ref();
+        Self::with_state_dir(path, path.join(STATE_DIR))
+    }
+
+    /// Like [`ProjectRoot::new`], with toolmux's state directory given: the project
+    /// directory's `.toolmux/state`, which with `"root": ".."` lies deeper inside the root
+    /// and through a symbolic `.toolmux` may lie anywhere. It is compared canonical with
+    /// canonical, so neither hides it from the guard.
+    pub fn with_state_dir(
+        path: impl AsRef<Path>,
+        state_dir: impl AsRef<Path>,
+    ) -> Result<Self, PathError> {
+        let path = path.as_ref();
         let shown = path.display().to_string();
-        let root = std::fs::canonicalize(path).map_err(|e| PathError::Root {
+        let root_error = |e: io::Error| PathError::Root {
             path: shown.clone(),
             message: e.to_string(),
-        })?;
-        if !root.is_dir() {
+        };
+        let root = std::fs::canonicalize(path).map_err(root_error)?;
+        let fd = rustix::fs::open(&root, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| root_error(e.into()))?;
+        let fd = File::from(fd);
+        if !fd.metadata().map_err(root_error)?.is_dir() {
             return Err(PathError::RootNotDirectory { path: shown });
         }
-        Ok(Self { root })
+        Ok(Self {
+            root,
+            fd: Arc::new(fd.into()),
+            state: canonical_or_nearest(state_dir.as_ref()),
+        })
     }
 
     /// The canonical root.
@@ -146,21 +198,75 @@ impl ProjectRoot {
     /// Resolves a path relative to the root into an absolute path under it with no symbolic
     /// link or `..` left in it, or says why not. `""` means the root itself. The path must
     /// exist.
+    ///
+    /// The result is checked by the kernel once more (opened beneath the root with no symbolic
+    /// link allowed), but a caller that then opens it by name would reopen the race: the tools
+    /// open through [`ProjectRoot::open_beneath`] instead.
     pub fn resolve(&self, user_path: &str) -> Result<PathBuf, PathError> {
         let components = check_text(user_path)?;
         let resolved = self.walk(user_path, &components)?;
-        // Belt and braces: the walk above already proved the result is under the root, but a
-        // concurrent rename could have changed the tree since; ask the OS once more.
-        match std::fs::canonicalize(&resolved) {
-            Ok(real) if real.starts_with(self.root.join(STATE_DIR)) => Err(PathError::State {
+        // The walk has no link left in its result, so the result is its own canonical path
+        // and can be compared with the canonical state directory as it is.
+        if self.is_state(&resolved) {
+            return Err(PathError::State {
                 path: user_path.to_string(),
-            }),
-            Ok(real) if real.starts_with(&self.root) => Ok(resolved),
-            Ok(_) => Err(PathError::SymlinkEscapes {
-                link: components.join("/"),
-            }),
-            Err(e) => Err(io_error(user_path, e)),
+            });
         }
+        self.open_beneath(&resolved, OFlags::PATH)
+            .map_err(|e| open_error(user_path, e))?;
+        Ok(resolved)
+    }
+
+    /// Opens `abs` (a path [`ProjectRoot::resolve`] returned, or one a walker found under
+    /// it) beneath the root's descriptor, with `flags` (plus `O_CLOEXEC` and `O_NOFOLLOW`,
+    /// and `O_NOCTTY` unless `O_PATH`). The kernel follows no symbolic link on the way and
+    /// never leaves the root, so whatever happened to the tree since the path was checked,
+    /// what is opened is under the root at exactly this path, and not in toolmux's state. A
+    /// last component that is a link is opened as the link itself with `O_PATH`, and refused
+    /// otherwise.
+    pub(crate) fn open_beneath(&self, abs: &Path, flags: OFlags) -> io::Result<File> {
+        if self.is_state(abs) {
+            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        }
+        let rel = abs
+            .strip_prefix(&self.root)
+            .map_err(|_| io::Error::from(io::ErrorKind::PermissionDenied))?;
+        // `openat2` refuses flags that mean nothing with `O_PATH` (`O_NOCTTY` among them).
+        let flags = if flags.contains(OFlags::PATH) {
+            flags | OFlags::CLOEXEC | OFlags::NOFOLLOW
+        } else {
+            flags | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NOFOLLOW
+        };
+        let fd = if NO_OPENAT2.load(Ordering::Relaxed) {
+            open_by_components(&self.fd, rel, flags)?
+        } else {
+            match open_with_openat2(&self.fd, rel, flags) {
+                // `ENOSYS`: a kernel before 5.6. `EPERM`: a seccomp filter (older container
+                // runtimes) that refuses system calls it does not know.
+                Err(Errno::NOSYS | Errno::PERM) => {
+                    NO_OPENAT2.store(true, Ordering::Relaxed);
+                    open_by_components(&self.fd, rel, flags)?
+                }
+                other => other?,
+            }
+        };
+        Ok(File::from(fd))
+    }
+
+    /// The metadata of `abs` itself (a link is not followed), found by opening it beneath the
+    /// root; `None` when it cannot be reached that way (it is gone, a directory on the way is
+    /// now a link, or it is toolmux's state). The walkers call this for every entry they
+    /// report, since they read directories by name and a directory could have been swapped
+    /// for a link to somewhere else while they did.
+    pub(crate) fn metadata_beneath(&self, abs: &Path) -> Option<Metadata> {
+        self.open_beneath(abs, OFlags::PATH)
+            .and_then(|f| f.metadata())
+            .ok()
+    }
+
+    /// Whether `abs` (canonical) is toolmux's state directory or inside it.
+    pub(crate) fn is_state(&self, abs: &Path) -> bool {
+        abs.starts_with(&self.state)
     }
 
     /// `abs` relative to the root with `/` separators; `.` for the root itself. A path outside
@@ -271,6 +377,90 @@ impl ProjectRoot {
     }
 }
 
+/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`: the kernel
+/// refuses any symbolic link and any step above `root`, atomically with the open.
+fn open_with_openat2(root: &OwnedFd, rel: &Path, flags: OFlags) -> Result<OwnedFd, Errno> {
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let mut tries = 0;
+    loop {
+        match rustix::fs::openat2(root, rel, flags, Mode::empty(), resolve) {
+            // The kernel could not rule out that a concurrent rename moved the walk; it is
+            // safe to ask again.
+            Err(Errno::AGAIN) if tries < OPEN_RETRIES => tries += 1,
+            other => return other,
+        }
+    }
+}
+
+/// Without `openat2`: one `openat(O_NOFOLLOW)` per component, each relative to the directory
+/// descriptor the previous one returned. Every step names one entry of a directory already
+/// open beneath the root and refuses a link, so the result is as confined as `openat2`'s,
+/// at the cost of a system call per component.
+fn open_by_components(root: &OwnedFd, rel: &Path, flags: OFlags) -> Result<OwnedFd, Errno> {
+    let names: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .map(|c| match c {
+            Component::Normal(name) => Ok(name),
+            // A path from `resolve` or a walker under the root has only normal components.
+            _ => Err(Errno::XDEV),
+        })
+        .collect::<Result<_, _>>()?;
+    let Some((last, dirs)) = names.split_last() else {
+        return rustix::fs::openat(root, ".", flags, Mode::empty());
+    };
+    let mut dir: Option<OwnedFd> = None;
+    for name in dirs {
+        let at = dir.as_ref().unwrap_or(root);
+        // `O_PATH | O_NOFOLLOW` would open a link itself; `O_DIRECTORY` then refuses it.
+        let next = rustix::fs::openat(
+            at,
+            *name,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| if e == Errno::NOTDIR { Errno::LOOP } else { e })?;
+        dir = Some(next);
+    }
+    rustix::fs::openat(dir.as_ref().unwrap_or(root), *last, flags, Mode::empty())
+}
+
+/// `path` canonicalized; when it does not exist (yet), its nearest existing ancestor
+/// canonicalized with the rest appended, so that a state directory made after the pack is
+/// still recognised as long as the links above it stay as they are.
+fn canonical_or_nearest(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut cursor = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(cursor) {
+            return rest.iter().rev().fold(real, |acc, part| acc.join(part));
+        }
+        match (cursor.parent(), cursor.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                cursor = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// What a failed open beneath the root means for the caller.
+pub(crate) fn open_error(user_path: &str, e: io::Error) -> PathError {
+    match Errno::from_io_error(&e) {
+        // A link where the walk saw none, or a step that would leave the root: the tree
+        // changed since the walk.
+        Some(Errno::LOOP | Errno::XDEV | Errno::AGAIN) => PathError::Changed {
+            path: user_path.to_string(),
+        },
+        _ => io_error(user_path, e),
+    }
+}
+
 /// Checks the text of a path and splits it into normal components with `.` and `..` applied.
 fn check_text(user_path: &str) -> Result<Vec<String>, PathError> {
     let path = || user_path.to_string();
@@ -375,6 +565,45 @@ mod tests {
         assert!(has_percent_escape("a%2Fb"));
         assert!(!has_percent_escape("100%"));
         assert!(!has_percent_escape("50%off"));
+    }
+
+    #[test]
+    fn d6_the_fallback_open_refuses_a_link_anywhere_on_the_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(base.join("root/a/b")).unwrap();
+        std::fs::write(base.join("root/a/b/f.txt"), "inside").unwrap();
+        std::fs::create_dir_all(base.join("outside")).unwrap();
+        std::fs::write(base.join("outside/f.txt"), "outside").unwrap();
+        std::os::unix::fs::symlink(base.join("outside"), base.join("root/a/out")).unwrap();
+        std::os::unix::fs::symlink("b/f.txt", base.join("root/a/in")).unwrap();
+        let root = ProjectRoot::new(base.join("root")).unwrap();
+        let read = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = open_by_components(&root.fd, Path::new("a/b/f.txt"), read).unwrap();
+        assert_eq!(std::io::read_to_string(File::from(fd)).unwrap(), "inside");
+        // A link as a directory on the way, or as the file itself, is refused: even one that
+        // stays inside (the walk resolves those before anything is opened).
+        for rel in ["a/out/f.txt", "a/in"] {
+            assert_eq!(
+                open_by_components(&root.fd, Path::new(rel), read).err(),
+                Some(Errno::LOOP),
+                "{rel}"
+            );
+        }
+        // `O_PATH | O_NOFOLLOW` opens a final link itself, as `openat2` does.
+        let link = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = open_by_components(&root.fd, Path::new("a/out"), link).unwrap();
+        assert!(File::from(fd).metadata().unwrap().file_type().is_symlink());
+        assert_eq!(
+            open_by_components(&root.fd, Path::new("../outside/f.txt"), read).err(),
+            Some(Errno::XDEV)
+        );
+        // And `openat2` agrees on all of it.
+        assert_eq!(
+            open_with_openat2(&root.fd, Path::new("a/out/f.txt"), read).err(),
+            Some(Errno::LOOP)
+        );
+        assert!(open_with_openat2(&root.fd, Path::new("a/b/f.txt"), read).is_ok());
     }
 
     #[test]

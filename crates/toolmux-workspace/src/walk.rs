@@ -1,46 +1,149 @@
 //! How the tools walk the tree, in one place: `.gitignore` is honoured even outside a git
-//! repository, hidden files are included, `.git` and toolmux's own `.toolmux/state` are never
-//! entered, and symbolic links are
-//! never followed (a link is reported as a link, and never searched through).
+//! repository, hidden files are included, `.git` and toolmux's own state directory are never
+//! entered, and symbolic links are never followed (a link is reported as a link, and never
+//! searched through).
+//!
+//! The walker reads directories by name, so a directory swapped for a link while it runs could
+//! show it another directory's names. That is why the tools never trust an entry as it comes:
+//! each one is opened (or stat'ed) again beneath the root's descriptor before anything about it
+//! is reported or read ([`crate::root::ProjectRoot::open_beneath`]).
 
 use std::path::Path;
 
-use globset::{Glob, GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::WalkBuilder;
 
-/// A walker over `start` (an absolute path already resolved under the project root).
-/// `include_ignored` turns off `.gitignore`/`.ignore` handling, for listing.
-pub(crate) fn walker(start: &Path, include_ignored: bool) -> WalkBuilder {
+use crate::root::ProjectRoot;
+
+/// The longest glob accepted, in bytes: a path is at most 4096 bytes, and a glob longer than
+/// the paths it matches only costs regex size.
+const MAX_GLOB_BYTES: usize = 4096;
+
+/// The deepest nesting of `{…}` alternatives accepted. globset turns each level into a regex
+/// group; thousands of them blow the regex compiler's limits (issue 12, D16).
+const MAX_GLOB_NESTING: usize = 16;
+
+/// The ignore files the walker reads in every directory it enters (with `.gitignore` handling
+/// on): the `ignore` crate opens them by name, blocking, and reads each whole into memory.
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+
+/// The largest ignore file the walker lets the `ignore` crate read.
+const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+
+/// A walker over `start` (an absolute path already resolved under `root`). `include_ignored`
+/// turns off `.gitignore`/`.ignore` handling, for listing.
+///
+/// With that handling on, the `ignore` crate opens each directory's `.gitignore` and `.ignore`
+/// by name (following links, blocking) and reads it whole: a FIFO there would hang the thread
+/// for good, and a link to `/dev/zero` or a sparse file of gigabytes would be read until the
+/// process runs out of memory. So a directory is entered only when its ignore files are
+/// absent, directories, or regular files of at most [`MAX_IGNORE_FILE_BYTES`]; another is
+/// skipped (a walk never reads what it cannot judge), and `start` itself or a directory above
+/// it is an error that names the file. `.git/info/exclude` is not read: the `ignore` crate finds
+/// it through the `gitdir:` line of a `.git` file, a path anywhere that the tree's author
+/// chooses.
+pub(crate) fn walker(
+    root: &ProjectRoot,
+    start: &Path,
+    include_ignored: bool,
+) -> Result<WalkBuilder, String> {
+    let read_ignore_files = !include_ignored;
+    if read_ignore_files {
+        // `start` (when a directory) and the directories above it up to the root, whose ignore
+        // files apply to the walk too.
+        for dir in start.ancestors().take_while(|d| d.starts_with(root.path())) {
+            if let Some(name) = unreadable_ignore_file(dir) {
+                let file = root.display(&dir.join(name));
+                return Err(format!(
+                    "`{file}` is not a regular file of at most {}, so the ignore rules of `{}` \
+                     cannot be read; remove or replace it",
+                    crate::output::human_bytes(MAX_IGNORE_FILE_BYTES),
+                    root.display(dir)
+                ));
+            }
+        }
+    }
     let mut builder = WalkBuilder::new(start);
+    let root = root.clone();
     builder
-        .standard_filters(!include_ignored)
+        .standard_filters(read_ignore_files)
+        .git_exclude(false)
         .hidden(false)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|entry| {
-            entry.file_name() != ".git" && !entry.path().ends_with(crate::root::STATE_DIR)
+        // The walker's paths have no link in them (it starts from a resolved path and follows
+        // none), so they compare with the canonical state directory as they are.
+        .filter_entry(move |entry| {
+            if entry.file_name() == ".git" || root.is_state(entry.path()) {
+                return false;
+            }
+            if read_ignore_files
+                && entry.file_type().is_some_and(|t| t.is_dir())
+                && let Some(name) = unreadable_ignore_file(entry.path())
+            {
+                tracing::warn!(
+                    dir = %entry.path().display(),
+                    file = name,
+                    "a workspace walk skipped a directory whose ignore file is not a regular file of at most 1 MiB"
+                );
+                return false;
+            }
+            true
         });
-    builder
+    Ok(builder)
+}
+
+/// The first of `dir`'s ignore files that the `ignore` crate must not be let read: one that is
+/// not (through its links) a directory or a regular file of at most [`MAX_IGNORE_FILE_BYTES`].
+/// A look (`stat`), never an open.
+fn unreadable_ignore_file(dir: &Path) -> Option<&'static str> {
+    IGNORE_FILES.into_iter().find(|name| {
+        match std::fs::metadata(dir.join(name)) {
+            Ok(meta) => !(meta.is_dir() || (meta.is_file() && meta.len() <= MAX_IGNORE_FILE_BYTES)),
+            // Missing, or a dangling link: the `ignore` crate checks existence first too.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            // Anything else (a link loop, no permission) it would fail to open, and not block.
+            Err(_) => false,
+        }
+    })
 }
 
 /// A glob written the way `.gitignore` and ripgrep's `-g` read it: with a `/` it is matched
 /// against the whole root-relative path (`src/*.rs`, `**/*.toml`); without one, against the
 /// file name at any depth (`*.rs`). `*` never crosses a `/`; `**` does.
 pub(crate) struct PathGlob {
-    matcher: GlobMatcher,
+    matcher: GlobSet,
     whole_path: bool,
 }
 
 impl PathGlob {
     /// Compiles `pattern`; the error is a message for the caller.
     pub(crate) fn new(pattern: &str) -> Result<Self, String> {
+        if pattern.len() > MAX_GLOB_BYTES {
+            return Err(format!(
+                "the glob is {} bytes long; at most {MAX_GLOB_BYTES} are accepted",
+                pattern.len()
+            ));
+        }
+        let nesting = brace_nesting(pattern);
+        if nesting > MAX_GLOB_NESTING {
+            return Err(format!(
+                "the glob nests `{{…}}` alternatives {nesting} deep; at most {MAX_GLOB_NESTING} levels are accepted"
+            ));
+        }
         let trimmed = pattern.strip_prefix("./").unwrap_or(pattern);
         let glob: Glob = GlobBuilder::new(trimmed)
             .literal_separator(true)
             .build()
             .map_err(|e| format!("invalid glob `{pattern}`: {}", glob_reason(&e)))?;
+        // A one-glob set rather than `Glob::compile_matcher`, which panics when the regex
+        // compiler refuses the glob (too big); the set returns that as an error.
+        let matcher = GlobSetBuilder::new()
+            .add(glob)
+            .build()
+            .map_err(|e| format!("invalid glob: {}", glob_reason(&e)))?;
         Ok(Self {
-            matcher: glob.compile_matcher(),
+            matcher,
             whole_path: trimmed.contains('/'),
         })
     }
@@ -59,6 +162,31 @@ impl PathGlob {
 /// globset's message repeats the glob; keep only the reason.
 fn glob_reason(e: &globset::Error) -> String {
     e.kind().to_string()
+}
+
+/// How deep `{…}` alternatives nest in `pattern`, escapes and character classes aside (where
+/// a brace is literal, as globset reads them).
+fn brace_nesting(pattern: &str) -> usize {
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    let mut chars = pattern.chars();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '{' if !in_class => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            '}' if !in_class => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 #[cfg(test)]
@@ -83,6 +211,14 @@ mod tests {
         assert!(g.is_match("x/y/a.rs"));
         let g = PathGlob::new("./src/*.rs").unwrap();
         assert!(g.is_match("src/a.rs"));
+    }
+
+    #[test]
+    fn brace_nesting_counts_levels_not_braces() {
+        assert_eq!(brace_nesting("*.{rs,toml}"), 1);
+        assert_eq!(brace_nesting("{a,{b,{c,d}}}{e,f}"), 3);
+        assert_eq!(brace_nesting("[{]{a,b}"), 1);
+        assert_eq!(brace_nesting("\\{{a,b}"), 1);
     }
 
     #[test]

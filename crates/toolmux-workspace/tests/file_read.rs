@@ -28,6 +28,7 @@ async fn file_read_returns_numbered_lines_and_the_exact_content() {
             "startLine": 1,
             "endLine": 3,
             "totalLines": 3,
+            "totalLinesExact": true,
             "truncated": false,
             "content": "pub fn a() {}\r\n\n// end"
         })
@@ -297,7 +298,7 @@ async fn file_read_of_an_empty_file_says_so() {
     assert_eq!(ok_text(&result), "(`empty.txt` is empty)\n");
     assert_eq!(
         structured(&result),
-        &json!({"path": "empty.txt", "startLine": 1, "endLine": 0, "totalLines": 0, "truncated": false, "content": ""})
+        &json!({"path": "empty.txt", "startLine": 1, "endLine": 0, "totalLines": 0, "totalLinesExact": true, "truncated": false, "content": ""})
     );
 }
 
@@ -323,5 +324,108 @@ async fn file_read_without_a_path_or_with_odd_values_gives_a_tool_error() {
     assert_eq!(
         error_text(&result),
         "unknown argument `lines`; this tool takes `path`, `offset`, `limit`"
+    );
+}
+
+#[tokio::test]
+async fn d11_file_read_stops_counting_lines_in_a_huge_sparse_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // Text well past the 8 KiB sniffed for binary data, then a hole of nearly 20 GB: counting
+    // the file's lines to its end took minutes.
+    write(dir.path(), "s.txt", numbered(10_000));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("s.txt"))
+        .unwrap()
+        .set_len(20 << 30)
+        .unwrap();
+    let result = call(
+        &pack(dir.path()),
+        "file_read",
+        json!({"path": "s.txt", "limit": 2}),
+    )
+    .await;
+    let text = ok_text(&result);
+    assert!(
+        text.starts_with("1\tline 001\n2\tline 002\n[showing lines 1-2 of at least "),
+        "{text}"
+    );
+    let s = structured(&result);
+    assert_eq!(s["content"], "line 001\nline 002\n");
+    assert_eq!(s["totalLinesExact"], false);
+    assert!(s["totalLines"].as_u64().unwrap() >= 10_000, "{s}");
+    // Skipping to an offset in the hole stops at its first NUL byte.
+    let result = call(
+        &pack(dir.path()),
+        "file_read",
+        json!({"path": "s.txt", "offset": 20_000}),
+    )
+    .await;
+    assert_eq!(
+        error_text(&result),
+        "`s.txt` holds binary data (a NUL byte) before line 20000; file_read reads text files only"
+    );
+}
+
+#[tokio::test]
+async fn d11_a_line_that_runs_into_a_huge_hole_is_not_skipped_to_its_end() {
+    // Text past the 8 KiB sniff, then a hole of 64 GiB with no newline: one "line" that the
+    // window reaches. Skipping the rest of it (to count the lines after it) read the whole
+    // hole, minutes of a thread after the caller had its answer or had given up.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "s.txt", numbered(10_000));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("s.txt"))
+        .unwrap()
+        .set_len(64 << 30)
+        .unwrap();
+    let pack = pack(dir.path());
+    let timed = |arguments| {
+        let pack = pack.clone();
+        async move {
+            tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                call(&pack, "file_read", arguments),
+            )
+            .await
+            .expect("file_read answers without reading the hole to its end")
+        }
+    };
+    // The hole is cut by the cap while the window still has room: it is counted, not shown.
+    let result = timed(json!({"path": "s.txt", "offset": 9_999, "limit": 5})).await;
+    let s = structured(&result);
+    assert_eq!(s["content"], "line 9999\nline 10000\n", "{s}");
+    assert_eq!(s["totalLinesExact"], false);
+    assert_eq!(s["totalLines"], 10_001);
+    assert!(
+        ok_text(&result).ends_with("[truncated: showing lines 9999-10000 of at least 10001; 256 KiB cap; use offset=10001 to continue]\n"),
+        "{}",
+        ok_text(&result)
+    );
+    // The hole as the first line of the window: NUL bytes, so binary, said at once.
+    let result = timed(json!({"path": "s.txt", "offset": 10_001, "limit": 1})).await;
+    assert_eq!(
+        error_text(&result),
+        "`s.txt` holds binary data (a NUL byte) at line 10001; file_read reads text files only"
+    );
+}
+
+#[tokio::test]
+async fn d17_a_huge_limit_is_too_large_not_too_small() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let result = call(
+        &pack(dir.path()),
+        "file_read",
+        json!({"path": "a.txt", "limit": 1e26}),
+    )
+    .await;
+    assert_eq!(
+        error_text(&result),
+        format!(
+            "`limit` is too large (got 1e+26); it must be an integer from 1 to {}",
+            usize::MAX
+        )
     );
 }

@@ -228,3 +228,30 @@ async fn file_search_reports_when_nothing_matches() {
         &json!({"files": [], "truncated": false})
     );
 }
+
+#[tokio::test]
+async fn d16_a_deeply_nested_glob_is_a_clean_error_not_a_panic() {
+    let dir = project();
+    let pattern = format!("{}b{}", "{a,".repeat(5000), "}".repeat(5000));
+    let result = call(
+        &pack(dir.path()),
+        "file_search",
+        json!({"pattern": pattern}),
+    )
+    .await;
+    let message = error_text(&result);
+    assert!(!message.contains("panicked"), "{message}");
+    assert_eq!(
+        message,
+        "the glob is 20001 bytes long; at most 4096 are accepted"
+    );
+    // Nesting up to the cap still works.
+    let pattern = format!("{}main.rs{}", "{x,".repeat(16), "}".repeat(16));
+    let result = call(
+        &pack(dir.path()),
+        "file_search",
+        json!({"pattern": pattern}),
+    )
+    .await;
+    assert_eq!(ok_text(&result), "src/main.rs\n");
+}

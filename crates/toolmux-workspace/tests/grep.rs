@@ -297,3 +297,88 @@ async fn grep_rejects_context_above_ten() {
         "`context` must be an integer from 0 to 10 (got 11)"
     );
 }
+
+#[tokio::test]
+async fn d5_grep_skips_a_file_with_a_line_longer_than_the_heap_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // One line of 1 MiB before the needle: far over the 64 KiB limit below. Without a limit
+    // the searcher holds the whole line (a 1 GB line cost 1.9 GB per call).
+    let mut huge = "a".repeat(1 << 20);
+    huge.push_str(" NEEDLE\nNEEDLE on a short line\n");
+    write(root, "huge.txt", huge);
+    write(root, "small.txt", "a NEEDLE here\n");
+    let limits = WorkspaceLimits {
+        max_line_bytes: 64 * 1024,
+        ..WorkspaceLimits::default()
+    };
+    let result = call(
+        &pack_with(root, limits),
+        "grep",
+        json!({"pattern": "NEEDLE"}),
+    )
+    .await;
+    let text = ok_text(&result);
+    assert!(
+        text.contains("[1 file not searched to the end: `huge.txt` (a line longer than 64 KiB)]"),
+        "{text}"
+    );
+    assert_eq!(
+        structured(&result),
+        &json!({
+            "matches": [{"path": "small.txt", "line": 1, "text": "a NEEDLE here"}],
+            "truncated": false,
+            "filesSearched": 2,
+            "skipped": [{"path": "huge.txt", "reason": "a line longer than 64 KiB"}],
+            "filesSkipped": 1
+        })
+    );
+}
+
+#[tokio::test]
+async fn d5_a_zero_line_limit_is_refused_when_the_pack_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = WorkspaceLimits {
+        max_line_bytes: 0,
+        ..WorkspaceLimits::default()
+    };
+    let err = toolmux_workspace::WorkspacePack::new(dir.path(), limits).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "workspace limit `max_line_bytes` must be at least 1"
+    );
+}
+
+/// The glob of issue 12: `{a,` 5000 times, `b`, then 5000 `}`.
+fn nested_alternates() -> String {
+    format!("{}b{}", "{a,".repeat(5000), "}".repeat(5000))
+}
+
+#[tokio::test]
+async fn d16_a_deeply_nested_glob_is_a_clean_error_not_a_panic() {
+    let dir = project();
+    let result = call(
+        &pack(dir.path()),
+        "grep",
+        json!({"pattern": "helper", "glob": nested_alternates()}),
+    )
+    .await;
+    let message = error_text(&result);
+    assert!(!message.contains("panicked"), "{message}");
+    assert_eq!(
+        message,
+        "the glob is 20001 bytes long; at most 4096 are accepted"
+    );
+    // Under the length cap, the nesting cap answers.
+    let glob = format!("{}b{}", "{a,".repeat(500), "}".repeat(500));
+    let result = call(
+        &pack(dir.path()),
+        "grep",
+        json!({"pattern": "helper", "glob": glob}),
+    )
+    .await;
+    assert_eq!(
+        error_text(&result),
+        "the glob nests `{…}` alternatives 500 deep; at most 16 levels are accepted"
+    );
+}

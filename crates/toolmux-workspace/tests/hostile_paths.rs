@@ -399,3 +399,333 @@ fn the_root_itself_may_be_reached_through_a_link_and_is_canonicalized() {
     assert_eq!(root.path(), f.root.as_path());
     assert!(Path::new(root.path()).is_absolute());
 }
+
+/// Swaps `race/d` (a directory inside) with `race/alt` (a link to a directory outside) with
+/// `renameat2(RENAME_EXCHANGE)`, as fast as it can, until dropped; counts the swaps.
+struct Swapper {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl Swapper {
+    fn start(race: &Path) -> Self {
+        use std::sync::atomic::Ordering;
+        let dir = std::fs::File::open(race).expect("open race/");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut swaps = 0;
+            while !flag.load(Ordering::Relaxed) {
+                rustix::fs::renameat_with(
+                    &dir,
+                    "d",
+                    &dir,
+                    "alt",
+                    rustix::fs::RenameFlags::EXCHANGE,
+                )
+                .expect("renameat2(RENAME_EXCHANGE)");
+                swaps += 1;
+            }
+            swaps
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread
+            .take()
+            .map_or(0, |t| t.join().expect("the swapper ran"))
+    }
+}
+
+impl Drop for Swapper {
+    fn drop(&mut self) {
+        // A failing assertion must not leave the thread spinning.
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[tokio::test]
+async fn d6_a_directory_swapped_for_a_link_during_calls_never_leaks_the_outside() {
+    let f = fixture();
+    let outside = f.base.join("outside");
+    write(&outside, "f.txt", format!("{MARKER}\n"));
+    // An outside name that has no twin inside: listing it would leak it.
+    write(&outside, &format!("{MARKER}.txt"), "x\n");
+    let race = f.root.join("race");
+    write(&race, "d/f.txt", "inside\n");
+    symlink(&outside, race.join("alt")).unwrap();
+
+    const ROUNDS: usize = 300;
+    let swapper = Swapper::start(&race);
+    let mut leaks = Vec::new();
+    let mut inside_reads = 0;
+    let started = std::time::Instant::now();
+    for round in 0..ROUNDS {
+        let calls = [
+            ("file_read", json!({"path": "race/d/f.txt"})),
+            (
+                "grep",
+                json!({"pattern": format!("{MARKER_REGEX}|inside"), "path": "race"}),
+            ),
+            (
+                "directory_list",
+                json!({"path": if round % 2 == 0 { "race/d" } else { "race" }, "depth": 2}),
+            ),
+            ("file_search", json!({"pattern": "**", "path": "race"})),
+        ];
+        for (tool, arguments) in calls {
+            let result = call(&f.pack, tool, arguments.clone()).await;
+            let shown = everything(&result);
+            if shown.contains(MARKER) {
+                leaks.push(format!("{tool} {arguments}: {shown}"));
+            } else if tool == "file_read" && !result.is_error {
+                assert_eq!(structured(&result)["content"], "inside\n");
+                inside_reads += 1;
+            }
+        }
+    }
+    let swaps = swapper.finish();
+    assert!(swaps > 0, "the swapper never ran");
+    assert!(
+        leaks.is_empty(),
+        "{} of {} calls leaked the outside ({swaps} swaps, {:?}); first: {}",
+        leaks.len(),
+        ROUNDS * 4,
+        started.elapsed(),
+        leaks[0]
+    );
+    eprintln!(
+        "{} rounds, {swaps} swaps, {inside_reads} file_reads succeeded, {:?}",
+        ROUNDS,
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn d6_a_fifo_where_a_file_was_checked_is_refused_without_blocking() {
+    let f = fixture();
+    let fifo = f.root.join("pipe");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        0,
+    )
+    .unwrap();
+    // The pre-open check refuses it; a FIFO swapped in after that check is opened
+    // non-blocking and refused by `fstat` on the descriptor (not reachable from a test
+    // without a race, so this pins the message and that nothing blocks).
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        call(&f.pack, "file_read", json!({"path": "pipe"})),
+    )
+    .await
+    .expect("file_read of a FIFO returns");
+    assert_eq!(
+        error_text(&result),
+        "`pipe` is not a regular file (a device, socket or pipe); file_read reads text files only"
+    );
+}
+
+/// Writes a state directory with a call log holding `SECRET` under `state`.
+const SECRET: &str = "SECRET-b41d-call-argument";
+const SECRET_REGEX: &str = "SECRET-b41d-call-argumen[t]";
+
+fn write_state(state: &Path) {
+    write(
+        state,
+        "logs/calls-2026-01-01.jsonl",
+        format!("{{\"a\":\"{SECRET}\"}}\n"),
+    );
+}
+
+/// Asserts that no tool shows the call log of a state directory reached as `state_rel`.
+async fn assert_state_hidden(pack: &WorkspacePack, state_rel: &str, parent_rel: &str) {
+    let log = format!("{state_rel}/logs/calls-2026-01-01.jsonl");
+    let read = call(pack, "file_read", json!({"path": log})).await;
+    assert_eq!(
+        error_text(&read),
+        format!(
+            "`{log}` is inside `.toolmux/state`, toolmux's own state, which the workspace tools do not read"
+        )
+    );
+    let list = call(pack, "directory_list", json!({"path": state_rel})).await;
+    assert!(
+        error_text(&list).contains("toolmux's own state"),
+        "{state_rel}"
+    );
+    for path in [".", parent_rel] {
+        let listing = call(
+            pack,
+            "directory_list",
+            json!({"path": path, "depth": 10, "includeIgnored": true}),
+        )
+        .await;
+        assert!(
+            !everything(&listing).contains("calls-2026"),
+            "{}",
+            everything(&listing)
+        );
+        let grep = call(pack, "grep", json!({"pattern": SECRET_REGEX, "path": path})).await;
+        assert!(!everything(&grep).contains(SECRET), "{}", everything(&grep));
+        let files = call(
+            pack,
+            "file_search",
+            json!({"pattern": "**/*.jsonl", "path": path}),
+        )
+        .await;
+        assert_eq!(structured(&files)["files"], json!([]));
+    }
+}
+
+#[tokio::test]
+async fn d7_the_state_dir_of_a_project_below_the_root_is_hidden() {
+    // `"root": ".."`: the root is the project directory's parent, so the state directory is
+    // `<root>/proj/.toolmux/state`, not `<root>/.toolmux/state`.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let project = root.join("proj");
+    write(&project, "src/main.rs", "fn main() {}\n");
+    write_state(&project.join(".toolmux/state"));
+    let pack =
+        WorkspacePack::with_state_dir(root, project.join(".toolmux/state"), Default::default())
+            .unwrap();
+    assert_state_hidden(&pack, "proj/.toolmux/state", "proj").await;
+    // The rest of `.toolmux` and the project stay visible.
+    let read = call(&pack, "file_read", json!({"path": "proj/src/main.rs"})).await;
+    assert_eq!(ok_text(&read), "1\tfn main() {}\n");
+}
+
+#[tokio::test]
+async fn d7_a_symlinked_toolmux_dir_does_not_hide_the_state_from_the_guard() {
+    // `.toolmux` is a link to `real-toolmux` inside the root: the state directory's canonical
+    // path is `<root>/real-toolmux/state`, reachable by either name.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "src/main.rs", "fn main() {}\n");
+    write_state(&root.join("real-toolmux/state"));
+    write(root, "real-toolmux/config.json", "{}\n");
+    symlink("real-toolmux", root.join(".toolmux")).unwrap();
+    for pack in [
+        pack(root),
+        WorkspacePack::with_state_dir(root, root.join(".toolmux/state"), Default::default())
+            .unwrap(),
+    ] {
+        assert_state_hidden(&pack, ".toolmux/state", "real-toolmux").await;
+        assert_state_hidden(&pack, "real-toolmux/state", "real-toolmux").await;
+        let config = call(&pack, "file_read", json!({"path": ".toolmux/config.json"})).await;
+        assert_eq!(ok_text(&config), "1\t{}\n");
+    }
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        0,
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn d6_an_ignore_file_that_is_a_fifo_a_device_or_huge_never_blocks_a_walk() {
+    // The walkers read `.gitignore`, `.ignore` and `.git/info/exclude` themselves (the
+    // `ignore` crate opens them by name, blocking, and reads them whole): a FIFO there would
+    // hang the thread (and hold a turn of the pack) forever, and a link to `/dev/zero` or a
+    // sparse file of gigabytes is read into one string until the OOM killer ends the process.
+    let f = fixture();
+    write(&f.root, "fifo_dir/found.txt", "needle\n");
+    mkfifo(&f.root.join("fifo_dir/.gitignore"));
+    // A link to a device: `/dev/null` here, and a sparse file of only 4 MiB (over the 1 MiB
+    // cap), since with `/dev/zero` or gigabytes a regression would not fail but take the
+    // test process (already at 256 MiB: an 8 GiB allocation) and the host's memory with it.
+    write(&f.root, "zero_dir/found.txt", "needle\n");
+    symlink("/dev/null", f.root.join("zero_dir/.ignore")).unwrap();
+    write(&f.root, "huge_dir/found.txt", "needle\n");
+    let huge = std::fs::File::create(f.root.join("huge_dir/.gitignore")).unwrap();
+    huge.set_len(4 << 20).unwrap();
+    write(&f.root, "git_dir/found.txt", "needle\n");
+    std::fs::create_dir_all(f.root.join("git_dir/.git/info")).unwrap();
+    mkfifo(&f.root.join("git_dir/.git/info/exclude"));
+    let fifos = [
+        f.root.join("fifo_dir/.gitignore"),
+        f.root.join("git_dir/.git/info/exclude"),
+    ];
+    let calls = [
+        ("grep", json!({"pattern": "needle"})),
+        ("file_search", json!({"pattern": "**/found.txt"})),
+        ("directory_list", json!({"depth": 3})),
+        ("grep", json!({"pattern": "needle", "path": "fifo_dir"})),
+        (
+            "grep",
+            json!({"pattern": "needle", "path": "fifo_dir/found.txt"}),
+        ),
+        ("file_search", json!({"pattern": "*", "path": "zero_dir"})),
+        ("directory_list", json!({"path": "huge_dir"})),
+        ("directory_list", json!({"path": "git_dir"})),
+    ];
+    for (tool, arguments) in calls {
+        let outcome = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            call(&f.pack, tool, arguments.clone()),
+        )
+        .await;
+        if outcome.is_err() {
+            // Unblock the reader (a writer that opens and closes gives it end-of-file), so
+            // that the runtime can shut down and the test fails instead of hanging.
+            use std::os::unix::fs::OpenOptionsExt;
+            for fifo in &fifos {
+                let _ = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                    .open(fifo);
+            }
+            panic!("{tool} {arguments} blocked on an ignore file");
+        }
+        let result = outcome.unwrap();
+        // The call answers: either without the directory whose ignore file cannot be read,
+        // or, when asked for that directory, with an error that says which file.
+        let shown = everything(&result);
+        if result.is_error {
+            assert!(
+                shown.contains("is not a regular file of at most"),
+                "{tool} {arguments}: {shown}"
+            );
+        }
+    }
+    // A directory with an ordinary ignore file is still searched.
+    write(&f.root, "ok_dir/.gitignore", "skipped.txt\n");
+    write(&f.root, "ok_dir/found.txt", "needle\n");
+    write(&f.root, "ok_dir/skipped.txt", "needle\n");
+    let grep = call(
+        &f.pack,
+        "grep",
+        json!({"pattern": "needle", "path": "ok_dir"}),
+    )
+    .await;
+    assert_eq!(ok_text(&grep), "ok_dir/found.txt:1: needle\n");
+    // Asked for by name, a directory whose ignore file cannot be read says so.
+    let grep = call(
+        &f.pack,
+        "grep",
+        json!({"pattern": "needle", "path": "fifo_dir"}),
+    )
+    .await;
+    assert_eq!(
+        error_text(&grep),
+        "`fifo_dir/.gitignore` is not a regular file of at most 1 MiB, so the ignore rules of \
+         `fifo_dir` cannot be read; remove or replace it"
+    );
+}

@@ -248,3 +248,51 @@ async fn toolmux_state_is_never_read_or_searched() {
         "`.toolmux/state/logs/calls.jsonl` is inside `.toolmux/state`, toolmux's own state, which the workspace tools do not read"
     );
 }
+
+/// Threads of this process whose name is `name` (`/proc/self/task/*/comm`).
+fn threads_named(name: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == name)
+        .count()
+}
+
+#[test]
+fn d5_a_fan_out_of_calls_takes_at_most_a_few_blocking_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..500 {
+        write(dir.path(), &format!("many/f{i:04}.txt"), "x\n");
+    }
+    let limits = WorkspaceLimits {
+        max_concurrent_calls: 2,
+        ..WorkspaceLimits::default()
+    };
+    let pack = WorkspacePack::new(dir.path(), limits).unwrap();
+    // A current-thread runtime: its only threads with this name are its blocking pool's,
+    // which stay alive (idle) for seconds after their last call.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .thread_name("d5-fan-out")
+        .enable_all()
+        .build()
+        .unwrap();
+    let results = runtime.block_on(async {
+        let mut calls = tokio::task::JoinSet::new();
+        for _ in 0..64 {
+            let pack = pack.clone();
+            calls.spawn(async move {
+                support::call(&pack, "directory_list", json!({"path": "many"})).await
+            });
+        }
+        calls.join_all().await
+    });
+    assert!(results.iter().all(|r| !r.is_error));
+    let threads = threads_named("d5-fan-out");
+    drop(runtime);
+    // Two calls at a time; a thread that just finished may not be idle yet when the next
+    // call starts, so up to twice that.
+    assert!(
+        (1..=4).contains(&threads),
+        "64 calls took {threads} blocking threads"
+    );
+}

@@ -272,6 +272,24 @@ pub struct ServeArgs {
     /// Listen on this Unix socket (created with mode 0600) instead of a TCP port.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["port", "bind"])]
     pub socket: Option<std::path::PathBuf>,
+    /// How long a client has to send a request's headers, and how long an idle keep-alive
+    /// connection stays open (`20s`, `500ms`); past it the connection is closed. Default: 20s.
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration)]
+    pub header_timeout: Option<std::time::Duration>,
+    /// The most connections served at once; more wait until one closes. Default: 4096, or half
+    /// the limit on open files when that is lower.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<std::num::NonZeroUsize>,
     #[command(flatten)]
     pub filters: ServeFilterArgs,
+}
+
+/// A duration as configuration writes it (`20s`), longer than zero: a zero header timeout would
+/// close every connection before its first request.
+fn positive_duration(text: &str) -> Result<std::time::Duration, String> {
+    match toolmux_core::parse_duration(text) {
+        Ok(d) if d.is_zero() => Err("must be longer than zero".to_string()),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.to_string()),
+    }
 }

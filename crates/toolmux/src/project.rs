@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use toolmux_config::LoadedConfig;
 use toolmux_core::Hub;
-use toolmux_execlog::{ExecutionLog, LogSettings};
+use toolmux_execlog::{ExecutionLog, LogBudget, LogSettings};
 use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
 
 use crate::exit::Failure;
@@ -64,11 +64,18 @@ impl Project {
         let loaded = load_config(&project_dir)?;
         let config = &loaded.config;
         let log = Arc::new(
-            ExecutionLog::open(LogSettings {
-                dir: log_dir(&loaded.project_dir),
-                retention_days: config.logs.retention_days,
-                result_cap_bytes: config.logs.result_cap_bytes,
-            })
+            ExecutionLog::open_with_budget(
+                LogSettings {
+                    dir: log_dir(&loaded.project_dir),
+                    retention_days: config.logs.retention_days,
+                    result_cap_bytes: config.logs.result_cap_bytes,
+                },
+                LogBudget {
+                    argument_cap_bytes: config.logs.argument_cap_bytes,
+                    whole_file_cap_bytes: config.logs.whole_file_cap_bytes,
+                    max_day_bytes: config.logs.max_day_bytes,
+                },
+            )
             .context("cannot open the execution log")?,
         );
         let metrics = Arc::new(toolmux_api::CallMetrics::new(log.clone()));
@@ -78,9 +85,18 @@ impl Project {
             max_read_bytes: limits.max_read_bytes,
             max_results: limits.max_results,
             max_output_bytes: limits.max_output_bytes,
+            // grep holds at most this much of one line: four reads' worth.
+            max_line_bytes: limits.max_read_bytes.saturating_mul(4),
+            ..WorkspaceLimits::default()
         };
-        let workspace = WorkspacePack::new(&loaded.root, limits)
-            .with_context(|| format!("cannot open the project root `{}`", loaded.root.display()))?;
+        // The state directory is the project directory's, which with `"root": ".."` (or a
+        // symbolic `.toolmux`) is not `<root>/.toolmux/state`.
+        let workspace = WorkspacePack::with_state_dir(
+            &loaded.root,
+            toolmux_config::state_dir(&loaded.project_dir),
+            limits,
+        )
+        .with_context(|| format!("cannot open the project root `{}`", loaded.root.display()))?;
         hub.add_source(Arc::new(workspace));
         if !config.tools.is_empty() {
             hub.add_source(Arc::new(toolmux_scripts::ScriptSource::new(

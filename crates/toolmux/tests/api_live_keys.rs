@@ -147,3 +147,50 @@ fn allowed_hosts_and_origins_edited_in_the_config_count_at_once_on_mcp_and_api()
     mcp_post(&served, &from_origin).error(403, "forbidden");
     served.stop();
 }
+
+/// Issue 12, D2: deleting or renaming the config file while `serve` ran loaded it as an empty
+/// configuration and applied that, dropping the keys and deny rules. The last good
+/// configuration must stay in force, with a warning at the default log level, and the file,
+/// once back (or written anew by an editor that renamed the original away), must apply.
+#[test]
+fn d2_a_config_file_moved_away_keeps_its_keys_and_policies_and_applies_when_back() {
+    let project = TestProject::new();
+    let guarded = json!({
+        "server": {"apiKeys": ["${TOOLMUX_TEST_KEY}"]},
+        "policies": {"tools": {"grep": "deny"}},
+    });
+    project.config(&guarded.to_string());
+    project.write("notes.txt", "needle\n");
+    let served = Served::start(&project, &[]);
+    let grep = || served.post("/api/tools/grep/call", r#"{"pattern": "needle"}"#);
+    grep().error(403, "denied");
+    mcp_post(&served, &[]).error(401, "unauthorized");
+
+    let config = project.config_file();
+    let moved = project.path().join("config.json.bak");
+    std::fs::rename(&config, &moved).expect("move the config away");
+    wait_until("the server to notice the file is gone", || {
+        served.stderr().contains("is gone")
+    });
+    mcp_post(&served, &[]).error(401, "unauthorized");
+    grep().error(403, "denied");
+    assert_eq!(served.get("/api/logs").status, 401);
+
+    // Back, changed: grep is allowed now.
+    let allowed = json!({
+        "server": {"apiKeys": ["${TOOLMUX_TEST_KEY}"]},
+        "policies": {"tools": {"grep": "allow"}},
+    });
+    std::fs::write(&moved, allowed.to_string()).expect("change the moved file");
+    std::fs::rename(&moved, &config).expect("put the config back");
+    wait_until("the restored file to apply", || grep().status == 200);
+    mcp_post(&served, &[]).error(401, "unauthorized");
+
+    // An editor's save: the original renamed away, then a new file written in its place.
+    std::fs::rename(&config, project.path().join(".toolmux/config.json~")).expect("rename");
+    std::fs::write(&config, guarded.to_string()).expect("write the new file");
+    wait_until("the editor's new file to apply", || grep().status == 403);
+    grep().error(403, "denied");
+    mcp_post(&served, &[]).error(401, "unauthorized");
+    served.stop();
+}

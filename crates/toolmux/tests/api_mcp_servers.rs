@@ -135,7 +135,7 @@ fn a_server_added_through_the_api_is_discovered_callable_replaced_and_removed() 
         .post("/api/tools/faults__echo/call", r#"{"text": "x"}"#)
         .error(404, "not_found");
     served
-        .get("/api/mcp-servers/faults")
+        .get_with_key("/api/mcp-servers/faults")
         .error(404, "not_found");
     assert_exited(second_pid, EXIT_LIMIT);
     let saved = project.saved_config();

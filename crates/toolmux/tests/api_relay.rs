@@ -71,9 +71,9 @@ fn prompts_and_resources_are_listed_over_rest_as_over_mcp_without_starting_the_s
     let project = project_with_fixture();
     let served = Served::start(&project, &[]);
 
-    let prompts = served.get("/api/prompts");
+    let prompts = served.get_with_key("/api/prompts");
     assert_eq!(prompts.status, 200, "{}", prompts.body);
-    let resources = served.get("/api/resources");
+    let resources = served.get_with_key("/api/resources");
     assert_eq!(resources.status, 200, "{}", resources.body);
     assert!(
         !fixture_running(&project),
@@ -156,7 +156,7 @@ fn prompts_resources_and_completions_are_relayed_over_rest_with_mcps_answers() {
 
     // Resources: a listed one and an expansion of a template, as MCP's resources/read returns
     // them.
-    let text = served.get("/api/resources/read?uri=test%3A%2F%2Fstatic-text");
+    let text = served.get_with_key("/api/resources/read?uri=test%3A%2F%2Fstatic-text");
     assert_eq!(text.status, 200, "{}", text.body);
     let text = text.json();
     assert_eq!(
@@ -164,7 +164,7 @@ fn prompts_resources_and_completions_are_relayed_over_rest_with_mcps_answers() {
         "{text}"
     );
     assert_eq!(text["contents"], mcp[1]["contents"]);
-    let templated = served.get("/api/resources/read?uri=test://template/42/data");
+    let templated = served.get_with_key("/api/resources/read?uri=test://template/42/data");
     assert_eq!(templated.status, 200, "{}", templated.body);
     let templated = templated.json();
     let data: Value = serde_json::from_str(
@@ -196,7 +196,7 @@ fn prompts_resources_and_completions_are_relayed_over_rest_with_mcps_answers() {
 
     // Failures, in the API's one error shape.
     served
-        .get("/api/resources/read?uri=test://nowhere")
+        .get_with_key("/api/resources/read?uri=test://nowhere")
         .error(404, "not_found");
     served
         .post("/api/prompts/conformance__no_such_prompt", "{}")

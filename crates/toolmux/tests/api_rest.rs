@@ -32,7 +32,7 @@ fn names(list: &Value) -> Vec<String> {
 fn logged(served: &Served, query: &str, count: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let logs = served.get(&format!("/api/logs{query}"));
+        let logs = served.get_with_key(&format!("/api/logs{query}"));
         assert_eq!(logs.status, 200, "{}", logs.body);
         let entries = logs.json()["entries"].as_array().expect("entries").clone();
         if entries.len() >= count || Instant::now() > deadline {
@@ -98,6 +98,28 @@ fn the_catalog_is_listed_filtered_and_shown() {
     served.stop();
 }
 
+/// Issue 11: whether a tool may be reached is decided once, by the core's `Catalog::resolve`,
+/// whose words REST reports; a lookup answers 404 whatever the reason (a call to a disabled tool
+/// is a 403), keeping the core's code so a client can tell why.
+#[test]
+fn a_tool_lookup_reports_the_cores_refusal_as_a_404() {
+    let project = project(r#""filters": {"exclude": ["grep"]}"#);
+    let served = Served::start(&project, &[]);
+
+    let disabled = served.get("/api/tools/grep").error(404, "disabled");
+    assert_eq!(
+        disabled["message"],
+        "tool `grep` is disabled: excluded by pattern `grep`"
+    );
+    served
+        .post("/api/tools/grep/call", "{}")
+        .error(403, "disabled");
+
+    let unknown = served.get("/api/tools/file_reed").error(404, "not_found");
+    assert_eq!(unknown["details"]["suggestion"], "file_read");
+    served.stop();
+}
+
 #[test]
 fn a_call_returns_the_tools_result_and_is_logged_on_the_rest_channel() {
     let project = project("");
@@ -132,7 +154,7 @@ fn a_call_returns_the_tools_result_and_is_logged_on_the_rest_channel() {
     assert_eq!(entries[0]["outcome"], "ok");
     assert_eq!(entries[0]["id"], called["callId"]);
 
-    let metrics = served.get("/metrics");
+    let metrics = served.get_with_key("/metrics");
     assert_eq!(metrics.status, 200);
     assert!(
         metrics
@@ -208,7 +230,9 @@ fn every_refusal_has_its_status_and_the_one_error_shape() {
     served
         .post("/api/tools/nope/call", "{}")
         .error(404, "not_found");
-    let route = served.get("/api/nothing-here").error(404, "not_found");
+    let route = served
+        .get_with_key("/api/nothing-here")
+        .error(404, "not_found");
     assert_eq!(route["message"], "no API route at `/api/nothing-here`");
     // 422: every violation listed.
     let invalid = served
@@ -235,6 +259,36 @@ fn every_refusal_has_its_status_and_the_one_error_shape() {
     served.stop();
 }
 
+/// Issue 11: a body that is JSON but not an object was a 400 `malformed` on REST and a 422
+/// `invalid_arguments` on every other channel. One answer: the pipeline's, with the violation.
+#[test]
+fn non_object_call_body_is_422_invalid_arguments_as_on_every_other_channel() {
+    let project = project("");
+    let served = Served::start(&project, &[]);
+    for (body, kind) in [
+        ("[\"needle\"]", "an array"),
+        ("\"needle\"", "a string"),
+        ("42", "a number"),
+    ] {
+        let e = served
+            .post("/api/tools/grep/call", body)
+            .error(422, "invalid_arguments");
+        let violations = e["details"]["violations"].as_array().expect("violations");
+        assert_eq!(violations.len(), 1, "{body}: {e}");
+        assert_eq!(violations[0]["pointer"], "", "{body}: {e}");
+        let message = violations[0]["message"].as_str().expect("message");
+        assert!(
+            message.contains("object") && message.contains(kind),
+            "{body}: {e}"
+        );
+    }
+    // Still malformed when it is not JSON at all.
+    served
+        .post("/api/tools/grep/call", "[1,")
+        .error(400, "malformed");
+    served.stop();
+}
+
 #[test]
 fn a_call_past_its_time_limit_is_a_504() {
     let project = project(r#""toolSettings": {"run_code": {"timeoutMs": 300}}"#);
@@ -258,7 +312,7 @@ fn an_ask_call_waits_in_approvals_until_a_person_answers() {
     let answer_next = |decision: &str| {
         let deadline = Instant::now() + Duration::from_secs(10);
         let pending = loop {
-            let list = served.get("/api/approvals").json();
+            let list = served.get_with_key("/api/approvals").json();
             if let Some(first) = list["approvals"].as_array().and_then(|a| a.first()) {
                 break first.clone();
             }
@@ -311,30 +365,34 @@ fn the_files_routes_call_the_workspace_tools_inside_the_root() {
     let project = project("");
     let served = Served::start(&project, &[]);
 
-    let listing = served.get("/api/files?path=notes");
+    let listing = served.get_with_key("/api/files?path=notes");
     assert_eq!(listing.status, 200, "{}", listing.body);
     assert_eq!(listing.json()["entries"][0]["path"], "notes/todo.md");
 
     let content = served
-        .get("/api/files/content?path=notes/todo.md&offset=2&limit=1")
+        .get_with_key("/api/files/content?path=notes/todo.md&offset=2&limit=1")
         .json();
     assert_eq!(content["content"], "buy milk\n");
     assert_eq!(content["startLine"], 2);
 
-    let found = served.get("/api/files/search?glob=**/*.rs").json();
+    let found = served.get_with_key("/api/files/search?glob=**/*.rs").json();
     assert_eq!(found["files"], json!(["src/main.rs"]), "{found}");
 
-    let grep = served.get("/api/files/grep?pattern=milk&glob=*.rs").json();
+    let grep = served
+        .get_with_key("/api/files/grep?pattern=milk&glob=*.rs")
+        .json();
     assert_eq!(grep["matches"][0]["path"], "src/main.rs");
 
     let outside = served
-        .get("/api/files/content?path=../secret")
+        .get_with_key("/api/files/content?path=../secret")
         .error(400, "tool_error");
     assert_eq!(
         outside["message"],
         "path `../secret` leaves the project root"
     );
-    served.get("/api/files/content").error(400, "malformed");
+    served
+        .get_with_key("/api/files/content")
+        .error(400, "malformed");
 
     // They went through the pipeline: each is in the log.
     let entries = logged(&served, "?limit=10", 5);
@@ -391,6 +449,62 @@ fn reads_are_open_on_loopback_and_changes_need_a_key() {
             wrong.error(401, "unauthorized")["message"],
             "the API key is not valid"
         );
+    }
+    served.stop();
+}
+
+/// Issue 12, D8: with keys configured, a keyless request on loopback could call the workspace
+/// tools through `GET /api/files*` and read every call's arguments and results in `/api/logs`,
+/// while `/mcp` with the same configuration refused it. Only the catalog, health and the OpenAPI
+/// document stay open.
+#[test]
+fn d8_keyless_loopback_get_cannot_read_files_or_logs_when_keys_are_set() {
+    let project = project(r#""policies": {"tools": {"grep": "ask"}}"#);
+    let served = Served::start(&project, &[]);
+    let closed = [
+        "/api/files?path=notes",
+        "/api/files/content?path=notes/todo.md",
+        "/api/files/search?glob=**/*.rs",
+        "/api/files/grep?pattern=milk",
+        "/api/logs",
+        "/api/approvals",
+        "/api/prompts",
+        "/api/resources",
+        "/api/resources/read?uri=test://x",
+        "/api/mcp-servers",
+        "/api/conversations",
+        "/api/models",
+        "/metrics",
+        "/api/no-such-route",
+    ];
+    for path in closed {
+        let e = served.get(path).error(401, "unauthorized");
+        assert!(
+            e["message"].as_str().expect("message").contains("API key"),
+            "{path}: {e}"
+        );
+        let head = served.request("HEAD", path, &[], None);
+        assert_eq!(head.status, 401, "HEAD {path}");
+    }
+    // Nothing ran: the refused file reads left no call in the log.
+    let logs = served.get_with_key("/api/logs").json();
+    assert_eq!(logs["entries"], json!([]), "{logs}");
+    for path in [
+        "/api/files/content?path=notes/todo.md",
+        "/api/logs",
+        "/metrics",
+    ] {
+        let ok = served.get_with_key(path);
+        assert_eq!(ok.status, 200, "{path}: {}", ok.body);
+    }
+    for path in [
+        "/api/tools",
+        "/api/tools/grep",
+        "/api/health",
+        "/api/openapi.json",
+    ] {
+        let open = served.get(path);
+        assert_eq!(open.status, 200, "{path}: {}", open.body);
     }
     served.stop();
 }
@@ -455,7 +569,12 @@ fn the_openapi_document_describes_every_route() {
         [
             "/api/approvals",
             "/api/approvals/{id}",
+            "/api/chat",
+            "/api/chat/{conversation}/cancel",
+            "/api/chat/{conversation}/input",
             "/api/completions",
+            "/api/conversations",
+            "/api/conversations/{id}",
             "/api/files",
             "/api/files/content",
             "/api/files/grep",
@@ -465,6 +584,7 @@ fn the_openapi_document_describes_every_route() {
             "/api/mcp-servers",
             "/api/mcp-servers/{name}",
             "/api/mcp-servers/{name}/refresh",
+            "/api/models",
             "/api/openapi.json",
             "/api/prompts",
             "/api/prompts/{name}",
@@ -538,16 +658,18 @@ fn a_unix_socket_is_created_for_its_owner_only_and_removed_on_exit() {
 fn mcp_servers_are_listed_and_a_failed_refresh_is_a_503_naming_the_cause() {
     let project = project(r#""mcpServers": {"broken": {"command": "toolmux-no-such-server"}}"#);
     let served = Served::start(&project, &[]);
-    let list = served.get("/api/mcp-servers");
+    let list = served.get_with_key("/api/mcp-servers");
     assert_eq!(list.status, 200, "{}", list.body);
     let list = list.json();
     assert_eq!(list["servers"][0]["name"], "broken");
     assert_eq!(list["servers"][0]["tools"], json!([]));
     assert_eq!(
-        served.get("/api/mcp-servers/broken").json()["name"],
+        served.get_with_key("/api/mcp-servers/broken").json()["name"],
         "broken"
     );
-    served.get("/api/mcp-servers/nope").error(404, "not_found");
+    served
+        .get_with_key("/api/mcp-servers/nope")
+        .error(404, "not_found");
     served
         .request("POST", "/api/mcp-servers/broken/refresh", &[], None)
         .error(401, "unauthorized");
@@ -561,7 +683,7 @@ fn mcp_servers_are_listed_and_a_failed_refresh_is_a_503_naming_the_cause() {
             .starts_with("discovery of `broken` failed: "),
         "{failed}"
     );
-    let after = served.get("/api/mcp-servers/broken").json();
+    let after = served.get_with_key("/api/mcp-servers/broken").json();
     assert_eq!(after["discovery"]["discoveryStatus"], "failed", "{after}");
     served.stop();
 }

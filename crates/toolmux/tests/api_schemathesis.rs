@@ -20,6 +20,23 @@ fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
     project.write("notes/todo.md", "# Todo\nbuy milk\n");
     let served = Served::start(&project, &[]);
     let base = format!("http://{}", served.address);
+    // The chat's routes are in the one document, so schemathesis exercises them too.
+    let document = served.get("/api/openapi.json").json();
+    for (path, method) in [
+        ("/api/chat", "post"),
+        ("/api/chat/{conversation}/input", "post"),
+        ("/api/chat/{conversation}/cancel", "post"),
+        ("/api/conversations", "get"),
+        ("/api/conversations/{id}", "get"),
+        ("/api/conversations/{id}", "patch"),
+        ("/api/conversations/{id}", "delete"),
+        ("/api/models", "get"),
+    ] {
+        assert!(
+            document["paths"][path][method].is_object(),
+            "`{method} {path}` is missing from the OpenAPI document"
+        );
+    }
     let out = Command::new(python)
         .args(["-m", "schemathesis.cli", "run"])
         .arg(format!("{base}/api/openapi.json"))

@@ -152,16 +152,16 @@ fn the_ai_sdk_client_reads_the_chat_stream_into_a_message_with_tool_parts() {
     assert!(text.contains("\"The codename is Bluefin.\""), "{text}");
     assert_eq!(result["message"]["metadata"]["finishReason"], "stop");
 
-    let shown = served.get("/api/conversations/chat-1");
+    let shown = served.get_with_key("/api/conversations/chat-1");
     assert_eq!(shown.status, 200, "{}", shown.body);
     assert_eq!(
         shown.json()["messages"].as_array().expect("messages").len(),
         6
     );
-    let listed = served.get("/api/conversations").json();
+    let listed = served.get_with_key("/api/conversations").json();
     assert_eq!(listed["conversations"][0]["id"], "chat-1");
 
-    let models = served.get("/api/models").json();
+    let models = served.get_with_key("/api/models").json();
     assert_eq!(models["providers"][0]["provider"], "mock", "{models}");
     assert_eq!(models["providers"][0]["defaultModel"], "gpt-4o", "{models}");
     assert!(
@@ -368,7 +368,10 @@ fn the_chat_routes_sit_behind_the_api_guard() {
         anonymous.body
     );
 
-    // Reads stay open on loopback.
+    // Issue 12, D8: once a key is configured, reading the conversations needs it too, on
+    // loopback as well (another user of the host is not the person who chatted).
     let conversations = served.request("GET", "/api/conversations", &[], None);
+    assert_eq!(conversations.status, 401, "{}", conversations.body);
+    let conversations = served.get_with_key("/api/conversations");
     assert_eq!(conversations.status, 200, "{}", conversations.body);
 }

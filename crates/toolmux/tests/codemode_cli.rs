@@ -90,3 +90,24 @@ fn run_reports_a_failing_script_with_its_typescript_position() {
             .contains("cannot read the script `nope.ts`")
     );
 }
+
+#[test]
+fn d1_run_reports_a_deeply_nested_script_as_a_syntax_error_instead_of_aborting() {
+    let project = TestProject::new();
+    // The script: 10,000 nested arrays.
+    project.write(
+        "deep.ts",
+        &format!(
+            "const x = {}{}; return 1;\n",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        ),
+    );
+    let run = project.run(&["run", "deep.ts"]);
+    // A failed script (exit 1), not a process killed by its own stack overflow (134).
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let stderr = run.stderr();
+    assert!(stderr.contains("the script does not parse"), "{stderr}");
+    assert!(stderr.contains("script.ts:1:1011"), "{stderr}");
+    assert!(stderr.contains("nests too deeply"), "{stderr}");
+}

@@ -265,6 +265,75 @@ fn mcp_code_mode_offers_two_tools_whose_scripts_reach_every_tool() {
 }
 
 #[test]
+fn d4_filters_hold_inside_run_code_and_search_tools() {
+    let project = project_with_files();
+    let call_grep =
+        "return await (globalThis as any).__toolmux_call('grep', { pattern: 'needle' });";
+    let typed_grep = "import { workspace } from '@capabilities/workspace';\n\
+                      return await workspace.grep({ pattern: 'needle' });";
+    let file_read = "import { workspace } from '@capabilities/workspace';\n\
+                     const read = await workspace.fileRead({ path: 'notes.txt' });\n\
+                     return read.content.includes('needle');";
+    for args in [
+        &["--exclude", "grep"][..],
+        &["--code-mode", "--exclude", "grep"][..],
+        &[
+            "--tools",
+            "file_*",
+            "--tools",
+            "run_code",
+            "--tools",
+            "search_tools",
+        ][..],
+    ] {
+        let lines = run_mcp_client(&stdio_plan(
+            &project,
+            args,
+            json!([
+                {"op": "call", "name": "run_code", "arguments": {"code": call_grep}},
+                {"op": "call", "name": "run_code", "arguments": {"code": typed_grep}},
+                {"op": "call", "name": "run_code", "arguments": {"code": file_read}},
+                {"op": "call", "name": "search_tools", "arguments": {"query": "grep regex search"}}
+            ]),
+        ));
+        assert_eq!(
+            lines[1]["result"]["isError"], true,
+            "{args:?}: {}",
+            lines[1]
+        );
+        assert!(
+            text(&lines[1]).contains("`grep` is not served by this MCP server"),
+            "{args:?}: {}",
+            lines[1]
+        );
+        // Through the typed API the call fails too (refused, or no such function: the types
+        // a script gets leave out what the channel does not serve).
+        assert_eq!(
+            lines[2]["result"]["isError"], true,
+            "{args:?}: {}",
+            lines[2]
+        );
+        let typed = text(&lines[2]);
+        assert!(
+            typed.contains("`grep` is not served") || typed.contains("not a function"),
+            "{args:?}: {}",
+            lines[2]
+        );
+        assert_eq!(
+            lines[3]["result"]["structuredContent"]["result"], true,
+            "{args:?}: what the filters let through is still reachable: {}",
+            lines[3]
+        );
+        let found = lines[4]["result"].to_string();
+        assert!(
+            !found.contains("\"grep\""),
+            "{args:?}: search_tools lists what the channel filters out: {found}"
+        );
+    }
+    assert_no_process_left(&project);
+}
+
+#[test]
 fn mcp_stdout_carries_only_protocol_messages_and_unknown_methods_get_errors() {
     let project = project_with_files();
     let mut child = project

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::TestProject;
-use support::peers::{node_peer, peer_file, python};
-use support::processes::{assert_exited, read_pid};
+use support::peers::{node_peer, peer_file, python, run_mcp_steps};
+use support::processes::{assert_exited, assert_no_process_left, read_pid};
 
 /// How long a server the CLI started may take to exit once the command is done.
 const EXIT_LIMIT: Duration = Duration::from_secs(5);
@@ -338,4 +338,171 @@ fn the_reference_everything_server_is_reachable_through_the_cli() {
     {
         assert_exited(pid.parse().expect("a pid"), EXIT_LIMIT);
     }
+}
+
+/// `tests/servers/rogue.py` of the upstream crate: a server that misbehaves on request.
+fn rogue() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../toolmux-upstream/tests/servers/rogue.py")
+        .display()
+        .to_string()
+}
+
+/// A plan for the Python client that starts `toolmux mcp` in the project over stdio.
+fn mcp_session(project: &TestProject, steps: Value) -> Value {
+    json!({
+        "transport": "stdio",
+        "command": env!("CARGO_BIN_EXE_toolmux"),
+        "args": ["mcp"],
+        "cwd": project.path(),
+        "env": {
+            "HOME": project.home.path(),
+            "XDG_CONFIG_HOME": project.home.path().join(".config"),
+        },
+        "steps": steps,
+    })
+}
+
+/// Rewrites `mcpServers.NAME.args` in the project's config file.
+fn set_server_args(project: &TestProject, name: &str, args: &[&str]) {
+    let mut config = project.saved_config();
+    config["mcpServers"][name]["args"] = json!(args);
+    std::fs::write(project.config_file(), config.to_string()).expect("rewrite the config");
+}
+
+#[test]
+fn d9_neither_a_script_tool_nor_a_stdio_server_sees_toolmux_secrets() {
+    let project = TestProject::new();
+    project.config(
+        r#"{"tools": {"env": {"description": "Prints its environment.", "command": ["env"], "env": {"GIVEN": "by the config"}}}}"#,
+    );
+    let python = python().display().to_string();
+    let script = rogue();
+    project
+        .run(&["mcp", "add", "rogue", "--", &python, &script])
+        .ok();
+    let secret = "sk-d9-do-not-pass";
+    let run = |tool: &str| {
+        let output = project
+            .cmd()
+            .args(["tools", "call", tool])
+            .env("OPENAI_API_KEY", secret)
+            .env("TOOLMUX_KEY", secret)
+            .output()
+            .expect("run toolmux");
+        support::Run(output).ok()
+    };
+    let script_env = run("env");
+    assert!(script_env.contains("GIVEN=by the config"), "{script_env}");
+    assert!(script_env.contains("PATH="), "{script_env}");
+    assert!(!script_env.contains(secret), "{script_env}");
+    assert!(!script_env.contains("OPENAI_API_KEY"), "{script_env}");
+    let server_env = run("rogue__env");
+    assert!(server_env.contains("\"PATH\""), "{server_env}");
+    assert!(!server_env.contains(secret), "{server_env}");
+    assert!(!server_env.contains("TOOLMUX_KEY"), "{server_env}");
+}
+
+#[test]
+fn d12_a_setsid_daemon_of_a_script_tool_neither_outlives_the_call_nor_holds_it_open() {
+    let project = TestProject::new();
+    let marker = format!("300.{}12", std::process::id());
+    let script = format!("setsid sleep {marker} & sleep 0.3; echo started");
+    project
+        .run(&["tools", "add", "d", "-d", "x", "--", "sh", "-c", &script])
+        .ok();
+    let started = std::time::Instant::now();
+    let out = project.run(&["tools", "call", "d"]).ok();
+    assert_eq!(out.trim(), "started");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let left = support::processes::processes_in(project.path())
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains(&marker))
+        .collect::<Vec<_>>();
+    assert!(left.is_empty(), "the daemon outlived its call: {left:?}");
+}
+
+#[test]
+fn d13_a_session_that_ends_while_a_server_is_discovered_leaves_no_server() {
+    let project = TestProject::new();
+    // A server that never finishes its handshake and never exits on its own, under a shell
+    // (as a Node server sits under `npx`).
+    project.write(
+        "hung.py",
+        "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(300)\n",
+    );
+    let pid_file = project.path().join("hung.pid");
+    let wrapped = format!(
+        "'{}' hung.py '{}'; true",
+        python().display(),
+        pid_file.display()
+    );
+    let config = json!({"mcpServers": {"hung": {
+        "command": "sh",
+        "args": ["-c", wrapped],
+        "startupTimeoutMs": 60_000,
+    }}});
+    project.config(&config.to_string());
+
+    // Never discovered, so `toolmux mcp` discovers it at start; the session ends while that
+    // discovery still waits for the handshake.
+    let steps = run_mcp_steps(&mcp_session(
+        &project,
+        json!([{"op": "list"}, {"op": "wait_list_changed", "timeout": 1.0}]),
+    ));
+    assert!(steps[0]["tools"].is_array(), "{steps:?}");
+    assert!(pid_file.exists(), "the discovery did not start the server");
+    assert_exited(read_pid(&pid_file), EXIT_LIMIT);
+    assert_no_process_left(&project);
+}
+
+#[test]
+fn d17_after_an_args_edit_the_tools_stay_known_and_a_call_rediscovers() {
+    let project = TestProject::new();
+    let pid_file = add_faults(&project, "faults", &[]);
+    assert_exited(read_pid(&pid_file), EXIT_LIMIT);
+    let moved = project.path().join("moved.pid");
+    let script = faults();
+    set_server_args(
+        &project,
+        "faults",
+        &[&script, "--pid-file", &moved.display().to_string()],
+    );
+
+    // A fresh `toolmux mcp` still knows the tools, and calling one starts the server with the
+    // configuration in force.
+    let steps = run_mcp_steps(&mcp_session(
+        &project,
+        json!([
+            {"op": "list"},
+            {"op": "call", "name": "faults__echo", "arguments": {"text": "known"}},
+        ]),
+    ));
+    let listed: Vec<&str> = steps[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(listed.contains(&"faults__echo"), "{listed:?}");
+    assert_eq!(
+        steps[1]["result"]["content"][0]["text"], "known",
+        "{steps:?}"
+    );
+    assert!(moved.exists(), "the server ran with the edited arguments");
+    assert_exited(read_pid(&moved), EXIT_LIMIT);
+
+    // And so does `tools call`, after which the cache is current again.
+    set_server_args(&project, "faults", &[&script]);
+    let echo = project
+        .run(&["tools", "call", "faults__echo", "-a", "text=again"])
+        .ok();
+    assert_eq!(echo.trim(), "again");
+    let list = project.run(&["mcp", "list", "--json"]).json();
+    assert_eq!(list[0]["status"], "success", "{list}");
+    assert_no_process_left(&project);
 }

@@ -226,3 +226,31 @@ impl Drop for Background {
         self.stop();
     }
 }
+
+/// A `sleep` argument no other test uses (fractional seconds, about 300 s), for finding the
+/// process by its command line.
+pub fn unique_sleep() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    format!(
+        "300.{}{:03}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Live processes whose command line contains `marker` as one of its arguments (from /proc).
+pub fn processes_with(marker: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| c.split(|b| *b == 0).any(|arg| arg == marker.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}

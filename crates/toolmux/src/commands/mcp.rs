@@ -16,6 +16,11 @@ pub async fn run(project: Option<&Path>, args: McpArgs) -> Result<u8, Failure> {
     project.upstreams.discover_stale_in_background();
     let options = serve_options(&args.filters, &project)?;
     let served = toolmux_mcp_server::serve_stdio(project.hub.clone(), options).await;
+    // The client is gone: stop the servers, those a background discovery was still starting
+    // included, before the runtime goes away under them; then whatever escaped their process
+    // groups, so that nothing toolmux started outlives it.
+    project.upstreams.shutdown().await;
+    toolmux_scripts::child::sweep_escaped();
     // Calls are logged by a writer thread; make sure the last ones reach the file before exit.
     project.log.flush();
     served.map_err(|e| Failure::Runtime(e.into()))?;
@@ -47,15 +52,17 @@ pub(crate) fn serve_options(
             )));
         }
     }
-    let mut include = patterns(&args.tools)?;
-    if args.code_mode {
-        // The model gets the two code-mode tools and writes scripts for everything else.
-        include.extend(patterns(&CODE_MODE_TOOLS.map(String::from))?);
-    }
     Ok(ServeOptions {
-        include,
+        include: patterns(&args.tools)?,
         exclude: patterns(&args.exclude)?,
         pass_through: args.pass_through.clone(),
+        // The model gets the two code-mode tools and writes scripts for everything else that
+        // the filters let through.
+        entry_points: if args.code_mode {
+            CODE_MODE_TOOLS.map(String::from).to_vec()
+        } else {
+            Vec::new()
+        },
         upstreams: Some(project.upstreams.clone()),
         ..ServeOptions::default()
     })

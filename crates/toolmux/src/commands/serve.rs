@@ -10,9 +10,10 @@ use axum::Router;
 use axum::serve::ListenerExt;
 use serde_json::{Map, Value, json};
 use toolmux_api::{
-    API_PATH, ApiOptions, ApiState, Apply, ConfigFiles, ConfigWatcher, ConfigWriter, LiveOptions,
-    RelayError, api_router,
+    API_PATH, ApiState, Apply, ConfigFiles, ConfigWatcher, ConfigWriter, RelayError,
+    api_router_with,
 };
+use toolmux_http::{ApiOptions, ConnectionLimits, LiveOptions, OpenApiRouter, mcp_guarded};
 use toolmux_mcp_server::{
     CancellationToken, LOOPBACK_HOSTS, LOOPBACK_ORIGINS, MCP_PATH, http_router,
 };
@@ -96,26 +97,33 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
         })),
     );
     let shutdown = CancellationToken::new();
-    // The chat routes sit behind the REST API's guard, so every HTTP route is checked alike.
-    let chat = toolmux_api::guarded(api.clone(), crate::commands::chat::http_router(chat_engine));
+    // The chat routes are served with the REST API's: behind its guard, so every HTTP route is
+    // checked alike, and in its OpenAPI document, made from the chat's own route list.
+    let chat = OpenApiRouter::with_openapi(toolmux_chat::http::openapi())
+        .merge(crate::commands::chat::http_router(chat_engine).into());
     let mcp = http_router(project.hub.clone(), options, shutdown.clone());
-    let router = toolmux_api::mcp_guarded(live, mcp)
-        .merge(api_router(api))
-        .merge(chat);
+    let router = mcp_guarded(live, mcp).merge(api_router_with(api, chat));
+    let limits = connection_limits(&args);
     let signals = StopSignals::install()?;
     let served = match &args.socket {
-        Some(path) => serve_unix(path, router, signals, shutdown).await,
+        Some(path) => serve_unix(path, router, limits, signals, shutdown).await,
         None => {
             serve_tcp(
                 SocketAddr::new(args.bind, args.port),
                 unspecified_without_hosts,
                 router,
+                limits,
                 signals,
                 shutdown,
             )
             .await
         }
     };
+    // Stop the servers (and what a background discovery was still starting) before the runtime
+    // goes away under them, then whatever escaped their process groups: nothing toolmux
+    // started outlives it.
+    project.upstreams.shutdown().await;
+    toolmux_scripts::child::sweep_escaped();
     project.log.flush();
     served?;
     Ok(OK)
@@ -125,6 +133,7 @@ async fn serve_tcp(
     address: SocketAddr,
     warn_hosts: bool,
     router: Router,
+    limits: ConnectionLimits,
     signals: StopSignals,
     shutdown: CancellationToken,
 ) -> Result<(), Failure> {
@@ -151,10 +160,7 @@ async fn serve_tcp(
             "toolmux: only loopback Host names are accepted; add the names clients use with --allow-host"
         );
     }
-    axum::serve(listener, router)
-        .with_graceful_shutdown(signals.wait(shutdown))
-        .await
-        .context("the HTTP server failed")?;
+    toolmux_http::serve(listener, router, limits, signals.wait(shutdown)).await;
     Ok(())
 }
 
@@ -162,6 +168,7 @@ async fn serve_tcp(
 async fn serve_unix(
     path: &Path,
     router: Router,
+    limits: ConnectionLimits,
     signals: StopSignals,
     shutdown: CancellationToken,
 ) -> Result<(), Failure> {
@@ -192,10 +199,7 @@ async fn serve_unix(
         .with_context(|| format!("cannot restrict `{}` to its owner", path.display()))?;
     eprintln!("toolmux: serving MCP at unix:{}:{MCP_PATH}", path.display());
     eprintln!("toolmux: REST API at unix:{}:{API_PATH}", path.display());
-    axum::serve(listener, router)
-        .with_graceful_shutdown(signals.wait(shutdown))
-        .await
-        .context("the HTTP server failed")?;
+    toolmux_http::serve(listener, router, limits, signals.wait(shutdown)).await;
     Ok(())
 }
 
@@ -203,6 +207,7 @@ async fn serve_unix(
 async fn serve_unix(
     path: &Path,
     _router: Router,
+    _limits: ConnectionLimits,
     _signals: StopSignals,
     _shutdown: CancellationToken,
 ) -> Result<(), Failure> {
@@ -233,6 +238,18 @@ fn apply_to(
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if *current == *loaded {
+            return;
+        }
+        // A file that was read before and is missing now was deleted or renamed away, not
+        // emptied on purpose: loading it as empty would drop its keys, deny rules, tools and
+        // servers. The watcher checks this too; here it also covers a file that vanished
+        // between that check and the read.
+        if let Some(gone) = current.files.iter().find(|f| !loaded.files.contains(f)) {
+            tracing::warn!(
+                "the configuration file `{}` is gone; the last good configuration stays in \
+                 force (its keys and policies too) until the file is back",
+                gone.display()
+            );
             return;
         }
         let old = std::mem::replace(&mut *current, loaded.clone());
@@ -545,6 +562,19 @@ fn relay_error(error: UpstreamError) -> RelayError {
         | UpstreamError::Retired { .. }
         | UpstreamError::Cache { .. } => RelayError::Unavailable(error.to_string()),
     }
+}
+
+/// The connection limits: the defaults, or `--header-timeout` (how long a request's head and an
+/// idle keep-alive connection may take) and `--max-connections` where given.
+fn connection_limits(args: &ServeArgs) -> ConnectionLimits {
+    let mut limits = ConnectionLimits::default();
+    if let Some(timeout) = args.header_timeout {
+        limits.header_timeout = timeout;
+    }
+    if let Some(n) = args.max_connections {
+        limits.max_connections = n.get();
+    }
+    limits
 }
 
 /// Removes the socket file when the server stops.

@@ -315,6 +315,7 @@ async fn call(project: &Project, args: CallArgs) -> Result<u8, Failure> {
         Err(
             e @ (CallError::NotFound { .. }
             | CallError::Disabled { .. }
+            | CallError::NotServed { .. }
             | CallError::Denied { .. }
             | CallError::InvalidArguments { .. }
             | CallError::RateLimited { .. }),

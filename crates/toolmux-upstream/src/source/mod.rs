@@ -2,12 +2,12 @@
 //! never starts it), its process or connection is opened on the first call and closed when idle,
 //! and its faults stay its own.
 //!
-//! # Faults
-//! A call that finds the server down (never started, crashed, stopped when idle) starts it,
-//! trying up to [`Backoff::tries`] times with exponentially growing pauses. When every try
-//! fails, the server is *unavailable* for [`Backoff::window`]: its calls fail at once with an
-//! error naming it and its last error, and the catalog shows it as failed. The first call after
-//! the window tries again. A crash during a call fails that call only.
+//! [`UpstreamSource`] is the source and its public face (tools, status, calls, relayed
+//! requests, subscriptions); the `supervisor` starts the server, keeps its health, backs off
+//! and stops it when idle; `discovery` lists its tools and keeps the cache.
+
+mod discovery;
+mod supervisor;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +21,7 @@ use serde_json::Value;
 use toolmux_config::McpServer;
 use toolmux_core::{
     ChangeNotifier, Content, Source, SourceCall, SourceError, SourceKind, SourceState,
-    SourceStatus, ToolAnnotations, ToolDescriptor, ToolResult,
+    SourceStatus, ToolDescriptor, ToolResult,
 };
 
 use rmcp::model::{
@@ -41,43 +41,17 @@ use crate::error::UpstreamError;
 use crate::names::registry_names;
 use crate::schema;
 
-/// How a server that will not start is retried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Backoff {
-    /// Starts tried by one call before the server counts as unavailable.
-    pub tries: usize,
-    /// The pause after the first failed try; each later pause doubles.
-    pub first_delay: Duration,
-    /// How long an unavailable server's calls fail at once.
-    pub window: Duration,
-}
+pub use discovery::DiscoveryOutcome;
+pub use supervisor::Backoff;
 
-impl Default for Backoff {
-    fn default() -> Self {
-        Self {
-            tries: 3,
-            first_delay: Duration::from_millis(200),
-            window: Duration::from_secs(30),
-        }
-    }
-}
+use discovery::{descriptors, lists_changed};
+use supervisor::{Health, watch_idle};
 
-/// The longest tool description kept; longer ones are cut (a model reads every one).
-const MAX_DESCRIPTION_CHARS: usize = 8 * 1024;
 /// How long a relayed request (a prompt, a resource, a completion) may take when the server
 /// sets no `toolTimeoutMs`.
 const RELAY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Resource-change notifications kept for a slow subscriber before it misses some.
 const UPDATES_BUFFER: usize = 256;
-
-/// What a discovery found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DiscoveryOutcome {
-    /// Tools the server listed.
-    pub listed: usize,
-    /// Tools offered after `enabledTools` / `disabledTools`.
-    pub offered: usize,
-}
 
 /// One configured MCP server as a [`Source`]. Cheap to clone; clones share the server.
 #[derive(Clone)]
@@ -137,14 +111,6 @@ struct View {
     discovering: bool,
 }
 
-/// Start failures of the server.
-#[derive(Default)]
-struct Health {
-    failures: u32,
-    last_error: Option<String>,
-    unavailable_until: Option<Instant>,
-}
-
 /// What an [`UpstreamSource`] is made from.
 #[derive(Clone, Debug)]
 pub struct ServerSpec {
@@ -173,11 +139,15 @@ impl UpstreamSource {
         let paths = ServerPaths::new(state_dir, &name);
         let record = match DiscoveryRecord::read(&paths.cache) {
             Some(record) if record.config_hash == config_hash => record,
-            Some(_) => {
-                let mut record = DiscoveryRecord::never(&name, &config_hash);
+            // Discovered with another configuration: its tools are still offered, so that
+            // their names stay known; the first call starts the server with the configuration
+            // now in force and discovers them again (the record keeps the old hash until then).
+            Some(mut record) => {
+                record.discovery_status = DiscoveryStatus::Never;
                 record.discovery_error = Some(format!(
-                    "the configuration changed since the last discovery; run `toolmux mcp \
-                     refresh {name}`"
+                    "the configuration changed since the last discovery; the tools shown are \
+                     from the earlier one until the next call or `toolmux mcp refresh {name}` \
+                     discovers them again"
                 ));
                 record
             }
@@ -233,6 +203,12 @@ impl UpstreamSource {
     /// Its configuration.
     pub fn server(&self) -> Arc<McpServer> {
         self.inner.server()
+    }
+
+    /// The hash of the configuration entry it was made from ([`crate::config_hash`]); the
+    /// cache record keeps an earlier one until the server is discovered again.
+    pub fn config_hash(&self) -> &str {
+        &self.inner.config_hash
     }
 
     /// Whether `server` differs from this server's configuration only in what can change
@@ -530,360 +506,6 @@ impl Inner {
     fn touch(&self) {
         *lock(&self.last_used) = Instant::now();
     }
-
-    /// The live connection, started (with retries) when there is none, with one request
-    /// counted in flight on it.
-    async fn connection(self: &Arc<Self>) -> Result<InFlight, UpstreamError> {
-        let mut slot = self.slot.lock().await;
-        if let Some(conn) = slot.as_ref() {
-            if conn.is_alive() {
-                return Ok(conn.begin());
-            }
-            tracing::warn!(server = %self.name, "the server exited; it is restarted on this call");
-            if let Some(dead) = slot.take() {
-                dead.close().await;
-            }
-        }
-        if self.retired.is_cancelled() {
-            return Err(UpstreamError::Retired {
-                server: self.name.clone(),
-            });
-        }
-        if !self.server().enabled {
-            return Err(UpstreamError::Disabled {
-                server: self.name.clone(),
-            });
-        }
-        {
-            let health = lock(&self.health);
-            if let Some(until) = health.unavailable_until {
-                let now = Instant::now();
-                if now < until {
-                    return Err(UpstreamError::Unavailable {
-                        server: self.name.clone(),
-                        attempts: health.failures,
-                        last_error: health.last_error.clone().unwrap_or_default(),
-                        retry_in: until - now,
-                    });
-                }
-            }
-        }
-        let weak = Arc::downgrade(self);
-        let open = || {
-            let hooks = ServerHooks {
-                on_list_changed: lists_changed(weak.clone()),
-                on_resource_updated: resource_updated(weak.clone()),
-            };
-            // Each connection has its own: rmcp's progress tokens and request ids are per
-            // connection, and start again after a restart.
-            let handler = Handler::new(&self.name, hooks, Arc::new(Callers::default()));
-            let endpoint = self.endpoint.clone();
-            async move { Connection::open(&endpoint, handler).await }
-        };
-        let retries = self.backoff.tries.saturating_sub(1);
-        let opened = open
-            .retry(
-                ExponentialBuilder::default()
-                    .with_min_delay(self.backoff.first_delay)
-                    .with_max_times(retries),
-            )
-            .notify(|e, pause| {
-                tracing::debug!(error = %e, retry_in_ms = pause.as_millis() as u64, "start failed; retrying");
-            })
-            .await;
-        match opened {
-            Ok(conn) => {
-                let conn = Arc::new(conn);
-                let in_flight = conn.begin();
-                let was_failing = {
-                    let mut health = lock(&self.health);
-                    let was = health.unavailable_until.is_some();
-                    *health = Health::default();
-                    was
-                };
-                *slot = Some(Arc::clone(&conn));
-                drop(slot);
-                self.touch();
-                if self.server().idle_timeout.is_some() {
-                    tokio::spawn(watch_idle(Arc::downgrade(self), Arc::downgrade(&conn)));
-                }
-                if was_failing {
-                    self.notify();
-                }
-                let held: Vec<String> = lock(&self.subscriptions).keys().cloned().collect();
-                if !held.is_empty() {
-                    tokio::spawn(renew_subscriptions(conn.begin(), held));
-                }
-                // A discovery running now (which may have started this connection) covers it.
-                let stale = read(&self.view).record.discovery_status != DiscoveryStatus::Success
-                    && self.discovery.try_lock().is_ok();
-                if stale {
-                    let inner = Arc::clone(self);
-                    tokio::spawn(async move { Inner::rediscover_live(&inner).await });
-                }
-                Ok(in_flight)
-            }
-            Err(e) => {
-                {
-                    let mut health = lock(&self.health);
-                    health.failures = health.failures.saturating_add(self.backoff.tries as u32);
-                    health.last_error = Some(e.to_string());
-                    health.unavailable_until = Some(Instant::now() + self.backoff.window);
-                }
-                drop(slot);
-                self.notify();
-                Err(e)
-            }
-        }
-    }
-
-    async fn discover(self: &Arc<Self>) -> Result<DiscoveryOutcome, UpstreamError> {
-        let _one_at_a_time = self.discovery.lock().await;
-        let discovering = {
-            let mut view = write(&self.view);
-            view.discovering = true;
-            view.record.discovery_status = DiscoveryStatus::Discovering;
-            view.record.clone()
-        };
-        // Written outside the view's lock, so listing never waits on the disk; the cache file
-        // has one writer at a time, since every writer holds `discovery`.
-        self.persist(&discovering);
-        self.notify();
-        // Start-up has its own limit (each try); the discovery limit covers the listing, so a
-        // slow `npx` download does not eat the time the server gets to list its tools.
-        let limit = self.server().discovery_timeout;
-        let listed = match self.connection().await {
-            Ok(conn) => tokio::time::timeout(limit, Listing::read(&conn))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(UpstreamError::Timeout {
-                        server: self.name.clone(),
-                        what: "discovery",
-                        after: limit,
-                    })
-                }),
-            Err(e) => Err(e),
-        };
-        self.touch();
-        self.record_discovery(listed)
-    }
-
-    /// Lists the tools again on the connection that is open now, when one is: after the server
-    /// said its tools changed, or when a call started a server whose cache is not current.
-    /// Starts nothing; a connection that closes meanwhile (toolmux stopping it, or a crash)
-    /// leaves the cache as it was.
-    async fn rediscover_live(self: &Arc<Self>) {
-        let _one_at_a_time = self.discovery.lock().await;
-        // From here on, a new notice queues another listing: this one may have missed it.
-        self.rediscovery_queued.store(false, Ordering::SeqCst);
-        let conn = match self.slot.lock().await.as_ref() {
-            Some(conn) if conn.is_alive() => conn.begin(),
-            _ => return,
-        };
-        let limit = self.server().discovery_timeout;
-        let listed = tokio::time::timeout(limit, Listing::read(&conn)).await;
-        let listed = match listed {
-            Ok(Ok(listing)) => Ok(listing),
-            _ if !conn.is_alive() => return,
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(UpstreamError::Timeout {
-                server: self.name.clone(),
-                what: "discovery",
-                after: limit,
-            }),
-        };
-        if let Err(e) = self.record_discovery(listed) {
-            tracing::warn!(error = %e, "rediscovery failed");
-        }
-    }
-
-    /// Writes what a discovery found to the cache and the view, and publishes a new catalog.
-    /// On failure the earlier tools stay. The caller holds `discovery`.
-    fn record_discovery(
-        &self,
-        listed: Result<Listing, UpstreamError>,
-    ) -> Result<DiscoveryOutcome, UpstreamError> {
-        let (outcome, record) = {
-            let mut view = write(&self.view);
-            let server = self.server();
-            view.discovering = false;
-            let mut record = view.record.clone();
-            record.config_hash = self.config_hash.clone();
-            let outcome = match listed {
-                Ok(listing) => {
-                    record.tools = listing.tools.iter().map(cached_tool).collect();
-                    record.prompts = listing.prompts;
-                    record.resources = listing.resources;
-                    record.resource_templates = listing.resource_templates;
-                    record.offers = listing.offers;
-                    record.server_info = Some(listing.identity);
-                    record.discovery_status = DiscoveryStatus::Success;
-                    record.discovery_error = None;
-                    record.last_discovery = Some(Utc::now());
-                    Ok(DiscoveryOutcome {
-                        listed: record.tools.len(),
-                        offered: record
-                            .tools
-                            .iter()
-                            .filter(|t| server.offers(&t.name))
-                            .count(),
-                    })
-                }
-                Err(e) => {
-                    record.discovery_status = DiscoveryStatus::Failed;
-                    record.discovery_error = Some(e.to_string());
-                    Err(e)
-                }
-            };
-            let settings = read(&self.settings);
-            view.tools = Arc::new(descriptors(
-                &self.name,
-                &settings.prefix,
-                &settings.server,
-                &record,
-            ));
-            drop(settings);
-            view.record = record.clone();
-            (outcome, record)
-        };
-        self.persist(&record);
-        self.notify();
-        outcome
-    }
-
-    fn persist(&self, record: &DiscoveryRecord) {
-        if let Err(e) = record.write(&self.paths.cache) {
-            tracing::warn!(
-                "{}",
-                UpstreamError::Cache {
-                    server: self.name.clone(),
-                    path: self.paths.cache.display().to_string(),
-                    message: e.to_string(),
-                }
-            );
-        }
-    }
-}
-
-/// Everything a discovery reads from a server.
-struct Listing {
-    identity: ServerIdentity,
-    tools: Vec<rmcp::model::Tool>,
-    prompts: Vec<Prompt>,
-    resources: Vec<Resource>,
-    resource_templates: Vec<ResourceTemplate>,
-    offers: ServerOffers,
-}
-
-impl Listing {
-    /// Lists the tools, and the prompts and resources when the server offers them. Only the
-    /// tools decide whether discovery worked: a server that offers resources but fails to list
-    /// its templates (some answer "method not found") still serves its tools.
-    async fn read(conn: &Connection) -> Result<Self, UpstreamError> {
-        let tools = conn.list_tools().await?;
-        let capabilities = conn.capabilities();
-        let resources_offered = capabilities.resources.as_ref();
-        let offers = ServerOffers {
-            prompts: capabilities.prompts.is_some(),
-            resources: resources_offered.is_some(),
-            subscribe: resources_offered.and_then(|r| r.subscribe).unwrap_or(false),
-            completions: capabilities.completions.is_some(),
-        };
-        let prompts = if offers.prompts {
-            optional(conn.list_prompts().await)
-        } else {
-            Vec::new()
-        };
-        let (resources, resource_templates) = if offers.resources {
-            (
-                optional(conn.list_resources().await),
-                optional(conn.list_resource_templates().await),
-            )
-        } else {
-            (Vec::new(), Vec::new())
-        };
-        Ok(Self {
-            identity: conn.identity().clone(),
-            tools,
-            prompts,
-            resources,
-            resource_templates,
-            offers,
-        })
-    }
-}
-
-/// An optional listing: its items, or none (with a warning) when the server failed it.
-fn optional<T>(listed: Result<Vec<T>, UpstreamError>) -> Vec<T> {
-    listed.unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "an optional listing failed; it is served empty");
-        Vec::new()
-    })
-}
-
-/// Asks a restarted server again for the resource changes someone still subscribes to.
-async fn renew_subscriptions(conn: InFlight, uris: Vec<String>) {
-    for uri in uris {
-        if let Err(e) = conn.subscribe(&uri).await {
-            tracing::warn!(uri, error = %describe(&e), "cannot renew a resource subscription");
-        }
-    }
-}
-
-/// The callback for a server's `resources/updated`: tell the subscribers.
-fn resource_updated(source: Weak<Inner>) -> Arc<dyn Fn(String) + Send + Sync> {
-    Arc::new(move |uri| {
-        if let Some(inner) = source.upgrade() {
-            // No receiver means no session subscribes any more; nothing to tell.
-            let _ = inner.updates.send(uri);
-        }
-    })
-}
-
-/// The callback for `notifications/{tools,prompts,resources}/list_changed`: rediscover on the
-/// open connection.
-fn lists_changed(source: Weak<Inner>) -> Arc<dyn Fn() + Send + Sync> {
-    Arc::new(move || {
-        let Some(inner) = source.upgrade() else {
-            return;
-        };
-        // Notices that arrive while one rediscovery is queued are covered by it; a server that
-        // sends them in a burst (or on every listing) gets one listing, not a queue of them.
-        if inner.rediscovery_queued.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        tokio::spawn(async move { Inner::rediscover_live(&inner).await });
-    })
-}
-
-/// Closes a connection once it has had no call in flight for the server's `idleTimeoutMs`,
-/// read afresh each time (a reconfiguration may change or remove it).
-async fn watch_idle(source: Weak<Inner>, conn: Weak<Connection>) {
-    let mut wait = Duration::ZERO;
-    loop {
-        tokio::time::sleep(wait).await;
-        let (Some(inner), Some(watched)) = (source.upgrade(), conn.upgrade()) else {
-            return;
-        };
-        let Some(idle) = inner.server().idle_timeout else {
-            return; // no longer stopped when idle
-        };
-        let mut slot = inner.slot.lock().await;
-        let current = slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, &watched));
-        if !current || !watched.is_alive() {
-            return;
-        }
-        let quiet = lock(&inner.last_used).elapsed();
-        let subscribed = !lock(&inner.subscriptions).is_empty();
-        if watched.in_flight() == 0 && !subscribed && quiet >= idle {
-            tracing::info!(server = %inner.name, "stopping the server after {}ms idle", idle.as_millis());
-            slot.take();
-            drop(slot);
-            watched.close().await;
-            return;
-        }
-        wait = idle.saturating_sub(quiet).max(Duration::from_millis(10));
-    }
 }
 
 #[async_trait]
@@ -951,23 +573,32 @@ impl Source for UpstreamSource {
             )
             .await;
         inner.touch();
-        match result {
+        let outcome = match result {
             Ok(result) => Ok(tool_result(result)),
-            Err(e) => {
-                if !conn.is_alive() {
-                    return Err(SourceError::Failed(format!(
-                        "MCP server `{}` exited during the call (its log: `toolmux mcp logs {}`); \
-                         the next call restarts it",
-                        inner.name, inner.name
-                    )));
+            Err(e) => Err(match conn.fault() {
+                Some(fault) => SourceError::Failed(format!(
+                    "MCP server `{}`: {fault}; the next call restarts it",
+                    inner.name
+                )),
+                None if !conn.is_alive() => SourceError::Failed(format!(
+                    "MCP server `{}` exited during the call (its log: `toolmux mcp logs {}`); \
+                     the next call restarts it",
+                    inner.name, inner.name
+                )),
+                None => {
+                    SourceError::Failed(format!("MCP server `{}`: {}", inner.name, describe(&e)))
                 }
-                Err(SourceError::Failed(format!(
-                    "MCP server `{}`: {}",
-                    inner.name,
-                    describe(&e)
-                )))
-            }
+            }),
+        };
+        let alive = conn.is_alive();
+        drop(conn);
+        if alive && inner.outdated() {
+            // The call started a server whose cache is another configuration's (or none):
+            // its tools are listed before the answer, so that even a one-shot command
+            // (`toolmux tools call`) leaves the cache current.
+            Inner::rediscover_live(inner, true).await;
         }
+        outcome
     }
 
     fn attach(&self, notifier: ChangeNotifier) {
@@ -982,79 +613,6 @@ impl std::fmt::Debug for UpstreamSource {
             .field("transport", &self.inner.server().transport.kind())
             .finish_non_exhaustive()
     }
-}
-
-/// A tool as listed by the server, sanitised for the cache.
-fn cached_tool(tool: &rmcp::model::Tool) -> CachedTool {
-    let input = schema::input_schema(&Value::Object((*tool.input_schema).clone()));
-    let (output, output_note) = match &tool.output_schema {
-        Some(schema) => schema::output_schema(&Value::Object((**schema).clone())),
-        None => (None, None),
-    };
-    let note = match (input.note, output_note) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
-    };
-    let annotations = tool
-        .annotations
-        .as_ref()
-        .map(|a| ToolAnnotations {
-            read_only_hint: a.read_only_hint,
-            destructive_hint: a.destructive_hint,
-            idempotent_hint: a.idempotent_hint,
-            open_world_hint: a.open_world_hint,
-        })
-        .unwrap_or_default();
-    let mut description = tool.description.as_deref().unwrap_or_default().to_string();
-    if description.chars().count() > MAX_DESCRIPTION_CHARS {
-        description = description
-            .chars()
-            .take(MAX_DESCRIPTION_CHARS - 1)
-            .collect();
-        description.push('…');
-    }
-    CachedTool {
-        name: tool.name.to_string(),
-        title: tool
-            .title
-            .clone()
-            .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone())),
-        description,
-        input_schema: input.schema,
-        output_schema: output,
-        annotations,
-        note,
-    }
-}
-
-/// The registry descriptors of a record's tools, after `enabledTools` / `disabledTools`.
-/// Names are assigned over every listed tool, so switching one off never renames another.
-fn descriptors(
-    source: &str,
-    prefix: &str,
-    server: &McpServer,
-    record: &DiscoveryRecord,
-) -> Vec<ToolDescriptor> {
-    let own: Vec<&str> = record.tools.iter().map(|t| t.name.as_str()).collect();
-    let names = registry_names(prefix, &own);
-    record
-        .tools
-        .iter()
-        .zip(names)
-        .filter(|(tool, _)| server.offers(&tool.name))
-        .map(|(tool, name)| {
-            let mut descriptor =
-                ToolDescriptor::new(source, name, &tool.description, tool.input_schema.clone());
-            descriptor.original_name = tool.name.clone();
-            descriptor.title = tool.title.clone();
-            descriptor.output_schema = tool.output_schema.clone().map(Arc::new);
-            descriptor.annotations = tool.annotations.clone();
-            descriptor.parallel = tool.annotations.read_only_hint == Some(true);
-            descriptor.timeout = server.tool_timeout;
-            descriptor.policy = server.policy_for(&tool.name);
-            descriptor
-        })
-        .collect()
 }
 
 /// An upstream result in the core's shape. The shapes are the same (MCP's), so this goes

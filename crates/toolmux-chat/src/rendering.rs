@@ -1,0 +1,96 @@
+//! How tools and their results are put to a model and shown to a person: the offered tool
+//! specs, a result as model text, previews, and results cut to the configured size.
+
+use toolmux_config::ProviderKind;
+use toolmux_core::{Catalog, ContentBody, ToolResult};
+
+use crate::provider::ToolSpec;
+use crate::schema::clean_schema;
+
+/// The tools offered to the model: the catalog's non-internal, non-denied tools with schemas
+/// cleaned for the provider.
+pub fn tool_specs(catalog: &Catalog, kind: ProviderKind) -> Vec<ToolSpec> {
+    catalog
+        .offered()
+        .map(|e| ToolSpec {
+            name: e.descriptor.name.clone(),
+            description: e.descriptor.description.clone(),
+            schema: clean_schema(kind, &e.descriptor.input_schema),
+        })
+        .collect()
+}
+
+/// A result as text for the model: its text blocks; the structured content when there is no
+/// text; a line for each block a text model cannot read.
+pub(crate) fn model_text(result: &ToolResult) -> String {
+    let mut out = String::new();
+    for block in &result.content {
+        let piece = match &block.body {
+            ContentBody::Text { text } => text.clone(),
+            ContentBody::Image { mime_type, .. } | ContentBody::Audio { mime_type, .. } => {
+                format!("[{mime_type} content, not shown]")
+            }
+            ContentBody::ResourceLink { uri, .. } => format!("[resource {uri}]"),
+            ContentBody::Resource { resource } => resource
+                .text
+                .clone()
+                .unwrap_or_else(|| format!("[resource {}]", resource.uri)),
+        };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&piece);
+    }
+    if out.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        out = structured.to_string();
+    }
+    if result.is_error && out.is_empty() {
+        out = "the tool reported an error without a message".into();
+    }
+    out
+}
+
+/// The first `max` characters of `text` on one line, with an ellipsis when cut: how a long
+/// text (arguments, a result, a request) is shown to a person at a glance.
+pub fn preview(text: &str, max: usize) -> String {
+    let one_line = text.replace('\n', " ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        format!("{}…", one_line.chars().take(max).collect::<String>())
+    }
+}
+
+/// Cuts `text` to at most `max` bytes (on a character boundary) with a note naming the
+/// execution-log id under which the whole result is kept.
+pub fn cut(text: String, max: usize, log_id: &str) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[result cut at {end} of {} bytes; the full result is in the execution log under id \
+         {log_id}]",
+        &text[..end],
+        text.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_result_is_cut_on_a_character_boundary_with_its_log_id() {
+        let text = "é".repeat(10);
+        let out = cut(text, 5, "0190");
+        assert!(out.starts_with("éé\n[result cut at 4 of 20 bytes"), "{out}");
+        assert!(out.contains("under id 0190"));
+        assert_eq!(cut("short".into(), 5, "x"), "short");
+    }
+}

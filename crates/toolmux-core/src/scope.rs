@@ -1,0 +1,84 @@
+//! What a channel serves: the part of the catalog that calls made through it may reach.
+
+use crate::model::ToolDescriptor;
+use crate::pattern::NamePattern;
+
+/// The tools a channel serves, by registry name and source — `toolmux mcp --tools`,
+/// `--exclude`, `--pass-through`. It travels with every call in
+/// [`CallContext::scope`](crate::CallContext), and the hub refuses a call to a tool outside it,
+/// so a code-mode script started on that channel reaches (and `search_tools` and the generated
+/// types show) no tool the channel filters out: a filter has one door, not one per channel.
+#[derive(Clone, Debug, Default)]
+pub struct ToolScope {
+    /// When not empty, only tools whose registry name matches one of these are served.
+    pub include: Vec<NamePattern>,
+    /// Tools whose registry name matches one of these are not served.
+    pub exclude: Vec<NamePattern>,
+    /// Only tools of this source are served (pass-through mode).
+    pub source: Option<String>,
+    /// Tools served whatever the filters above say: the entry points a channel offers in place
+    /// of the catalog (code mode's `run_code` and `search_tools`), which reach the rest only
+    /// through calls that are themselves checked against this scope.
+    pub entry_points: Vec<String>,
+    /// Names what narrowed the channel, for the refusal: "this MCP server (filtered out by …)".
+    pub served_by: String,
+}
+
+impl ToolScope {
+    /// Whether the filters let this registry name through (a tool's, or a relayed prompt's or
+    /// resource's, which have no source of their own here).
+    pub fn admits_name(&self, registry_name: &str) -> bool {
+        if self.entry_points.iter().any(|n| n == registry_name) {
+            return true;
+        }
+        !self.exclude.iter().any(|p| p.matches(registry_name))
+            && (self.include.is_empty() || self.include.iter().any(|p| p.matches(registry_name)))
+    }
+
+    /// Whether a call through this scope may reach the tool.
+    pub fn admits(&self, tool: &ToolDescriptor) -> bool {
+        if self.entry_points.contains(&tool.name) {
+            return true;
+        }
+        self.source.as_ref().is_none_or(|s| *s == tool.source) && self.admits_name(&tool.name)
+    }
+
+    /// Whether the scope lets everything through.
+    pub fn is_unrestricted(&self) -> bool {
+        self.include.is_empty() && self.exclude.is_empty() && self.source.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(source: &str, name: &str) -> ToolDescriptor {
+        ToolDescriptor::new(source, name, "", json!({"type": "object"}))
+    }
+
+    fn patterns(list: &[&str]) -> Vec<NamePattern> {
+        list.iter()
+            .map(|p| NamePattern::new(p).expect("valid pattern"))
+            .collect()
+    }
+
+    #[test]
+    fn filters_and_source_narrow_and_entry_points_always_pass() {
+        let scope = ToolScope {
+            include: patterns(&["file_*"]),
+            exclude: patterns(&["file_search"]),
+            source: Some("workspace".into()),
+            entry_points: vec!["run_code".into()],
+            served_by: "test".into(),
+        };
+        assert!(scope.admits(&tool("workspace", "file_read")));
+        assert!(!scope.admits(&tool("workspace", "file_search")));
+        assert!(!scope.admits(&tool("workspace", "grep")));
+        assert!(!scope.admits(&tool("other", "file_read")));
+        assert!(scope.admits(&tool("code", "run_code")));
+        assert!(!scope.is_unrestricted());
+        assert!(ToolScope::default().is_unrestricted());
+    }
+}

@@ -1,0 +1,231 @@
+//! Serving a router on a listener, one HTTP/1.1 connection at a time per task, with limits
+//! `axum::serve` does not offer: a deadline for each request's head, which also closes a
+//! keep-alive connection left idle, and a cap on open connections.
+//!
+//! Without them a client that opens connections and never finishes a request (or never closes
+//! an idle one) keeps each of them, and their file descriptors, forever: enough of them and the
+//! process can accept nobody, keys or not, since a connection is taken before any request is
+//! read.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::serve::Listener;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::Semaphore;
+
+/// How long and how many connections the server keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// How long a client has to send a request's head once it starts one, and how long a
+    /// keep-alive connection may stay idle waiting for its next request (hyper arms the same
+    /// timer for both). A connection past it is closed.
+    pub header_timeout: Duration,
+    /// How many connections are served at once. Past it, new connections are not accepted but
+    /// wait in the listen backlog until one closes, so that the process never runs out of file
+    /// descriptors for its own files, logs and MCP servers.
+    pub max_connections: usize,
+}
+
+/// The most connections served at once by default, when the file-descriptor limit allows it.
+const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+
+impl Default for ConnectionLimits {
+    /// 20 s for a request's head and an idle connection (slow clients still make it; a
+    /// browser's idle keep-alive is simply reopened), and at most 4096 connections, or half the
+    /// process's file-descriptor limit when that is lower: the other half stays for files,
+    /// the execution log, the conversation store and the MCP servers' pipes.
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(20),
+            max_connections: DEFAULT_MAX_CONNECTIONS.min(descriptor_budget()),
+        }
+    }
+}
+
+/// Half the soft limit on open file descriptors, at least 16; the default cap when it cannot be
+/// read.
+fn descriptor_budget() -> usize {
+    use nix::sys::resource::{Resource, getrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, _hard)) => usize::try_from(soft / 2).unwrap_or(usize::MAX).max(16),
+        Err(_) => DEFAULT_MAX_CONNECTIONS,
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then stops accepting and waits for
+/// the open connections to finish their requests (idle ones are closed at once), as
+/// `axum::serve(..).with_graceful_shutdown(..)` does. Works on any listener axum knows (TCP,
+/// Unix sockets, one wrapped with `tap_io` to set `TCP_NODELAY`).
+pub async fn serve<L>(
+    mut listener: L,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send,
+) where
+    L: Listener,
+{
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        // A permit first, then a connection: at the cap, connections wait in the backlog
+        // instead of being accepted and holding a descriptor with nobody to serve them.
+        let permit = tokio::select! {
+            permit = Arc::clone(&permits).acquire_owned() => permit,
+            () = &mut shutdown => break,
+        };
+        let Ok(permit) = permit else {
+            break;
+        };
+        // `Listener::accept` retries by itself on errors such as running out of descriptors.
+        let (io, _address) = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let connection =
+            http.serve_connection(TokioIo::new(io), TowerToHyperService::new(router.clone()));
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // A client that went away or was too slow for the header deadline is routine.
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "HTTP connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use super::*;
+
+    async fn started(
+        limits: ConnectionLimits,
+    ) -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        let router = Router::new().route("/", get(|| async { "ok" }));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(serve(listener, router, limits, async {
+            let _ = stopped.await;
+        }));
+        (address, stop)
+    }
+
+    /// Reads until the server closes the connection; how long that took.
+    async fn closed_after(stream: &mut TcpStream, at_most: Duration) -> Duration {
+        let start = Instant::now();
+        let mut sink = Vec::new();
+        tokio::time::timeout(at_most, stream.read_to_end(&mut sink))
+            .await
+            .expect("the server closed the connection in time")
+            .expect("read");
+        start.elapsed()
+    }
+
+    async fn get_root(address: std::net::SocketAddr) -> String {
+        let mut stream = TcpStream::connect(address).await.expect("connect");
+        stream
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .expect("send");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.expect("read");
+        answer
+    }
+
+    #[tokio::test]
+    async fn a_half_sent_request_and_an_idle_connection_are_closed_after_the_header_timeout() {
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_millis(300),
+            max_connections: 16,
+        };
+        let (address, _stop) = started(limits).await;
+        let mut half = TcpStream::connect(address).await.expect("connect");
+        half.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nX: ")
+            .await
+            .expect("send half a head");
+        let mut idle = TcpStream::connect(address).await.expect("connect");
+        idle.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("send a whole request");
+        let mut first = [0u8; 12];
+        idle.read_exact(&mut first).await.expect("an answer");
+        assert_eq!(&first, b"HTTP/1.1 200");
+
+        let waited = closed_after(&mut half, Duration::from_secs(5)).await;
+        assert!(waited >= Duration::from_millis(200), "{waited:?}");
+        closed_after(&mut idle, Duration::from_secs(5)).await;
+        assert!(get_root(address).await.starts_with("HTTP/1.1 200"));
+    }
+
+    #[tokio::test]
+    async fn past_the_cap_a_connection_waits_until_another_one_closes() {
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_millis(600),
+            max_connections: 2,
+        };
+        let (address, _stop) = started(limits).await;
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let mut stream = TcpStream::connect(address).await.expect("connect");
+            stream.write_all(b"GET / HTTP/1.1\r\n").await.expect("send");
+            held.push(stream);
+        }
+        // Give the server time to accept both before the third arrives.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let start = Instant::now();
+        let answer = get_root(address).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        // Served only once a held connection was closed by its header timeout.
+        assert!(
+            start.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn shutdown_stops_accepting_and_returns() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        let router = Router::new().route("/", get(|| async { "ok" }));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(
+            listener,
+            router,
+            ConnectionLimits::default(),
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        assert!(get_root(address).await.starts_with("HTTP/1.1 200"));
+        let _ = stop.send(());
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("the server stopped")
+            .expect("no panic");
+        assert!(TcpStream::connect(address).await.is_err());
+    }
+}

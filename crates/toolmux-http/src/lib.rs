@@ -1,0 +1,24 @@
+//! toolmux's HTTP edge, shared by every HTTP channel (the REST API, the chat routes, the MCP
+//! endpoint): the one guard (Host and Origin checks against DNS rebinding, API keys), the one
+//! error type and its JSON body, extractors whose rejections are that error, and how
+//! connections are served, with the limits that keep one client from holding the server's
+//! sockets and file descriptors.
+//!
+//! It knows no channel: no MCP type, no chat type. Channels put their routes behind
+//! [`guarded`] or [`mcp_guarded`] and answer with [`ApiError`].
+
+mod connections;
+mod error;
+mod extract;
+mod guard;
+
+pub use connections::{ConnectionLimits, serve};
+pub use error::{ApiError, ErrorBody, ErrorDetail};
+pub use extract::{ApiJson, ApiPath, ApiQuery};
+pub use guard::{
+    API_KEY_HEADER, ApiOptions, AuthError, Caller, LiveOptions, OPEN_READS, check_api_key, guarded,
+    key_is_valid, mcp_guarded,
+};
+/// Route registration: a route is added with its OpenAPI operation (`routes!` reads the
+/// handler's `#[utoipa::path]`), so none can exist without its entry in the document.
+pub use utoipa_axum::{router::OpenApiRouter, routes};

@@ -1,0 +1,299 @@
+//! Discovery: listing a server's tools (and prompts and resources), sanitising them, writing
+//! the cache and publishing a new catalog; again on the open connection when the server says
+//! its lists changed, or when a call started a server whose cache is another configuration's.
+
+use super::*;
+
+/// The longest tool description kept; longer ones are cut (a model reads every one).
+const MAX_DESCRIPTION_CHARS: usize = 8 * 1024;
+
+/// What a discovery found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscoveryOutcome {
+    /// Tools the server listed.
+    pub listed: usize,
+    /// Tools offered after `enabledTools` / `disabledTools`.
+    pub offered: usize,
+}
+
+impl Inner {
+    /// Whether the tools offered are not known to be this configuration's: never discovered
+    /// with it (the cache may be an earlier configuration's). A failed discovery is not
+    /// retried on every call.
+    pub(super) fn outdated(&self) -> bool {
+        let view = read(&self.view);
+        view.record.config_hash != self.config_hash
+            || view.record.discovery_status == DiscoveryStatus::Never
+    }
+
+    pub(super) async fn discover(self: &Arc<Self>) -> Result<DiscoveryOutcome, UpstreamError> {
+        let _one_at_a_time = self.discovery.lock().await;
+        let discovering = {
+            let mut view = write(&self.view);
+            view.discovering = true;
+            view.record.discovery_status = DiscoveryStatus::Discovering;
+            view.record.clone()
+        };
+        // Written outside the view's lock, so listing never waits on the disk; the cache file
+        // has one writer at a time, since every writer holds `discovery`.
+        self.persist(&discovering);
+        self.notify();
+        // Start-up has its own limit (each try); the discovery limit covers the listing, so a
+        // slow `npx` download does not eat the time the server gets to list its tools.
+        let limit = self.server().discovery_timeout;
+        let listed = match self.connection().await {
+            Ok(conn) => tokio::time::timeout(limit, Listing::read(&conn))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(UpstreamError::Timeout {
+                        server: self.name.clone(),
+                        what: "discovery",
+                        after: limit,
+                    })
+                }),
+            Err(e) => Err(e),
+        };
+        self.touch();
+        self.record_discovery(listed)
+    }
+
+    /// Lists the tools again on the connection that is open now, when one is: after the server
+    /// said its tools changed, or when a call started a server whose cache is not current.
+    /// Starts nothing; a connection that closes meanwhile (toolmux stopping it, or a crash)
+    /// leaves the cache as it was.
+    /// With `only_if_stale`, a listing that another one made current meanwhile is skipped.
+    pub(super) async fn rediscover_live(self: &Arc<Self>, only_if_stale: bool) {
+        let _one_at_a_time = self.discovery.lock().await;
+        if only_if_stale && read(&self.view).record.discovery_status == DiscoveryStatus::Success {
+            return;
+        }
+        // From here on, a new notice queues another listing: this one may have missed it.
+        self.rediscovery_queued.store(false, Ordering::SeqCst);
+        let conn = match self.slot.lock().await.as_ref() {
+            Some(conn) if conn.is_alive() => conn.begin(),
+            _ => return,
+        };
+        let limit = self.server().discovery_timeout;
+        let listed = tokio::time::timeout(limit, Listing::read(&conn)).await;
+        let listed = match listed {
+            Ok(Ok(listing)) => Ok(listing),
+            _ if !conn.is_alive() => return,
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(UpstreamError::Timeout {
+                server: self.name.clone(),
+                what: "discovery",
+                after: limit,
+            }),
+        };
+        if let Err(e) = self.record_discovery(listed) {
+            tracing::warn!(error = %e, "rediscovery failed");
+        }
+    }
+
+    /// Writes what a discovery found to the cache and the view, and publishes a new catalog.
+    /// On failure the earlier tools stay. The caller holds `discovery`.
+    fn record_discovery(
+        &self,
+        listed: Result<Listing, UpstreamError>,
+    ) -> Result<DiscoveryOutcome, UpstreamError> {
+        let (outcome, record) = {
+            let mut view = write(&self.view);
+            let server = self.server();
+            view.discovering = false;
+            let mut record = view.record.clone();
+            record.config_hash = self.config_hash.clone();
+            let outcome = match listed {
+                Ok(listing) => {
+                    record.tools = listing.tools.iter().map(cached_tool).collect();
+                    record.prompts = listing.prompts;
+                    record.resources = listing.resources;
+                    record.resource_templates = listing.resource_templates;
+                    record.offers = listing.offers;
+                    record.server_info = Some(listing.identity);
+                    record.discovery_status = DiscoveryStatus::Success;
+                    record.discovery_error = None;
+                    record.last_discovery = Some(Utc::now());
+                    Ok(DiscoveryOutcome {
+                        listed: record.tools.len(),
+                        offered: record
+                            .tools
+                            .iter()
+                            .filter(|t| server.offers(&t.name))
+                            .count(),
+                    })
+                }
+                Err(e) => {
+                    record.discovery_status = DiscoveryStatus::Failed;
+                    record.discovery_error = Some(e.to_string());
+                    Err(e)
+                }
+            };
+            let settings = read(&self.settings);
+            view.tools = Arc::new(descriptors(
+                &self.name,
+                &settings.prefix,
+                &settings.server,
+                &record,
+            ));
+            drop(settings);
+            view.record = record.clone();
+            (outcome, record)
+        };
+        self.persist(&record);
+        self.notify();
+        outcome
+    }
+
+    fn persist(&self, record: &DiscoveryRecord) {
+        if let Err(e) = record.write(&self.paths.cache) {
+            tracing::warn!(
+                "{}",
+                UpstreamError::Cache {
+                    server: self.name.clone(),
+                    path: self.paths.cache.display().to_string(),
+                    message: e.to_string(),
+                }
+            );
+        }
+    }
+}
+
+/// Everything a discovery reads from a server.
+struct Listing {
+    identity: ServerIdentity,
+    tools: Vec<rmcp::model::Tool>,
+    prompts: Vec<Prompt>,
+    resources: Vec<Resource>,
+    resource_templates: Vec<ResourceTemplate>,
+    offers: ServerOffers,
+}
+
+impl Listing {
+    /// Lists the tools, and the prompts and resources when the server offers them. Only the
+    /// tools decide whether discovery worked: a server that offers resources but fails to list
+    /// its templates (some answer "method not found") still serves its tools.
+    async fn read(conn: &Connection) -> Result<Self, UpstreamError> {
+        let tools = conn.list_tools().await?;
+        let capabilities = conn.capabilities();
+        let resources_offered = capabilities.resources.as_ref();
+        let offers = ServerOffers {
+            prompts: capabilities.prompts.is_some(),
+            resources: resources_offered.is_some(),
+            subscribe: resources_offered.and_then(|r| r.subscribe).unwrap_or(false),
+            completions: capabilities.completions.is_some(),
+        };
+        let prompts = if offers.prompts {
+            optional(conn.list_prompts().await)
+        } else {
+            Vec::new()
+        };
+        let (resources, resource_templates) = if offers.resources {
+            (
+                optional(conn.list_resources().await),
+                optional(conn.list_resource_templates().await),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Ok(Self {
+            identity: conn.identity().clone(),
+            tools,
+            prompts,
+            resources,
+            resource_templates,
+            offers,
+        })
+    }
+}
+
+/// An optional listing: its items, or none (with a warning) when the server failed it.
+fn optional<T>(listed: Result<Vec<T>, UpstreamError>) -> Vec<T> {
+    listed.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "an optional listing failed; it is served empty");
+        Vec::new()
+    })
+}
+
+/// The callback for `notifications/{tools,prompts,resources}/list_changed`: rediscover on the
+/// open connection.
+pub(super) fn lists_changed(source: Weak<Inner>) -> Arc<dyn Fn() + Send + Sync> {
+    Arc::new(move || {
+        let Some(inner) = source.upgrade() else {
+            return;
+        };
+        // Notices that arrive while one rediscovery is queued are covered by it; a server that
+        // sends them in a burst (or on every listing) gets one listing, not a queue of them.
+        if inner.rediscovery_queued.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        tokio::spawn(async move { Inner::rediscover_live(&inner, false).await });
+    })
+}
+
+/// A tool as listed by the server, sanitised for the cache.
+pub(super) fn cached_tool(tool: &rmcp::model::Tool) -> CachedTool {
+    let input = schema::input_schema(&Value::Object((*tool.input_schema).clone()));
+    let (output, output_note) = match &tool.output_schema {
+        Some(schema) => schema::output_schema(&Value::Object((**schema).clone())),
+        None => (None, None),
+    };
+    let note = match (input.note, output_note) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
+    let annotations = tool
+        .annotations
+        .as_ref()
+        .map(crate::wire::annotations_from_wire)
+        .unwrap_or_default();
+    let mut description = tool.description.as_deref().unwrap_or_default().to_string();
+    if description.chars().count() > MAX_DESCRIPTION_CHARS {
+        description = description
+            .chars()
+            .take(MAX_DESCRIPTION_CHARS - 1)
+            .collect();
+        description.push('…');
+    }
+    CachedTool {
+        name: tool.name.to_string(),
+        title: tool
+            .title
+            .clone()
+            .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone())),
+        description,
+        input_schema: input.schema,
+        output_schema: output,
+        annotations,
+        note,
+    }
+}
+
+/// The registry descriptors of a record's tools, after `enabledTools` / `disabledTools`.
+/// Names are assigned over every listed tool, so switching one off never renames another.
+pub(super) fn descriptors(
+    source: &str,
+    prefix: &str,
+    server: &McpServer,
+    record: &DiscoveryRecord,
+) -> Vec<ToolDescriptor> {
+    let own: Vec<&str> = record.tools.iter().map(|t| t.name.as_str()).collect();
+    let names = registry_names(prefix, &own);
+    record
+        .tools
+        .iter()
+        .zip(names)
+        .filter(|(tool, _)| server.offers(&tool.name))
+        .map(|(tool, name)| {
+            let mut descriptor =
+                ToolDescriptor::new(source, name, &tool.description, tool.input_schema.clone());
+            descriptor.original_name = tool.name.clone();
+            descriptor.title = tool.title.clone();
+            descriptor.output_schema = tool.output_schema.clone().map(Arc::new);
+            descriptor.annotations = tool.annotations.clone();
+            descriptor.parallel = tool.annotations.read_only_hint == Some(true);
+            descriptor.timeout = server.tool_timeout;
+            descriptor.policy = server.policy_for(&tool.name);
+            descriptor
+        })
+        .collect()
+}

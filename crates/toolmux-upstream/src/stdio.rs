@@ -1,0 +1,264 @@
+//! The stdio transport: a server process leading its own process group, spoken to over its
+//! stdin and stdout. rmcp's `TokioChildProcess` would do, but toolmux needs three things it
+//! cannot give: the server's environment limited to an allowlist, everything the server
+//! started stopped with it (also what left its group with `setsid`), and a message too large
+//! to read failing the calls in flight at once rather than being dropped while they wait for
+//! their whole time limit.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::pin::Pin;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+use toolmux_scripts::child::{self, Mark};
+
+use crate::connection::Fault;
+
+/// How long a stdio server gets to exit after its stdin is closed, and again after SIGTERM,
+/// before it is killed. (rmcp's own shutdown sequence uses the same three seconds.)
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+/// The largest message toolmux reads from a stdio server: rmcp's limit for one line, which
+/// matches its limit for one event over streamable HTTP.
+pub(crate) const MAX_MESSAGE_BYTES: usize = DEFAULT_MAX_LINE_LENGTH;
+
+/// What is needed to start a stdio server.
+pub(crate) struct Launch<'a> {
+    pub command: &'a str,
+    pub args: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    /// Whether it gets toolmux's whole environment rather than the allowlist.
+    pub inherit_env: bool,
+    pub dir: &'a Path,
+}
+
+/// A running stdio server as an rmcp transport.
+pub(crate) struct StdioProcess {
+    /// The server (its group's leader); `None` once it was waited for.
+    child: Option<Child>,
+    /// Its process group, until everything in it was stopped.
+    pgid: Option<u32>,
+    mark: Mark,
+    transport: AsyncRwTransport<RoleClient, Bounded<ChildStdout>, ChildStdin>,
+}
+
+impl StdioProcess {
+    /// Starts the server in a process group of its own, with its stderr piped to the caller.
+    /// A message longer than [`MAX_MESSAGE_BYTES`] raises `fault` (which kills the group).
+    pub(crate) fn spawn(
+        launch: &Launch<'_>,
+        fault: Arc<Fault>,
+    ) -> io::Result<(Self, Option<ChildStderr>)> {
+        child::become_subreaper();
+        let mark = Mark::new();
+        let mut cmd = tokio::process::Command::new(launch.command);
+        cmd.args(launch.args)
+            .current_dir(launch.dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        child::set_environment(&mut cmd, launch.env, launch.inherit_env, &mark);
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let mut process = cmd.spawn()?;
+        let pgid = process.id();
+        if let Some(pgid) = pgid {
+            fault.set_group(pgid);
+        }
+        let (Some(stdout), Some(stdin)) = (process.stdout.take(), process.stdin.take()) else {
+            return Err(io::Error::other("the server's stdin or stdout is missing"));
+        };
+        let stderr = process.stderr.take();
+        let stdout = Bounded {
+            inner: Some(stdout),
+            line: 0,
+            limit: MAX_MESSAGE_BYTES,
+            fault,
+        };
+        // rmcp's own limit is set just above ours (a line ending may be `\r\n`), so that ours,
+        // which fails the connection, always comes first; rmcp would drop the line silently.
+        let transport =
+            AsyncRwTransport::new(stdout, stdin).with_max_line_length(MAX_MESSAGE_BYTES + 2);
+        Ok((
+            Self {
+                child: Some(process),
+                pgid,
+                mark,
+                transport,
+            },
+            stderr,
+        ))
+    }
+
+    /// The server's process id, which is also its process group's.
+    pub(crate) fn id(&self) -> Option<u32> {
+        self.pgid
+    }
+
+    /// Stops the server as MCP's stdio shutdown says (stdin closed, then SIGTERM, then
+    /// SIGKILL, each after [`SHUTDOWN_GRACE`]), then everything it left behind.
+    async fn shutdown(&mut self) -> io::Result<()> {
+        self.transport.close().await?;
+        if let Some(mut process) = self.child.take()
+            && tokio::time::timeout(SHUTDOWN_GRACE, process.wait())
+                .await
+                .is_err()
+        {
+            if let Some(pgid) = self.pgid {
+                signal_group(pgid, nix::sys::signal::Signal::SIGTERM);
+            }
+            if tokio::time::timeout(SHUTDOWN_GRACE, process.wait())
+                .await
+                .is_err()
+            {
+                process.start_kill()?;
+                process.wait().await?;
+            }
+        }
+        if let Some(pgid) = self.pgid.take() {
+            self.mark.sweep(Some(pgid)).await;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for StdioProcess {
+    /// A server dropped without [`StdioProcess::shutdown`] (a start-up cancelled half-way, or
+    /// toolmux exiting without a clean shutdown) still leaves nothing behind. Until the
+    /// leader is waited for, its process id cannot be reused, so its group is still its own.
+    fn drop(&mut self) {
+        let Some(pgid) = self.pgid.take() else { return };
+        self.mark.sweep_now(Some(pgid));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            // What the first pass killed re-parents its own children a moment later.
+            let mark = self.mark.clone();
+            runtime.spawn(async move { mark.sweep(Some(pgid)).await });
+        }
+    }
+}
+
+fn signal_group(pgid: u32, signal: nix::sys::signal::Signal) {
+    if let Ok(pgid) = i32::try_from(pgid) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
+    }
+}
+
+impl Transport<RoleClient> for StdioProcess {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.transport.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.transport.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.shutdown()
+    }
+}
+
+/// A server's stdout that fails, and raises the connection's fault, once one line (one
+/// message) grows past `limit`, instead of letting rmcp drop the line and the calls wait.
+pub(crate) struct Bounded<R> {
+    /// Dropped when the limit is passed: closing the pipe stops the server writing the rest.
+    inner: Option<R>,
+    /// Bytes of the current line read so far.
+    line: usize,
+    limit: usize,
+    fault: Arc<Fault>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(Err(io::Error::other(oversized(this.limit))));
+        };
+        let before = buf.filled().len();
+        ready!(Pin::new(inner).poll_read(cx, buf))?;
+        let read = &buf.filled()[before..];
+        let mut longest = this.line;
+        for (i, segment) in read.split(|b| *b == b'\n').enumerate() {
+            this.line = if i == 0 {
+                this.line + segment.len()
+            } else {
+                segment.len()
+            };
+            longest = longest.max(this.line);
+        }
+        if longest > this.limit {
+            // A reader that fails hands out nothing of what it read.
+            buf.set_filled(before);
+            this.inner = None;
+            let message = oversized(this.limit);
+            this.fault.raise(message.clone());
+            return Poll::Ready(Err(io::Error::other(message)));
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+fn oversized(limit: usize) -> String {
+    format!(
+        "the server sent a message larger than {} MiB, the most toolmux reads",
+        limit / (1024 * 1024)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    fn bounded(data: &'static [u8], limit: usize) -> (Bounded<&'static [u8]>, Arc<Fault>) {
+        let fault = Arc::new(Fault::default());
+        let reader = Bounded {
+            inner: Some(data),
+            line: 0,
+            limit,
+            fault: Arc::clone(&fault),
+        };
+        (reader, fault)
+    }
+
+    #[tokio::test]
+    async fn lines_within_the_limit_pass_whole() {
+        let (mut reader, fault) = bounded(b"12345\n1234\n12345\n", 5);
+        let mut out = Vec::new();
+        reader.read_to_end(&mut out).await.expect("read");
+        assert_eq!(out, b"12345\n1234\n12345\n");
+        assert!(fault.reason().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_line_past_the_limit_fails_the_read_and_raises_the_fault() {
+        let (mut reader, fault) = bounded(b"12345\n123456\n", 5);
+        let mut out = Vec::new();
+        let err = reader.read_to_end(&mut out).await.expect_err("too long");
+        assert!(err.to_string().contains("larger than"), "{err}");
+        assert!(
+            fault
+                .reason()
+                .is_some_and(|r| r.contains("larger than 0 MiB"))
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! What a stdio server gets from toolmux and what it leaves behind, against a server that
+//! misbehaves on request (`tests/servers/rogue.py`): the environment it sees, a daemon it
+//! starts in a session of its own, a message too large to read, and a server that stops
+//! answering.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::*;
+use toolmux_core::CallError;
+
+/// `python rogue.py`, with `extra` arguments, as a server entry.
+fn rogue(extra: &[&str]) -> Value {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/rogue.py");
+    let mut args = vec![script.display().to_string()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    json!({"command": python(), "args": args})
+}
+
+/// The environment the server reports.
+fn reported_env(result: &toolmux_core::ToolResult) -> serde_json::Map<String, Value> {
+    serde_json::from_str::<Value>(&result.text_content())
+        .expect("the environment as JSON")
+        .as_object()
+        .cloned()
+        .expect("an object")
+}
+
+/// A variable of the test process's environment that no allowlist contains: cargo sets it
+/// for every test it runs, so a server that inherited everything would see it.
+const NOT_ALLOWLISTED: &str = "CARGO_MANIFEST_DIR";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d9_a_stdio_server_gets_only_the_allowlist_and_its_configured_env() {
+    assert!(
+        std::env::var_os(NOT_ALLOWLISTED).is_some(),
+        "cargo sets {NOT_ALLOWLISTED} for tests"
+    );
+    let mut server = rogue(&[]);
+    server["env"] = json!({"GIVEN": "by the config"});
+    let project = Project::new(&json!({"mcpServers": {"rogue": server}}));
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    let source = upstreams.get("rogue").expect("configured");
+    source.discover().await.expect("discovers");
+
+    let env = reported_env(&call(&hub, "rogue__env", json!({})).await.expect("env"));
+    assert_eq!(env.get("GIVEN"), Some(&json!("by the config")));
+    assert!(env.contains_key("PATH"), "{env:?}");
+    assert!(!env.contains_key(NOT_ALLOWLISTED), "{env:?}");
+    let unexpected: Vec<&String> = env
+        .keys()
+        .filter(|k| {
+            !toolmux_scripts::child::is_inherited(k)
+                && *k != "GIVEN"
+                && *k != toolmux_scripts::child::MARK_VAR
+        })
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "not on the allowlist: {unexpected:?}"
+    );
+
+    let pgid = source.pid().await.expect("running");
+    upstreams.shutdown().await;
+    assert_group_gone(pgid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d9_a_server_that_inherits_the_environment_gets_all_of_it() {
+    let mut server = rogue(&[]);
+    server["inheritEnv"] = json!(true);
+    let project = Project::new(&json!({"mcpServers": {"rogue": server}}));
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    let source = upstreams.get("rogue").expect("configured");
+    source.discover().await.expect("discovers");
+    let env = reported_env(&call(&hub, "rogue__env", json!({})).await.expect("env"));
+    assert!(env.contains_key(NOT_ALLOWLISTED), "{env:?}");
+    let pgid = source.pid().await.expect("running");
+    upstreams.shutdown().await;
+    assert_group_gone(pgid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d12_a_daemon_a_stdio_server_started_with_setsid_dies_with_the_server() {
+    let marker = unique_sleep();
+    let project = Project::new(&json!({"mcpServers": {"rogue": rogue(&[])}}));
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    let source = upstreams.get("rogue").expect("configured");
+    source.discover().await.expect("discovers");
+    let started = call(&hub, "rogue__daemon", json!({"marker": marker}))
+        .await
+        .expect("starts a daemon");
+    assert_eq!(started.text_content(), "started");
+    eventually(Duration::from_secs(5), "the daemon to run", async || {
+        !processes_with(&marker).is_empty()
+    })
+    .await;
+
+    upstreams.shutdown().await;
+    eventually(
+        Duration::from_secs(5),
+        "the daemon to be gone",
+        async || processes_with(&marker).is_empty(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d14_a_result_too_large_to_read_fails_the_call_at_once_and_the_server_restarts() {
+    let mut server = rogue(&[]);
+    server["toolTimeoutMs"] = json!(30_000);
+    let project = Project::new(&json!({"mcpServers": {"rogue": server}}));
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    let source = upstreams.get("rogue").expect("configured");
+    source.discover().await.expect("discovers");
+    let first = source.pid().await.expect("running");
+
+    let started = Instant::now();
+    let err = call(&hub, "rogue__huge", json!({"bytes": 20_000_000}))
+        .await
+        .expect_err("too large");
+    assert!(!matches!(err, CallError::Timeout { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("the server sent a message larger than 16 MiB"),
+        "{err}"
+    );
+    // Well within the 30 s limit: the call did not wait for it.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_group_gone(first);
+
+    let echo = call(&hub, "rogue__echo", json!({"text": "again"}))
+        .await
+        .expect("the next call restarts the server");
+    assert_eq!(echo.text_content(), "again");
+    let pgid = source.pid().await.expect("running");
+    assert_ne!(pgid, first);
+    upstreams.shutdown().await;
+    assert_group_gone(pgid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d15_a_server_that_stops_answering_is_recycled_after_three_timeouts() {
+    let mut server = rogue(&[]);
+    // Long enough for the restart (a Python start-up) to fit in the last call's limit.
+    server["toolTimeoutMs"] = json!(5_000);
+    let project = Project::new(&json!({"mcpServers": {"rogue": server}}));
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    let source = upstreams.get("rogue").expect("configured");
+    source.discover().await.expect("discovers");
+    let hung = call(&hub, "rogue__pid", json!({}))
+        .await
+        .expect("pid")
+        .text_content();
+
+    // The first call freezes the whole server; the next two find it frozen.
+    for (tool, arguments) in [
+        ("rogue__freeze", json!({})),
+        ("rogue__echo", json!({"text": "frozen"})),
+        ("rogue__echo", json!({"text": "frozen"})),
+    ] {
+        let err = call(&hub, tool, arguments).await.expect_err("hangs");
+        assert!(matches!(err, CallError::Timeout { .. }), "{err:?}");
+    }
+    let hung: u32 = hung.parse().expect("a pid");
+    assert_group_gone(hung);
+
+    let echo = call(&hub, "rogue__echo", json!({"text": "thawed"}))
+        .await
+        .expect("a fresh server answers");
+    assert_eq!(echo.text_content(), "thawed");
+    let pgid = source.pid().await.expect("running");
+    assert_ne!(pgid, hung);
+    upstreams.shutdown().await;
+    assert_group_gone(pgid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d13_shutdown_stops_a_background_discovery_still_starting_its_server() {
+    // A server that never finishes its handshake and never exits on its own, under a shell.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("hung.py");
+    std::fs::write(
+        &script,
+        "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(300)\n",
+    )
+    .expect("write");
+    let pid_file = dir.path().join("hung.pid");
+    let wrapped = format!(
+        "'{}' '{}' '{}'; true",
+        python(),
+        script.display(),
+        pid_file.display()
+    );
+    let project = Project::new(&json!({"mcpServers": {"hung": {
+        "command": "sh",
+        "args": ["-c", wrapped],
+        "startupTimeoutMs": 60_000,
+    }}}));
+    let upstreams = project.upstreams();
+    upstreams.discover_stale_in_background();
+    eventually(Duration::from_secs(10), "the server to start", async || {
+        pid_file.exists()
+    })
+    .await;
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+
+    // Shutting down does not wait for the start-up limit, and stops what was starting.
+    tokio::time::timeout(Duration::from_secs(10), upstreams.shutdown())
+        .await
+        .expect("shutdown stops the discovery instead of waiting for it");
+    eventually(
+        Duration::from_secs(5),
+        "the server to be gone",
+        async || {
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                    s.rsplit_once(')')
+                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+        },
+    )
+    .await;
+}
