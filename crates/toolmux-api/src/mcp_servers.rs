@@ -63,9 +63,9 @@ pub trait McpServers: Send + Sync {
 
 /// Why a prompt, resource or completion could not be relayed. Each maps to one status.
 ///
-/// It mirrors the upstream crate's errors on purpose: this crate knows no MCP client, so the
-/// binary sorts an upstream failure into these kinds, and the status each kind gets is decided
-/// here, with the REST channel's other statuses. `Answered` keeps the server's own JSON-RPC
+/// It mirrors the kinds of the one relay's error (`toolmux_upstream::RelayError`) on purpose:
+/// this crate knows no MCP client, so the binary converts that error kind for kind, and the
+/// status each kind gets is decided here, with the REST channel's other statuses. `Answered` keeps the server's own JSON-RPC
 /// error, which a client then finds in the error body's `details`.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RelayError {

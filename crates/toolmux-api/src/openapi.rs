@@ -79,17 +79,7 @@ mod tests {
     /// method, and nothing else.
     #[test]
     fn the_document_has_one_operation_per_route() {
-        let doc = serde_json::to_value(openapi()).expect("serializable");
-        let mut operations: Vec<String> = doc["paths"]
-            .as_object()
-            .expect("paths")
-            .iter()
-            .flat_map(|(path, item)| {
-                let methods = item.as_object().expect("path item").keys();
-                methods.map(move |method| format!("{method} {path}"))
-            })
-            .collect();
-        operations.sort();
+        let operations = toolmux_http::operations(&openapi());
         let expected = [
             "delete /api/mcp-servers/{name}",
             "delete /api/tools/{name}",

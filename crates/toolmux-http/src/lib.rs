@@ -22,3 +22,31 @@ pub use guard::{
 /// Route registration: a route is added with its OpenAPI operation (`routes!` reads the
 /// handler's `#[utoipa::path]`), so none can exist without its entry in the document.
 pub use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// Every operation an OpenAPI document lists, as `method path`, sorted: what a channel's check
+/// that each of its routes is documented compares against its route table.
+pub fn operations(document: &utoipa::openapi::OpenApi) -> Vec<String> {
+    let mut operations: Vec<String> = document
+        .paths
+        .paths
+        .iter()
+        .flat_map(|(path, item)| {
+            let methods = [
+                ("get", item.get.is_some()),
+                ("put", item.put.is_some()),
+                ("post", item.post.is_some()),
+                ("delete", item.delete.is_some()),
+                ("options", item.options.is_some()),
+                ("head", item.head.is_some()),
+                ("patch", item.patch.is_some()),
+                ("trace", item.trace.is_some()),
+            ];
+            methods
+                .into_iter()
+                .filter(|(_, present)| *present)
+                .map(move |(method, _)| format!("{method} {path}"))
+        })
+        .collect();
+    operations.sort();
+    operations
+}

@@ -1,10 +1,7 @@
 //! Prompts, resources, resource templates, subscriptions and completions of the upstream MCP
-//! servers, served to this server's clients. Prompts are named like tools (`PREFIX__prompt`,
-//! or the server's own name in pass-through mode); resources keep their URIs, which already say
-//! where they come from; every request goes to the server that listed the item.
-//!
-//! Listing reads the discovery caches and starts nothing; getting, reading, subscribing and
-//! completing start the server when it is not running.
+//! servers, served to this server's clients: an adapter over `toolmux_upstream`'s one relay,
+//! which names, routes and sorts failures; here the serve-time filters become its scope and its
+//! errors become JSON-RPC errors. Subscriptions, which only MCP has, are held per session.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -12,172 +9,106 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResult,
-    Prompt, ReadResourceRequestParams, ReadResourceResult, Reference, Resource, ResourceTemplate,
+    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate,
     ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
-use toolmux_upstream::{Relayed, UpstreamError, UpstreamSource, Upstreams};
+use toolmux_upstream::{RelayError, RelayScope, Relayed, Unknown, UpstreamSource, Upstreams};
 
 use crate::options::ServeOptions;
 
 /// JSON-RPC's "resource not found", which MCP prescribes for an unknown URI.
 const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
 
-/// The upstream servers as one MCP server's clients see them: the serve-time filters
-/// (`--tools`, `--exclude`, `--code-mode`) apply to prompts, resources and templates by their
-/// registry names as they do to tools, and pass-through mode serves one server's items under
-/// their own names.
+/// The serve-time filters (`--tools`, `--exclude`, `--code-mode`) apply to prompts, resources
+/// and templates by their registry names as they do to tools, and pass-through mode serves one
+/// server's items under their own names.
+impl RelayScope for ServeOptions {
+    fn serves(&self, _server: &str, registry_name: &str) -> bool {
+        self.admits(registry_name)
+    }
+
+    fn pass_through(&self) -> Option<&str> {
+        self.pass_through.as_deref()
+    }
+}
+
+/// The upstream servers as one MCP server's clients see them.
 pub(crate) struct Relay<'a> {
     pub(crate) upstreams: &'a Arc<Upstreams>,
     pub(crate) options: &'a ServeOptions,
 }
 
 impl Relay<'_> {
-    /// Whether these options serve the item `name` (a registry name) of `server`.
-    fn serves(&self, server: &str, name: &str) -> bool {
-        self.options
-            .pass_through
-            .as_deref()
-            .is_none_or(|only| only == server)
-            && self.options.admits(name)
-    }
-
-    /// Listed items under the names they are served as; an item renamed keeps its own name as
-    /// its title (when it has none), so a person still sees what the server calls it.
-    fn served<T>(
-        &self,
-        listed: Vec<Relayed<T>>,
-        names: fn(&mut T) -> (&mut String, &mut Option<String>),
-    ) -> Vec<T> {
-        listed
-            .into_iter()
-            .filter(|relayed| self.serves(&relayed.server, &relayed.name))
-            .map(|relayed| {
-                let mut item = relayed.item;
-                let (own, title) = names(&mut item);
-                let served = match self.options.pass_through {
-                    None => relayed.name,
-                    Some(_) => own.clone(),
-                };
-                if title.is_none() && served != *own {
-                    *title = Some(own.clone());
-                }
-                *own = served;
-                item
-            })
-            .collect()
+    fn relay(&self) -> toolmux_upstream::Relay<'_> {
+        toolmux_upstream::Relay::scoped(self.upstreams, self.options)
     }
 
     pub(crate) fn prompts(&self) -> Vec<Prompt> {
-        self.served(self.upstreams.prompts(), |p| (&mut p.name, &mut p.title))
+        items(self.relay().prompts())
     }
 
     pub(crate) fn resources(&self) -> Vec<Resource> {
-        self.served(self.upstreams.resources(), |r| (&mut r.name, &mut r.title))
+        items(self.relay().resources())
     }
 
     pub(crate) fn resource_templates(&self) -> Vec<ResourceTemplate> {
-        self.served(self.upstreams.resource_templates(), |t| {
-            (&mut t.name, &mut t.title)
-        })
-    }
-
-    /// The server and own name of a served prompt name.
-    fn prompt(&self, served: &str) -> Option<(UpstreamSource, String)> {
-        let (source, relayed) = self
-            .upstreams
-            .prompt(served, self.options.pass_through.as_deref())?;
-        self.serves(&relayed.server, &relayed.name)
-            .then_some((source, relayed.item.name))
-    }
-
-    /// The server a resource URI (or, with `template`, a URI template) belongs to, when these
-    /// options serve it.
-    fn resource_server(&self, uri: &str, template: bool) -> Result<UpstreamSource, McpError> {
-        let located = if template {
-            self.upstreams.locate_template(uri)
-        } else {
-            self.upstreams.locate_uri(uri)
-        };
-        located
-            .filter(|(source, name)| self.serves(source.name(), name))
-            .map(|(source, _)| source)
-            .ok_or_else(|| {
-                McpError::new(
-                    RESOURCE_NOT_FOUND,
-                    format!("no MCP server behind toolmux lists the resource `{uri}`"),
-                    Some(json!({ "uri": uri })),
-                )
-            })
+        items(self.relay().resource_templates())
     }
 
     pub(crate) async fn get_prompt(
         &self,
-        mut request: GetPromptRequestParams,
+        request: GetPromptRequestParams,
     ) -> Result<GetPromptResult, McpError> {
-        let Some((source, own)) = self.prompt(&request.name) else {
-            return Err(McpError::invalid_params(
-                format!("unknown prompt `{}`", request.name),
-                Some(json!({ "prompt": request.name })),
-            ));
-        };
-        request.name = own;
-        source.get_prompt(request).await.map_err(wire_error)
+        self.relay().get_prompt(request).await.map_err(wire_error)
     }
 
     pub(crate) async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, McpError> {
-        let source = self.resource_server(&request.uri, false)?;
-        source.read_resource(request).await.map_err(wire_error)
+        self.relay()
+            .read_resource(request)
+            .await
+            .map_err(wire_error)
     }
 
     pub(crate) async fn complete(
         &self,
-        mut request: CompleteRequestParams,
+        request: CompleteRequestParams,
     ) -> Result<CompleteResult, McpError> {
-        let source = match &mut request.r#ref {
-            Reference::Prompt(prompt) => match self.prompt(&prompt.name) {
-                Some((source, own)) => {
-                    prompt.name = own;
-                    source
-                }
-                None => {
-                    return Err(McpError::invalid_params(
-                        format!("unknown prompt `{}`", prompt.name),
-                        None,
-                    ));
-                }
-            },
-            Reference::Resource(template) => self.resource_server(&template.uri, true)?,
-            other => {
-                return Err(McpError::invalid_params(
-                    format!("cannot complete arguments of {other:?}"),
-                    None,
-                ));
-            }
-        };
-        if !source.offers().completions {
-            // Nothing to offer is an empty completion, not an error: the client just shows none.
-            return Ok(CompleteResult::default());
-        }
-        source.complete(request).await.map_err(wire_error)
+        self.relay().complete(request).await.map_err(wire_error)
     }
 }
 
-/// An upstream failure as the JSON-RPC error the client gets; the server's own error passes
+fn items<T>(relayed: Vec<Relayed<T>>) -> Vec<T> {
+    relayed.into_iter().map(|r| r.item).collect()
+}
+
+/// A relay failure as the JSON-RPC error the client gets; the server's own error passes
 /// through with its code.
-fn wire_error(error: UpstreamError) -> McpError {
+fn wire_error(error: RelayError) -> McpError {
+    let message = error.to_string();
     match error {
-        UpstreamError::Answered { code, message, .. } => {
-            McpError::new(ErrorCode(code), message, None)
+        RelayError::NotFound(Unknown::Prompt(name)) => {
+            McpError::invalid_params(message, Some(json!({ "prompt": name })))
         }
-        UpstreamError::NotFound(message) => McpError::invalid_params(message, None),
-        other => McpError::internal_error(other.to_string(), None),
+        RelayError::NotFound(Unknown::Resource(uri) | Unknown::Template(uri)) => {
+            McpError::new(RESOURCE_NOT_FOUND, message, Some(json!({ "uri": uri })))
+        }
+        RelayError::NotFound(Unknown::Reported(_)) | RelayError::Invalid(_) => {
+            McpError::invalid_params(message, None)
+        }
+        RelayError::NoSubscriptions { .. } => {
+            McpError::new(ErrorCode::METHOD_NOT_FOUND, message, None)
+        }
+        RelayError::Answered { code, message, .. } => McpError::new(ErrorCode(code), message, None),
+        RelayError::Failed(_) | RelayError::Unavailable(_) | RelayError::Timeout { .. } => {
+            McpError::internal_error(message, None)
+        }
     }
 }
 
@@ -200,20 +131,16 @@ impl Subscriptions {
         if self.lock().contains_key(&uri) {
             return Ok(()); // subscribing twice is one subscription
         }
-        let source = relay.resource_server(&uri, false)?;
-        if !source.offers().subscribe {
-            return Err(McpError::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!(
-                    "MCP server `{}` does not offer resource subscriptions",
-                    source.name()
-                ),
-                None,
-            ));
-        }
+        let source = relay
+            .relay()
+            .subscription_server(&uri)
+            .map_err(wire_error)?;
         // Listen before subscribing, so that no change notice falls in between.
         let updates = source.resource_updates();
-        source.subscribe(&uri).await.map_err(wire_error)?;
+        source
+            .subscribe(&uri)
+            .await
+            .map_err(|e| wire_error(e.into()))?;
         let stop = session_end.child_token();
         if let Some(replaced) = self.lock().insert(uri.clone(), stop.clone()) {
             replaced.cancel(); // a concurrent subscribe to the same URI: keep one
@@ -272,11 +199,7 @@ async fn forward_updates(
                     return; // the client is gone
                 }
                 let relay = Relay { upstreams: &follow.upstreams, options: &follow.options };
-                let next = relay
-                    .resource_server(&uri, false)
-                    .ok()
-                    .filter(|s| s.offers().subscribe);
-                let Some(next) = next else { return };
+                let Ok(next) = relay.relay().subscription_server(&uri) else { return };
                 updates = next.resource_updates();
                 if let Err(e) = next.subscribe(&uri).await {
                     tracing::debug!(error = %e, uri, "cannot move a subscription to the new server");

@@ -37,7 +37,7 @@ pub use connection::MAX_TOOL_PAGES;
 pub use error::UpstreamError;
 pub use import::{ImportError, ImportFormat, ImportedServer, read_import};
 pub use names::{MAX_NAME_LEN, registry_names};
-pub use relay::Relayed;
+pub use relay::{Relay, RelayError, RelayScope, Relayed, Unknown};
 pub use schema::{MAX_SCHEMA_BYTES, Sanitised, input_schema, output_schema};
 pub use servers::{ApplyReport, Upstreams, state_dir};
 pub use source::{Backoff, DiscoveryOutcome, ServerSpec, UpstreamSource};

@@ -1,118 +1,377 @@
-//! What toolmux relays from its servers besides tools: their prompts (namespaced like tools,
-//! `PREFIX__prompt`), resources and resource templates (under their own URIs, which already
-//! say where they come from), read from the discovery caches so listing them starts nothing.
-//! The MCP server channel serves these; a request for one goes to the server that listed it.
+//! The one relay of what toolmux serves from its servers besides tools: their prompts
+//! (namespaced like tools, `PREFIX__prompt`), resources and resource templates (under their own
+//! URIs, which already say where they come from) and completions. It names and titles what is
+//! listed, routes a served name, URI or template to the server that listed it, and sorts a
+//! failure into a [`RelayError`]; the MCP and REST channels only convert their wire formats and
+//! errors at their edge. Listing reads the discovery caches and starts nothing; getting, reading,
+//! completing and subscribing start the server when it is not running.
 
-use rmcp::model::{Prompt, Resource, ResourceTemplate};
+use std::time::Duration;
+
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
+    ReadResourceRequestParams, ReadResourceResult, Reference, Resource, ResourceTemplate,
+};
 
 use toolmux_core::Policy;
 
+use crate::error::UpstreamError;
 use crate::names::registry_names;
 use crate::servers::Upstreams;
 use crate::source::UpstreamSource;
 
-/// Something a server listed, with the server and the name toolmux gives it.
+/// Something a server listed, as a channel serves it: under its served name (`PREFIX__name`, or
+/// its own name in pass-through mode), with its own name as its title when it was renamed and
+/// has none, so that a person still sees what the server calls it.
 #[derive(Clone, Debug)]
 pub struct Relayed<T> {
     /// The server that listed it.
     pub server: String,
-    /// Its registry name: `PREFIX__name`, kept to the registry alphabet like a tool's.
-    pub name: String,
-    /// The item as the server listed it, under the server's own name.
+    /// The item as served.
     pub item: T,
 }
 
-impl Upstreams {
-    /// The servers whose prompts and resources are relayed: enabled ones, and not those whose
-    /// configuration denies all their tools (a server switched off for models entirely).
-    fn relayable(&self) -> Vec<UpstreamSource> {
-        self.servers()
+/// What one channel serves of the relayed items. The default serves everything under its
+/// registry name (the REST API); the MCP channel narrows it with its serve-time filters.
+pub trait RelayScope: Send + Sync {
+    /// Whether the item with this registry name, listed by `server`, is served.
+    fn serves(&self, _server: &str, _registry_name: &str) -> bool {
+        true
+    }
+
+    /// The one server whose items are served under their own names (pass-through), if any.
+    fn pass_through(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Everything, under registry names.
+struct Everything;
+
+impl RelayScope for Everything {}
+
+/// Why a relayed request failed, sorted so that each channel maps a kind to one answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RelayError {
+    /// Nothing the channel serves answers to the name or URI.
+    #[error("{0}")]
+    NotFound(Unknown),
+    /// The request is not one an MCP server could take.
+    #[error("{0}")]
+    Invalid(String),
+    /// The server does not offer resource subscriptions.
+    #[error("MCP server `{server}` does not offer resource subscriptions")]
+    NoSubscriptions {
+        /// The server's name.
+        server: String,
+    },
+    /// The server answered with a JSON-RPC error of its own, passed on as it is.
+    #[error("MCP server `{server}` answered with error {code}: {message}")]
+    Answered {
+        /// The server's name.
+        server: String,
+        /// Its JSON-RPC error code.
+        code: i32,
+        /// Its message.
+        message: String,
+    },
+    /// The server broke the protocol or the connection.
+    #[error(transparent)]
+    Failed(UpstreamError),
+    /// The server cannot be started, is switched off, or was replaced while the request was on
+    /// its way.
+    #[error(transparent)]
+    Unavailable(UpstreamError),
+    /// The server did not answer within `after`.
+    #[error("{error}")]
+    Timeout {
+        /// What timed out, naming the server.
+        error: UpstreamError,
+        /// The limit.
+        after: Duration,
+    },
+}
+
+/// What a request named that nothing relayed answers to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unknown {
+    /// A prompt, by its served name.
+    #[error("no MCP server behind toolmux offers the prompt `{0}`")]
+    Prompt(String),
+    /// A resource, by its URI.
+    #[error("no MCP server behind toolmux lists the resource `{0}`")]
+    Resource(String),
+    /// A resource template, by its URI template (or a URI it matches).
+    #[error("no MCP server behind toolmux lists the resource template `{0}`")]
+    Template(String),
+    /// Something the upstream crate itself found no server for.
+    #[error("{0}")]
+    Reported(String),
+}
+
+impl From<UpstreamError> for RelayError {
+    fn from(error: UpstreamError) -> Self {
+        match error {
+            UpstreamError::Answered {
+                server,
+                code,
+                message,
+            } => RelayError::Answered {
+                server,
+                code,
+                message,
+            },
+            UpstreamError::NotFound(message) => RelayError::NotFound(Unknown::Reported(message)),
+            UpstreamError::Timeout { after, .. } => RelayError::Timeout { error, after },
+            UpstreamError::Protocol { .. } => RelayError::Failed(error),
+            UpstreamError::Start { .. }
+            | UpstreamError::Unavailable { .. }
+            | UpstreamError::Disabled { .. }
+            | UpstreamError::Retired { .. }
+            | UpstreamError::Cache { .. } => RelayError::Unavailable(error),
+        }
+    }
+}
+
+/// An item as listed, before a channel's scope and names apply.
+struct Listed<T> {
+    server: String,
+    /// Its registry name: `PREFIX__name`, kept to the registry alphabet like a tool's.
+    name: String,
+    /// The item under the server's own name.
+    item: T,
+}
+
+/// The relay as one channel sees it: the servers behind toolmux through that channel's
+/// [`RelayScope`].
+pub struct Relay<'a> {
+    upstreams: &'a Upstreams,
+    scope: &'a dyn RelayScope,
+}
+
+impl<'a> Relay<'a> {
+    /// Everything relayed, under registry names.
+    pub fn new(upstreams: &'a Upstreams) -> Self {
+        Self::scoped(upstreams, &Everything)
+    }
+
+    /// What `scope` serves of it.
+    pub fn scoped(upstreams: &'a Upstreams, scope: &'a dyn RelayScope) -> Self {
+        Self { upstreams, scope }
+    }
+
+    /// Every served prompt.
+    pub fn prompts(&self) -> Vec<Relayed<Prompt>> {
+        self.served(
+            listed(self.upstreams, UpstreamSource::prompts, |p| &p.name),
+            |p| (&mut p.name, &mut p.title),
+        )
+    }
+
+    /// Every served resource.
+    pub fn resources(&self) -> Vec<Relayed<Resource>> {
+        self.served(
+            listed(self.upstreams, UpstreamSource::resources, |r| &r.name),
+            |r| (&mut r.name, &mut r.title),
+        )
+    }
+
+    /// Every served resource template.
+    pub fn resource_templates(&self) -> Vec<Relayed<ResourceTemplate>> {
+        self.served(
+            listed(self.upstreams, UpstreamSource::resource_templates, |t| {
+                &t.name
+            }),
+            |t| (&mut t.name, &mut t.title),
+        )
+    }
+
+    /// Gets a prompt by its served name from its server.
+    pub async fn get_prompt(
+        &self,
+        mut request: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, RelayError> {
+        let (source, own) = self.prompt(&request.name)?;
+        request.name = own;
+        Ok(source.get_prompt(request).await?)
+    }
+
+    /// Reads a resource from the server that lists it or has a template matching it.
+    pub async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, RelayError> {
+        let source = self.resource_server(&request.uri)?;
+        Ok(source.read_resource(request).await?)
+    }
+
+    /// Completes an argument of a prompt (by served name) or resource template. A server that
+    /// offers no completions gives an empty one, not an error: the client just shows none.
+    pub async fn complete(
+        &self,
+        mut request: CompleteRequestParams,
+    ) -> Result<CompleteResult, RelayError> {
+        let source = match &mut request.r#ref {
+            Reference::Prompt(prompt) => {
+                let (source, own) = self.prompt(&prompt.name)?;
+                prompt.name = own;
+                source
+            }
+            Reference::Resource(template) => self.template_server(&template.uri)?,
+            other => {
+                return Err(RelayError::Invalid(format!(
+                    "cannot complete arguments of {other:?}"
+                )));
+            }
+        };
+        if !source.offers().completions {
+            // Without `resultType`, which reads as "complete" in every protocol version.
+            let mut empty = CompleteResult::default();
+            empty.result_type = None;
+            return Ok(empty);
+        }
+        Ok(source.complete(request).await?)
+    }
+
+    /// The server to subscribe to `uri` at: the one that lists it, when it offers
+    /// subscriptions.
+    pub fn subscription_server(&self, uri: &str) -> Result<UpstreamSource, RelayError> {
+        let source = self.resource_server(uri)?;
+        if !source.offers().subscribe {
+            return Err(RelayError::NoSubscriptions {
+                server: source.name().to_string(),
+            });
+        }
+        Ok(source)
+    }
+
+    /// Listed items under the names they are served as.
+    fn served<T>(
+        &self,
+        listed: Vec<Listed<T>>,
+        names: fn(&mut T) -> (&mut String, &mut Option<String>),
+    ) -> Vec<Relayed<T>> {
+        let pass_through = self.scope.pass_through();
+        listed
             .into_iter()
-            .filter(|s| s.server().enabled && s.server().policy != Some(Policy::Deny))
+            .filter(|l| self.serves(&l.server, &l.name))
+            .map(|l| {
+                let mut item = l.item;
+                let (own, title) = names(&mut item);
+                let served = match pass_through {
+                    None => l.name,
+                    Some(_) => own.clone(),
+                };
+                if title.is_none() && served != *own {
+                    *title = Some(own.clone());
+                }
+                *own = served;
+                Relayed {
+                    server: l.server,
+                    item,
+                }
+            })
             .collect()
     }
 
-    /// Every prompt of every relayed server.
-    pub fn prompts(&self) -> Vec<Relayed<Prompt>> {
-        self.relayed(UpstreamSource::prompts, |p| p.name.as_str())
+    /// Whether the scope serves the item `name` (a registry name) of `server`.
+    fn serves(&self, server: &str, name: &str) -> bool {
+        self.scope.pass_through().is_none_or(|only| only == server)
+            && self.scope.serves(server, name)
     }
 
-    /// Every resource of every relayed server.
-    pub fn resources(&self) -> Vec<Relayed<Resource>> {
-        self.relayed(UpstreamSource::resources, |r| r.name.as_str())
+    /// The server and own name of a served prompt: by its registry name, or in pass-through
+    /// mode by its own name on that one server.
+    fn prompt(&self, served: &str) -> Result<(UpstreamSource, String), RelayError> {
+        let pass_through = self.scope.pass_through();
+        listed(self.upstreams, UpstreamSource::prompts, |p| &p.name)
+            .into_iter()
+            .find(|l| match pass_through {
+                None => l.name == served,
+                Some(only) => l.server == only && l.item.name == served,
+            })
+            .filter(|l| self.serves(&l.server, &l.name))
+            .and_then(|l| Some((self.upstreams.get(&l.server)?, l.item.name)))
+            .ok_or_else(|| RelayError::NotFound(Unknown::Prompt(served.to_string())))
     }
 
-    /// Every resource template of every relayed server.
-    pub fn resource_templates(&self) -> Vec<Relayed<ResourceTemplate>> {
-        self.relayed(UpstreamSource::resource_templates, |t| t.name.as_str())
+    /// The server of a resource URI: the one whose resource it is, else the one whose template
+    /// matches it most specifically (the longest literal start).
+    fn resource_server(&self, uri: &str) -> Result<UpstreamSource, RelayError> {
+        self.locate_uri(uri)
+            .ok_or_else(|| RelayError::NotFound(Unknown::Resource(uri.to_string())))
     }
 
-    /// A listing across servers, each item under its registry name (`PREFIX__name`, assigned
-    /// per server over all its items like tool names).
-    fn relayed<T>(
-        &self,
-        items: fn(&UpstreamSource) -> Vec<T>,
-        own_name: fn(&T) -> &str,
-    ) -> Vec<Relayed<T>> {
-        let mut relayed = Vec::new();
-        for source in self.relayable() {
-            let listed = items(&source);
-            let own: Vec<&str> = listed.iter().map(own_name).collect();
-            let names = registry_names(&source.prefix(), &own);
-            relayed.extend(listed.into_iter().zip(names).map(|(item, name)| Relayed {
-                server: source.name().to_string(),
-                name,
-                item,
-            }));
-        }
-        relayed
+    /// The server of a resource template, named by its URI template (what MCP's `ref/resource`
+    /// carries), else by a URI it matches.
+    fn template_server(&self, uri_template: &str) -> Result<UpstreamSource, RelayError> {
+        let templates = listed(self.upstreams, UpstreamSource::resource_templates, |t| {
+            &t.name
+        });
+        let located = match templates
+            .into_iter()
+            .find(|t| t.item.uri_template == uri_template)
+        {
+            Some(t) => self.source(t.server, &t.name),
+            None => self.locate_uri(uri_template),
+        };
+        located.ok_or_else(|| RelayError::NotFound(Unknown::Template(uri_template.to_string())))
     }
 
-    /// A prompt and its server, by the name it is served under: its registry name, or with
-    /// `pass_through`, its own name on that one server.
-    pub fn prompt(
-        &self,
-        served: &str,
-        pass_through: Option<&str>,
-    ) -> Option<(UpstreamSource, Relayed<Prompt>)> {
-        let relayed = self.prompts().into_iter().find(|r| match pass_through {
-            None => r.name == served,
-            Some(only) => r.server == only && r.item.name == served,
-        })?;
-        Some((self.get(&relayed.server)?, relayed))
-    }
-
-    /// Where a resource URI comes from: the server and the registry name of the resource
-    /// that lists it, else of the template that matches it most specifically (the longest
-    /// literal start). The name lets a channel apply its filters to what it serves.
-    pub fn locate_uri(&self, uri: &str) -> Option<(UpstreamSource, String)> {
-        let found = self
-            .resources()
+    fn locate_uri(&self, uri: &str) -> Option<UpstreamSource> {
+        let (server, name) = listed(self.upstreams, UpstreamSource::resources, |r| &r.name)
             .into_iter()
             .find(|r| r.item.uri == uri)
             .map(|r| (r.server, r.name))
             .or_else(|| {
-                self.resource_templates()
-                    .into_iter()
-                    .filter(|t| template_matches(&t.item.uri_template, uri))
-                    .max_by_key(|t| literal_start(&t.item.uri_template).len())
-                    .map(|t| (t.server, t.name))
+                listed(self.upstreams, UpstreamSource::resource_templates, |t| {
+                    &t.name
+                })
+                .into_iter()
+                .filter(|t| template_matches(&t.item.uri_template, uri))
+                .max_by_key(|t| literal_start(&t.item.uri_template).len())
+                .map(|t| (t.server, t.name))
             })?;
-        Some((self.get(&found.0)?, found.1))
+        self.source(server, &name)
     }
 
-    /// Where a resource template comes from, named by its URI template (what MCP's
-    /// `ref/resource` carries), else by a URI the name matches: see [`Upstreams::locate_uri`].
-    pub fn locate_template(&self, uri_template: &str) -> Option<(UpstreamSource, String)> {
-        let listed = self
-            .resource_templates()
-            .into_iter()
-            .find(|t| t.item.uri_template == uri_template);
-        match listed {
-            Some(t) => Some((self.get(&t.server)?, t.name)),
-            None => self.locate_uri(uri_template),
-        }
+    /// The running source of `server`, when the scope serves its item `name`.
+    fn source(&self, server: String, name: &str) -> Option<UpstreamSource> {
+        self.serves(&server, name)
+            .then(|| self.upstreams.get(&server))
+            .flatten()
     }
+}
+
+/// The servers whose prompts and resources are relayed: enabled ones, and not those whose
+/// configuration denies all their tools (a server switched off for models entirely).
+fn relayable(upstreams: &Upstreams) -> Vec<UpstreamSource> {
+    upstreams
+        .servers()
+        .into_iter()
+        .filter(|s| s.server().enabled && s.server().policy != Some(Policy::Deny))
+        .collect()
+}
+
+/// A listing across servers, each item with its registry name (`PREFIX__name`, assigned per
+/// server over all its items like tool names).
+fn listed<T>(
+    upstreams: &Upstreams,
+    items: fn(&UpstreamSource) -> Vec<T>,
+    own_name: fn(&T) -> &String,
+) -> Vec<Listed<T>> {
+    let mut listed = Vec::new();
+    for source in relayable(upstreams) {
+        let items = items(&source);
+        let own: Vec<&str> = items.iter().map(|i| own_name(i).as_str()).collect();
+        let names = registry_names(&source.prefix(), &own);
+        listed.extend(items.into_iter().zip(names).map(|(item, name)| Listed {
+            server: source.name().to_string(),
+            name,
+            item,
+        }));
+    }
+    listed
 }
 
 /// The text of a URI template before its first expression.
@@ -183,6 +442,44 @@ mod tests {
                 expected,
                 "{template} vs {uri}"
             );
+        }
+    }
+
+    #[test]
+    fn upstream_failures_are_sorted_into_one_kind_each_keeping_the_servers_answer() {
+        let server = || "s".to_string();
+        let answered = RelayError::from(UpstreamError::Answered {
+            server: server(),
+            code: -32602,
+            message: "no".into(),
+        });
+        assert!(matches!(
+            answered,
+            RelayError::Answered { code: -32602, .. }
+        ));
+        let timeout = RelayError::from(UpstreamError::Timeout {
+            server: server(),
+            what: "prompts/get",
+            after: Duration::from_millis(5),
+        });
+        assert!(matches!(timeout, RelayError::Timeout { after, .. } if after.as_millis() == 5));
+        assert!(
+            timeout.to_string().contains("timed out after 5ms"),
+            "{timeout}"
+        );
+        let protocol = UpstreamError::Protocol {
+            server: server(),
+            message: "x".into(),
+        };
+        assert!(matches!(protocol.into(), RelayError::Failed(_)));
+        for unavailable in [
+            UpstreamError::Disabled { server: server() },
+            UpstreamError::Retired { server: server() },
+        ] {
+            let message = unavailable.to_string();
+            let sorted = RelayError::from(unavailable);
+            assert!(matches!(sorted, RelayError::Unavailable(_)));
+            assert_eq!(sorted.to_string(), message);
         }
     }
 

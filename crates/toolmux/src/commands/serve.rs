@@ -17,7 +17,7 @@ use toolmux_http::{ApiOptions, ConnectionLimits, LiveOptions, OpenApiRouter, mcp
 use toolmux_mcp_server::{
     CancellationToken, LOOPBACK_HOSTS, LOOPBACK_ORIGINS, MCP_PATH, http_router,
 };
-use toolmux_upstream::{Relayed, UpstreamError, UpstreamSource, Upstreams};
+use toolmux_upstream::{Relay, Relayed, UpstreamSource, Upstreams};
 
 use crate::cli::ServeArgs;
 use crate::commands::mcp::serve_options;
@@ -407,7 +407,7 @@ impl toolmux_api::McpServers for UpstreamServers {
     }
 
     fn prompts(&self) -> Vec<Value> {
-        self.upstreams.prompts().into_iter().map(served).collect()
+        served(self.relay().prompts())
     }
 
     async fn get_prompt(
@@ -415,116 +415,60 @@ impl toolmux_api::McpServers for UpstreamServers {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<Value, RelayError> {
-        let (source, own) = self.prompt(name)?;
-        let params = from_json(json!({ "name": own, "arguments": arguments }))?;
-        to_json(source.get_prompt(params).await.map_err(relay_error)?)
+        let request = from_json(json!({ "name": name, "arguments": arguments }))?;
+        to_json(self.relay().get_prompt(request).await)
     }
 
     fn resources(&self) -> Vec<Value> {
-        self.upstreams.resources().into_iter().map(served).collect()
+        served(self.relay().resources())
     }
 
     fn resource_templates(&self) -> Vec<Value> {
-        self.upstreams
-            .resource_templates()
-            .into_iter()
-            .map(served)
-            .collect()
+        served(self.relay().resource_templates())
     }
 
     async fn read_resource(&self, uri: &str) -> Result<Value, RelayError> {
-        let source = self.resource_server(uri)?;
-        let params = from_json(json!({ "uri": uri }))?;
-        to_json(source.read_resource(params).await.map_err(relay_error)?)
+        let request = from_json(json!({ "uri": uri }))?;
+        to_json(self.relay().read_resource(request).await)
     }
 
-    async fn complete(&self, mut request: Value) -> Result<Value, RelayError> {
+    async fn complete(&self, request: Value) -> Result<Value, RelayError> {
         let reference = request
-            .get_mut("ref")
-            .and_then(Value::as_object_mut)
+            .get("ref")
+            .and_then(Value::as_object)
             .ok_or_else(|| RelayError::Invalid("`ref` must be an object".into()))?;
-        let source = match reference.get("type").and_then(Value::as_str) {
-            Some("ref/prompt") => {
-                let name = reference.get("name").and_then(Value::as_str).unwrap_or("");
-                let (source, own) = self.prompt(name)?;
-                reference.insert("name".into(), Value::String(own));
-                source
-            }
-            Some("ref/resource") => {
-                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or("");
-                self.template_server(uri)?
-            }
-            _ => {
-                return Err(RelayError::Invalid(
-                    "`ref.type` must be `ref/prompt` or `ref/resource`".into(),
-                ));
-            }
-        };
-        if !source.offers().completions {
-            // Nothing to offer is an empty completion, not an error, as over MCP.
-            return Ok(json!({ "completion": { "values": [] } }));
+        if !matches!(
+            reference.get("type").and_then(Value::as_str),
+            Some("ref/prompt" | "ref/resource")
+        ) {
+            return Err(RelayError::Invalid(
+                "`ref.type` must be `ref/prompt` or `ref/resource`".into(),
+            ));
         }
-        let params = from_json(request)?;
-        to_json(source.complete(params).await.map_err(relay_error)?)
+        let request = from_json(request)?;
+        to_json(self.relay().complete(request).await)
     }
 }
 
 impl UpstreamServers {
-    /// The server and own name of a prompt by its served name.
-    fn prompt(&self, served: &str) -> Result<(UpstreamSource, String), RelayError> {
-        let found = self.upstreams.prompt(served, None);
-        found
-            .map(|(source, relayed)| (source, relayed.item.name))
-            .ok_or_else(|| {
-                RelayError::NotFound(format!(
-                    "no MCP server behind toolmux offers the prompt `{served}`"
-                ))
-            })
-    }
-
-    /// The server a resource URI belongs to.
-    fn resource_server(&self, uri: &str) -> Result<UpstreamSource, RelayError> {
-        self.upstreams
-            .locate_uri(uri)
-            .map(|(source, _)| source)
-            .ok_or_else(|| {
-                RelayError::NotFound(format!(
-                    "no MCP server behind toolmux lists the resource `{uri}`"
-                ))
-            })
-    }
-
-    /// The server of a resource template, named by its URI template (what MCP's `ref/resource`
-    /// carries) or, failing that, by a URI it matches.
-    fn template_server(&self, uri: &str) -> Result<UpstreamSource, RelayError> {
-        self.upstreams
-            .locate_template(uri)
-            .map(|(source, _)| source)
-            .ok_or_else(|| {
-                RelayError::NotFound(format!(
-                    "no MCP server behind toolmux lists the resource template `{uri}`"
-                ))
-            })
+    /// The one relay, serving everything under registry names: REST has no serve-time filters.
+    fn relay(&self) -> Relay<'_> {
+        Relay::new(&self.upstreams)
     }
 }
 
-/// An item a server listed, as the REST API shows it: MCP's JSON under its served name, with
-/// its server. Its own name becomes its title when it has none, as over MCP, so that a person
-/// still sees the name the server gave it.
-fn served(relayed: Relayed<impl serde::Serialize>) -> Value {
-    let Relayed { server, name, item } = relayed;
-    let mut value = serde_json::to_value(item).unwrap_or_else(|_| json!({}));
-    if let Some(fields) = value.as_object_mut() {
-        let own = fields.insert("name".into(), Value::String(name.clone()));
-        let untitled = fields.get("title").is_none_or(Value::is_null);
-        if let (true, Some(Value::String(own))) = (untitled, own)
-            && own != name
-        {
-            fields.insert("title".into(), Value::String(own));
-        }
-        fields.insert("server".into(), Value::String(server));
-    }
-    value
+/// Items the relay serves, as the REST API shows them: MCP's JSON, with their server.
+fn served(relayed: Vec<Relayed<impl serde::Serialize>>) -> Vec<Value> {
+    relayed
+        .into_iter()
+        .map(|Relayed { server, item }| {
+            let mut value = serde_json::to_value(item).unwrap_or_else(|_| json!({}));
+            if let Some(fields) = value.as_object_mut() {
+                fields.insert("server".into(), Value::String(server));
+            }
+            value
+        })
+        .collect()
 }
 
 /// MCP params from the JSON the API received; the API checked its shape, rmcp checks the rest.
@@ -533,34 +477,37 @@ fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, RelayErr
         .map_err(|e| RelayError::Invalid(format!("not a valid MCP request: {e}")))
 }
 
-fn to_json(result: impl serde::Serialize) -> Result<Value, RelayError> {
-    serde_json::to_value(result)
-        .map_err(|e| RelayError::Failed(format!("cannot render the server's answer: {e}")))
-}
-
-/// An upstream failure as the API reports it: what the server said stays the server's.
-fn relay_error(error: UpstreamError) -> RelayError {
-    match error {
-        UpstreamError::Answered {
-            server,
-            code,
-            message,
-        } => RelayError::Answered {
-            server,
-            code,
-            message,
-        },
-        UpstreamError::NotFound(message) => RelayError::NotFound(message),
-        UpstreamError::Timeout { after, .. } => RelayError::Timeout {
-            message: error.to_string(),
-            after_ms: u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
-        },
-        UpstreamError::Protocol { .. } => RelayError::Failed(error.to_string()),
-        UpstreamError::Start { .. }
-        | UpstreamError::Unavailable { .. }
-        | UpstreamError::Disabled { .. }
-        | UpstreamError::Retired { .. }
-        | UpstreamError::Cache { .. } => RelayError::Unavailable(error.to_string()),
+/// The relay's answer as the API's JSON, or its failure as the API's [`RelayError`], kind for
+/// kind.
+fn to_json(
+    answer: Result<impl serde::Serialize, toolmux_upstream::RelayError>,
+) -> Result<Value, RelayError> {
+    use toolmux_upstream::RelayError as Upstream;
+    let message = |e: &Upstream| e.to_string();
+    match answer {
+        Ok(result) => serde_json::to_value(result)
+            .map_err(|e| RelayError::Failed(format!("cannot render the server's answer: {e}"))),
+        Err(error) => Err(match error {
+            Upstream::NotFound(_) => RelayError::NotFound(message(&error)),
+            Upstream::Invalid(_) | Upstream::NoSubscriptions { .. } => {
+                RelayError::Invalid(message(&error))
+            }
+            Upstream::Answered {
+                server,
+                code,
+                message,
+            } => RelayError::Answered {
+                server,
+                code,
+                message,
+            },
+            Upstream::Failed(_) => RelayError::Failed(message(&error)),
+            Upstream::Unavailable(_) => RelayError::Unavailable(message(&error)),
+            Upstream::Timeout { after, .. } => RelayError::Timeout {
+                message: message(&error),
+                after_ms: u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+            },
+        }),
     }
 }
 
