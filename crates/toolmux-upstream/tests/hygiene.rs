@@ -210,8 +210,9 @@ async fn d13_shutdown_stops_a_background_discovery_still_starting_its_server() {
     }}}));
     let upstreams = project.upstreams();
     upstreams.discover_stale_in_background();
+    // The file exists a moment before its pid is written: wait for the pid itself.
     eventually(Duration::from_secs(10), "the server to start", async || {
-        pid_file.exists()
+        std::fs::read_to_string(&pid_file).is_ok_and(|s| s.trim().parse::<u32>().is_ok())
     })
     .await;
     let pid: u32 = std::fs::read_to_string(&pid_file)
