@@ -121,8 +121,16 @@ async fn d17_a_changed_configuration_keeps_the_tools_known_and_a_call_rediscover
     assert!(pid_file.exists(), "started with the configuration in force");
     assert_eq!(server.status().state, SourceState::Success);
     assert!(!server.needs_discovery());
-    let record = DiscoveryRecord::read(server.cache_path()).expect("the cache is written");
-    assert_eq!(record.config_hash, server.config_hash());
+    // The cache file is rewritten beside the call's answer, not necessarily before it.
+    eventually(
+        Duration::from_secs(10),
+        "the cache to be written for the configuration in force",
+        async || {
+            DiscoveryRecord::read(server.cache_path())
+                .is_some_and(|record| record.config_hash == server.config_hash())
+        },
+    )
+    .await;
     let pgid = server.pid().await.expect("running");
     again.shutdown().await;
     assert_group_gone(pgid);
