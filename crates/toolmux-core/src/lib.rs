@@ -33,7 +33,7 @@ pub use hub::{BatchCall, CallReport, Hub, HubSettings, WeakHub};
 pub use model::{
     Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor, ToolResult,
 };
-pub use pattern::{NamePattern, PatternError};
+pub use pattern::{NamePattern, PatternError, admitted_by};
 pub use policy::{Policy, PolicyOrigin, PolicyRules};
 pub use record::{ExecutionRecord, ExecutionSink, NullSink, Outcome};
 pub use scope::ToolScope;

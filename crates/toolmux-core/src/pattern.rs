@@ -66,6 +66,13 @@ impl NamePattern {
     }
 }
 
+/// Whether an include list (empty: everything) and an exclude list let a name through: the
+/// one reading of `--tools` / `--exclude` style filters.
+pub fn admitted_by(include: &[NamePattern], exclude: &[NamePattern], name: &str) -> bool {
+    !exclude.iter().any(|p| p.matches(name))
+        && (include.is_empty() || include.iter().any(|p| p.matches(name)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! What a channel serves: the part of the catalog that calls made through it may reach.
 
 use crate::model::ToolDescriptor;
-use crate::pattern::NamePattern;
+use crate::pattern::{NamePattern, admitted_by};
 
 /// The tools a channel serves, by registry name and source — `toolmux mcp --tools`,
 /// `--exclude`, `--pass-through`. It travels with every call in
@@ -25,14 +25,10 @@ pub struct ToolScope {
 }
 
 impl ToolScope {
-    /// Whether the filters let this registry name through (a tool's, or a relayed prompt's or
-    /// resource's, which have no source of their own here).
-    pub fn admits_name(&self, registry_name: &str) -> bool {
-        if self.entry_points.iter().any(|n| n == registry_name) {
-            return true;
-        }
-        !self.exclude.iter().any(|p| p.matches(registry_name))
-            && (self.include.is_empty() || self.include.iter().any(|p| p.matches(registry_name)))
+    /// Whether `--tools` / `--exclude` let this registry name through, entry points aside (a
+    /// tool's, or a relayed prompt's or resource's, which have no source of their own here).
+    pub fn filters_admit(&self, registry_name: &str) -> bool {
+        admitted_by(&self.include, &self.exclude, registry_name)
     }
 
     /// Whether a call through this scope may reach the tool.
@@ -40,7 +36,7 @@ impl ToolScope {
         if self.entry_points.contains(&tool.name) {
             return true;
         }
-        self.source.as_ref().is_none_or(|s| *s == tool.source) && self.admits_name(&tool.name)
+        self.source.as_ref().is_none_or(|s| *s == tool.source) && self.filters_admit(&tool.name)
     }
 
     /// Whether the scope lets everything through.

@@ -25,6 +25,7 @@ use rmcp::service::{ElicitationMode, Peer, RoleServer, ServiceError};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use toolmux_core::{Backchannel, BackchannelError, LogMessage, Progress};
+use toolmux_upstream::wire::{log_level_from_wire, log_level_to_wire};
 
 /// Notifications queued for one call before the source's further ones are dropped (progress
 /// and logs are lossy by nature; a server that floods them must not grow toolmux's memory).
@@ -172,16 +173,14 @@ impl Delivery {
     /// A source's log message, filtered by the level the client set. Before it sets one, the
     /// source's messages pass: the source already chose to send them.
     async fn log(&self, message: LogMessage) {
-        let level = toolmux_upstream::wire::log_level_to_wire(message.level);
         let wanted = *self
             .log_level
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if wanted
-            .is_some_and(|wanted| crate::server::severity(level) < crate::server::severity(wanted))
-        {
+        if wanted.is_some_and(|wanted| message.level < log_level_from_wire(wanted)) {
             return;
         }
+        let level = log_level_to_wire(message.level);
         let mut notification = LoggingMessageNotificationParam::new(level, message.data);
         notification.logger = message.logger;
         if let Err(e) = self.peer.notify_logging_message(notification).await {

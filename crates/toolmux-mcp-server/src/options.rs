@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use toolmux_core::{NamePattern, ToolDescriptor, ToolScope};
+use toolmux_core::{NamePattern, ToolDescriptor, ToolScope, admitted_by};
 use toolmux_upstream::Upstreams;
 
 /// How an MCP server built on a hub behaves. The same options serve stdio and HTTP; the HTTP-only
@@ -100,8 +100,7 @@ impl ServeOptions {
     /// Whether `--tools` / `--exclude` let a registry name through (a tool's, or a relayed
     /// prompt's or resource's).
     pub fn admits(&self, registry_name: &str) -> bool {
-        let filtered = !self.exclude.iter().any(|p| p.matches(registry_name))
-            && (self.include.is_empty() || self.include.iter().any(|p| p.matches(registry_name)));
+        let filtered = admitted_by(&self.include, &self.exclude, registry_name);
         if self.entry_points.is_empty() {
             return filtered;
         }

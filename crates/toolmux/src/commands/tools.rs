@@ -234,17 +234,10 @@ fn summary(description: &str) -> String {
 
 fn show(project: &Project, name: &str, json: bool) -> Result<u8, Failure> {
     let catalog = project.hub.catalog();
-    let Some(entry) = catalog.get(name) else {
-        let err = match catalog.hidden_reason(name) {
-            Some(reason) => format!("tool `{name}` is not in the catalog: {reason}"),
-            None => CallError::NotFound {
-                name: name.to_string(),
-                suggestion: catalog.suggest(name),
-            }
-            .to_string(),
-        };
-        return Err(Failure::Refused(err));
-    };
+    // The host's own view: internal tools are shown, everything else as a call would see it.
+    let entry = catalog
+        .resolve(name, &CallContext::new(Channel::Cli).trusted())
+        .map_err(|e| Failure::Refused(e.to_string()))?;
     if json {
         emit(&pretty(entry)?)?;
         return Ok(OK);
