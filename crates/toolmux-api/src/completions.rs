@@ -1,5 +1,5 @@
 //! `/api/completions`: completion of a prompt's or resource template's argument, asked of the
-//! MCP server that offers it, in the shape of MCP's `completion/complete`.
+//! upstream server that offers it, in the shape of MCP's `completion/complete`.
 
 use axum::Json;
 use axum::extract::State;
@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody, RelayFailures};
-use crate::mcp_servers::servers;
+use crate::upstreams::servers;
 use toolmux_http::ApiJson;
 
 /// What to complete: MCP's `completion/complete` params.

@@ -50,7 +50,7 @@ pub(crate) enum CallFailures {
 /// itself maps to, written once so that the OpenAPI document cannot drift between those routes.
 /// Each route describes its own 400, 401 and 404, which differ.
 ///
-/// [`RelayError`]: crate::mcp_servers::RelayError
+/// [`RelayError`]: crate::upstreams::RelayError
 #[derive(utoipa::IntoResponses)]
 #[allow(
     dead_code,
@@ -74,9 +74,9 @@ const RESOURCE_NOT_FOUND: i32 = -32002;
 
 /// A relayed request that failed: the server's own error travels in `details`, so that a client
 /// sees the code an MCP client would.
-impl From<crate::mcp_servers::RelayError> for ApiError {
-    fn from(error: crate::mcp_servers::RelayError) -> Self {
-        use crate::mcp_servers::RelayError;
+impl From<crate::upstreams::RelayError> for ApiError {
+    fn from(error: crate::upstreams::RelayError) -> Self {
+        use crate::upstreams::RelayError;
         let message = error.to_string();
         match error {
             RelayError::NotFound(_) => ApiError::not_found(message),
@@ -110,7 +110,7 @@ mod tests {
 
     #[test]
     fn each_relay_error_maps_to_its_status_keeping_the_servers_answer() {
-        use crate::mcp_servers::RelayError;
+        use crate::upstreams::RelayError;
         let answered = |code| RelayError::Answered {
             server: "s".into(),
             code,

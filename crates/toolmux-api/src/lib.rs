@@ -1,5 +1,5 @@
 //! The REST API channel: the registry, calls, approvals, workspace files, the execution log,
-//! the MCP servers with their prompts and resources, health and metrics, as JSON over HTTP, with an OpenAPI 3.1 document generated from the
+//! the upstream servers with their prompts and resources, health and metrics, as JSON over HTTP, with an OpenAPI 3.1 document generated from the
 //! handlers' types.
 //!
 //! One module per resource, one error type ([`ApiError`], rendered as
@@ -14,13 +14,13 @@ mod error;
 mod files;
 mod health;
 mod logs;
-mod mcp_servers;
 mod metrics;
 mod openapi;
 mod prompts;
 mod registry;
 mod resources;
 mod tools;
+mod upstreams;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,13 +30,13 @@ use toolmux_core::{ApprovalQueue, Hub};
 use toolmux_http::{OpenApiRouter, guarded, routes};
 
 pub use error::{ApiError, ErrorBody, ErrorDetail};
-pub use mcp_servers::{McpServers, RelayError};
 pub use metrics::CallMetrics;
 pub use openapi::openapi;
 pub use registry::{Apply, ConfigFiles, ConfigWatcher, ConfigWriter};
 /// Who may use the API, as [`ApiState::new`] takes it.
 pub use toolmux_http::{ApiOptions, LiveOptions};
 pub use tools::{CallResponse, CallStatus};
+pub use upstreams::{RelayError, UpstreamServers};
 
 /// The path prefix of the API.
 pub const API_PATH: &str = "/api";
@@ -54,14 +54,14 @@ struct Inner {
     log_dir: PathBuf,
     options: LiveOptions,
     writer: Option<ConfigWriter>,
-    mcp_servers: Option<Arc<dyn McpServers>>,
+    upstreams: Option<Arc<dyn UpstreamServers>>,
     rendered: std::sync::Mutex<Option<Arc<tools::RenderedCatalog>>>,
 }
 
 impl ApiState {
     /// The state for a hub, its approval queue, the metrics sink the hub records into, the
     /// execution log's folder, who may use the API (fixed [`ApiOptions`], or [`LiveOptions`]
-    /// that follow the configuration), the writer of registry changes and the MCP servers
+    /// that follow the configuration), the writer of registry changes and the upstream servers
     /// (without them, their routes — prompts and resources too — answer 503).
     pub fn new(
         hub: Hub,
@@ -70,7 +70,7 @@ impl ApiState {
         log_dir: PathBuf,
         options: impl Into<LiveOptions>,
         writer: Option<ConfigWriter>,
-        mcp_servers: Option<Arc<dyn McpServers>>,
+        upstreams: Option<Arc<dyn UpstreamServers>>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -80,7 +80,7 @@ impl ApiState {
                 log_dir,
                 options: options.into(),
                 writer,
-                mcp_servers,
+                upstreams,
                 rendered: std::sync::Mutex::new(None),
             }),
         }
@@ -97,14 +97,14 @@ pub fn api_router(state: ApiState) -> Router {
 /// the same guard, and listed with their operations in the same `/api/openapi.json`, so that a
 /// client sees one API whichever crate serves a route.
 pub fn api_router_with(state: ApiState, more: OpenApiRouter) -> Router {
+    let (routes, operations) = routes().split_for_parts();
     let (more, more_operations) = more.split_for_parts();
-    let mut document = openapi();
+    let mut document = openapi::described(operations);
     document.merge(more_operations);
-    let (routes, _document) = routes().split_for_parts();
     // Any other path under `/api` is answered with the error body, not an empty 404.
     let routes = routes
         .nest(API_PATH, Router::new().fallback(not_found))
-        .layer(axum::Extension(Arc::new(document)))
+        .layer(axum::Extension(openapi::Document::new(&document)))
         .with_state(state.clone())
         .merge(more);
     guarded(state.inner.options.clone(), routes)
@@ -117,7 +117,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .merge(tools::routes())
         .merge(approvals::routes())
         .merge(files::routes())
-        .merge(mcp_servers::routes())
+        .merge(upstreams::routes())
         .merge(prompts::routes())
         .merge(resources::routes())
         .routes(routes!(completions::complete))

@@ -1,13 +1,14 @@
 //! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` annotations and
 //! their types. Served as JSON only: no documentation page that fetches scripts from a CDN.
 
-use std::sync::Arc;
-
-use axum::{Extension, Json};
+use axum::Extension;
+use axum::body::Bytes;
+use axum::http::{HeaderValue, header};
+use axum::response::IntoResponse;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::{approvals, completions, error, health, logs, mcp_servers, prompts, resources, tools};
+use crate::{approvals, completions, error, health, logs, prompts, resources, tools, upstreams};
 
 /// What the document says besides its paths, which come from the routes themselves
 /// ([`crate::routes`]): the title, the schemas and the two ways to send a key.
@@ -17,12 +18,12 @@ use crate::{approvals, completions, error, health, logs, mcp_servers, prompts, r
         title = "toolmux",
         description = "One registry of tools for AI agents: list tools, call them through the \
                        pipeline, answer approvals, read workspace files and the execution log, \
-                       and use the prompts and resources of the MCP servers behind toolmux."
+                       and use the prompts and resources of the upstream servers behind toolmux."
     ),
     components(schemas(
         error::ErrorBody, error::ErrorDetail,
         tools::ToolList, tools::ToolView, tools::CallResponse, tools::CallStatus, tools::PolicyName, tools::ScriptToolDefinition,
-        mcp_servers::McpServerDefinition,
+        upstreams::UpstreamDefinition,
         prompts::PromptList, prompts::PromptView, prompts::PromptArguments,
         resources::ResourceList, resources::ResourceView, resources::ResourceTemplateView,
         completions::CompletionRequest, completions::CompletionArgument,
@@ -53,10 +54,30 @@ impl Modify for Security {
 /// The API's OpenAPI document: one operation per registered route.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let (_, paths) = crate::routes().split_for_parts();
+    described(paths)
+}
+
+/// The document for these operations (the routes' own, split off once when the router is
+/// built): its title, schemas, security schemes and version, and the operations.
+pub(crate) fn described(operations: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
-    doc.merge(paths);
+    doc.merge(operations);
     doc.info.version = env!("CARGO_PKG_VERSION").to_string();
     doc
+}
+
+/// The document as served: serialised once, when the router is built, and shared by every
+/// request for it.
+#[derive(Clone)]
+pub(crate) struct Document(Bytes);
+
+impl Document {
+    pub(crate) fn new(document: &utoipa::openapi::OpenApi) -> Self {
+        // A document of plain data with string keys always serialises.
+        Self(Bytes::from(
+            serde_json::to_vec(document).expect("the OpenAPI document serialises"),
+        ))
+    }
 }
 
 /// Serves the OpenAPI document: the API's own operations and those of the routes served beside
@@ -65,10 +86,14 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     get, path = "/api/openapi.json", tag = "health",
     responses((status = 200, description = "The OpenAPI 3.1 document", body = Object))
 )]
-pub(crate) async fn document(
-    Extension(document): Extension<Arc<utoipa::openapi::OpenApi>>,
-) -> Json<utoipa::openapi::OpenApi> {
-    Json(utoipa::openapi::OpenApi::clone(&document))
+pub(crate) async fn document(Extension(document): Extension<Document>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        document.0,
+    )
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! `/api/prompts`: the prompts of the MCP servers behind toolmux, named as the MCP channel
+//! `/api/prompts`: the prompts of the upstream servers behind toolmux, named as the MCP channel
 //! serves them (`PREFIX__prompt`). Listing reads the discovery caches and starts nothing;
 //! getting a prompt starts its server when needed and returns what MCP's `prompts/get` returns.
 
@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody, RelayFailures};
-use crate::mcp_servers::servers;
+use crate::upstreams::servers;
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -21,7 +21,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(get_prompt))
 }
 
-/// Every prompt of every enabled MCP server.
+/// Every prompt of every enabled upstream server.
 #[derive(Serialize, ToSchema)]
 pub struct PromptList {
     /// The prompts, server by server.
@@ -35,7 +35,7 @@ pub struct PromptList {
 pub struct PromptView {
     /// The name to get it by: `PREFIX__prompt`, like a tool's.
     name: String,
-    /// The MCP server that offers it.
+    /// The upstream server that offers it.
     server: String,
     /// A display title.
     title: Option<String>,
@@ -55,7 +55,7 @@ pub struct PromptArguments {
     pub arguments: BTreeMap<String, String>,
 }
 
-/// Lists the prompts of the MCP servers, from their discovery caches (starting nothing).
+/// Lists the prompts of the upstream servers, from their discovery caches (starting nothing).
 #[utoipa::path(
     get, path = "/api/prompts", tag = "prompts",
     responses((status = 200, description = "The prompts", body = PromptList))
@@ -65,7 +65,7 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<PromptLis
     Ok(Json(PromptList { prompts }))
 }
 
-/// Gets a prompt filled with arguments, from its MCP server (started when needed). A POST
+/// Gets a prompt filled with arguments, from its upstream server (started when needed). A POST
 /// because it starts a process and runs the server's code, so it needs a key like a tool call.
 #[utoipa::path(
     post, path = "/api/prompts/{name}", tag = "prompts",

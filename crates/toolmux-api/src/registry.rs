@@ -1,4 +1,4 @@
-//! Registry writes: script tools and MCP servers registered, replaced and removed through the
+//! Registry writes: script tools and upstream servers registered, replaced and removed through the
 //! API. Every change goes through one writer task, so concurrent requests apply one after
 //! another, and through [`ConfigEditor`], the one editor of the config file (which also locks it
 //! against a CLI command writing at the same time): each is checked as a whole new file before
@@ -16,7 +16,7 @@ use toolmux_core::Hub;
 use crate::error::ApiError;
 
 /// Applies a freshly loaded configuration to the running server (hub settings, script tools,
-/// MCP servers).
+/// upstream servers).
 pub type Apply = Arc<dyn Fn(&LoadedConfig) + Send + Sync>;
 
 /// A section of the config file that the API changes, one entry per name.
@@ -24,8 +24,8 @@ pub type Apply = Arc<dyn Fn(&LoadedConfig) + Send + Sync>;
 pub(crate) enum Section {
     /// `tools`: script tools.
     ScriptTools,
-    /// `mcpServers`: MCP servers.
-    McpServers,
+    /// `mcpServers`: upstream servers.
+    Upstreams,
 }
 
 /// How a [`Section`] is named in the file, in messages and in routes.
@@ -49,7 +49,7 @@ impl Section {
                 route: "/api/tools",
                 add_verb: "registering",
             },
-            Self::McpServers => &SectionNames {
+            Self::Upstreams => &SectionNames {
                 key: "mcpServers",
                 entry: "an MCP server",
                 route: "/api/mcp-servers",
@@ -70,14 +70,14 @@ impl Section {
                 )),
                 None => ApiError::not_found(format!("no script tool named `{name}`")),
             },
-            Self::McpServers if hub.catalog().sources().iter().any(|s| s.id == name) => {
+            Self::Upstreams if hub.catalog().sources().iter().any(|s| s.id == name) => {
                 ApiError::conflict(format!(
                     "`{name}` is not an MCP server of the project's configuration file (it may \
                      come from the user's `~/.config/toolmux/config.json`, which the API does \
                      not change)"
                 ))
             }
-            Self::McpServers => no_server_named(name),
+            Self::Upstreams => no_server_named(name),
         }
     }
 
@@ -108,17 +108,17 @@ impl Section {
             },
             // A server's tools are a source named after it; another source of that name (the
             // workspace pack, the scripts, a server in the user's file) would be replaced.
-            Self::McpServers if hub.catalog().sources().iter().any(|s| s.id == name) => {
+            Self::Upstreams if hub.catalog().sources().iter().any(|s| s.id == name) => {
                 Err(ApiError::conflict(format!(
                     "the name `{name}` is taken by another source of tools"
                 )))
             }
-            Self::McpServers => Ok(()),
+            Self::Upstreams => Ok(()),
         }
     }
 }
 
-/// 404 for an MCP server name that nothing has.
+/// 404 for an upstream server name that nothing has.
 pub(crate) fn no_server_named(name: &str) -> ApiError {
     ApiError::not_found(format!("no MCP server named `{name}`"))
 }

@@ -1,4 +1,4 @@
-//! `/api/resources`: the resources and resource templates of the MCP servers behind toolmux,
+//! `/api/resources`: the resources and resource templates of the upstream servers behind toolmux,
 //! under their own URIs. Listing reads the discovery caches and starts nothing; reading a
 //! resource starts the server that lists it (or whose template matches it) when needed and
 //! returns what MCP's `resources/read` returns.
@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody, RelayFailures};
-use crate::mcp_servers::servers;
+use crate::upstreams::servers;
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -20,7 +20,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(read))
 }
 
-/// Every resource and resource template of every enabled MCP server.
+/// Every resource and resource template of every enabled upstream server.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceList {
@@ -41,7 +41,7 @@ pub struct ResourceView {
     uri: String,
     /// Its name as served, `PREFIX__name` (the server's own name is then the `title`).
     name: String,
-    /// The MCP server that offers it.
+    /// The upstream server that offers it.
     server: String,
     /// A display title.
     title: Option<String>,
@@ -60,7 +60,7 @@ pub struct ResourceTemplateView {
     uri_template: String,
     /// Its name as served, `PREFIX__name`.
     name: String,
-    /// The MCP server that offers it.
+    /// The upstream server that offers it.
     server: String,
     /// A display title.
     title: Option<String>,
@@ -79,7 +79,7 @@ pub struct ReadQuery {
     pub uri: String,
 }
 
-/// Lists the resources and resource templates of the MCP servers, from their discovery caches
+/// Lists the resources and resource templates of the upstream servers, from their discovery caches
 /// (starting nothing).
 #[utoipa::path(
     get, path = "/api/resources", tag = "resources",
@@ -93,7 +93,7 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<ResourceL
     }))
 }
 
-/// Reads a resource from its MCP server (started when needed).
+/// Reads a resource from its upstream server (started when needed).
 #[utoipa::path(
     get, path = "/api/resources/read", tag = "resources",
     params(ReadQuery),

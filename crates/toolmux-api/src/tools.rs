@@ -31,7 +31,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query, rename_all = "camelCase")]
 pub struct ToolFilter {
-    /// Only tools of this source (`workspace`, an MCP server's name).
+    /// Only tools of this source (`workspace`, an upstream server's name).
     pub source: Option<String>,
     /// Only tools whose name matches this pattern (`github__*`, `file_?ead`).
     pub pattern: Option<String>,

@@ -54,7 +54,7 @@ impl SamplingSettings {
         Self {
             default: config.chat.sampling,
             servers: config
-                .mcp_servers
+                .upstreams
                 .iter()
                 .filter_map(|(name, server)| Some((name.as_str().to_string(), server.sampling?)))
                 .collect(),

@@ -277,13 +277,19 @@ impl ChatEngine {
         }
     }
 
-    async fn persist(&self, turn: &Turn, messages: Vec<Message>) -> Result<(), String> {
+    /// Saves `messages` to the conversation and hands them back, so that the history gets them
+    /// without a copy (a tool's result may be large).
+    async fn persist(&self, turn: &Turn, messages: Vec<Message>) -> Result<Vec<Message>, String> {
         let conversation = turn.conversation.clone();
         let provider = turn.provider.name().to_string();
         let model = turn.model.clone();
-        self.with_store(move |store| store.append(&conversation, &provider, &model, &messages))
-            .await
-            .map_err(|e| format!("cannot save the conversation: {e}"))
+        self.with_store(move |store| {
+            store
+                .append(&conversation, &provider, &model, &messages)
+                .map(|()| messages)
+        })
+        .await
+        .map_err(|e| format!("cannot save the conversation: {e}"))
     }
 
     async fn run_steps(&self, turn: &Turn) -> Result<(FinishReason, Usage, u32), String> {
@@ -298,8 +304,7 @@ impl ChatEngine {
         let user = Message::User {
             text: turn.text.clone(),
         };
-        self.persist(turn, vec![user.clone()]).await?;
-        history.push(user);
+        history.extend(self.persist(turn, vec![user]).await?);
         turn.emit(TurnEvent::Started {
             conversation: turn.conversation.clone(),
             provider: turn.provider.name().to_string(),
@@ -332,8 +337,7 @@ impl ChatEngine {
             };
             let keep = !matches!(&assistant, Message::Assistant { text, tool_calls } if text.is_empty() && tool_calls.is_empty());
             if keep {
-                self.persist(turn, vec![assistant.clone()]).await?;
-                history.push(assistant);
+                history.extend(self.persist(turn, vec![assistant]).await?);
             }
             if cancelled {
                 return Ok((FinishReason::Cancelled, usage, step));
@@ -378,8 +382,7 @@ impl ChatEngine {
                     })
                     .collect(),
             };
-            self.persist(turn, messages.clone()).await?;
-            history.extend(messages);
+            history.extend(self.persist(turn, messages).await?);
             if cancelled {
                 return Ok((FinishReason::Cancelled, usage, step));
             }

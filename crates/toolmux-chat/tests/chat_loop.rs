@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::{Aimock, Harness, collect, last, outputs, text};
+use common::{Harness, collect, last, outputs, text};
 use serde_json::json;
 use toolmux_chat::{FinishReason, Message, TurnEvent, TurnRequest};
 use toolmux_config::ProviderKind;
@@ -16,6 +16,8 @@ use toolmux_core::{
     Approval, HubSettings, NamePattern, Policy, Source, SourceCall, SourceError, SourceKind,
     ToolDescriptor, ToolResult,
 };
+use toolmux_testkit::aimock::Aimock;
+use toolmux_testkit::project::write_file;
 
 fn ask(text: &str) -> TurnRequest {
     TurnRequest {
@@ -24,15 +26,9 @@ fn ask(text: &str) -> TurnRequest {
     }
 }
 
-fn write(dir: &std::path::Path, relative: &str, contents: &str) {
-    let path = dir.join(relative);
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, contents).expect("write");
-}
-
 #[tokio::test]
 async fn the_model_greps_then_reads_and_the_answer_quotes_the_file_and_survives_a_restart() {
-    let aimock = Aimock::start();
+    let aimock = Aimock::start("chat.json");
     let harness = Harness::with_release_notes(&aimock);
     let root = harness.dir.path().to_path_buf();
     let (conversation, events) = harness
@@ -74,7 +70,7 @@ async fn the_model_greps_then_reads_and_the_answer_quotes_the_file_and_survives_
 
 #[tokio::test]
 async fn a_resumed_conversation_sends_its_whole_history_to_the_model() {
-    let aimock = Aimock::start();
+    let aimock = Aimock::start("chat.json");
     let harness = Harness::with_release_notes(&aimock);
     let path = harness.dir.path().to_path_buf();
     let (conversation, _) = harness
@@ -147,7 +143,7 @@ impl Source for Probe {
 
 #[tokio::test]
 async fn parallel_tool_calls_of_one_step_run_at_the_same_time() {
-    let aimock = Aimock::start();
+    let aimock = Aimock::start("chat.json");
     let harness = Harness::new(&aimock, HubSettings::default(), 25);
     harness.hub.add_source(Arc::new(Probe {
         barrier: Arc::new(tokio::sync::Barrier::new(2)),
@@ -164,14 +160,14 @@ async fn parallel_tool_calls_of_one_step_run_at_the_same_time() {
 
 #[tokio::test]
 async fn a_denied_approval_becomes_a_tool_error_the_model_reads() {
-    let aimock = Aimock::start();
+    let aimock = Aimock::start("chat.json");
     let mut settings = HubSettings::default();
     settings
         .policies
         .tools
         .push((NamePattern::new("file_read").expect("pattern"), Policy::Ask));
     let harness = Harness::new(&aimock, settings, 25);
-    write(harness.dir.path(), "plan.txt", "secret");
+    write_file(harness.dir.path(), "plan.txt", "secret");
     let (conversation, mut events, _) = harness
         .engine
         .start_turn(ask("Read the secret plan"))
@@ -212,7 +208,7 @@ async fn a_denied_approval_becomes_a_tool_error_the_model_reads() {
 
 #[tokio::test]
 async fn request_human_input_asks_the_person_and_feeds_back_the_answer() {
-    let aimock = Aimock::start();
+    let aimock = Aimock::start("chat.json");
     let harness = Harness::new(&aimock, HubSettings::default(), 25);
     let (conversation, mut events, _) = harness
         .engine
@@ -241,7 +237,7 @@ async fn request_human_input_asks_the_person_and_feeds_back_the_answer() {
 
 #[tokio::test]
 async fn the_step_limit_ends_the_turn_with_a_visible_message() {
-    let aimock = Aimock::start();
+    let aimock = Aimock::start("chat.json");
     let harness = Harness::new(&aimock, HubSettings::default(), 3);
     let (conversation, events) = harness.turn(None, "Keep listing forever").await;
     assert_eq!(outputs(&events).len(), 3);
@@ -270,7 +266,7 @@ async fn the_step_limit_ends_the_turn_with_a_visible_message() {
 
 #[tokio::test]
 async fn a_cancelled_turn_stops_streaming_and_keeps_what_arrived() {
-    let aimock = Aimock::start();
+    let aimock = Aimock::start("chat.json");
     let harness = Harness::new(&aimock, HubSettings::default(), 25);
     let (conversation, mut events, cancel) = harness
         .engine
@@ -311,7 +307,7 @@ async fn a_cancelled_turn_stops_streaming_and_keeps_what_arrived() {
 
 #[tokio::test]
 async fn a_rate_limited_provider_ends_the_turn_with_a_clear_error() {
-    let aimock = Aimock::start();
+    let aimock = Aimock::start("chat.json");
     let harness = Harness::new(&aimock, HubSettings::default(), 25);
     let (_, events) = harness.turn(None, "Are you rate limited?").await;
     let TurnEvent::Error { message } = last(&events) else {
@@ -323,7 +319,7 @@ async fn a_rate_limited_provider_ends_the_turn_with_a_clear_error() {
 
 #[tokio::test]
 async fn a_dropped_stream_ends_the_turn_with_a_clear_error() {
-    let aimock = Aimock::start();
+    let aimock = Aimock::start("chat.json");
     let harness = Harness::new(&aimock, HubSettings::default(), 25);
     let (_, events) = harness.turn(None, "Drop the line halfway").await;
     let TurnEvent::Error { message } = last(&events) else {
@@ -334,7 +330,7 @@ async fn a_dropped_stream_ends_the_turn_with_a_clear_error() {
 
 #[tokio::test]
 async fn anthropic_and_gemini_wire_formats_stream_through_the_same_loop() {
-    let aimock = Aimock::start();
+    let aimock = Aimock::start("chat.json");
     for kind in [ProviderKind::Anthropic, ProviderKind::Gemini] {
         let dir = tempfile::tempdir().expect("temp");
         let harness = Harness::in_dir(dir, &aimock, HubSettings::default(), 25, kind);

@@ -31,4 +31,4 @@ pub use sandbox::{Limits, LogLine, RunOutput, Sandbox};
 pub use search::{SearchHit, search};
 pub use source::{CodeModeSource, RUN_CODE, SEARCH_TOOLS};
 pub use stdlib::GLOBALS_DTS;
-pub use transpile::{MAX_NESTING, SCRIPT_NAME};
+pub use transpile::SCRIPT_NAME;

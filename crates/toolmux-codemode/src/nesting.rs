@@ -7,7 +7,7 @@
 //! comments, template text and regular-expression literals (told from division by the token
 //! before the `/`, as JavaScript tokenizers do). Where that guess can be wrong (`if (x) /re/`,
 //! a regex after a block's `}`), a wrongly skipped stretch ends at the end of its line, and the
-//! transpile thread's large stack is the margin for what it could hide.
+//! sandbox thread's large stack is the margin for what it could hide.
 
 use crate::error::CodeModeError;
 

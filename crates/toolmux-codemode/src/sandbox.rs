@@ -34,7 +34,7 @@ use toolmux_core::{
 use crate::capabilities::{CODEMODE_SOURCE, Capabilities, MODULE_PREFIX};
 use crate::error::CodeModeError;
 use crate::stdlib::{PRELUDE, install_natives};
-use crate::transpile::{SCRIPT_NAME, Transpiled, transpile};
+use crate::transpile::{SCRIPT_NAME, TRANSPILE_STACK_BYTES, Transpiled, transpile};
 
 /// What one script may use.
 #[derive(Clone, Debug)]
@@ -97,18 +97,31 @@ pub struct RunOutput {
 pub struct Sandbox {
     hub: WeakHub,
     limits: Limits,
-    /// The compiled modules of the last catalog version seen.
-    cache: Mutex<Option<(u64, Arc<Capabilities>)>>,
-    /// The same for the last narrowed scope seen, by identity: a channel (a `toolmux mcp
-    /// --exclude …` process) hands every call the same `Arc<ToolScope>`.
-    scoped_cache: Mutex<Option<ScopedCapabilities>>,
+    /// The compiled modules of the current catalog version, one entry per scope seen with it.
+    cache: Mutex<Vec<CachedCapabilities>>,
 }
 
-/// Capabilities compiled for one catalog version and one scope.
-struct ScopedCapabilities {
+/// The most scopes whose capabilities are kept at once: a channel (a `toolmux mcp --exclude …`
+/// process) hands every call the same `Arc<ToolScope>`, so a few cover the channels in use.
+const CACHED_SCOPES: usize = 4;
+
+/// Capabilities compiled for one catalog version and one scope, looked up by `(version, scope)`
+/// with the scope by identity; `None` is the whole catalog.
+struct CachedCapabilities {
     version: u64,
-    scope: Arc<ToolScope>,
+    scope: Option<Arc<ToolScope>>,
     capabilities: Arc<Capabilities>,
+}
+
+impl CachedCapabilities {
+    fn is_for(&self, version: u64, scope: Option<&Arc<ToolScope>>) -> bool {
+        self.version == version
+            && match (&self.scope, scope) {
+                (None, None) => true,
+                (Some(cached), Some(scope)) => Arc::ptr_eq(cached, scope),
+                _ => false,
+            }
+    }
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -161,8 +174,7 @@ impl Sandbox {
         Self {
             hub,
             limits,
-            cache: Mutex::new(None),
-            scoped_cache: Mutex::new(None),
+            cache: Mutex::new(Vec::new()),
         }
     }
 
@@ -171,52 +183,35 @@ impl Sandbox {
         &self.limits
     }
 
-    /// The compiled modules of the hub's current catalog (cached per catalog version).
-    pub fn capabilities(&self) -> Result<Arc<Capabilities>, CodeModeError> {
-        let hub = self.hub.upgrade().ok_or_else(hub_gone)?;
-        let catalog = hub.catalog();
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((version, capabilities)) = cache.as_ref()
-            && *version == catalog.version()
-        {
-            return Ok(Arc::clone(capabilities));
-        }
-        let capabilities = Arc::new(Capabilities::from_catalog(&catalog));
-        *cache = Some((catalog.version(), Arc::clone(&capabilities)));
-        Ok(capabilities)
-    }
-
     /// The compiled modules a caller may see: the whole catalog's, or, when the caller's channel
     /// serves only part of it ([`CallContext::scope`]), only the tools within that scope, so a
-    /// filtered-out tool is neither importable, declared, nor found by `search_tools`.
+    /// filtered-out tool is neither importable, declared, nor found by `search_tools`. Cached by
+    /// catalog version and scope.
     pub fn capabilities_for(
         &self,
         context: &CallContext,
     ) -> Result<Arc<Capabilities>, CodeModeError> {
-        let Some(scope) = context.scope.as_ref().filter(|s| !s.is_unrestricted()) else {
-            return self.capabilities();
-        };
         let hub = self.hub.upgrade().ok_or_else(hub_gone)?;
         let catalog = hub.catalog();
-        let mut cache = self
-            .scoped_cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(cached) = cache.as_ref()
-            && cached.version == catalog.version()
-            && Arc::ptr_eq(&cached.scope, scope)
-        {
+        let version = catalog.version();
+        let scope = context.scope.as_ref().filter(|s| !s.is_unrestricted());
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(cached) = cache.iter().find(|c| c.is_for(version, scope)) {
             return Ok(Arc::clone(&cached.capabilities));
         }
         let capabilities = Arc::new(Capabilities::from_tools(
             catalog
                 .offered()
                 .map(|entry| &entry.descriptor)
-                .filter(|tool| scope.admits(tool)),
+                .filter(|tool| context.admits(tool)),
         ));
-        *cache = Some(ScopedCapabilities {
-            version: catalog.version(),
-            scope: Arc::clone(scope),
+        cache.retain(|c| c.version == version);
+        if cache.len() >= CACHED_SCOPES {
+            cache.remove(0);
+        }
+        cache.push(CachedCapabilities {
+            version,
+            scope: scope.cloned(),
             capabilities: Arc::clone(&capabilities),
         });
         Ok(capabilities)
@@ -271,8 +266,7 @@ impl Sandbox {
         let (done, mut finished) = tokio::sync::oneshot::channel();
         let spawned = std::thread::Builder::new()
             .name("toolmux-sandbox".to_string())
-            // QuickJS checks its own stack limit; the thread's stack must be comfortably larger.
-            .stack_size(self.limits.stack_bytes.max(256 * 1024) * 4 + 4 * 1024 * 1024)
+            .stack_size(thread_stack_bytes(&self.limits))
             .spawn(move || {
                 let output = job.execute();
                 let _ = done.send(output);
@@ -302,6 +296,15 @@ impl Sandbox {
             }
         }
     }
+}
+
+/// The stack of a sandbox thread, which first transpiles the script (oxc, on this very thread:
+/// at least [`TRANSPILE_STACK_BYTES`]) and then runs it in QuickJS, which checks its own limit
+/// (`Limits::stack_bytes`, set with `set_max_stack_size`) and must find the thread's real stack
+/// comfortably larger. Only the pages touched are committed, so the size costs address space.
+fn thread_stack_bytes(limits: &Limits) -> usize {
+    let quickjs = limits.stack_bytes.max(256 * 1024) * 4 + 4 * 1024 * 1024;
+    quickjs.max(TRANSPILE_STACK_BYTES)
 }
 
 fn hub_gone() -> CodeModeError {
@@ -406,6 +409,7 @@ impl Job {
         logs: &Rc<RefCell<Logs>>,
         calls: &Rc<RefCell<Calls>>,
     ) -> Result<Value, CodeModeError> {
+        // This thread's stack is at least `TRANSPILE_STACK_BYTES` (see `thread_stack_bytes`).
         let transpiled = transpile(&self.script)?;
         let engine = |e: rquickjs::Error| CodeModeError::Sandbox(format!("QuickJS: {e}"));
         let runtime = Runtime::new().map_err(engine)?;

@@ -57,20 +57,20 @@ impl Transpiled {
 /// The deepest nesting of parentheses, brackets, braces and template substitutions a script may
 /// have. oxc's parser and passes recurse once (or more) per level with no guard of their own, so
 /// an unchecked depth is a stack overflow — an abort of the whole process, not an error. Real
-/// scripts stay far below a hundred levels; the transpile thread's stack holds many times this
+/// scripts stay far below a hundred levels; a sandbox thread's stack holds many times this
 /// limit (see [`TRANSPILE_STACK_BYTES`]).
-pub const MAX_NESTING: usize = 1000;
+const MAX_NESTING: usize = 1000;
 
 /// The deepest an expression may go without brackets, in tokens (see the `nesting` module).
 /// Real statements stay in the hundreds.
-pub const MAX_EXPRESSION_TOKENS: usize = 20_000;
+pub(crate) const MAX_EXPRESSION_TOKENS: usize = 20_000;
 
-/// The stack of the thread oxc runs on. Only the pages a script actually touches are committed,
+/// The least stack of a thread that calls [`transpile`] (every sandbox thread has it). Only the pages a script actually touches are committed,
 /// so the size costs address space, not memory. Measured in a debug build (larger frames than
 /// release), each of these fits in 32 MiB: 1,000 nested parentheses, arrays, type arguments or
 /// brace-less `if`s, and 20,000-token chains of `+`, `!`, `=>`, `?:`, `=`, calls, members or
 /// labels; 256 MiB leaves a margin of four for both limits at once.
-pub const TRANSPILE_STACK_BYTES: usize = 256 * 1024 * 1024;
+pub(crate) const TRANSPILE_STACK_BYTES: usize = 256 * 1024 * 1024;
 
 /// When QuickJS runs out of memory so fully that it cannot even make the "out of memory" error,
 /// it throws `null`; by the time the script's promise is rejected (which may fail the same way)
@@ -84,23 +84,16 @@ const OUT_OF_MEMORY_PROBE: &str = "if (e === null) { let full = false; \
 /// Strips the types from `source` and wraps it as described in the module documentation.
 ///
 /// The script is first scanned for its nesting depth, which must stay within [`MAX_NESTING`];
-/// then oxc runs on a thread of its own with a [`TRANSPILE_STACK_BYTES`] stack, so no script can
-/// overflow the stack of the thread that asked.
-pub fn transpile(source: &str) -> Result<Transpiled, CodeModeError> {
+/// then oxc runs right here. The caller's thread must have a stack of at least
+/// [`TRANSPILE_STACK_BYTES`] — the sandbox thread, the only caller, does — so that no script
+/// within the limits can overflow it.
+pub(crate) fn transpile(source: &str) -> Result<Transpiled, CodeModeError> {
     let limits = crate::nesting::NestingLimits {
         brackets: MAX_NESTING,
         tokens: MAX_EXPRESSION_TOKENS,
     };
     crate::nesting::check_nesting(source, limits)?;
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("toolmux-transpile".to_string())
-            .stack_size(TRANSPILE_STACK_BYTES)
-            .spawn_scoped(scope, || transpile_here(source))
-            .map_err(|e| CodeModeError::Sandbox(format!("cannot start the transpile thread: {e}")))?
-            .join()
-            .map_err(|_| CodeModeError::Sandbox("the transpile thread panicked".to_string()))?
-    })
+    transpile_here(source)
 }
 
 fn transpile_here(source: &str) -> Result<Transpiled, CodeModeError> {

@@ -3,15 +3,17 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use serde_json::json;
+use tokio::sync::Notify;
 use toolmux_codemode::{CodeModeError, Limits, RunOutput, Sandbox};
-use toolmux_core::{Approval, CallContext, Channel, Hub};
+use toolmux_core::{Approval, ApprovalRequest, Approver, CallContext, Channel, Hub};
 
-use common::{Gate, hub_with_notes};
+use common::hub_with_notes;
 
 fn sandbox(hub: &Hub, limits: Limits) -> Sandbox {
     Sandbox::new(hub.downgrade(), limits)
@@ -507,14 +509,23 @@ async fn d17_a_push_memory_bomb_reports_the_memory_limit_not_uncaught_null() {
     assert_next_script_runs(&sandbox).await;
 }
 
+/// Past the bracket limit (1,000 levels), after the position.
+const BRACKETS_TOO_DEEP: &str = "the script nests too deeply: more than 1000 levels of brackets, \
+     braces, parentheses, template literals, type arguments or brace-less statements; split it \
+     into smaller expressions or statements";
+
+/// Past the token limit (20,000 tokens), after the position.
+const TOKENS_TOO_DEEP: &str = "the script nests too deeply: an expression more than 20000 tokens \
+     deep without a `,` or `;`; split it into smaller expressions or statements";
+
 /// The script is refused before it parses, as a syntax error naming where it nests too deep.
-async fn assert_too_deep(sandbox: &Sandbox, script: &str) {
+async fn assert_too_deep(sandbox: &Sandbox, script: &str, position: &str, why: &str) {
     let out = run(sandbox, script).await;
     match out.result {
-        Err(CodeModeError::Syntax(text)) => {
-            assert!(text.contains("script.ts:"), "{text}");
-            assert!(text.contains("nests too deeply"), "{text}");
-        }
+        Err(error @ CodeModeError::Syntax(_)) => assert_eq!(
+            error.to_string(),
+            format!("the script does not parse:\nscript.ts:{position}: {why}")
+        ),
         other => panic!("{}: {other:?}", &script[..script.len().min(80)]),
     }
 }
@@ -526,26 +537,64 @@ async fn d1_deeply_nested_scripts_are_syntax_errors_not_an_abort() {
     let n = 10_000;
     // The issue's script: 10,000 nested arrays.
     let arrays = format!("const x = {}{}; return 1;", "[".repeat(n), "]".repeat(n));
-    let out = run(&sandbox, &arrays).await;
-    let text = out.result.expect_err("too deep").to_string();
-    assert!(text.contains("script.ts:1:1011"), "{text}");
-    for script in [
-        format!("return {}1{};", "(".repeat(n), ")".repeat(n)),
-        format!("return {}{};", "{a:".repeat(n) + "1", "}".repeat(n)),
-        format!("return {}1{};", "(() => ".repeat(n), ")".repeat(n)),
-        format!("return {}1{};", "`${".repeat(n), "}`".repeat(n)),
-        format!("type T = {}1{};\nreturn 1;", "A<".repeat(n), ">".repeat(n)),
-        format!("{}return 1;", "if (true) ".repeat(n)),
+    assert_too_deep(&sandbox, &arrays, "1:1011", BRACKETS_TOO_DEEP).await;
+    for (script, position, why) in [
+        (
+            format!("return {}1{};", "(".repeat(n), ")".repeat(n)),
+            "1:1008",
+            BRACKETS_TOO_DEEP,
+        ),
+        (
+            format!("return {}{};", "{a:".repeat(n) + "1", "}".repeat(n)),
+            "1:3008",
+            BRACKETS_TOO_DEEP,
+        ),
+        (
+            format!("return {}1{};", "(() => ".repeat(n), ")".repeat(n)),
+            "1:7002",
+            BRACKETS_TOO_DEEP,
+        ),
+        (
+            format!("return {}1{};", "`${".repeat(n), "}`".repeat(n)),
+            "1:1508",
+            BRACKETS_TOO_DEEP,
+        ),
+        (
+            format!("type T = {}1{};\nreturn 1;", "A<".repeat(n), ">".repeat(n)),
+            "1:2011",
+            BRACKETS_TOO_DEEP,
+        ),
+        (
+            format!("{}return 1;", "if (true) ".repeat(n)),
+            "1:9994",
+            BRACKETS_TOO_DEEP,
+        ),
         // No brackets at all: long chains nest just as deep.
-        format!("return 1{};", " + 1".repeat(100_000)),
-        format!("return {}true;", "!".repeat(100_000)),
-        format!("return {}1;", "x => ".repeat(100_000)),
-        format!(
-            "const f = (x: any) => x;\nreturn f{};",
-            "(f)".repeat(100_000)
+        (
+            format!("return 1{};", " + 1".repeat(100_000)),
+            "1:40006",
+            TOKENS_TOO_DEEP,
+        ),
+        (
+            format!("return {}true;", "!".repeat(100_000)),
+            "1:20007",
+            TOKENS_TOO_DEEP,
+        ),
+        (
+            format!("return {}1;", "x => ".repeat(100_000)),
+            "1:50005",
+            TOKENS_TOO_DEEP,
+        ),
+        (
+            format!(
+                "const f = (x: any) => x;\nreturn f{};",
+                "(f)".repeat(100_000)
+            ),
+            "2:60001",
+            TOKENS_TOO_DEEP,
         ),
     ] {
-        assert_too_deep(&sandbox, &script).await;
+        assert_too_deep(&sandbox, &script, position, why).await;
     }
     assert_next_script_runs(&sandbox).await;
 }
@@ -583,4 +632,43 @@ async fn runtime_recursion_is_a_catchable_stack_overflow() {
     .await;
     assert_eq!(out.result.expect("caught"), json!("RangeError"));
     assert_next_script_runs(&sandbox).await;
+}
+
+/// An approver that waits until the test answers.
+struct Gate {
+    asked: AtomicUsize,
+    asked_signal: Notify,
+    answer: Mutex<Option<Approval>>,
+    answered: Notify,
+}
+
+impl Gate {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            asked: AtomicUsize::new(0),
+            asked_signal: Notify::new(),
+            answer: Mutex::new(None),
+            answered: Notify::new(),
+        })
+    }
+
+    fn answer(&self, approval: Approval) {
+        *self.answer.lock().expect("gate lock") = Some(approval);
+        self.answered.notify_waiters();
+    }
+}
+
+#[async_trait]
+impl Approver for Gate {
+    async fn approve(&self, _request: &ApprovalRequest) -> Approval {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        self.asked_signal.notify_one();
+        loop {
+            let answered = self.answered.notified();
+            if let Some(answer) = self.answer.lock().expect("gate lock").clone() {
+                return answer;
+            }
+            answered.await;
+        }
+    }
 }

@@ -15,24 +15,12 @@ use toolmux_core::{
     CallContext, Channel, Hub, Source, SourceCall, SourceError, SourceKind, ToolDescriptor,
     ToolResult,
 };
+use toolmux_testkit::peers::node_peer;
 use toolmux_workspace::WorkspacePack;
 
 /// The TypeScript compiler of the test peers; a clear failure when it is not installed.
 fn tsc() -> PathBuf {
-    let peers = std::env::var_os("TOOLMUX_PEERS").unwrap_or_else(|| {
-        panic!(
-            "TOOLMUX_PEERS is not set. Run ./scripts/test, or install the peers by hand: \
-             `(cd tests/peers/codemode && npm ci)` and `export TOOLMUX_PEERS=$PWD/tests/peers`"
-        )
-    });
-    let tsc = Path::new(&peers).join("codemode/node_modules/.bin/tsc");
-    assert!(
-        tsc.exists(),
-        "the TypeScript compiler is missing at {}: run `npm ci` in tests/peers/codemode \
-         (./scripts/test does this)",
-        tsc.display()
-    );
-    tsc
+    node_peer("codemode", "tsc")
 }
 
 /// A source whose schemas use every construct the compiler handles, with awkward names.

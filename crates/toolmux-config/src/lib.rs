@@ -22,6 +22,9 @@
 //! an unset variable without a default is an error. Finally `root` is resolved against the
 //! directory holding `.toolmux/` and must be an existing directory.
 //!
+//! It also translates the upstream servers other clients keep (Claude Code, Cursor, VS Code,
+//! Codex) into its `mcpServers` section ([`read_import`], [`plan_import`]).
+//!
 //! This crate reads and writes files and nothing else: it does not watch them, and it knows no
 //! channel. Its output is plain data ([`Config`], [`toolmux_core::HubSettings`]).
 
@@ -29,26 +32,26 @@ mod edit;
 mod env;
 mod error;
 mod fields;
+mod import;
 mod load;
-mod mcp;
 mod model;
 mod providers;
 mod schema;
 mod scripts;
 mod server;
+mod upstream;
 mod write;
 
 pub use edit::{ConfigDocument, ConfigEditor, EditError, Edited};
 pub use env::{Env, EnvError, EnvProblem, expand_env};
 pub use error::ConfigError;
 pub use fields::{Period, ToolName, ToolPattern};
+pub use import::{
+    FoundServer, ImportError, ImportFormat, ImportPlan, ImportedServer, plan_import, read_import,
+};
 pub use load::{
     LoadedConfig, check_config_text, find_project_dir, load, load_with_env, project_config_path,
-    project_schema_path, state_dir, unexpanded_mcp_servers, user_config_path,
-};
-pub use mcp::{
-    DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpServer,
-    McpTransport, Prefix, ServerEntry, ServerName, TransportKind,
+    project_schema_path, state_dir, unexpanded_upstreams, user_config_path,
 };
 pub use model::{
     Config, Defaults, FilterSettings, LogSettings, Policies, RateLimitSetting, SourceSettings,
@@ -58,4 +61,8 @@ pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers, Sam
 pub use schema::{schema, starter_config};
 pub use scripts::{SCRIPT_SOURCE_ID, ScriptTool};
 pub use server::ServerSettings;
+pub use upstream::{
+    DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, Prefix, ServerEntry,
+    ServerName, TransportKind, UpstreamServer, UpstreamTransport,
+};
 pub use write::write_atomic;

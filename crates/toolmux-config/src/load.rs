@@ -194,7 +194,7 @@ fn check_text(path: &Path, text: &str, env: Env<'_>) -> Result<Value, ConfigErro
 /// The `mcpServers` entries of the files a configuration was loaded from, merged the same way
 /// but with `${VAR}` references left as written: what decides a server's tool list, without
 /// the secrets the references stand for. A file that can no longer be read is left out.
-pub fn unexpanded_mcp_servers(loaded: &LoadedConfig) -> Map<String, Value> {
+pub fn unexpanded_upstreams(loaded: &LoadedConfig) -> Map<String, Value> {
     let mut merged = Value::Object(Map::new());
     for path in &loaded.files {
         let Ok(text) = fs::read_to_string(path) else {

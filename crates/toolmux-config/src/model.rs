@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use toolmux_core::{Filters, HubSettings, Policy, PolicyRules, RateLimit, ToolOverride};
 
 use crate::fields::{Period, ToolName, ToolPattern};
-use crate::mcp::{McpServer, ServerName};
+use crate::upstream::{ServerName, UpstreamServer};
 
 /// toolmux configuration: `.toolmux/config.json` in a project, merged over the user's
 /// `~/.config/toolmux/config.json`. Strings may use `${VAR}` and `${VAR:-default}`.
@@ -47,11 +47,13 @@ pub struct Config {
     pub workspace: WorkspaceLimits,
     /// The execution log.
     pub logs: LogSettings,
-    /// External MCP servers whose tools join the registry as `NAME__tool`, in the shape Claude
+    /// The upstream servers: external MCP servers whose tools join the registry as
+    /// `NAME__tool`, in the shape Claude
     /// Code, Cursor and Claude Desktop use: `command`, `args`, `env`, `cwd` for a local (stdio)
     /// server; `url` and `headers` for a streamable-HTTP one; `"type": "sse"` and `url` for a
     /// legacy SSE one; plus toolmux's own per-server settings.
-    pub mcp_servers: BTreeMap<ServerName, McpServer>,
+    #[serde(rename = "mcpServers")]
+    pub upstreams: BTreeMap<ServerName, UpstreamServer>,
     /// LLM APIs toolmux's own chat can use, by name: `kind` (`openai`, `anthropic`, `gemini`),
     /// `baseUrl`, `apiKey` (as a `${VAR}` reference) and `defaultModel`.
     pub providers: crate::providers::Providers,
@@ -294,13 +296,32 @@ impl Config {
                 .filter(|(_, s)| !s.enabled)
                 .map(|(id, _)| id.clone())
                 .chain(
-                    self.mcp_servers
+                    self.upstreams
                         .iter()
                         .filter(|(_, s)| !s.enabled)
                         .map(|(name, _)| name.as_str().to_string()),
                 )
                 .collect::<HashSet<_>>(),
         }
+    }
+
+    /// Whether [`Config::hub_settings`] may differ between two configurations: whether any
+    /// field it reads differs. Kept beside it so that a reload that skips an unchanged hub
+    /// reads exactly what opening reads.
+    pub fn hub_settings_differ(&self, other: &Config) -> bool {
+        fn disabled_servers(c: &Config) -> Vec<&ServerName> {
+            c.upstreams
+                .iter()
+                .filter(|(_, s)| !s.enabled)
+                .map(|(name, _)| name)
+                .collect()
+        }
+        self.defaults != other.defaults
+            || self.policies != other.policies
+            || self.tool_settings != other.tool_settings
+            || self.filters != other.filters
+            || self.sources != other.sources
+            || disabled_servers(self) != disabled_servers(other)
     }
 
     /// The limits of the built-in workspace tools.
@@ -311,4 +332,40 @@ impl Config {
 
 fn patterns(list: &[ToolPattern]) -> Vec<toolmux_core::NamePattern> {
     list.iter().map(|p| p.pattern().clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(json: serde_json::Value) -> Config {
+        serde_json::from_value(json).expect("a valid configuration")
+    }
+
+    #[test]
+    fn hub_settings_differ_exactly_when_a_field_they_read_changes() {
+        let base = config(serde_json::json!({
+            "mcpServers": {"docs": {"command": "docs-server"}},
+            "logs": {"retentionDays": 30}
+        }));
+        assert!(!base.hub_settings_differ(&base.clone()));
+        // The log and a server's command are not pipeline settings.
+        let unrelated = config(serde_json::json!({
+            "mcpServers": {"docs": {"command": "other-server"}},
+            "logs": {"retentionDays": 7}
+        }));
+        assert!(!base.hub_settings_differ(&unrelated));
+        // Switching a server off hides its source, which the hub decides.
+        let disabled = config(serde_json::json!({
+            "mcpServers": {"docs": {"command": "docs-server", "enabled": false}},
+            "logs": {"retentionDays": 30}
+        }));
+        assert!(base.hub_settings_differ(&disabled));
+        let denied = config(serde_json::json!({
+            "mcpServers": {"docs": {"command": "docs-server"}},
+            "logs": {"retentionDays": 30},
+            "policies": {"tools": {"docs__*": "deny"}}
+        }));
+        assert!(base.hub_settings_differ(&denied));
+    }
 }

@@ -4,21 +4,21 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tempfile::TempDir;
 use toolmux_config::{
     Config, ConfigError, LoadedConfig, find_project_dir, load, load_with_env, project_config_path,
 };
 use toolmux_core::{Policy, RateLimit, ToolOverride};
+use toolmux_testkit::project::{TestProject, write_file};
 
 /// A temporary project with an optional project file and an optional user file.
 struct Project {
-    dir: TempDir,
+    dir: TestProject,
 }
 
 impl Project {
     fn new() -> Self {
         Self {
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir: TestProject::new(),
         }
     }
 
@@ -28,18 +28,14 @@ impl Project {
 
     /// Writes the project's `.toolmux/config.json` and returns its path.
     fn config(&self, text: &str) -> PathBuf {
-        let path = project_config_path(self.path());
-        fs::create_dir_all(path.parent().expect("has a parent")).expect("mkdir .toolmux");
-        fs::write(&path, text).expect("write config");
+        let path = self.dir.config(text);
+        assert_eq!(path, project_config_path(self.path()));
         path
     }
 
     /// Writes a user file outside the project and returns its path.
     fn user(&self, text: &str) -> PathBuf {
-        let path = self.path().join("home/.config/toolmux/config.json");
-        fs::create_dir_all(path.parent().expect("has a parent")).expect("mkdir user dir");
-        fs::write(&path, text).expect("write user config");
-        path
+        write_file(self.path(), "home/.config/toolmux/config.json", text)
     }
 
     fn load(&self, user: Option<&Path>) -> Result<LoadedConfig, ConfigError> {

@@ -6,28 +6,27 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tempfile::TempDir;
 use toolmux_config::{
-    ConfigError, LoadedConfig, McpTransport, SamplingPolicy, check_config_text, load_with_env,
-    project_config_path, unexpanded_mcp_servers,
+    ConfigError, LoadedConfig, SamplingPolicy, UpstreamTransport, check_config_text, load_with_env,
+    project_config_path, unexpanded_upstreams,
 };
 use toolmux_core::Policy;
+use toolmux_testkit::project::TestProject;
 
 struct Project {
-    dir: TempDir,
+    dir: TestProject,
 }
 
 impl Project {
     fn new() -> Self {
         Self {
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir: TestProject::new(),
         }
     }
 
     fn config(&self, text: &str) -> PathBuf {
-        let path = project_config_path(self.dir.path());
-        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        fs::write(&path, text).expect("write");
+        let path = self.dir.config(text);
+        assert_eq!(path, project_config_path(self.path()));
         path
     }
 
@@ -73,9 +72,9 @@ fn a_pasted_claude_code_block_loads_with_inferred_transports() {
 }"#,
     );
     let config = project.load().expect("loads").config;
-    let servers = &config.mcp_servers;
+    let servers = &config.upstreams;
     assert_eq!(servers.len(), 6);
-    let McpTransport::Stdio {
+    let UpstreamTransport::Stdio {
         command,
         args,
         env,
@@ -91,7 +90,7 @@ fn a_pasted_claude_code_block_loads_with_inferred_transports() {
     assert_eq!(cwd, &None);
     assert_eq!(
         servers["remote"].transport,
-        McpTransport::Http {
+        UpstreamTransport::Http {
             url: "http://127.0.0.1:3001/mcp".into(),
             headers: BTreeMap::from([("Authorization".into(), "Bearer ghp_secret".into())]),
         }
@@ -127,7 +126,7 @@ fn toolmux_settings_per_server_are_read() {
         }}}"#,
     );
     let config = project.load().expect("loads").config;
-    let fs = &config.mcp_servers["fs"];
+    let fs = &config.upstreams["fs"];
     assert!(!fs.enabled);
     assert!(fs.offers("read_file"));
     assert!(fs.offers("list_directory"));
@@ -302,15 +301,15 @@ fn unexpanded_entries_keep_references_and_merge_user_under_project() {
     .expect("write user");
     project.config(r#"{"mcpServers": {"a": {"command": "x", "args": ["--flag"]}}}"#);
     let loaded = load_with_env(project.path(), Some(&user), &env).expect("loads");
-    let raw = unexpanded_mcp_servers(&loaded);
+    let raw = unexpanded_upstreams(&loaded);
     assert_eq!(
         raw["a"]["env"]["T"], "${GITHUB_TOKEN}",
         "the reference, not the secret"
     );
     assert_eq!(raw["a"]["args"][0], "--flag");
     assert_eq!(raw["b"]["command"], "y");
-    let expanded = &loaded.config.mcp_servers["a"];
-    let McpTransport::Stdio { env, .. } = &expanded.transport else {
+    let expanded = &loaded.config.upstreams["a"];
+    let UpstreamTransport::Stdio { env, .. } = &expanded.transport else {
         panic!("stdio");
     };
     assert_eq!(env["T"], "ghp_secret");
@@ -324,7 +323,7 @@ fn check_config_text_reports_like_the_loader() {
     assert_eq!(err.field, "mcpServers.x");
     let config =
         check_config_text(path, r#"{"mcpServers": {"x": {"command": "y"}}}"#).expect("valid");
-    assert_eq!(config.mcp_servers.len(), 1);
+    assert_eq!(config.upstreams.len(), 1);
 }
 
 #[test]
@@ -338,7 +337,7 @@ fn servers_serialize_back_to_the_file_shape() {
         }}"#,
     );
     let config = project.load().expect("loads").config;
-    let value = serde_json::to_value(&config.mcp_servers).expect("serializes");
+    let value = serde_json::to_value(&config.upstreams).expect("serializes");
     assert_eq!(
         value,
         serde_json::json!({
@@ -381,11 +380,11 @@ fn sampling_is_read_for_the_chat_and_for_each_server() {
     let config = project.load().expect("loads").config;
     assert_eq!(config.chat.sampling, SamplingPolicy::Deny);
     assert_eq!(
-        config.mcp_servers["trusted"].sampling,
+        config.upstreams["trusted"].sampling,
         Some(SamplingPolicy::Allow)
     );
     assert_eq!(
-        config.mcp_servers["other"].sampling, None,
+        config.upstreams["other"].sampling, None,
         "unset: chat.sampling applies"
     );
     // Unset everywhere, a server's request asks the person.
@@ -432,8 +431,8 @@ fn inherit_env_is_a_stdio_servers_opt_in_and_a_script_tools() {
             "tools": {"t": {"description": "d", "command": ["sh"], "inheritEnv": true}}}"#,
     );
     let config = project.load().expect("loads").config;
-    let inherits = |name: &str| match &config.mcp_servers[name].transport {
-        McpTransport::Stdio { inherit_env, .. } => *inherit_env,
+    let inherits = |name: &str| match &config.upstreams[name].transport {
+        UpstreamTransport::Stdio { inherit_env, .. } => *inherit_env,
         other => panic!("{name} is {}", other.kind()),
     };
     assert!(

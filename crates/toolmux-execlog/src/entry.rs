@@ -120,8 +120,8 @@ struct Line<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
     duration_us: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<Stored<'a, ToolResult>>,
+    #[serde(skip_serializing_if = "Stored::is_absent")]
+    result: Stored<'a, ToolResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     result_bytes: Option<u64>,
     #[serde(skip_serializing_if = "is_false")]
@@ -153,13 +153,24 @@ pub(crate) const RESULTS_DIR: &str = "results";
 /// and a name is never this long unless someone is filling the disk.
 const NAME_CAP_BYTES: usize = 256;
 
-/// A field that is stored whole, or as the start of its serialization.
+/// The most bytes of an error message a line keeps (2 KiB): more than any message meant to be
+/// read, and the error can repeat what the caller sent.
+const ERROR_CAP_BYTES: usize = 2 * 1024;
+
+/// A field that is stored whole, as the start of its serialization, or not at all (an abridged
+/// line, or a call without a result).
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Stored<'a, T> {
     Whole(&'a T),
     Start(String),
     Absent(()),
+}
+
+impl<T> Stored<'_, T> {
+    fn is_absent(&self) -> bool {
+        matches!(self, Self::Absent(()))
+    }
 }
 
 /// How much of a record a line may hold.
@@ -190,7 +201,8 @@ struct Capped<'a, T> {
 
 /// Caps one field at `cap` bytes of serialization. Only a value small enough to keep whole is
 /// ever serialized whole; a larger one is serialized only up to its cut, so a 100 MB argument
-/// costs the writer `cap` bytes, not 100 MB.
+/// costs the writer `cap` bytes, not 100 MB. In an abridged line no field is stored, only its
+/// size: this is the one place abridging leaves values out.
 fn cap_field<'a, T: Serialize>(value: &'a T, cap: usize, caps: &Caps) -> Capped<'a, T> {
     let size = serialized_size(value);
     if caps.abridged {
@@ -294,19 +306,11 @@ pub(crate) fn write_line(
         .as_ref()
         .and_then(|r| r.whole.as_ref())
         .map(|_| result_file(date, &record.id));
-    let error = record
-        .error
-        .as_deref()
-        .map(|e| cut(e, caps.arguments.max(NAME_CAP_BYTES)));
-    // Every line with a result says how large it was; an abridged one leaves the result out.
+    let error = record.error.as_deref().map(|e| cut(e, ERROR_CAP_BYTES));
+    // Every line with a result says how large it was.
     let (result_stored, result_bytes, result_truncated, result_whole) = match result {
-        Some(r) => (
-            (!caps.abridged).then_some(r.stored),
-            Some(r.size),
-            r.truncated,
-            r.whole,
-        ),
-        None => (None, None, false, None),
+        Some(r) => (r.stored, Some(r.size), r.truncated, r.whole),
+        None => (Stored::Absent(()), None, false, None),
     };
     let line = Line {
         id: record.id,

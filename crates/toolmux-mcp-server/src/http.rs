@@ -5,10 +5,12 @@
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{
@@ -57,7 +59,6 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
     let sessions = Arc::new(LocalSessionManager::default());
     let answers = Answers {
         sessions: Arc::clone(&sessions),
-        max_body_bytes: config.max_request_body_bytes,
     };
     let service = StreamableHttpService::new(
         move || Ok(McpServer::for_session(Arc::clone(&shared))),
@@ -77,13 +78,18 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
 #[derive(Clone)]
 struct Answers {
     sessions: Arc<LocalSessionManager>,
-    max_body_bytes: usize,
 }
 
 /// Gives two answers the way JSON-RPC and MCP's transport specify them, where rmcp 3.9 does
 /// not (and cannot be configured to): a body that is not JSON is `400` with a JSON-RPC parse
-/// error (-32700), not `415`, and a `DELETE` of a session that does not exist is `404`, as
-/// every other request naming an unknown session is, not `202`. Everything else is rmcp's.
+/// error (-32700), where rmcp answers `415` ("fail to deserialize request body …"), and a
+/// `DELETE` of a session that does not exist is `404`, as every other request naming an
+/// unknown session is, not `202`. Everything else is rmcp's.
+///
+/// A JSON body goes to rmcp as it comes, parsed once, by rmcp; its chunks are kept on the side
+/// (shared, not copied) only so that rmcp's `415` for a body it could not read can be told
+/// apart — a syntax error, which becomes the parse error, from JSON that is not a JSON-RPC
+/// message, which keeps rmcp's answer. Only that failing request parses its body a second time.
 async fn answer_as_json_rpc(
     State(answers): State<Answers>,
     request: Request,
@@ -98,11 +104,12 @@ async fn answer_as_json_rpc(
         if let Some(session) = session
             && !answers.sessions.has_session(&session).await.unwrap_or(true)
         {
-            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+            return (StatusCode::NOT_FOUND, SESSION_NOT_FOUND).into_response();
         }
         return next.run(request).await;
     }
-    // rmcp answers a wrong Content-Type with 415 itself; only a JSON body is read here.
+    // rmcp answers a wrong Content-Type with 415 itself, reading no body; only a JSON body's
+    // 415 is rmcp failing to deserialize it.
     let json_body = request.method() == Method::POST
         && request
             .headers()
@@ -115,27 +122,42 @@ async fn answer_as_json_rpc(
     if !json_body {
         return next.run(request).await;
     }
+    let kept: Arc<std::sync::Mutex<Vec<Bytes>>> = Arc::default();
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, answers.max_body_bytes).await {
-        Ok(bytes) => bytes,
-        // Too large, or the body broke off: rmcp's own answer (413) needs the bytes it never
-        // gets, so the same status is given here.
-        Err(e) => {
-            return (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("Payload Too Large: {e}"),
-            )
-                .into_response();
+    let keeping = Arc::clone(&kept);
+    let body = Body::from_stream(body.into_data_stream().inspect(move |chunk| {
+        if let Ok(chunk) = chunk {
+            keeping
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(chunk.clone());
         }
-    };
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-        let body = json!({
-            "jsonrpc": "2.0",
-            "id": null,
-            "error": {"code": -32700, "message": format!("Parse error: {e}")},
-        });
-        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+    }));
+    let answer = next.run(Request::from_parts(parts, body)).await;
+    if answer.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return answer;
     }
-    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
-        .await
+    let chunks = std::mem::take(
+        &mut *kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let bytes = chunks.concat();
+    match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        Err(e) if !e.is_data() => parse_error(&e),
+        _ => answer,
+    }
+}
+
+/// What `/mcp` answers a request naming (or deleting) a session it does not have: rmcp's words.
+const SESSION_NOT_FOUND: &str = "Not Found: Session not found";
+
+/// JSON-RPC's answer to a body that is not JSON: `400`, code -32700, no id.
+fn parse_error(e: &serde_json::Error) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": format!("Parse error: {e}")},
+    });
+    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
 }

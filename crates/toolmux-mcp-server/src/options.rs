@@ -87,7 +87,7 @@ impl ServeOptions {
                 .any(|n| n == registry_name)
                 .then_some(registry_name);
         }
-        if !self.admits(registry_name) {
+        if !admitted_by(&self.include, &self.exclude, registry_name) {
             return None;
         }
         match &self.pass_through {
@@ -95,19 +95,6 @@ impl ServeOptions {
             Some(only) if *only != tool.source => None,
             Some(_) => Some(tool.original_name.as_str()),
         }
-    }
-
-    /// Whether `--tools` / `--exclude` let a registry name through (a tool's, or a relayed
-    /// prompt's or resource's).
-    pub fn admits(&self, registry_name: &str) -> bool {
-        let filtered = admitted_by(&self.include, &self.exclude, registry_name);
-        if self.entry_points.is_empty() {
-            return filtered;
-        }
-        // With entry points, what `--tools` names explicitly (a server's prompts, say) is still
-        // served beside them; without `--tools`, only the entry points are.
-        self.entry_points.iter().any(|n| n == registry_name)
-            || (!self.include.is_empty() && filtered)
     }
 
     /// What every call made through this server may reach, a code-mode script's included: the

@@ -16,35 +16,23 @@ use rmcp::service::{Peer, RoleServer};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
-use toolmux_upstream::{RelayError, RelayScope, Relayed, Unknown, UpstreamSource, Upstreams};
-
-use crate::options::ServeOptions;
+use toolmux_core::ToolScope;
+use toolmux_upstream::{RelayError, Relayed, Unknown, UpstreamSource, Upstreams};
 
 /// JSON-RPC's "resource not found", which MCP prescribes for an unknown URI.
 const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
 
-/// The serve-time filters (`--tools`, `--exclude`, `--code-mode`) apply to prompts, resources
-/// and templates by their registry names as they do to tools, and pass-through mode serves one
-/// server's items under their own names.
-impl RelayScope for ServeOptions {
-    fn serves(&self, _server: &str, registry_name: &str) -> bool {
-        self.admits(registry_name)
-    }
-
-    fn pass_through(&self) -> Option<&str> {
-        self.pass_through.as_deref()
-    }
-}
-
-/// The upstream servers as one MCP server's clients see them.
+/// The upstream servers as one MCP server's clients see them: through the server's scope (its
+/// serve-time filters `--tools`, `--exclude`, `--code-mode`, and pass-through's one server),
+/// the one built for its calls.
 pub(crate) struct Relay<'a> {
     pub(crate) upstreams: &'a Arc<Upstreams>,
-    pub(crate) options: &'a ServeOptions,
+    pub(crate) scope: &'a Arc<ToolScope>,
 }
 
 impl Relay<'_> {
     fn relay(&self) -> toolmux_upstream::Relay<'_> {
-        toolmux_upstream::Relay::scoped(self.upstreams, self.options)
+        toolmux_upstream::Relay::new(self.upstreams, Some(self.scope))
     }
 
     pub(crate) fn prompts(&self) -> Vec<Prompt> {
@@ -147,7 +135,7 @@ impl Subscriptions {
         }
         let follow = Follow {
             upstreams: Arc::clone(relay.upstreams),
-            options: relay.options.clone(),
+            scope: Arc::clone(relay.scope),
         };
         tokio::spawn(forward_updates(follow, source, uri, updates, peer, stop));
         Ok(())
@@ -166,11 +154,11 @@ impl Subscriptions {
     }
 }
 
-/// Where a subscription goes when its server is replaced: the URI's server now, if these
-/// options serve it.
+/// Where a subscription goes when its server is replaced: the URI's server now, if this scope
+/// serves it.
 struct Follow {
     upstreams: Arc<Upstreams>,
-    options: ServeOptions,
+    scope: Arc<ToolScope>,
 }
 
 /// Passes `notifications/resources/updated` for `uri` on to the client until `stop`, then
@@ -198,7 +186,7 @@ async fn forward_updates(
                 if !notify(&peer).await {
                     return; // the client is gone
                 }
-                let relay = Relay { upstreams: &follow.upstreams, options: &follow.options };
+                let relay = Relay { upstreams: &follow.upstreams, scope: &follow.scope };
                 let Ok(next) = relay.relay().subscription_server(&uri) else { return };
                 updates = next.resource_updates();
                 if let Err(e) = next.subscribe(&uri).await {

@@ -82,7 +82,7 @@ impl Shared {
     pub(crate) fn relay(&self) -> Option<Relay<'_>> {
         Some(Relay {
             upstreams: self.options.upstreams.as_ref()?,
-            options: &self.options,
+            scope: &self.scope,
         })
     }
 

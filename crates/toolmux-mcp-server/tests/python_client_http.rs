@@ -5,13 +5,11 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{
-    HttpServer, PythonClient, TestSource, hub, hub_with_ask_rule, post, raw_http, result_text,
-    run_client, tool_names,
-};
+use common::{HttpServer, TestSource, hub, hub_with_ask_rule, post, raw_http};
 use serde_json::json;
 use toolmux_core::NamePattern;
 use toolmux_mcp_server::ServeOptions;
+use toolmux_testkit::python_client::{PythonClient, result_text, run_client, tool_names};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_lists_the_catalog_without_internal_tools_and_calls_tools() {

@@ -10,19 +10,24 @@
 //! configured to inherit the whole environment gets it as before.
 //!
 //! # What escaped the process group
-//! Each child leads a process group of its own, killed with one `killpg`. A descendant that
-//! called `setsid` (or `setpgid`) is no longer in that group, and once its parent exits it
-//! would be re-parented to init and survive. So toolmux makes itself a *child subreaper*
-//! ([`become_subreaper`]): orphans below it are re-parented to toolmux instead. Every child is
-//! started with a [`Mark`] in its environment, which its descendants inherit; when its work
-//! ends, [`Mark::sweep`] kills the processes re-parented to toolmux that carry the mark (with
-//! the process group each one leads) and reaps them. The mark tells one call's or server's
-//! leftovers from another's, which the process tree no longer can. A descendant that both
-//! leaves the group and clears its environment cannot be told apart; [`sweep_escaped`] stops
-//! those when toolmux exits.
+//! Each child ([`spawn`]) leads a process group of its own, killed with one `killpg`. A
+//! descendant that called `setsid` (or `setpgid`) is no longer in that group, and once its
+//! parent exits it would be re-parented to init and survive. So toolmux makes itself a
+//! *child subreaper* ([`become_subreaper`], before its first child starts): orphans below it are
+//! re-parented to toolmux instead. Every child is started with a mark in its environment
+//! ([`MARK_VAR`]), which its descendants inherit; when its work ends, its [`Guard`] kills
+//! the processes re-parented to toolmux that carry the mark (with the process group each one
+//! leads) and reaps them. The mark tells one call's or server's leftovers from another's,
+//! which the process tree no longer can. A descendant that both leaves the group and clears
+//! its environment cannot be told apart; [`sweep_escaped`] stops those when toolmux exits.
 
+use std::collections::BTreeSet;
 use std::ffi::OsStr;
+use std::io;
+use std::path::Path;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// toolmux's environment variables a child gets unless it inherits everything: those the MCP
@@ -32,11 +37,11 @@ pub const INHERITED_VARS: &[&str] = &[
     "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TMPDIR", "TZ",
 ];
 
-/// The environment variable that carries a child's [`Mark`].
+/// The environment variable that carries a child's mark.
 pub const MARK_VAR: &str = "TOOLMUX_CHILD_MARK";
 
-/// How long [`Mark::sweep`] keeps looking for what a child left behind: killed processes
-/// re-parent their own children to toolmux a moment later, and those are swept too.
+/// How long a sweep keeps looking for what a child left behind: killed processes re-parent
+/// their own children to toolmux a moment later, and those are swept too.
 const SWEEP_LIMIT: Duration = Duration::from_millis(500);
 /// The pause between two passes of a sweep.
 const SWEEP_PAUSE: Duration = Duration::from_millis(10);
@@ -46,36 +51,17 @@ pub fn is_inherited(name: &str) -> bool {
     INHERITED_VARS.contains(&name) || name.starts_with("LC_")
 }
 
-/// Sets a child's environment: the allowlist of toolmux's (or all of it with `inherit_all`),
-/// then `configured`, then its `mark`.
-pub fn set_environment<K, V>(
-    command: &mut tokio::process::Command,
-    configured: impl IntoIterator<Item = (K, V)>,
-    inherit_all: bool,
-    mark: &Mark,
-) where
-    K: AsRef<OsStr>,
-    V: AsRef<OsStr>,
-{
-    if !inherit_all {
-        command.env_clear();
-        for (name, value) in std::env::vars_os() {
-            let Some(name) = name.to_str() else { continue };
-            // Like the MCP SDKs: a value that starts with `()` is an exported shell function,
-            // which a shell in the child would run.
-            if is_inherited(name) && !value.as_encoded_bytes().starts_with(b"()") {
-                command.env(name, value);
-            }
-        }
-    }
-    command.envs(configured);
-    command.env(MARK_VAR, &mark.0);
+/// Whether toolmux passes a variable's value: like the MCP SDKs, not a value that starts
+/// with `()`, an exported shell function, which a shell in the child would run.
+fn is_passed(name: &str, value: &OsStr) -> bool {
+    is_inherited(name) && !value.as_encoded_bytes().starts_with(b"()")
 }
 
-/// Makes toolmux the child subreaper of everything it starts (once per process; later calls
-/// do nothing), so that a descendant whose parent exits is re-parented to toolmux, where
-/// [`Mark::sweep`] finds it, instead of to init.
-pub fn become_subreaper() {
+/// Makes toolmux the child subreaper of everything it starts, so that a descendant whose
+/// parent exits is re-parented to toolmux, where the sweeps find it, instead of to init.
+/// A process-wide setting, made before the first child starts ([`spawn`] calls it); later
+/// calls do nothing.
+fn become_subreaper() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         #[cfg(target_os = "linux")]
@@ -85,40 +71,192 @@ pub fn become_subreaper() {
     });
 }
 
+/// Starts `program` as toolmux starts every child: in `cwd`, with stdin, stdout and stderr
+/// piped, leading a process group of its own, killed when dropped, with the allowlisted
+/// environment (all of toolmux's with `inherit_all`), then its `configured` variables and a
+/// fresh mark. The [`Guard`] stops the group and sweeps what escaped it.
+pub fn spawn<K, V>(
+    program: &OsStr,
+    args: &[String],
+    cwd: &Path,
+    configured: impl IntoIterator<Item = (K, V)>,
+    inherit_all: bool,
+) -> io::Result<(tokio::process::Child, Guard)>
+where
+    K: AsRef<OsStr>,
+    V: AsRef<OsStr>,
+{
+    become_subreaper();
+    let mark = Mark::new();
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let configured: Vec<(K, V)> = configured.into_iter().collect();
+    if !inherit_all {
+        command.env_clear();
+        for (name, value) in std::env::vars_os() {
+            if let Some(name) = name.to_str()
+                && is_passed(name, &value)
+            {
+                command.env(name, value);
+            }
+        }
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            log_dropped(program, &configured);
+        }
+    }
+    command.envs(configured);
+    command.env(MARK_VAR, &*mark.0);
+    #[cfg(unix)]
+    command.process_group(0);
+    let child = command.spawn()?;
+    let pgid = child.id();
+    if let Some(pgid) = pgid {
+        leaders().insert(pgid);
+    }
+    Ok((child, Guard { pgid, mark }))
+}
+
+/// Logs (at debug) the names of toolmux's variables a child does not get — a server that
+/// needs `PYTHONPATH` or `NODE_OPTIONS` must have it configured — never their values.
+fn log_dropped<K: AsRef<OsStr>, V>(program: &OsStr, configured: &[(K, V)]) {
+    let dropped: Vec<String> = std::env::vars_os()
+        .filter(|(name, value)| {
+            !name.to_str().is_some_and(|n| is_passed(n, value))
+                && !configured.iter().any(|(k, _)| k.as_ref() == name)
+        })
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .collect();
+    if !dropped.is_empty() {
+        tracing::debug!(
+            program = %Path::new(program).display(),
+            dropped = %dropped.join(" "),
+            "variables of toolmux's environment not passed to a child (configure `env` or `inheritEnv` to pass them)"
+        );
+    }
+}
+
+/// A signal for a process group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGTERM: asks it to stop.
+    Term,
+    /// SIGKILL.
+    Kill,
+}
+
+/// Sends `signal` to the process group `pgid` — the one way toolmux signals a group. A group
+/// that is gone already (ESRCH) is the usual case; `pgid` 0 and 1 are never signalled.
+pub fn signal_group(pgid: u32, signal: Signal) {
+    #[cfg(unix)]
+    if let Ok(pgid) = i32::try_from(pgid)
+        && pgid > 1
+    {
+        use nix::sys::signal::Signal as Unix;
+        let signal = match signal {
+            Signal::Term => Unix::SIGTERM,
+            Signal::Kill => Unix::SIGKILL,
+        };
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
+    }
+    #[cfg(not(unix))]
+    let _ = (pgid, signal);
+}
+
+/// The process ids of the group leaders [`spawn`] started whose [`Guard`] still lives: a
+/// sweep knows they are not orphans and skips them without reading their `/proc` entries.
+fn leaders() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
+    static LEADERS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+    LEADERS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What stops a started child's process group, and everything that left it carrying the
+/// child's mark: [`Guard::sweep`] once the child was waited for, or dropping the guard (a
+/// call timed out or cancelled, a server dropped without a clean shutdown).
+#[derive(Debug)]
+pub struct Guard {
+    /// The group (the child's process id), until it was stopped.
+    pgid: Option<u32>,
+    mark: Mark,
+}
+
+impl Guard {
+    /// The child's process group (its process id), until it was stopped.
+    pub fn pgid(&self) -> Option<u32> {
+        self.pgid
+    }
+
+    /// Kills what is left of the child: its process group (the child itself, which is never
+    /// reaped here: its owner waits for it), and every process re-parented to toolmux that
+    /// carries its mark, with the group it leads. Passes repeat while killing re-parents
+    /// more, for at most half a second; they read `/proc` on the blocking pool. Later calls,
+    /// and dropping the guard, do nothing.
+    pub async fn sweep(&mut self) {
+        let Some(pgid) = self.pgid.take() else { return };
+        self.mark.sweep(pgid).await;
+        leaders().remove(&pgid);
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let Some(pgid) = self.pgid.take() else { return };
+        signal_group(pgid, Signal::Kill);
+        leaders().remove(&pgid);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                // What the kill re-parents to toolmux arrives a moment later.
+                let mark = self.mark.clone();
+                runtime.spawn(async move { mark.sweep(pgid).await });
+            }
+            Err(_) => {
+                pass(&self.mark.0, Some(pgid), &mut Vec::new());
+            }
+        }
+    }
+}
+
 /// The identity of one started child, inherited by everything it starts through the
 /// environment ([`MARK_VAR`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mark(String);
+struct Mark(Arc<str>);
 
 impl Mark {
     /// A mark no other child of this toolmux process has.
-    pub fn new() -> Self {
+    fn new() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        Self(format!(
-            "{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ))
+        Self(
+            format!(
+                "{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            )
+            .into(),
+        )
     }
 
-    /// Its value, as set in [`MARK_VAR`].
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// Kills what is left of a child whose work ended: its process `group` (led by the child,
-    /// which is never reaped here: its owner waits for it), and every process re-parented to
-    /// toolmux that carries this mark, with the group it leads. Passes repeat while killing
-    /// re-parents more, for at most half a second.
-    pub async fn sweep(&self, group: Option<u32>) {
+    /// See [`Guard::sweep`].
+    async fn sweep(&self, group: u32) {
         let deadline = tokio::time::Instant::now() + SWEEP_LIMIT;
         let mut pending = Vec::new();
         loop {
-            if let Some(group) = group {
-                kill_group(group);
-            }
-            let killed = self.pass(group, &mut pending);
-            let group_left = group.is_some_and(group_exists);
+            signal_group(group, Signal::Kill);
+            let mark = Arc::clone(&self.0);
+            let Ok((killed, still)) = tokio::task::spawn_blocking(move || {
+                let killed = pass(&mark, Some(group), &mut pending);
+                (killed, pending)
+            })
+            .await
+            else {
+                return;
+            };
+            pending = still;
+            let group_left = group_exists(group);
             if killed == 0 && pending.is_empty() && !group_left {
                 return;
             }
@@ -129,113 +267,106 @@ impl Mark {
             tokio::time::sleep(SWEEP_PAUSE).await;
         }
     }
-
-    /// One pass of [`Mark::sweep`] that does not wait, for `Drop` (when a runtime is at hand,
-    /// prefer spawning [`Mark::sweep`]).
-    pub fn sweep_now(&self, group: Option<u32>) {
-        if let Some(group) = group {
-            kill_group(group);
-        }
-        self.pass(group, &mut Vec::new());
-    }
-
-    /// Kills the marked processes re-parented to toolmux (adding them to `pending`), reaps
-    /// those of `pending` that died and the zombies that escaped a group; returns how many it
-    /// killed. `leader` is the child itself, which its owner reaps.
-    #[cfg(target_os = "linux")]
-    fn pass(&self, leader: Option<u32>, pending: &mut Vec<u32>) -> usize {
-        use nix::sys::signal::{Signal, kill};
-        use nix::unistd::Pid;
-        pending.retain(|&pid| !reap(pid));
-        let us = Ids::ours();
-        let mut killed = 0;
-        for pid in children_of_toolmux() {
-            if Some(pid) == leader || pending.contains(&pid) {
-                continue;
-            }
-            let Some(stat) = Stat::read(pid) else {
-                continue;
-            };
-            if stat.zombie {
-                // A dead orphan: toolmux's own children (group leaders in its session, or
-                // members of its group) are reaped by whoever started them, never here.
-                if stat.escaped(pid, &us) {
-                    reap(pid);
-                }
-                continue;
-            }
-            if !has_mark(pid, &self.0) {
-                continue;
-            }
-            if stat.pgid == pid && stat.pgid != us.pgid {
-                // It leads a group of its own (it called setsid or setpgid): what it started
-                // and kept there goes with it.
-                kill_group(pid);
-            }
-            let Ok(raw) = i32::try_from(pid) else {
-                continue;
-            };
-            if kill(Pid::from_raw(raw), Signal::SIGKILL).is_ok() {
-                killed += 1;
-                pending.push(pid);
-            }
-        }
-        killed
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn pass(&self, _leader: Option<u32>, _pending: &mut Vec<u32>) -> usize {
-        0
-    }
 }
 
-impl Default for Mark {
-    fn default() -> Self {
-        Self::new()
+/// One pass of a sweep, which blocks on `/proc`: kills the processes re-parented to toolmux
+/// that carry `mark` (adding them to `pending`), reaps those of `pending` that died and the
+/// zombies that escaped a group; returns how many it killed. `leader` is the child itself,
+/// which its owner reaps; the other leaders toolmux started are skipped unread.
+#[cfg(target_os = "linux")]
+fn pass(mark: &str, leader: Option<u32>, pending: &mut Vec<u32>) -> usize {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    pending.retain(|&pid| !reap(pid));
+    let us = Ids::ours();
+    let leaders = leaders().clone();
+    let mut killed = 0;
+    for pid in children_of_toolmux() {
+        if Some(pid) == leader || pending.contains(&pid) || leaders.contains(&pid) {
+            continue;
+        }
+        let Some(stat) = Stat::read(pid) else {
+            continue;
+        };
+        if stat.zombie {
+            // A dead orphan: toolmux's own children (group leaders in its session, or
+            // members of its group) are reaped by whoever started them, never here.
+            if stat.escaped(pid, &us) {
+                reap(pid);
+            }
+            continue;
+        }
+        if !has_mark(pid, mark) {
+            continue;
+        }
+        if stat.pgid == pid && stat.pgid != us.pgid {
+            // It leads a group of its own (it called setsid or setpgid): what it started
+            // and kept there goes with it.
+            signal_group(pid, self::Signal::Kill);
+        }
+        let Ok(raw) = i32::try_from(pid) else {
+            continue;
+        };
+        if kill(Pid::from_raw(raw), Signal::SIGKILL).is_ok() {
+            killed += 1;
+            pending.push(pid);
+        }
     }
+    killed
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pass(_mark: &str, _leader: Option<u32>, _pending: &mut Vec<u32>) -> usize {
+    0
 }
 
 /// Kills, when toolmux is about to exit, every process re-parented to it that left its
 /// process group and so cannot be attributed to a child (see the module's documentation):
-/// nothing toolmux started may outlive it.
+/// nothing toolmux started may outlive it. Passes repeat, for at most half a second, while
+/// killing re-parents more. The `toolmux` binary calls it once its command has ended.
 pub fn sweep_escaped() {
-    #[cfg(target_os = "linux")]
-    {
-        use nix::sys::signal::{Signal, kill};
-        use nix::unistd::Pid;
-        let us = Ids::ours();
-        for pid in children_of_toolmux() {
-            let Some(stat) = Stat::read(pid) else {
-                continue;
-            };
-            if !stat.escaped(pid, &us) {
-                continue;
-            }
-            if stat.zombie {
-                reap(pid);
-                continue;
-            }
-            if stat.pgid == pid && stat.pgid != us.pgid {
-                kill_group(pid);
-            }
-            if let Ok(raw) = i32::try_from(pid) {
-                let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
-            }
-        }
+    let deadline = std::time::Instant::now() + SWEEP_LIMIT;
+    while escaped_pass() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(SWEEP_PAUSE);
     }
 }
 
-/// Sends SIGKILL to a process group; a group that is gone already (ESRCH) is the usual case.
-pub fn kill_group(pgid: u32) {
-    #[cfg(unix)]
-    if let Ok(pgid) = i32::try_from(pgid)
-        && pgid > 1
-    {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pgid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+/// One pass of [`sweep_escaped`]: how many processes it killed or reaped.
+#[cfg(target_os = "linux")]
+fn escaped_pass() -> usize {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let us = Ids::ours();
+    let leaders = leaders().clone();
+    let mut acted = 0;
+    for pid in children_of_toolmux() {
+        if leaders.contains(&pid) {
+            continue;
+        }
+        let Some(stat) = Stat::read(pid) else {
+            continue;
+        };
+        if !stat.escaped(pid, &us) {
+            continue;
+        }
+        acted += 1;
+        if stat.zombie {
+            reap(pid);
+            continue;
+        }
+        if stat.pgid == pid && stat.pgid != us.pgid {
+            signal_group(pid, self::Signal::Kill);
+        }
+        if let Ok(raw) = i32::try_from(pid) {
+            let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+        }
     }
+    acted
+}
+
+#[cfg(not(target_os = "linux"))]
+fn escaped_pass() -> usize {
+    0
 }
 
 /// Whether any process (a zombie included) is still in the group.

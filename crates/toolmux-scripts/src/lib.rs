@@ -42,7 +42,7 @@ struct Script {
 
 impl ScriptSource {
     /// The tools of `tools`, with relative working directories taken from `root`. Each gets
-    /// the allowlisted environment ([`child::set_environment`]) plus its own `env`, or the
+    /// the allowlisted environment ([`child::spawn`]) plus its own `env`, or the
     /// whole of toolmux's with `inheritEnv`.
     pub fn new<'a>(
         tools: impl IntoIterator<Item = (&'a ToolName, &'a ScriptTool)>,

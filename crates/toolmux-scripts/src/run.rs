@@ -3,7 +3,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use toolmux_core::{SourceError, ToolResult};
 
-use crate::child::{self, Mark};
+use crate::child;
 
 /// The most bytes of stdout kept; the rest is read and dropped so the command never blocks.
 pub const MAX_STDOUT_BYTES: usize = 1024 * 1024;
@@ -32,28 +32,6 @@ pub(crate) struct Command<'a> {
     pub env: &'a [(String, String)],
     /// Whether it gets toolmux's whole environment rather than the allowlist.
     pub inherit_env: bool,
-}
-
-/// Kills the call's whole process group, and whatever it started that left the group, when
-/// dropped: at the end of a call, and when the pipeline drops the call on a timeout or
-/// cancellation.
-struct GroupKill {
-    pgid: Option<u32>,
-    mark: Mark,
-}
-
-impl Drop for GroupKill {
-    fn drop(&mut self) {
-        let Some(pgid) = self.pgid.take() else { return };
-        child::kill_group(pgid);
-        let mark = self.mark.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move { mark.sweep(Some(pgid)).await });
-            }
-            Err(_) => mark.sweep_now(Some(pgid)),
-        }
-    }
 }
 
 /// Where the program is: a path with a `/` is taken from `cwd`; a bare name is looked up on
@@ -79,31 +57,19 @@ pub(crate) async fn run(command: &Command<'_>, input: &[u8]) -> Result<ToolResul
             path.display()
         )));
     }
-    child::become_subreaper();
-    let mark = Mark::new();
-    let mut cmd = tokio::process::Command::new(resolved.as_deref().map_or_else(
-        || Path::new(command.program).as_os_str().to_owned(),
-        |p| p.as_os_str().to_owned(),
-    ));
-    cmd.args(command.args)
-        .current_dir(command.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    child::set_environment(
-        &mut cmd,
+    let program = resolved
+        .as_deref()
+        .map_or_else(|| Path::new(command.program).as_os_str(), |p| p.as_os_str());
+    // The guard kills the call's process group, and whatever it started that left the group,
+    // when dropped: also when the pipeline drops the call on a timeout or cancellation.
+    let (mut child, mut group) = child::spawn(
+        program,
+        command.args,
+        command.cwd,
         command.env.iter().map(|(k, v)| (k, v)),
         command.inherit_env,
-        &mark,
-    );
-    #[cfg(unix)]
-    cmd.process_group(0);
-    let mut child = cmd.spawn().map_err(|e| spawn_error(command.program, e))?;
-    let mut group = GroupKill {
-        pgid: child.id(),
-        mark,
-    };
+    )
+    .map_err(|e| spawn_error(command.program, e))?;
 
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
@@ -126,9 +92,7 @@ pub(crate) async fn run(command: &Command<'_>, input: &[u8]) -> Result<ToolResul
         .map_err(|e| SourceError::Failed(format!("cannot wait for `{}`: {e}", command.program)))?;
     // Whatever the command left running in the background dies with the call, in its group
     // or out of it, which also closes the pipes it may still hold.
-    if let Some(pgid) = group.pgid.take() {
-        group.mark.sweep(Some(pgid)).await;
-    }
+    group.sweep().await;
     let ((stdout, total), stderr) =
         tokio::join!(finish(out_task, stop_out), finish(err_task, stop_err));
     Ok(result(command.program, status, &stdout, total, &stderr))

@@ -8,10 +8,9 @@ use serde_json::{Value, json};
 use toolmux_config::{ScriptTool, ToolName};
 use toolmux_core::{CallContext, CallError, Channel, Hub, HubSettings, NullSink};
 use toolmux_scripts::{MAX_STDOUT_BYTES, ScriptSource};
-
-fn python() -> String {
-    std::env::var("TOOLMUX_TEST_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
+use toolmux_testkit::eventually::eventually;
+use toolmux_testkit::peers::plain_python;
+use toolmux_testkit::processes::{processes_with, unique_sleep};
 
 /// A hub with the script tools `tools` (name → definition as in the config file).
 fn hub(root: &Path, tools: Value) -> Hub {
@@ -52,7 +51,7 @@ async fn a_python_script_gets_the_arguments_on_stdin_and_its_json_becomes_struct
             "description": "Adds two numbers.",
             "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]},
             "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]},
-            "command": [python(), "add.py"],
+            "command": [plain_python(), "add.py"],
         }}),
     );
     let result = hub
@@ -130,22 +129,6 @@ async fn a_missing_executable_is_an_error_naming_its_path() {
     );
 }
 
-/// Processes whose command line contains `marker` (Linux: read from /proc).
-fn processes_with(marker: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(marker))
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_timeout_kills_the_whole_process_group() {
@@ -164,15 +147,10 @@ async fn a_timeout_kills_the_whole_process_group() {
         .expect_err("timeout");
     assert_eq!(err.to_string(), "tool `slow` timed out after 300ms");
     assert!(started.elapsed() < Duration::from_secs(5));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !processes_with(&marker).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "orphans left: {:?}",
-            processes_with(&marker)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(5), "the orphans to end", async || {
+        processes_with(&marker).is_empty()
+    })
+    .await;
 }
 
 #[cfg(target_os = "linux")]
@@ -189,11 +167,10 @@ async fn background_processes_die_with_a_call_that_finished() {
     let result = hub.call("bg", json!({}), &cx()).await.expect("call");
     assert_eq!(result.text_content(), "done\n");
     assert!(started.elapsed() < Duration::from_secs(5));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !processes_with(&marker).is_empty() {
-        assert!(Instant::now() < deadline, "orphans left");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(5), "the orphans to end", async || {
+        processes_with(&marker).is_empty()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -203,7 +180,7 @@ async fn output_is_capped() {
         dir.path(),
         json!({"big": {
             "description": "Prints a lot.",
-            "command": [python(), "-c", "import sys; sys.stdout.write('x' * (3 * 1024 * 1024))"],
+            "command": [plain_python(), "-c", "import sys; sys.stdout.write('x' * (3 * 1024 * 1024))"],
         }}),
     );
     let result = hub.call("big", json!({}), &cx()).await.expect("call");
@@ -287,16 +264,11 @@ async fn d9_a_script_that_inherits_the_environment_gets_all_of_it() {
     assert!(env.contains(&("GIVEN".to_string(), "yes".to_string())));
 }
 
-/// A `sleep` argument no other test uses (fractional seconds, about 300 s).
-fn unique_sleep(n: u32) -> String {
-    format!("300.{}{n:02}", std::process::id())
-}
-
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d12_a_setsid_child_neither_outlives_the_call_nor_holds_it_open() {
     let dir = tempfile::tempdir().expect("dir");
-    let marker = unique_sleep(1);
+    let marker = unique_sleep();
     // The daemon keeps the call's stdout open: waiting for its end would take 300 s.
     let script = format!("setsid sleep {marker} & sleep 0.3; echo started");
     let hub = hub(
@@ -322,7 +294,7 @@ async fn d12_a_setsid_child_neither_outlives_the_call_nor_holds_it_open() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d12_output_held_by_an_unattributable_process_ends_the_call_after_a_grace() {
     let dir = tempfile::tempdir().expect("dir");
-    let marker = unique_sleep(2);
+    let marker = unique_sleep();
     // `env -i` drops toolmux's mark, so nothing ties the daemon to this call any more; it
     // holds stdout open, and the call still ends once its command has.
     let script = format!("setsid env -i sleep {marker} & sleep 0.3; echo started");
@@ -340,12 +312,10 @@ async fn d12_output_held_by_an_unattributable_process_ends_the_call_after_a_grac
     );
     // What toolmux does on exit: stop every process that escaped to it.
     toolmux_scripts::child::sweep_escaped();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !processes_with(&format!("sleep\0{marker}")).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the escaped daemon survived the exit sweep"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        Duration::from_secs(5),
+        "the escaped daemon to end after the exit sweep",
+        async || processes_with(&format!("sleep\0{marker}")).is_empty(),
+    )
+    .await;
 }

@@ -39,7 +39,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, Peer, RoleClient};
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
-use toolmux_config::McpTransport;
+use toolmux_config::UpstreamTransport;
 use toolmux_core::{Backchannel, BackchannelError};
 
 use crate::cache::ServerIdentity;
@@ -64,7 +64,7 @@ pub(crate) struct Endpoint {
     /// The server's name, for messages.
     pub server: String,
     /// How to reach it.
-    pub transport: McpTransport,
+    pub transport: UpstreamTransport,
     /// The project directory, which a relative `cwd` is resolved against.
     pub project_dir: PathBuf,
     /// Where its stderr goes.
@@ -94,7 +94,7 @@ impl Fault {
     pub(crate) fn raise(&self, reason: String) {
         if self.reason.set(reason).is_ok() {
             if let Some(&pgid) = self.group.get() {
-                toolmux_scripts::child::kill_group(pgid);
+                toolmux_scripts::child::signal_group(pgid, toolmux_scripts::child::Signal::Kill);
             }
             self.raised.cancel();
         }
@@ -348,7 +348,7 @@ impl Connection {
         };
         let fault = Arc::new(Fault::default());
         let (service, pgid) = match &endpoint.transport {
-            McpTransport::Stdio {
+            UpstreamTransport::Stdio {
                 command,
                 args,
                 env,
@@ -380,7 +380,7 @@ impl Connection {
                     Err(_) => return Err(timed_out()),
                 }
             }
-            McpTransport::Http { url, headers } => {
+            UpstreamTransport::Http { url, headers } => {
                 let headers = http_headers(headers).map_err(start_error)?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers);
@@ -408,7 +408,7 @@ impl Connection {
                     Err(_) => return Err(timed_out()),
                 }
             }
-            McpTransport::Sse { url, headers } => {
+            UpstreamTransport::Sse { url, headers } => {
                 let opened = tokio::time::timeout(timeout, async {
                     let transport = SseTransport::connect(url, headers)
                         .await
@@ -549,8 +549,10 @@ impl Connection {
         F: Fn(PaginatedRequestParams) -> Fut,
         Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
     {
-        // Registered with no way back: what the server sends meanwhile is not for a caller.
-        let _registered = self.callers.register(None);
+        // Not registered: a listing is toolmux's own request (discovery, a refresh), and
+        // counting it as a caller would make a call's elicitation or sampling request
+        // ambiguous whenever a refresh happens to run beside it. No server asks its client
+        // anything while it lists.
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
@@ -690,12 +692,8 @@ impl Connection {
 
     /// Kills a stdio server's whole process group at once, without waiting.
     fn kill(&self) {
-        #[cfg(unix)]
-        if let Some(pgid) = self.pgid.and_then(|p| i32::try_from(p).ok()) {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pgid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+        if let Some(pgid) = self.pgid {
+            toolmux_scripts::child::signal_group(pgid, toolmux_scripts::child::Signal::Kill);
         }
     }
 }

@@ -18,7 +18,6 @@ mod cache;
 mod callers;
 mod connection;
 mod error;
-mod import;
 mod names;
 mod relay;
 mod schema;
@@ -35,9 +34,8 @@ pub use cache::{
 };
 pub use connection::MAX_TOOL_PAGES;
 pub use error::UpstreamError;
-pub use import::{ImportError, ImportFormat, ImportedServer, read_import};
 pub use names::{MAX_NAME_LEN, registry_names};
-pub use relay::{Relay, RelayError, RelayScope, Relayed, Unknown};
+pub use relay::{Relay, RelayError, Relayed, Unknown};
 pub use schema::{MAX_SCHEMA_BYTES, Sanitised, input_schema, output_schema};
 pub use servers::{ApplyReport, Upstreams, state_dir};
 pub use source::{Backoff, DiscoveryOutcome, ServerSpec, UpstreamSource};

@@ -13,7 +13,7 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResult, Reference, Resource, ResourceTemplate,
 };
 
-use toolmux_core::Policy;
+use toolmux_core::{Policy, ToolScope};
 
 use crate::error::UpstreamError;
 use crate::names::registry_names;
@@ -31,24 +31,22 @@ pub struct Relayed<T> {
     pub item: T,
 }
 
-/// What one channel serves of the relayed items. The default serves everything under its
-/// registry name (the REST API); the MCP channel narrows it with its serve-time filters.
-pub trait RelayScope: Send + Sync {
-    /// Whether the item with this registry name, listed by `server`, is served.
-    fn serves(&self, _server: &str, _registry_name: &str) -> bool {
-        true
+/// Whether `scope` (none: everything, the REST API) serves the item with this registry name,
+/// listed by `server`. The channel's filters (`--tools`, `--exclude`) apply to prompts, resources
+/// and templates by registry name as they do to tools, and its source (pass-through) to the
+/// server. With entry points (code mode), only what `--tools` names explicitly is served beside
+/// them — an item is no entry point, and without `--tools` none is served.
+fn scope_serves(scope: Option<&ToolScope>, server: &str, registry_name: &str) -> bool {
+    let Some(scope) = scope else { return true };
+    if scope.source.as_ref().is_some_and(|only| only != server) {
+        return false;
     }
-
-    /// The one server whose items are served under their own names (pass-through), if any.
-    fn pass_through(&self) -> Option<&str> {
-        None
+    let filtered = scope.filters_admit(registry_name);
+    if scope.entry_points.is_empty() {
+        return filtered;
     }
+    scope.entry_points.iter().any(|n| n == registry_name) || (!scope.include.is_empty() && filtered)
 }
-
-/// Everything, under registry names.
-struct Everything;
-
-impl RelayScope for Everything {}
 
 /// Why a relayed request failed, sorted so that each channel maps a kind to one answer.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -143,21 +141,21 @@ struct Listed<T> {
 }
 
 /// The relay as one channel sees it: the servers behind toolmux through that channel's
-/// [`RelayScope`].
+/// [`ToolScope`].
 pub struct Relay<'a> {
     upstreams: &'a Upstreams,
-    scope: &'a dyn RelayScope,
+    scope: Option<&'a ToolScope>,
 }
 
 impl<'a> Relay<'a> {
-    /// Everything relayed, under registry names.
-    pub fn new(upstreams: &'a Upstreams) -> Self {
-        Self::scoped(upstreams, &Everything)
+    /// What `scope` serves of the relayed items; with none, everything under registry names.
+    pub fn new(upstreams: &'a Upstreams, scope: Option<&'a ToolScope>) -> Self {
+        Self { upstreams, scope }
     }
 
-    /// What `scope` serves of it.
-    pub fn scoped(upstreams: &'a Upstreams, scope: &'a dyn RelayScope) -> Self {
-        Self { upstreams, scope }
+    /// The one server whose items are served under their own names (pass-through), if any.
+    fn pass_through(&self) -> Option<&'a str> {
+        self.scope.and_then(|s| s.source.as_deref())
     }
 
     /// Every served prompt.
@@ -251,7 +249,7 @@ impl<'a> Relay<'a> {
         listed: Vec<Listed<T>>,
         names: fn(&mut T) -> (&mut String, &mut Option<String>),
     ) -> Vec<Relayed<T>> {
-        let pass_through = self.scope.pass_through();
+        let pass_through = self.pass_through();
         listed
             .into_iter()
             .filter(|l| self.serves(&l.server, &l.name))
@@ -276,14 +274,13 @@ impl<'a> Relay<'a> {
 
     /// Whether the scope serves the item `name` (a registry name) of `server`.
     fn serves(&self, server: &str, name: &str) -> bool {
-        self.scope.pass_through().is_none_or(|only| only == server)
-            && self.scope.serves(server, name)
+        scope_serves(self.scope, server, name)
     }
 
     /// The server and own name of a served prompt: by its registry name, or in pass-through
     /// mode by its own name on that one server.
     fn prompt(&self, served: &str) -> Result<(UpstreamSource, String), RelayError> {
-        let pass_through = self.scope.pass_through();
+        let pass_through = self.pass_through();
         listed(self.upstreams, UpstreamSource::prompts, |p| &p.name)
             .into_iter()
             .find(|l| match pass_through {
@@ -413,6 +410,58 @@ fn template_matches(template: &str, uri: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolmux_core::NamePattern;
+
+    #[test]
+    fn a_scope_serves_by_registry_name_and_server_and_code_mode_only_what_tools_names() {
+        let pattern = |p: &str| NamePattern::new(p).expect("valid pattern");
+        let filtered = ToolScope {
+            include: vec![pattern("github__*")],
+            exclude: vec![pattern("github__secret")],
+            ..ToolScope::default()
+        };
+        let pass_through = ToolScope {
+            source: Some("github".into()),
+            ..ToolScope::default()
+        };
+        let code_mode = ToolScope {
+            entry_points: vec!["run_code".into(), "search_tools".into()],
+            ..ToolScope::default()
+        };
+        let code_mode_with_tools = ToolScope {
+            include: vec![pattern("github__review")],
+            ..code_mode.clone()
+        };
+        let cases = [
+            (None, "github", "github__anything", true),
+            (Some(&filtered), "github", "github__review", true),
+            (Some(&filtered), "github", "github__secret", false),
+            (Some(&filtered), "gitlab", "gitlab__review", false),
+            (Some(&pass_through), "github", "github__review", true),
+            (Some(&pass_through), "gitlab", "gitlab__review", false),
+            // Code mode serves no relayed item unless `--tools` names it.
+            (Some(&code_mode), "github", "github__review", false),
+            (
+                Some(&code_mode_with_tools),
+                "github",
+                "github__review",
+                true,
+            ),
+            (
+                Some(&code_mode_with_tools),
+                "github",
+                "github__other",
+                false,
+            ),
+        ];
+        for (scope, server, name, served) in cases {
+            assert_eq!(
+                scope_serves(scope, server, name),
+                served,
+                "{server} {name} {scope:?}"
+            );
+        }
+    }
 
     #[test]
     fn templates_match_their_expansions_only() {

@@ -1,6 +1,9 @@
 //! Sanitising the schemas an upstream server declares before they reach a model or the
 //! pipeline: bounded in size and depth, without keywords that only make sense to the server that
-//! wrote them (`$schema`, `$id`, remote `$ref`s), and checked to compile. A schema that cannot be
+//! wrote them (`$id`, remote `$ref`s, a `$schema` below the root or naming a dialect toolmux
+//! cannot check), and checked to compile. A root `$schema` naming a standard draft is kept: MCP
+//! clients are told which dialect a schema is written in (SEP-1613; 2020-12 when absent), and
+//! the pipeline validates with that draft. The chat removes it where a provider refuses it. A schema that cannot be
 //! used is replaced by an accept-anything object schema (the server still checks its own
 //! arguments), and the reason is kept as a note in the discovery cache.
 
@@ -10,7 +13,7 @@ use serde_json::{Map, Value, json};
 pub const MAX_SCHEMA_BYTES: usize = 32 * 1024;
 /// The deepest nesting kept; anything deeper becomes `{}` (accept anything).
 const MAX_DEPTH: usize = 32;
-/// Keywords dropped wherever they appear.
+/// Keywords dropped wherever they appear (`$schema` is kept at the root, see [`KNOWN_DIALECTS`]).
 const DROPPED: &[&str] = &[
     "$schema",
     "$id",
@@ -18,6 +21,16 @@ const DROPPED: &[&str] = &[
     "$vocabulary",
     "$dynamicAnchor",
 ];
+/// The `$schema` values kept at a schema's root: the standard drafts the validator implements,
+/// as their meta-schemas name themselves (with or without the empty fragment).
+const KNOWN_DIALECTS: &[&str] = &[
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2019-09/schema",
+    "http://json-schema.org/draft-07/schema",
+    "http://json-schema.org/draft-06/schema",
+    "http://json-schema.org/draft-04/schema",
+];
+
 /// Keywords dropped, in a second pass, from a schema still too large.
 const DECORATIVE: &[&str] = &["description", "examples", "title", "default", "$comment"];
 
@@ -38,7 +51,7 @@ pub fn input_schema(raw: &Value) -> Sanitised {
             kind(raw)
         ));
     };
-    let mut schema = Value::Object(clean_object(map, 0));
+    let mut schema = Value::Object(clean_root(map));
     if let Value::Object(map) = &mut schema {
         map.entry("type").or_insert_with(|| json!("object"));
     }
@@ -60,7 +73,7 @@ pub fn output_schema(raw: &Value) -> (Option<Value>, Option<String>) {
             )),
         );
     };
-    match finish(Value::Object(clean_object(map, 0))) {
+    match finish(Value::Object(clean_root(map))) {
         Ok(sanitised) => (Some(sanitised.schema), sanitised.note),
         Err(reason) => (
             None,
@@ -101,6 +114,31 @@ fn finish(mut schema: Value) -> Result<Sanitised, String> {
 
 fn size(value: &Value) -> usize {
     serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
+}
+
+/// The root of a schema, cleaned: as [`clean_object`], keeping a `$schema` that names one of
+/// the [`KNOWN_DIALECTS`] (in its place among the keys).
+fn clean_root(map: &Map<String, Value>) -> Map<String, Value> {
+    let mut cleaned = clean_object(map, 0);
+    if let Some(dialect) = map.get("$schema").filter(|d| is_known_dialect(d)) {
+        let mut ordered = Map::with_capacity(cleaned.len() + 1);
+        for key in map.keys() {
+            if key == "$schema" {
+                ordered.insert(key.clone(), dialect.clone());
+            } else if let Some(value) = cleaned.remove(key) {
+                ordered.insert(key.clone(), value);
+            }
+        }
+        ordered.append(&mut cleaned);
+        return ordered;
+    }
+    cleaned
+}
+
+fn is_known_dialect(value: &Value) -> bool {
+    value
+        .as_str()
+        .is_some_and(|uri| KNOWN_DIALECTS.contains(&uri.strip_suffix('#').unwrap_or(uri)))
 }
 
 fn clean_object(map: &Map<String, Value>, depth: usize) -> Map<String, Value> {
@@ -178,7 +216,7 @@ mod tests {
             "$id": "urn:x",
             "type": "object",
             "properties": {
-                "a": {"$ref": "#/$defs/A"},
+                "a": {"$ref": "#/$defs/A", "$schema": "http://json-schema.org/draft-07/schema#"},
                 "b": {"$ref": "https://example.com/b.json", "type": "string"}
             },
             "$defs": {"A": {"type": "integer"}}
@@ -188,11 +226,49 @@ mod tests {
         assert_eq!(
             s.schema,
             json!({
+                "$schema": "http://json-schema.org/draft-07/schema#",
                 "type": "object",
                 "properties": {"a": {"$ref": "#/$defs/A"}, "b": {"type": "string"}},
                 "$defs": {"A": {"type": "integer"}}
             })
         );
+        // The root `$schema` comes first, where the server put it.
+        assert_eq!(
+            s.schema.as_object().unwrap().keys().next().unwrap(),
+            "$schema"
+        );
+    }
+
+    #[test]
+    fn a_2020_12_schema_keeps_its_dialect_defs_and_additional_properties() {
+        // The conformance suite's `json-schema-2020-12` tool (SEP-1613), as the reference
+        // server declares it.
+        let raw = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"type": "object", "properties": {
+                "street": {"type": "string"}, "city": {"type": "string"}
+            }}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"}
+            },
+            "additionalProperties": false
+        });
+        let s = input_schema(&raw);
+        assert_eq!(s.note, None);
+        assert_eq!(s.schema, raw);
+        let (output, note) = output_schema(&raw);
+        assert_eq!((output, note), (Some(raw), None));
+    }
+
+    #[test]
+    fn an_unknown_dialect_is_dropped_so_the_schema_still_compiles() {
+        for dialect in [json!("https://example.com/my-dialect"), json!(7)] {
+            let s = input_schema(&json!({"$schema": dialect, "type": "object"}));
+            assert_eq!(s.schema, json!({"type": "object"}));
+            assert_eq!(s.note, None);
+        }
     }
 
     #[test]

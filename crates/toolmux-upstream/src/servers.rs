@@ -83,10 +83,10 @@ impl Upstreams {
 
     /// One spec per configured server, with the hash of its entry as written.
     fn specs(&self, loaded: &LoadedConfig) -> Vec<ServerSpec> {
-        let raw = toolmux_config::unexpanded_mcp_servers(loaded);
+        let raw = toolmux_config::unexpanded_upstreams(loaded);
         loaded
             .config
-            .mcp_servers
+            .upstreams
             .iter()
             .map(|(name, server)| {
                 let entry = raw

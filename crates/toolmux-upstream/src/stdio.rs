@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 use std::pin::Pin;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
@@ -20,7 +19,7 @@ use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
-use toolmux_scripts::child::{self, Mark};
+use toolmux_scripts::child::{self, Guard, Signal};
 
 use crate::connection::Fault;
 
@@ -45,9 +44,10 @@ pub(crate) struct Launch<'a> {
 pub(crate) struct StdioProcess {
     /// The server (its group's leader); `None` once it was waited for.
     child: Option<Child>,
-    /// Its process group, until everything in it was stopped.
-    pgid: Option<u32>,
-    mark: Mark,
+    /// Stops its process group and what left it; dropped without [`StdioProcess::shutdown`]
+    /// (a start-up cancelled half-way, or toolmux exiting without a clean shutdown), it still
+    /// leaves nothing behind.
+    group: Guard,
     transport: AsyncRwTransport<RoleClient, Bounded<ChildStdout>, ChildStdin>,
 }
 
@@ -58,21 +58,14 @@ impl StdioProcess {
         launch: &Launch<'_>,
         fault: Arc<Fault>,
     ) -> io::Result<(Self, Option<ChildStderr>)> {
-        child::become_subreaper();
-        let mark = Mark::new();
-        let mut cmd = tokio::process::Command::new(launch.command);
-        cmd.args(launch.args)
-            .current_dir(launch.dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        child::set_environment(&mut cmd, launch.env, launch.inherit_env, &mark);
-        #[cfg(unix)]
-        cmd.process_group(0);
-        let mut process = cmd.spawn()?;
-        let pgid = process.id();
-        if let Some(pgid) = pgid {
+        let (mut process, group) = child::spawn(
+            launch.command.as_ref(),
+            launch.args,
+            launch.dir,
+            launch.env,
+            launch.inherit_env,
+        )?;
+        if let Some(pgid) = group.pgid() {
             fault.set_group(pgid);
         }
         let (Some(stdout), Some(stdin)) = (process.stdout.take(), process.stdin.take()) else {
@@ -92,8 +85,7 @@ impl StdioProcess {
         Ok((
             Self {
                 child: Some(process),
-                pgid,
-                mark,
+                group,
                 transport,
             },
             stderr,
@@ -102,7 +94,7 @@ impl StdioProcess {
 
     /// The server's process id, which is also its process group's.
     pub(crate) fn id(&self) -> Option<u32> {
-        self.pgid
+        self.group.pgid()
     }
 
     /// Stops the server as MCP's stdio shutdown says (stdin closed, then SIGTERM, then
@@ -114,8 +106,8 @@ impl StdioProcess {
                 .await
                 .is_err()
         {
-            if let Some(pgid) = self.pgid {
-                signal_group(pgid, nix::sys::signal::Signal::SIGTERM);
+            if let Some(pgid) = self.group.pgid() {
+                child::signal_group(pgid, Signal::Term);
             }
             if tokio::time::timeout(SHUTDOWN_GRACE, process.wait())
                 .await
@@ -125,31 +117,8 @@ impl StdioProcess {
                 process.wait().await?;
             }
         }
-        if let Some(pgid) = self.pgid.take() {
-            self.mark.sweep(Some(pgid)).await;
-        }
+        self.group.sweep().await;
         Ok(())
-    }
-}
-
-impl Drop for StdioProcess {
-    /// A server dropped without [`StdioProcess::shutdown`] (a start-up cancelled half-way, or
-    /// toolmux exiting without a clean shutdown) still leaves nothing behind. Until the
-    /// leader is waited for, its process id cannot be reused, so its group is still its own.
-    fn drop(&mut self) {
-        let Some(pgid) = self.pgid.take() else { return };
-        self.mark.sweep_now(Some(pgid));
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            // What the first pass killed re-parents its own children a moment later.
-            let mark = self.mark.clone();
-            runtime.spawn(async move { mark.sweep(Some(pgid)).await });
-        }
-    }
-}
-
-fn signal_group(pgid: u32, signal: nix::sys::signal::Signal) {
-    if let Ok(pgid) = i32::try_from(pgid) {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
     }
 }
 
@@ -219,9 +188,22 @@ impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
 
 fn oversized(limit: usize) -> String {
     format!(
-        "the server sent a message larger than {} MiB, the most toolmux reads",
-        limit / (1024 * 1024)
+        "the server sent a message larger than {}, the most toolmux reads",
+        human_bytes(limit)
     )
+}
+
+/// A byte count as a person reads it: whole MiB or KiB where it is one, else bytes.
+fn human_bytes(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * KIB;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 #[cfg(test)]
@@ -254,11 +236,16 @@ mod tests {
         let (mut reader, fault) = bounded(b"12345\n123456\n", 5);
         let mut out = Vec::new();
         let err = reader.read_to_end(&mut out).await.expect_err("too long");
-        assert!(err.to_string().contains("larger than"), "{err}");
-        assert!(
-            fault
-                .reason()
-                .is_some_and(|r| r.contains("larger than 0 MiB"))
-        );
+        let said = "the server sent a message larger than 5 bytes, the most toolmux reads";
+        assert_eq!(err.to_string(), said);
+        assert_eq!(fault.reason(), Some(said));
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human_bytes(MAX_MESSAGE_BYTES), "16 MiB");
+        assert_eq!(human_bytes(64 * 1024), "64 KiB");
+        assert_eq!(human_bytes(1500), "1500 bytes");
+        assert_eq!(human_bytes(5), "5 bytes");
     }
 }

@@ -6,16 +6,14 @@ mod support;
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use support::*;
+use serde_json::json;
+use support::{Project, call, quick_backoff};
 use toolmux_core::{CallError, ContentBody, Source, SourceState};
+use toolmux_testkit::eventually::eventually;
+use toolmux_testkit::peers::mcp_python;
+use toolmux_testkit::processes::{Background, assert_group_gone, free_port};
+use toolmux_testkit::servers::{faults, faults_script};
 use toolmux_upstream::{DiscoveryRecord, DiscoveryStatus};
-
-fn faults(extra: &[&str]) -> Value {
-    let mut args = vec![faults_script()];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    json!({"command": python(), "args": args})
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listing_starts_nothing_and_discovery_fills_the_cache() {
@@ -44,9 +42,10 @@ async fn listing_starts_nothing_and_discovery_fills_the_cache() {
     let echo = catalog.get("faults__echo").expect("echo is in the catalog");
     assert_eq!(echo.descriptor.original_name, "echo");
     assert_eq!(echo.descriptor.source, "faults");
-    assert!(
-        echo.descriptor.input_schema.get("$schema").is_none(),
-        "$schema is dropped"
+    // The dialect the server declares is kept (SEP-1613), in the schema the pipeline checks.
+    assert_eq!(
+        echo.descriptor.input_schema["$schema"],
+        "http://json-schema.org/draft-07/schema#"
     );
     assert_eq!(server.status().state, SourceState::Success);
 
@@ -510,8 +509,8 @@ async fn per_server_filters_prefix_and_policies_shape_the_catalog() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forgotten_http_session_is_reestablished_transparently() {
     let port = free_port();
-    let python = python();
-    let script = faults_script();
+    let python = mcp_python();
+    let script = faults_script().display().to_string();
     let port_arg = port.to_string();
     let mut server = Background::start(&python, &[&script, "--http", &port_arg], &[]);
     server.wait_for_port(port);

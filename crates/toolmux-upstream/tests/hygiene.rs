@@ -1,23 +1,20 @@
 //! What a stdio server gets from toolmux and what it leaves behind, against a server that
-//! misbehaves on request (`tests/servers/rogue.py`): the environment it sees, a daemon it
-//! starts in a session of its own, a message too large to read, and a server that stops
-//! answering.
+//! misbehaves on request (`servers/rogue.py` of `toolmux-testkit`): the environment it sees, a
+//! daemon it starts in a session of its own, a message too large to read, and a server that
+//! stops answering.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::*;
+use support::{Project, call};
 use toolmux_core::CallError;
-
-/// `python rogue.py`, with `extra` arguments, as a server entry.
-fn rogue(extra: &[&str]) -> Value {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/rogue.py");
-    let mut args = vec![script.display().to_string()];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    json!({"command": python(), "args": args})
-}
+use toolmux_testkit::eventually::eventually;
+use toolmux_testkit::processes::{
+    alive, assert_group_gone, processes_with, read_pid, unique_sleep,
+};
+use toolmux_testkit::servers::{HungServer, rogue};
 
 /// The environment the server reports.
 fn reported_env(result: &toolmux_core::ToolResult) -> serde_json::Map<String, Value> {
@@ -190,24 +187,9 @@ async fn d15_a_server_that_stops_answering_is_recycled_after_three_timeouts() {
 async fn d13_shutdown_stops_a_background_discovery_still_starting_its_server() {
     // A server that never finishes its handshake and never exits on its own, under a shell.
     let dir = tempfile::tempdir().expect("tempdir");
-    let script = dir.path().join("hung.py");
-    std::fs::write(
-        &script,
-        "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(300)\n",
-    )
-    .expect("write");
-    let pid_file = dir.path().join("hung.pid");
-    let wrapped = format!(
-        "'{}' '{}' '{}'; true",
-        python(),
-        script.display(),
-        pid_file.display()
-    );
-    let project = Project::new(&json!({"mcpServers": {"hung": {
-        "command": "sh",
-        "args": ["-c", wrapped],
-        "startupTimeoutMs": 60_000,
-    }}}));
+    let hung = HungServer::write(dir.path());
+    let pid_file = hung.pid_file;
+    let project = Project::new(&json!({"mcpServers": {"hung": hung.entry}}));
     let upstreams = project.upstreams();
     upstreams.discover_stale_in_background();
     // The file exists a moment before its pid is written: wait for the pid itself.
@@ -215,11 +197,7 @@ async fn d13_shutdown_stops_a_background_discovery_still_starting_its_server() {
         std::fs::read_to_string(&pid_file).is_ok_and(|s| s.trim().parse::<u32>().is_ok())
     })
     .await;
-    let pid: u32 = std::fs::read_to_string(&pid_file)
-        .expect("pid")
-        .trim()
-        .parse()
-        .expect("a pid");
+    let pid = read_pid(&pid_file);
 
     // Shutting down does not wait for the start-up limit, and stops what was starting.
     tokio::time::timeout(Duration::from_secs(10), upstreams.shutdown())
@@ -228,13 +206,7 @@ async fn d13_shutdown_stops_a_background_discovery_still_starting_its_server() {
     eventually(
         Duration::from_secs(5),
         "the server to be gone",
-        async || {
-            !std::path::Path::new(&format!("/proc/{pid}")).exists()
-                || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                    s.rsplit_once(')')
-                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-                })
-        },
+        async || !alive(pid),
     )
     .await;
 }

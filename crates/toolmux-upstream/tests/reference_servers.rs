@@ -7,10 +7,12 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use support::*;
+use support::{Project, call};
 use toolmux_core::{
     Backchannel, CallContext, Channel, ContentBody, LogMessage, Progress, Source, SourceState,
 };
+use toolmux_testkit::peers::node_peer;
+use toolmux_testkit::processes::{Background, assert_group_gone, free_port};
 
 /// A caller that keeps the progress relayed to it.
 #[derive(Default)]
@@ -35,7 +37,11 @@ async fn exercise_everything(project: &Project) {
     let catalog = hub.catalog();
     let echo = catalog.get("everything__echo").expect("echo");
     assert_eq!(echo.descriptor.original_name, "echo");
-    assert!(echo.descriptor.input_schema.get("$schema").is_none());
+    // The dialect the server declares is kept (SEP-1613); its `$id`s and remote `$ref`s are not.
+    assert_eq!(
+        echo.descriptor.input_schema["$schema"],
+        "http://json-schema.org/draft-07/schema#"
+    );
 
     let result = call(&hub, "everything__echo", json!({"message": "hello"}))
         .await
@@ -91,7 +97,7 @@ async fn exercise_everything(project: &Project) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_server_over_stdio() {
     let project = Project::new(&json!({"mcpServers": {
-        "everything": {"command": npm_bin("mcp-server-everything")}
+        "everything": {"command": node_peer("upstream", "mcp-server-everything")}
     }}));
     exercise_everything(&project).await;
 }
@@ -100,7 +106,7 @@ async fn everything_server_over_stdio() {
 async fn everything_server_over_legacy_sse() {
     let port = free_port();
     let mut server = Background::start(
-        &npm_bin("mcp-server-everything"),
+        node_peer("upstream", "mcp-server-everything"),
         &["sse"],
         &[("PORT", port.to_string())],
     );
@@ -115,7 +121,7 @@ async fn everything_server_over_legacy_sse() {
 async fn everything_server_over_streamable_http() {
     let port = free_port();
     let mut server = Background::start(
-        &npm_bin("mcp-server-everything"),
+        node_peer("upstream", "mcp-server-everything"),
         &["streamableHttp"],
         &[("PORT", port.to_string())],
     );
@@ -132,8 +138,8 @@ async fn filesystem_and_memory_servers_work_side_by_side() {
     std::fs::write(files.path().join("notes.txt"), "alpha\nbeta\n").expect("write");
     let root = files.path().canonicalize().expect("canonical");
     let project = Project::new(&json!({"mcpServers": {
-        "fs": {"command": npm_bin("mcp-server-filesystem"), "args": [root]},
-        "memory": {"command": npm_bin("mcp-server-memory"),
+        "fs": {"command": node_peer("upstream", "mcp-server-filesystem"), "args": [root]},
+        "memory": {"command": node_peer("upstream", "mcp-server-memory"),
                    "env": {"MEMORY_FILE_PATH": files.path().join("memory.jsonl")}}
     }}));
     let upstreams = project.upstreams();

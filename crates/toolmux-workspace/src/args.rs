@@ -70,18 +70,20 @@ impl<'a> Args<'a> {
                 if let Some(n) = n.as_u64() {
                     Some(Whole::Fits(usize::try_from(n).unwrap_or(usize::MAX)))
                 } else if n.is_i64() {
-                    Some(Whole::Negative)
+                    // Below zero: out of every range, reported as such below.
+                    None
                 } else {
-                    // A float: whole, and maybe far beyond any usize (`1e26`).
-                    n.as_f64().filter(|f| f.fract() == 0.0).map(|f| {
-                        if f < 0.0 {
-                            Whole::Negative
-                        } else if f < u64::MAX as f64 {
-                            Whole::Fits(f as usize)
-                        } else {
-                            Whole::TooLarge
-                        }
-                    })
+                    // A float: whole, and maybe far beyond any usize (`1e26`). One below zero
+                    // is out of every range, as a negative integer is.
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                        .map(|f| {
+                            if f < u64::MAX as f64 {
+                                Whole::Fits(f as usize)
+                            } else {
+                                Whole::TooLarge
+                            }
+                        })
                 }
             }
             _ => None,
@@ -119,8 +121,6 @@ impl<'a> Args<'a> {
 enum Whole {
     /// A whole number no bigger than `usize::MAX`.
     Fits(usize),
-    /// A whole number below zero.
-    Negative,
     /// A whole number beyond the largest accepted.
     TooLarge,
 }
@@ -166,6 +166,16 @@ mod tests {
             "`flag` must be true or false, not a string"
         );
         assert_eq!(args.integer("missing", 7, 1, 10).unwrap(), 7);
+        let m = map(json!({"neg": -3.0, "huge_neg": -1e26}));
+        let args = Args::new(&m, &["neg", "huge_neg"]).unwrap();
+        assert_eq!(
+            args.integer("neg", 1, 0, usize::MAX).unwrap_err(),
+            "`neg` must be an integer of at least 0 (got -3.0)"
+        );
+        assert_eq!(
+            args.integer("huge_neg", 1, 1, usize::MAX).unwrap_err(),
+            "`huge_neg` must be an integer of at least 1 (got -1e+26)"
+        );
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! `directory_list`: what a directory holds, to a chosen depth, without following links.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde_json::{Map, Value, json};
 use toolmux_core::{ToolDescriptor, ToolResult};
 
 use crate::args::Args;
 use crate::output::{Budget, human_bytes};
+use crate::root::Resolved;
 use crate::walk::walker;
-use crate::{Workspace, WorkspaceLimits, descriptor};
+use crate::{ABANDONED, Workspace, WorkspaceLimits, descriptor};
 
 pub(crate) const NAME: &str = "directory_list";
 
@@ -72,14 +75,19 @@ pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
     )
 }
 
-pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<ToolResult, String> {
+pub(crate) fn run(
+    ws: &Workspace,
+    arguments: &Map<String, Value>,
+    abandoned: &AtomicBool,
+) -> Result<ToolResult, String> {
     let args = Args::new(arguments, &["path", "depth", "includeIgnored"])?;
     let path = args.string("path", ".")?;
     let depth = args.integer("depth", 1, 1, MAX_DEPTH)?;
     let include_ignored = args.boolean("includeIgnored", false)?;
-    let dir = ws.root.resolve(path).map_err(|e| e.to_string())?;
+    let Resolved { path: dir, handle } = ws.root.resolve_open(path).map_err(|e| e.to_string())?;
     let shown_dir = ws.root.display(&dir);
-    if !ws.root.metadata_beneath(&dir).is_some_and(|m| m.is_dir()) {
+    // What resolution opened, looked at through its handle rather than opened again.
+    if !handle.metadata().is_ok_and(|m| m.is_dir()) {
         return Err(format!("`{shown_dir}` is not a directory; use file_read"));
     }
 
@@ -93,6 +101,9 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
     for entry in walk {
+        if abandoned.load(Ordering::Relaxed) {
+            return Err(ABANDONED.to_string());
+        }
         let entry = match entry {
             Ok(entry) => entry,
             Err(e) => {

@@ -1,6 +1,8 @@
 //! `file_read`: a window of lines from one text file, numbered, under a byte cap.
 
+use std::fs::{File, Metadata};
 use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::path::Path;
 
 use rustix::fs::OFlags;
 use serde_json::{Map, Value, json};
@@ -8,7 +10,8 @@ use toolmux_core::{ToolDescriptor, ToolResult};
 
 use crate::args::Args;
 use crate::output::{Budget, human_bytes};
-use crate::{Workspace, WorkspaceLimits, descriptor, root};
+use crate::root::{self, ProjectRoot, Resolved};
+use crate::{Workspace, WorkspaceLimits, descriptor};
 
 pub(crate) const NAME: &str = "file_read";
 
@@ -77,43 +80,26 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
     let offset = args.integer("offset", 1, 1, usize::MAX)?;
     let limit = args.integer("limit", DEFAULT_LIMIT, 1, usize::MAX)?;
 
-    let abs = ws.root.resolve(path).map_err(|e| e.to_string())?;
+    let Resolved { path: abs, handle } = ws.root.resolve_open(path).map_err(|e| e.to_string())?;
     let shown = ws.root.display(&abs);
-    let cannot_read = |e: io::Error| format!("`{shown}` cannot be read: {e}");
-    // Looked at without opening it for reading (`O_PATH`), so a device is never opened.
-    let meta = ws
-        .root
-        .open_beneath(&abs, OFlags::PATH)
-        .and_then(|f| f.metadata())
-        .map_err(|e| root::open_error(path, e).to_string())?;
-    let not_regular = || {
-        format!(
-            "`{shown}` is not a regular file (a device, socket or pipe); file_read reads text files only"
-        )
-    };
+    let unreadable = |e: io::Error| cannot_read(&shown, e);
+    // Looked at through the handle resolution opened (`O_PATH`), so a device is never opened.
+    let meta = handle.metadata().map_err(unreadable)?;
+    drop(handle);
     if meta.is_dir() {
         return Err(format!("`{shown}` is a directory; use directory_list"));
     }
     if !meta.is_file() {
-        return Err(not_regular());
+        return Err(not_regular(&shown));
     }
-    // Opened beneath the root with no link on the way, and non-blocking: if a FIFO was swapped
-    // in since the look above, the open returns at once and the check below refuses it.
-    let mut file = ws
-        .root
-        .open_beneath(&abs, OFlags::RDONLY | OFlags::NONBLOCK)
-        .map_err(|e| root::open_error(path, e).to_string())?;
-    let meta = file.metadata().map_err(cannot_read)?;
-    if !meta.is_file() {
-        return Err(not_regular());
-    }
+    let (mut file, meta) = open_regular(&ws.root, &abs, path, &shown)?;
     let size = human_bytes(meta.len());
 
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     (&mut file)
         .take(SNIFF_BYTES as u64)
         .read_to_end(&mut head)
-        .map_err(cannot_read)?;
+        .map_err(unreadable)?;
     if head.contains(&0) {
         return Err(format!(
             "`{shown}` is a binary file ({size}); file_read reads text files only"
@@ -128,14 +114,14 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
 
     let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
     let window = read_window(&mut reader, offset, limit, &ws.limits, COUNT_BUDGET_BYTES)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::InvalidData if e.to_string().starts_with("at line") => format!(
-                "`{shown}` holds binary data (a NUL byte) {e}; file_read reads text files only"
+        .map_err(|e| match NulByte::of(&e) {
+            Some(NulByte { line: Some(line) }) => format!(
+                "`{shown}` holds binary data (a NUL byte) at line {line}; file_read reads text files only"
             ),
-            io::ErrorKind::InvalidData => format!(
+            Some(NulByte { line: None }) => format!(
                 "`{shown}` holds binary data (a NUL byte) before line {offset}; file_read reads text files only"
             ),
-            _ => cannot_read(e),
+            None => unreadable(e),
         })?;
     let Window {
         lines,
@@ -194,6 +180,35 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
         "content": content,
     });
     Ok(ToolResult::structured_with_text(structured, text))
+}
+
+/// Opens `abs` for reading, beneath the root with no link on the way, and non-blocking: if a
+/// FIFO or a device was swapped in since it was looked at, the open returns at once and the
+/// `fstat` on the descriptor refuses it.
+fn open_regular(
+    root: &ProjectRoot,
+    abs: &Path,
+    user_path: &str,
+    shown: &str,
+) -> Result<(File, Metadata), String> {
+    let file = root
+        .open_beneath(abs, OFlags::RDONLY | OFlags::NONBLOCK)
+        .map_err(|e| root::open_error(user_path, e).to_string())?;
+    let meta = file.metadata().map_err(|e| cannot_read(shown, e))?;
+    if !meta.is_file() {
+        return Err(not_regular(shown));
+    }
+    Ok((file, meta))
+}
+
+fn not_regular(shown: &str) -> String {
+    format!(
+        "`{shown}` is not a regular file (a device, socket or pipe); file_read reads text files only"
+    )
+}
+
+fn cannot_read(shown: &str, e: io::Error) -> String {
+    format!("`{shown}` cannot be read: {e}")
 }
 
 fn not_utf8(shown: &str, size: &str) -> String {
@@ -382,11 +397,38 @@ fn read_window(
     })
 }
 
-/// A NUL byte in a line that `file_read` would show or skip over to reach the window: the
-/// file is binary past the sniffed start. The message completes "holds binary data (a NUL
-/// byte) …".
+/// A NUL byte in a line that `file_read` would show (`line`) or skip over to reach the window
+/// (no line): the file is binary past the sniffed start. Carried inside an `InvalidData`
+/// [`io::Error`] and told apart from a read error by type, not by message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct NulByte {
+    line: Option<usize>,
+}
+
+impl NulByte {
+    fn error(line: Option<usize>) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, NulByte { line })
+    }
+
+    /// The `NulByte` inside `e`, if that is what `e` is.
+    fn of(e: &io::Error) -> Option<NulByte> {
+        e.get_ref()?.downcast_ref::<NulByte>().copied()
+    }
+}
+
+impl std::fmt::Display for NulByte {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "NUL byte at line {line}"),
+            None => f.write_str("NUL byte"),
+        }
+    }
+}
+
+impl std::error::Error for NulByte {}
+
 fn nul_at(line: usize) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("at line {line}"))
+    NulByte::error(Some(line))
 }
 
 /// Consumes the rest of the current line, its `\n` included, reading at most about `budget`
@@ -423,7 +465,7 @@ fn skip_line(reader: &mut impl BufRead, refuse_nul: bool) -> io::Result<bool> {
         any = true;
         let end = buf.iter().position(|&b| b == b'\n');
         if refuse_nul && buf[..end.unwrap_or(buf.len())].contains(&0) {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "NUL byte"));
+            return Err(NulByte::error(None));
         }
         match end {
             Some(i) => {
@@ -531,6 +573,42 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(NulByte::of(&e), Some(NulByte { line: None }));
+        // In the window, the line is known.
+        let mut r = Cursor::new(b"a\nb\0\n".to_vec());
+        let e = read_window(&mut r, 1, 10, &limits(100), u64::MAX)
+            .err()
+            .unwrap();
+        assert_eq!(NulByte::of(&e), Some(NulByte { line: Some(2) }));
+        // Any other error is not mistaken for one, whatever its message says.
+        let other = io::Error::new(io::ErrorKind::InvalidData, "at line 3");
+        assert_eq!(NulByte::of(&other), None);
+    }
+
+    #[test]
+    fn d6_a_fifo_opened_for_reading_is_refused_by_fstat_without_blocking() {
+        // What happens when a FIFO is swapped in after the `O_PATH` look: the non-blocking
+        // open returns at once, and the `fstat` on the descriptor refuses it.
+        let dir = tempfile::tempdir().unwrap();
+        let root = ProjectRoot::new(dir.path()).unwrap();
+        let fifo = root.path().join("pipe");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            open_regular(&root, &fifo, "pipe", "pipe").err().unwrap(),
+            "`pipe` is not a regular file (a device, socket or pipe); file_read reads text files only"
+        );
+        std::fs::write(root.path().join("a.txt"), "text\n").unwrap();
+        let (file, meta) =
+            open_regular(&root, &root.path().join("a.txt"), "a.txt", "a.txt").unwrap();
+        assert_eq!(meta.len(), 5);
+        assert_eq!(io::read_to_string(file).unwrap(), "text\n");
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub(crate) fn run(
         .build();
     for entry in walk {
         if abandoned.load(Ordering::Relaxed) {
-            return Err("the call was abandoned by its caller".to_string());
+            return Err(crate::ABANDONED.to_string());
         }
         let entry = match entry {
             Ok(entry) => entry,

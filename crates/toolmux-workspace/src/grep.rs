@@ -182,7 +182,7 @@ pub(crate) fn run(
     };
     search.run(&start)?;
     if abandoned.load(Ordering::Relaxed) {
-        return Err("the call was abandoned by its caller".to_string());
+        return Err(crate::ABANDONED.to_string());
     }
     let mut hits = search
         .hits

@@ -77,6 +77,9 @@ pub use root::{PathError, ProjectRoot};
 /// The id of the pack's source in the registry.
 const SOURCE_ID: &str = "workspace";
 
+/// The error of a call whose walk stopped because its caller went away (see [`Abandon`]).
+pub(crate) const ABANDONED: &str = "the call was abandoned by its caller";
+
 /// How much one call may read and return. The caps keep a model's context (and the host's
 /// memory) safe from a huge file or a search that matches everything.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,8 +92,8 @@ pub struct WorkspaceLimits {
     /// The most bytes of output (text and structured content together) of one call
     /// (default 1 MiB).
     pub max_output_bytes: usize,
-    /// The most memory `grep` gives one line (with its context) of one file (default 1 MiB,
-    /// four times the default read cap). The searcher holds a whole line at once, so without a
+    /// The most memory `grep` gives one line (with its context) of one file (default 1 MiB:
+    /// four times the read cap, as [`WorkspaceLimits::from_read_bytes`] derives it). The searcher holds a whole line at once, so without a
     /// limit a one-line file of a gigabyte costs a gigabyte per call; a file with a longer
     /// line is not searched past it, and the result says so.
     pub max_line_bytes: usize,
@@ -100,15 +103,27 @@ pub struct WorkspaceLimits {
     pub max_concurrent_calls: usize,
 }
 
-impl Default for WorkspaceLimits {
-    fn default() -> Self {
+/// How many read caps' worth of one line `grep` holds at most ([`WorkspaceLimits::max_line_bytes`]).
+const LINE_BYTES_PER_READ_BYTE: usize = 4;
+
+impl WorkspaceLimits {
+    /// The default limits with the read cap `max_read_bytes`, and the line limit that goes
+    /// with it: [`WorkspaceLimits::max_line_bytes`] is four read caps' worth, here and in the
+    /// defaults alike. Set other fields with struct update syntax.
+    pub fn from_read_bytes(max_read_bytes: usize) -> Self {
         Self {
-            max_read_bytes: 256 * 1024,
+            max_read_bytes,
             max_results: 1000,
             max_output_bytes: 1024 * 1024,
-            max_line_bytes: 1024 * 1024,
+            max_line_bytes: max_read_bytes.saturating_mul(LINE_BYTES_PER_READ_BYTE),
             max_concurrent_calls: 8,
         }
+    }
+}
+
+impl Default for WorkspaceLimits {
+    fn default() -> Self {
+        Self::from_read_bytes(256 * 1024)
     }
 }
 
@@ -202,7 +217,8 @@ impl WorkspacePack {
 
 impl Workspace {
     /// Runs one tool; a message the caller can act on becomes a tool-level error. The walks of
-    /// `grep` and `file_search` stop early once `abandoned` is set (the caller gave up).
+    /// `grep`, `file_search` and `directory_list` stop early once `abandoned` is set (the
+    /// caller gave up).
     fn run(
         &self,
         tool: &str,
@@ -213,7 +229,7 @@ impl Workspace {
             file_read::NAME => file_read::run(self, arguments),
             file_search::NAME => file_search::run(self, arguments, abandoned),
             grep::NAME => grep::run(self, arguments, abandoned),
-            directory_list::NAME => directory_list::run(self, arguments),
+            directory_list::NAME => directory_list::run(self, arguments, abandoned),
             _ => return None,
         };
         Some(outcome.unwrap_or_else(ToolResult::error))
@@ -312,22 +328,53 @@ mod tests {
         let ws = &pack.inner;
         let grep = arguments(json!({"pattern": "needle"}));
         let search = arguments(json!({"pattern": "*.txt"}));
+        let list = arguments(json!({}));
         // Not abandoned: everything is found.
         let live = AtomicBool::new(false);
         let found = ws.run("grep", &grep, &live).unwrap();
         assert_eq!(found.structured_content.unwrap()["filesSearched"], 50);
         assert!(!ws.run("file_search", &search, &live).unwrap().is_error);
+        let listed = ws.run("directory_list", &list, &live).unwrap();
+        assert_eq!(
+            listed.structured_content.unwrap()["entries"]
+                .as_array()
+                .unwrap()
+                .len(),
+            50
+        );
         // Abandoned (the caller's future was dropped): the walks stop at the next entry.
         let gone = AtomicBool::new(true);
-        for (tool, args) in [("grep", &grep), ("file_search", &search)] {
+        for (tool, args) in [
+            ("grep", &grep),
+            ("file_search", &search),
+            ("directory_list", &list),
+        ] {
             let result = ws.run(tool, args, &gone).unwrap();
             assert!(result.is_error, "{tool}");
-            assert_eq!(
-                result.text_content(),
-                "the call was abandoned by its caller",
-                "{tool}"
-            );
+            assert_eq!(result.text_content(), ABANDONED, "{tool}");
+            assert_eq!(ABANDONED, "the call was abandoned by its caller");
         }
+    }
+
+    #[test]
+    fn the_line_limit_is_four_read_caps_by_default_and_when_derived() {
+        let defaults = WorkspaceLimits::default();
+        assert_eq!(defaults.max_read_bytes, 256 * 1024);
+        assert_eq!(defaults.max_line_bytes, 1024 * 1024);
+        let derived = WorkspaceLimits::from_read_bytes(1000);
+        assert_eq!(derived.max_line_bytes, 4000);
+        assert_eq!(
+            WorkspaceLimits {
+                max_read_bytes: 256 * 1024,
+                max_line_bytes: 1024 * 1024,
+                ..derived
+            },
+            defaults
+        );
+        assert_eq!(
+            WorkspaceLimits::from_read_bytes(usize::MAX).max_line_bytes,
+            usize::MAX
+        );
     }
 
     #[test]

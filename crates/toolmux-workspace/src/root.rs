@@ -143,6 +143,16 @@ pub enum PathError {
     },
 }
 
+/// A path resolved beneath the root, with the handle the kernel opened it by.
+#[derive(Debug)]
+pub(crate) struct Resolved {
+    /// Absolute, under the root, with no symbolic link or `..` in it.
+    pub(crate) path: PathBuf,
+    /// The entry itself, opened `O_PATH` (never for reading: a device is not opened by it).
+    /// Its metadata is that of what was checked, whatever has happened to the name since.
+    pub(crate) handle: File,
+}
+
 /// The project root: the one directory the workspace tools may see into. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct ProjectRoot {
@@ -203,6 +213,13 @@ impl ProjectRoot {
     /// link allowed), but a caller that then opens it by name would reopen the race: the tools
     /// open through [`ProjectRoot::open_beneath`] instead.
     pub fn resolve(&self, user_path: &str) -> Result<PathBuf, PathError> {
+        self.resolve_open(user_path).map(|resolved| resolved.path)
+    }
+
+    /// [`ProjectRoot::resolve`], keeping what the kernel opened (`O_PATH`, beneath the root,
+    /// no link on the way) so that the caller looks at exactly that (`fstat` on the handle)
+    /// instead of opening the path again.
+    pub(crate) fn resolve_open(&self, user_path: &str) -> Result<Resolved, PathError> {
         let components = check_text(user_path)?;
         let resolved = self.walk(user_path, &components)?;
         // The walk has no link left in its result, so the result is its own canonical path
@@ -212,9 +229,13 @@ impl ProjectRoot {
                 path: user_path.to_string(),
             });
         }
-        self.open_beneath(&resolved, OFlags::PATH)
+        let handle = self
+            .open_beneath(&resolved, OFlags::PATH)
             .map_err(|e| open_error(user_path, e))?;
-        Ok(resolved)
+        Ok(Resolved {
+            path: resolved,
+            handle,
+        })
     }
 
     /// Opens `abs` (a path [`ProjectRoot::resolve`] returned, or one a walker found under
@@ -331,7 +352,16 @@ impl ProjectRoot {
                         path: user_path.to_string(),
                     });
                 }
-                let target = std::fs::read_link(&candidate).map_err(|e| io_error(user_path, e))?;
+                let target = std::fs::read_link(&candidate).map_err(|e| {
+                    // `EINVAL`: no longer a link — swapped back since the look above.
+                    if Errno::from_io_error(&e) == Some(Errno::INVAL) {
+                        PathError::Changed {
+                            path: user_path.to_string(),
+                        }
+                    } else {
+                        io_error(user_path, e)
+                    }
+                })?;
                 let rest = if target.is_absolute() {
                     // An absolute target counts as inside only when it names the canonical
                     // root textually; anything else is outside, and is not looked at.
@@ -604,6 +634,41 @@ mod tests {
             Some(Errno::LOOP)
         );
         assert!(open_with_openat2(&root.fd, Path::new("a/b/f.txt"), read).is_ok());
+    }
+
+    #[test]
+    fn d6_an_open_that_meets_a_link_or_leaves_the_root_says_the_path_changed() {
+        for errno in [Errno::LOOP, Errno::XDEV, Errno::AGAIN] {
+            let error = open_error("race/d/f.txt", errno.into());
+            assert_eq!(
+                error,
+                PathError::Changed {
+                    path: "race/d/f.txt".to_string()
+                }
+            );
+            assert_eq!(
+                error.to_string(),
+                "`race/d/f.txt` changed while it was being opened; try again"
+            );
+        }
+        assert_eq!(
+            open_error("gone", Errno::NOENT.into()).to_string(),
+            "`gone` does not exist"
+        );
+    }
+
+    #[test]
+    fn resolve_open_keeps_the_handle_of_what_it_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        std::fs::write(dir.path().join("d/f.txt"), "12345").unwrap();
+        let root = ProjectRoot::new(dir.path()).unwrap();
+        let resolved = root.resolve_open("d/f.txt").unwrap();
+        assert_eq!(resolved.path, root.path().join("d/f.txt"));
+        assert_eq!(resolved.handle.metadata().unwrap().len(), 5);
+        let resolved = root.resolve_open("d/..").unwrap();
+        assert_eq!(resolved.path, root.path());
+        assert!(resolved.handle.metadata().unwrap().is_dir());
     }
 
     #[test]

@@ -8,12 +8,15 @@
 //! each one is opened (or stat'ed) again beneath the root's descriptor before anything about it
 //! is reported or read ([`crate::root::ProjectRoot::open_beneath`]).
 
+use std::io;
 use std::path::Path;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::WalkBuilder;
+use rustix::fs::{AtFlags, FileType, OFlags};
+use rustix::io::Errno;
 
-use crate::root::ProjectRoot;
+use crate::root::{PathError, ProjectRoot};
 
 /// The longest glob accepted, in bytes: a path is at most 4096 bytes, and a glob longer than
 /// the paths it matches only costs regex size.
@@ -35,9 +38,10 @@ const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
 ///
 /// With that handling on, the `ignore` crate opens each directory's `.gitignore` and `.ignore`
 /// by name (following links, blocking) and reads it whole: a FIFO there would hang the thread
-/// for good, and a link to `/dev/zero` or a sparse file of gigabytes would be read until the
-/// process runs out of memory. So a directory is entered only when its ignore files are
-/// absent, directories, or regular files of at most [`MAX_IGNORE_FILE_BYTES`]; another is
+/// for good, a link to `/dev/zero` or a sparse file of gigabytes would be read until the
+/// process runs out of memory, and a link out of the root would be read outside it. So a
+/// directory is entered only when its ignore files are absent, directories, or regular files
+/// (not links) of at most [`MAX_IGNORE_FILE_BYTES`]; another is
 /// skipped (a walk never reads what it cannot judge), and `start` itself or a directory above
 /// it is an error that names the file. `.git/info/exclude` is not read: the `ignore` crate finds
 /// it through the `gitdir:` line of a `.git` file, a path anywhere that the tree's author
@@ -52,14 +56,31 @@ pub(crate) fn walker(
         // `start` (when a directory) and the directories above it up to the root, whose ignore
         // files apply to the walk too.
         for dir in start.ancestors().take_while(|d| d.starts_with(root.path())) {
-            if let Some(name) = unreadable_ignore_file(dir) {
-                let file = root.display(&dir.join(name));
-                return Err(format!(
-                    "`{file}` is not a regular file of at most {}, so the ignore rules of `{}` \
-                     cannot be read; remove or replace it",
-                    crate::output::human_bytes(MAX_IGNORE_FILE_BYTES),
-                    root.display(dir)
-                ));
+            match unreadable_ignore_file(root, dir) {
+                Ok(None) => {}
+                Ok(Some(name)) => {
+                    let file = root.display(&dir.join(name));
+                    return Err(format!(
+                        "`{file}` is not a regular file of at most {}, so the ignore rules of \
+                         `{}` cannot be read; remove or replace it",
+                        crate::output::human_bytes(MAX_IGNORE_FILE_BYTES),
+                        root.display(dir)
+                    ));
+                }
+                // `start` may be a file (grep of one file), which has no ignore files; but
+                // not a link, which it was not when it was resolved.
+                Err(e)
+                    if dir == start
+                        && e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error())
+                        && root
+                            .metadata_beneath(dir)
+                            .is_some_and(|m| !m.is_dir() && !m.file_type().is_symlink()) => {}
+                Err(_) => {
+                    return Err(PathError::Changed {
+                        path: root.display(dir),
+                    }
+                    .to_string());
+                }
             }
         }
     }
@@ -77,16 +98,28 @@ pub(crate) fn walker(
             if entry.file_name() == ".git" || root.is_state(entry.path()) {
                 return false;
             }
-            if read_ignore_files
-                && entry.file_type().is_some_and(|t| t.is_dir())
-                && let Some(name) = unreadable_ignore_file(entry.path())
-            {
-                tracing::warn!(
-                    dir = %entry.path().display(),
-                    file = name,
-                    "a workspace walk skipped a directory whose ignore file is not a regular file of at most 1 MiB"
-                );
-                return false;
+            if read_ignore_files && entry.file_type().is_some_and(|t| t.is_dir()) {
+                match unreadable_ignore_file(&root, entry.path()) {
+                    Ok(None) => {}
+                    Ok(Some(name)) => {
+                        tracing::warn!(
+                            dir = %entry.path().display(),
+                            file = name,
+                            "a workspace walk skipped a directory whose ignore file is not a regular file of at most 1 MiB"
+                        );
+                        return false;
+                    }
+                    // Not a directory beneath the root any more (swapped for a link, say):
+                    // its ignore files cannot be judged, so it is not entered.
+                    Err(e) => {
+                        tracing::debug!(
+                            dir = %entry.path().display(),
+                            error = %e,
+                            "a workspace walk skipped a directory it could not open beneath the root"
+                        );
+                        return false;
+                    }
+                }
             }
             true
         });
@@ -94,18 +127,25 @@ pub(crate) fn walker(
 }
 
 /// The first of `dir`'s ignore files that the `ignore` crate must not be let read: one that is
-/// not (through its links) a directory or a regular file of at most [`MAX_IGNORE_FILE_BYTES`].
-/// A look (`stat`), never an open.
-fn unreadable_ignore_file(dir: &Path) -> Option<&'static str> {
-    IGNORE_FILES.into_iter().find(|name| {
-        match std::fs::metadata(dir.join(name)) {
-            Ok(meta) => !(meta.is_dir() || (meta.is_file() && meta.len() <= MAX_IGNORE_FILE_BYTES)),
-            // Missing, or a dangling link: the `ignore` crate checks existence first too.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-            // Anything else (a link loop, no permission) it would fail to open, and not block.
+/// not itself a directory or a regular file of at most [`MAX_IGNORE_FILE_BYTES`]. A symbolic
+/// link is such a file: it is never followed, so nothing outside the root is looked at. A
+/// look, never an open of the file: `dir` is opened (`O_PATH | O_DIRECTORY`) beneath the root,
+/// and each name is `fstatat`'ed relative to it without following a link. The error is that
+/// of opening `dir`: it is no longer a directory beneath the root.
+fn unreadable_ignore_file(root: &ProjectRoot, dir: &Path) -> io::Result<Option<&'static str>> {
+    let dir = root.open_beneath(dir, OFlags::PATH | OFlags::DIRECTORY)?;
+    Ok(IGNORE_FILES.into_iter().find(|name| {
+        match rustix::fs::statat(&dir, *name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => {
+                let kind = FileType::from_raw_mode(stat.st_mode);
+                let small = u64::try_from(stat.st_size).is_ok_and(|n| n <= MAX_IGNORE_FILE_BYTES);
+                !(kind == FileType::Directory || (kind == FileType::RegularFile && small))
+            }
+            // Missing: the `ignore` crate checks existence first too. Anything else (no
+            // permission) it would fail to open, and not block.
             Err(_) => false,
         }
-    })
+    }))
 }
 
 /// A glob written the way `.gitignore` and ripgrep's `-g` read it: with a `/` it is matched

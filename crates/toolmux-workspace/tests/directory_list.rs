@@ -1,22 +1,25 @@
 //! `directory_list`: depth, kinds, sizes, ignore rules and caps.
 
+mod results;
 mod support;
 
 use std::os::unix::fs::symlink;
 
+use results::{error_text, ok_text, structured};
 use serde_json::json;
-use support::{call, error_text, ok_text, pack, pack_with, structured, write};
+use support::{call, pack, pack_with};
+use toolmux_testkit::project::write_file;
 use toolmux_workspace::WorkspaceLimits;
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "Cargo.toml", "[package]\n");
-    write(root, "src/main.rs", "fn main() {}\n");
-    write(root, "src/deep/mod.rs", "x".repeat(2000));
-    write(root, ".gitignore", "target/\n");
-    write(root, "target/out", "");
-    write(root, ".git/HEAD", "ref\n");
+    write_file(root, "Cargo.toml", "[package]\n");
+    write_file(root, "src/main.rs", "fn main() {}\n");
+    write_file(root, "src/deep/mod.rs", "x".repeat(2000));
+    write_file(root, ".gitignore", "target/\n");
+    write_file(root, "target/out", "");
+    write_file(root, ".git/HEAD", "ref\n");
     symlink("src", root.join("src_link")).unwrap();
     symlink("/etc", root.join("etc_link")).unwrap();
     dir
@@ -106,7 +109,7 @@ async fn directory_list_never_lists_dot_git_and_never_follows_links() {
 async fn directory_list_caps_entries_at_max_results() {
     let dir = tempfile::tempdir().unwrap();
     for i in 0..12 {
-        write(dir.path(), &format!("f{i:02}"), "");
+        write_file(dir.path(), &format!("f{i:02}"), "");
     }
     let pack = pack_with(
         dir.path(),
@@ -128,7 +131,7 @@ async fn directory_list_caps_entries_at_max_results() {
 async fn directory_list_output_is_capped_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
     for i in 0..100 {
-        write(dir.path(), &format!("{}{i:03}", "d".repeat(60)), "");
+        write_file(dir.path(), &format!("{}{i:03}", "d".repeat(60)), "");
     }
     let pack = pack_with(
         dir.path(),

@@ -1,9 +1,13 @@
 //! `file_read`: windows of lines, caps, and refusals, on real files.
 
+mod results;
 mod support;
 
+use results::{error_text, ok_text, structured};
 use serde_json::json;
-use support::{call, error_text, ok_text, pack, pack_with, structured, write};
+use support::{call, pack, pack_with};
+use toolmux_testkit::fifo::mkfifo;
+use toolmux_testkit::project::write_file;
 use toolmux_workspace::WorkspaceLimits;
 
 fn numbered(n: usize) -> String {
@@ -13,7 +17,7 @@ fn numbered(n: usize) -> String {
 #[tokio::test]
 async fn file_read_returns_numbered_lines_and_the_exact_content() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "src/lib.rs", "pub fn a() {}\r\n\n// end");
+    write_file(dir.path(), "src/lib.rs", "pub fn a() {}\r\n\n// end");
     let result = call(
         &pack(dir.path()),
         "file_read",
@@ -38,7 +42,7 @@ async fn file_read_returns_numbered_lines_and_the_exact_content() {
 #[tokio::test]
 async fn file_read_window_with_offset_and_limit_says_how_to_continue() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "a.txt", numbered(12));
+    write_file(dir.path(), "a.txt", numbered(12));
     let result = call(
         &pack(dir.path()),
         "file_read",
@@ -60,7 +64,7 @@ async fn file_read_window_with_offset_and_limit_says_how_to_continue() {
 #[tokio::test]
 async fn file_read_default_limit_is_2000_lines() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "big.txt", "x\n".repeat(2500));
+    write_file(dir.path(), "big.txt", "x\n".repeat(2500));
     let result = call(&pack(dir.path()), "file_read", json!({"path": "big.txt"})).await;
     let text = ok_text(&result);
     assert!(text.ends_with("[showing lines 1-2000 of 2500; use offset=2001 to continue]\n"));
@@ -71,7 +75,7 @@ async fn file_read_default_limit_is_2000_lines() {
 async fn file_read_stops_at_the_byte_cap_and_says_where_to_continue() {
     let dir = tempfile::tempdir().unwrap();
     // 20000 lines of 9 bytes; a 256 KiB cap holds 29127 of them... so use a smaller cap.
-    write(
+    write_file(
         dir.path(),
         "log.txt",
         numbered(20_000).replace("line ", "l"),
@@ -121,7 +125,7 @@ async fn file_read_default_cap_is_256_kib() {
     let dir = tempfile::tempdir().unwrap();
     // 100-byte lines: 2621 whole lines fit in 256 KiB.
     let line = format!("{}\n", "y".repeat(99));
-    write(dir.path(), "wide.txt", line.repeat(3000));
+    write_file(dir.path(), "wide.txt", line.repeat(3000));
     let result = call(
         &pack(dir.path()),
         "file_read",
@@ -136,7 +140,7 @@ async fn file_read_default_cap_is_256_kib() {
 #[tokio::test]
 async fn file_read_cuts_a_single_line_longer_than_the_cap() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "min.js", format!("{}\nnext\n", "é".repeat(100)));
+    write_file(dir.path(), "min.js", format!("{}\nnext\n", "é".repeat(100)));
     let limits = WorkspaceLimits {
         max_read_bytes: 51,
         ..WorkspaceLimits::default()
@@ -164,7 +168,7 @@ async fn file_read_cuts_a_single_line_longer_than_the_cap() {
 #[tokio::test]
 async fn file_read_output_cap_applies_when_smaller_than_the_read_cap() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "a.txt", "0123456789\n".repeat(1000));
+    write_file(dir.path(), "a.txt", "0123456789\n".repeat(1000));
     let limits = WorkspaceLimits {
         max_output_bytes: 2048,
         ..WorkspaceLimits::default()
@@ -189,7 +193,7 @@ async fn file_read_refuses_a_binary_file_naming_it_and_its_size() {
     let dir = tempfile::tempdir().unwrap();
     let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
     png.resize(14_540, 7);
-    write(dir.path(), "img/logo.png", png);
+    write_file(dir.path(), "img/logo.png", png);
     let result = call(
         &pack(dir.path()),
         "file_read",
@@ -205,7 +209,7 @@ async fn file_read_refuses_a_binary_file_naming_it_and_its_size() {
 #[tokio::test]
 async fn file_read_refuses_a_file_that_is_not_utf8() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "latin1.txt", b"caf\xe9 cr\xe8me\n");
+    write_file(dir.path(), "latin1.txt", b"caf\xe9 cr\xe8me\n");
     let result = call(
         &pack(dir.path()),
         "file_read",
@@ -223,7 +227,7 @@ async fn file_read_refuses_invalid_utf8_found_past_the_first_8_kib() {
     let dir = tempfile::tempdir().unwrap();
     let mut bytes = "ok\n".repeat(4000).into_bytes();
     bytes.extend_from_slice(b"bad \xff\n");
-    write(dir.path(), "late.txt", &bytes);
+    write_file(dir.path(), "late.txt", &bytes);
     let pack = pack(dir.path());
     let result = call(
         &pack,
@@ -243,7 +247,7 @@ async fn file_read_refuses_invalid_utf8_found_past_the_first_8_kib() {
 #[tokio::test]
 async fn file_read_refuses_a_directory_and_points_to_directory_list() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "src/a.rs", "");
+    write_file(dir.path(), "src/a.rs", "");
     let pack = pack(dir.path());
     let result = call(&pack, "file_read", json!({"path": "src/"})).await;
     assert_eq!(
@@ -260,12 +264,13 @@ async fn file_read_refuses_a_directory_and_points_to_directory_list() {
 #[tokio::test]
 async fn file_read_refuses_a_fifo_instead_of_hanging() {
     let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("mkfifo")
-        .arg(dir.path().join("pipe"))
-        .status()
-        .expect("mkfifo");
-    assert!(status.success());
-    let result = call(&pack(dir.path()), "file_read", json!({"path": "pipe"})).await;
+    mkfifo(&dir.path().join("pipe"));
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        call(&pack(dir.path()), "file_read", json!({"path": "pipe"})),
+    )
+    .await
+    .expect("file_read of a FIFO returns");
     assert_eq!(
         error_text(&result),
         "`pipe` is not a regular file (a device, socket or pipe); file_read reads text files only"
@@ -275,8 +280,8 @@ async fn file_read_refuses_a_fifo_instead_of_hanging() {
 #[tokio::test]
 async fn file_read_offset_past_the_end_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "a.txt", "one\ntwo\n");
-    write(dir.path(), "one.txt", "one");
+    write_file(dir.path(), "a.txt", "one\ntwo\n");
+    write_file(dir.path(), "one.txt", "one");
     let pack = pack(dir.path());
     let result = call(&pack, "file_read", json!({"path": "a.txt", "offset": 3})).await;
     assert_eq!(
@@ -293,7 +298,7 @@ async fn file_read_offset_past_the_end_is_an_error() {
 #[tokio::test]
 async fn file_read_of_an_empty_file_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "empty.txt", "");
+    write_file(dir.path(), "empty.txt", "");
     let result = call(&pack(dir.path()), "file_read", json!({"path": "empty.txt"})).await;
     assert_eq!(ok_text(&result), "(`empty.txt` is empty)\n");
     assert_eq!(
@@ -332,7 +337,7 @@ async fn d11_file_read_stops_counting_lines_in_a_huge_sparse_file() {
     let dir = tempfile::tempdir().unwrap();
     // Text well past the 8 KiB sniffed for binary data, then a hole of nearly 20 GB: counting
     // the file's lines to its end took minutes.
-    write(dir.path(), "s.txt", numbered(10_000));
+    write_file(dir.path(), "s.txt", numbered(10_000));
     std::fs::OpenOptions::new()
         .write(true)
         .open(dir.path().join("s.txt"))
@@ -373,7 +378,7 @@ async fn d11_a_line_that_runs_into_a_huge_hole_is_not_skipped_to_its_end() {
     // window reaches. Skipping the rest of it (to count the lines after it) read the whole
     // hole, minutes of a thread after the caller had its answer or had given up.
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "s.txt", numbered(10_000));
+    write_file(dir.path(), "s.txt", numbered(10_000));
     std::fs::OpenOptions::new()
         .write(true)
         .open(dir.path().join("s.txt"))
@@ -414,7 +419,7 @@ async fn d11_a_line_that_runs_into_a_huge_hole_is_not_skipped_to_its_end() {
 #[tokio::test]
 async fn d17_a_huge_limit_is_too_large_not_too_small() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "a.txt", "a\n");
+    write_file(dir.path(), "a.txt", "a\n");
     let result = call(
         &pack(dir.path()),
         "file_read",

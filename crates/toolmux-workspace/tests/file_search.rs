@@ -1,26 +1,29 @@
 //! `file_search`: globs over root-relative paths, ignore rules, caps.
 
+mod results;
 mod support;
 
+use results::{error_text, ok_text, structured};
 use serde_json::json;
-use support::{call, error_text, ok_text, pack, pack_with, structured, write};
+use support::{call, pack, pack_with};
+use toolmux_testkit::project::write_file;
 use toolmux_workspace::WorkspaceLimits;
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "Cargo.toml", "[workspace]\n");
-    write(root, "src/main.rs", "fn main() {}\n");
-    write(root, "src/lib.rs", "\n");
-    write(root, "src/deep/mod.rs", "\n");
-    write(root, "src/config.toml", "\n");
-    write(root, "src/deep/nested.toml", "\n");
-    write(root, ".github/workflows/ci.yml", "\n");
-    write(root, ".git/config", "[core]\n");
-    write(root, ".git/hooks/x.rs", "\n");
-    write(root, ".gitignore", "target/\n*.log\n");
-    write(root, "target/debug/build.rs", "\n");
-    write(root, "run.log", "\n");
+    write_file(root, "Cargo.toml", "[workspace]\n");
+    write_file(root, "src/main.rs", "fn main() {}\n");
+    write_file(root, "src/lib.rs", "\n");
+    write_file(root, "src/deep/mod.rs", "\n");
+    write_file(root, "src/config.toml", "\n");
+    write_file(root, "src/deep/nested.toml", "\n");
+    write_file(root, ".github/workflows/ci.yml", "\n");
+    write_file(root, ".git/config", "[core]\n");
+    write_file(root, ".git/hooks/x.rs", "\n");
+    write_file(root, ".gitignore", "target/\n*.log\n");
+    write_file(root, "target/debug/build.rs", "\n");
+    write_file(root, "run.log", "\n");
     dir
 }
 
@@ -133,7 +136,7 @@ async fn file_search_from_a_subdirectory_still_reports_root_relative_paths() {
 async fn file_search_stops_at_the_limit_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     for i in 0..30 {
-        write(dir.path(), &format!("f{i:02}.txt"), "");
+        write_file(dir.path(), &format!("f{i:02}.txt"), "");
     }
     let pack = pack_with(
         dir.path(),
@@ -176,7 +179,7 @@ async fn file_search_stops_at_the_limit_and_says_so() {
 async fn file_search_output_is_capped_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
     for i in 0..200 {
-        write(dir.path(), &format!("{}{i:03}.txt", "n".repeat(40)), "");
+        write_file(dir.path(), &format!("{}{i:03}.txt", "n".repeat(40)), "");
     }
     let pack = pack_with(
         dir.path(),

@@ -1,21 +1,24 @@
 //! `grep`: regex and literal search, context, case, caps, ignore rules and binary files.
 
+mod results;
 mod support;
 
+use results::{error_text, ok_text, structured};
 use serde_json::json;
-use support::{call, error_text, ok_text, pack, pack_with, structured, write};
+use support::{call, pack, pack_with};
+use toolmux_testkit::project::write_file;
 use toolmux_workspace::WorkspaceLimits;
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(
+    write_file(
         root,
         "src/main.rs",
         "use std::io;\n\nfn main() {\n    helper(1);\n}\n\nfn helper(x: u8) {}\n",
     );
-    write(root, "src/lib.rs", "pub fn Helper() {}\n// a.b(c)\n");
-    write(root, "README.md", "call helper() first\n");
+    write_file(root, "src/lib.rs", "pub fn Helper() {}\n// a.b(c)\n");
+    write_file(root, "README.md", "call helper() first\n");
     dir
 }
 
@@ -75,7 +78,7 @@ async fn grep_is_case_sensitive_by_default_and_insensitive_on_request() {
 async fn grep_context_lines_surround_each_match() {
     let dir = tempfile::tempdir().unwrap();
     let body: String = (1..=12).map(|i| format!("row {i}\n")).collect();
-    write(
+    write_file(
         dir.path(),
         "t.txt",
         body.replace("row 3\n", "row 3 hit\n")
@@ -106,7 +109,7 @@ async fn grep_context_lines_surround_each_match() {
 #[tokio::test]
 async fn grep_context_is_shorter_at_the_edges_of_a_file() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "t.txt", "hit\nb\nc\n");
+    write_file(dir.path(), "t.txt", "hit\nb\nc\n");
     let result = call(
         &pack(dir.path()),
         "grep",
@@ -123,7 +126,7 @@ async fn grep_context_is_shorter_at_the_edges_of_a_file() {
 async fn grep_stops_at_the_result_limit_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     for f in 0..20 {
-        write(dir.path(), &format!("f{f:02}.txt"), "needle\n".repeat(50));
+        write_file(dir.path(), &format!("f{f:02}.txt"), "needle\n".repeat(50));
     }
     let pack = pack(dir.path());
     let result = call(&pack, "grep", json!({"pattern": "needle", "limit": 7})).await;
@@ -140,7 +143,7 @@ async fn grep_stops_at_the_result_limit_and_says_so() {
     // It stopped early rather than searching all 20 files.
     assert!(s["filesSearched"].as_u64().unwrap() < 20, "{s}");
     // Exactly as many matches as the limit is complete, not truncated.
-    write(dir.path(), "f00.txt", "needle\n");
+    write_file(dir.path(), "f00.txt", "needle\n");
     let exact = call(
         &pack,
         "grep",
@@ -153,7 +156,7 @@ async fn grep_stops_at_the_result_limit_and_says_so() {
 #[tokio::test]
 async fn grep_output_cap_says_it_was_capped() {
     let dir = tempfile::tempdir().unwrap();
-    write(
+    write_file(
         dir.path(),
         "a.txt",
         format!("{}\n", "needle".repeat(50)).repeat(100),
@@ -216,8 +219,8 @@ async fn grep_glob_filters_files() {
 #[tokio::test]
 async fn grep_skips_binary_files() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "blob.bin", b"needle\0\x01\x02needle\n");
-    write(dir.path(), "text.txt", "needle\n");
+    write_file(dir.path(), "blob.bin", b"needle\0\x01\x02needle\n");
+    write_file(dir.path(), "text.txt", "needle\n");
     let result = call(&pack(dir.path()), "grep", json!({"pattern": "needle"})).await;
     assert_eq!(ok_text(&result), "text.txt:1: needle\n");
 }
@@ -225,10 +228,10 @@ async fn grep_skips_binary_files() {
 #[tokio::test]
 async fn grep_honours_gitignore_outside_a_git_repo() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), ".gitignore", "build/\n");
-    write(dir.path(), "build/out.txt", "needle\n");
-    write(dir.path(), ".hidden/keep.txt", "needle\n");
-    write(dir.path(), ".git/HEAD", "needle\n");
+    write_file(dir.path(), ".gitignore", "build/\n");
+    write_file(dir.path(), "build/out.txt", "needle\n");
+    write_file(dir.path(), ".hidden/keep.txt", "needle\n");
+    write_file(dir.path(), ".git/HEAD", "needle\n");
     let result = call(&pack(dir.path()), "grep", json!({"pattern": "needle"})).await;
     assert_eq!(ok_text(&result), ".hidden/keep.txt:1: needle\n");
 }
@@ -237,7 +240,7 @@ async fn grep_honours_gitignore_outside_a_git_repo() {
 async fn grep_shortens_long_lines_around_the_match() {
     let dir = tempfile::tempdir().unwrap();
     let line = format!("{}needle{}", "a".repeat(2000), "b".repeat(2000));
-    write(dir.path(), "min.js", format!("{line}\n"));
+    write_file(dir.path(), "min.js", format!("{line}\n"));
     let result = call(&pack(dir.path()), "grep", json!({"pattern": "needle"})).await;
     let text = structured(&result)["matches"][0]["text"]
         .as_str()
@@ -306,8 +309,8 @@ async fn d5_grep_skips_a_file_with_a_line_longer_than_the_heap_limit() {
     // the searcher holds the whole line (a 1 GB line cost 1.9 GB per call).
     let mut huge = "a".repeat(1 << 20);
     huge.push_str(" NEEDLE\nNEEDLE on a short line\n");
-    write(root, "huge.txt", huge);
-    write(root, "small.txt", "a NEEDLE here\n");
+    write_file(root, "huge.txt", huge);
+    write_file(root, "small.txt", "a NEEDLE here\n");
     let limits = WorkspaceLimits {
         max_line_bytes: 64 * 1024,
         ..WorkspaceLimits::default()

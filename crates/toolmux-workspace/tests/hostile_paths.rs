@@ -2,14 +2,28 @@
 //! the exact same message, and nothing from outside the project root (marked by a unique
 //! string) ever appears in any output, whether asked for by name or found by searching.
 
+mod results;
 mod support;
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
+use results::{error_text, ok_text, structured};
 use serde_json::json;
-use support::{call, error_text, everything, ok_text, pack, structured, write};
+use support::{call, pack};
+use toolmux_testkit::fifo::mkfifo;
+use toolmux_testkit::project::write_file;
 use toolmux_workspace::{PathError, ProjectRoot, WorkspacePack};
+
+/// Everything a result shows anyone: its text and its structured content.
+fn everything(result: &toolmux_core::ToolResult) -> String {
+    let mut all = result.text_content();
+    if let Some(s) = &result.structured_content {
+        all.push('\n');
+        all.push_str(&s.to_string());
+    }
+    all
+}
 
 /// Written only in files outside the project root.
 const MARKER: &str = "MARKER-7f3a9c1e-outside-the-root";
@@ -47,11 +61,11 @@ struct Fixture {
 fn fixture() -> Fixture {
     let base_dir = tempfile::tempdir().expect("tempdir");
     let base = base_dir.path().canonicalize().expect("canonical base");
-    write(&base, "secret.txt", format!("{MARKER}\n"));
-    write(&base, "secret_dir/secret", format!("{MARKER}\n"));
+    write_file(&base, "secret.txt", format!("{MARKER}\n"));
+    write_file(&base, "secret_dir/secret", format!("{MARKER}\n"));
     let root = base.join("project");
-    write(&root, "src/main.rs", "fn main() {}\n");
-    write(&root, "a/b.txt", "inside\n");
+    write_file(&root, "src/main.rs", "fn main() {}\n");
+    write_file(&root, "a/b.txt", "inside\n");
     std::fs::create_dir_all(root.join("sub")).expect("sub");
     symlink("../secret_dir", root.join("link_out")).expect("link_out");
     symlink(base.join("secret.txt"), root.join("link_file")).expect("link_file");
@@ -456,17 +470,18 @@ impl Drop for Swapper {
 async fn d6_a_directory_swapped_for_a_link_during_calls_never_leaks_the_outside() {
     let f = fixture();
     let outside = f.base.join("outside");
-    write(&outside, "f.txt", format!("{MARKER}\n"));
+    write_file(&outside, "f.txt", format!("{MARKER}\n"));
     // An outside name that has no twin inside: listing it would leak it.
-    write(&outside, &format!("{MARKER}.txt"), "x\n");
+    write_file(&outside, &format!("{MARKER}.txt"), "x\n");
     let race = f.root.join("race");
-    write(&race, "d/f.txt", "inside\n");
+    write_file(&race, "d/f.txt", "inside\n");
     symlink(&outside, race.join("alt")).unwrap();
 
     const ROUNDS: usize = 300;
     let swapper = Swapper::start(&race);
     let mut leaks = Vec::new();
     let mut inside_reads = 0;
+    let mut file_read_errors = std::collections::BTreeSet::new();
     let started = std::time::Instant::now();
     for round in 0..ROUNDS {
         let calls = [
@@ -489,6 +504,8 @@ async fn d6_a_directory_swapped_for_a_link_during_calls_never_leaks_the_outside(
             } else if tool == "file_read" && !result.is_error {
                 assert_eq!(structured(&result)["content"], "inside\n");
                 inside_reads += 1;
+            } else if tool == "file_read" {
+                file_read_errors.insert(error_text(&result));
             }
         }
     }
@@ -502,37 +519,22 @@ async fn d6_a_directory_swapped_for_a_link_during_calls_never_leaks_the_outside(
         started.elapsed(),
         leaks[0]
     );
+    // A file_read that fails says why, in one of the ways a swap can show: the directory was
+    // a link out when the walk looked at it, or became one between the walk and the open.
+    let expected = [
+        "`race/d/f.txt` changed while it was being opened; try again",
+        "`race/d` is a symbolic link that leads outside the project root",
+    ];
+    for error in &file_read_errors {
+        assert!(
+            expected.contains(&error.as_str()),
+            "unexpected file_read error: {error}"
+        );
+    }
     eprintln!(
-        "{} rounds, {swaps} swaps, {inside_reads} file_reads succeeded, {:?}",
+        "{} rounds, {swaps} swaps, {inside_reads} file_reads succeeded, {:?}, errors {file_read_errors:?}",
         ROUNDS,
         started.elapsed()
-    );
-}
-
-#[tokio::test]
-async fn d6_a_fifo_where_a_file_was_checked_is_refused_without_blocking() {
-    let f = fixture();
-    let fifo = f.root.join("pipe");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
-        0,
-    )
-    .unwrap();
-    // The pre-open check refuses it; a FIFO swapped in after that check is opened
-    // non-blocking and refused by `fstat` on the descriptor (not reachable from a test
-    // without a race, so this pins the message and that nothing blocks).
-    let result = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        call(&f.pack, "file_read", json!({"path": "pipe"})),
-    )
-    .await
-    .expect("file_read of a FIFO returns");
-    assert_eq!(
-        error_text(&result),
-        "`pipe` is not a regular file (a device, socket or pipe); file_read reads text files only"
     );
 }
 
@@ -541,7 +543,7 @@ const SECRET: &str = "SECRET-b41d-call-argument";
 const SECRET_REGEX: &str = "SECRET-b41d-call-argumen[t]";
 
 fn write_state(state: &Path) {
-    write(
+    write_file(
         state,
         "logs/calls-2026-01-01.jsonl",
         format!("{{\"a\":\"{SECRET}\"}}\n"),
@@ -594,7 +596,7 @@ async fn d7_the_state_dir_of_a_project_below_the_root_is_hidden() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let project = root.join("proj");
-    write(&project, "src/main.rs", "fn main() {}\n");
+    write_file(&project, "src/main.rs", "fn main() {}\n");
     write_state(&project.join(".toolmux/state"));
     let pack =
         WorkspacePack::with_state_dir(root, project.join(".toolmux/state"), Default::default())
@@ -611,9 +613,9 @@ async fn d7_a_symlinked_toolmux_dir_does_not_hide_the_state_from_the_guard() {
     // path is `<root>/real-toolmux/state`, reachable by either name.
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "src/main.rs", "fn main() {}\n");
+    write_file(root, "src/main.rs", "fn main() {}\n");
     write_state(&root.join("real-toolmux/state"));
-    write(root, "real-toolmux/config.json", "{}\n");
+    write_file(root, "real-toolmux/config.json", "{}\n");
     symlink("real-toolmux", root.join(".toolmux")).unwrap();
     for pack in [
         pack(root),
@@ -627,18 +629,6 @@ async fn d7_a_symlinked_toolmux_dir_does_not_hide_the_state_from_the_guard() {
     }
 }
 
-/// Makes a FIFO at `path`.
-fn mkfifo(path: &Path) {
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        path,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
-        0,
-    )
-    .unwrap();
-}
-
 #[tokio::test]
 async fn d6_an_ignore_file_that_is_a_fifo_a_device_or_huge_never_blocks_a_walk() {
     // The walkers read `.gitignore`, `.ignore` and `.git/info/exclude` themselves (the
@@ -646,17 +636,17 @@ async fn d6_an_ignore_file_that_is_a_fifo_a_device_or_huge_never_blocks_a_walk()
     // hang the thread (and hold a turn of the pack) forever, and a link to `/dev/zero` or a
     // sparse file of gigabytes is read into one string until the OOM killer ends the process.
     let f = fixture();
-    write(&f.root, "fifo_dir/found.txt", "needle\n");
+    write_file(&f.root, "fifo_dir/found.txt", "needle\n");
     mkfifo(&f.root.join("fifo_dir/.gitignore"));
     // A link to a device: `/dev/null` here, and a sparse file of only 4 MiB (over the 1 MiB
     // cap), since with `/dev/zero` or gigabytes a regression would not fail but take the
     // test process (already at 256 MiB: an 8 GiB allocation) and the host's memory with it.
-    write(&f.root, "zero_dir/found.txt", "needle\n");
+    write_file(&f.root, "zero_dir/found.txt", "needle\n");
     symlink("/dev/null", f.root.join("zero_dir/.ignore")).unwrap();
-    write(&f.root, "huge_dir/found.txt", "needle\n");
+    write_file(&f.root, "huge_dir/found.txt", "needle\n");
     let huge = std::fs::File::create(f.root.join("huge_dir/.gitignore")).unwrap();
     huge.set_len(4 << 20).unwrap();
-    write(&f.root, "git_dir/found.txt", "needle\n");
+    write_file(&f.root, "git_dir/found.txt", "needle\n");
     std::fs::create_dir_all(f.root.join("git_dir/.git/info")).unwrap();
     mkfifo(&f.root.join("git_dir/.git/info/exclude"));
     let fifos = [
@@ -706,9 +696,9 @@ async fn d6_an_ignore_file_that_is_a_fifo_a_device_or_huge_never_blocks_a_walk()
         }
     }
     // A directory with an ordinary ignore file is still searched.
-    write(&f.root, "ok_dir/.gitignore", "skipped.txt\n");
-    write(&f.root, "ok_dir/found.txt", "needle\n");
-    write(&f.root, "ok_dir/skipped.txt", "needle\n");
+    write_file(&f.root, "ok_dir/.gitignore", "skipped.txt\n");
+    write_file(&f.root, "ok_dir/found.txt", "needle\n");
+    write_file(&f.root, "ok_dir/skipped.txt", "needle\n");
     let grep = call(
         &f.pack,
         "grep",
@@ -727,5 +717,59 @@ async fn d6_an_ignore_file_that_is_a_fifo_a_device_or_huge_never_blocks_a_walk()
         error_text(&grep),
         "`fifo_dir/.gitignore` is not a regular file of at most 1 MiB, so the ignore rules of \
          `fifo_dir` cannot be read; remove or replace it"
+    );
+}
+
+#[tokio::test]
+async fn an_ignore_file_that_links_out_of_the_root_is_never_followed() {
+    // A `.gitignore` that is a link to a file outside: following it would look (stat) and
+    // read outside the root. It is refused like a FIFO, by what it is (a link), so the
+    // outside file's rules (`skipped.txt`) are never applied.
+    let f = fixture();
+    write_file(&f.base, "outside.gitignore", "skipped.txt\n");
+    write_file(&f.root, "link_dir/found.txt", "needle\n");
+    write_file(&f.root, "link_dir/skipped.txt", "needle\n");
+    symlink(
+        f.base.join("outside.gitignore"),
+        f.root.join("link_dir/.gitignore"),
+    )
+    .unwrap();
+    // Even one that stays inside is a link, and not followed.
+    write_file(&f.root, "inner_dir/found.txt", "needle\n");
+    write_file(&f.root, "inner_dir/rules", "skipped.txt\n");
+    symlink("rules", f.root.join("inner_dir/.gitignore")).unwrap();
+    for dir in ["link_dir", "inner_dir"] {
+        let grep = call(&f.pack, "grep", json!({"pattern": "needle", "path": dir})).await;
+        assert_eq!(
+            error_text(&grep),
+            format!(
+                "`{dir}/.gitignore` is not a regular file of at most 1 MiB, so the ignore rules of \
+                 `{dir}` cannot be read; remove or replace it"
+            )
+        );
+    }
+    // A walk of the whole project completes and skips both directories: had the link been
+    // followed, `link_dir/found.txt` would be found and `link_dir/skipped.txt` hidden.
+    for (tool, arguments) in [
+        ("grep", json!({"pattern": "needle"})),
+        ("file_search", json!({"pattern": "**/*.txt"})),
+        ("directory_list", json!({"depth": 3})),
+    ] {
+        let result = call(&f.pack, tool, arguments.clone()).await;
+        let shown = everything(&result);
+        assert!(!result.is_error, "{tool} {arguments}: {shown}");
+        assert!(!shown.contains("link_dir/"), "{tool} {arguments}: {shown}");
+        assert!(!shown.contains("inner_dir/"), "{tool} {arguments}: {shown}");
+    }
+    // Listed with ignore files off, the directory is there, its link shown as a link.
+    let listed = call(
+        &f.pack,
+        "directory_list",
+        json!({"path": "link_dir", "includeIgnored": true}),
+    )
+    .await;
+    assert_eq!(
+        ok_text(&listed),
+        "link_dir/.gitignore  [symlink]\nlink_dir/found.txt  7 bytes\nlink_dir/skipped.txt  7 bytes\n"
     );
 }

@@ -6,11 +6,12 @@ mod support;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use support::{pack, write};
+use support::pack;
 use toolmux_core::{
     CallContext, Channel, Hub, HubSettings, NullSink, Source, SourceCall, SourceError, SourceKind,
     ToolAnnotations,
 };
+use toolmux_testkit::project::write_file;
 use toolmux_workspace::{PathError, WorkspaceError, WorkspaceLimits, WorkspacePack};
 
 #[test]
@@ -89,7 +90,7 @@ fn new_refuses_a_missing_root_a_file_root_and_zero_limits() {
         missing.display()
     )));
 
-    write(dir.path(), "file", "");
+    write_file(dir.path(), "file", "");
     let err = WorkspacePack::new(dir.path().join("file"), WorkspaceLimits::default()).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -137,12 +138,12 @@ async fn an_unknown_tool_is_a_source_failure_not_a_panic() {
 #[tokio::test]
 async fn results_match_their_output_schemas_through_the_hub() {
     let dir = tempfile::tempdir().unwrap();
-    write(
+    write_file(
         dir.path(),
         "src/main.rs",
         "fn main() {\n    println!(\"hi\");\n}\n",
     );
-    write(dir.path(), "empty.txt", "");
+    write_file(dir.path(), "empty.txt", "");
     std::os::unix::fs::symlink("src", dir.path().join("link")).unwrap();
     let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
     hub.add_source(Arc::new(pack(dir.path())));
@@ -262,7 +263,7 @@ fn threads_named(name: &str) -> usize {
 fn d5_a_fan_out_of_calls_takes_at_most_a_few_blocking_threads() {
     let dir = tempfile::tempdir().unwrap();
     for i in 0..500 {
-        write(dir.path(), &format!("many/f{i:04}.txt"), "x\n");
+        write_file(dir.path(), &format!("many/f{i:04}.txt"), "x\n");
     }
     let limits = WorkspaceLimits {
         max_concurrent_calls: 2,

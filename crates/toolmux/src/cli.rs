@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-/// One registry of tools for AI agents: built-in tools, your scripts and MCP servers, served
-/// over MCP, REST and chat.
+/// One registry of tools for AI agents: built-in tools, your scripts and upstream servers,
+/// served over MCP, REST and chat.
 #[derive(Debug, Parser)]
 #[command(name = "toolmux", version, about, long_about = None)]
 pub struct Cli {
@@ -53,7 +53,8 @@ pub enum Command {
     Capabilities(CapabilitiesCommand),
     /// Run a TypeScript script in the code-mode sandbox; its tool calls go through the pipeline.
     Run(RunArgs),
-    /// Add the MCP servers configured for Claude Code, Cursor, VS Code or Codex to toolmux.
+    /// Add the MCP servers configured for Claude Code, Cursor, VS Code or Codex to toolmux's
+    /// upstream servers (the `mcpServers` section).
     Import(crate::commands::import::ImportArgs),
     /// Chat with a model that uses the registry's tools; list, rename and delete conversations.
     Chat(crate::commands::chat::ChatArgs),
@@ -243,8 +244,8 @@ pub struct ServeFilterArgs {
 pub struct McpArgs {
     #[command(flatten)]
     pub filters: ServeFilterArgs,
-    /// Manage the external MCP servers whose tools toolmux aggregates (without a subcommand,
-    /// `toolmux mcp` serves the registry on stdin/stdout).
+    /// Manage the upstream servers (the `mcpServers` section) whose tools toolmux aggregates
+    /// (without a subcommand, `toolmux mcp` serves the registry on stdin/stdout).
     #[command(subcommand)]
     pub command: Option<crate::commands::upstream::McpCommand>,
 }

@@ -66,3 +66,16 @@ impl From<std::io::Error> for Failure {
         Failure::Runtime(e.into())
     }
 }
+
+/// An edit that was not made: a result that would not load, or a file a program cannot edit,
+/// is a configuration error (exit code 3); a file that cannot be read or written is a runtime
+/// one.
+impl From<toolmux_config::EditError> for Failure {
+    fn from(e: toolmux_config::EditError) -> Self {
+        match e {
+            toolmux_config::EditError::Invalid(_)
+            | toolmux_config::EditError::Uneditable { .. } => Failure::Config(e.to_string()),
+            toolmux_config::EditError::Io { .. } => Failure::Runtime(e.into()),
+        }
+    }
+}

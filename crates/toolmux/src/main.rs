@@ -1,11 +1,15 @@
 //! The `toolmux` command: parse the command line, run one command, map the outcome to an exit
 //! code. Everything else lives in the library crates; this binary is glue.
 
+mod access;
 mod approve;
+mod assembly;
 mod cli;
 mod commands;
 mod exit;
+mod output;
 mod project;
+mod rest_upstreams;
 
 use std::process::ExitCode;
 
@@ -26,7 +30,12 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::RUNTIME);
         }
     };
-    match runtime.block_on(commands::run(cli)) {
+    let outcome = runtime.block_on(commands::run(cli));
+    // Whatever left the process groups of what this command started (a script's or a
+    // server's `setsid` daemon) dies now: nothing toolmux started outlives it, whichever
+    // command ran.
+    toolmux_scripts::child::sweep_escaped();
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             failure.report();

@@ -1,34 +1,30 @@
 //! The HTTP edge of `toolmux serve` under clients that misbehave: connections left half-sent
 //! or idle, and MCP requests that rmcp alone would answer with the wrong status.
 
-mod api_support;
 mod support;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use api_support::{KEY, Served, config_with_key};
 use serde_json::Value;
-use support::TestProject;
+use support::toolmux_project;
+use toolmux_testkit::http::Response;
+use toolmux_testkit::project::TestProject;
+use toolmux_testkit::served::{KEY, Served, config_with_key};
 
 /// An MCP `initialize` request, as a client's first POST.
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 fn served_with_key(args: &[&str]) -> (TestProject, Served) {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(""));
     let served = Served::start(&project, args);
     (project, served)
 }
 
 /// A POST to `/mcp` with the key and the headers MCP asks for.
-fn mcp(
-    served: &Served,
-    method: &str,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> api_support::Response {
+fn mcp(served: &Served, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> Response {
     let auth = format!("Bearer {KEY}");
     let mut all = vec![
         ("Authorization", auth.as_str()),
@@ -115,6 +111,13 @@ fn d17_truncated_json_on_mcp_is_a_400_with_a_json_rpc_parse_error() {
     assert_eq!(body["jsonrpc"], "2.0", "{body}");
     assert_eq!(body["id"], Value::Null, "{body}");
     assert_eq!(body["error"]["code"], -32700, "{body}");
+    assert_eq!(
+        body["error"]["message"], "Parse error: EOF while parsing a string at line 1 column 40",
+        "{body}"
+    );
+    // JSON that is not a JSON-RPC message is not a parse error: rmcp's own answer stands.
+    let not_a_message = mcp(&served, "POST", &[], Some("[1, 2]"));
+    assert_eq!(not_a_message.status, 415, "{}", not_a_message.body);
     // A whole request still reaches rmcp.
     assert_eq!(mcp(&served, "POST", &[], Some(INITIALIZE)).status, 200);
     served.stop();
@@ -139,9 +142,11 @@ fn d17_delete_of_an_unknown_mcp_session_is_404() {
         None,
     );
     assert_eq!(unknown.status, 404, "{}", unknown.body);
+    assert_eq!(unknown.body, "Not Found: Session not found");
     let ended = mcp(&served, "DELETE", &[("Mcp-Session-Id", &session)], None);
     assert_eq!(ended.status, 202, "{}", ended.body);
     let again = mcp(&served, "DELETE", &[("Mcp-Session-Id", &session)], None);
     assert_eq!(again.status, 404, "{}", again.body);
+    assert_eq!(again.body, "Not Found: Session not found");
     served.stop();
 }

@@ -2,13 +2,15 @@
 //! config file while `toolmux serve` runs counts from the next request, on `/mcp` and `/api`
 //! alike, with no restart and no "restart to apply" warning.
 
-mod api_support;
 mod support;
 
-use api_support::{KEY, Response, Served};
 use serde_json::json;
-use support::peers::run_mcp_steps;
-use support::{TestProject, wait_until};
+use support::toolmux_project;
+use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::http::Response;
+use toolmux_testkit::project::TestProject;
+use toolmux_testkit::python_client::run_mcp_steps;
+use toolmux_testkit::served::{KEY, Served};
 
 const SECOND_KEY: &str = "second-key-9876543210";
 
@@ -51,7 +53,7 @@ fn mcp_lists_tools_with(served: &Served, key: &str) -> bool {
 
 #[test]
 fn a_key_added_or_removed_in_the_config_counts_at_once_on_mcp_and_api() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     set_server_settings(&project, json!({"apiKeys": ["${TOOLMUX_TEST_KEY}"]}));
     let served = Served::start_with_env(&project, &[], &[("TOOLMUX_TEST_KEY2", SECOND_KEY)]);
 
@@ -92,7 +94,7 @@ fn a_key_added_or_removed_in_the_config_counts_at_once_on_mcp_and_api() {
 
 #[test]
 fn allowed_hosts_and_origins_edited_in_the_config_count_at_once_on_mcp_and_api() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     set_server_settings(&project, json!({"apiKeys": ["${TOOLMUX_TEST_KEY}"]}));
     let served = Served::start(&project, &[]);
     let host = format!("tools.example:{}", served.port());
@@ -154,7 +156,7 @@ fn allowed_hosts_and_origins_edited_in_the_config_count_at_once_on_mcp_and_api()
 /// once back (or written anew by an editor that renamed the original away), must apply.
 #[test]
 fn d2_a_config_file_moved_away_keeps_its_keys_and_policies_and_applies_when_back() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let guarded = json!({
         "server": {"apiKeys": ["${TOOLMUX_TEST_KEY}"]},
         "policies": {"tools": {"grep": "deny"}},

@@ -4,35 +4,34 @@
 //! ones restarted, removed ones stopped), and a bad entry refused with the file untouched. Against the Python fault server
 //! of `tests/peers/upstream`; no server process outlives a test.
 
-mod api_support;
 mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
-use api_support::{KEY, Served, config_with_key};
 use serde_json::{Value, json};
-use support::peers::{peer_file, python, run_mcp_client};
-use support::processes::{alive, assert_exited, read_pid};
-use support::{TestProject, wait_until};
+use support::toolmux_project;
+use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::peers::python;
+use toolmux_testkit::processes::{alive, assert_exited, read_pid};
+use toolmux_testkit::python_client::run_mcp_client;
+use toolmux_testkit::served::{KEY, Served, config_with_key};
+use toolmux_testkit::servers::faults;
 
 /// How long a replaced or removed server may take to exit.
 const EXIT_LIMIT: Duration = Duration::from_secs(10);
 
 /// The entry of the fault server, writing its process id to `pid_file`.
 fn faults_entry(pid_file: &Path, extra: &[&str]) -> Value {
-    let mut args = vec![
-        json!(peer_file("upstream/faults.py")),
-        json!("--pid-file"),
-        json!(pid_file.display().to_string()),
-    ];
-    args.extend(extra.iter().map(|a| json!(a)));
-    json!({"command": python(), "args": args})
+    let pid_file = pid_file.display().to_string();
+    let mut args = vec!["--pid-file", pid_file.as_str()];
+    args.extend_from_slice(extra);
+    faults(&args)
 }
 
 #[test]
 fn a_server_added_through_the_api_is_discovered_callable_replaced_and_removed() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(""));
     let served = Served::start(&project, &[]);
     let pid_file = project.path().join("faults.pid");
@@ -145,7 +144,7 @@ fn a_server_added_through_the_api_is_discovered_callable_replaced_and_removed() 
 
 #[test]
 fn a_server_whose_discovery_fails_is_saved_with_its_error() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(""));
     let served = Served::start(&project, &[]);
     let missing = project.path().join("no-such-server");
@@ -171,7 +170,7 @@ fn a_server_whose_discovery_fails_is_saved_with_its_error() {
 
 #[test]
 fn a_bad_server_entry_is_refused_with_422_and_the_file_is_byte_identical() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(
         r#""mcpServers": {"kept": {"command": "true", "enabled": false}}"#,
     ));
@@ -247,7 +246,7 @@ fn a_bad_server_entry_is_refused_with_422_and_the_file_is_byte_identical() {
 
 #[test]
 fn hand_edits_of_mcp_servers_apply_live_and_leave_unchanged_servers_running() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let pid_file = project.path().join("faults.pid");
     let servers = |entry: Option<Value>, tools: &str| {
         let servers = match entry {

@@ -2,15 +2,14 @@
 //! with an equal result, and the reverse. The MCP side is a real client (the Python SDK in
 //! `tests/peers/mcp/client.py`) talking to the same `toolmux serve` process.
 
-mod api_support;
 mod support;
 
 use std::collections::BTreeMap;
 
-use api_support::{KEY, Served, config_with_key};
 use serde_json::{Value, json};
-use support::TestProject;
-use support::peers::run_mcp_steps;
+use support::toolmux_project;
+use toolmux_testkit::python_client::run_mcp_steps;
+use toolmux_testkit::served::{KEY, Served, config_with_key};
 
 /// Arguments that make each tool do real work. A new tool in the catalog fails the test until
 /// it is added here, so that parity is checked for every tool, not a sample.
@@ -28,7 +27,7 @@ fn arguments_for(tool: &str) -> Value {
 
 #[test]
 fn every_tool_is_listed_and_callable_with_an_equal_result_over_mcp_and_rest() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(""));
     project.write("notes/todo.md", "# Todo\nbuy milk\n");
     project.write("src/main.rs", "fn main() { println!(\"milk\"); }\n");

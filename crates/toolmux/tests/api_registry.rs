@@ -1,15 +1,16 @@
 //! Script tools registered, replaced and removed through the REST API of a running
 //! `toolmux serve`: one writer, checked before writing, live at once; hand edits picked up.
 
-mod api_support;
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use api_support::{KEY, Served, config_with_key, run_with_key};
 use serde_json::{Value, json};
-use support::TestProject;
-use support::peers::{python, run_mcp_client};
+use support::toolmux_project;
+use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::peers::python;
+use toolmux_testkit::python_client::run_mcp_client;
+use toolmux_testkit::served::{KEY, Served, config_with_key, run_with_key};
 
 const ADD_PY: &str = "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': args['a'] + args['b']}))\n";
 
@@ -29,7 +30,7 @@ fn add_definition(name: &str) -> Value {
 
 #[test]
 fn a_registered_python_tool_gives_one_result_over_rest_mcp_and_the_cli() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(""));
     project.write("add.py", ADD_PY);
     let served = Served::start(&project, &[]);
@@ -114,7 +115,7 @@ fn a_registered_python_tool_gives_one_result_over_rest_mcp_and_the_cli() {
 
 #[test]
 fn a_bad_definition_is_refused_with_422_and_the_file_is_untouched() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(""));
     let served = Served::start(&project, &[]);
     let before = std::fs::read(project.config_file()).expect("read");
@@ -201,7 +202,7 @@ fn a_bad_definition_is_refused_with_422_and_the_file_is_untouched() {
 
 #[test]
 fn a_hundred_concurrent_registrations_and_removals_leave_a_valid_config() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     // 40 tools to remove, written by hand before the server starts.
     let existing: serde_json::Map<String, Value> = (0..40)
         .map(|i| {
@@ -257,22 +258,13 @@ fn a_hundred_concurrent_registrations_and_removals_leave_a_valid_config() {
 
 #[test]
 fn a_hand_edit_is_picked_up_and_a_broken_one_keeps_the_last_good_config() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(""));
     let served = Served::start(&project, &[]);
     let wait_for = |expected: &[&str]| {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let tools = served.tool_names("scripts");
-            if tools == expected {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still {tools:?}, expected {expected:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until(&format!("the server to list {expected:?}"), || {
+            served.tool_names("scripts") == expected
+        });
     };
 
     project.config(&config_with_key(

@@ -4,23 +4,24 @@
 //! MCP client (`tests/peers/mcp/client.py`) on the same `toolmux serve`; listing starts no
 //! server, and no process outlives the test.
 
-mod api_support;
 mod support;
 
 use std::collections::BTreeMap;
 
-use api_support::{KEY, Served, config_with_key, run_with_key};
 use serde_json::{Value, json};
-use support::TestProject;
-use support::peers::{peer_file, python, run_mcp_steps};
-use support::processes::{assert_no_process_left, processes_in};
+use support::toolmux_project;
+use toolmux_testkit::peers::{peer_file, python};
+use toolmux_testkit::processes::{assert_no_process_left, processes_in};
+use toolmux_testkit::project::TestProject;
+use toolmux_testkit::python_client::run_mcp_steps;
+use toolmux_testkit::served::{KEY, Served, config_with_key, run_with_key};
 
 const PROMPT_WITH_ARGUMENTS: &str = "conformance__test_prompt_with_arguments";
 
 /// A project whose one MCP server is the conformance fixture, discovered (so its prompts and
 /// resources are in the cache) and not running.
 fn project_with_fixture() -> TestProject {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let server = json!({
         "conformance": {
             "command": python(),
@@ -119,7 +120,7 @@ fn prompts_and_resources_are_listed_over_rest_as_over_mcp_without_starting_the_s
     );
 
     served.stop();
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }
 
 #[test]
@@ -225,5 +226,5 @@ fn prompts_resources_and_completions_are_relayed_over_rest_with_mcps_answers() {
     keyless.error(401, "unauthorized");
 
     served.stop();
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }

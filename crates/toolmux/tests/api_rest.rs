@@ -1,17 +1,18 @@
 //! The REST API of `toolmux serve`, driven over real HTTP against the real binary on a real
 //! temporary project.
 
-mod api_support;
 mod support;
 
 use std::time::{Duration, Instant};
 
-use api_support::{KEY, Served, config_with_key};
 use serde_json::{Value, json};
-use support::TestProject;
+use support::toolmux_project;
+use toolmux_testkit::http::request;
+use toolmux_testkit::project::TestProject;
+use toolmux_testkit::served::{KEY, Served, config_with_key};
 
 fn project(extra_config: &str) -> TestProject {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(extra_config));
     project.write("notes/todo.md", "# Todo\nbuy milk\nwrite tests\n");
     project.write("src/main.rs", "fn main() {\n    println!(\"milk\");\n}\n");
@@ -329,7 +330,7 @@ fn an_ask_call_waits_in_approvals_until_a_person_answers() {
     };
     let call = move || {
         let auth = format!("Bearer {KEY}");
-        api_support::request(
+        request(
             &address,
             "POST",
             "/api/tools/grep/call",
@@ -511,7 +512,7 @@ fn d8_keyless_loopback_get_cannot_read_files_or_logs_when_keys_are_set() {
 
 #[test]
 fn without_a_configured_key_changes_are_refused_with_how_to_configure_one() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let served = Served::start(&project, &[]);
     let e = served
         .request(
@@ -539,7 +540,7 @@ fn beyond_loopback_every_route_needs_a_key() {
     // The server printed 0.0.0.0; talk to it on loopback.
     let address = format!("127.0.0.1:{port}");
     for path in ["/api/health", "/api/tools", "/metrics", "/api/openapi.json"] {
-        let e = api_support::request(&address, "GET", path, &[], None).error(401, "unauthorized");
+        let e = request(&address, "GET", path, &[], None).error(401, "unauthorized");
         assert!(
             e["message"]
                 .as_str()
@@ -548,7 +549,7 @@ fn beyond_loopback_every_route_needs_a_key() {
             "{e}"
         );
         let auth = format!("Bearer {KEY}");
-        let ok = api_support::request(&address, "GET", path, &[("Authorization", &auth)], None);
+        let ok = request(&address, "GET", path, &[("Authorization", &auth)], None);
         assert_eq!(ok.status, 200, "{path}: {}", ok.body);
     }
     served.stop();

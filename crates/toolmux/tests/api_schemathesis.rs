@@ -3,19 +3,17 @@
 //! operation and checks that none gets a 5xx, and that every status and body is one the document
 //! declares.
 
-mod api_support;
 mod support;
 
 use std::process::Command;
-
-use api_support::{KEY, Served, config_with_key};
-use support::TestProject;
-use support::peers::python;
+use support::toolmux_project;
+use toolmux_testkit::peers::python;
+use toolmux_testkit::served::{KEY, Served, config_with_key};
 
 #[test]
 fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
     let python = python();
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(""));
     project.write("notes/todo.md", "# Todo\nbuy milk\n");
     let served = Served::start(&project, &[]);

@@ -4,14 +4,18 @@
 //! replays `tests/peers/chat/fixtures/backchannel.json` (it scripts the model calling the
 //! fixture's tools, and answers the sampling request the fixture sends).
 
-mod api_support;
 mod chat_support;
 mod support;
 
-use api_support::{KEY, Served, request};
-use chat_support::{Aimock, chat_typing, stream_chat, ui_client};
+use chat_support::{chat_typing, stream_chat, ui_client};
 use serde_json::{Value, json};
-use support::TestProject;
+use support::toolmux_project;
+use toolmux_testkit::aimock::Aimock;
+use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::http::request;
+use toolmux_testkit::peers::{peer_file, python};
+use toolmux_testkit::project::TestProject;
+use toolmux_testkit::served::{KEY, Served};
 
 /// The prompt the fixture's `test_sampling` tool sends to the caller's model (set by the model's
 /// tool call in the aimock fixture).
@@ -51,9 +55,9 @@ fn project(aimock: &Aimock) -> TestProject {
 /// [`project`] with `chat.sampling` and the `conformance` server's own `sampling` set (left out
 /// when `None`).
 fn project_with(aimock: &Aimock, chat: Option<&str>, server: Option<&str>) -> TestProject {
-    let python = support::peers::python();
-    let fixture = support::peers::peer_file("mcp/conformance_fixture.py");
-    let project = TestProject::new();
+    let python = python();
+    let fixture = peer_file("mcp/conformance_fixture.py");
+    let project = toolmux_project();
     let mut config = json!({
             "providers": {"mock": {
                 "kind": "openai",
@@ -384,7 +388,7 @@ fn a_sampling_setting_edited_while_serve_runs_applies_to_the_next_request() {
     // A script tool added in the same edit shows when the reload has been applied.
     config["tools"] = json!({"hello": {"description": "Greets.", "command": ["echo", "hi"]}});
     fixture._project.config(&config.to_string());
-    support::wait_until("the reloaded configuration", || {
+    wait_until("the reloaded configuration", || {
         fixture.served.tool_names("scripts") == ["hello"]
     });
     assert!(

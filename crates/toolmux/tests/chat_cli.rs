@@ -2,22 +2,24 @@
 //! `toolmux serve`'s `/api/chat` read by the AI SDK's own client. The model is aimock, which
 //! replays `tests/peers/chat/fixtures/chat.json` in OpenAI's exact streaming format.
 
-mod api_support;
 mod chat_support;
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 
-use api_support::{KEY, Served, request};
-use chat_support::{Aimock, chat_typing};
+use chat_support::chat_typing;
 use serde_json::{Value, json};
-use support::TestProject;
+use support::toolmux_project;
+use toolmux_testkit::aimock::Aimock;
+use toolmux_testkit::http::request;
+use toolmux_testkit::project::TestProject;
+use toolmux_testkit::served::{KEY, Served};
 
 /// A project with the release notes, a provider pointing at aimock, and the API key the chat
 /// routes require (they sit behind the REST API's guard); `extra` adds keys.
 fn project(aimock: &Aimock, extra: &str) -> TestProject {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.write("notes/release.md", "# Release\nThe codename is Bluefin.\n");
     project.write("plan.txt", "secret");
     let extra = extra.trim();
@@ -83,7 +85,7 @@ fn terminal_chat_asks_for_approval_inline_and_a_no_reaches_the_model() {
 
 #[test]
 fn a_missing_provider_is_a_usage_error_that_says_what_to_configure() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let run = project.run(&["chat", "hello"]);
     assert_eq!(run.code(), 2);
     assert!(

@@ -3,17 +3,16 @@
 //! the harness: prompts reach the model with the catalog's tools, the first call is read, and
 //! accuracy is counted per tool.
 
-mod chat_support;
 mod support;
 
-use chat_support::Aimock;
 use serde_json::Value;
-use support::TestProject;
+use support::toolmux_project;
+use toolmux_testkit::aimock::Aimock;
 
 #[test]
 fn eval_reports_accuracy_per_tool_over_the_builtin_gold_set() {
     let aimock = Aimock::start("eval.json");
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&format!(
         r#"{{"providers": {{"mock": {{"kind": "openai", "baseUrl": "{}/v1", "defaultModel": "gpt-4o"}}}}}}"#,
         aimock.url

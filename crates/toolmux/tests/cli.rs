@@ -3,11 +3,11 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::TestProject;
+use support::toolmux_project;
 
 #[test]
 fn init_writes_a_starter_config_that_checks_and_refuses_to_overwrite() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let out = project.run(&["init"]).ok();
     assert!(out.contains(".toolmux/config.json"), "{out}");
     assert!(project.path().join(".toolmux/.gitignore").exists());
@@ -29,7 +29,7 @@ fn init_writes_a_starter_config_that_checks_and_refuses_to_overwrite() {
 
 #[test]
 fn tools_list_shows_the_workspace_pack_as_a_table_and_as_json() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let table = project.run(&["tools", "list"]).ok();
     let header = table.lines().next().expect("a header");
     for column in ["NAME", "SOURCE", "POLICY", "DESCRIPTION"] {
@@ -68,7 +68,7 @@ fn tools_list_shows_the_workspace_pack_as_a_table_and_as_json() {
 
 #[test]
 fn tools_show_explains_policy_and_schema() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(r#"{"policies": {"tools": {"file_*": "ask"}}}"#);
     let out = project.run(&["tools", "show", "file_read"]).ok();
     assert!(out.starts_with("file_read  (workspace)"), "{out}");
@@ -84,7 +84,7 @@ fn tools_show_explains_policy_and_schema() {
 
 #[test]
 fn tools_call_runs_a_tool_and_prints_its_text() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.write("notes/todo.txt", "alpha\nbeta needle\ngamma\n");
     let out = project
         .run(&["tools", "call", "file_read", "-a", "path=notes/todo.txt"])
@@ -109,7 +109,7 @@ fn tools_call_runs_a_tool_and_prints_its_text() {
 
 #[test]
 fn a_tool_error_exits_1_with_the_message_on_stderr() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let run = project.run(&["tools", "call", "file_read", "-a", "path=missing.txt"]);
     assert_eq!(run.code(), 1);
     assert!(run.stdout().is_empty());
@@ -122,7 +122,7 @@ fn a_tool_error_exits_1_with_the_message_on_stderr() {
 
 #[test]
 fn invalid_arguments_are_refused_with_every_violation() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let run = project.run(&[
         "tools",
         "call",
@@ -146,7 +146,7 @@ fn invalid_arguments_are_refused_with_every_violation() {
 
 #[test]
 fn an_unknown_tool_is_refused_with_a_suggestion() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let run = project.run(&["tools", "call", "gerp"]);
     assert_eq!(run.code(), 4);
     assert_eq!(
@@ -157,7 +157,7 @@ fn an_unknown_tool_is_refused_with_a_suggestion() {
 
 #[test]
 fn bad_command_line_arguments_are_usage_errors() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let run = project.run(&["tools", "call", "grep", "--args", "{not json"]);
     assert_eq!(run.code(), 2);
     assert!(
@@ -170,7 +170,7 @@ fn bad_command_line_arguments_are_usage_errors() {
 
 #[test]
 fn policies_from_config_deny_and_ask_without_a_terminal() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(r#"{"policies": {"tools": {"grep": "deny", "file_read": "ask"}}}"#);
     let run = project.run(&["tools", "call", "grep", "-a", "pattern=x"]);
     assert_eq!(run.code(), 4);
@@ -191,7 +191,7 @@ fn policies_from_config_deny_and_ask_without_a_terminal() {
 
 #[test]
 fn a_call_past_its_timeout_is_cancelled_and_reported() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     for i in 0..3000 {
         project.write(&format!("tree/d{}/f{i}.txt", i % 50), "some text\n");
     }
@@ -212,7 +212,7 @@ fn a_call_past_its_timeout_is_cancelled_and_reported() {
 
 #[test]
 fn filters_hide_tools_from_listing_and_calls() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(r#"{"filters": {"exclude": ["file_*"]}}"#);
     let names: Vec<Value> = project
         .run(&["tools", "list", "--json"])
@@ -241,7 +241,7 @@ fn filters_hide_tools_from_listing_and_calls() {
 
 #[test]
 fn a_malformed_config_names_file_line_and_column() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let path = project.config("{\n  \"defaults\": {\n    \"timeoutMs\": 5000,\n  }\n}\n");
     let run = project.run(&["tools", "list"]);
     assert_eq!(run.code(), 3);
@@ -257,7 +257,7 @@ fn a_malformed_config_names_file_line_and_column() {
 
 #[test]
 fn an_unknown_config_key_gets_a_did_you_mean() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let path = project.config("{\n  \"defaults\": {\"tiemoutMs\": 5000}\n}\n");
     let run = project.run(&["config", "check"]);
     assert_eq!(run.code(), 3);
@@ -272,7 +272,7 @@ fn an_unknown_config_key_gets_a_did_you_mean() {
 
 #[test]
 fn an_unset_variable_is_named_with_its_field() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(r#"{"root": "${TOOLMUX_TEST_NO_SUCH_VAR}"}"#);
     let run = project
         .cmd()
@@ -288,7 +288,7 @@ fn an_unset_variable_is_named_with_its_field() {
 
 #[test]
 fn config_schema_is_json_schema_and_config_path_names_both_files() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let schema = project.run(&["config", "schema"]).json();
     assert!(schema["properties"]["policies"].is_object(), "{schema}");
     let paths = project.run(&["config", "path"]).ok();
@@ -302,7 +302,7 @@ fn config_schema_is_json_schema_and_config_path_names_both_files() {
 
 #[test]
 fn every_call_is_logged_with_secrets_redacted_and_can_be_filtered() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.write("a.txt", "hello\n");
     project
         .run(&["tools", "call", "file_read", "-a", "path=a.txt"])
@@ -359,7 +359,7 @@ fn logs_follow_prints_calls_as_they_happen() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
 
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.write("a.txt", "hello\n");
     let mut follower = project
         .cmd()

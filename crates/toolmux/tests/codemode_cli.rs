@@ -3,11 +3,11 @@
 mod support;
 
 use serde_json::json;
-use support::TestProject;
+use support::toolmux_project;
 
 #[test]
 fn capabilities_build_writes_typed_modules_for_every_source() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let out = project.run(&["capabilities", "build"]).ok();
     assert!(
         out.contains("workspace  4 tools  import { workspace } from \"@capabilities/workspace\""),
@@ -43,7 +43,7 @@ fn capabilities_build_writes_typed_modules_for_every_source() {
 
 #[test]
 fn run_executes_a_script_against_the_project_and_prints_its_result() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.write("src/a.rs", "// TODO one\nfn main() {}\n");
     project.write("src/b.rs", "// TODO two\n// TODO three\n");
     project.write(
@@ -71,7 +71,7 @@ fn run_executes_a_script_against_the_project_and_prints_its_result() {
 
 #[test]
 fn run_reports_a_failing_script_with_its_typescript_position() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.write(
         "bad.ts",
         "const n: number = 1;\n\nthrow new Error(`no ${n}`);\n",
@@ -93,7 +93,7 @@ fn run_reports_a_failing_script_with_its_typescript_position() {
 
 #[test]
 fn d1_run_reports_a_deeply_nested_script_as_a_syntax_error_instead_of_aborting() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     // The issue's script: 10,000 nested arrays.
     project.write(
         "deep.ts",
@@ -106,8 +106,21 @@ fn d1_run_reports_a_deeply_nested_script_as_a_syntax_error_instead_of_aborting()
     let run = project.run(&["run", "deep.ts"]);
     // A failed script (exit 1), not a process killed by its own stack overflow (134).
     assert_eq!(run.code(), 1, "{}", run.stderr());
-    let stderr = run.stderr();
-    assert!(stderr.contains("the script does not parse"), "{stderr}");
-    assert!(stderr.contains("script.ts:1:1011"), "{stderr}");
-    assert!(stderr.contains("nests too deeply"), "{stderr}");
+    assert_eq!(
+        run.stderr(),
+        "toolmux: the script does not parse:\nscript.ts:1:1011: the script nests too deeply: \
+         more than 1000 levels of brackets, braces, parentheses, template literals, type \
+         arguments or brace-less statements; split it into smaller expressions or statements\n"
+    );
+
+    // No brackets at all: a chain past the token limit.
+    project.write("long.ts", &format!("return 1{};\n", " + 1".repeat(100_000)));
+    let run = project.run(&["run", "long.ts"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert_eq!(
+        run.stderr(),
+        "toolmux: the script does not parse:\nscript.ts:1:40006: the script nests too deeply: \
+         an expression more than 20000 tokens deep without a `,` or `;`; split it into smaller \
+         expressions or statements\n"
+    );
 }

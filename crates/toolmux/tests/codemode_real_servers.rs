@@ -8,8 +8,8 @@ mod support;
 use std::process::Command;
 
 use serde_json::{Value, json};
-use support::TestProject;
-use support::peers::{node_peer, venv_script};
+use support::toolmux_project;
+use toolmux_testkit::peers::{node_peer, venv_script};
 
 const SCRIPT: &str = r#"import { everything } from '@capabilities/everything';
 import { filesystem } from '@capabilities/filesystem';
@@ -39,7 +39,7 @@ return {
 
 #[test]
 fn declarations_of_real_servers_pass_tsc_strict_and_a_script_using_them_runs() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let root = project.path().canonicalize().expect("canonical project");
     project.write("files/a.txt", "hello from a file\n");
     let git_ok = Command::new("git")

@@ -1,18 +1,20 @@
 //! `toolmux mcp` and `toolmux serve` driven by a real MCP client (the Python SDK from
 //! `tests/peers/mcp/`) on a real temporary project.
 
-mod api_support;
 mod support;
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use api_support::Served;
 use serde_json::{Value, json};
-use support::TestProject;
-use support::peers::{node_peer, peer_file, python, run_mcp_client, run_mcp_steps};
-use support::processes::{assert_no_process_left, wait_bounded};
+use support::toolmux_project;
+use toolmux_testkit::conformance::assert_server_suite_passes;
+use toolmux_testkit::peers::{node_peer, peer_file, python};
+use toolmux_testkit::processes::{assert_no_process_left, wait_bounded};
+use toolmux_testkit::project::TestProject;
+use toolmux_testkit::python_client::{run_mcp_client, run_mcp_steps};
+use toolmux_testkit::served::Served;
 
 /// A plan for the Python client that starts `toolmux mcp ARGS` in the project over stdio.
 fn stdio_plan(project: &TestProject, args: &[&str], steps: Value) -> Value {
@@ -24,8 +26,8 @@ fn stdio_plan(project: &TestProject, args: &[&str], steps: Value) -> Value {
         "args": cmd_args,
         "cwd": project.path(),
         "env": {
-            "HOME": project.home.path(),
-            "XDG_CONFIG_HOME": project.home.path().join(".config"),
+            "HOME": project.home(),
+            "XDG_CONFIG_HOME": project.home().join(".config"),
         },
         "steps": steps,
     })
@@ -47,7 +49,7 @@ fn text(line: &Value) -> &str {
 }
 
 fn project_with_files() -> TestProject {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.write("notes.txt", "first line\nthe needle is here\nlast line\n");
     project.write("src/lib.rs", "// no needle in here\nfn main() {}\n");
     project
@@ -106,7 +108,7 @@ fn mcp_over_stdio_serves_the_workspace_tools_to_a_real_client() {
     // A path outside the project is a tool error the model can read, not a protocol failure.
     assert_eq!(lines[4]["result"]["isError"], true, "{}", lines[4]);
     assert_eq!(lines[5], json!({"ok": true}));
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 
     // The calls are in the execution log, on the mcp channel.
     let logged = project.run(&["logs", "--json"]).ok();
@@ -187,7 +189,7 @@ fn mcp_over_stdio_asks_the_client_by_elicitation_for_ask_tools() {
         "the person sees the arguments: {}",
         asked[0]
     );
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }
 
 #[test]
@@ -205,7 +207,7 @@ fn mcp_over_stdio_denies_ask_tools_with_a_hint_when_the_client_cannot_elicit() {
         message.contains(r#""policies": {"tools": {"grep": "allow"}}"#),
         "{message}"
     );
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }
 
 #[test]
@@ -330,7 +332,7 @@ fn d4_filters_hold_inside_run_code_and_search_tools() {
             "{args:?}: search_tools lists what the channel filters out: {found}"
         );
     }
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }
 
 #[test]
@@ -435,7 +437,7 @@ fn serve_prints_its_url_and_serves_mcp_over_streamable_http() {
     assert!(names(&lines[1]).contains(&"grep"));
     assert!(text(&lines[2]).contains("the needle is here"));
     served.stop();
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 
     // The call is logged under the HTTP session's own id (`Mcp-Session-Id`).
     let logged = project.run(&["logs", "--json"]).ok();
@@ -511,11 +513,11 @@ fn serve_refuses_to_bind_beyond_loopback_without_an_api_key() {
 fn inspector(project: &TestProject, method_args: &[&str]) -> Value {
     let output = Command::new(node_peer("mcp", "mcp-inspector"))
         .current_dir(project.path())
-        .env("HOME", project.home.path())
+        .env("HOME", project.home())
         .args(["--cli", "-e"])
         .arg(format!(
             "XDG_CONFIG_HOME={}",
-            project.home.path().join(".config").display()
+            project.home().join(".config").display()
         ))
         .arg(env!("CARGO_BIN_EXE_toolmux"))
         .args(["-C"])
@@ -560,7 +562,7 @@ fn mcp_inspector_cli_lists_and_calls_tools() {
     );
     assert_eq!(called["isError"], false, "{called}");
     assert_eq!(called["structuredContent"]["totalLines"], 3);
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }
 
 /// A project whose one upstream server is the conformance fixture (tests/peers/mcp), with its
@@ -586,33 +588,10 @@ fn project_with_fixture() -> TestProject {
 fn conformance_suite_passes_against_serve_in_pass_through_mode() {
     let project = project_with_fixture();
     let served = Served::start(&project, &["--pass-through", "conformance"]);
-    let results = tempfile::tempdir().expect("a results folder");
-    let mut child = Command::new(node_peer("mcp", "conformance"))
-        .args(["server", "--url", &served.mcp_url(), "--expected-failures"])
-        .arg(peer_file("mcp/conformance-baseline.yml"))
-        .arg("-o")
-        .arg(results.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the conformance suite");
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut stdout)
-        .expect("read stdout");
-    let status = wait_bounded(&mut child, Duration::from_secs(300));
-    let mut stderr = String::new();
-    let _ = child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr);
-    assert!(
-        status.success(),
-        "conformance failures beyond the baseline (or a stale baseline entry)\n{stdout}\n{stderr}"
+    let stdout = assert_server_suite_passes(
+        &served.mcp_url(),
+        &peer_file("mcp/conformance-baseline.yml"),
+        &[],
     );
     // Every scenario of the active suite, so that one the suite skipped would be noticed.
     let scenarios = [
@@ -660,7 +639,7 @@ fn conformance_suite_passes_against_serve_in_pass_through_mode() {
         "a scenario failed (the baseline is empty):\n{stdout}"
     );
     served.stop();
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }
 
 /// The outcome lines of a client run, after the connection line, by step.
@@ -747,7 +726,7 @@ fn an_upstreams_progress_logs_sampling_and_elicitation_reach_the_client() {
         "{done}"
     );
     assert_eq!(done["elicitations"][0]["message"], "Who are you?", "{done}");
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }
 
 #[test]
@@ -861,7 +840,7 @@ fn an_upstreams_prompts_resources_and_completions_are_served_namespaced() {
         steps[14]["updated"], false,
         "no change notice after unsubscribing"
     );
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }
 
 #[test]
@@ -933,5 +912,5 @@ fn serve_time_filters_and_a_denied_server_narrow_the_relayed_prompts_and_resourc
     ));
     assert!(names(&steps[0], "prompts").is_empty(), "{}", steps[0]);
     assert_eq!(steps[1]["error"]["code"], -32002, "{}", steps[1]);
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }

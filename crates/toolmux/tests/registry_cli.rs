@@ -3,16 +3,16 @@
 //! server's write never lose each other's change, and a writer killed at any moment leaves the
 //! old file or the new one, never a broken one.
 
-mod api_support;
 mod support;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use api_support::{Served, config_with_key, run_with_key};
 use serde_json::{Value, json};
-use support::TestProject;
-use support::peers::python;
+use support::toolmux_project;
+use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::peers::python;
+use toolmux_testkit::served::{Served, config_with_key, run_with_key};
 
 const ADD_PY: &str = "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'sum': args['a'] + args['b']}))\n";
 
@@ -20,7 +20,7 @@ const ADD_SCHEMA: &str = r#"{"type": "object", "properties": {"a": {"type": "num
 
 #[test]
 fn a_script_tool_added_from_the_cli_is_callable_and_removed() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(r#"{"logs": {"retentionDays": 7}}"#);
     project.write("add.py", ADD_PY);
     let python = python().display().to_string();
@@ -69,7 +69,7 @@ fn a_script_tool_added_from_the_cli_is_callable_and_removed() {
 
 #[test]
 fn a_definition_file_registers_a_tool() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.write("add.py", ADD_PY);
     let definition = json!({
         "description": "Adds two numbers.",
@@ -97,7 +97,7 @@ fn a_definition_file_registers_a_tool() {
 
 #[test]
 fn a_bad_definition_exits_with_the_config_code_and_leaves_the_file_byte_identical() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let seed = "{\n    \"logs\": {\"retentionDays\": 7},\n    \"tools\": {}\n}\n";
     project.config(seed);
     for (args, expected) in [
@@ -176,7 +176,7 @@ fn a_bad_definition_exits_with_the_config_code_and_leaves_the_file_byte_identica
 
 #[test]
 fn cli_writes_and_a_running_servers_writes_never_lose_each_other() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(&config_with_key(""));
     let served = Served::start(&project, &[]);
     std::thread::scope(|writers| {
@@ -210,15 +210,9 @@ fn cli_writes_and_a_running_servers_writes_never_lose_each_other() {
     expected.sort();
     assert_eq!(project.saved_tool_names(), expected);
     // The server picks up the CLI's writes through its watcher.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let listed = served.tool_names("scripts");
-        if listed == expected {
-            break;
-        }
-        assert!(Instant::now() < deadline, "listed {listed:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(&format!("the server to list {expected:?}"), || {
+        served.tool_names("scripts") == expected
+    });
     served.stop();
 }
 
@@ -235,7 +229,7 @@ fn cli_writes_and_a_running_servers_writes_never_lose_each_other() {
 fn killing_a_writer_between_write_and_rename_leaves_the_old_config() {
     use std::os::unix::fs::MetadataExt;
 
-    let project = TestProject::new();
+    let project = toolmux_project();
     let seed = "{\"logs\": {\"retentionDays\": 7}}\n";
     let config = project.config(seed);
     let big = json!({

@@ -8,24 +8,24 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::TestProject;
-use support::peers::{node_peer, peer_file, python, run_mcp_steps};
-use support::processes::{assert_exited, assert_no_process_left, read_pid};
+use support::toolmux_project;
+use toolmux_testkit::peers::{node_peer, python};
+use toolmux_testkit::processes::{
+    assert_exited, assert_no_process_left, processes_in, read_pid, unique_sleep,
+};
+use toolmux_testkit::project::{Run, TestProject};
+use toolmux_testkit::python_client::run_mcp_steps;
+use toolmux_testkit::servers::{HungServer, faults_script, rogue_script};
 
 /// How long a server the CLI started may take to exit once the command is done.
 const EXIT_LIMIT: Duration = Duration::from_secs(5);
-
-/// The fault server (`tests/peers/upstream/faults.py`), as a command-line argument.
-fn faults() -> String {
-    peer_file("upstream/faults.py").display().to_string()
-}
 
 /// `toolmux mcp add NAME -- python faults.py --pid-file PID ARGS...`, returning the pid file.
 fn add_faults(project: &TestProject, name: &str, extra: &[&str]) -> PathBuf {
     let pid_file = project.path().join(format!("{name}.pid"));
     let pid = pid_file.display().to_string();
     let python = python().display().to_string();
-    let script = faults();
+    let script = faults_script().display().to_string();
     let mut args = vec![
         "mcp",
         "add",
@@ -44,7 +44,7 @@ fn add_faults(project: &TestProject, name: &str, extra: &[&str]) -> PathBuf {
 
 #[test]
 fn mcp_add_discovers_the_tools_and_the_cli_calls_them() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let pid_file = add_faults(&project, "faults", &[]);
     assert_exited(read_pid(&pid_file), EXIT_LIMIT);
 
@@ -81,7 +81,7 @@ fn mcp_add_discovers_the_tools_and_the_cli_calls_them() {
 
 #[test]
 fn tools_list_with_a_warm_cache_starts_no_server() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let pid_file = add_faults(&project, "faults", &[]);
     assert_exited(read_pid(&pid_file), EXIT_LIMIT);
     std::fs::remove_file(&pid_file).expect("remove pid file");
@@ -107,7 +107,7 @@ fn tools_list_with_a_warm_cache_starts_no_server() {
 
 #[test]
 fn a_crash_during_a_call_fails_that_call_and_names_the_server() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let pid_file = add_faults(&project, "flaky", &[]);
     let run = project.run(&["tools", "call", "flaky__crash"]);
     assert_eq!(run.code(), 1);
@@ -125,7 +125,7 @@ fn a_crash_during_a_call_fails_that_call_and_names_the_server() {
 
 #[test]
 fn add_refuses_an_existing_name_and_remove_enable_disable_edit_the_config() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(r#"{"policies": {"default": "allow"}}"#);
     add_faults(&project, "faults", &[]);
     let again = project.run(&["mcp", "add", "faults", "--no-discover", "--", "x"]);
@@ -176,7 +176,7 @@ fn add_refuses_an_existing_name_and_remove_enable_disable_edit_the_config() {
 
 #[test]
 fn refresh_reports_every_server_and_fails_for_a_broken_one() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     add_faults(&project, "good", &[]);
     let broken = project.run(&[
         "mcp",
@@ -184,7 +184,7 @@ fn refresh_reports_every_server_and_fails_for_a_broken_one() {
         "broken",
         "--",
         &python().display().to_string(),
-        &faults(),
+        &faults_script().display().to_string(),
         "--fail-start",
         "no credentials",
     ]);
@@ -234,7 +234,7 @@ fn refresh_reports_every_server_and_fails_for_a_broken_one() {
 
 #[test]
 fn an_invalid_server_entry_is_reported_with_file_line_and_field() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let path = project.config("{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"a\", \"headers\": {\"A\": \"b\"}}\n  }\n}\n");
     let run = project.run(&["mcp", "list"]);
     assert_eq!(run.code(), 3);
@@ -249,7 +249,7 @@ fn an_invalid_server_entry_is_reported_with_file_line_and_field() {
 
 #[test]
 fn import_reads_other_clients_files_and_refuses_to_overwrite_without_force() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.write(
         ".mcp.json",
         r#"{"mcpServers": {"everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"]}}}"#,
@@ -262,7 +262,7 @@ fn import_reads_other_clients_files_and_refuses_to_overwrite_without_force() {
         ".vscode/mcp.json",
         "{\n // VS Code allows comments\n \"servers\": {\"fs\": {\"type\": \"stdio\", \"command\": \"mcp-server-filesystem\", \"args\": [\"${workspaceFolder}\"]}}\n}",
     );
-    let codex = project.home.path().join(".codex/config.toml");
+    let codex = project.home().join(".codex/config.toml");
     std::fs::create_dir_all(codex.parent().expect("parent")).expect("mkdir");
     std::fs::write(
         &codex,
@@ -311,7 +311,7 @@ fn import_reads_other_clients_files_and_refuses_to_overwrite_without_force() {
 
 #[test]
 fn the_reference_everything_server_is_reachable_through_the_cli() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let bin = node_peer("upstream", "mcp-server-everything")
         .display()
         .to_string();
@@ -340,14 +340,6 @@ fn the_reference_everything_server_is_reachable_through_the_cli() {
     }
 }
 
-/// `tests/servers/rogue.py` of the upstream crate: a server that misbehaves on request.
-fn rogue() -> String {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../toolmux-upstream/tests/servers/rogue.py")
-        .display()
-        .to_string()
-}
-
 /// A plan for the Python client that starts `toolmux mcp` in the project over stdio.
 fn mcp_session(project: &TestProject, steps: Value) -> Value {
     json!({
@@ -356,8 +348,8 @@ fn mcp_session(project: &TestProject, steps: Value) -> Value {
         "args": ["mcp"],
         "cwd": project.path(),
         "env": {
-            "HOME": project.home.path(),
-            "XDG_CONFIG_HOME": project.home.path().join(".config"),
+            "HOME": project.home(),
+            "XDG_CONFIG_HOME": project.home().join(".config"),
         },
         "steps": steps,
     })
@@ -372,12 +364,12 @@ fn set_server_args(project: &TestProject, name: &str, args: &[&str]) {
 
 #[test]
 fn d9_neither_a_script_tool_nor_a_stdio_server_sees_toolmux_secrets() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     project.config(
         r#"{"tools": {"env": {"description": "Prints its environment.", "command": ["env"], "env": {"GIVEN": "by the config"}}}}"#,
     );
     let python = python().display().to_string();
-    let script = rogue();
+    let script = rogue_script().display().to_string();
     project
         .run(&["mcp", "add", "rogue", "--", &python, &script])
         .ok();
@@ -390,7 +382,7 @@ fn d9_neither_a_script_tool_nor_a_stdio_server_sees_toolmux_secrets() {
             .env("TOOLMUX_KEY", secret)
             .output()
             .expect("run toolmux");
-        support::Run(output).ok()
+        Run(output).ok()
     };
     let script_env = run("env");
     assert!(script_env.contains("GIVEN=by the config"), "{script_env}");
@@ -405,8 +397,8 @@ fn d9_neither_a_script_tool_nor_a_stdio_server_sees_toolmux_secrets() {
 
 #[test]
 fn d12_a_setsid_daemon_of_a_script_tool_neither_outlives_the_call_nor_holds_it_open() {
-    let project = TestProject::new();
-    let marker = format!("300.{}12", std::process::id());
+    let project = toolmux_project();
+    let marker = unique_sleep();
     let script = format!("setsid sleep {marker} & sleep 0.3; echo started");
     project
         .run(&["tools", "add", "d", "-d", "x", "--", "sh", "-c", &script])
@@ -419,7 +411,7 @@ fn d12_a_setsid_daemon_of_a_script_tool_neither_outlives_the_call_nor_holds_it_o
         "{:?}",
         started.elapsed()
     );
-    let left = support::processes::processes_in(project.path())
+    let left = processes_in(project.path())
         .into_iter()
         .filter(|(_, cmd)| cmd.contains(&marker))
         .collect::<Vec<_>>();
@@ -427,25 +419,32 @@ fn d12_a_setsid_daemon_of_a_script_tool_neither_outlives_the_call_nor_holds_it_o
 }
 
 #[test]
+fn d12_a_daemon_that_also_clears_its_environment_does_not_outlive_tools_call() {
+    let project = toolmux_project();
+    let marker = unique_sleep();
+    // `env -i` drops the call's mark, so the call's own sweep cannot tell it from another
+    // call's; the sweep when `toolmux` exits (whatever the command) stops it.
+    let script = format!("setsid env -i sleep {marker} & sleep 0.3; echo started");
+    project
+        .run(&["tools", "add", "d", "-d", "x", "--", "sh", "-c", &script])
+        .ok();
+    let out = project.run(&["tools", "call", "d"]).ok();
+    assert_eq!(out.trim(), "started");
+    let left = processes_in(project.path())
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains(&marker))
+        .collect::<Vec<_>>();
+    assert!(left.is_empty(), "the daemon outlived toolmux: {left:?}");
+}
+
+#[test]
 fn d13_a_session_that_ends_while_a_server_is_discovered_leaves_no_server() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     // A server that never finishes its handshake and never exits on its own, under a shell
     // (as a Node server sits under `npx`).
-    project.write(
-        "hung.py",
-        "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(300)\n",
-    );
-    let pid_file = project.path().join("hung.pid");
-    let wrapped = format!(
-        "'{}' hung.py '{}'; true",
-        python().display(),
-        pid_file.display()
-    );
-    let config = json!({"mcpServers": {"hung": {
-        "command": "sh",
-        "args": ["-c", wrapped],
-        "startupTimeoutMs": 60_000,
-    }}});
+    let hung = HungServer::write(project.path());
+    let pid_file = hung.pid_file;
+    let config = json!({"mcpServers": {"hung": hung.entry}});
     project.config(&config.to_string());
 
     // Never discovered, so `toolmux mcp` discovers it at start; the session ends while that
@@ -457,16 +456,16 @@ fn d13_a_session_that_ends_while_a_server_is_discovered_leaves_no_server() {
     assert!(steps[0]["tools"].is_array(), "{steps:?}");
     assert!(pid_file.exists(), "the discovery did not start the server");
     assert_exited(read_pid(&pid_file), EXIT_LIMIT);
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }
 
 #[test]
 fn d17_after_an_args_edit_the_tools_stay_known_and_a_call_rediscovers() {
-    let project = TestProject::new();
+    let project = toolmux_project();
     let pid_file = add_faults(&project, "faults", &[]);
     assert_exited(read_pid(&pid_file), EXIT_LIMIT);
     let moved = project.path().join("moved.pid");
-    let script = faults();
+    let script = faults_script().display().to_string();
     set_server_args(
         &project,
         "faults",
@@ -504,5 +503,5 @@ fn d17_after_an_args_edit_the_tools_stay_known_and_a_call_rediscovers() {
     assert_eq!(echo.trim(), "again");
     let list = project.run(&["mcp", "list", "--json"]).json();
     assert_eq!(list[0]["status"], "success", "{list}");
-    assert_no_process_left(&project);
+    assert_no_process_left(project.path());
 }

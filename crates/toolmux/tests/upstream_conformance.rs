@@ -8,14 +8,12 @@
 //! in `tests/peers/upstream/conformance-client-baseline.yml`; a listed scenario must still
 //! fail, so the list cannot go stale.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::Value;
-use support::peers::{node_peer, peers_dir};
+use toolmux_testkit::peers::{node_peer, peers_dir};
 
 /// One scenario at a time: `sse-retry` measures the client's reconnection delay, and two
 /// suites sharing the machine's cores would blur it.

@@ -1,12 +1,6 @@
-//! What the chat tests share: aimock (the stand-in for hosted LLM APIs, speaking their exact
-//! streaming formats) started from `tests/peers/chat`, and a real engine over a real hub with
-//! the workspace pack on a temporary project.
+//! A real chat engine over a real hub with the workspace pack on a temporary project, its
+//! provider pointed at aimock (from the test kit), and reading the events of a turn.
 
-#![allow(dead_code)]
-
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,75 +11,8 @@ use toolmux_chat::{
 };
 use toolmux_config::{ProviderKind, ProviderSettings};
 use toolmux_core::{ApprovalQueue, Hub, HubSettings, NullSink};
-
-/// The chat peers folder; fails with instructions when they are not installed.
-pub fn peers() -> PathBuf {
-    let peers = std::env::var_os("TOOLMUX_PEERS").unwrap_or_else(|| {
-        panic!(
-            "TOOLMUX_PEERS is not set. Run ./scripts/test, or install the peers by hand: \
-             `(cd tests/peers/chat && npm ci)` and `export TOOLMUX_PEERS=$PWD/tests/peers`"
-        )
-    });
-    let chat = PathBuf::from(peers).join("chat");
-    let cli = chat.join("node_modules/@copilotkit/aimock/dist/cli.js");
-    assert!(
-        cli.is_file(),
-        "aimock is not installed at {}: run `(cd tests/peers/chat && npm ci)`",
-        cli.display()
-    );
-    chat
-}
-
-/// A running aimock server, stopped on drop.
-pub struct Aimock {
-    child: Child,
-    pub url: String,
-}
-
-impl Aimock {
-    /// Starts aimock on a free port with the chat fixtures.
-    pub fn start() -> Self {
-        let chat = peers();
-        let mut child = Command::new("node")
-            .arg(chat.join("node_modules/@copilotkit/aimock/dist/cli.js"))
-            .args(["-p", "0", "--log-level", "info", "-f"])
-            .arg(chat.join("fixtures/chat.json"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start aimock with node (Node 20 is required)");
-        let stdout = child.stdout.take().expect("aimock stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("aimock exited before it listened")
-                .expect("read aimock output");
-            if let Some(at) = line.find("http://") {
-                break line[at..].trim().to_string();
-            }
-        };
-        // Keep draining its output so it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, url }
-    }
-
-    /// The request journal: every request aimock received, newest last.
-    pub fn journal(&self) -> serde_json::Value {
-        let output = Command::new("curl")
-            .args(["-s", &format!("{}/__aimock/journal?limit=1000", self.url)])
-            .output()
-            .expect("curl the journal");
-        serde_json::from_slice(&output.stdout).expect("journal is JSON")
-    }
-}
-
-impl Drop for Aimock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use toolmux_testkit::aimock::Aimock;
+use toolmux_testkit::project::write_file;
 
 /// A provider setting pointed at aimock.
 pub fn provider_settings(aimock: &Aimock, kind: ProviderKind) -> ProviderSettings {
@@ -162,9 +89,11 @@ impl Harness {
     /// fixture's grep-then-read conversation looks for).
     pub fn with_release_notes(aimock: &Aimock) -> Self {
         let harness = Self::new(aimock, HubSettings::default(), 25);
-        let notes = harness.dir.path().join("notes/release.md");
-        std::fs::create_dir_all(notes.parent().expect("parent")).expect("mkdir");
-        std::fs::write(notes, "# Release\nThe codename is Bluefin.\n").expect("write");
+        write_file(
+            harness.dir.path(),
+            "notes/release.md",
+            "# Release\nThe codename is Bluefin.\n",
+        );
         harness
     }
 

@@ -1,19 +1,14 @@
 //! A real in-process source for code-mode tests: a handful of tools with realistic schemas,
 //! registered in a real hub, so every call goes through the whole pipeline.
 
-#![allow(dead_code)]
-
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 use toolmux_core::{
-    Approval, ApprovalRequest, Approver, ExecutionRecord, ExecutionSink, Hub, HubSettings,
-    NamePattern, Policy, PolicyRules, Source, SourceCall, SourceError, SourceKind, ToolAnnotations,
-    ToolDescriptor, ToolResult,
+    ExecutionRecord, ExecutionSink, Hub, HubSettings, NamePattern, Policy, PolicyRules, Source,
+    SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolResult,
 };
 
 /// The `notes` source: `add` (structured output), `echo` (text), `slow` (sleeps),
@@ -126,43 +121,4 @@ pub fn hub_with_notes() -> (Hub, Arc<Records>) {
     let hub = Hub::new(settings, records.clone());
     hub.add_source(Arc::new(Notes));
     (hub, records)
-}
-
-/// An approver that waits until the test answers.
-pub struct Gate {
-    pub asked: AtomicUsize,
-    pub asked_signal: Notify,
-    answer: Mutex<Option<Approval>>,
-    answered: Notify,
-}
-
-impl Gate {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self {
-            asked: AtomicUsize::new(0),
-            asked_signal: Notify::new(),
-            answer: Mutex::new(None),
-            answered: Notify::new(),
-        })
-    }
-
-    pub fn answer(&self, approval: Approval) {
-        *self.answer.lock().expect("gate lock") = Some(approval);
-        self.answered.notify_waiters();
-    }
-}
-
-#[async_trait]
-impl Approver for Gate {
-    async fn approve(&self, _request: &ApprovalRequest) -> Approval {
-        self.asked.fetch_add(1, Ordering::SeqCst);
-        self.asked_signal.notify_one();
-        loop {
-            let answered = self.answered.notified();
-            if let Some(answer) = self.answer.lock().expect("gate lock").clone() {
-                return answer;
-            }
-            answered.await;
-        }
-    }
 }

@@ -1,17 +1,12 @@
-//! Shared by the integration tests: a hub with a small test source, an HTTP server on a free
-//! loopback port, and the real Python MCP client from `tests/peers/mcp/`.
+//! What the MCP channel's tests need besides the test kit: a hub with a small test source, the
+//! MCP server on a free loopback port, and raw HTTP requests for the headers a client library
+//! would not send.
 
-#![allow(dead_code)] // each test binary uses a different part of this module
-
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout, Command};
 use toolmux_core::{
     Hub, HubSettings, NamePattern, NullSink, Policy, Source, SourceCall, SourceError, SourceKind,
     ToolAnnotations, ToolDescriptor, ToolResult,
@@ -145,123 +140,6 @@ impl Drop for HttpServer {
         self.shutdown.cancel();
         self.task.abort();
     }
-}
-
-/// The Python interpreter and the peers folder that `./scripts/test` prepares. Missing peers are
-/// a failure, not a skip: a test that cannot reach its peer proves nothing.
-pub fn peers() -> (PathBuf, PathBuf) {
-    let python = std::env::var_os("TOOLMUX_TEST_PYTHON").map(PathBuf::from);
-    let peers = std::env::var_os("TOOLMUX_PEERS").map(PathBuf::from);
-    match (python, peers) {
-        (Some(python), Some(peers)) if python.exists() && peers.join("mcp/client.py").exists() => {
-            (python, peers)
-        }
-        _ => panic!(
-            "the MCP peer tests need the Python MCP client: run ./scripts/test, or set \
-             TOOLMUX_TEST_PYTHON to a python with `pip install -r tests/peers/mcp/requirements.txt` \
-             and TOOLMUX_PEERS to the repository's tests/peers folder"
-        ),
-    }
-}
-
-/// The Python client running one plan; read its JSON lines as they come.
-pub struct PythonClient {
-    child: Child,
-    lines: Lines<BufReader<ChildStdout>>,
-    pub seen: Vec<Value>,
-}
-
-impl PythonClient {
-    pub fn start(plan: Value) -> Self {
-        let (python, peers) = peers();
-        let mut child = Command::new(python)
-            .arg(peers.join("mcp/client.py"))
-            .arg(plan.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the Python MCP client");
-        let stdout = child.stdout.take().expect("piped stdout");
-        Self {
-            child,
-            lines: BufReader::new(stdout).lines(),
-            seen: Vec::new(),
-        }
-    }
-
-    /// The next JSON line, waiting at most 20 s.
-    pub async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
-            .await
-            .unwrap_or_else(|_| {
-                panic!(
-                    "the Python client said nothing for 20 s; so far: {:#?}",
-                    self.seen
-                )
-            })
-            .expect("read the client's stdout");
-        let Some(line) = line else {
-            panic!(
-                "the Python client ended early; it printed: {:#?}",
-                self.seen
-            )
-        };
-        let value: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("the client printed a line that is not JSON ({e}): {line}"));
-        self.seen.push(value.clone());
-        value
-    }
-
-    /// Every remaining line, then the exit status, which must be success.
-    pub async fn finish(mut self) -> Vec<Value> {
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
-                .await
-                .expect("the Python client finishes within 30 s")
-                .expect("read the client's stdout");
-            match line {
-                Some(line) => self.seen.push(
-                    serde_json::from_str(&line)
-                        .unwrap_or_else(|e| panic!("not JSON ({e}): {line}")),
-                ),
-                None => break,
-            }
-        }
-        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
-            .await
-            .expect("the Python client exits")
-            .expect("wait for the Python client");
-        assert!(
-            status.success(),
-            "the Python client failed; it printed {:#?}",
-            self.seen
-        );
-        self.seen
-    }
-}
-
-/// Runs a plan to the end and returns every line the client printed.
-pub async fn run_client(plan: Value) -> Vec<Value> {
-    PythonClient::start(plan).finish().await
-}
-
-/// The `tools/list` names from a transcript line.
-pub fn tool_names(line: &Value) -> Vec<String> {
-    line["tools"]
-        .as_array()
-        .expect("a tools line")
-        .iter()
-        .map(|t| t["name"].as_str().expect("a name").to_string())
-        .collect()
-}
-
-/// The text of a call result's first content block.
-pub fn result_text(line: &Value) -> &str {
-    line["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("not a call result with text: {line}"))
 }
 
 /// A raw HTTP response.

@@ -273,7 +273,7 @@ pub(super) fn cached_tool(tool: &rmcp::model::Tool) -> CachedTool {
 pub(super) fn descriptors(
     source: &str,
     prefix: &str,
-    server: &McpServer,
+    server: &UpstreamServer,
     record: &DiscoveryRecord,
 ) -> Vec<ToolDescriptor> {
     let own: Vec<&str> = record.tools.iter().map(|t| t.name.as_str()).collect();

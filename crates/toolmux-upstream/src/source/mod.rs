@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use backon::{ExponentialBuilder, Retryable};
 use chrono::Utc;
 use serde_json::Value;
-use toolmux_config::McpServer;
+use toolmux_config::UpstreamServer;
 use toolmux_core::{
     ChangeNotifier, Content, Source, SourceCall, SourceError, SourceKind, SourceState,
     SourceStatus, ToolDescriptor, ToolResult,
@@ -88,12 +88,12 @@ struct Inner {
 /// A server's configuration and the prefix of its registry names. Lock order: `view` before
 /// `settings` when both are held.
 struct Settings {
-    server: Arc<McpServer>,
+    server: Arc<UpstreamServer>,
     prefix: String,
 }
 
 /// The prefix of a server's registry names: the configured one, else one from its name.
-fn prefix_of(name: &str, server: &McpServer) -> String {
+fn prefix_of(name: &str, server: &UpstreamServer) -> String {
     server.prefix.as_ref().map_or_else(
         || {
             toolmux_config::Prefix::from_server_name(name)
@@ -117,7 +117,7 @@ pub struct ServerSpec {
     /// The server's name (the source id).
     pub name: String,
     /// Its checked configuration, with `${VAR}` references expanded.
-    pub server: McpServer,
+    pub server: UpstreamServer,
     /// The hash of its unexpanded entry ([`crate::config_hash`]).
     pub config_hash: String,
 }
@@ -201,7 +201,7 @@ impl UpstreamSource {
     }
 
     /// Its configuration.
-    pub fn server(&self) -> Arc<McpServer> {
+    pub fn server(&self) -> Arc<UpstreamServer> {
         self.inner.server()
     }
 
@@ -215,7 +215,7 @@ impl UpstreamSource {
     /// while it runs: tool filters, policies, time limits other than start-up, the prefix. The
     /// transport (command, arguments, environment, URL, headers), the start-up limit and
     /// `enabled` decide the process itself.
-    pub fn can_reconfigure(&self, server: &McpServer) -> bool {
+    pub fn can_reconfigure(&self, server: &UpstreamServer) -> bool {
         let current = self.inner.server();
         current.transport == server.transport
             && current.startup_timeout == server.startup_timeout
@@ -225,7 +225,7 @@ impl UpstreamSource {
     /// Applies a configuration for which [`UpstreamSource::can_reconfigure`] holds: its tools
     /// are offered, named and limited anew from the cache, and a new catalog is published;
     /// the running process, its subscriptions and its calls in flight carry on.
-    pub fn reconfigure(&self, server: McpServer) {
+    pub fn reconfigure(&self, server: UpstreamServer) {
         let inner = &self.inner;
         let was_idling = inner.server().idle_timeout.is_some();
         let idles = server.idle_timeout.is_some();
@@ -466,7 +466,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Inner {
     /// The configuration now.
-    fn server(&self) -> Arc<McpServer> {
+    fn server(&self) -> Arc<UpstreamServer> {
         Arc::clone(&read(&self.settings).server)
     }
 

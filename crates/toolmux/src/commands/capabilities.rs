@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::assembly::Assembly;
 use crate::cli::CapabilitiesCommand;
-use crate::commands::{emit, pretty};
 use crate::exit::{Failure, OK};
-use crate::project::Project;
+use crate::output::{emit, pretty};
 
 /// Where the modules go unless `--out` says otherwise, relative to the project directory.
 pub(crate) fn default_dir(project_dir: &Path) -> PathBuf {
@@ -16,7 +16,7 @@ pub(crate) fn default_dir(project_dir: &Path) -> PathBuf {
 
 pub fn run(project: Option<&Path>, cmd: CapabilitiesCommand) -> Result<u8, Failure> {
     let CapabilitiesCommand::Build { out, json } = cmd;
-    let project = Project::open(project)?;
+    let project = Assembly::open(project)?;
     let out_dir = out.unwrap_or_else(|| default_dir(&project.loaded.project_dir));
     let report = toolmux_codemode::build_capabilities(&project.hub.catalog(), &out_dir)
         .context("cannot build the capabilities")?;

@@ -1,25 +1,24 @@
 //! `toolmux chat`: the terminal chat. Streams the answer to stdout, shows each tool call on
 //! stderr (name, source, short arguments, progress, outcome, duration), and asks approvals, the
-//! model's questions and MCP servers' forms (elicitation) inline. Also lists, renames and
-//! deletes conversations. The engine is shared with `toolmux serve`'s `/api/chat` through
-//! [`engine`].
+//! model's questions and upstream servers' forms (elicitation) inline. Also lists, renames and
+//! deletes conversations. The engine is the assembly's, the one `toolmux serve`'s `/api/chat`
+//! uses too ([`Assembly::chat_engine`]).
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use tokio::sync::mpsc;
 use toolmux_chat::{
-    ChatEngine, ConversationStore, EngineSettings, FinishReason, Providers, Reply, ReplyError,
-    SqliteStore, TurnEvent, TurnRequest, field_value, form_fields, preview,
+    ChatEngine, ConversationStore, FinishReason, Reply, ReplyError, TurnEvent, TurnRequest,
+    field_value, form_fields, preview,
 };
 use toolmux_core::{Approval, LogLevel};
 
-use crate::commands::emit;
+use crate::assembly::Assembly;
 use crate::exit::{Failure, OK, RUNTIME};
-use crate::project::Project;
+use crate::output::{emit, pretty};
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -67,57 +66,22 @@ pub enum ChatCommand {
     },
 }
 
-/// The chat engine of a project: its providers, the conversation database in
-/// `.toolmux/state/toolmux.db`, and the project's approval queue and question list.
-pub(crate) fn engine(project: &Project) -> Result<Arc<ChatEngine>, Failure> {
-    let config = &project.loaded.config;
-    let providers = Providers::from_config(&config.providers, &config.chat)
-        .map_err(|e| Failure::Config(e.to_string()))?;
-    let store = open_store(project)?;
-    let name = project
-        .loaded
-        .root
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "project".into());
-    Ok(Arc::new(ChatEngine::new(
-        project.hub.clone(),
-        providers,
-        store,
-        project.approvals.clone(),
-        project.inputs.clone(),
-        EngineSettings::from_config(config, &name),
-    )))
-}
-
-fn open_store(project: &Project) -> Result<Arc<SqliteStore>, Failure> {
-    let path = project.loaded.project_dir.join(toolmux_chat::DATABASE_PATH);
-    let store = SqliteStore::open(&path)
-        .with_context(|| format!("cannot open the state database `{}`", path.display()))?;
-    Ok(Arc::new(store))
-}
-
-/// The chat's HTTP routes for `toolmux serve`.
-pub(crate) fn http_router(engine: Arc<ChatEngine>) -> axum::Router {
-    toolmux_chat::http::router(toolmux_chat::http::ChatHttpState::new(engine))
-}
-
 pub async fn run(project: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {
-    let project = Project::open(project)?;
+    let project = Assembly::open(project)?;
     match args.command {
         Some(command) => manage(&project, command),
         None => converse(&project, args).await,
     }
 }
 
-fn manage(project: &Project, command: ChatCommand) -> Result<u8, Failure> {
-    let store = open_store(project)?;
+fn manage(project: &Assembly, command: ChatCommand) -> Result<u8, Failure> {
+    let store = project.conversation_store()?;
     let missing = |id: &str| Failure::Usage(format!("no conversation `{id}`"));
     match command {
         ChatCommand::List { json } => {
             let list = store.list().context("cannot list conversations")?;
             if json {
-                emit(&crate::commands::pretty(&list)?)?;
+                emit(&pretty(&list)?)?;
             } else {
                 for c in list {
                     emit(&format!(
@@ -139,7 +103,7 @@ fn manage(project: &Project, command: ChatCommand) -> Result<u8, Failure> {
             let messages = store
                 .messages(&id)
                 .context("cannot read the conversation")?;
-            emit(&crate::commands::pretty(&serde_json::json!({
+            emit(&pretty(&serde_json::json!({
                 "conversation": conversation,
                 "messages": messages,
             }))?)?;
@@ -189,8 +153,8 @@ fn prompt(text: &str) {
     let _ = err.flush();
 }
 
-async fn converse(project: &Project, args: ChatArgs) -> Result<u8, Failure> {
-    let engine = engine(project)?;
+async fn converse(project: &Assembly, args: ChatArgs) -> Result<u8, Failure> {
+    let engine = project.chat_engine()?;
     let interactive = std::io::stdin().is_terminal();
     let mut lines = stdin_lines();
     let mut conversation = args.resume.clone();

@@ -2,10 +2,11 @@
 
 use std::path::Path;
 
+use crate::assembly::Assembly;
 use crate::cli::ConfigCommand;
-use crate::commands::{emit, pretty};
 use crate::exit::{Failure, OK};
-use crate::project::{Project, locate};
+use crate::output::{emit, pretty};
+use crate::project::locate;
 
 pub fn run(project: Option<&Path>, cmd: ConfigCommand) -> Result<u8, Failure> {
     match cmd {
@@ -26,7 +27,7 @@ pub fn run(project: Option<&Path>, cmd: ConfigCommand) -> Result<u8, Failure> {
             }
         }
         ConfigCommand::Check => {
-            let project = Project::open(project)?;
+            let project = Assembly::open(project)?;
             let catalog = project.hub.catalog();
             let files = if project.loaded.files.is_empty() {
                 "no configuration file (defaults)".to_string()

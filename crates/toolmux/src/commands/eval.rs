@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use comfy_table::Table;
-use toolmux_chat::{GoldSet, Providers, evaluate};
+use toolmux_chat::{GoldSet, evaluate};
 
-use crate::commands::{emit, pretty};
+use crate::assembly::Assembly;
 use crate::exit::{Failure, OK, TOOL_FAILED};
-use crate::project::Project;
+use crate::output::{emit, pretty};
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {
@@ -37,10 +37,8 @@ pub struct EvalArgs {
 }
 
 pub async fn run(project: Option<&Path>, args: EvalArgs) -> Result<u8, Failure> {
-    let project = Project::open(project)?;
-    let config = &project.loaded.config;
-    let providers = Providers::from_config(&config.providers, &config.chat)
-        .map_err(|e| Failure::Config(e.to_string()))?;
+    let project = Assembly::open(project)?;
+    let providers = project.providers()?;
     let (kind, provider) = providers
         .resolve(args.provider.as_deref())
         .map_err(|e| Failure::Usage(e.to_string()))?;

@@ -1,17 +1,18 @@
-//! `toolmux import`: copy the MCP servers another client already has (Claude Code's
+//! `toolmux import`: copy the upstream servers another client already has (Claude Code's
 //! `.mcp.json`, Cursor's `.cursor/mcp.json`, VS Code's `.vscode/mcp.json`, Codex's
 //! `~/.codex/config.toml`) into the project's `.toolmux/config.json`, saying what was added and
-//! never replacing a server of the same name without `--force`.
+//! never replacing a server of the same name without `--force`. The translation and the plan
+//! are `toolmux_config`'s ([`read_import`], [`plan_import`]); this module picks the files from
+//! the flags, writes the plan through the one config editor and reports it.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use toolmux_upstream::{ImportFormat, ImportedServer, read_import};
+use toolmux_config::{FoundServer, ImportFormat, plan_import, read_import};
 
-use crate::commands::emit;
-use crate::commands::upstream::editor;
 use crate::exit::{Failure, OK};
-use crate::project::locate;
+use crate::output::emit;
+use crate::project::{editor, locate};
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -21,7 +22,7 @@ pub struct ImportArgs {
     /// Read this file instead of the client's usual one (needs --from).
     #[arg(long, value_name = "FILE", requires = "from")]
     pub file: Option<PathBuf>,
-    /// Replace servers that toolmux already has under the same name.
+    /// Replace upstream servers that toolmux already has under the same name.
     #[arg(long)]
     pub force: bool,
     /// Show what would be added without writing anything.
@@ -86,11 +87,15 @@ pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure
         return Ok(OK);
     }
 
-    let mut found: Vec<(ImportFormat, PathBuf, ImportedServer)> = Vec::new();
+    let mut found: Vec<FoundServer> = Vec::new();
     for (format, path) in sources {
         let servers =
             read_import(format, &path, &dir).map_err(|e| Failure::Usage(e.to_string()))?;
-        found.extend(servers.into_iter().map(|s| (format, path.clone(), s)));
+        found.extend(servers.into_iter().map(|server| FoundServer {
+            format,
+            path: path.clone(),
+            server,
+        }));
     }
 
     let editor = editor(&dir);
@@ -100,7 +105,7 @@ pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure
     let (added, skipped) = editor
         .edit(|doc| {
             let existing = doc.section("mcpServers")?.cloned().unwrap_or_default();
-            let plan = plan(&existing, found, args.force);
+            let plan = plan_import(&existing, found, args.force);
             if !args.dry_run && !plan.entries.is_empty() {
                 doc.section_mut("mcpServers")?.extend(plan.entries);
             }
@@ -125,75 +130,4 @@ pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure
         }
     ))?;
     Ok(OK)
-}
-
-/// What an import adds, and the report lines saying so.
-struct Plan {
-    entries: Vec<(String, serde_json::Value)>,
-    added: Vec<String>,
-    skipped: Vec<String>,
-}
-
-/// Decides, against the servers the file has, which found servers are added or replaced.
-fn plan(
-    existing: &serde_json::Map<String, serde_json::Value>,
-    found: Vec<(ImportFormat, PathBuf, ImportedServer)>,
-    force: bool,
-) -> Plan {
-    let mut plan = Plan {
-        entries: Vec::new(),
-        added: Vec::new(),
-        skipped: Vec::new(),
-    };
-    let mut seen = std::collections::HashSet::new();
-    for (format, path, server) in found {
-        if !seen.insert(server.name.clone()) {
-            plan.skipped.push(format!(
-                "{} (from {format}, {}): already imported from another file",
-                server.name,
-                path.display()
-            ));
-            continue;
-        }
-        let exists = existing.contains_key(&server.name);
-        if exists && !force {
-            plan.skipped.push(format!(
-                "{} (from {format}): toolmux already has a server of that name; use --force to replace it",
-                server.name
-            ));
-            continue;
-        }
-        let verb = if exists { "replaced" } else { "added" };
-        let mut line = format!(
-            "{verb} {} from {format} ({}): {}",
-            server.name,
-            path.display(),
-            summary(&server.entry)
-        );
-        for note in &server.notes {
-            line.push_str(&format!("\n    note: {note}"));
-        }
-        plan.added.push(line);
-        plan.entries.push((server.name, server.entry));
-    }
-    plan
-}
-
-/// `npx -y pkg` or the URL, for the report.
-fn summary(entry: &serde_json::Value) -> String {
-    if let Some(url) = entry.get("url").and_then(|u| u.as_str()) {
-        let kind = entry.get("type").and_then(|t| t.as_str()).unwrap_or("http");
-        return format!("{kind} {url}");
-    }
-    let mut words = vec![
-        entry
-            .get("command")
-            .and_then(|c| c.as_str())
-            .unwrap_or_default()
-            .to_string(),
-    ];
-    if let Some(args) = entry.get("args").and_then(|a| a.as_array()) {
-        words.extend(args.iter().filter_map(|a| a.as_str()).map(String::from));
-    }
-    words.join(" ")
 }

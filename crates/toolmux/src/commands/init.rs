@@ -4,8 +4,8 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::commands::emit;
 use crate::exit::{Failure, OK};
+use crate::output::emit;
 
 pub fn run(project: Option<&Path>, force: bool) -> Result<u8, Failure> {
     let dir = match project {

@@ -8,8 +8,8 @@ use toolmux_core::Outcome;
 use toolmux_execlog::{LogEntry, LogQuery};
 
 use crate::cli::LogsArgs;
-use crate::commands::emit;
 use crate::exit::{Failure, OK};
+use crate::output::emit;
 use crate::project::{load_config, locate, log_dir};
 
 /// How often `--follow` looks for new lines. Polling is simpler and more robust than a file

@@ -13,8 +13,6 @@ mod serve;
 mod tools;
 pub(crate) mod upstream;
 
-use std::io::Write;
-
 use crate::cli::{Cli, Command};
 use crate::exit::Failure;
 
@@ -37,19 +35,4 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Chat(args) => chat::run(project, args).await,
         Command::Eval(args) => eval::run(project, args).await,
     }
-}
-
-/// Writes one line to stdout. A closed pipe (`toolmux logs | head`) ends the command quietly.
-pub(crate) fn emit(text: &str) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    match writeln!(out, "{text}").and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::BrokenPipe),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Pretty JSON for people; the error case cannot happen for `serde_json::Value`.
-pub(crate) fn pretty(value: &impl serde::Serialize) -> Result<String, Failure> {
-    serde_json::to_string_pretty(value).map_err(|e| Failure::Runtime(e.into()))
 }

@@ -11,14 +11,14 @@ use toolmux_codemode::{Limits, Sandbox};
 use toolmux_core::{CallContext, Channel};
 
 use crate::approve::TerminalApprover;
+use crate::assembly::Assembly;
 use crate::cli::RunArgs;
-use crate::commands::{emit, pretty};
 use crate::exit::{Failure, OK, TOOL_FAILED};
-use crate::project::Project;
+use crate::output::{emit, pretty};
 
 pub async fn run(project: Option<&Path>, args: RunArgs) -> Result<u8, Failure> {
     let script = read_script(&args.script)?;
-    let project = Project::open(project)?;
+    let project = Assembly::open(project)?;
     let limits = Limits {
         wall_time: Duration::from_secs(args.timeout.max(1)),
         cpu_time: Duration::from_secs(args.cpu.max(1)),

@@ -8,10 +8,11 @@ use serde_json::{Map, Value};
 use toolmux_core::{CallContext, CallError, Channel, ToolEntry};
 
 use crate::approve::TerminalApprover;
+use crate::assembly::Assembly;
 use crate::cli::{AddToolArgs, CallArgs, ToolsCommand};
-use crate::commands::{emit, pretty};
 use crate::exit::{Failure, OK, TOOL_FAILED};
-use crate::project::{Project, locate};
+use crate::output::{emit, pretty};
+use crate::project::{editor, locate};
 
 pub async fn run(project: Option<&Path>, cmd: ToolsCommand) -> Result<u8, Failure> {
     // Editing the configuration does not need the hub (and must work while it would not load
@@ -21,7 +22,7 @@ pub async fn run(project: Option<&Path>, cmd: ToolsCommand) -> Result<u8, Failur
         ToolsCommand::Remove { name } => return remove(project, &name),
         cmd => cmd,
     };
-    let project = Project::open(project)?;
+    let project = Assembly::open(project)?;
     match cmd {
         ToolsCommand::List { source, all, json } => list(&project, source.as_deref(), all, json),
         ToolsCommand::Show { name, json } => show(&project, &name, json),
@@ -42,7 +43,7 @@ fn add(project: Option<&Path>, args: AddToolArgs) -> Result<u8, Failure> {
     let definition = definition(&args)?;
     // A script tool may not take the name of another source's tool (a built-in one, say): the
     // same check the REST API makes.
-    if let Ok(project) = Project::open(Some(&dir))
+    if let Ok(project) = Assembly::open(Some(&dir))
         && let Some(entry) = project.hub.catalog().get(&args.name)
         && entry.descriptor.source != toolmux_config::SCRIPT_SOURCE_ID
     {
@@ -51,7 +52,7 @@ fn add(project: Option<&Path>, args: AddToolArgs) -> Result<u8, Failure> {
             args.name, entry.descriptor.source
         )));
     }
-    let editor = crate::commands::upstream::editor(&dir);
+    let editor = editor(&dir);
     let replaced = editor
         .edit(|doc| {
             let tools = doc.section_mut(TOOLS)?;
@@ -167,7 +168,7 @@ fn json_arg(flag: &str, given: &str) -> Result<Value, Failure> {
 /// `toolmux tools remove`.
 fn remove(project: Option<&Path>, name: &str) -> Result<u8, Failure> {
     let dir = locate(project)?;
-    let editor = crate::commands::upstream::editor(&dir);
+    let editor = editor(&dir);
     editor.edit(|doc| {
         if doc.section_mut(TOOLS)?.remove(name).is_some() {
             return Ok(());
@@ -193,7 +194,7 @@ fn remove(project: Option<&Path>, name: &str) -> Result<u8, Failure> {
     Ok(OK)
 }
 
-fn list(project: &Project, source: Option<&str>, all: bool, json: bool) -> Result<u8, Failure> {
+fn list(project: &Assembly, source: Option<&str>, all: bool, json: bool) -> Result<u8, Failure> {
     let catalog = project.hub.catalog();
     let tools: Vec<&Arc<ToolEntry>> = catalog
         .all_tools()
@@ -232,7 +233,7 @@ fn summary(description: &str) -> String {
     format!("{cut}…")
 }
 
-fn show(project: &Project, name: &str, json: bool) -> Result<u8, Failure> {
+fn show(project: &Assembly, name: &str, json: bool) -> Result<u8, Failure> {
     let catalog = project.hub.catalog();
     // The host's own view: internal tools are shown, everything else as a call would see it.
     let entry = catalog
@@ -295,7 +296,7 @@ fn show(project: &Project, name: &str, json: bool) -> Result<u8, Failure> {
     Ok(OK)
 }
 
-async fn call(project: &Project, args: CallArgs) -> Result<u8, Failure> {
+async fn call(project: &Assembly, args: CallArgs) -> Result<u8, Failure> {
     let arguments = parse_arguments(&args)?;
     let mut context = CallContext::new(Channel::Cli).trusted();
     if let Some(approver) = TerminalApprover::if_interactive() {

@@ -1,5 +1,5 @@
-//! `toolmux mcp list | add | remove | enable | disable | refresh | logs`: the external MCP
-//! servers whose tools toolmux aggregates. Edits go to the project's `.toolmux/config.json`
+//! `toolmux mcp list | add | remove | enable | disable | refresh | logs`: the upstream servers
+//! (the `mcpServers` section) whose tools toolmux aggregates. Edits go to the project's `.toolmux/config.json`
 //! through [`toolmux_config::ConfigEditor`], keeping every other key (and every `${VAR}`
 //! reference) as written.
 
@@ -12,42 +12,43 @@ use serde_json::{Map, Value, json};
 use toolmux_core::{Source, SourceState};
 use toolmux_upstream::UpstreamSource;
 
-use crate::commands::{emit, pretty};
+use crate::assembly::Assembly;
 use crate::exit::{Failure, OK, TOOL_FAILED};
-use crate::project::{Project, locate};
+use crate::output::{emit, pretty};
+use crate::project::{editor, locate};
 
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
-    /// List the configured servers: transport, status, tools, last discovery, error.
+    /// List the upstream servers: transport, status, tools, last discovery, error.
     List {
         /// Print JSON.
         #[arg(long)]
         json: bool,
     },
-    /// Add a server and discover its tools: `toolmux mcp add NAME -- COMMAND ARGS...` for a
+    /// Add an upstream server and discover its tools: `toolmux mcp add NAME -- COMMAND ARGS...` for a
     /// local (stdio) server, `toolmux mcp add NAME --url URL` for an HTTP one.
     Add(AddArgs),
-    /// Remove a server from the project configuration (and its discovery cache).
+    /// Remove an upstream server from the project configuration (and its discovery cache).
     Remove {
         /// The server's name.
         name: String,
     },
-    /// Use a server again.
+    /// Use an upstream server again.
     Enable {
         /// The server's name.
         name: String,
     },
-    /// Keep a server configured but unused: it is never started and its tools are hidden.
+    /// Keep an upstream server configured but unused: it is never started and its tools are hidden.
     Disable {
         /// The server's name.
         name: String,
     },
-    /// Discover the tools of one server, or of every enabled server.
+    /// Discover the tools of one upstream server, or of every enabled one.
     Refresh {
         /// The server's name; all enabled servers when left out.
         name: Option<String>,
     },
-    /// Print a server's log (its stderr, and when it was started).
+    /// Print an upstream server's log (its stderr, and when it was started).
     Logs {
         /// The server's name.
         name: String,
@@ -101,7 +102,7 @@ pub async fn run(project: Option<&Path>, cmd: McpCommand) -> Result<u8, Failure>
 }
 
 fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
-    let project = Project::open(project)?;
+    let project = Assembly::open(project)?;
     let catalog = project.hub.catalog();
     let rows: Vec<Value> = project
         .upstreams
@@ -252,7 +253,7 @@ async fn add(project: Option<&Path>, args: AddArgs) -> Result<u8, Failure> {
     if args.no_discover {
         return Ok(OK);
     }
-    let project = Project::open(Some(&dir))?;
+    let project = Assembly::open(Some(&dir))?;
     let Some(server) = project.upstreams.get(&args.name) else {
         return Ok(OK);
     };
@@ -263,24 +264,6 @@ async fn add(project: Option<&Path>, args: AddArgs) -> Result<u8, Failure> {
 
 /// The `mcpServers` section of the config file.
 const SERVERS: &str = "mcpServers";
-
-/// The one editor of the project's config file, checked merged with the user's file.
-pub(crate) fn editor(dir: &Path) -> toolmux_config::ConfigEditor {
-    toolmux_config::ConfigEditor::new(dir, toolmux_config::user_config_path().as_deref())
-}
-
-/// An edit that was not made: a result that would not load, or a file a program cannot edit,
-/// is a configuration error (exit code 3); a file that cannot be read or written is a runtime
-/// one. Here rather than in `exit.rs` because only the commands that edit the file need it.
-impl From<toolmux_config::EditError> for Failure {
-    fn from(e: toolmux_config::EditError) -> Self {
-        match e {
-            toolmux_config::EditError::Invalid(_)
-            | toolmux_config::EditError::Uneditable { .. } => Failure::Config(e.to_string()),
-            toolmux_config::EditError::Io { .. } => Failure::Runtime(e.into()),
-        }
-    }
-}
 
 /// `NAME=VALUE` pairs as a JSON object.
 fn pairs(flag: &str, items: &[String]) -> Result<Value, Failure> {
@@ -335,7 +318,7 @@ fn set_enabled(project: Option<&Path>, name: &str, enabled: bool) -> Result<u8, 
 }
 
 async fn refresh(project: Option<&Path>, name: Option<&str>) -> Result<u8, Failure> {
-    let project = Project::open(project)?;
+    let project = Assembly::open(project)?;
     let servers: Vec<UpstreamSource> = match name {
         Some(name) => match project.upstreams.get(name) {
             Some(server) if server.server().enabled => vec![server],
@@ -427,7 +410,7 @@ async fn discover_all(servers: &[UpstreamSource]) -> u8 {
 }
 
 fn logs(project: Option<&Path>, name: &str, lines: Option<usize>) -> Result<u8, Failure> {
-    let project = Project::open(project)?;
+    let project = Assembly::open(project)?;
     let Some(server) = project.upstreams.get(name) else {
         return Err(unknown(&project, name));
     };
@@ -453,7 +436,7 @@ fn logs(project: Option<&Path>, name: &str, lines: Option<usize>) -> Result<u8, 
     Ok(OK)
 }
 
-fn unknown(project: &Project, name: &str) -> Failure {
+fn unknown(project: &Assembly, name: &str) -> Failure {
     let servers = project.upstreams.servers();
     let known: Vec<&str> = servers.iter().map(|s| s.name()).collect();
     if known.is_empty() {

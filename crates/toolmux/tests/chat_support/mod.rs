@@ -1,63 +1,11 @@
-//! What the chat tests share: the chat peers (aimock, the AI SDK client) from
-//! `tests/peers/chat`, found through `TOOLMUX_PEERS`.
-
-#![allow(dead_code)]
+//! Talking to `toolmux serve`'s `/api/chat` and to `toolmux chat` as the chat tests do: with
+//! the AI SDK's own client (`tests/peers/chat/ui-client.mjs`), as a raw event stream, and as a
+//! person typing at the terminal.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-/// The chat peers; fails with instructions when they are not installed.
-pub fn peers() -> PathBuf {
-    let chat = crate::support::peers::peers_dir().join("chat");
-    assert!(
-        chat.join("node_modules/@copilotkit/aimock").is_dir()
-            && chat.join("node_modules/ai").is_dir(),
-        "the chat peers are not installed in {}: run `(cd tests/peers/chat && npm ci)`",
-        chat.display()
-    );
-    chat
-}
-
-/// aimock on a free port, stopped on drop.
-pub struct Aimock {
-    child: Child,
-    pub url: String,
-}
-
-impl Aimock {
-    /// Starts aimock with `fixtures` from `tests/peers/chat/fixtures`.
-    pub fn start(fixtures: &str) -> Self {
-        let chat = peers();
-        let mut child = Command::new("node")
-            .arg(chat.join("node_modules/@copilotkit/aimock/dist/cli.js"))
-            .args(["-p", "0", "-f"])
-            .arg(chat.join("fixtures").join(fixtures))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start aimock with node");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("aimock exited before it listened")
-                .expect("read aimock output");
-            if let Some(at) = line.find("http://") {
-                break line[at..].trim().to_string();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, url }
-    }
-}
-
-impl Drop for Aimock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use toolmux_testkit::peers::peer_file;
 
 /// Runs the AI SDK's chat transport (`ui-client.mjs`) against `/api/chat` on `address` with the
 /// API key `key` and returns `{chunks, message}`: the chunks as the `ai` package parsed them, and
@@ -66,7 +14,7 @@ pub fn ui_client(address: &str, key: &str, chat_id: &str, text: &str) -> serde_j
     let url = format!("http://{address}/api/chat");
     let output = Command::new("node")
         .env("TOOLMUX_API_KEY", key)
-        .arg(peers().join("ui-client.mjs"))
+        .arg(peer_file("chat/ui-client.mjs"))
         .args([url.as_str(), chat_id, text])
         .output()
         .expect("run the AI SDK client");

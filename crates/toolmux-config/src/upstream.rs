@@ -1,9 +1,9 @@
-//! `mcpServers`: external MCP servers, in the shape Claude Code, Cursor and Claude Desktop use, so
-//! that a user can paste an existing block. toolmux's own per-server settings sit beside the
-//! familiar keys.
+//! `mcpServers`: the upstream servers — external MCP servers, in the shape Claude Code, Cursor
+//! and Claude Desktop use, so that a user can paste an existing block. toolmux's own
+//! per-server settings sit beside the familiar keys.
 //!
 //! A server entry is read in two steps: [`ServerEntry`] is the file's shape (every key optional,
-//! unknown keys rejected), and [`McpServer`] is what it means (one transport, checked). The step
+//! unknown keys rejected), and [`UpstreamServer`] is what it means (one transport, checked). The step
 //! between them is where mistakes that involve several keys (`command` and `url` together, an
 //! `sse` server without a URL) are reported, at the entry's position.
 
@@ -128,7 +128,7 @@ pub struct ServerEntry {
 
 /// How toolmux reaches a server.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum McpTransport {
+pub enum UpstreamTransport {
     /// A local process speaking MCP on stdin and stdout.
     Stdio {
         /// The program.
@@ -158,23 +158,25 @@ pub enum McpTransport {
     },
 }
 
-impl McpTransport {
+impl UpstreamTransport {
     /// `stdio`, `http` or `sse`.
     pub fn kind(&self) -> &'static str {
         match self {
-            McpTransport::Stdio { .. } => "stdio",
-            McpTransport::Http { .. } => "http",
-            McpTransport::Sse { .. } => "sse",
+            UpstreamTransport::Stdio { .. } => "stdio",
+            UpstreamTransport::Http { .. } => "http",
+            UpstreamTransport::Sse { .. } => "sse",
         }
     }
 }
 
-/// One configured MCP server, checked: exactly one transport, with everything it needs.
+/// One upstream server (an `mcpServers` entry), checked: exactly one transport, with
+/// everything it needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(try_from = "ServerEntry", into = "ServerEntry")]
-pub struct McpServer {
+#[schemars(rename = "McpServer")]
+pub struct UpstreamServer {
     /// How toolmux reaches it.
-    pub transport: McpTransport,
+    pub transport: UpstreamTransport,
     /// Whether it is used at all.
     pub enabled: bool,
     /// Globs over its own tool names; when not empty, only matching tools are offered.
@@ -199,7 +201,7 @@ pub struct McpServer {
     pub sampling: Option<SamplingPolicy>,
 }
 
-impl McpServer {
+impl UpstreamServer {
     /// Whether a tool (by the server's own name) is offered under `enabledTools` and
     /// `disabledTools`.
     pub fn offers(&self, tool: &str) -> bool {
@@ -230,7 +232,7 @@ impl McpServer {
     }
 }
 
-impl TryFrom<ServerEntry> for McpServer {
+impl TryFrom<ServerEntry> for UpstreamServer {
     type Error = String;
 
     fn try_from(entry: ServerEntry) -> Result<Self, String> {
@@ -284,7 +286,7 @@ impl TryFrom<ServerEntry> for McpServer {
                                 server takes `env`"
                         .to_string());
                 }
-                McpTransport::Stdio {
+                UpstreamTransport::Stdio {
                     command,
                     args,
                     env,
@@ -314,9 +316,9 @@ impl TryFrom<ServerEntry> for McpServer {
                     ));
                 }
                 if kind == TransportKind::Sse {
-                    McpTransport::Sse { url, headers }
+                    UpstreamTransport::Sse { url, headers }
                 } else {
-                    McpTransport::Http { url, headers }
+                    UpstreamTransport::Http { url, headers }
                 }
             }
         };
@@ -342,8 +344,8 @@ impl TryFrom<ServerEntry> for McpServer {
     }
 }
 
-impl From<McpServer> for ServerEntry {
-    fn from(server: McpServer) -> Self {
+impl From<UpstreamServer> for ServerEntry {
+    fn from(server: UpstreamServer) -> Self {
         let millis = |d: Duration| NonZeroU64::new(d.as_millis() as u64);
         let mut entry = ServerEntry {
             enabled: (!server.enabled).then_some(false),
@@ -368,7 +370,7 @@ impl From<McpServer> for ServerEntry {
             ..ServerEntry::default()
         };
         match server.transport {
-            McpTransport::Stdio {
+            UpstreamTransport::Stdio {
                 command,
                 args,
                 env,
@@ -381,11 +383,11 @@ impl From<McpServer> for ServerEntry {
                 entry.cwd = cwd;
                 entry.inherit_env = inherit_env;
             }
-            McpTransport::Http { url, headers } => {
+            UpstreamTransport::Http { url, headers } => {
                 entry.url = Some(url);
                 entry.headers = headers;
             }
-            McpTransport::Sse { url, headers } => {
+            UpstreamTransport::Sse { url, headers } => {
                 entry.kind = Some(TransportKind::Sse);
                 entry.url = Some(url);
                 entry.headers = headers;

@@ -1,18 +1,14 @@
-//! Driving `toolmux serve` over HTTP, for the tests of its REST API and its `/mcp` endpoint: the
-//! real binary in the background and a tiny HTTP/1.1 client on a plain TCP stream (no client
-//! library between the test and the bytes on the wire).
+//! `toolmux serve` in the background, for the tests of its REST API and its `/mcp` endpoint:
+//! started on a free port in a [`TestProject`] that drives the binary, spoken to with the
+//! [`http`](crate::http) client.
 
-#![allow(dead_code)]
-
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::support::processes::wait_bounded;
-use crate::support::{Run, TestProject};
+use crate::http::{Response, request};
+use crate::processes::wait_bounded;
+use crate::project::{Run, TestProject};
 
 /// The API key the tests configure, through the environment variable `TOOLMUX_TEST_KEY`.
 pub const KEY: &str = "test-key-0123456789";
@@ -191,118 +187,4 @@ pub fn run_with_key(project: &TestProject, args: &[&str]) -> Run {
         .output()
         .expect("run toolmux");
     Run(output)
-}
-
-/// One HTTP response.
-#[derive(Debug)]
-pub struct Response {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: String,
-}
-
-impl Response {
-    /// The body as JSON.
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
-    }
-
-    /// A header's value, by case-insensitive name.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// Asserts the status and the error body's code; returns the error object.
-    pub fn error(&self, status: u16, code: &str) -> Value {
-        assert_eq!(self.status, status, "{}", self.body);
-        let body = self.json();
-        assert_eq!(body["error"]["code"], code, "{}", self.body);
-        assert!(body["error"]["message"].is_string(), "{}", self.body);
-        assert!(body["error"]["details"].is_object(), "{}", self.body);
-        body["error"].clone()
-    }
-}
-
-/// Sends one HTTP/1.1 request to `address` and reads the whole response.
-pub fn request(
-    address: &str,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> Response {
-    let mut stream = TcpStream::connect(address).expect("connect to toolmux serve");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("set timeout");
-    let has_host = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host"));
-    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    if !has_host {
-        head.push_str(&format!("Host: {address}\r\n"));
-    }
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    let body = body.unwrap_or("");
-    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    stream.write_all(head.as_bytes()).expect("send head");
-    stream.write_all(body.as_bytes()).expect("send body");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read response");
-    parse(&raw)
-}
-
-fn parse(raw: &[u8]) -> Response {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a complete response head");
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().expect("status line");
-    let status: u16 = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let rest = &raw[split + 4..];
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    let body = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_vec()
-    };
-    Response {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    }
-}
-
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else {
-            return out;
-        };
-        let size_text = String::from_utf8_lossy(&data[..eol]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("0").trim(), 16)
-            .expect("chunk size");
-        if size == 0 {
-            return out;
-        }
-        let start = eol + 2;
-        out.extend_from_slice(&data[start..start + size]);
-        data = &data[start + size + 2..];
-    }
 }

@@ -1,9 +1,10 @@
-//! `/api/mcp-servers`: the configured MCP servers, their discovery state and tools, discovery
-//! on demand, and servers added, replaced and removed (written to the configuration through
-//! the one writer queue, then applied live). The servers themselves live in the upstream crate;
-//! the binary hands them to the API through [`McpServers`], so this crate knows no MCP client.
-//! The same trait carries what the servers offer besides tools — prompts, resources and
-//! completions — as MCP's JSON, for the `prompts`, `resources` and `completions` modules.
+//! `/api/mcp-servers`: the upstream servers (the `mcpServers` section of the configuration),
+//! their discovery state and tools, discovery on demand, and servers added, replaced and removed
+//! (written to the configuration through the one writer queue, then applied live). The servers
+//! themselves live in the upstream crate; the binary hands them to the API through
+//! [`UpstreamServers`], so this crate knows no MCP client. The same trait carries what the
+//! servers offer besides tools — prompts, resources and completions — as MCP's JSON, for the
+//! `prompts`, `resources` and `completions` modules.
 
 use std::sync::Arc;
 
@@ -20,9 +21,9 @@ use crate::ApiState;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::{Edit, Section, no_server_named};
 
-/// The running server's MCP servers, as the API shows them.
+/// The running server's upstream servers, as the API shows them.
 #[async_trait]
-pub trait McpServers: Send + Sync {
+pub trait UpstreamServers: Send + Sync {
     /// Every configured server, by name: `name`, `prefix`, `discovery` (status, last discovery,
     /// error, config hash) and `tools` (registry names in the catalog).
     fn list(&self) -> Vec<Value>;
@@ -49,7 +50,7 @@ pub trait McpServers: Send + Sync {
     /// (named as served) with its `server`.
     fn resources(&self) -> Vec<Value>;
 
-    /// Every resource template of every enabled server, like [`McpServers::resources`].
+    /// Every resource template of every enabled server, like [`UpstreamServers::resources`].
     fn resource_templates(&self) -> Vec<Value>;
 
     /// Reads a resource from the server that lists it (or has a template matching it),
@@ -72,7 +73,7 @@ pub enum RelayError {
     /// No enabled server offers that prompt or resource (404).
     #[error("{0}")]
     NotFound(String),
-    /// The request is not one an MCP server could take (400).
+    /// The request is not one an upstream server could take (400).
     #[error("{0}")]
     Invalid(String),
     /// The server answered with a JSON-RPC error (502, or 404 for MCP's "resource not found").
@@ -108,15 +109,15 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(refresh))
 }
 
-pub(crate) fn servers(state: &ApiState) -> Result<&Arc<dyn McpServers>, ApiError> {
+pub(crate) fn servers(state: &ApiState) -> Result<&Arc<dyn UpstreamServers>, ApiError> {
     state
         .inner
-        .mcp_servers
+        .upstreams
         .as_ref()
         .ok_or_else(|| ApiError::unavailable("this server has no MCP servers to show"))
 }
 
-/// Lists the configured MCP servers.
+/// Lists the upstream servers (the `mcpServers` section).
 #[utoipa::path(
     get, path = "/api/mcp-servers", tag = "mcp-servers",
     responses((status = 200, description = "`{servers: [...]}`", body = Object))
@@ -126,7 +127,7 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<Value>, A
     Ok(Json(serde_json::json!({ "servers": list })))
 }
 
-/// One MCP server.
+/// One upstream server.
 #[utoipa::path(
     get, path = "/api/mcp-servers/{name}", tag = "mcp-servers",
     params(("name" = String, Path, description = "The server's name")),
@@ -169,13 +170,16 @@ pub(crate) async fn refresh(
     }
 }
 
-/// An MCP server's entry, as under `mcpServers` in the configuration: `command`, `args`, `env`,
+/// An upstream server's entry, as under `mcpServers` in the configuration: `command`, `args`, `env`,
 /// `cwd` for a local (stdio) server; `url` and `headers` (with `type` `http` or `sse`) for a
 /// remote one; plus toolmux's per-server settings.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)] // documents the request body for the OpenAPI document
-pub struct McpServerDefinition {
+#[allow(dead_code)]
+// documents the request body for the OpenAPI document
+// The document keeps the name clients already generate code from.
+#[schema(as = McpServerDefinition)]
+pub struct UpstreamDefinition {
     /// The server's name (only in `POST /api/mcp-servers`); its tools are named `NAME__tool`.
     name: Option<String>,
     /// `stdio` (the default with `command`), `http` (the default with `url`) or `sse`.
@@ -228,11 +232,11 @@ async fn discovered(state: &ApiState, name: &str) -> Result<Value, ApiError> {
     servers.get(name).ok_or_else(|| no_server_named(name))
 }
 
-/// Adds an MCP server: written to the configuration, started and discovered at once. Saved
+/// Adds an upstream server: written to the configuration, started and discovered at once. Saved
 /// even when discovery fails; `discovery` then says why.
 #[utoipa::path(
     post, path = "/api/mcp-servers", tag = "mcp-servers",
-    request_body = McpServerDefinition,
+    request_body = UpstreamDefinition,
     responses(
         (status = 201, description = "Added; the server with its tools or its discovery error", body = Object),
         (status = 400, description = "The body is not a JSON object", body = ErrorBody),
@@ -245,17 +249,17 @@ pub(crate) async fn add(
     State(state): State<ApiState>,
     ApiJson(entry): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let edit = Edit::add(Section::McpServers, entry)?;
+    let edit = Edit::add(Section::Upstreams, entry)?;
     servers(&state)?;
     let name = state.write_config(edit).await?;
     Ok((StatusCode::CREATED, Json(discovered(&state, &name).await?)))
 }
 
-/// Replaces an MCP server's entry: the running server is stopped and the new one discovered.
+/// Replaces an upstream server's entry: the running server is stopped and the new one discovered.
 #[utoipa::path(
     put, path = "/api/mcp-servers/{name}", tag = "mcp-servers",
     params(("name" = String, Path, description = "The server's name")),
-    request_body = McpServerDefinition,
+    request_body = UpstreamDefinition,
     responses(
         (status = 200, description = "Replaced; the server with its tools or its discovery error", body = Object),
         (status = 400, description = "The body is not a JSON object", body = ErrorBody),
@@ -270,13 +274,13 @@ pub(crate) async fn replace(
     ApiPath(name): ApiPath<String>,
     ApiJson(entry): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    let edit = Edit::replace(Section::McpServers, name, entry)?;
+    let edit = Edit::replace(Section::Upstreams, name, entry)?;
     servers(&state)?;
     let name = state.write_config(edit).await?;
     Ok(Json(discovered(&state, &name).await?))
 }
 
-/// Removes an MCP server: taken out of the configuration and the catalog, its process stopped.
+/// Removes an upstream server: taken out of the configuration and the catalog, its process stopped.
 #[utoipa::path(
     delete, path = "/api/mcp-servers/{name}", tag = "mcp-servers",
     params(("name" = String, Path, description = "The server's name")),
@@ -293,7 +297,7 @@ pub(crate) async fn remove(
 ) -> Result<StatusCode, ApiError> {
     servers(&state)?;
     state
-        .write_config(Edit::remove(Section::McpServers, name))
+        .write_config(Edit::remove(Section::Upstreams, name))
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,8 +1,11 @@
-//! Reading MCP server definitions that other clients keep, for `toolmux import`: Claude Code's
-//! `.mcp.json`, Cursor's `.cursor/mcp.json` (both an `mcpServers` object), VS Code's
-//! `.vscode/mcp.json` (a `servers` object) and Codex's `~/.codex/config.toml`
-//! (`[mcp_servers.NAME]` tables). Each becomes an `mcpServers` entry in toolmux's shape, with a
-//! note for everything that did not carry over as it was.
+//! Translating the upstream servers other clients keep into toolmux's configuration, for
+//! `toolmux import`: reading Claude Code's `.mcp.json`, Cursor's `.cursor/mcp.json` (both an
+//! `mcpServers` object), VS Code's `.vscode/mcp.json` (a `servers` object) and Codex's
+//! `~/.codex/config.toml` (`[mcp_servers.NAME]` tables) ([`read_import`]), each server becoming
+//! an entry of toolmux's `mcpServers` section with a note for everything that did not carry over
+//! as it was; then deciding which of them join the section a file already has ([`plan_import`]).
+//! It reads files and writes none: the caller puts the plan into the file with
+//! [`crate::ConfigEditor`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -13,7 +16,7 @@ use serde_json::{Map, Value, json};
 /// the same way.
 const SHARED_KEYS: &[&str] = &["type", "command", "args", "env", "cwd", "url", "headers"];
 
-/// Where server definitions are imported from.
+/// Where upstream server definitions are imported from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ImportFormat {
     /// Claude Code's project file `.mcp.json`.
@@ -57,7 +60,7 @@ impl fmt::Display for ImportFormat {
     }
 }
 
-/// One server read from another client's file.
+/// One upstream server read from another client's file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ImportedServer {
     /// Its name.
@@ -415,6 +418,96 @@ fn remove_trailing_commas(text: &str) -> String {
     out
 }
 
+/// One server found by [`read_import`], with where it was found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FoundServer {
+    /// The client whose file held it.
+    pub format: ImportFormat,
+    /// That file.
+    pub path: PathBuf,
+    /// The server, translated.
+    pub server: ImportedServer,
+}
+
+/// What an import adds to the `mcpServers` section, and the report lines saying so.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImportPlan {
+    /// The entries to insert (replacing one of the same name), in the order found.
+    pub entries: Vec<(String, Value)>,
+    /// One line per server added or replaced: its name, origin and command or URL, then a
+    /// `note:` line for each thing that did not carry over.
+    pub added: Vec<String>,
+    /// One line per server left out, saying why.
+    pub skipped: Vec<String>,
+}
+
+/// Decides, against the `mcpServers` section a file already has, which found servers are added
+/// or replaced: a name the section has is replaced only with `force`, and a name found in two
+/// files is taken from the first.
+pub fn plan_import(
+    existing: &Map<String, Value>,
+    found: Vec<FoundServer>,
+    force: bool,
+) -> ImportPlan {
+    let mut plan = ImportPlan::default();
+    let mut seen = std::collections::HashSet::new();
+    for FoundServer {
+        format,
+        path,
+        server,
+    } in found
+    {
+        if !seen.insert(server.name.clone()) {
+            plan.skipped.push(format!(
+                "{} (from {format}, {}): already imported from another file",
+                server.name,
+                path.display()
+            ));
+            continue;
+        }
+        let exists = existing.contains_key(&server.name);
+        if exists && !force {
+            plan.skipped.push(format!(
+                "{} (from {format}): toolmux already has a server of that name; use --force to replace it",
+                server.name
+            ));
+            continue;
+        }
+        let verb = if exists { "replaced" } else { "added" };
+        let mut line = format!(
+            "{verb} {} from {format} ({}): {}",
+            server.name,
+            path.display(),
+            summary(&server.entry)
+        );
+        for note in &server.notes {
+            line.push_str(&format!("\n    note: {note}"));
+        }
+        plan.added.push(line);
+        plan.entries.push((server.name, server.entry));
+    }
+    plan
+}
+
+/// `npx -y pkg` or the URL, for the report.
+fn summary(entry: &Value) -> String {
+    if let Some(url) = entry.get("url").and_then(|u| u.as_str()) {
+        let kind = entry.get("type").and_then(|t| t.as_str()).unwrap_or("http");
+        return format!("{kind} {url}");
+    }
+    let mut words = vec![
+        entry
+            .get("command")
+            .and_then(|c| c.as_str())
+            .unwrap_or_default()
+            .to_string(),
+    ];
+    if let Some(args) = entry.get("args").and_then(|a| a.as_array()) {
+        words.extend(args.iter().filter_map(|a| a.as_str()).map(String::from));
+    }
+    words.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,6 +614,104 @@ env_http_headers = { "X-Key" = "REMOTE_KEY" }
         assert_eq!(
             strip_jsonc(r#"{"a": "http://x//y", /* c */ "b": [1,],}"#),
             r#"{"a": "http://x//y",  "b": [1]}"#
+        );
+    }
+
+    fn found(format: ImportFormat, file: &str, name: &str, entry: Value) -> FoundServer {
+        FoundServer {
+            format,
+            path: PathBuf::from(file),
+            server: ImportedServer {
+                name: name.to_string(),
+                entry,
+                notes: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_planned_import_adds_new_servers_and_skips_taken_names_without_force() {
+        let existing = json!({"gh": {"command": "gh-mcp"}});
+        let existing = existing.as_object().expect("object");
+        let mut docs = found(
+            ImportFormat::ClaudeCode,
+            ".mcp.json",
+            "docs",
+            json!({"command": "npx", "args": ["-y", "docs-mcp"]}),
+        );
+        docs.server
+            .notes
+            .push("`oauth` is not a toolmux setting and was left out".into());
+        let plan = plan_import(
+            existing,
+            vec![
+                docs,
+                found(
+                    ImportFormat::Cursor,
+                    ".cursor/mcp.json",
+                    "gh",
+                    json!({"url": "https://example.com/mcp"}),
+                ),
+            ],
+            false,
+        );
+        assert_eq!(
+            plan.entries,
+            [(
+                "docs".to_string(),
+                json!({"command": "npx", "args": ["-y", "docs-mcp"]})
+            )]
+        );
+        assert_eq!(
+            plan.added,
+            [
+                "added docs from Claude Code (.mcp.json): npx -y docs-mcp\n    note: `oauth` is not a toolmux setting and was left out"
+            ]
+        );
+        assert_eq!(
+            plan.skipped,
+            [
+                "gh (from Cursor): toolmux already has a server of that name; use --force to replace it"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_forced_import_replaces_a_taken_name_and_takes_a_repeated_name_from_the_first_file() {
+        let existing = json!({"gh": {"command": "gh-mcp"}});
+        let existing = existing.as_object().expect("object");
+        let plan = plan_import(
+            existing,
+            vec![
+                found(
+                    ImportFormat::VsCode,
+                    ".vscode/mcp.json",
+                    "gh",
+                    json!({"type": "sse", "url": "https://example.com/sse"}),
+                ),
+                found(
+                    ImportFormat::Codex,
+                    "config.toml",
+                    "gh",
+                    json!({"command": "other"}),
+                ),
+            ],
+            true,
+        );
+        assert_eq!(
+            plan.entries,
+            [(
+                "gh".to_string(),
+                json!({"type": "sse", "url": "https://example.com/sse"})
+            )]
+        );
+        assert_eq!(
+            plan.added,
+            ["replaced gh from VS Code (.vscode/mcp.json): sse https://example.com/sse"]
+        );
+        assert_eq!(
+            plan.skipped,
+            ["gh (from Codex, config.toml): already imported from another file"]
         );
     }
 }

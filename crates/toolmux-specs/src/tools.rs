@@ -1,0 +1,693 @@
+//! The tools: descriptors (input and output schemas, annotations) and the dispatch from a
+//! call's arguments to the operations.
+//!
+//! Reads are annotated read-only, so the policy layer (`PolicyRules::resolve`) allows them by
+//! default; writes are annotated destructive, so it asks by default. `spec_relationships`
+//! both reads (`view`) and writes (`add`, `remove`); one tool has one policy, so it is
+//! annotated as a write and asks.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use toolmux_core::{ToolAnnotations, ToolDescriptor};
+
+use crate::Inner;
+use crate::body::{MatchMode, SectionMode};
+use crate::error::SpecsError;
+use crate::read::{self, ListFilter};
+use crate::update::{self, CreateArgs, LinkType, UpdateArgs};
+
+pub(crate) const SOURCE_ID: &str = "specs";
+
+/// Every tool name, in listing order.
+pub const TOOL_NAMES: [&str; 10] = [
+    "spec_list",
+    "spec_view",
+    "spec_search",
+    "spec_create",
+    "spec_update",
+    "spec_validate",
+    "spec_tokens",
+    "spec_board",
+    "spec_stats",
+    "spec_relationships",
+];
+
+fn string(description: &str) -> Value {
+    json!({"type": "string", "description": description})
+}
+
+fn strings(description: &str) -> Value {
+    json!({"type": "array", "items": {"type": "string"}, "description": description})
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn nullable_string() -> Value {
+    json!({"type": ["string", "null"]})
+}
+
+fn summary_schema() -> Value {
+    object(
+        json!({
+            "id": {"type": "string"},
+            "number": {"type": ["integer", "null"]},
+            "title": {"type": "string"},
+            "status": {"type": "string"},
+            "priority": nullable_string(),
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "assignee": nullable_string(),
+            "parent": nullable_string(),
+            "created": {"type": "string"},
+        }),
+        &[
+            "id", "number", "title", "status", "priority", "tags", "assignee", "parent", "created",
+        ],
+    )
+}
+
+fn spec_ref() -> Value {
+    string(
+        "The spec: its number (`42` or `042`), folder name, or a fragment of the name only one spec has.",
+    )
+}
+
+const STATUS_VALUES: [&str; 5] = ["draft", "planned", "in-progress", "complete", "archived"];
+const PRIORITY_VALUES: [&str; 4] = ["low", "medium", "high", "critical"];
+
+fn filter_properties() -> Map<String, Value> {
+    let Value::Object(map) = json!({
+        "status": {"type": "string", "enum": STATUS_VALUES, "description": "Only specs with this status. Archived specs are never listed (as in LeanSpec 0.3.0)."},
+        "tags": strings("Only specs with at least one of these tags (exact, case-sensitive)."),
+        "priority": {"type": "string", "enum": PRIORITY_VALUES, "description": "Only specs with this priority."},
+        "assignee": string("Only specs assigned to exactly this person."),
+        "parent": string("Only children of this spec (number, folder name or fragment)."),
+    }) else {
+        return Map::new();
+    };
+    map
+}
+
+fn descriptor(
+    name: &str,
+    title: &str,
+    description: &str,
+    input: Value,
+    output: Value,
+    writes: bool,
+) -> ToolDescriptor {
+    let mut d = ToolDescriptor::new(SOURCE_ID, name, description, input);
+    d.title = Some(title.to_string());
+    d.output_schema = Some(Arc::new(output));
+    d.annotations = if writes {
+        ToolAnnotations {
+            read_only_hint: Some(false),
+            destructive_hint: Some(true),
+            idempotent_hint: Some(false),
+            open_world_hint: Some(false),
+        }
+    } else {
+        ToolAnnotations::read_only()
+    };
+    // Reads share a snapshot and may run side by side; writes serialise on their spec's lock.
+    d.parallel = !writes;
+    d
+}
+
+/// The pack's descriptors.
+pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
+    let errors_schema = json!({"type": "array", "items": object(json!({
+        "id": {"type": "string"}, "file": {"type": "string"}, "line": {"type": "integer"}, "message": {"type": "string"},
+    }), &["id", "file", "line", "message"])});
+    let issue = object(
+        json!({
+            "severity": {"type": "string", "enum": ["error", "warning"]},
+            "rule": {"type": "string"},
+            "line": {"type": "integer"},
+            "message": {"type": "string"},
+        }),
+        &["severity", "rule", "line", "message"],
+    );
+    let mut list_input = filter_properties();
+    list_input.remove("parent");
+    list_input.insert(
+        "parent".into(),
+        string("Only children of this spec (number, folder name or fragment)."),
+    );
+    let mut board_input = filter_properties();
+    board_input.insert(
+        "groupBy".into(),
+        json!({"type": "string", "enum": ["status", "priority", "assignee", "tag", "parent"], "default": "status",
+               "description": "What to group by. Default `status`."}),
+    );
+    vec![
+        descriptor(
+            "spec_list",
+            "List specs",
+            "List the project's specs (LeanSpec format) in number order, with status, priority, tags, assignee and parent. Specs whose frontmatter cannot be read are reported under `errors`.",
+            object(Value::Object(list_input), &[]),
+            object(
+                json!({"count": {"type": "integer"}, "specs": {"type": "array", "items": summary_schema()}, "errors": errors_schema}),
+                &["count", "specs", "errors"],
+            ),
+            false,
+        ),
+        descriptor(
+            "spec_view",
+            "View a spec",
+            "Read one spec: frontmatter, body, sub-spec files, parent, children, dependencies and dependents, and its `contentHash` (pass it to spec_update as `expectedContentHash`).",
+            object(json!({"spec": spec_ref()}), &["spec"]),
+            object(
+                json!({
+                    "id": {"type": "string"}, "number": {"type": ["integer", "null"]}, "title": {"type": "string"},
+                    "status": {"type": "string"}, "created": {"type": "string"}, "priority": nullable_string(),
+                    "tags": {"type": "array", "items": {"type": "string"}}, "assignee": nullable_string(),
+                    "parent": nullable_string(),
+                    "children": {"type": "array", "items": {"type": "string"}},
+                    "dependsOn": {"type": "array", "items": {"type": "string"}},
+                    "requiredBy": {"type": "array", "items": {"type": "string"}},
+                    "subSpecs": {"type": "array", "items": object(json!({"name": {"type": "string"}, "size": {"type": "integer"}}), &["name", "size"])},
+                    "frontmatter": {"type": "object"},
+                    "file": {"type": "string"}, "contentHash": {"type": "string"}, "content": {"type": "string"},
+                }),
+                &[
+                    "id",
+                    "number",
+                    "title",
+                    "status",
+                    "created",
+                    "priority",
+                    "tags",
+                    "assignee",
+                    "parent",
+                    "children",
+                    "dependsOn",
+                    "requiredBy",
+                    "subSpecs",
+                    "frontmatter",
+                    "file",
+                    "contentHash",
+                    "content",
+                ],
+            ),
+            false,
+        ),
+        descriptor(
+            "spec_search",
+            "Search specs",
+            "Search specs with LeanSpec's query syntax and scoring: words (all must match), AND, OR, NOT, \"exact phrases\", status:, tag:, priority:, title:, created:>=2025-01 (also >, <, <=, a year, month or day), fuzzy term~ or term~2. Best matches first.",
+            object(
+                json!({
+                    "query": string("The query, e.g. `auth NOT legacy`, `tag:api status:planned`, `\"token refresh\"`, `gatway~2`."),
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10, "description": "The most results. Default 10."},
+                }),
+                &["query"],
+            ),
+            object(
+                json!({
+                    "query": {"type": "string"}, "count": {"type": "integer"},
+                    "results": {"type": "array", "items": object(json!({
+                        "id": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "string"},
+                        "score": {"type": "number"}, "tags": {"type": "array", "items": {"type": "string"}},
+                    }), &["id", "title", "status", "score", "tags"])},
+                }),
+                &["query", "count", "results"],
+            ),
+            false,
+        ),
+        descriptor(
+            "spec_create",
+            "Create a spec",
+            "Create a spec folder `NNN-name/README.md` with the next number, the template (or your content), and frontmatter.",
+            object(
+                json!({
+                    "name": string("Kebab-case name (`search-index`); a leading `NNN-` is dropped."),
+                    "title": string("The title (the `# ` heading). Default: the name in title case."),
+                    "status": {"type": "string", "enum": STATUS_VALUES, "description": "Initial status. Default `planned` (`draft` when the config enables draft status)."},
+                    "priority": {"type": "string", "enum": PRIORITY_VALUES, "description": "Priority. Default `medium`."},
+                    "template": string("A template file in `.lean-spec/templates/`. Default: the config's, else the built-in one."),
+                    "content": string("The body in markdown instead of the template."),
+                    "tags": strings("Tags."),
+                    "parent": string("The parent (umbrella) spec."),
+                    "dependsOn": strings("Specs this one depends on."),
+                    "assignee": string("Who owns it."),
+                }),
+                &["name"],
+            ),
+            object(
+                json!({
+                    "id": {"type": "string"}, "number": {"type": "integer"}, "title": {"type": "string"},
+                    "status": {"type": "string"}, "priority": {"type": "string"}, "file": {"type": "string"},
+                    "contentHash": {"type": "string"},
+                }),
+                &[
+                    "id",
+                    "number",
+                    "title",
+                    "status",
+                    "priority",
+                    "file",
+                    "contentHash",
+                ],
+            ),
+            true,
+        ),
+        descriptor(
+            "spec_update",
+            "Update a spec",
+            "Change a spec: status (recorded in `transitions`, with timestamps), priority, assignee, tags, text replacements, section edits, checklist toggles or the whole body. Pass `expectedContentHash` from spec_view so a concurrent change is refused instead of overwritten. Completing a spec with unchecked items or incomplete children, or moving a draft straight to in-progress/complete, needs `force`.",
+            object(
+                json!({
+                    "spec": spec_ref(),
+                    "status": {"type": "string", "enum": ["draft", "planned", "in-progress", "in_progress", "complete", "completed", "archived"], "description": "New status."},
+                    "priority": {"type": "string", "enum": ["low", "medium", "med", "high", "critical", "urgent"], "description": "New priority."},
+                    "assignee": string("New assignee; an empty string removes it."),
+                    "addTags": strings("Tags to add."),
+                    "removeTags": strings("Tags to remove."),
+                    "replacements": {"type": "array", "description": "Text replacements in the body, applied in order.", "items": object(json!({
+                        "oldString": string("The exact text to find."),
+                        "newString": string("Its replacement."),
+                        "matchMode": {"type": "string", "enum": ["unique", "all", "first"], "default": "unique", "description": "`unique` (default): exactly one occurrence must exist; `all`; `first`."},
+                    }), &["oldString", "newString"])},
+                    "sectionUpdates": {"type": "array", "description": "Edits of `## ` sections, by heading.", "items": object(json!({
+                        "section": string("The heading text (case-insensitive)."),
+                        "content": string("The new content."),
+                        "mode": {"type": "string", "enum": ["replace", "append", "prepend"], "default": "replace", "description": "Default `replace`."},
+                    }), &["section", "content"])},
+                    "checklistToggles": {"type": "array", "description": "Check or uncheck `- [ ]` items found by their text.", "items": object(json!({
+                        "itemText": string("Text the item contains (case-insensitive)."),
+                        "checked": {"type": "boolean", "description": "Checked or not."},
+                    }), &["itemText", "checked"])},
+                    "content": string("A whole new body (the title heading is kept). Other body edits are then ignored."),
+                    "expectedContentHash": string("The `contentHash` you read; the update is refused if the body changed since."),
+                    "force": {"type": "boolean", "default": false, "description": "Skip the completion and draft-stage checks. Default false."},
+                }),
+                &["spec"],
+            ),
+            object(
+                json!({
+                    "id": {"type": "string"}, "file": {"type": "string"},
+                    "changed": {"type": "array", "items": {"type": "string"}},
+                    "replacements": {"type": "array", "items": {"type": "object"}},
+                    "checklistToggles": {"type": "array", "items": {"type": "object"}},
+                    "previousContentHash": {"type": "string"}, "contentHash": {"type": "string"},
+                }),
+                &[
+                    "id",
+                    "file",
+                    "changed",
+                    "replacements",
+                    "checklistToggles",
+                    "previousContentHash",
+                    "contentHash",
+                ],
+            ),
+            true,
+        ),
+        descriptor(
+            "spec_validate",
+            "Validate specs",
+            "Check one spec or all against LeanSpec's rules: frontmatter, `created` date, dependencies, title, empty sections, tags, line and token limits. Errors and warnings with line numbers.",
+            object(json!({"spec": string("One spec; all when absent.")}), &[]),
+            object(
+                json!({
+                    "valid": {"type": "boolean"}, "errors": {"type": "integer"}, "warnings": {"type": "integer"},
+                    "specs": {"type": "array", "items": object(json!({
+                        "id": {"type": "string"}, "file": {"type": "string"}, "valid": {"type": "boolean"},
+                        "issues": {"type": "array", "items": issue},
+                    }), &["id", "file", "valid", "issues"])},
+                }),
+                &["valid", "errors", "warnings", "specs"],
+            ),
+            false,
+        ),
+        descriptor(
+            "spec_tokens",
+            "Count spec tokens",
+            "Count cl100k_base tokens of a spec (README and sub-specs), of any file in the project, or of every spec, with LeanSpec's ratings (≤2000 optimal, ≤3500 good, ≤5000 warning, above excessive).",
+            object(
+                json!({
+                    "spec": string("One spec."),
+                    "file": string("A file path relative to the project root (instead of a spec)."),
+                }),
+                &[],
+            ),
+            object(
+                json!({
+                    "encoding": {"type": "string"}, "total": {"type": "integer"},
+                    "items": {"type": "array", "items": {"type": "object"}},
+                    "thresholds": {"type": "object"},
+                }),
+                &["encoding", "total", "items", "thresholds"],
+            ),
+            false,
+        ),
+        descriptor(
+            "spec_board",
+            "Spec board",
+            "The project board: specs grouped by status, priority, assignee, tag or parent (archived specs left out, as in LeanSpec).",
+            object(Value::Object(board_input), &[]),
+            object(
+                json!({
+                    "groupBy": {"type": "string"}, "total": {"type": "integer"},
+                    "groups": {"type": "array", "items": object(json!({
+                        "name": {"type": "string"}, "count": {"type": "integer"},
+                        "specs": {"type": "array", "items": summary_schema()},
+                    }), &["name", "count", "specs"])},
+                }),
+                &["groupBy", "total", "groups"],
+            ),
+            false,
+        ),
+        descriptor(
+            "spec_stats",
+            "Spec statistics",
+            "Counts over every spec: by status, priority and tag, completion, active specs, dependencies, parents, sub-spec files.",
+            object(json!({}), &[]),
+            object(
+                json!({
+                    "total": {"type": "integer"}, "byStatus": {"type": "object"}, "byPriority": {"type": "object"},
+                    "noPriority": {"type": "integer"}, "byTag": {"type": "object"},
+                    "topTags": {"type": "array", "items": {"type": "object"}},
+                    "completionPercentage": {"type": "number"}, "activeCount": {"type": "integer"},
+                    "withParent": {"type": "integer"}, "withDependencies": {"type": "integer"},
+                    "totalDependencies": {"type": "integer"}, "subSpecs": {"type": "integer"},
+                    "unreadable": {"type": "integer"},
+                }),
+                &[
+                    "total",
+                    "byStatus",
+                    "byPriority",
+                    "noPriority",
+                    "byTag",
+                    "topTags",
+                    "completionPercentage",
+                    "activeCount",
+                    "withParent",
+                    "withDependencies",
+                    "totalDependencies",
+                    "subSpecs",
+                    "unreadable",
+                ],
+            ),
+            false,
+        ),
+        descriptor(
+            "spec_relationships",
+            "Spec relationships",
+            "View a spec's parent, children, dependencies and dependents, or add or remove a parent, child or depends_on link. Links that would make a cycle are refused.",
+            object(
+                json!({
+                    "spec": spec_ref(),
+                    "action": {"type": "string", "enum": ["view", "add", "remove"], "default": "view", "description": "Default `view`."},
+                    "type": {"type": "string", "enum": ["parent", "child", "depends_on"], "description": "The link (for add and remove)."},
+                    "target": string("The other spec (for add and remove)."),
+                }),
+                &["spec"],
+            ),
+            object(
+                json!({
+                    "id": {"type": "string"}, "action": {"type": "string"},
+                    "parent": nullable_string(),
+                    "children": {"type": "array", "items": {"type": "string"}},
+                    "dependsOn": {"type": "array", "items": {"type": "string"}},
+                    "requiredBy": {"type": "array", "items": {"type": "string"}},
+                    "type": {"type": "string"}, "target": {"type": "string"}, "edited": {"type": "string"},
+                }),
+                &["id", "action"],
+            ),
+            true,
+        ),
+    ]
+}
+
+fn opt_str(args: &Map<String, Value>, key: &str) -> Option<String> {
+    args.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn str_list(args: &Map<String, Value>, key: &str) -> Vec<String> {
+    args.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn req_str(args: &Map<String, Value>, key: &str) -> Result<String, SpecsError> {
+    opt_str(args, key).ok_or_else(|| SpecsError::Invalid(format!("`{key}` is required")))
+}
+
+fn filter(args: &Map<String, Value>) -> ListFilter {
+    ListFilter {
+        status: opt_str(args, "status"),
+        tags: str_list(args, "tags"),
+        priority: opt_str(args, "priority"),
+        assignee: opt_str(args, "assignee"),
+        parent: opt_str(args, "parent"),
+    }
+}
+
+/// Runs a tool: `None` when the pack has no such tool.
+pub(crate) fn run(
+    inner: &Inner,
+    tool: &str,
+    args: &Map<String, Value>,
+) -> Option<Result<(Value, String), SpecsError>> {
+    if !TOOL_NAMES.contains(&tool) {
+        return None;
+    }
+    Some(run_known(inner, tool, args))
+}
+
+fn run_known(
+    inner: &Inner,
+    tool: &str,
+    args: &Map<String, Value>,
+) -> Result<(Value, String), SpecsError> {
+    let snap = inner.store.snapshot()?;
+    match tool {
+        "spec_list" => read::list(&snap, &filter(args)),
+        "spec_view" => read::view(&snap, &req_str(args, "spec")?),
+        "spec_search" => {
+            let limit = args
+                .get("limit")
+                .and_then(Value::as_u64)
+                .map_or(10, |l| usize::try_from(l).unwrap_or(usize::MAX));
+            read::search(&snap, &req_str(args, "query")?, limit)
+        }
+        "spec_board" => read::board(
+            &snap,
+            args.get("groupBy")
+                .and_then(Value::as_str)
+                .unwrap_or("status"),
+            &filter(args),
+        ),
+        "spec_stats" => read::stats(&snap),
+        "spec_validate" => read::validate(
+            &snap,
+            opt_str(args, "spec").as_deref(),
+            &inner.config.limits,
+        ),
+        "spec_tokens" => read::tokens(
+            &snap,
+            &inner.root,
+            opt_str(args, "spec").as_deref(),
+            opt_str(args, "file").as_deref(),
+        ),
+        "spec_create" => {
+            let created = update::create(
+                &inner.store,
+                &inner.root,
+                &inner.config,
+                &snap,
+                CreateArgs {
+                    name: req_str(args, "name")?,
+                    title: opt_str(args, "title"),
+                    status: opt_str(args, "status"),
+                    priority: opt_str(args, "priority"),
+                    template: opt_str(args, "template"),
+                    content: opt_str(args, "content"),
+                    tags: str_list(args, "tags"),
+                    parent: opt_str(args, "parent"),
+                    depends_on: str_list(args, "dependsOn"),
+                    assignee: opt_str(args, "assignee"),
+                },
+            )?;
+            let text = format!("created {}", created["file"].as_str().unwrap_or_default());
+            Ok((created, text))
+        }
+        "spec_update" => {
+            let items = |key: &str| {
+                args.get(key)
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let mut replacements = Vec::new();
+            for r in items("replacements") {
+                let mode = match r.get("matchMode").and_then(Value::as_str) {
+                    None | Some("unique") => MatchMode::Unique,
+                    Some("all") => MatchMode::All,
+                    Some("first") => MatchMode::First,
+                    Some(other) => {
+                        return Err(SpecsError::Invalid(format!("invalid matchMode `{other}`")));
+                    }
+                };
+                replacements.push((
+                    r.get("oldString")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    r.get("newString")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    mode,
+                ));
+            }
+            let mut sections = Vec::new();
+            for s in items("sectionUpdates") {
+                let mode = match s.get("mode").and_then(Value::as_str) {
+                    None | Some("replace") => SectionMode::Replace,
+                    Some("append") => SectionMode::Append,
+                    Some("prepend") => SectionMode::Prepend,
+                    Some(other) => {
+                        return Err(SpecsError::Invalid(format!(
+                            "invalid section mode `{other}`"
+                        )));
+                    }
+                };
+                sections.push((
+                    s.get("section")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    s.get("content")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    mode,
+                ));
+            }
+            let checklist = items("checklistToggles")
+                .iter()
+                .map(|c| {
+                    (
+                        c.get("itemText")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        c.get("checked").and_then(Value::as_bool).unwrap_or(true),
+                    )
+                })
+                .collect();
+            let updated = update::update(
+                &inner.store,
+                &inner.locks,
+                &snap,
+                &req_str(args, "spec")?,
+                UpdateArgs {
+                    status: opt_str(args, "status"),
+                    priority: opt_str(args, "priority"),
+                    assignee: opt_str(args, "assignee"),
+                    add_tags: str_list(args, "addTags"),
+                    remove_tags: str_list(args, "removeTags"),
+                    replacements,
+                    sections,
+                    checklist,
+                    content: opt_str(args, "content"),
+                    expected_hash: opt_str(args, "expectedContentHash"),
+                    force: args.get("force").and_then(Value::as_bool).unwrap_or(false),
+                },
+            )?;
+            let changed: Vec<&str> = updated["changed"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let text = format!(
+                "updated {} ({}); contentHash {}",
+                updated["id"].as_str().unwrap_or_default(),
+                changed.join(", "),
+                updated["contentHash"].as_str().unwrap_or_default()
+            );
+            Ok((updated, text))
+        }
+        "spec_relationships" => {
+            let reference = req_str(args, "spec")?;
+            let action = opt_str(args, "action").unwrap_or_else(|| "view".into());
+            if action == "view" {
+                let spec = snap.lookup(&reference)?;
+                let ids = |v: Vec<&crate::model::Spec>| {
+                    v.into_iter().map(|s| s.id.clone()).collect::<Vec<_>>()
+                };
+                let value = json!({
+                    "id": spec.id,
+                    "action": "view",
+                    "parent": spec.parent,
+                    "children": ids(snap.children(&spec.id)),
+                    "dependsOn": spec.meta().depends_on,
+                    "requiredBy": ids(snap.required_by(&spec.id)),
+                });
+                let text = format!(
+                    "{}: parent {}; children {}; depends on {}; required by {}",
+                    spec.id,
+                    value["parent"],
+                    value["children"],
+                    value["dependsOn"],
+                    value["requiredBy"]
+                );
+                return Ok((value, text));
+            }
+            let add = match action.as_str() {
+                "add" => true,
+                "remove" => false,
+                other => {
+                    return Err(SpecsError::Invalid(format!(
+                        "invalid action `{other}` (view, add or remove)"
+                    )));
+                }
+            };
+            let link = match opt_str(args, "type").as_deref() {
+                Some("parent") => LinkType::Parent,
+                Some("child") => LinkType::Child,
+                Some("depends_on") => LinkType::DependsOn,
+                _ => {
+                    return Err(SpecsError::Invalid(
+                        "`type` (parent, child or depends_on) is required to add or remove a link"
+                            .into(),
+                    ));
+                }
+            };
+            let target = req_str(args, "target")?;
+            let value = update::relate(
+                &inner.store,
+                &inner.locks,
+                &snap,
+                &reference,
+                add,
+                link,
+                &target,
+            )?;
+            let text = format!(
+                "{} {} link {} → {}",
+                if add { "added" } else { "removed" },
+                value["type"].as_str().unwrap_or_default(),
+                value["id"].as_str().unwrap_or_default(),
+                value["target"].as_str().unwrap_or_default()
+            );
+            Ok((value, text))
+        }
+        _ => Err(SpecsError::Invalid(format!("no tool `{tool}`"))),
+    }
+}

@@ -1,0 +1,70 @@
+//! aimock, the stand-in for hosted LLM APIs that replays fixture conversations in the
+//! providers' exact streaming formats (`tests/peers/chat`, run with Node).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use crate::http::request;
+use crate::peers::peers_dir;
+
+/// The chat peers folder (`tests/peers/chat`); fails with instructions when aimock is not
+/// installed there.
+pub fn chat_peers() -> PathBuf {
+    let chat = peers_dir().join("chat");
+    assert!(
+        chat.join("node_modules/@copilotkit/aimock/dist/cli.js")
+            .is_file(),
+        "aimock is not installed in {}: run `(cd tests/peers/chat && npm ci)`",
+        chat.display()
+    );
+    chat
+}
+
+/// aimock on a free port, stopped on drop.
+pub struct Aimock {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl Aimock {
+    /// Starts aimock with `fixtures` from `tests/peers/chat/fixtures` (such as `chat.json`).
+    pub fn start(fixtures: &str) -> Self {
+        let chat = chat_peers();
+        let mut child = Command::new("node")
+            .arg(chat.join("node_modules/@copilotkit/aimock/dist/cli.js"))
+            .args(["-p", "0", "-f"])
+            .arg(chat.join("fixtures").join(fixtures))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start aimock with node (Node 20 is required)");
+        let mut lines = BufReader::new(child.stdout.take().expect("aimock stdout")).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("aimock exited before it listened")
+                .expect("read aimock output");
+            if let Some(at) = line.find("http://") {
+                break line[at..].trim().to_string();
+            }
+        };
+        // Keep draining its output so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, url }
+    }
+
+    /// The request journal: every request aimock received (up to a thousand), newest last.
+    pub fn journal(&self) -> serde_json::Value {
+        let address = self.url.trim_start_matches("http://");
+        request(address, "GET", "/__aimock/journal?limit=1000", &[], None).json()
+    }
+}
+
+impl Drop for Aimock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,22 @@
+//! What toolmux's tests share, one module per job: finding the real peers ([`peers`]), waiting
+//! for something a process does on its own time ([`eventually`]), watching the processes a test
+//! starts ([`processes`]), scratch projects ([`project`]), FIFOs ([`fifo`]), the Python MCP
+//! servers several tests start ([`servers`]), the Python MCP client ([`python_client`]), aimock
+//! ([`aimock`]), a plain HTTP/1.1 client ([`http`]) and `toolmux serve` in the background
+//! ([`served`]).
+//!
+//! A dev-only library: a crate's tests take what they need from it, and what is specific to one
+//! crate's tests stays in that crate. It depends on no toolmux crate, since every one of them
+//! depends on it for its tests.
+
+pub mod aimock;
+pub mod conformance;
+pub mod eventually;
+pub mod fifo;
+pub mod http;
+pub mod peers;
+pub mod processes;
+pub mod project;
+pub mod python_client;
+pub mod served;
+pub mod servers;

@@ -1,0 +1,93 @@
+//! The real peers the tests talk to, as `./scripts/test` installs them under `tests/peers/`
+//! (`TOOLMUX_PEERS`): the test virtualenv's Python (`TOOLMUX_TEST_PYTHON`) and its console
+//! scripts, the npm binaries of each area, and the files of the peers folder. A missing peer
+//! fails the test instead of skipping it: a test that cannot reach its peer proves nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// A path named by the environment variable `var`, which must be `usable`; else a failure that
+/// says what is wrong and `how` to set it right.
+fn path_from_env(var: &str, usable: fn(&Path) -> bool, how: &str) -> PathBuf {
+    match std::env::var_os(var).map(PathBuf::from) {
+        Some(path) if usable(&path) => path,
+        Some(path) => panic!("{var} is {}, which is not usable: {how}", path.display()),
+        None => panic!("{var} is not set, and this test needs it: {how}"),
+    }
+}
+
+/// The repository's `tests/peers` folder (`TOOLMUX_PEERS`).
+pub fn peers_dir() -> PathBuf {
+    path_from_env(
+        "TOOLMUX_PEERS",
+        Path::is_dir,
+        "run the test through ./scripts/test, or set it to the repository's tests/peers folder \
+         after installing the peers (`npm ci` in each of its folders)",
+    )
+}
+
+/// A file of the peers folder, such as `mcp/conformance_fixture.py`; it must exist.
+pub fn peer_file(relative: &str) -> PathBuf {
+    existing(peers_dir().join(relative), "run ./scripts/test")
+}
+
+/// A command of the npm peers of one area (`tests/peers/AREA/node_modules/.bin/NAME`).
+pub fn node_peer(area: &str, name: &str) -> PathBuf {
+    existing(
+        peers_dir().join(area).join("node_modules/.bin").join(name),
+        &format!("run ./scripts/test, or `npm ci` in tests/peers/{area}"),
+    )
+}
+
+/// The Python of the test virtualenv (`TOOLMUX_TEST_PYTHON`), which has the requirements of
+/// every `tests/peers/*/requirements.txt`.
+pub fn python() -> PathBuf {
+    path_from_env(
+        "TOOLMUX_TEST_PYTHON",
+        Path::exists,
+        "run the test through ./scripts/test, or set it to a python with the requirements of \
+         tests/peers/*/requirements.txt",
+    )
+}
+
+/// [`python`], checked once per test binary to import the `mcp` SDK, for the tests that start
+/// Python MCP servers: a virtualenv without it would fail them in confusing ways.
+pub fn mcp_python() -> PathBuf {
+    static CHECKED: OnceLock<()> = OnceLock::new();
+    let python = python();
+    CHECKED.get_or_init(|| {
+        let ok = Command::new(&python)
+            .args(["-c", "import mcp"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "`{}` cannot import the `mcp` SDK: pip install -r tests/peers/upstream/requirements.txt",
+            python.display()
+        );
+    });
+    python
+}
+
+/// A Python 3 for scripts that need only the standard library: the test virtualenv's when
+/// `TOOLMUX_TEST_PYTHON` is set, else `python3` from `PATH`.
+pub fn plain_python() -> PathBuf {
+    std::env::var_os("TOOLMUX_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+/// A console script of the test virtualenv (where `./scripts/test` installs the PyPI servers).
+pub fn venv_script(name: &str) -> PathBuf {
+    existing(
+        python().with_file_name(name),
+        "run ./scripts/test (it installs tests/peers/*/requirements.txt)",
+    )
+}
+
+/// `path`, which must exist; else a failure that says `how` to install it.
+fn existing(path: PathBuf, how: &str) -> PathBuf {
+    assert!(path.exists(), "{} is missing: {how}", path.display());
+    path
+}

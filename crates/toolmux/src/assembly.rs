@@ -1,0 +1,468 @@
+//! The one assembly of a project: from its loaded configuration to the hub with its sources
+//! (the workspace pack, script tools, code mode, the chat's human input, the upstream servers),
+//! the execution log, the chat engine and what the channels serve. Every command that touches
+//! tools opens an [`Assembly`] and takes what it needs from it; this is where a new source is
+//! plugged in.
+//!
+//! A configuration is put in force by one function, [`Assembly::put_in_force`], part by part:
+//! opening is putting a configuration in force over nothing, and a reload
+//! ([`Assembly::reload`], what `serve`'s writer and watcher call) puts in force what differs
+//! from the configuration in force, under the same conditions. A part read only at start (the
+//! root, workspace limits, the log, the providers and the chat engine they shape) stays as
+//! opened, and a change to it is named in a warning instead of being half applied.
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use anyhow::Context;
+use toolmux_chat::{ChatEngine, EngineSettings, Providers, SamplingSettings, SqliteStore};
+use toolmux_config::{Config, LoadedConfig};
+use toolmux_core::{Hub, HubSettings, NamePattern};
+use toolmux_execlog::{ExecutionLog, LogBudget, LogSettings};
+use toolmux_http::LiveOptions;
+use toolmux_mcp_server::ServeOptions;
+use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
+
+use crate::access::{Access, AccessError};
+use crate::cli::ServeFilterArgs;
+use crate::exit::Failure;
+use crate::project::{load_config, locate, log_dir};
+use crate::rest_upstreams::UpstreamView;
+
+/// What `--code-mode` offers in place of the whole catalog.
+const CODE_MODE_TOOLS: [&str; 2] = ["run_code", "search_tools"];
+
+/// A project's hub with its sources, its execution log and what its channels share, built from
+/// one configuration and kept current by [`Assembly::reload`].
+pub struct Assembly {
+    /// The configuration the assembly was opened with. The parts read only at start follow it
+    /// for the assembly's life (the root scripts run in included); [`Assembly::reload`] keeps
+    /// its own record of the configuration in force.
+    pub loaded: LoadedConfig,
+    /// The catalog and the pipeline every channel calls through.
+    pub hub: Hub,
+    /// The execution log; commands flush it before they exit.
+    pub log: Arc<ExecutionLog>,
+    /// Counts every call for `/metrics`; the hub records into it and it passes records on to
+    /// the execution log.
+    pub metrics: Arc<toolmux_api::CallMetrics>,
+    /// The upstream servers (the `mcpServers` section; their sources are in the hub); dropping
+    /// this stops the running ones cleanly.
+    pub upstreams: Arc<toolmux_upstream::Upstreams>,
+    /// Calls with policy `ask` waiting for a person, shared by every channel of the process
+    /// (the REST API answers them, the chat stream shows them).
+    pub approvals: Arc<toolmux_core::ApprovalQueue>,
+    /// Questions the chat's model asked the person (the `chat` source waits on them).
+    pub inputs: Arc<toolmux_chat::HumanInputs>,
+    /// The chat engine, built the first time a command asks for it.
+    chat: OnceLock<Arc<ChatEngine>>,
+    /// Who may use the HTTP server, when one serves this assembly.
+    access: OnceLock<Access>,
+    /// The configuration in force: the one opened, then each reload's.
+    in_force: Mutex<LoadedConfig>,
+}
+
+impl Assembly {
+    /// Finds the project, loads its configuration and puts it in force.
+    pub fn open(given: Option<&std::path::Path>) -> Result<Self, Failure> {
+        let project_dir = locate(given)?;
+        let loaded = load_config(&project_dir)?;
+        let config = &loaded.config;
+        let log = Arc::new(
+            ExecutionLog::open_with_budget(
+                LogSettings {
+                    dir: log_dir(&loaded.project_dir),
+                    retention_days: config.logs.retention_days,
+                    result_cap_bytes: config.logs.result_cap_bytes,
+                },
+                LogBudget {
+                    argument_cap_bytes: config.logs.argument_cap_bytes,
+                    whole_file_cap_bytes: config.logs.whole_file_cap_bytes,
+                    max_day_bytes: config.logs.max_day_bytes,
+                },
+            )
+            .context("cannot open the execution log")?,
+        );
+        let metrics = Arc::new(toolmux_api::CallMetrics::new(log.clone()));
+        // The settings are the first part `put_in_force` puts in force.
+        let hub = Hub::new(HubSettings::default(), metrics.clone());
+        let upstreams = Arc::new(toolmux_upstream::Upstreams::new(
+            &loaded,
+            &toolmux_config::state_dir(&loaded.project_dir),
+        ));
+        let assembly = Self {
+            in_force: Mutex::new(loaded.clone()),
+            loaded,
+            hub,
+            log,
+            metrics,
+            upstreams,
+            approvals: Arc::new(toolmux_core::ApprovalQueue::new()),
+            inputs: Arc::new(toolmux_chat::HumanInputs::default()),
+            chat: OnceLock::new(),
+            access: OnceLock::new(),
+        };
+        assembly.put_in_force(None, &assembly.loaded)?;
+        Ok(assembly)
+    }
+
+    /// Puts a freshly loaded configuration into effect: what changed since the configuration
+    /// in force is replaced (each part publishes a new catalog, which MCP clients hear as
+    /// `list_changed`), an unchanged part is left alone, so an unrelated edit restarts no
+    /// server and rebuilds no source. A configuration file that was read before and is missing
+    /// now leaves the configuration in force as it is.
+    pub fn reload(&self, loaded: &LoadedConfig) {
+        let mut in_force = self.in_force.lock().unwrap_or_else(PoisonError::into_inner);
+        // The writer's own writes reach the watcher too; an unchanged configuration is not
+        // applied twice.
+        if *in_force == *loaded {
+            return;
+        }
+        // A file that was read before and is missing now was deleted or renamed away, not
+        // emptied on purpose: loading it as empty would drop its keys, deny rules, tools and
+        // servers. The watcher checks this too; here it also covers a file that vanished
+        // between that check and the read.
+        if let Some(gone) = in_force.files.iter().find(|f| !loaded.files.contains(f)) {
+            tracing::warn!(
+                "the configuration file `{}` is gone; the last good configuration stays in \
+                 force (its keys and policies too) until the file is back",
+                gone.display()
+            );
+            return;
+        }
+        let old = std::mem::replace(&mut *in_force, loaded.clone());
+        if let Err(e) = self.put_in_force(Some(&old), loaded) {
+            // Only the parts built at start can fail, and a reload builds none of them.
+            tracing::warn!(error = ?e, "the changed configuration was not fully applied");
+        }
+    }
+
+    /// The one way a configuration takes effect, part by part: with no `old` configuration
+    /// (opening) every part is built; with one (a reload) only what changed is replaced, and a
+    /// changed part that is read only at start is named in a warning. Who may use the HTTP
+    /// server comes first, so that a revoked key stops working before anything else changes;
+    /// sources are added in the order the catalog lists them: workspace, specs, scripts, code
+    /// mode, chat, upstream servers.
+    fn put_in_force(&self, old: Option<&LoadedConfig>, new: &LoadedConfig) -> Result<(), Failure> {
+        let hub = &self.hub;
+        let after = &new.config;
+        // Whether a part changed; with nothing before, every part has.
+        let changed =
+            |part: fn(&Config, &Config) -> bool| old.is_none_or(|old| part(&old.config, after));
+        if let Some(access) = self.access.get()
+            && changed(|before, after| before.server != after.server)
+        {
+            match access.options(&after.server) {
+                Ok(options) => {
+                    access.live.replace(options);
+                    tracing::info!("server access settings (keys, hosts, origins) updated");
+                }
+                // Keeping the previous settings errs on the side of refusing: the edit that
+                // failed may have been meant to revoke a key, but applying it half (or opening
+                // a server beyond loopback to keyless requests) would be worse.
+                Err(e) => tracing::warn!(
+                    "`server` changed in the configuration but was not applied, the previous \
+                     keys, hosts and origins stay in force: {e}"
+                ),
+            }
+        }
+        if changed(Config::hub_settings_differ) {
+            hub.configure(after.hub_settings());
+        }
+        if old.is_none() {
+            hub.add_source(Arc::new(self.workspace()?));
+            self.add_specs();
+        }
+        if changed(|before, after| before.tools != after.tools) {
+            if after.tools.is_empty() {
+                hub.remove_source(toolmux_scripts::SOURCE_ID);
+            } else {
+                // The root is read only at start: scripts run where the workspace pack works.
+                hub.add_source(Arc::new(toolmux_scripts::ScriptSource::new(
+                    &after.tools,
+                    &self.loaded.root,
+                )));
+            }
+        }
+        if old.is_none() {
+            // Code mode calls back into the hub, so it holds it weakly (no reference cycle).
+            hub.add_source(Arc::new(toolmux_codemode::CodeModeSource::new(
+                hub.downgrade(),
+                Default::default(),
+            )));
+            // The chat's `request_human_input` tool, only where a chat can run (a provider is
+            // set). Providers are read only at start, like the chat engine they shape.
+            if !after.providers.is_empty() {
+                hub.add_source(Arc::new(toolmux_chat::HumanInputSource::new(
+                    self.inputs.clone(),
+                )));
+            }
+        }
+        if let Some(chat) = self.chat.get()
+            && changed(|before, after| {
+                SamplingSettings::from_config(before) != SamplingSettings::from_config(after)
+            })
+        {
+            chat.set_sampling(SamplingSettings::from_config(after));
+            tracing::info!("sampling settings (`chat.sampling`, `mcpServers.*.sampling`) updated");
+        }
+        match old {
+            None => {
+                for source in self.upstreams.sources() {
+                    hub.add_source(source);
+                }
+            }
+            Some(_) => {
+                let report = self.upstreams.apply(new, hub);
+                if !report.is_empty() {
+                    tracing::info!(
+                        added = ?report.added,
+                        changed = ?report.changed,
+                        reconfigured = ?report.reconfigured,
+                        removed = ?report.removed,
+                        "upstream servers (`mcpServers`) updated"
+                    );
+                }
+            }
+        }
+        if let Some(old) = old {
+            for field in needs_restart(old, new) {
+                tracing::warn!(
+                    "`{field}` changed in the configuration, but `toolmux serve` reads it only \
+                     at start: restart the server for the change to take effect"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The spec pack, when the project keeps LeanSpec specs (`specs/`, `docs/specs/`, or where
+    /// `.lean-spec/config.json` says). Looked for at start, like the root. A specs setup that
+    /// cannot be read leaves the pack out with a warning: the rest of toolmux works without it.
+    fn add_specs(&self) {
+        match toolmux_specs::SpecsSource::open(&self.loaded.root) {
+            Ok(Some(specs)) => self.hub.add_source(Arc::new(specs)),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("the spec tools are not available: {e}"),
+        }
+    }
+
+    /// The workspace pack on the root and limits the assembly was opened with.
+    fn workspace(&self) -> Result<WorkspacePack, Failure> {
+        let loaded = &self.loaded;
+        let limits = loaded.config.workspace_limits();
+        // The line limit of grep follows from the read cap (`from_read_bytes`).
+        let limits = WorkspaceLimits {
+            max_results: limits.max_results,
+            max_output_bytes: limits.max_output_bytes,
+            ..WorkspaceLimits::from_read_bytes(limits.max_read_bytes)
+        };
+        // The state directory is the project directory's, which with `"root": ".."` (or a
+        // symbolic `.toolmux`) is not `<root>/.toolmux/state`.
+        let workspace = WorkspacePack::with_state_dir(
+            &loaded.root,
+            toolmux_config::state_dir(&loaded.project_dir),
+            limits,
+        )
+        .with_context(|| format!("cannot open the project root `{}`", loaded.root.display()))?;
+        Ok(workspace)
+    }
+
+    /// The chat's providers, as opened.
+    pub fn providers(&self) -> Result<Providers, Failure> {
+        let config = &self.loaded.config;
+        Providers::from_config(&config.providers, &config.chat)
+            .map_err(|e| Failure::Config(e.to_string()))
+    }
+
+    /// The conversation database, `.toolmux/state/toolmux.db`.
+    pub fn conversation_store(&self) -> Result<Arc<SqliteStore>, Failure> {
+        let path = self.loaded.project_dir.join(toolmux_chat::DATABASE_PATH);
+        let store = SqliteStore::open(&path)
+            .with_context(|| format!("cannot open the state database `{}`", path.display()))?;
+        Ok(Arc::new(store))
+    }
+
+    /// The chat engine: the providers, the conversation database, the approval queue and the
+    /// question list, built on the first call and shared by every later one (the terminal
+    /// chat, `/api/chat`), with the sampling settings in force.
+    pub fn chat_engine(&self) -> Result<Arc<ChatEngine>, Failure> {
+        if let Some(engine) = self.chat.get() {
+            return Ok(engine.clone());
+        }
+        // Held while the engine is built, so that a reload cannot slip between reading the
+        // sampling settings and the engine becoming the one reloads update.
+        let in_force = self.in_force.lock().unwrap_or_else(PoisonError::into_inner);
+        let name = self
+            .loaded
+            .root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "project".into());
+        let engine = Arc::new(ChatEngine::new(
+            self.hub.clone(),
+            self.providers()?,
+            self.conversation_store()?,
+            self.approvals.clone(),
+            self.inputs.clone(),
+            EngineSettings::from_config(&self.loaded.config, &name),
+        ));
+        engine.set_sampling(SamplingSettings::from_config(&in_force.config));
+        Ok(self.chat.get_or_init(|| engine).clone())
+    }
+
+    /// What the MCP channel serves: the serve-time filters as the server's options, relaying
+    /// the upstream servers; the HTTP fields stay at their defaults.
+    pub fn mcp_options(&self, filters: &ServeFilterArgs) -> Result<ServeOptions, Failure> {
+        let patterns = |list: &[String]| -> Result<Vec<NamePattern>, Failure> {
+            list.iter()
+                .map(|p| NamePattern::new(p).map_err(|e| Failure::Usage(e.to_string())))
+                .collect()
+        };
+        if let Some(source) = &filters.pass_through {
+            let catalog = self.hub.catalog();
+            if !catalog.sources().iter().any(|s| &s.id == source) {
+                let known: Vec<&str> = catalog.sources().iter().map(|s| s.id.as_str()).collect();
+                return Err(Failure::Usage(format!(
+                    "--pass-through: there is no source `{source}`; the sources are: {}",
+                    known.join(", ")
+                )));
+            }
+        }
+        Ok(ServeOptions {
+            include: patterns(&filters.tools)?,
+            exclude: patterns(&filters.exclude)?,
+            pass_through: filters.pass_through.clone(),
+            // The model gets the two code-mode tools and writes scripts for everything else
+            // that the filters let through.
+            entry_points: if filters.code_mode {
+                CODE_MODE_TOOLS.map(String::from).to_vec()
+            } else {
+                Vec::new()
+            },
+            upstreams: Some(self.upstreams.clone()),
+            ..ServeOptions::default()
+        })
+    }
+
+    /// The upstream servers as the REST API shows them.
+    pub fn upstream_view(&self) -> Arc<dyn toolmux_api::UpstreamServers> {
+        Arc::new(UpstreamView {
+            upstreams: self.upstreams.clone(),
+            hub: self.hub.clone(),
+        })
+    }
+
+    /// Puts `access` in force with the `server` section in force, and keeps it there: later
+    /// reloads replace its live options when `server` changes. Returns the options every HTTP
+    /// route is checked against.
+    pub fn serve_with(&self, access: Access) -> Result<LiveOptions, AccessError> {
+        let in_force = self.in_force.lock().unwrap_or_else(PoisonError::into_inner);
+        access
+            .live
+            .replace(access.options(&in_force.config.server)?);
+        let live = access.live.clone();
+        if self.access.set(access).is_err() {
+            // One server per assembly; a second call would leave the first one's options
+            // unreloaded, which `serve` never does.
+            tracing::warn!("the assembly already serves over HTTP; its access settings stay");
+        }
+        Ok(live)
+    }
+}
+
+/// The fields that changed and are only read at start. The listen address, port and socket
+/// are command-line flags, not configuration, so no edit can change them.
+fn needs_restart(old: &LoadedConfig, new: &LoadedConfig) -> Vec<&'static str> {
+    let (before, after) = (&old.config, &new.config);
+    [
+        ("root", old.root != new.root),
+        ("workspace", before.workspace != after.workspace),
+        ("logs", before.logs != after.logs),
+        ("providers", before.providers != after.providers),
+        // `chat.sampling` applies live; the rest of `chat` shapes the engine at start.
+        ("chat", {
+            let without_sampling = |c: &toolmux_config::ChatSettings| {
+                let mut c = c.clone();
+                c.sampling = Default::default();
+                c
+            };
+            without_sampling(&before.chat) != without_sampling(&after.chat)
+        }),
+    ]
+    .into_iter()
+    .filter(|(_, changed)| *changed)
+    .map(|(field, _)| field)
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde_json::{Value, json};
+    use toolmux_core::{CallContext, Channel};
+
+    use super::*;
+
+    fn write_config(project: &Path, config: Value) {
+        let path = toolmux_config::project_config_path(project);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("config dir");
+        std::fs::write(&path, config.to_string()).expect("config written");
+    }
+
+    fn script(description: &str) -> Value {
+        json!({"description": description, "command": ["pwd"], "policy": "allow"})
+    }
+
+    #[tokio::test]
+    async fn a_reload_applies_script_tools_but_keeps_them_in_the_root_the_assembly_opened() {
+        let project = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(project.path().join("elsewhere")).expect("subdir");
+        write_config(
+            project.path(),
+            json!({"tools": {"where": script("Prints its directory.")}}),
+        );
+        let assembly = Assembly::open(Some(project.path())).expect("opens");
+
+        // One edit changes the tools, which apply at once, and the root, which is read only at
+        // start: the scripts keep running where the workspace pack works.
+        write_config(
+            project.path(),
+            json!({"root": "elsewhere", "tools": {
+                "where": script("Prints its directory."),
+                "also": script("Prints its directory too."),
+            }}),
+        );
+        assembly.reload(&load_config(project.path()).expect("loads"));
+
+        assert!(assembly.hub.catalog().get("also").is_some());
+        let printed = assembly
+            .hub
+            .call("where", json!({}), &CallContext::new(Channel::Cli))
+            .await
+            .expect("the script runs");
+        let opened = std::fs::canonicalize(project.path()).expect("canonical");
+        assert_eq!(printed.text_content().trim(), opened.display().to_string());
+    }
+
+    #[tokio::test]
+    async fn the_human_input_tool_follows_the_providers_the_assembly_opened_with() {
+        let project = tempfile::tempdir().expect("tempdir");
+        write_config(project.path(), json!({}));
+        let without = Assembly::open(Some(project.path())).expect("opens");
+        assert!(without.hub.catalog().get("request_human_input").is_none());
+
+        // Providers are read only at start, like the chat engine they shape: a reload that adds
+        // one leaves the tool out (and says a restart is needed) ...
+        let providers = json!({"providers": {"local": {
+            "kind": "openai", "baseUrl": "http://127.0.0.1:9/v1/", "defaultModel": "m"
+        }}});
+        write_config(project.path(), providers);
+        without.reload(&load_config(project.path()).expect("loads"));
+        assert!(without.hub.catalog().get("request_human_input").is_none());
+
+        // ... and an assembly opened with it has the tool.
+        let with = Assembly::open(Some(project.path())).expect("opens");
+        assert!(with.hub.catalog().get("request_human_input").is_some());
+    }
+}

@@ -1,0 +1,169 @@
+//! The upstream servers as the REST API shows them (`/api/mcp-servers`, `/api/prompts`,
+//! `/api/resources`, `/api/completions`): the API crate knows no MCP client, so the assembly
+//! hands it this implementation of [`toolmux_api::UpstreamServers`] over the one relay.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use toolmux_api::RelayError;
+use toolmux_upstream::{Relay, Relayed, UpstreamSource, Upstreams};
+
+/// The upstream servers as the REST API shows them, with their prompts, resources and
+/// completions relayed the way the MCP channel relays them: prompts under their served names
+/// (`PREFIX__prompt`), resources under their own URIs, each request to the server that listed
+/// the item.
+pub struct UpstreamView {
+    pub upstreams: Arc<Upstreams>,
+    pub hub: toolmux_core::Hub,
+}
+
+impl UpstreamView {
+    fn view(&self, source: &UpstreamSource) -> Value {
+        let mut discovery = serde_json::to_value(source.record()).unwrap_or_default();
+        // The cached tool list is the catalog's business; show registry names instead.
+        if let Some(record) = discovery.as_object_mut() {
+            record.remove("tools");
+        }
+        let tools: Vec<String> = self
+            .hub
+            .catalog()
+            .all_tools()
+            .iter()
+            .filter(|e| e.descriptor.source == source.name())
+            .map(|e| e.descriptor.name.clone())
+            .collect();
+        serde_json::json!({
+            "name": source.name(),
+            "prefix": source.prefix(),
+            "discovery": discovery,
+            "tools": tools,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl toolmux_api::UpstreamServers for UpstreamView {
+    fn list(&self) -> Vec<Value> {
+        self.upstreams
+            .servers()
+            .iter()
+            .map(|s| self.view(s))
+            .collect()
+    }
+
+    fn get(&self, name: &str) -> Option<Value> {
+        self.upstreams.get(name).map(|s| self.view(&s))
+    }
+
+    async fn refresh(&self, name: &str) -> Option<Result<Value, String>> {
+        let source = self.upstreams.get(name)?;
+        Some(match source.discover().await {
+            Ok(_) => Ok(self.view(&source)),
+            Err(e) => Err(e.to_string()),
+        })
+    }
+
+    fn prompts(&self) -> Vec<Value> {
+        served(self.relay().prompts())
+    }
+
+    async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, RelayError> {
+        let request = from_json(json!({ "name": name, "arguments": arguments }))?;
+        to_json(self.relay().get_prompt(request).await)
+    }
+
+    fn resources(&self) -> Vec<Value> {
+        served(self.relay().resources())
+    }
+
+    fn resource_templates(&self) -> Vec<Value> {
+        served(self.relay().resource_templates())
+    }
+
+    async fn read_resource(&self, uri: &str) -> Result<Value, RelayError> {
+        let request = from_json(json!({ "uri": uri }))?;
+        to_json(self.relay().read_resource(request).await)
+    }
+
+    async fn complete(&self, request: Value) -> Result<Value, RelayError> {
+        let reference = request
+            .get("ref")
+            .and_then(Value::as_object)
+            .ok_or_else(|| RelayError::Invalid("`ref` must be an object".into()))?;
+        if !matches!(
+            reference.get("type").and_then(Value::as_str),
+            Some("ref/prompt" | "ref/resource")
+        ) {
+            return Err(RelayError::Invalid(
+                "`ref.type` must be `ref/prompt` or `ref/resource`".into(),
+            ));
+        }
+        let request = from_json(request)?;
+        to_json(self.relay().complete(request).await)
+    }
+}
+
+impl UpstreamView {
+    /// The one relay, serving everything under registry names: REST has no serve-time filters.
+    fn relay(&self) -> Relay<'_> {
+        Relay::new(&self.upstreams, None)
+    }
+}
+
+/// Items the relay serves, as the REST API shows them: MCP's JSON, with their server.
+fn served(relayed: Vec<Relayed<impl serde::Serialize>>) -> Vec<Value> {
+    relayed
+        .into_iter()
+        .map(|Relayed { server, item }| {
+            let mut value = serde_json::to_value(item).unwrap_or_else(|_| json!({}));
+            if let Some(fields) = value.as_object_mut() {
+                fields.insert("server".into(), Value::String(server));
+            }
+            value
+        })
+        .collect()
+}
+
+/// MCP params from the JSON the API received; the API checked its shape, rmcp checks the rest.
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, RelayError> {
+    serde_json::from_value(value)
+        .map_err(|e| RelayError::Invalid(format!("not a valid MCP request: {e}")))
+}
+
+/// The relay's answer as the API's JSON, or its failure as the API's [`RelayError`], kind for
+/// kind.
+fn to_json(
+    answer: Result<impl serde::Serialize, toolmux_upstream::RelayError>,
+) -> Result<Value, RelayError> {
+    use toolmux_upstream::RelayError as Upstream;
+    let message = |e: &Upstream| e.to_string();
+    match answer {
+        Ok(result) => serde_json::to_value(result)
+            .map_err(|e| RelayError::Failed(format!("cannot render the server's answer: {e}"))),
+        Err(error) => Err(match error {
+            Upstream::NotFound(_) => RelayError::NotFound(message(&error)),
+            Upstream::Invalid(_) | Upstream::NoSubscriptions { .. } => {
+                RelayError::Invalid(message(&error))
+            }
+            Upstream::Answered {
+                server,
+                code,
+                message,
+            } => RelayError::Answered {
+                server,
+                code,
+                message,
+            },
+            Upstream::Failed(_) => RelayError::Failed(message(&error)),
+            Upstream::Unavailable(_) => RelayError::Unavailable(message(&error)),
+            Upstream::Timeout { after, .. } => RelayError::Timeout {
+                message: message(&error),
+                after_ms: u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+            },
+        }),
+    }
+}
