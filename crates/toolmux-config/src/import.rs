@@ -232,6 +232,7 @@ fn codex_server(name: &str, entry: &toml::Table) -> ImportedServer {
     let mut out = Map::new();
     let mut notes = Vec::new();
     let mut headers = Map::new();
+    let mut passed = Map::new();
     for (key, value) in entry {
         let json = toml_to_json(value);
         match key.as_str() {
@@ -282,10 +283,15 @@ fn codex_server(name: &str, entry: &toml::Table) -> ImportedServer {
                     headers.insert("Authorization".into(), json!(format!("Bearer ${{{var}}}")));
                 }
             }
-            "env_vars" => notes.push(
-                "`env_vars` was left out: toolmux passes its whole environment to the server"
-                    .to_string(),
-            ),
+            // Codex passes these variables of its own environment to the server; toolmux passes
+            // only an allowlist, so each becomes a `${VAR}` reference, read when it starts.
+            "env_vars" => {
+                if let Value::Array(names) = json {
+                    for name in names.iter().filter_map(Value::as_str) {
+                        passed.insert(name.to_string(), json!(format!("${{{name}}}")));
+                    }
+                }
+            }
             other => notes.push(format!(
                 "`{other}` is not a toolmux setting and was left out"
             )),
@@ -293,6 +299,15 @@ fn codex_server(name: &str, entry: &toml::Table) -> ImportedServer {
     }
     if !headers.is_empty() {
         out.insert("headers".into(), Value::Object(headers));
+    }
+    if !passed.is_empty() {
+        // The server's own `env` values win over a variable of the same name passed through.
+        let env = out.entry("env").or_insert_with(|| json!({}));
+        if let Value::Object(env) = env {
+            for (name, reference) in passed {
+                env.entry(name).or_insert(reference);
+            }
+        }
     }
     literal_secrets(&out, &mut notes);
     ImportedServer {
@@ -571,6 +586,7 @@ model = "o3"
 command = "docs-server"
 args = ["--port", "0"]
 env = { "A" = "1" }
+env_vars = ["A", "DOCS_TOKEN"]
 startup_timeout_sec = 2.5
 tool_timeout_sec = 60
 enabled_tools = ["search"]
@@ -584,9 +600,12 @@ env_http_headers = { "X-Key" = "REMOTE_KEY" }
         assert_eq!(servers.len(), 2);
         assert_eq!(
             servers[0].entry,
-            json!({"command": "docs-server", "args": ["--port", "0"], "env": {"A": "1"},
+            json!({"command": "docs-server", "args": ["--port", "0"],
+                   "env": {"A": "1", "DOCS_TOKEN": "${DOCS_TOKEN}"},
                    "startupTimeoutMs": 2500, "toolTimeoutMs": 60000, "enabledTools": ["search"]})
         );
+        // What Codex passes from its environment is passed by reference, not noted as dropped.
+        assert_eq!(servers[0].notes, Vec::<String>::new());
         assert_eq!(
             servers[1].entry,
             json!({"url": "https://example.com/mcp",

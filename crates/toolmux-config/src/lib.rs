@@ -65,4 +65,4 @@ pub use upstream::{
     DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, Prefix, ServerEntry,
     ServerName, TransportKind, UpstreamServer, UpstreamTransport,
 };
-pub use write::write_atomic;
+pub use write::{write_atomic, write_new_atomic};

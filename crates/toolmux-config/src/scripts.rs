@@ -47,13 +47,13 @@ pub struct ScriptTool {
     /// `true` hands the command toolmux's whole environment. By default it gets only the
     /// basics a program needs (`PATH`, `HOME`, `USER`, locale, temp dir …) plus `env`, so
     /// toolmux's own API keys and provider keys never reach a script that was not given them.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub inherit_env: bool,
     /// How long a call may run, in milliseconds; the whole process group is killed after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<NonZeroU64>,
     /// The tool may run concurrently with other parallel tools of a batch.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub parallel: bool,
     /// The tool's policy, unless a rule in `policies.tools` names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,10 +69,6 @@ fn any_object() -> Value {
 
 fn is_any_object(value: &Value) -> bool {
     *value == any_object()
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 fn non_empty_argv<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

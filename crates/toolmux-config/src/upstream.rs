@@ -75,7 +75,7 @@ pub struct ServerEntry {
     /// `true` hands the process toolmux's whole environment (stdio). By default it gets only
     /// the basics a program needs (`PATH`, `HOME`, `USER`, locale, temp dir …) plus `env`, so
     /// toolmux's own API keys and provider keys never reach a server that was not given them.
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub inherit_env: bool,
     /// The server's endpoint (`http`, `sse`): `http://` or `https://`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -566,10 +566,6 @@ impl JsonSchema for Prefix {
                             without `__`.",
         })
     }
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 #[cfg(test)]

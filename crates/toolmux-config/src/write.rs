@@ -10,12 +10,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Replaces the contents of `path` with `bytes` atomically. An existing file keeps its
 /// permissions; a symlink keeps pointing where it did and its target is replaced.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_atomic_with(path, |file| file.write_all(bytes))
+    write_atomic_with(path, Commit::Replace, |file| file.write_all(bytes))
+}
+
+/// [`write_atomic`] for a file that must not exist yet: fails with
+/// [`io::ErrorKind::AlreadyExists`], leaving the existing file as it was, when it does — also
+/// when another writer creates it between the check and the write (a hard link, unlike a
+/// rename, never replaces its target).
+pub fn write_new_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, Commit::New, |file| file.write_all(bytes))
+}
+
+/// How the written temporary file takes the target's place.
+#[derive(Clone, Copy)]
+enum Commit {
+    /// Renamed over it.
+    Replace,
+    /// Linked to its name, which must be free, then unlinked.
+    New,
 }
 
 /// [`write_atomic`] with the writing step given, so that a test can make it fail halfway.
 fn write_atomic_with(
     path: &Path,
+    commit: Commit,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
     let target = resolve_symlink(path)?;
@@ -38,7 +56,12 @@ fn write_atomic_with(
         file.sync_all()
     })();
     drop(file);
-    let renamed = written.and_then(|()| fs::rename(&temp_path, &target));
+    let renamed = written.and_then(|()| match commit {
+        Commit::Replace => fs::rename(&temp_path, &target),
+        Commit::New => {
+            fs::hard_link(&temp_path, &target).and_then(|()| fs::remove_file(&temp_path))
+        }
+    });
     if let Err(e) = renamed {
         // Best effort: the write already failed, and that is the error to report.
         let _ = fs::remove_file(&temp_path);
@@ -132,11 +155,22 @@ mod tests {
     }
 
     #[test]
+    fn a_new_file_is_written_once_and_never_replaces_one_that_exists() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("README.md");
+        write_new_atomic(&path, b"first").expect("a new file");
+        let err = write_new_atomic(&path, b"second").expect_err("it exists");
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&path).expect("read"), b"first");
+        assert_eq!(entries(dir.path()), ["README.md"]);
+    }
+
+    #[test]
     fn a_failed_write_keeps_the_old_file_and_removes_the_temp_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("config.json");
         fs::write(&path, "old").expect("seed");
-        let err = write_atomic_with(&path, |file| {
+        let err = write_atomic_with(&path, Commit::Replace, |file| {
             file.write_all(b"half of the n")?;
             Err(io::Error::other("disk full"))
         })

@@ -7,6 +7,7 @@
 
 mod approval;
 mod backchannel;
+mod bytes;
 mod catalog;
 mod context;
 mod duration;
@@ -25,6 +26,7 @@ pub use approval::{
     approve_within,
 };
 pub use backchannel::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
+pub use bytes::human_bytes;
 pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOverride};
 pub use context::{CallContext, Channel};
 pub use duration::{DurationParseError, format_duration, parse_duration};

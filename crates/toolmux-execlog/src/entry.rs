@@ -42,7 +42,7 @@ pub struct LogEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_bytes: Option<u64>,
     /// The arguments were larger than the cap and `arguments` holds only their start.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub arguments_truncated: bool,
     /// Where the whole arguments of a cut line are kept, relative to the log folder, when they
     /// were small enough to keep (`results/YYYY-MM-DD/<id>.arguments.json`).
@@ -63,7 +63,7 @@ pub struct LogEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_bytes: Option<u64>,
     /// The result was larger than the cap and `result` holds only its start.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub result_truncated: bool,
     /// Where the whole result of a truncated one is kept, relative to the log folder
     /// (`results/YYYY-MM-DD/<id>.json`), so a caller that was handed a cut result can find it.
@@ -71,7 +71,7 @@ pub struct LogEntry {
     pub result_file: Option<String>,
     /// The day's log had passed its size budget when this call was written, so the line holds
     /// only the call's facts and sizes: no arguments, no result.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abridged: bool,
 }
 
@@ -83,10 +83,6 @@ impl LogEntry {
         }
         serde_json::from_value(self.result.clone()?).ok()
     }
-}
-
-fn is_false(value: &bool) -> bool {
-    !value
 }
 
 /// RFC 3339 in UTC with exactly six fractional digits and a `Z`, so lines sort as text too.
@@ -112,7 +108,7 @@ struct Line<'a> {
     arguments: Stored<'a, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     arguments_truncated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments_file: Option<&'a str>,
@@ -124,11 +120,11 @@ struct Line<'a> {
     result: Stored<'a, ToolResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     result_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     result_truncated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     result_file: Option<&'a str>,
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     abridged: bool,
 }
 

@@ -46,6 +46,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 use toolmux_core::{Source, SourceCall, SourceError, SourceKind, ToolDescriptor, ToolResult};
+use toolmux_workspace::ProjectRoot;
 
 pub use discovery::{Config, Limits, find_specs_dir};
 pub use error::SpecsError;
@@ -65,6 +66,9 @@ pub struct SpecsSource {
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub(crate) root: PathBuf,
+    /// The same root as the workspace pack sees it: what a caller names by path (`spec_tokens`
+    /// of a file) is read through it, confined as the workspace tools are.
+    pub(crate) project: ProjectRoot,
     pub(crate) config: Config,
     pub(crate) store: store::Store,
     pub(crate) locks: write::Locks,
@@ -72,17 +76,27 @@ pub(crate) struct Inner {
 }
 
 impl SpecsSource {
-    /// The pack for the project at `root`, with the specs directory found as LeanSpec finds
-    /// it (`LEANSPEC_SPECS_DIR` included). `None` when the project has no specs directory.
-    pub fn open(root: &Path) -> Result<Option<Self>, SpecsError> {
+    /// The pack for `project` (the root the workspace pack confines to, with toolmux's state
+    /// directory), with the specs directory found as LeanSpec finds it (`LEANSPEC_SPECS_DIR`
+    /// included). `None` when the project has no specs directory.
+    pub fn open(project: &ProjectRoot) -> Result<Option<Self>, SpecsError> {
         let env = std::env::var(SPECS_DIR_ENV).ok();
-        Self::open_with(root, env.as_deref())
+        Self::open_in(project.clone(), env.as_deref())
     }
 
-    /// Like [`SpecsSource::open`], with the override given instead of read from the
-    /// environment.
+    /// The pack for the project at `root` (its state at `<root>/.toolmux/state`), with the
+    /// override given instead of read from the environment.
     pub fn open_with(root: &Path, specs_dir: Option<&str>) -> Result<Option<Self>, SpecsError> {
-        let root = root.canonicalize().map_err(|e| SpecsError::io(root, e))?;
+        let project = ProjectRoot::new(root).map_err(|e| SpecsError::Config {
+            path: root.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Self::open_in(project, specs_dir)
+    }
+
+    fn open_in(project: ProjectRoot, specs_dir: Option<&str>) -> Result<Option<Self>, SpecsError> {
+        let root = project.path();
+        let root = root.to_path_buf();
         let config = Config::load(&root)?;
         let Some(dir) = find_specs_dir(&root, &config, specs_dir) else {
             return Ok(None);
@@ -103,6 +117,7 @@ impl SpecsSource {
         Ok(Some(Self {
             inner: Arc::new(Inner {
                 root,
+                project,
                 config,
                 store: store::Store::new(dir),
                 locks: write::Locks::default(),

@@ -2,9 +2,9 @@
 //! the structured result and a short text for a model.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_json::{Map, Value, json};
+use toolmux_workspace::ProjectRoot;
 
 use crate::discovery::Limits;
 use crate::error::SpecsError;
@@ -506,7 +506,7 @@ pub(crate) fn validate(
 /// every spec.
 pub(crate) fn tokens(
     snap: &Snapshot,
-    root: &Path,
+    project: &ProjectRoot,
     reference: Option<&str>,
     file: Option<&str>,
 ) -> Result<(Value, String), SpecsError> {
@@ -514,8 +514,9 @@ pub(crate) fn tokens(
     let entry = |id: Option<&str>, path: &str, n: usize| json!({"id": id, "file": path, "tokens": n, "rating": tokens::rating(n)});
     let mut items = Vec::new();
     if let Some(file) = file {
-        let path = confined(root, file)?;
-        let text = std::fs::read_to_string(&path).map_err(|e| SpecsError::io(&path, e))?;
+        let text = project
+            .read_text(file, MAX_TOKENS_FILE_BYTES)
+            .map_err(|e| SpecsError::Invalid(e.to_string()))?;
         items.push(entry(None, file, count(&text)?));
     } else if let Some(reference) = reference {
         let spec = snap.lookup(reference)?;
@@ -560,27 +561,5 @@ pub(crate) fn tokens(
     ))
 }
 
-/// A project-relative path, refused when it leaves the root (lexically or through a link).
-fn confined(root: &Path, file: &str) -> Result<std::path::PathBuf, SpecsError> {
-    let rel = Path::new(file);
-    if rel.is_absolute()
-        || rel.components().any(|c| {
-            !matches!(
-                c,
-                std::path::Component::Normal(_) | std::path::Component::CurDir
-            )
-        })
-    {
-        return Err(SpecsError::Invalid(format!(
-            "`{file}` must be a path inside the project, relative to its root, without `..`"
-        )));
-    }
-    let path = root.join(rel);
-    let real = path.canonicalize().map_err(|e| SpecsError::io(&path, e))?;
-    if !real.starts_with(root) || !real.is_file() {
-        return Err(SpecsError::Invalid(format!(
-            "`{file}` is not a file inside the project"
-        )));
-    }
-    Ok(real)
-}
+/// The largest file `spec_tokens` counts: far past any spec's token limit.
+const MAX_TOKENS_FILE_BYTES: u64 = 16 * 1024 * 1024;

@@ -501,7 +501,7 @@ fn run_known(
         ),
         "spec_tokens" => read::tokens(
             &snap,
-            &inner.root,
+            &inner.project,
             opt_str(args, "spec").as_deref(),
             opt_str(args, "file").as_deref(),
         ),

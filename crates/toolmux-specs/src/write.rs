@@ -8,10 +8,8 @@
 //! the folder rather than a lock file leaves nothing behind in the user's specs.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::SpecsError;
@@ -48,59 +46,22 @@ impl Locks {
     }
 }
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `text` to `path` atomically, keeping the old file's permissions. `create_new`
-/// refuses to replace an existing file (for a new spec).
+/// Writes `text` to `path` through toolmux's one atomic writer (temp file, fsync, rename, fsync
+/// of the folder; the old file's permissions kept). `create_new` refuses to replace an existing
+/// file (for a new spec), also one created concurrently under the same name.
 pub(crate) fn write_atomic(path: &Path, text: &str, create_new: bool) -> Result<(), SpecsError> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| SpecsError::Invalid(format!("{} has no folder", path.display())))?;
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("README.md");
-    let tmp = dir.join(format!(
-        ".{name}.toolmux-{}-{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| SpecsError::io(&tmp, e))?;
-        if let Ok(old) = fs::metadata(path) {
-            file.set_permissions(old.permissions())
-                .map_err(|e| SpecsError::io(&tmp, e))?;
-        }
-        file.write_all(text.as_bytes())
-            .map_err(|e| SpecsError::io(&tmp, e))?;
-        file.sync_all().map_err(|e| SpecsError::io(&tmp, e))?;
-        drop(file);
-        if create_new {
-            // A hard link fails when the target exists, so a spec created concurrently under
-            // the same name is never overwritten.
-            fs::hard_link(&tmp, path).map_err(|e| SpecsError::io(path, e))?;
-            fs::remove_file(&tmp).map_err(|e| SpecsError::io(&tmp, e))?;
-        } else {
-            fs::rename(&tmp, path).map_err(|e| SpecsError::io(path, e))?;
-        }
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| SpecsError::io(dir, e))
-    })();
-    if result.is_err() {
-        // Best effort: the temporary file may not exist (the failure was creating it).
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    let written = if create_new {
+        toolmux_config::write_new_atomic(path, text.as_bytes())
+    } else {
+        toolmux_config::write_atomic(path, text.as_bytes())
+    };
+    written.map_err(|e| SpecsError::io(path, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
@@ -117,7 +78,10 @@ mod tests {
         );
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
         let err = write_atomic(&path, "again", true).unwrap_err().to_string();
-        assert!(err.contains("File exists"), "{err}");
+        assert_eq!(
+            err,
+            format!("{}: File exists (os error 17)", path.display())
+        );
         assert_eq!(fs::read_to_string(&path).unwrap(), "new");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }

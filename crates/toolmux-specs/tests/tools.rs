@@ -86,6 +86,41 @@ fn descriptors_have_schemas_and_writes_ask_by_default() {
 }
 
 #[test]
+fn spec_tokens_reads_a_named_file_only_as_the_workspace_tools_would() {
+    let (dir, pack) = project();
+    write(&dir.path().join("notes.md"), "hello world\n");
+    write(&dir.path().join(".toolmux/state/secret.md"), "secret\n");
+    let outside = dir.path().parent().unwrap().join("outside.md");
+    fs::write(&outside, "outside\n").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.path().join("link.md")).unwrap();
+    let counted = call(&pack, "spec_tokens", json!({"file": "notes.md"}));
+    assert_eq!(counted["items"][0]["file"], "notes.md");
+    for (file, refused) in [
+        (
+            "../outside.md",
+            "path `../outside.md` leaves the project root",
+        ),
+        (
+            "link.md",
+            "`link.md` is a symbolic link that leads outside the project root",
+        ),
+        (
+            ".toolmux/state/secret.md",
+            "`.toolmux/state/secret.md` is inside `.toolmux/state`, toolmux's own state, which \
+             the workspace tools do not read",
+        ),
+        ("specs", "`specs` cannot be read: not a regular file"),
+    ] {
+        assert_eq!(
+            try_call(&pack, "spec_tokens", json!({"file": file})).unwrap_err(),
+            refused,
+            "{file}"
+        );
+    }
+    fs::remove_file(outside).unwrap();
+}
+
+#[test]
 fn a_specs_dir_outside_the_project_is_refused() {
     let base = tempfile::tempdir().unwrap();
     let root = base.path().join("project");
@@ -471,10 +506,7 @@ fn tokens_count_specs_and_confined_files() {
     assert_eq!(file["total"], 2);
     assert_eq!(file["items"][0]["rating"], "optimal");
     let err = try_call(&pack, "spec_tokens", json!({"file": "../outside"})).unwrap_err();
-    assert_eq!(
-        err,
-        "`../outside` must be a path inside the project, relative to its root, without `..`"
-    );
+    assert_eq!(err, "path `../outside` leaves the project root");
     let spec = call(&pack, "spec_tokens", json!({"spec": "2"}));
     assert_eq!(spec["items"][0]["tokens"], spec["items"][0]["readmeTokens"]);
     assert_eq!(spec["items"][0]["id"], "002-beta");

@@ -29,23 +29,26 @@ pub fn assert_server_suite_passes(url: &str, baseline: &Path, extra: &[&str]) ->
         .stderr(Stdio::piped())
         .spawn()
         .expect("run the conformance suite");
-    let mut stdout = String::new();
-    suite
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut stdout)
-        .expect("read stdout");
+    // Read on threads, so that a suite that hangs meets the time limit instead of blocking the
+    // read, and a full stderr pipe never stalls it.
+    let stdout = drain(suite.stdout.take().expect("stdout"));
+    let stderr = drain(suite.stderr.take().expect("stderr"));
     let status = wait_bounded(&mut suite, SUITE_LIMIT);
-    let mut stderr = String::new();
-    let _ = suite
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr);
+    let stdout = stdout.join().expect("the stdout reader");
+    let stderr = stderr.join().expect("the stderr reader");
     assert!(
         status.success(),
         "conformance failures beyond the baseline (or a stale baseline entry)\n{stdout}\n{stderr}"
     );
     stdout
+}
+
+/// Everything `pipe` carries until it closes, read on a thread of its own.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        pipe.read_to_string(&mut text)
+            .expect("read the suite's output");
+        text
+    })
 }

@@ -3,9 +3,9 @@
 //! wrote them (`$id`, remote `$ref`s, a `$schema` below the root or naming a dialect toolmux
 //! cannot check), and checked to compile. A root `$schema` naming a standard draft is kept: MCP
 //! clients are told which dialect a schema is written in (SEP-1613; 2020-12 when absent), and
-//! the pipeline validates with that draft. The chat removes it where a provider refuses it. A schema that cannot be
-//! used is replaced by an accept-anything object schema (the server still checks its own
-//! arguments), and the reason is kept as a note in the discovery cache.
+//! the pipeline validates with that draft. The chat removes it where a provider refuses it.
+//! A schema that cannot be used is replaced by an accept-anything object schema (the server
+//! still checks its own arguments), and the reason is kept as a note in the discovery cache.
 
 use serde_json::{Map, Value, json};
 
@@ -13,7 +13,8 @@ use serde_json::{Map, Value, json};
 pub const MAX_SCHEMA_BYTES: usize = 32 * 1024;
 /// The deepest nesting kept; anything deeper becomes `{}` (accept anything).
 const MAX_DEPTH: usize = 32;
-/// Keywords dropped wherever they appear (`$schema` is kept at the root, see [`KNOWN_DIALECTS`]).
+/// Keywords dropped wherever they appear (but a root `$schema` of one of the
+/// [`KNOWN_DIALECTS`]).
 const DROPPED: &[&str] = &[
     "$schema",
     "$id",
@@ -51,7 +52,7 @@ pub fn input_schema(raw: &Value) -> Sanitised {
             kind(raw)
         ));
     };
-    let mut schema = Value::Object(clean_root(map));
+    let mut schema = Value::Object(clean_object(map, 0));
     if let Value::Object(map) = &mut schema {
         map.entry("type").or_insert_with(|| json!("object"));
     }
@@ -73,7 +74,7 @@ pub fn output_schema(raw: &Value) -> (Option<Value>, Option<String>) {
             )),
         );
     };
-    match finish(Value::Object(clean_root(map))) {
+    match finish(Value::Object(clean_object(map, 0))) {
         Ok(sanitised) => (Some(sanitised.schema), sanitised.note),
         Err(reason) => (
             None,
@@ -96,14 +97,14 @@ fn finish(mut schema: Value) -> Result<Sanitised, String> {
         strip_decorative(&mut schema, true);
         if size(&schema) > MAX_SCHEMA_BYTES {
             return Err(format!(
-                "the schema is larger than {} KiB even without descriptions",
-                MAX_SCHEMA_BYTES / 1024
+                "the schema is larger than {} even without descriptions",
+                toolmux_core::human_bytes(MAX_SCHEMA_BYTES as u64)
             ));
         }
         note = Some(format!(
-            "the schema was larger than {} KiB; nested descriptions, titles, defaults and \
+            "the schema was larger than {}; nested descriptions, titles, defaults and \
              examples were dropped",
-            MAX_SCHEMA_BYTES / 1024
+            toolmux_core::human_bytes(MAX_SCHEMA_BYTES as u64)
         ));
     }
     if let Err(e) = jsonschema::validator_for(&schema) {
@@ -116,25 +117,6 @@ fn size(value: &Value) -> usize {
     serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
 }
 
-/// The root of a schema, cleaned: as [`clean_object`], keeping a `$schema` that names one of
-/// the [`KNOWN_DIALECTS`] (in its place among the keys).
-fn clean_root(map: &Map<String, Value>) -> Map<String, Value> {
-    let mut cleaned = clean_object(map, 0);
-    if let Some(dialect) = map.get("$schema").filter(|d| is_known_dialect(d)) {
-        let mut ordered = Map::with_capacity(cleaned.len() + 1);
-        for key in map.keys() {
-            if key == "$schema" {
-                ordered.insert(key.clone(), dialect.clone());
-            } else if let Some(value) = cleaned.remove(key) {
-                ordered.insert(key.clone(), value);
-            }
-        }
-        ordered.append(&mut cleaned);
-        return ordered;
-    }
-    cleaned
-}
-
 fn is_known_dialect(value: &Value) -> bool {
     value
         .as_str()
@@ -144,7 +126,10 @@ fn is_known_dialect(value: &Value) -> bool {
 fn clean_object(map: &Map<String, Value>, depth: usize) -> Map<String, Value> {
     let mut out = Map::with_capacity(map.len());
     for (key, value) in map {
-        if DROPPED.contains(&key.as_str()) {
+        // A root `$schema` naming a draft the validator knows says which dialect the schema
+        // is written in, for clients and the pipeline alike; anywhere else it goes.
+        let dialect = depth == 0 && key == "$schema" && is_known_dialect(value);
+        if DROPPED.contains(&key.as_str()) && !dialect {
             continue;
         }
         if key == "$ref"

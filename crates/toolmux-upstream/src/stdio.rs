@@ -189,21 +189,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
 fn oversized(limit: usize) -> String {
     format!(
         "the server sent a message larger than {}, the most toolmux reads",
-        human_bytes(limit)
+        toolmux_core::human_bytes(limit as u64)
     )
-}
-
-/// A byte count as a person reads it: whole MiB or KiB where it is one, else bytes.
-fn human_bytes(bytes: usize) -> String {
-    const KIB: usize = 1024;
-    const MIB: usize = 1024 * KIB;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
-        format!("{} KiB", bytes / KIB)
-    } else {
-        format!("{bytes} bytes")
-    }
 }
 
 #[cfg(test)]
@@ -239,13 +226,5 @@ mod tests {
         let said = "the server sent a message larger than 5 bytes, the most toolmux reads";
         assert_eq!(err.to_string(), said);
         assert_eq!(fault.reason(), Some(said));
-    }
-
-    #[test]
-    fn sizes_read_as_people_write_them() {
-        assert_eq!(human_bytes(MAX_MESSAGE_BYTES), "16 MiB");
-        assert_eq!(human_bytes(64 * 1024), "64 KiB");
-        assert_eq!(human_bytes(1500), "1500 bytes");
-        assert_eq!(human_bytes(5), "5 bytes");
     }
 }

@@ -6,10 +6,11 @@ use serde_json::{Map, Value, json};
 use toolmux_core::{ToolDescriptor, ToolResult};
 
 use crate::args::Args;
-use crate::output::{Budget, human_bytes};
+use crate::output::Budget;
 use crate::root::Resolved;
 use crate::walk::walker;
 use crate::{ABANDONED, Workspace, WorkspaceLimits, descriptor};
+use toolmux_core::human_bytes;
 
 pub(crate) const NAME: &str = "directory_list";
 

@@ -4,14 +4,14 @@ use std::fs::{File, Metadata};
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 
-use rustix::fs::OFlags;
 use serde_json::{Map, Value, json};
 use toolmux_core::{ToolDescriptor, ToolResult};
 
 use crate::args::Args;
-use crate::output::{Budget, human_bytes};
-use crate::root::{self, ProjectRoot, Resolved};
+use crate::output::Budget;
+use crate::root::{ProjectRoot, Resolved};
 use crate::{Workspace, WorkspaceLimits, descriptor};
+use toolmux_core::human_bytes;
 
 pub(crate) const NAME: &str = "file_read";
 
@@ -191,10 +191,9 @@ fn open_regular(
     user_path: &str,
     shown: &str,
 ) -> Result<(File, Metadata), String> {
-    let file = root
-        .open_beneath(abs, OFlags::RDONLY | OFlags::NONBLOCK)
-        .map_err(|e| root::open_error(user_path, e).to_string())?;
-    let meta = file.metadata().map_err(|e| cannot_read(shown, e))?;
+    let (file, meta) = root
+        .open_for_reading(abs, user_path)
+        .map_err(|e| e.to_string())?;
     if !meta.is_file() {
         return Err(not_regular(shown));
     }

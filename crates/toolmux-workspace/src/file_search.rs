@@ -145,7 +145,7 @@ pub(crate) fn run(
         )),
         Some(Cap::Output) => text.push_str(&format!(
             "[output capped at {}: showing the first {} matching files; narrow the pattern]\n",
-            crate::output::human_bytes(ws.limits.max_output_bytes as u64),
+            toolmux_core::human_bytes(ws.limits.max_output_bytes as u64),
             files.len()
         )),
     }

@@ -14,10 +14,11 @@ use serde_json::{Map, Value, json};
 use toolmux_core::{ToolDescriptor, ToolResult};
 
 use crate::args::Args;
-use crate::output::{Budget, human_bytes};
+use crate::output::Budget;
 use crate::root::ProjectRoot;
 use crate::walk::{PathGlob, walker};
 use crate::{Workspace, WorkspaceLimits, descriptor};
+use toolmux_core::human_bytes;
 
 pub(crate) const NAME: &str = "grep";
 

@@ -238,6 +238,49 @@ impl ProjectRoot {
         })
     }
 
+    /// Opens `abs` (resolved from `user_path`) for reading beneath the root with no link on
+    /// the way, non-blocking, and looks at what it opened: a FIFO or device swapped in since
+    /// `abs` was resolved is opened without blocking, and its metadata says so. The caller
+    /// decides what it reads (a regular file, for every tool today).
+    pub fn open_for_reading(
+        &self,
+        abs: &Path,
+        user_path: &str,
+    ) -> Result<(File, std::fs::Metadata), PathError> {
+        let file = self
+            .open_beneath(abs, OFlags::RDONLY | OFlags::NONBLOCK)
+            .map_err(|e| open_error(user_path, e))?;
+        let meta = file.metadata().map_err(|e| io_error(user_path, e))?;
+        Ok((file, meta))
+    }
+
+    /// The text of the regular file at `user_path`, resolved and opened beneath the root as
+    /// the workspace tools open files (no link out, never toolmux's state, a FIFO or device
+    /// refused without blocking), read only up to `max_bytes`. For packs other than the
+    /// workspace's that read a file a caller names.
+    pub fn read_text(&self, user_path: &str, max_bytes: u64) -> Result<String, PathError> {
+        use std::io::Read;
+        let refused = |message: String| PathError::Io {
+            path: user_path.to_string(),
+            message,
+        };
+        let (file, meta) = self.open_for_reading(&self.resolve(user_path)?, user_path)?;
+        if !meta.is_file() {
+            return Err(refused("not a regular file".to_string()));
+        }
+        if meta.len() > max_bytes {
+            return Err(refused(format!(
+                "larger than {}",
+                toolmux_core::human_bytes(max_bytes)
+            )));
+        }
+        let mut text = String::new();
+        file.take(max_bytes)
+            .read_to_string(&mut text)
+            .map_err(|e| refused(e.to_string()))?;
+        Ok(text)
+    }
+
     /// Opens `abs` (a path [`ProjectRoot::resolve`] returned, or one a walker found under
     /// it) beneath the root's descriptor, with `flags` (plus `O_CLOEXEC` and `O_NOFOLLOW`,
     /// and `O_NOCTTY` unless `O_PATH`). The kernel follows no symbolic link on the way and

@@ -63,7 +63,7 @@ pub(crate) fn walker(
                     return Err(format!(
                         "`{file}` is not a regular file of at most {}, so the ignore rules of \
                          `{}` cannot be read; remove or replace it",
-                        crate::output::human_bytes(MAX_IGNORE_FILE_BYTES),
+                        toolmux_core::human_bytes(MAX_IGNORE_FILE_BYTES),
                         root.display(dir)
                     ));
                 }

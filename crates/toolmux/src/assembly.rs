@@ -20,7 +20,7 @@ use toolmux_core::{Hub, HubSettings, NamePattern};
 use toolmux_execlog::{ExecutionLog, LogBudget, LogSettings};
 use toolmux_http::LiveOptions;
 use toolmux_mcp_server::ServeOptions;
-use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
+use toolmux_workspace::{ProjectRoot, WorkspaceLimits, WorkspacePack};
 
 use crate::access::{Access, AccessError};
 use crate::cli::ServeFilterArgs;
@@ -239,7 +239,17 @@ impl Assembly {
     /// `.lean-spec/config.json` says). Looked for at start, like the root. A specs setup that
     /// cannot be read leaves the pack out with a warning: the rest of toolmux works without it.
     fn add_specs(&self) {
-        match toolmux_specs::SpecsSource::open(&self.loaded.root) {
+        let project = match ProjectRoot::with_state_dir(
+            &self.loaded.root,
+            toolmux_config::state_dir(&self.loaded.project_dir),
+        ) {
+            Ok(project) => project,
+            Err(e) => {
+                tracing::warn!("the spec tools are not available: {e}");
+                return;
+            }
+        };
+        match toolmux_specs::SpecsSource::open(&project) {
             Ok(Some(specs)) => self.hub.add_source(Arc::new(specs)),
             Ok(None) => {}
             Err(e) => tracing::warn!("the spec tools are not available: {e}"),
