@@ -57,13 +57,15 @@ fn is_passed(name: &str, value: &OsStr) -> bool {
     is_inherited(name) && !value.as_encoded_bytes().starts_with(b"()")
 }
 
+/// Set once the first child is about to start (see [`become_subreaper`]).
+static SUBREAPER: std::sync::Once = std::sync::Once::new();
+
 /// Makes toolmux the child subreaper of everything it starts, so that a descendant whose
 /// parent exits is re-parented to toolmux, where the sweeps find it, instead of to init.
 /// A process-wide setting, made before the first child starts ([`spawn`] calls it); later
 /// calls do nothing.
 fn become_subreaper() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
+    SUBREAPER.call_once(|| {
         #[cfg(target_os = "linux")]
         if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
             tracing::warn!(error = %e, "cannot become a child subreaper; a process that leaves its group with setsid may outlive its call");
@@ -325,6 +327,11 @@ fn pass(_mark: &str, _leader: Option<u32>, _pending: &mut Vec<u32>) -> usize {
 /// nothing toolmux started may outlive it. Passes repeat, for at most half a second, while
 /// killing re-parents more. The `toolmux` binary calls it once its command has ended.
 pub fn sweep_escaped() {
+    // Nothing can have been re-parented to a process that never became a subreaper (no child
+    // started): most commands (`config`, `logs`, `tools list`) need not read `/proc`.
+    if !SUBREAPER.is_completed() {
+        return;
+    }
     let deadline = std::time::Instant::now() + SWEEP_LIMIT;
     while escaped_pass() > 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(SWEEP_PAUSE);
