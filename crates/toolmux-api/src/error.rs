@@ -6,29 +6,36 @@ use axum::http::StatusCode;
 use serde_json::json;
 pub use toolmux_http::{ApiError, ErrorBody, ErrorDetail};
 
-/// The error responses of every route that calls a tool (`/api/tools/{name}/call` and the
-/// `/api/files` routes): one per status a [`CallError`](toolmux_core::CallError) maps to, written
-/// once so that the OpenAPI document cannot drift between those routes.
+/// The error responses of every route that calls a tool (`/api/tools/{name}/call`, and the
+/// routes that stand for one tool: `/api/files`, `/api/specs`): one per status a
+/// [`CallError`](toolmux_core::CallError) maps to, and on the routes that stand for a tool also
+/// the statuses of the tool's own error result ([`ApiError::tool_error`]), written once so that
+/// the OpenAPI document cannot drift between those routes.
 #[derive(utoipa::IntoResponses)]
 #[allow(
     dead_code,
     reason = "only its OpenAPI description is used; `ApiError` builds the bodies"
 )]
 pub(crate) enum CallFailures {
-    /// A malformed request (a body that is not JSON, a bad query parameter); on the
-    /// `/api/files` routes also the tool's own error result (a path outside the root, say).
+    /// A malformed request (a body that is not JSON, a bad query parameter); on a route that
+    /// stands for a tool also the tool's own error result when it gives no kind (`tool_error`:
+    /// a path outside the root, say).
     #[response(status = 400)]
     BadRequest(ErrorBody),
     /// A key that is not valid, or none where one is needed.
     #[response(status = 401)]
     Unauthorized(ErrorBody),
-    /// Denied by policy or by a person, disabled, or a foreign Host or Origin.
+    /// Denied by policy or by a person (a call with policy `ask` waits in `GET /api/approvals`
+    /// until it is answered or the approval times out), disabled, or a foreign Host or Origin.
     #[response(status = 403)]
     Forbidden(ErrorBody),
-    /// No such tool.
+    /// No such tool; on a route that stands for a tool, what the tool reports missing
+    /// (`not_found`: no such spec) or the tool's whole source (`no_specs_directory`).
     #[response(status = 404)]
     NotFound(ErrorBody),
-    /// The arguments break the tool's input schema; each violation is listed.
+    /// The arguments break the tool's input schema (`invalid_arguments`, each violation
+    /// listed); on a route that stands for a tool also a request the tool refuses as asked
+    /// (`invalid`: a refused status transition, a link that would make a cycle).
     #[response(status = 422)]
     Unprocessable(ErrorBody),
     /// Rate limited; `Retry-After` says when to try again.
@@ -43,6 +50,21 @@ pub(crate) enum CallFailures {
     /// The call timed out.
     #[response(status = 504)]
     Timeout(ErrorBody),
+}
+
+/// The one status a tool's own error result has that no pipeline refusal has, on the routes
+/// that stand for a tool that reports conflicts (`/api/specs`), beside [`CallFailures`].
+/// (`POST /api/tools/{name}/call` answers any error result with 200 and the result itself.)
+#[derive(utoipa::IntoResponses)]
+#[allow(
+    dead_code,
+    reason = "only its OpenAPI description is used; `ApiError` builds the bodies"
+)]
+pub(crate) enum ToolConflict {
+    /// The tool reports a conflict (`conflict`): what the request names changed since the
+    /// caller read it (a stale `expectedContentHash`), or names more than one thing; read again.
+    #[response(status = 409)]
+    Conflict(ErrorBody),
 }
 
 /// The error responses a relayed request shares with every other one (`/api/prompts/{name}`,

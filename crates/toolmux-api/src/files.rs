@@ -1,16 +1,16 @@
 //! `/api/files`: the workspace tools over GET. Each route is a call of its tool through the
 //! pipeline (policy, validation, limits, root confinement and the log apply unchanged), and
-//! answers with the tool's structured result.
+//! answers with the tool's structured result ([`ApiState::run_tool`]).
 
 use axum::extract::State;
 use axum::{Extension, Json};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use toolmux_http::{ApiQuery, Caller, OpenApiRouter, routes};
 use utoipa::IntoParams;
 
-use crate::ApiState;
 use crate::error::{ApiError, CallFailures};
+use crate::{ApiState, arguments};
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -80,33 +80,6 @@ pub struct GrepQuery {
     pub limit: Option<u64>,
 }
 
-/// Arguments from the set parameters only, so that the tool's own defaults apply.
-fn arguments<const N: usize>(pairs: [(&str, Option<Value>); N]) -> Map<String, Value> {
-    pairs
-        .into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
-        .collect()
-}
-
-async fn run(
-    state: &ApiState,
-    caller: Caller,
-    tool: &str,
-    arguments: Map<String, Value>,
-) -> Result<Json<Value>, ApiError> {
-    let result = state
-        .inner
-        .hub
-        .call(tool, Value::Object(arguments), &state.context(caller))
-        .await?;
-    if result.is_error {
-        return Err(ApiError::tool_error(result.text_content()));
-    }
-    Ok(Json(result.structured_content.clone().unwrap_or_else(
-        || json!({ "text": result.text_content() }),
-    )))
-}
-
 /// Lists a directory (the `directory_list` tool).
 #[utoipa::path(
     get, path = "/api/files", tag = "files", params(ListQuery),
@@ -125,7 +98,10 @@ pub(crate) async fn list(
         ("depth", q.depth.map(Value::from)),
         ("includeIgnored", q.include_ignored.map(Value::from)),
     ]);
-    run(&state, caller, "directory_list", args).await
+    state
+        .run_tool(caller, "directory_list", args)
+        .await
+        .map(Json)
 }
 
 /// Reads a file (the `file_read` tool).
@@ -146,7 +122,7 @@ pub(crate) async fn content(
         ("offset", q.offset.map(Value::from)),
         ("limit", q.limit.map(Value::from)),
     ]);
-    run(&state, caller, "file_read", args).await
+    state.run_tool(caller, "file_read", args).await.map(Json)
 }
 
 /// Finds files by glob (the `file_search` tool).
@@ -167,7 +143,7 @@ pub(crate) async fn search(
         ("path", q.path.map(Value::from)),
         ("limit", q.limit.map(Value::from)),
     ]);
-    run(&state, caller, "file_search", args).await
+    state.run_tool(caller, "file_search", args).await.map(Json)
 }
 
 /// Searches file contents (the `grep` tool).
@@ -192,5 +168,5 @@ pub(crate) async fn grep(
         ("context", q.context.map(Value::from)),
         ("limit", q.limit.map(Value::from)),
     ]);
-    run(&state, caller, "grep", args).await
+    state.run_tool(caller, "grep", args).await.map(Json)
 }

@@ -1,5 +1,5 @@
-//! The REST API channel: the registry, calls, approvals, workspace files, the execution log,
-//! the upstream servers with their prompts and resources, health and metrics, as JSON over HTTP, with an OpenAPI 3.1 document generated from the
+//! The REST API channel: the registry, calls, approvals, workspace files, the project's specs,
+//! the execution log, the upstream servers with their prompts and resources, health and metrics, as JSON over HTTP, with an OpenAPI 3.1 document generated from the
 //! handlers' types.
 //!
 //! One module per resource, one error type ([`ApiError`], rendered as
@@ -19,6 +19,7 @@ mod openapi;
 mod prompts;
 mod registry;
 mod resources;
+mod specs;
 mod tools;
 mod upstreams;
 
@@ -26,8 +27,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
+use serde_json::{Map, Value, json};
 use toolmux_core::{ApprovalQueue, Hub};
-use toolmux_http::{OpenApiRouter, guarded, routes};
+use toolmux_http::{Caller, OpenApiRouter, guarded, routes};
 
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use metrics::CallMetrics;
@@ -85,6 +87,40 @@ impl ApiState {
             }),
         }
     }
+
+    /// Runs `tool` for the caller through the pipeline, as every route that stands for one tool
+    /// does (`/api/files`, `/api/specs`), so that policy, validation, approvals and the log
+    /// apply unchanged; answers with the tool's structured result (its text when it has none).
+    /// A pipeline refusal maps as every call's does, and the tool's own error result by its
+    /// kind ([`ApiError::tool_error`]): one mapping for all those routes.
+    pub(crate) async fn run_tool(
+        &self,
+        caller: Caller,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, ApiError> {
+        let result = self
+            .inner
+            .hub
+            .call(tool, Value::Object(arguments), &self.context(caller))
+            .await?;
+        if result.is_error {
+            return Err(ApiError::tool_error(&result));
+        }
+        Ok(match result.structured_content {
+            Some(value) => value,
+            None => json!({ "text": result.text_content() }),
+        })
+    }
+}
+
+/// A tool's arguments from the parameters a request set, so that the tool's own defaults apply
+/// to the others.
+pub(crate) fn arguments<const N: usize>(pairs: [(&str, Option<Value>); N]) -> Map<String, Value> {
+    pairs
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
+        .collect()
 }
 
 /// The API's router: `/api/...`, `/metrics` and `/api/openapi.json`, behind the one guard of
@@ -117,6 +153,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .merge(tools::routes())
         .merge(approvals::routes())
         .merge(files::routes())
+        .merge(specs::routes())
         .merge(upstreams::routes())
         .merge(prompts::routes())
         .merge(resources::routes())

@@ -1,7 +1,9 @@
-//! `/api/resources`: the resources and resource templates of the upstream servers behind toolmux,
-//! under their own URIs. Listing reads the discovery caches and starts nothing; reading a
-//! resource starts the server that lists it (or whose template matches it) when needed and
-//! returns what MCP's `resources/read` returns.
+//! `/api/resources`: toolmux's own resources (each spec as `spec://NNN-name`) and the resources
+//! and resource templates of the upstream servers behind toolmux, under their own URIs — the
+//! same list `resources/list` gives over MCP. Listing reads the discovery caches and starts
+//! nothing; reading a resource reads toolmux's own from disk, or starts the server that lists
+//! it (or whose template matches it) when needed, and returns what MCP's `resources/read`
+//! returns.
 
 use axum::Json;
 use axum::extract::State;
@@ -20,11 +22,12 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(read))
 }
 
-/// Every resource and resource template of every enabled upstream server.
+/// toolmux's own resources, then every resource and resource template of every enabled
+/// upstream server.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceList {
-    /// The resources, server by server.
+    /// The resources: toolmux's own, then server by server.
     #[schema(value_type = Vec<ResourceView>)]
     pub resources: Vec<Value>,
     /// The resource templates (RFC 6570 URI templates), server by server.
@@ -32,23 +35,27 @@ pub struct ResourceList {
     pub resource_templates: Vec<Value>,
 }
 
-/// One resource as MCP's `resources/list` shows it, plus the server it comes from.
+/// One resource as MCP's `resources/list` shows it, plus the server it comes from (none for
+/// toolmux's own).
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)] // documents the relayed JSON for the OpenAPI document
 pub struct ResourceView {
     /// Its URI, the one to read it by.
     uri: String,
-    /// Its name as served, `PREFIX__name` (the server's own name is then the `title`).
+    /// Its name as served: `PREFIX__name` (the server's own name is then the `title`), or for
+    /// a spec its folder name.
     name: String,
-    /// The upstream server that offers it.
-    server: String,
-    /// A display title.
+    /// The upstream server that offers it; absent for toolmux's own (`spec://…`).
+    server: Option<String>,
+    /// A display title (a spec's title).
     title: Option<String>,
-    /// What it holds.
+    /// What it holds (a spec's status and priority).
     description: Option<String>,
     /// Its media type.
     mime_type: Option<String>,
+    /// Its size in bytes, when known.
+    size: Option<u64>,
 }
 
 /// One resource template as MCP's `resources/templates/list` shows it, plus its server.
@@ -79,8 +86,8 @@ pub struct ReadQuery {
     pub uri: String,
 }
 
-/// Lists the resources and resource templates of the upstream servers, from their discovery caches
-/// (starting nothing).
+/// Lists toolmux's own resources (specs) and the resources and resource templates of the
+/// upstream servers, from their discovery caches (starting nothing).
 #[utoipa::path(
     get, path = "/api/resources", tag = "resources",
     responses((status = 200, description = "The resources and templates", body = ResourceList))
@@ -88,19 +95,20 @@ pub struct ReadQuery {
 pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<ResourceList>, ApiError> {
     let servers = servers(&state)?;
     Ok(Json(ResourceList {
-        resources: servers.resources(),
+        resources: servers.resources().await,
         resource_templates: servers.resource_templates(),
     }))
 }
 
-/// Reads a resource from its upstream server (started when needed).
+/// Reads a resource: one of toolmux's own (a spec's text), or from its upstream server
+/// (started when needed).
 #[utoipa::path(
     get, path = "/api/resources/read", tag = "resources",
     params(ReadQuery),
     responses(
         (status = 200, description = "MCP's `resources/read` result: `contents`", body = Object),
         (status = 400, description = "No `uri` in the query string", body = ErrorBody),
-        (status = 404, description = "No server lists the URI or a template matching it, or the server has no such resource", body = ErrorBody),
+        (status = 404, description = "No spec has the URI, no server lists it or a template matching it, or the server has no such resource", body = ErrorBody),
         RelayFailures,
     )
 )]

@@ -4,7 +4,8 @@
 //! themselves live in the upstream crate; the binary hands them to the API through
 //! [`UpstreamServers`], so this crate knows no MCP client. The same trait carries what the
 //! servers offer besides tools — prompts, resources and completions — as MCP's JSON, for the
-//! `prompts`, `resources` and `completions` modules.
+//! `prompts`, `resources` and `completions` modules, and toolmux's own resources (`spec://…`),
+//! which the one relay merges with the servers' for MCP and REST alike.
 
 use std::sync::Arc;
 
@@ -46,15 +47,17 @@ pub trait UpstreamServers: Send + Sync {
         arguments: Map<String, Value>,
     ) -> Result<Value, RelayError>;
 
-    /// Every resource of every enabled server, from the discovery caches, as MCP lists it
-    /// (named as served) with its `server`.
-    fn resources(&self) -> Vec<Value>;
+    /// toolmux's own resources (`spec://…`, without `server`), then every resource of every
+    /// enabled server, from the discovery caches, as MCP lists it (named as served) with its
+    /// `server`. Async because toolmux's own are read from disk.
+    async fn resources(&self) -> Vec<Value>;
 
     /// Every resource template of every enabled server, like [`UpstreamServers::resources`].
     fn resource_templates(&self) -> Vec<Value>;
 
-    /// Reads a resource from the server that lists it (or has a template matching it),
-    /// starting the server when needed: MCP's `resources/read` result (`contents`).
+    /// Reads a resource — one of toolmux's own from its provider, else from the server that
+    /// lists it (or has a template matching it), starting the server when needed: MCP's
+    /// `resources/read` result (`contents`).
     async fn read_resource(&self, uri: &str) -> Result<Value, RelayError>;
 
     /// Completes an argument of a prompt (by served name) or resource template: `request` and
@@ -70,7 +73,8 @@ pub trait UpstreamServers: Send + Sync {
 /// error, which a client then finds in the error body's `details`.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RelayError {
-    /// No enabled server offers that prompt or resource (404).
+    /// No enabled server offers that prompt or resource, or toolmux has no such resource of
+    /// its own (404).
     #[error("{0}")]
     NotFound(String),
     /// The request is not one an upstream server could take (400).
@@ -89,7 +93,8 @@ pub enum RelayError {
     /// The server broke the protocol or the connection (502).
     #[error("{0}")]
     Failed(String),
-    /// The server cannot be started or is switched off (503).
+    /// The server cannot be started or is switched off, or one of toolmux's own resources
+    /// cannot be read now (503).
     #[error("{0}")]
     Unavailable(String),
     /// The server did not answer in time (504).

@@ -17,6 +17,7 @@ mod model;
 mod pattern;
 mod policy;
 mod record;
+mod resources;
 mod scope;
 mod source;
 mod validate;
@@ -33,11 +34,16 @@ pub use duration::{DurationParseError, format_duration, parse_duration};
 pub use error::{CallError, SourceError};
 pub use hub::{BatchCall, CallReport, Hub, HubSettings, WeakHub};
 pub use model::{
-    Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor, ToolResult,
+    Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor,
+    ToolErrorKind, ToolResult,
 };
 pub use pattern::{NamePattern, PatternError, admitted_by};
 pub use policy::{Policy, PolicyOrigin, PolicyRules};
 pub use record::{ExecutionRecord, ExecutionSink, NullSink, Outcome};
+pub use resources::{
+    BuiltinResources, RESOURCE_POLL_INTERVAL, ResourceContents, ResourceError, ResourceInfo,
+    ResourceProvider,
+};
 pub use scope::ToolScope;
 pub use source::{ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus};
 pub use validate::Violation;

@@ -308,6 +308,34 @@ impl ToolResult {
         }
     }
 
+    /// A tool-level error of a known kind: the message for whoever reads it (often a model),
+    /// and `structuredContent: {"error": {"kind", "message"}}` so that a channel can answer in
+    /// its own terms (REST: 404 for `not_found`, 409 for `conflict`, 422 for `invalid`).
+    pub fn kind_error(kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self {
+            content: vec![Content::text(message.clone())],
+            structured_content: Some(serde_json::json!({
+                "error": { "kind": kind.as_str(), "message": message }
+            })),
+            is_error: true,
+        }
+    }
+
+    /// The kind of a tool-level error made with [`ToolResult::kind_error`]; `None` for a
+    /// result that is not an error or whose tool did not say.
+    pub fn error_kind(&self) -> Option<ToolErrorKind> {
+        if !self.is_error {
+            return None;
+        }
+        let kind = self
+            .structured_content
+            .as_ref()?
+            .get("error")?
+            .get("kind")?;
+        ToolErrorKind::parse(kind.as_str()?)
+    }
+
     /// All text blocks joined by newlines.
     pub fn text_content(&self) -> String {
         let mut out = String::new();
@@ -318,6 +346,34 @@ impl ToolResult {
             out.push_str(text);
         }
         out
+    }
+}
+
+/// What kind of failure a tool reports (see [`ToolResult::kind_error`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolErrorKind {
+    /// What the call names does not exist (a file, a spec).
+    NotFound,
+    /// The thing changed since the caller read it, or the name is ambiguous: read again.
+    Conflict,
+    /// The request cannot be carried out as asked (a bad value, a refused transition).
+    Invalid,
+}
+
+impl ToolErrorKind {
+    /// The stable name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotFound => "not_found",
+            Self::Conflict => "conflict",
+            Self::Invalid => "invalid",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        [Self::NotFound, Self::Conflict, Self::Invalid]
+            .into_iter()
+            .find(|k| k.as_str() == name)
     }
 }
 
@@ -358,5 +414,21 @@ mod tests {
         }));
         result.content.push(Content::text("two"));
         assert_eq!(result.text_content(), "one\ntwo");
+    }
+
+    #[test]
+    fn a_kind_error_carries_its_kind_and_message_and_others_have_none() {
+        let result = ToolResult::kind_error(ToolErrorKind::Conflict, "changed since read");
+        assert!(result.is_error);
+        assert_eq!(result.text_content(), "changed since read");
+        assert_eq!(result.error_kind(), Some(ToolErrorKind::Conflict));
+        assert_eq!(
+            result.structured_content,
+            Some(json!({"error": {"kind": "conflict", "message": "changed since read"}}))
+        );
+        assert_eq!(ToolResult::error("plain").error_kind(), None);
+        // A successful result whose data happens to look like an error is not one.
+        let lookalike = ToolResult::structured(json!({"error": {"kind": "not_found"}}));
+        assert_eq!(lookalike.error_kind(), None);
     }
 }

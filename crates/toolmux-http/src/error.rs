@@ -8,7 +8,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Value, json};
-use toolmux_core::CallError;
+use toolmux_core::{CallError, ToolErrorKind, ToolResult};
 use utoipa::ToSchema;
 
 /// A request that did not succeed. Every handler returns it; it renders as the one error body.
@@ -37,7 +37,8 @@ pub struct ErrorBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// A short stable code: `malformed`, `unauthorized`, `forbidden`, `not_found`, `conflict`,
-    /// `invalid_arguments`, `rate_limited`, `timeout`, `unavailable`, ...
+    /// `invalid_arguments`, `invalid` (a tool refused the request as asked), `tool_error`,
+    /// `rate_limited`, `timeout`, `unavailable`, ...
     pub code: String,
     /// A sentence saying what went wrong and, where possible, what to do.
     pub message: String,
@@ -104,10 +105,26 @@ impl ApiError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
     }
 
-    /// 400: a tool that the API calls on the caller's behalf reported an error (a path outside
-    /// the root, a bad pattern).
-    pub fn tool_error(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "tool_error", message)
+    /// The error result of a tool that a route runs on the caller's behalf (`/api/files`,
+    /// `/api/specs`), by the kind the tool gave it ([`ToolResult::kind_error`]): 404
+    /// `not_found`, 409 `conflict`, 422 `invalid` — the codes are the kinds' own names, as the
+    /// result's `structuredContent.error.kind` carries them on every channel — and 400
+    /// `tool_error` when the tool did not say (a path outside the root, a bad pattern). The one
+    /// mapping of every route that stands for a tool.
+    pub fn tool_error(result: &ToolResult) -> Self {
+        let message = result.text_content();
+        match result.error_kind() {
+            Some(kind @ ToolErrorKind::NotFound) => {
+                Self::new(StatusCode::NOT_FOUND, kind.as_str(), message)
+            }
+            Some(kind @ ToolErrorKind::Conflict) => {
+                Self::new(StatusCode::CONFLICT, kind.as_str(), message)
+            }
+            Some(kind @ ToolErrorKind::Invalid) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, kind.as_str(), message)
+            }
+            None => Self::new(StatusCode::BAD_REQUEST, "tool_error", message),
+        }
     }
 
     /// 500: something on the server's side broke (the log could not be read).
@@ -271,6 +288,37 @@ mod tests {
         ];
         for (error, status) in cases {
             assert_eq!(ApiError::from(error).status(), status);
+        }
+    }
+
+    #[test]
+    fn a_tool_error_result_maps_to_the_status_of_its_kind() {
+        let cases = [
+            (
+                Some(ToolErrorKind::NotFound),
+                StatusCode::NOT_FOUND,
+                "not_found",
+            ),
+            (
+                Some(ToolErrorKind::Conflict),
+                StatusCode::CONFLICT,
+                "conflict",
+            ),
+            (
+                Some(ToolErrorKind::Invalid),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid",
+            ),
+            (None, StatusCode::BAD_REQUEST, "tool_error"),
+        ];
+        for (kind, status, code) in cases {
+            let result = match kind {
+                Some(kind) => ToolResult::kind_error(kind, "it says no"),
+                None => ToolResult::error("it says no"),
+            };
+            let error = ApiError::tool_error(&result);
+            assert_eq!((error.status(), error.code()), (status, code), "{kind:?}");
+            assert_eq!(error.to_string(), "it says no");
         }
     }
 

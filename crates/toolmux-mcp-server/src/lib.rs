@@ -5,7 +5,9 @@
 //! between them and the core's types at its edge: `tools/list` is the hub's catalog (internal
 //! tools never appear), `tools/call` runs through the hub's pipeline on the `mcp` channel, `ask`
 //! policies become elicitation requests, and a new catalog becomes
-//! `notifications/tools/list_changed`.
+//! `notifications/tools/list_changed`. Resources are the upstream servers' and toolmux's own
+//! (`spec://…`, [`ServeOptions::resources`]), merged by the one relay, with
+//! `notifications/resources/list_changed` when either list changes.
 
 mod approval;
 mod backchannel;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use toolmux_core::{NamePattern, ToolDescriptor, ToolScope, admitted_by};
+use toolmux_core::{BuiltinResources, NamePattern, ToolDescriptor, ToolScope, admitted_by};
 use toolmux_upstream::Upstreams;
 
 /// How an MCP server built on a hub behaves. The same options serve stdio and HTTP; the HTTP-only
@@ -43,6 +43,10 @@ pub struct ServeOptions {
     /// are relayed (their tools come through the hub). Without them, the server offers tools
     /// only.
     pub upstreams: Option<Arc<Upstreams>>,
+    /// toolmux's own resources (the spec pack's `spec://…`), served beside the relayed ones
+    /// where the filters serve the tool that reads them (never in pass-through mode for
+    /// another source), with `list_changed` and `updated` when their files change.
+    pub resources: BuiltinResources,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -57,6 +61,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("api_keys", &format_args!("{} keys", self.api_keys.len()))
             .field("guarded_in_front", &self.guarded_in_front)
             .field("relays_upstreams", &self.upstreams.is_some())
+            .field("resources", &self.resources)
             .finish()
     }
 }

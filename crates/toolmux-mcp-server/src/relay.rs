@@ -1,7 +1,9 @@
 //! Prompts, resources, resource templates, subscriptions and completions of the upstream MCP
-//! servers, served to this server's clients: an adapter over `toolmux_upstream`'s one relay,
-//! which names, routes and sorts failures; here the serve-time filters become its scope and its
-//! errors become JSON-RPC errors. Subscriptions, which only MCP has, are held per session.
+//! servers, and toolmux's own resources (`spec://…`), served to this server's clients: an
+//! adapter over `toolmux_upstream`'s one relay, which merges, names, routes and sorts
+//! failures; here the serve-time filters become its scope and its errors become JSON-RPC
+//! errors. Subscriptions, which only MCP has, are held per session: a relayed resource's by the
+//! server that lists it, one of toolmux's own by the shared poll of its provider.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -16,31 +18,35 @@ use rmcp::service::{Peer, RoleServer};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
-use toolmux_core::ToolScope;
+use toolmux_core::{BuiltinResources, Hub, ToolScope};
 use toolmux_upstream::{RelayError, Relayed, Unknown, UpstreamSource, Upstreams};
 
 /// JSON-RPC's "resource not found", which MCP prescribes for an unknown URI.
 const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
 
-/// The upstream servers as one MCP server's clients see them: through the server's scope (its
-/// serve-time filters `--tools`, `--exclude`, `--code-mode`, and pass-through's one server),
-/// the one built for its calls.
+/// The upstream servers and toolmux's own resources as one MCP server's clients see them:
+/// through the server's scope (its serve-time filters `--tools`, `--exclude`, `--code-mode`,
+/// and pass-through's one server), the one built for its calls.
 pub(crate) struct Relay<'a> {
-    pub(crate) upstreams: &'a Arc<Upstreams>,
+    pub(crate) upstreams: Option<&'a Arc<Upstreams>>,
     pub(crate) scope: &'a Arc<ToolScope>,
+    pub(crate) resources: &'a BuiltinResources,
+    /// Whose catalog says whether the tool that reads a built-in resource is offered.
+    pub(crate) hub: &'a Hub,
 }
 
 impl Relay<'_> {
     fn relay(&self) -> toolmux_upstream::Relay<'_> {
-        toolmux_upstream::Relay::new(self.upstreams, Some(self.scope))
+        toolmux_upstream::Relay::new(self.upstreams.map(Arc::as_ref), Some(self.scope))
+            .with_builtin(self.resources, self.hub.catalog())
     }
 
     pub(crate) fn prompts(&self) -> Vec<Prompt> {
         items(self.relay().prompts())
     }
 
-    pub(crate) fn resources(&self) -> Vec<Resource> {
-        items(self.relay().resources())
+    pub(crate) async fn resources(&self) -> Vec<Resource> {
+        items(self.relay().resources().await)
     }
 
     pub(crate) fn resource_templates(&self) -> Vec<ResourceTemplate> {
@@ -84,9 +90,9 @@ fn wire_error(error: RelayError) -> McpError {
         RelayError::NotFound(Unknown::Prompt(name)) => {
             McpError::invalid_params(message, Some(json!({ "prompt": name })))
         }
-        RelayError::NotFound(Unknown::Resource(uri) | Unknown::Template(uri)) => {
-            McpError::new(RESOURCE_NOT_FOUND, message, Some(json!({ "uri": uri })))
-        }
+        RelayError::NotFound(
+            Unknown::Resource(uri) | Unknown::Template(uri) | Unknown::Builtin { uri, .. },
+        ) => McpError::new(RESOURCE_NOT_FOUND, message, Some(json!({ "uri": uri }))),
         RelayError::NotFound(Unknown::Reported(_)) | RelayError::Invalid(_) => {
             McpError::invalid_params(message, None)
         }
@@ -94,9 +100,10 @@ fn wire_error(error: RelayError) -> McpError {
             McpError::new(ErrorCode::METHOD_NOT_FOUND, message, None)
         }
         RelayError::Answered { code, message, .. } => McpError::new(ErrorCode(code), message, None),
-        RelayError::Failed(_) | RelayError::Unavailable(_) | RelayError::Timeout { .. } => {
-            McpError::internal_error(message, None)
-        }
+        RelayError::Failed(_)
+        | RelayError::Unavailable(_)
+        | RelayError::Timeout { .. }
+        | RelayError::Unreadable(_) => McpError::internal_error(message, None),
     }
 }
 
@@ -119,6 +126,18 @@ impl Subscriptions {
         if self.lock().contains_key(&uri) {
             return Ok(()); // subscribing twice is one subscription
         }
+        if relay.relay().builtin_owner(&uri).is_some() {
+            // Listen before reading, so that no change falls in between; the first read
+            // refuses an unknown URI and is what later reads are compared with.
+            let changes = relay.resources.changes();
+            let read = relay
+                .read_resource(ReadResourceRequestParams::new(uri.clone()))
+                .await?;
+            let stop = self.hold(&uri, session_end);
+            let follow = Follow::of(relay);
+            tokio::spawn(follow_builtin(follow, uri, read, changes, peer, stop));
+            return Ok(());
+        }
         let source = relay
             .relay()
             .subscription_server(&uri)
@@ -129,16 +148,19 @@ impl Subscriptions {
             .subscribe(&uri)
             .await
             .map_err(|e| wire_error(e.into()))?;
-        let stop = session_end.child_token();
-        if let Some(replaced) = self.lock().insert(uri.clone(), stop.clone()) {
-            replaced.cancel(); // a concurrent subscribe to the same URI: keep one
-        }
-        let follow = Follow {
-            upstreams: Arc::clone(relay.upstreams),
-            scope: Arc::clone(relay.scope),
-        };
+        let stop = self.hold(&uri, session_end);
+        let follow = Follow::of(relay);
         tokio::spawn(forward_updates(follow, source, uri, updates, peer, stop));
         Ok(())
+    }
+
+    /// Records the subscription to `uri`, returning what ends it.
+    fn hold(&self, uri: &str, session_end: &CancellationToken) -> CancellationToken {
+        let stop = session_end.child_token();
+        if let Some(replaced) = self.lock().insert(uri.to_string(), stop.clone()) {
+            replaced.cancel(); // a concurrent subscribe to the same URI: keep one
+        }
+        stop
     }
 
     /// Ends the session's subscription to `uri`. Unsubscribing from something not subscribed
@@ -154,11 +176,70 @@ impl Subscriptions {
     }
 }
 
-/// Where a subscription goes when its server is replaced: the URI's server now, if this scope
-/// serves it.
+/// What a subscription reads the relay through after the request that made it: the URI's
+/// server now (when its server is replaced), or its provider's current contents.
 struct Follow {
-    upstreams: Arc<Upstreams>,
+    upstreams: Option<Arc<Upstreams>>,
     scope: Arc<ToolScope>,
+    resources: BuiltinResources,
+    hub: Hub,
+}
+
+impl Follow {
+    fn of(relay: &Relay<'_>) -> Self {
+        Self {
+            upstreams: relay.upstreams.cloned(),
+            scope: Arc::clone(relay.scope),
+            resources: relay.resources.clone(),
+            hub: relay.hub.clone(),
+        }
+    }
+
+    fn relay(&self) -> Relay<'_> {
+        Relay {
+            upstreams: self.upstreams.as_ref(),
+            scope: &self.scope,
+            resources: &self.resources,
+            hub: &self.hub,
+        }
+    }
+}
+
+/// Sends `notifications/resources/updated` for one of toolmux's own resources whenever the
+/// provider's poll saw a change and the resource now reads differently (a spec's file was
+/// edited, or the spec is gone), until `stop`.
+async fn follow_builtin(
+    follow: Follow,
+    uri: String,
+    mut read: ReadResourceResult,
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    peer: Peer<RoleServer>,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return; // the server is gone
+                }
+            }
+        }
+        let request = ReadResourceRequestParams::new(uri.clone());
+        let now = match follow.relay().read_resource(request).await {
+            Ok(now) => now,
+            // Gone (or no longer served): that is a change, told once.
+            Err(_) => ReadResourceResult::new(Vec::new()),
+        };
+        if now == read {
+            continue;
+        }
+        read = now;
+        let notice = ResourceUpdatedNotificationParam::new(uri.clone());
+        if peer.notify_resource_updated(notice).await.is_err() {
+            return; // the client is gone
+        }
+    }
 }
 
 /// Passes `notifications/resources/updated` for `uri` on to the client until `stop`, then
@@ -186,8 +267,7 @@ async fn forward_updates(
                 if !notify(&peer).await {
                     return; // the client is gone
                 }
-                let relay = Relay { upstreams: &follow.upstreams, scope: &follow.scope };
-                let Ok(next) = relay.relay().subscription_server(&uri) else { return };
+                let Ok(next) = follow.relay().relay().subscription_server(&uri) else { return };
                 updates = next.resource_updates();
                 if let Err(e) = next.subscribe(&uri).await {
                     tracing::debug!(error = %e, uri, "cannot move a subscription to the new server");

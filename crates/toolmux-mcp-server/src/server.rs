@@ -17,7 +17,7 @@ use rmcp::model::{
     GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    ReadResourceRequestParams, ReadResourceResponse, Resource, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
@@ -77,40 +77,43 @@ impl Shared {
         }
     }
 
-    /// The upstream servers' prompts and resources as this server serves them, when it relays
-    /// any.
+    /// The upstream servers' prompts and resources, and toolmux's own resources, as this
+    /// server serves them, when it has any to serve.
     pub(crate) fn relay(&self) -> Option<Relay<'_>> {
+        if self.options.upstreams.is_none() && self.options.resources.is_empty() {
+            return None;
+        }
         Some(Relay {
-            upstreams: self.options.upstreams.as_ref()?,
+            upstreams: self.options.upstreams.as_ref(),
             scope: &self.scope,
+            resources: &self.options.resources,
+            hub: &self.hub,
         })
     }
 
     /// What the relayed listings are now, to tell whether they changed.
-    fn relayed_listings(&self) -> Option<RelayedListings> {
+    async fn relayed_listings(&self) -> Option<RelayedListings> {
         let relay = self.relay()?;
         Some(RelayedListings {
             prompts: relay.prompts().into_iter().map(|p| p.name).collect(),
-            resources: relay
-                .resources()
+            resources: relay.resources().await,
+            templates: relay
+                .resource_templates()
                 .into_iter()
-                .map(|r| r.uri.clone())
-                .chain(
-                    relay
-                        .resource_templates()
-                        .into_iter()
-                        .map(|t| t.uri_template.clone()),
-                )
+                .map(|t| t.uri_template)
                 .collect(),
         })
     }
 }
 
-/// The names of the relayed prompts and the URIs of the relayed resources and templates.
-#[derive(PartialEq, Eq)]
+/// The names of the relayed prompts, the served resources (whole: a spec's title or status
+/// shows in its entry, so a change of either is a change of the list) and the URIs of the
+/// templates.
+#[derive(PartialEq)]
 struct RelayedListings {
     prompts: Vec<String>,
-    resources: Vec<String>,
+    resources: Vec<Resource>,
+    templates: Vec<String>,
 }
 
 /// One MCP session's own state.
@@ -275,14 +278,20 @@ impl ServerHandler for McpServer {
             let relaying = ServerCapabilities::builder()
                 .enable_prompts()
                 .enable_prompts_list_changed()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_resources_list_changed()
                 .enable_completions()
                 .build();
             capabilities.prompts = relaying.prompts;
-            capabilities.resources = relaying.resources;
             capabilities.completions = relaying.completions;
+        }
+        if self.shared.relay().is_some() {
+            // Resources come from the servers, from toolmux's own providers, or both; either
+            // can change while a session lasts, and both can be subscribed to.
+            let resources = ServerCapabilities::builder()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .build();
+            capabilities.resources = resources.resources;
         }
         let catalog = self.shared.hub.catalog();
         let sources: Vec<String> = catalog
@@ -424,7 +433,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         Ok(ListResourcesResult::with_all_items(
-            self.relay()?.resources(),
+            self.relay()?.resources().await,
         ))
     }
 
@@ -487,7 +496,9 @@ impl ServerHandler for McpServer {
 }
 
 /// Sends `notifications/tools/list_changed` whenever a new catalog changes what this server
-/// serves, until the session ends.
+/// serves, and the prompt and resource `list_changed` whenever a new catalog or a change on
+/// disk that a built-in provider's poll saw changes those lists, until the session ends. The
+/// poll runs while a session listens, so an idle server polls nothing.
 async fn announce_catalog_changes(
     shared: Arc<Shared>,
     peer: Peer<RoleServer>,
@@ -495,8 +506,10 @@ async fn announce_catalog_changes(
 ) {
     let mut catalogs = shared.hub.subscribe();
     catalogs.borrow_and_update();
+    let mut builtin = shared.options.resources.changes();
+    builtin.borrow_and_update();
     let mut shown = shared.view();
-    let mut relayed = shared.relayed_listings();
+    let mut relayed = shared.relayed_listings().await;
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
@@ -505,14 +518,20 @@ async fn announce_catalog_changes(
                     return; // the hub is gone
                 }
             }
+            changed = builtin.changed(), if !shared.options.resources.is_empty() => {
+                if changed.is_err() {
+                    return; // the providers are gone, and the server with them
+                }
+            }
         }
         // A discovery publishes a new catalog also when only an upstream's prompts or
-        // resources changed, so every list is compared here.
-        let listings = shared.relayed_listings();
+        // resources changed, and a catalog change can hide or show toolmux's own resources
+        // (their read tool's policy), so every list is compared here.
+        let listings = shared.relayed_listings().await;
         let prompts_changed =
             listings.as_ref().map(|l| &l.prompts) != relayed.as_ref().map(|l| &l.prompts);
-        let resources_changed =
-            listings.as_ref().map(|l| &l.resources) != relayed.as_ref().map(|l| &l.resources);
+        let resources_changed = listings.as_ref().map(|l| (&l.resources, &l.templates))
+            != relayed.as_ref().map(|l| (&l.resources, &l.templates));
         relayed = listings;
         let view = shared.view();
         let tools_changed = view.tools != shown.tools;

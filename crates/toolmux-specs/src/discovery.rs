@@ -2,6 +2,7 @@
 //! folders.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -176,7 +177,10 @@ struct Listing {
 
 /// Listings by folder path. Shared (`Arc`) so a kept listing moves to the new walk's map
 /// without being copied while the previous walk's map is still read.
-type Listings = HashMap<PathBuf, Arc<Listing>>;
+///
+/// Keyed by the path's bytes: a `Path` hashes component by component, which was a tenth of a
+/// warm walk, and every key here is built the same way, so equal folders have equal bytes.
+type Listings = HashMap<OsString, Arc<Listing>>;
 
 /// The walk's folder listings by path, so a warm walk costs a `stat` per folder and file
 /// instead of reading every folder.
@@ -189,7 +193,35 @@ impl WalkCache {
     /// Forgets `dir`'s listing (after the pack changed the folder itself: a change within the
     /// same tick as the last listing must still be seen).
     pub(crate) fn forget(&mut self, dir: &Path) {
-        self.listings.remove(dir);
+        self.listings.remove(dir.as_os_str());
+    }
+
+    /// Whether a walk now would find exactly `found` (the last walk's result, made with this
+    /// cache), without reading a folder: every folder the last walk met still has its settled
+    /// modification time (so no entry was added, removed or renamed in any of them), and every
+    /// README and sub-spec still has its size and time. It only `stat`s and allocates nothing
+    /// per spec: this is the warm path of every read, and a walk's own bookkeeping (paths,
+    /// names, a new list to compare with the old) was most of a warm call. Whatever it cannot
+    /// confirm, an error included, is a no, and the caller walks for real.
+    pub(crate) fn still_valid(&self, found: &[Found]) -> bool {
+        if found.is_empty() {
+            return false; // nothing to confirm against (first walk, or forgotten)
+        }
+        let mtime = |meta: &fs::Metadata| meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        let folders_same = self.listings.iter().all(|(dir, listing)| {
+            listing.settled
+                && fs::symlink_metadata(Path::new(dir)).is_ok_and(|m| mtime(&m) == listing.mtime)
+        });
+        folders_same
+            && found.iter().all(|f| {
+                let readme_same = fs::symlink_metadata(&f.readme)
+                    .is_ok_and(|m| m.is_file() && m.len() == f.size && mtime(&m) == f.mtime);
+                readme_same
+                    && f.sub_specs.iter().all(|sub| {
+                        let path = f.readme.with_file_name(&sub.name);
+                        fs::symlink_metadata(path).map_or(0, |m| m.len()) == sub.size
+                    })
+            })
     }
 }
 
@@ -245,7 +277,7 @@ impl Walk<'_> {
         let is_spec_dir = depth > 1 && name.starts_with(|c: char| c.is_ascii_digit());
         // A folder whose parent changed may have been replaced (removed and re-created, or
         // another moved in its place) by one with the same modification time: list it afresh.
-        let cached = self.old.get(&dir).filter(|_| parent_kept);
+        let cached = self.old.get(dir.as_os_str()).filter(|_| parent_kept);
         let (listing, kept) = list(&dir, depth, is_spec_dir, cached)?;
         let mut own_id = None;
         if listing.readme {
@@ -289,7 +321,7 @@ impl Walk<'_> {
             };
             at.visit(dir.join(child), &child_rel, depth + 1, enclosing, kept)?;
         }
-        self.listings.insert(dir, listing);
+        self.listings.insert(dir.into_os_string(), listing);
         Ok(())
     }
 }

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use toolmux_core::ToolErrorKind;
+
 /// Why a spec operation failed. Every variant names what it is about (a file, a spec, a line)
 /// so a model or a person can act on it.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +68,19 @@ pub enum SpecsError {
 }
 
 impl SpecsError {
+    /// The kind of failure a channel reports it as (REST: 404, 409, 422); `None` for what broke
+    /// on this side (a file that cannot be read or written, the project's LeanSpec config).
+    pub fn kind(&self) -> Option<ToolErrorKind> {
+        match self {
+            Self::NotFound(_) => Some(ToolErrorKind::NotFound),
+            Self::Conflict { .. } | Self::Ambiguous { .. } => Some(ToolErrorKind::Conflict),
+            Self::Invalid(_) | Self::Query(_) | Self::Frontmatter { .. } => {
+                Some(ToolErrorKind::Invalid)
+            }
+            Self::Io { .. } | Self::Config { .. } => None,
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),

@@ -32,6 +32,7 @@ mod error;
 mod frontmatter;
 mod model;
 mod read;
+mod resources;
 mod search;
 mod store;
 mod tokens;
@@ -51,6 +52,7 @@ use toolmux_workspace::ProjectRoot;
 pub use discovery::{Config, Limits, find_specs_dir};
 pub use error::SpecsError;
 pub use model::{BrokenSpec, Doc, Meta, Priority, Spec, Status, SubSpec, Transition};
+pub use resources::{SPEC_SCHEME, spec_uri};
 pub use store::Snapshot;
 pub use tools::TOOL_NAMES;
 
@@ -168,7 +170,10 @@ impl SpecsSource {
         let outcome = tools::run(&self.inner, tool, arguments)?;
         Some(match outcome {
             Ok((value, text)) => ToolResult::structured_with_text(value, text),
-            Err(e) => ToolResult::error(e.to_string()),
+            Err(e) => match e.kind() {
+                Some(kind) => ToolResult::kind_error(kind, e.to_string()),
+                None => ToolResult::error(e.to_string()),
+            },
         })
     }
 }

@@ -43,6 +43,9 @@ fn broken_list(snap: &Snapshot) -> Value {
 pub(crate) struct ListFilter {
     pub status: Option<String>,
     pub tags: Vec<String>,
+    /// Several tags match a spec that has all of them (the rule, and what a filter
+    /// that narrows means); `any_tag` asks for LeanSpec 0.3.0's rule, any of them.
+    pub any_tag: bool,
     pub priority: Option<String>,
     pub assignee: Option<String>,
     pub parent: Option<String>,
@@ -50,8 +53,7 @@ pub(crate) struct ListFilter {
 
 impl ListFilter {
     /// LeanSpec 0.3.0 leaves archived specs out of lists and boards, even when asked for
-    /// `status: archived`; values are compared exactly (no aliases, case-sensitive), and
-    /// several tags match a spec with any of them.
+    /// `status: archived`; values are compared exactly (no aliases, case-sensitive).
     fn admits(&self, spec: &Spec, parent: Option<&str>) -> bool {
         let meta = spec.meta();
         spec.status() != Status::Archived
@@ -59,7 +61,12 @@ impl ListFilter {
                 .status
                 .as_deref()
                 .is_none_or(|s| spec.status().as_str() == s)
-            && (self.tags.is_empty() || self.tags.iter().any(|t| meta.tags.contains(t)))
+            && (self.tags.is_empty()
+                || if self.any_tag {
+                    self.tags.iter().any(|t| meta.tags.contains(t))
+                } else {
+                    self.tags.iter().all(|t| meta.tags.contains(t))
+                })
             && self
                 .priority
                 .as_deref()

@@ -1,15 +1,16 @@
 //! The parse cache and the snapshot of all specs.
 //!
-//! Every read walks the specs directory and re-parses only the READMEs whose size or
-//! modification time changed. The walk re-reads only folders whose modification time moved
-//! (see `discovery::walk`), so over an unchanged directory it is a `stat` per folder and per
-//! spec file. When nothing changed at all, the previous snapshot — specs sorted, parents
-//! resolved, children and dependents indexed, and the list and stats answers once made — is
-//! handed out again as it is, so a warm `spec_list` over a thousand specs costs the walk and
-//! a copy of the answer. Times younger than `discovery::SETTLE` are not trusted: such files
-//! and folders are read again on every call until they settle.
+//! Every read first checks the last walk against the disk (`WalkCache::still_valid`: a `stat`
+//! per folder and per spec file, nothing else); when it holds, the previous snapshot — specs
+//! sorted, parents resolved, children and dependents indexed, and the list and stats answers
+//! once made — is handed out again as it is, so a warm `spec_list` over a thousand specs costs
+//! those `stat`s and a copy of the answer. Otherwise the specs directory is walked, re-reading
+//! only folders whose modification time moved (see `discovery::walk`) and re-parsing only the
+//! READMEs whose size or modification time changed. Times younger than `discovery::SETTLE`
+//! are not trusted: such files and folders are read again on every call until they settle.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
@@ -31,6 +32,8 @@ pub struct Snapshot {
     pub specs: Vec<Spec>,
     /// Spec files whose frontmatter cannot be read, with the reason.
     pub broken: Vec<BrokenSpec>,
+    /// Each spec's position in `specs`, by id.
+    positions: HashMap<String, usize>,
     children: HashMap<String, Vec<usize>>,
     required_by: HashMap<String, Vec<usize>>,
     /// Answers that depend on nothing but the specs, made on first use and kept with the
@@ -52,7 +55,7 @@ pub(crate) struct Derived {
 impl Snapshot {
     /// The spec with exactly this id.
     pub fn get(&self, id: &str) -> Option<&Spec> {
-        self.specs.iter().find(|s| s.id == id)
+        self.positions.get(id).map(|&i| &self.specs[i])
     }
 
     /// Finds a spec the way the pack documents it: the exact folder name; else the number
@@ -171,11 +174,15 @@ struct Entry {
 
 #[derive(Debug, Default)]
 struct State {
-    entries: HashMap<PathBuf, Entry>,
+    /// By the README's path bytes (see `discovery::Listings` for why not by `Path`).
+    entries: HashMap<OsString, Entry>,
     listings: WalkCache,
     walk: Vec<Found>,
     snapshot: Arc<Snapshot>,
     version: u64,
+    /// Every README in `walk` was read with a settled time, so an unchanged size and time
+    /// mean unchanged text (see `Entry::settled`).
+    all_settled: bool,
 }
 
 /// The specs of one directory, cached.
@@ -204,12 +211,15 @@ impl Store {
             .lock()
             .map_err(|_| SpecsError::Invalid("the spec cache is poisoned by a crash".into()))?;
         let state = &mut *guard;
+        if state.all_settled && state.listings.still_valid(&state.walk) {
+            return Ok(Arc::clone(&state.snapshot));
+        }
         let walk = discovery::walk(&self.specs_dir, &mut state.listings)?;
         let mut changed = state.version == 0 || state.walk != walk;
         for found in &walk {
             let known = state
                 .entries
-                .get(&found.readme)
+                .get(found.readme.as_os_str())
                 .filter(|e| e.size == found.size && e.mtime == found.mtime);
             if known.is_some_and(|e| e.settled) {
                 continue;
@@ -226,7 +236,7 @@ impl Store {
                 }
             };
             state.entries.insert(
-                found.readme.clone(),
+                found.readme.clone().into_os_string(),
                 Entry {
                     size: found.size,
                     mtime: found.mtime,
@@ -235,16 +245,30 @@ impl Store {
                 },
             );
         }
+        state.all_settled = walk.iter().all(|found| {
+            state
+                .entries
+                .get(found.readme.as_os_str())
+                .is_some_and(|e| e.settled)
+        });
         if !changed {
             return Ok(Arc::clone(&state.snapshot));
         }
         let docs = walk
             .iter()
-            .map(|found| state.entries.get(&found.readme).map(|e| e.parsed.clone()))
+            .map(|found| {
+                state
+                    .entries
+                    .get(found.readme.as_os_str())
+                    .map(|e| e.parsed.clone())
+            })
             .collect();
         // Forget files that are gone.
-        let live: std::collections::HashSet<&PathBuf> = walk.iter().map(|f| &f.readme).collect();
-        state.entries.retain(|path, _| live.contains(path));
+        let live: std::collections::HashSet<&std::ffi::OsStr> =
+            walk.iter().map(|f| f.readme.as_os_str()).collect();
+        state
+            .entries
+            .retain(|path, _| live.contains(path.as_os_str()));
         state.version += 1;
         let snapshot = build(&walk, docs, state.version);
         state.snapshot = Arc::new(snapshot);
@@ -257,11 +281,12 @@ impl Store {
     /// same size must still be seen).
     pub(crate) fn forget(&self, readme: &Path) {
         if let Ok(mut state) = self.state.lock() {
-            state.entries.remove(readme);
+            state.entries.remove(readme.as_os_str());
             for dir in readme.ancestors().skip(1).take(2) {
                 state.listings.forget(dir);
             }
             state.walk.clear();
+            state.all_settled = false;
         }
     }
 }
@@ -361,10 +386,15 @@ fn build(walk: &[Found], docs: Vec<Option<Parsed>>, version: u64) -> Snapshot {
     broken.sort_by(|a, b| a.rel_file.cmp(&b.rel_file));
     // LeanSpec resolves a `parent` that is no spec's id to an id containing it (or contained
     // in it); it takes the first of an unordered set, we take the first in order.
+    let positions: HashMap<String, usize> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.clone(), i))
+        .collect();
     let ids: Vec<String> = specs.iter().map(|s| s.id.clone()).collect();
     for spec in &mut specs {
         if let Some(parent) = spec.parent.clone()
-            && !ids.contains(&parent)
+            && !positions.contains_key(&parent)
             && let Some(resolved) = ids
                 .iter()
                 .find(|id| id.contains(parent.as_str()) || parent.contains(id.as_str()))
@@ -391,6 +421,7 @@ fn build(walk: &[Found], docs: Vec<Option<Parsed>>, version: u64) -> Snapshot {
         version,
         specs,
         broken,
+        positions,
         children,
         required_by,
         derived: Derived::default(),

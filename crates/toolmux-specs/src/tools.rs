@@ -15,6 +15,7 @@ use crate::Inner;
 use crate::body::{MatchMode, SectionMode};
 use crate::error::SpecsError;
 use crate::read::{self, ListFilter};
+use crate::store::Snapshot;
 use crate::update::{self, CreateArgs, LinkType, UpdateArgs};
 
 pub(crate) const SOURCE_ID: &str = "specs";
@@ -85,7 +86,8 @@ const PRIORITY_VALUES: [&str; 4] = ["low", "medium", "high", "critical"];
 fn filter_properties() -> Map<String, Value> {
     let Value::Object(map) = json!({
         "status": {"type": "string", "enum": STATUS_VALUES, "description": "Only specs with this status. Archived specs are never listed (as in LeanSpec 0.3.0)."},
-        "tags": strings("Only specs with at least one of these tags (exact, case-sensitive)."),
+        "tags": strings("Only specs with all of these tags (exact, case-sensitive); see `tagMatch`."),
+        "tagMatch": {"type": "string", "enum": ["all", "any"], "default": "all", "description": "`all` (default): a spec must have every tag in `tags`; `any`: one is enough (LeanSpec 0.3.0's `-t a -t b`)."},
         "priority": {"type": "string", "enum": PRIORITY_VALUES, "description": "Only specs with this priority."},
         "assignee": string("Only specs assigned to exactly this person."),
         "parent": string("Only children of this spec (number, folder name or fragment)."),
@@ -452,10 +454,25 @@ fn filter(args: &Map<String, Value>) -> ListFilter {
     ListFilter {
         status: opt_str(args, "status"),
         tags: str_list(args, "tags"),
+        any_tag: opt_str(args, "tagMatch").as_deref() == Some("any"),
         priority: opt_str(args, "priority"),
         assignee: opt_str(args, "assignee"),
         parent: opt_str(args, "parent"),
     }
+}
+
+/// Runs `f` on a fresh snapshot while holding the specs directory's lock (this process's
+/// mutex and a `flock` for other toolmux processes), for the writes whose checks span specs:
+/// numbering a new one, and links that must not close a cycle. Updates of one spec take only
+/// that spec's lock, always after this one, so the two never wait on each other in a circle.
+fn with_specs_dir_locked<T>(
+    inner: &Inner,
+    f: impl FnOnce(&Snapshot) -> Result<T, SpecsError>,
+) -> Result<T, SpecsError> {
+    inner.locks.with(inner.store.specs_dir(), || {
+        let snap = inner.store.snapshot()?;
+        f(&snap)
+    })
 }
 
 /// Runs a tool: `None` when the pack has no such tool.
@@ -506,24 +523,23 @@ fn run_known(
             opt_str(args, "file").as_deref(),
         ),
         "spec_create" => {
-            let created = update::create(
-                &inner.store,
-                &inner.root,
-                &inner.config,
-                &snap,
-                CreateArgs {
-                    name: req_str(args, "name")?,
-                    title: opt_str(args, "title"),
-                    status: opt_str(args, "status"),
-                    priority: opt_str(args, "priority"),
-                    template: opt_str(args, "template"),
-                    content: opt_str(args, "content"),
-                    tags: str_list(args, "tags"),
-                    parent: opt_str(args, "parent"),
-                    depends_on: str_list(args, "dependsOn"),
-                    assignee: opt_str(args, "assignee"),
-                },
-            )?;
+            let args = CreateArgs {
+                name: req_str(args, "name")?,
+                title: opt_str(args, "title"),
+                status: opt_str(args, "status"),
+                priority: opt_str(args, "priority"),
+                template: opt_str(args, "template"),
+                content: opt_str(args, "content"),
+                tags: str_list(args, "tags"),
+                parent: opt_str(args, "parent"),
+                depends_on: str_list(args, "dependsOn"),
+                assignee: opt_str(args, "assignee"),
+            };
+            // The next number is the highest plus one: two creates must not both take it, so
+            // they serialise on the specs directory and each numbers from what is on disk then.
+            let created = with_specs_dir_locked(inner, |snap| {
+                update::create(&inner.store, &inner.root, &inner.config, snap, args)
+            })?;
             let text = format!("created {}", created["file"].as_str().unwrap_or_default());
             Ok((created, text))
         }
@@ -670,15 +686,20 @@ fn run_known(
                 }
             };
             let target = req_str(args, "target")?;
-            let value = update::relate(
-                &inner.store,
-                &inner.locks,
-                &snap,
-                &reference,
-                add,
-                link,
-                &target,
-            )?;
+            // A cycle is judged on every spec's links: two link edits checked against the same
+            // old snapshot could together close one, so they serialise on the specs directory
+            // and each checks what is on disk then.
+            let value = with_specs_dir_locked(inner, |snap| {
+                update::relate(
+                    &inner.store,
+                    &inner.locks,
+                    snap,
+                    &reference,
+                    add,
+                    link,
+                    &target,
+                )
+            })?;
             let text = format!(
                 "{} {} link {} → {}",
                 if add { "added" } else { "removed" },

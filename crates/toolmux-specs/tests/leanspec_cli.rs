@@ -74,8 +74,10 @@ fn list_search_board_stats_and_view_agree_with_leanspec() {
         (vec!["-s", "in_progress"], json!({"status": "in_progress"})),
         (vec!["-t", "api"], json!({"tags": ["api"]})),
         (
+            // LeanSpec 0.3.0 lists a spec with any of several tags; the pack's default is
+            // all of them, and `tagMatch: "any"` is LeanSpec's rule.
             vec!["-t", "api", "-t", "security"],
-            json!({"tags": ["api", "security"]}),
+            json!({"tags": ["api", "security"], "tagMatch": "any"}),
         ),
         (
             vec!["-t", "user experience"],

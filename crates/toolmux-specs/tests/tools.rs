@@ -543,3 +543,120 @@ fn the_cache_sees_changes_and_the_version_moves() {
         "spec not found: `zzz`"
     );
 }
+
+#[test]
+fn several_tags_match_all_by_default_and_any_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    for (folder, tags) in [
+        ("001-api", "[api]"),
+        ("002-both", "[api, security]"),
+        ("003-security", "[security]"),
+    ] {
+        write(
+            &dir.path().join(format!("specs/{folder}/README.md")),
+            &format!("---\nstatus: planned\ncreated: '2025-01-02'\ntags: {tags}\n---\n\n# T\n"),
+        );
+    }
+    let pack = open(dir.path());
+    let ids = |args: Value| -> Vec<String> {
+        call(&pack, "spec_list", args)["specs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(json!({"tags": ["api", "security"]})), ["002-both"]);
+    assert_eq!(
+        ids(json!({"tags": ["api", "security"], "tagMatch": "any"})),
+        ["001-api", "002-both", "003-security"]
+    );
+    assert_eq!(
+        ids(json!({"tags": ["security"], "tagMatch": "all"})),
+        ["002-both", "003-security"]
+    );
+}
+
+#[test]
+fn refusals_carry_the_kind_a_channel_maps_to_its_status() {
+    let (_dir, pack) = project();
+    let kind = |tool: &str, args: Value| {
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
+        let result = pack.run(tool, &args).expect("known tool");
+        assert!(result.is_error, "{tool} should fail");
+        result.error_kind()
+    };
+    use toolmux_core::ToolErrorKind::{Conflict, Invalid, NotFound};
+    assert_eq!(kind("spec_view", json!({"spec": "999"})), Some(NotFound));
+    assert_eq!(
+        kind(
+            "spec_update",
+            json!({"spec": "1", "priority": "low", "expectedContentHash": "0".repeat(64)})
+        ),
+        Some(Conflict)
+    );
+    assert_eq!(kind("spec_update", json!({"spec": "1"})), Some(Invalid));
+    assert_eq!(
+        kind("spec_search", json!({"query": "auth AND"})),
+        Some(Invalid)
+    );
+}
+
+#[test]
+fn concurrent_creates_never_share_a_number() {
+    let (dir, pack) = project();
+    let threads = 8;
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|i| {
+            let pack = pack.clone();
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                call(&pack, "spec_create", json!({"name": format!("racer-{i}")}))["number"]
+                    .as_u64()
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut numbers: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (3..3 + threads as u64).collect::<Vec<_>>());
+    let folders = fs::read_dir(dir.path().join("specs")).unwrap().count();
+    assert_eq!(folders, 2 + threads);
+}
+
+#[test]
+fn concurrent_links_cannot_close_a_cycle_together() {
+    for _ in 0..10 {
+        let (_dir, pack) = project();
+        // 001 → 002 and 002 → 001 are each fine alone; together they are a cycle.
+        let barrier = Arc::new(Barrier::new(2));
+        let handles: Vec<_> = [("1", "2"), ("2", "1")]
+            .into_iter()
+            .map(|(spec, target)| {
+                let pack = pack.clone();
+                let barrier = Arc::clone(&barrier);
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    try_call(
+                        &pack,
+                        "spec_relationships",
+                        json!({"spec": spec, "action": "add", "type": "depends_on", "target": target}),
+                    )
+                })
+            })
+            .collect();
+        let outcomes: Vec<Result<Value, String>> =
+            handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(
+            outcomes.iter().filter(|o| o.is_ok()).count(),
+            1,
+            "{outcomes:?}"
+        );
+        let refused = outcomes.iter().find_map(|o| o.as_ref().err()).unwrap();
+        assert!(refused.contains("cycle"), "{refused}");
+    }
+}

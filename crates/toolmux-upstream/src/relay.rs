@@ -5,15 +5,25 @@
 //! failure into a [`RelayError`]; the MCP and REST channels only convert their wire formats and
 //! errors at their edge. Listing reads the discovery caches and starts nothing; getting, reading,
 //! completing and subscribing start the server when it is not running.
+//!
+//! It is also where toolmux's own resources (`spec://…`, from the built-in packs'
+//! [`ResourceProvider`]s) join the relayed ones, so that every channel lists and reads them
+//! alike: listed first, read by their provider (which owns its URI scheme), and served where
+//! the channel serves the tool that reads them (`spec_view`) — a pass-through channel, which
+//! stands in for one server, serves none.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
-    ReadResourceRequestParams, ReadResourceResult, Reference, Resource, ResourceTemplate,
+    ReadResourceRequestParams, ReadResourceResult, Reference, Resource, ResourceContents,
+    ResourceTemplate,
 };
 
-use toolmux_core::{Policy, ToolScope};
+use toolmux_core::{
+    BuiltinResources, Catalog, Policy, ResourceError, ResourceInfo, ResourceProvider, ToolScope,
+};
 
 use crate::error::UpstreamError;
 use crate::names::registry_names;
@@ -22,11 +32,12 @@ use crate::source::UpstreamSource;
 
 /// Something a server listed, as a channel serves it: under its served name (`PREFIX__name`, or
 /// its own name in pass-through mode), with its own name as its title when it was renamed and
-/// has none, so that a person still sees what the server calls it.
+/// has none, so that a person still sees what the server calls it. A resource of toolmux's own
+/// is served as its provider lists it.
 #[derive(Clone, Debug)]
 pub struct Relayed<T> {
-    /// The server that listed it.
-    pub server: String,
+    /// The server that listed it; `None` for a resource of toolmux's own (a spec).
+    pub server: Option<String>,
     /// The item as served.
     pub item: T,
 }
@@ -88,6 +99,9 @@ pub enum RelayError {
         /// The limit.
         after: Duration,
     },
+    /// A resource of toolmux's own exists but cannot be read now (its file cannot be read).
+    #[error("{0}")]
+    Unreadable(String),
 }
 
 /// What a request named that nothing relayed answers to.
@@ -105,6 +119,15 @@ pub enum Unknown {
     /// Something the upstream crate itself found no server for.
     #[error("{0}")]
     Reported(String),
+    /// A URI of toolmux's own resources (`spec://…`) that names nothing, with its provider's
+    /// word on what was looked for.
+    #[error("{message}")]
+    Builtin {
+        /// The URI.
+        uri: String,
+        /// What the provider said.
+        message: String,
+    },
 }
 
 impl From<UpstreamError> for RelayError {
@@ -140,17 +163,66 @@ struct Listed<T> {
     item: T,
 }
 
-/// The relay as one channel sees it: the servers behind toolmux through that channel's
-/// [`ToolScope`].
+/// The relay as one channel sees it: the servers behind toolmux, and toolmux's own resources,
+/// through that channel's [`ToolScope`].
 pub struct Relay<'a> {
-    upstreams: &'a Upstreams,
+    upstreams: Option<&'a Upstreams>,
     scope: Option<&'a ToolScope>,
+    /// toolmux's own resources, with the catalog that says whether their read tool is offered.
+    builtin: Option<(&'a BuiltinResources, Arc<Catalog>)>,
 }
 
 impl<'a> Relay<'a> {
-    /// What `scope` serves of the relayed items; with none, everything under registry names.
-    pub fn new(upstreams: &'a Upstreams, scope: Option<&'a ToolScope>) -> Self {
-        Self { upstreams, scope }
+    /// What `scope` serves of the relayed items (none when there are no `upstreams`); with no
+    /// scope, everything under registry names.
+    pub fn new(upstreams: Option<&'a Upstreams>, scope: Option<&'a ToolScope>) -> Self {
+        Self {
+            upstreams,
+            scope,
+            builtin: None,
+        }
+    }
+
+    /// Serves toolmux's own `resources` beside the relayed ones, each provider's where
+    /// `catalog` offers its read tool and the scope serves it.
+    pub fn with_builtin(mut self, resources: &'a BuiltinResources, catalog: Arc<Catalog>) -> Self {
+        self.builtin = Some((resources, catalog));
+        self
+    }
+
+    /// The provider of toolmux's own resources that owns `uri` (by its scheme), when this
+    /// channel serves its resources. A channel that does not leaves the URI to the servers.
+    pub fn builtin_owner(&self, uri: &str) -> Option<&'a Arc<dyn ResourceProvider>> {
+        let resources: &'a BuiltinResources = self.builtin.as_ref()?.0;
+        resources
+            .owner(uri)
+            .filter(|provider| self.serves_builtin(provider.as_ref()))
+    }
+
+    /// Whether this channel serves `provider`'s resources: its read tool is in the catalog,
+    /// from that provider's source and offered (not denied), and the scope serves it as it
+    /// would serve a relayed item of that source.
+    fn serves_builtin(&self, provider: &dyn ResourceProvider) -> bool {
+        let Some((_, catalog)) = &self.builtin else {
+            return false;
+        };
+        let tool = provider.read_tool();
+        catalog
+            .get(tool)
+            .is_some_and(|e| e.is_offered() && e.descriptor.source == provider.source())
+            && scope_serves(self.scope, provider.source(), tool)
+    }
+
+    /// The providers whose resources this channel serves.
+    fn served_providers(&self) -> Vec<&'a Arc<dyn ResourceProvider>> {
+        let Some(resources) = self.builtin.as_ref().map(|(r, _)| *r) else {
+            return Vec::new();
+        };
+        resources
+            .providers()
+            .iter()
+            .filter(|p| self.serves_builtin(p.as_ref()))
+            .collect()
     }
 
     /// The one server whose items are served under their own names (pass-through), if any.
@@ -160,26 +232,43 @@ impl<'a> Relay<'a> {
 
     /// Every served prompt.
     pub fn prompts(&self) -> Vec<Relayed<Prompt>> {
-        self.served(
-            listed(self.upstreams, UpstreamSource::prompts, |p| &p.name),
-            |p| (&mut p.name, &mut p.title),
-        )
+        self.served(self.listed(UpstreamSource::prompts, |p| &p.name), |p| {
+            (&mut p.name, &mut p.title)
+        })
     }
 
-    /// Every served resource.
-    pub fn resources(&self) -> Vec<Relayed<Resource>> {
-        self.served(
-            listed(self.upstreams, UpstreamSource::resources, |r| &r.name),
-            |r| (&mut r.name, &mut r.title),
-        )
+    /// Every served resource: toolmux's own first (read on the blocking pool), then the
+    /// servers'. A server's resource under a URI scheme a served provider owns is left out: a
+    /// read of it would reach the provider, and a listing shows only what can be read.
+    pub async fn resources(&self) -> Vec<Relayed<Resource>> {
+        let providers = self.served_providers();
+        let mut served = Vec::new();
+        for provider in &providers {
+            served.extend(
+                BuiltinResources::list(provider)
+                    .await
+                    .into_iter()
+                    .map(|info| Relayed {
+                        server: None,
+                        item: wire_resource(info),
+                    }),
+            );
+        }
+        let owned = |uri: &str| self.builtin_owner(uri).is_some();
+        served.extend(
+            self.served(self.listed(UpstreamSource::resources, |r| &r.name), |r| {
+                (&mut r.name, &mut r.title)
+            })
+            .into_iter()
+            .filter(|r| !owned(&r.item.uri)),
+        );
+        served
     }
 
     /// Every served resource template.
     pub fn resource_templates(&self) -> Vec<Relayed<ResourceTemplate>> {
         self.served(
-            listed(self.upstreams, UpstreamSource::resource_templates, |t| {
-                &t.name
-            }),
+            self.listed(UpstreamSource::resource_templates, |t| &t.name),
             |t| (&mut t.name, &mut t.title),
         )
     }
@@ -194,11 +283,28 @@ impl<'a> Relay<'a> {
         Ok(source.get_prompt(request).await?)
     }
 
-    /// Reads a resource from the server that lists it or has a template matching it.
+    /// Reads a resource: one of toolmux's own from its provider, else from the server that
+    /// lists it or has a template matching it.
     pub async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, RelayError> {
+        if let Some(provider) = self.builtin_owner(&request.uri) {
+            let uri = request.uri;
+            return match BuiltinResources::read(provider, &uri).await {
+                Ok(contents) => {
+                    let mut result =
+                        ReadResourceResult::new(contents.into_iter().map(wire_contents).collect());
+                    // Without `resultType`, as every protocol version reads a result.
+                    result.result_type = None;
+                    Ok(result)
+                }
+                Err(ResourceError::NotFound(message)) => {
+                    Err(RelayError::NotFound(Unknown::Builtin { uri, message }))
+                }
+                Err(ResourceError::Failed(message)) => Err(RelayError::Unreadable(message)),
+            };
+        }
         let source = self.resource_server(&request.uri)?;
         Ok(source.read_resource(request).await?)
     }
@@ -265,7 +371,7 @@ impl<'a> Relay<'a> {
                 }
                 *own = served;
                 Relayed {
-                    server: l.server,
+                    server: Some(l.server),
                     item,
                 }
             })
@@ -281,14 +387,14 @@ impl<'a> Relay<'a> {
     /// mode by its own name on that one server.
     fn prompt(&self, served: &str) -> Result<(UpstreamSource, String), RelayError> {
         let pass_through = self.pass_through();
-        listed(self.upstreams, UpstreamSource::prompts, |p| &p.name)
+        self.listed(UpstreamSource::prompts, |p| &p.name)
             .into_iter()
             .find(|l| match pass_through {
                 None => l.name == served,
                 Some(only) => l.server == only && l.item.name == served,
             })
             .filter(|l| self.serves(&l.server, &l.name))
-            .and_then(|l| Some((self.upstreams.get(&l.server)?, l.item.name)))
+            .and_then(|l| Some((self.upstreams?.get(&l.server)?, l.item.name)))
             .ok_or_else(|| RelayError::NotFound(Unknown::Prompt(served.to_string())))
     }
 
@@ -302,9 +408,7 @@ impl<'a> Relay<'a> {
     /// The server of a resource template, named by its URI template (what MCP's `ref/resource`
     /// carries), else by a URI it matches.
     fn template_server(&self, uri_template: &str) -> Result<UpstreamSource, RelayError> {
-        let templates = listed(self.upstreams, UpstreamSource::resource_templates, |t| {
-            &t.name
-        });
+        let templates = self.listed(UpstreamSource::resource_templates, |t| &t.name);
         let located = match templates
             .into_iter()
             .find(|t| t.item.uri_template == uri_template)
@@ -316,18 +420,17 @@ impl<'a> Relay<'a> {
     }
 
     fn locate_uri(&self, uri: &str) -> Option<UpstreamSource> {
-        let (server, name) = listed(self.upstreams, UpstreamSource::resources, |r| &r.name)
+        let (server, name) = self
+            .listed(UpstreamSource::resources, |r| &r.name)
             .into_iter()
             .find(|r| r.item.uri == uri)
             .map(|r| (r.server, r.name))
             .or_else(|| {
-                listed(self.upstreams, UpstreamSource::resource_templates, |t| {
-                    &t.name
-                })
-                .into_iter()
-                .filter(|t| template_matches(&t.item.uri_template, uri))
-                .max_by_key(|t| literal_start(&t.item.uri_template).len())
-                .map(|t| (t.server, t.name))
+                self.listed(UpstreamSource::resource_templates, |t| &t.name)
+                    .into_iter()
+                    .filter(|t| template_matches(&t.item.uri_template, uri))
+                    .max_by_key(|t| literal_start(&t.item.uri_template).len())
+                    .map(|t| (t.server, t.name))
             })?;
         self.source(server, &name)
     }
@@ -335,8 +438,40 @@ impl<'a> Relay<'a> {
     /// The running source of `server`, when the scope serves its item `name`.
     fn source(&self, server: String, name: &str) -> Option<UpstreamSource> {
         self.serves(&server, name)
-            .then(|| self.upstreams.get(&server))
+            .then(|| self.upstreams?.get(&server))
             .flatten()
+    }
+
+    /// A listing across the relayed servers; none without servers.
+    fn listed<T>(
+        &self,
+        items: fn(&UpstreamSource) -> Vec<T>,
+        own_name: fn(&T) -> &String,
+    ) -> Vec<Listed<T>> {
+        self.upstreams
+            .map(|upstreams| listed(upstreams, items, own_name))
+            .unwrap_or_default()
+    }
+}
+
+/// One of toolmux's own resources as MCP lists it. The core's type has MCP's fields, so this
+/// is a field-for-field copy.
+fn wire_resource(info: ResourceInfo) -> Resource {
+    let mut resource = Resource::new(info.uri, info.name);
+    resource.title = info.title;
+    resource.description = info.description;
+    resource.mime_type = info.mime_type;
+    resource.size = info.size;
+    resource
+}
+
+/// What reading one of toolmux's own resources gave, as MCP's text resource contents.
+fn wire_contents(contents: toolmux_core::ResourceContents) -> ResourceContents {
+    ResourceContents::TextResourceContents {
+        uri: contents.uri,
+        mime_type: contents.mime_type,
+        text: contents.text,
+        meta: None,
     }
 }
 
@@ -410,7 +545,166 @@ fn template_matches(template: &str, uri: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolmux_core::NamePattern;
+    use toolmux_core::{
+        Hub, HubSettings, NamePattern, NullSink, PolicyRules, Source, SourceCall, SourceError,
+        SourceKind, ToolDescriptor, ToolResult,
+    };
+
+    /// A pack with one read tool, `note_view`, and one resource per note.
+    struct Notes;
+
+    #[async_trait::async_trait]
+    impl Source for Notes {
+        fn id(&self) -> &str {
+            "notes"
+        }
+        fn kind(&self) -> SourceKind {
+            SourceKind::Builtin
+        }
+        fn tools(&self) -> Vec<ToolDescriptor> {
+            let schema = serde_json::json!({"type": "object"});
+            vec![ToolDescriptor::new(
+                "notes",
+                "note_view",
+                "Shows a note.",
+                schema,
+            )]
+        }
+        async fn call(&self, _call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
+            Ok(ToolResult::error("not called in these tests"))
+        }
+    }
+
+    impl ResourceProvider for Notes {
+        fn source(&self) -> &str {
+            "notes"
+        }
+        fn scheme(&self) -> &str {
+            "note"
+        }
+        fn read_tool(&self) -> &str {
+            "note_view"
+        }
+        fn resources(&self) -> Result<Vec<ResourceInfo>, ResourceError> {
+            Ok(vec![ResourceInfo {
+                uri: "note://one".into(),
+                name: "one".into(),
+                title: Some("One".into()),
+                description: None,
+                mime_type: Some("text/markdown".into()),
+                size: None,
+            }])
+        }
+        fn read(&self, uri: &str) -> Result<Vec<toolmux_core::ResourceContents>, ResourceError> {
+            match uri {
+                "note://one" => Ok(vec![toolmux_core::ResourceContents {
+                    uri: uri.into(),
+                    mime_type: Some("text/markdown".into()),
+                    text: "# One".into(),
+                }]),
+                _ => Err(ResourceError::NotFound(format!("no note `{uri}`"))),
+            }
+        }
+        fn version(&self) -> Result<u64, ResourceError> {
+            Ok(0)
+        }
+    }
+
+    fn hub_with_notes(policies: PolicyRules) -> Hub {
+        let settings = HubSettings {
+            policies,
+            ..HubSettings::default()
+        };
+        let hub = Hub::new(settings, Arc::new(NullSink));
+        hub.add_source(Arc::new(Notes));
+        hub
+    }
+
+    async fn served_uris(relay: &Relay<'_>) -> Vec<String> {
+        relay
+            .resources()
+            .await
+            .into_iter()
+            .map(|r| {
+                assert_eq!(r.server, None, "a built-in resource has no server");
+                r.item.uri
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn builtin_resources_are_served_where_their_read_tool_is() {
+        let resources = BuiltinResources::new(vec![Arc::new(Notes)]);
+        let hub = hub_with_notes(PolicyRules::default());
+        let pattern = |p: &str| NamePattern::new(p).expect("valid pattern");
+        let everything = Relay::new(None, None).with_builtin(&resources, hub.catalog());
+        assert_eq!(served_uris(&everything).await, ["note://one"]);
+        let read = everything
+            .read_resource(ReadResourceRequestParams::new("note://one"))
+            .await
+            .expect("reads");
+        assert_eq!(read.result_type, None);
+        assert!(
+            matches!(&read.contents[0], ResourceContents::TextResourceContents { text, .. } if text == "# One")
+        );
+        let unknown = everything
+            .read_resource(ReadResourceRequestParams::new("note://two"))
+            .await;
+        assert!(
+            matches!(&unknown, Err(RelayError::NotFound(Unknown::Builtin { uri, .. })) if uri == "note://two"),
+            "{unknown:?}"
+        );
+
+        let hidden = [
+            ToolScope {
+                source: Some("github".into()),
+                ..ToolScope::default()
+            },
+            ToolScope {
+                exclude: vec![pattern("note_*")],
+                ..ToolScope::default()
+            },
+            ToolScope {
+                include: vec![pattern("file_*")],
+                ..ToolScope::default()
+            },
+            // Code mode serves no item its `--tools` does not name.
+            ToolScope {
+                entry_points: vec!["run_code".into()],
+                ..ToolScope::default()
+            },
+        ];
+        for scope in &hidden {
+            let relay = Relay::new(None, Some(scope)).with_builtin(&resources, hub.catalog());
+            assert!(served_uris(&relay).await.is_empty(), "{scope:?}");
+            assert!(relay.builtin_owner("note://one").is_none(), "{scope:?}");
+            let read = relay
+                .read_resource(ReadResourceRequestParams::new("note://one"))
+                .await;
+            assert!(
+                matches!(read, Err(RelayError::NotFound(Unknown::Resource(_)))),
+                "{scope:?}: {read:?}"
+            );
+        }
+        let own_source = ToolScope {
+            source: Some("notes".into()),
+            ..ToolScope::default()
+        };
+        let relay = Relay::new(None, Some(&own_source)).with_builtin(&resources, hub.catalog());
+        assert_eq!(served_uris(&relay).await, ["note://one"]);
+
+        // A `deny` policy on the read tool hides the resources, as it hides the tool.
+        let denied = hub_with_notes(PolicyRules {
+            tools: vec![(pattern("note_view"), Policy::Deny)],
+            ..PolicyRules::default()
+        });
+        let relay = Relay::new(None, None).with_builtin(&resources, denied.catalog());
+        assert!(served_uris(&relay).await.is_empty());
+        // And without the pack's tools in the catalog there is nothing to serve.
+        let bare = Hub::new(HubSettings::default(), Arc::new(NullSink));
+        let relay = Relay::new(None, None).with_builtin(&resources, bare.catalog());
+        assert!(served_uris(&relay).await.is_empty());
+    }
 
     #[test]
     fn a_scope_serves_by_registry_name_and_server_and_code_mode_only_what_tools_names() {

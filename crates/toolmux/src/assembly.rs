@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use anyhow::Context;
 use toolmux_chat::{ChatEngine, EngineSettings, Providers, SamplingSettings, SqliteStore};
 use toolmux_config::{Config, LoadedConfig};
-use toolmux_core::{Hub, HubSettings, NamePattern};
+use toolmux_core::{BuiltinResources, Hub, HubSettings, NamePattern, ResourceProvider};
 use toolmux_execlog::{ExecutionLog, LogBudget, LogSettings};
 use toolmux_http::LiveOptions;
 use toolmux_mcp_server::ServeOptions;
@@ -53,6 +53,9 @@ pub struct Assembly {
     pub approvals: Arc<toolmux_core::ApprovalQueue>,
     /// Questions the chat's model asked the person (the `chat` source waits on them).
     pub inputs: Arc<toolmux_chat::HumanInputs>,
+    /// toolmux's own resources (the spec pack's `spec://…`), served by the MCP channel and the
+    /// REST API beside the upstream servers'; set at start with the packs that offer them.
+    resources: OnceLock<BuiltinResources>,
     /// The chat engine, built the first time a command asks for it.
     chat: OnceLock<Arc<ChatEngine>>,
     /// Who may use the HTTP server, when one serves this assembly.
@@ -98,6 +101,7 @@ impl Assembly {
             upstreams,
             approvals: Arc::new(toolmux_core::ApprovalQueue::new()),
             inputs: Arc::new(toolmux_chat::HumanInputs::default()),
+            resources: OnceLock::new(),
             chat: OnceLock::new(),
             access: OnceLock::new(),
         };
@@ -236,8 +240,9 @@ impl Assembly {
     }
 
     /// The spec pack, when the project keeps LeanSpec specs (`specs/`, `docs/specs/`, or where
-    /// `.lean-spec/config.json` says). Looked for at start, like the root. A specs setup that
-    /// cannot be read leaves the pack out with a warning: the rest of toolmux works without it.
+    /// `.lean-spec/config.json` says): its tools in the hub, its specs as resources. Looked for
+    /// at start, like the root. A specs setup that cannot be read leaves the pack out with a
+    /// warning: the rest of toolmux works without it.
     fn add_specs(&self) {
         let project = match ProjectRoot::with_state_dir(
             &self.loaded.root,
@@ -250,7 +255,19 @@ impl Assembly {
             }
         };
         match toolmux_specs::SpecsSource::open(&project) {
-            Ok(Some(specs)) => self.hub.add_source(Arc::new(specs)),
+            Ok(Some(specs)) => {
+                let specs = Arc::new(specs);
+                self.hub.add_source(specs.clone());
+                let provider: Arc<dyn ResourceProvider> = specs;
+                // One set for the process, so that every MCP session shares one poll of it.
+                if self
+                    .resources
+                    .set(BuiltinResources::new(vec![provider]))
+                    .is_err()
+                {
+                    tracing::warn!("the built-in resources were set twice; the first stay");
+                }
+            }
             Ok(None) => {}
             Err(e) => tracing::warn!("the spec tools are not available: {e}"),
         }
@@ -320,8 +337,14 @@ impl Assembly {
         Ok(self.chat.get_or_init(|| engine).clone())
     }
 
+    /// toolmux's own resources: the spec pack's, when the project has specs.
+    pub fn resources(&self) -> BuiltinResources {
+        self.resources.get().cloned().unwrap_or_default()
+    }
+
     /// What the MCP channel serves: the serve-time filters as the server's options, relaying
-    /// the upstream servers; the HTTP fields stay at their defaults.
+    /// the upstream servers and serving toolmux's own resources; the HTTP fields stay at their
+    /// defaults.
     pub fn mcp_options(&self, filters: &ServeFilterArgs) -> Result<ServeOptions, Failure> {
         let patterns = |list: &[String]| -> Result<Vec<NamePattern>, Failure> {
             list.iter()
@@ -350,6 +373,7 @@ impl Assembly {
                 Vec::new()
             },
             upstreams: Some(self.upstreams.clone()),
+            resources: self.resources(),
             ..ServeOptions::default()
         })
     }
@@ -359,6 +383,7 @@ impl Assembly {
         Arc::new(UpstreamView {
             upstreams: self.upstreams.clone(),
             hub: self.hub.clone(),
+            resources: self.resources(),
         })
     }
 

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::PossibleValuesParser;
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 /// One registry of tools for AI agents: built-in tools, your scripts and upstream servers,
 /// served over MCP, REST and chat.
@@ -60,6 +61,9 @@ pub enum Command {
     Chat(crate::commands::chat::ChatArgs),
     /// Measure how well a model picks tools: a gold set of prompts, accuracy per tool.
     Eval(crate::commands::eval::EvalArgs),
+    /// List, read, search, create, update and validate the project's LeanSpec specs
+    /// (`specs/NNN-name/README.md`), through the `specs` tools and their policies.
+    Specs(SpecsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -293,4 +297,250 @@ fn positive_duration(text: &str) -> Result<std::time::Duration, String> {
         Ok(d) => Ok(d),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// `toolmux specs`: each subcommand calls one tool of the `specs` source through the pipeline.
+#[derive(Debug, Args)]
+pub struct SpecsArgs {
+    /// Print the tool's structured result as JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: SpecsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SpecsCommand {
+    /// List specs in number order (archived ones left out, as LeanSpec does).
+    List(SpecFilterArgs),
+    /// Show one spec: its metadata, relationships and content.
+    View {
+        /// The spec: its number (`42`, `042`), folder name, or a fragment only one spec has.
+        spec: String,
+    },
+    /// Search specs with LeanSpec's query syntax: words, AND, OR, NOT, "phrases", `status:`,
+    /// `tag:`, `priority:`, `title:`, `created:>=2025-01`, fuzzy `term~2`. Best first.
+    Search {
+        /// The query (several words are joined with spaces).
+        #[arg(required = true, num_args = 1.., value_name = "QUERY")]
+        query: Vec<String>,
+        /// The most results.
+        #[arg(short, long, default_value_t = 10)]
+        limit: u32,
+    },
+    /// Create a spec folder `NNN-name/README.md` with the next number (a write: asks first
+    /// unless the policy allows it).
+    Create(SpecCreateArgs),
+    /// Change a spec's status, priority, assignee, tags, checklist or text (a write: asks first
+    /// unless the policy allows it).
+    Update(SpecUpdateArgs),
+    /// Check one spec or all against LeanSpec's rules; exits 1 when one has an error.
+    Validate {
+        /// One spec; all when absent.
+        spec: Option<String>,
+        /// Treat warnings as errors (exit 1 on a warning too).
+        #[arg(long)]
+        strict: bool,
+    },
+    /// The board: specs grouped by status, priority, assignee, tag or parent.
+    Board {
+        /// What to group by.
+        #[arg(short, long, value_enum, default_value_t = BoardGroup::Status)]
+        group_by: BoardGroup,
+        #[command(flatten)]
+        filter: SpecFilterArgs,
+    },
+    /// Counts over every spec: by status, priority and tag, completion, dependencies.
+    Stats,
+    /// Count the cl100k_base tokens of one spec (README and sub-specs), of a file, or of every
+    /// spec, with LeanSpec's ratings.
+    Tokens {
+        /// One spec; every spec when absent.
+        #[arg(conflicts_with = "file")]
+        spec: Option<String>,
+        /// A file relative to the project root, instead of a spec.
+        #[arg(long, value_name = "PATH")]
+        file: Option<String>,
+    },
+    /// Show a spec's parent, children, dependencies and dependents (a read, from `spec_view`).
+    Deps {
+        /// The spec.
+        spec: String,
+    },
+    /// Add a parent, child or dependency link (a write; a cycle is refused).
+    Link(SpecLinkArgs),
+    /// Remove a parent, child or dependency link (a write).
+    Unlink(SpecLinkArgs),
+}
+
+/// What `spec_board` groups by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BoardGroup {
+    Status,
+    Priority,
+    Assignee,
+    #[value(alias = "tags")]
+    Tag,
+    Parent,
+}
+
+/// The canonical statuses, for clap to check and list in `--help`.
+fn spec_status() -> PossibleValuesParser {
+    PossibleValuesParser::new(toolmux_specs::Status::ALL.map(toolmux_specs::Status::as_str))
+}
+
+/// The canonical priorities.
+fn spec_priority() -> PossibleValuesParser {
+    PossibleValuesParser::new(toolmux_specs::Priority::ALL.map(toolmux_specs::Priority::as_str))
+}
+
+/// The filters of `specs list` and `specs board` (those of `spec_list`).
+#[derive(Debug, Args)]
+pub struct SpecFilterArgs {
+    /// Only specs with this status.
+    #[arg(short, long, value_parser = spec_status())]
+    pub status: Option<String>,
+    /// Only specs with this tag (repeatable, or comma-separated: any of them).
+    #[arg(
+        short,
+        long = "tag",
+        alias = "tags",
+        value_name = "TAG",
+        value_delimiter = ','
+    )]
+    pub tags: Vec<String>,
+    /// Only specs with this priority.
+    #[arg(short, long, value_parser = spec_priority())]
+    pub priority: Option<String>,
+    /// Only specs assigned to exactly this person.
+    #[arg(short, long)]
+    pub assignee: Option<String>,
+    /// Only children of this spec.
+    #[arg(long, value_name = "SPEC")]
+    pub parent: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SpecCreateArgs {
+    /// Kebab-case name (`my-feature`); a leading `NNN-` is dropped.
+    pub name: String,
+    /// The title. Default: the name in title case.
+    #[arg(short, long)]
+    pub title: Option<String>,
+    /// The initial status. Default: planned (draft when the LeanSpec config enables drafts).
+    #[arg(short, long, value_parser = spec_status())]
+    pub status: Option<String>,
+    /// The priority. Default: medium.
+    #[arg(short, long, value_parser = spec_priority())]
+    pub priority: Option<String>,
+    /// A tag (repeatable, or comma-separated).
+    #[arg(
+        long = "tag",
+        alias = "tags",
+        value_name = "TAG",
+        value_delimiter = ','
+    )]
+    pub tags: Vec<String>,
+    /// The parent (umbrella) spec.
+    #[arg(long, value_name = "SPEC")]
+    pub parent: Option<String>,
+    /// A spec this one depends on (repeatable).
+    #[arg(long, value_name = "SPEC", num_args = 1..)]
+    pub depends_on: Vec<String>,
+    /// Who owns it.
+    #[arg(short, long)]
+    pub assignee: Option<String>,
+    /// A template file in `.lean-spec/templates/`. Default: the config's, else the built-in one.
+    #[arg(short = 'T', long)]
+    pub template: Option<String>,
+    /// The body in markdown, instead of the template.
+    #[arg(long, value_name = "MARKDOWN", conflicts_with = "file")]
+    pub content: Option<String>,
+    /// Read the body from this file (`-` for stdin), instead of the template.
+    #[arg(short, long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(
+    ArgGroup::new("section_edit")
+        .args(["section_content", "append", "prepend"])
+        .multiple(false)
+        .requires("section")
+))]
+pub struct SpecUpdateArgs {
+    /// The spec: its number, folder name, or a fragment only one spec has.
+    pub spec: String,
+    /// The new status (recorded in `transitions`).
+    #[arg(short, long, value_parser = spec_status())]
+    pub status: Option<String>,
+    /// The new priority.
+    #[arg(short, long, value_parser = spec_priority())]
+    pub priority: Option<String>,
+    /// The new assignee; an empty string removes it.
+    #[arg(short, long)]
+    pub assignee: Option<String>,
+    /// A tag to add (repeatable, or comma-separated).
+    #[arg(long, alias = "add-tags", value_name = "TAG", value_delimiter = ',')]
+    pub add_tag: Vec<String>,
+    /// A tag to remove (repeatable, or comma-separated).
+    #[arg(long, alias = "remove-tags", value_name = "TAG", value_delimiter = ',')]
+    pub remove_tag: Vec<String>,
+    /// Check the checklist item containing this text (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub check: Vec<String>,
+    /// Uncheck the checklist item containing this text (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub uncheck: Vec<String>,
+    /// Replace text in the body (repeatable); it must occur exactly once unless --match-all or
+    /// --match-first.
+    #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
+    pub replace: Vec<String>,
+    /// Replace every occurrence (all --replace entries).
+    #[arg(long, conflicts_with = "match_first")]
+    pub match_all: bool,
+    /// Replace the first occurrence only (all --replace entries).
+    #[arg(long)]
+    pub match_first: bool,
+    /// The `## ` section to edit (by heading, case-insensitive), with --section-content,
+    /// --append or --prepend.
+    #[arg(long, value_name = "HEADING", requires = "section_edit")]
+    pub section: Option<String>,
+    /// Replace the section's content.
+    #[arg(long, value_name = "MARKDOWN")]
+    pub section_content: Option<String>,
+    /// Append to the section.
+    #[arg(long, value_name = "MARKDOWN")]
+    pub append: Option<String>,
+    /// Prepend to the section.
+    #[arg(long, value_name = "MARKDOWN")]
+    pub prepend: Option<String>,
+    /// A whole new body (the title heading is kept; other body edits are then ignored).
+    #[arg(long, value_name = "MARKDOWN")]
+    pub content: Option<String>,
+    /// The `contentHash` you read (`specs view`): the update is refused if the spec changed
+    /// since.
+    #[arg(long, value_name = "HASH")]
+    pub expected_hash: Option<String>,
+    /// Complete a spec with unchecked items or incomplete children, or move a draft straight
+    /// to in-progress or complete.
+    #[arg(short, long)]
+    pub force: bool,
+}
+
+/// One relationship of a spec: exactly one of --parent, --child, --depends-on.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("link").required(true).args(["parent", "child", "depends_on"])))]
+pub struct SpecLinkArgs {
+    /// The spec.
+    pub spec: String,
+    /// Its parent (umbrella) spec.
+    #[arg(long, value_name = "SPEC")]
+    pub parent: Option<String>,
+    /// A child spec.
+    #[arg(long, value_name = "SPEC")]
+    pub child: Option<String>,
+    /// A spec it depends on.
+    #[arg(long, value_name = "SPEC")]
+    pub depends_on: Option<String>,
 }

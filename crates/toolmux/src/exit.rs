@@ -9,8 +9,9 @@ pub const TOOL_FAILED: u8 = 1;
 pub const USAGE: u8 = 2;
 /// The configuration is invalid.
 pub const CONFIG: u8 = 3;
-/// The call was refused before the tool ran: unknown or disabled tool, denied by policy or by a
-/// person, invalid arguments, rate limited.
+/// The call was refused: before the tool ran (unknown or disabled tool, denied by policy or by
+/// a person, invalid arguments, rate limited), or by the tool itself with a kind of refusal
+/// (what it names does not exist, it changed since it was read, it cannot be done as asked).
 pub const REFUSED: u8 = 4;
 /// Anything else went wrong (I/O, a broken state directory).
 pub const RUNTIME: u8 = 5;
@@ -51,6 +52,40 @@ impl Failure {
             Failure::Refused(m) | Failure::ToolFailed(m) => eprintln!("toolmux: {m}"),
             Failure::Runtime(e) => eprintln!("toolmux: {e:#}"),
             Failure::BrokenPipe => {}
+        }
+    }
+}
+
+/// A call the pipeline did not complete: refused before the tool ran (exit code 4) or broken
+/// around it — a timeout, an unavailable source, an output that breaks its schema (exit code 1).
+impl From<toolmux_core::CallError> for Failure {
+    fn from(e: toolmux_core::CallError) -> Self {
+        use toolmux_core::CallError;
+        match e {
+            CallError::NotFound { .. }
+            | CallError::Disabled { .. }
+            | CallError::NotServed { .. }
+            | CallError::Denied { .. }
+            | CallError::InvalidArguments { .. }
+            | CallError::RateLimited { .. } => Failure::Refused(e.to_string()),
+            CallError::Timeout { .. }
+            | CallError::Unavailable { .. }
+            | CallError::Failed { .. }
+            | CallError::InvalidOutput { .. } => Failure::ToolFailed(e.to_string()),
+        }
+    }
+}
+
+impl Failure {
+    /// A tool's error result: a refusal of a known kind (`ToolResult::error_kind`: not found,
+    /// conflict, invalid) changed nothing and asks the caller to change the request, so it is
+    /// reported like a refusal by the pipeline (exit code 4); any other error is the tool
+    /// failing (exit code 1).
+    pub fn from_tool_error(result: &toolmux_core::ToolResult) -> Self {
+        let message = result.text_content();
+        match result.error_kind() {
+            Some(_) => Failure::Refused(message),
+            None => Failure::ToolFailed(message),
         }
     }
 }

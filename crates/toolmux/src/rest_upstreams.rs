@@ -1,20 +1,24 @@
 //! The upstream servers as the REST API shows them (`/api/mcp-servers`, `/api/prompts`,
 //! `/api/resources`, `/api/completions`): the API crate knows no MCP client, so the assembly
-//! hands it this implementation of [`toolmux_api::UpstreamServers`] over the one relay.
+//! hands it this implementation of [`toolmux_api::UpstreamServers`] over the one relay, which
+//! also merges toolmux's own resources (`spec://…`) in, as it does for MCP.
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use toolmux_api::RelayError;
+use toolmux_core::BuiltinResources;
 use toolmux_upstream::{Relay, Relayed, UpstreamSource, Upstreams};
 
 /// The upstream servers as the REST API shows them, with their prompts, resources and
 /// completions relayed the way the MCP channel relays them: prompts under their served names
 /// (`PREFIX__prompt`), resources under their own URIs, each request to the server that listed
-/// the item.
+/// the item; toolmux's own resources beside them.
 pub struct UpstreamView {
     pub upstreams: Arc<Upstreams>,
     pub hub: toolmux_core::Hub,
+    /// toolmux's own resources (the spec pack's).
+    pub resources: BuiltinResources,
 }
 
 impl UpstreamView {
@@ -76,8 +80,8 @@ impl toolmux_api::UpstreamServers for UpstreamView {
         to_json(self.relay().get_prompt(request).await)
     }
 
-    fn resources(&self) -> Vec<Value> {
-        served(self.relay().resources())
+    async fn resources(&self) -> Vec<Value> {
+        served(self.relay().resources().await)
     }
 
     fn resource_templates(&self) -> Vec<Value> {
@@ -110,17 +114,18 @@ impl toolmux_api::UpstreamServers for UpstreamView {
 impl UpstreamView {
     /// The one relay, serving everything under registry names: REST has no serve-time filters.
     fn relay(&self) -> Relay<'_> {
-        Relay::new(&self.upstreams, None)
+        Relay::new(Some(&self.upstreams), None).with_builtin(&self.resources, self.hub.catalog())
     }
 }
 
-/// Items the relay serves, as the REST API shows them: MCP's JSON, with their server.
+/// Items the relay serves, as the REST API shows them: MCP's JSON, with their server (none for
+/// toolmux's own).
 fn served(relayed: Vec<Relayed<impl serde::Serialize>>) -> Vec<Value> {
     relayed
         .into_iter()
         .map(|Relayed { server, item }| {
             let mut value = serde_json::to_value(item).unwrap_or_else(|_| json!({}));
-            if let Some(fields) = value.as_object_mut() {
+            if let (Some(fields), Some(server)) = (value.as_object_mut(), server) {
                 fields.insert("server".into(), Value::String(server));
             }
             value
@@ -159,7 +164,9 @@ fn to_json(
                 message,
             },
             Upstream::Failed(_) => RelayError::Failed(message(&error)),
-            Upstream::Unavailable(_) => RelayError::Unavailable(message(&error)),
+            Upstream::Unavailable(_) | Upstream::Unreadable(_) => {
+                RelayError::Unavailable(message(&error))
+            }
             Upstream::Timeout { after, .. } => RelayError::Timeout {
                 message: message(&error),
                 after_ms: u64::try_from(after.as_millis()).unwrap_or(u64::MAX),

@@ -14,11 +14,28 @@ use toolmux_testkit::served::{KEY, Served, config_with_key};
 fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
     let python = python();
     let project = toolmux_project();
-    project.config(&config_with_key(""));
+    // The spec writes run without asking: with their default policy `ask`, each generated
+    // write would wait for an answer nobody gives.
+    project.config(&config_with_key(
+        r#""policies": {"tools": {"spec_create": "allow", "spec_update": "allow", "spec_relationships": "allow"}}"#,
+    ));
     project.write("notes/todo.md", "# Todo\nbuy milk\n");
+    // A specs directory, so that the spec pack is served and `/api/specs` is exercised on
+    // real specs (a parent, a dependency, a checklist), not only as the no-specs 404.
+    project.write(
+        "specs/001-first/README.md",
+        "---\nstatus: planned\ncreated: 2025-01-01\npriority: high\ntags: [api]\n---\n\n\
+         # First\n\n## Plan\n\n- [ ] do it\n",
+    );
+    project.write(
+        "specs/002-second/README.md",
+        "---\nstatus: in-progress\ncreated: 2025-02-01\nparent: 001-first\n\
+         depends_on: [001-first]\n---\n\n# Second\n\nMore.\n",
+    );
     let served = Served::start(&project, &[]);
     let base = format!("http://{}", served.address);
-    // The chat's routes are in the one document, so schemathesis exercises them too.
+    // The chat's routes are in the one document, so schemathesis exercises them too, and so
+    // are the spec pack's.
     let document = served.get("/api/openapi.json").json();
     for (path, method) in [
         ("/api/chat", "post"),
@@ -29,6 +46,10 @@ fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
         ("/api/conversations/{id}", "patch"),
         ("/api/conversations/{id}", "delete"),
         ("/api/models", "get"),
+        ("/api/specs", "get"),
+        ("/api/specs", "post"),
+        ("/api/specs/{spec}", "patch"),
+        ("/api/specs/{spec}/relationships", "delete"),
     ] {
         assert!(
             document["paths"][path][method].is_object(),

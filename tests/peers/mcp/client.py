@@ -28,6 +28,8 @@ PLAN_JSON is an object:
       {"op": "set_level", "level": L}          -> {"ok": true}
       {"op": "signal", "text": T}              -> {"signal": T}  (the test reacts to it)
       {"op": "wait_list_changed", "timeout": S} -> {"list_changed": true|false}
+      {"op": "wait_resources_changed", "timeout": S} -> {"resources_changed": true|false}
+          (like wait_list_changed, for notifications/resources/list_changed)
       {"op": "wait_logs", "count": N, "timeout": S} -> {"logs": [params, ...]}  (log messages
           may travel on another HTTP stream than the call's result, so they can arrive after it)
 
@@ -67,8 +69,7 @@ async def run(plan: dict[str, Any]) -> None:
     samplings: list[dict[str, Any]] = []
     logs: list[Any] = []
     updated: list[str] = []
-    list_changed = anyio.Event()
-    state = {"list_changed": list_changed}
+    state = {"list_changed": anyio.Event(), "resources_changed": anyio.Event()}
 
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         elicitations.append(dump(params))
@@ -91,6 +92,8 @@ async def run(plan: dict[str, Any]) -> None:
     async def on_message(message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             state["list_changed"].set()
+        if isinstance(message, types.ResourceListChangedNotification):
+            state["resources_changed"].set()
         if isinstance(message, types.ResourceUpdatedNotification):
             updated.append(str(message.params.uri))
 
@@ -200,11 +203,16 @@ async def run(plan: dict[str, Any]) -> None:
                 emit({"ok": True})
             elif op == "signal":
                 state["list_changed"] = anyio.Event()
+                state["resources_changed"] = anyio.Event()
                 emit({"signal": step["text"]})
             elif op == "wait_list_changed":
                 with anyio.move_on_after(step.get("timeout", 10)):
                     await state["list_changed"].wait()
                 emit({"list_changed": state["list_changed"].is_set()})
+            elif op == "wait_resources_changed":
+                with anyio.move_on_after(step.get("timeout", 10)):
+                    await state["resources_changed"].wait()
+                emit({"resources_changed": state["resources_changed"].is_set()})
             elif op == "wait_logs":
                 with anyio.move_on_after(step.get("timeout", 10)):
                     while len(logs) < step.get("count", 1):

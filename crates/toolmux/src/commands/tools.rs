@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use comfy_table::{ContentArrangement, Table, presets};
 use serde_json::{Map, Value};
-use toolmux_core::{CallContext, CallError, Channel, ToolEntry};
+use toolmux_core::{CallContext, Channel, ToolEntry};
 
 use crate::approve::TerminalApprover;
 use crate::assembly::Assembly;
 use crate::cli::{AddToolArgs, CallArgs, ToolsCommand};
-use crate::exit::{Failure, OK, TOOL_FAILED};
+use crate::exit::{Failure, OK};
 use crate::output::{emit, pretty};
 use crate::project::{editor, locate};
 
@@ -304,18 +304,7 @@ async fn call(project: &Assembly, args: CallArgs) -> Result<u8, Failure> {
     }
     let outcome = project.hub.call(&args.name, arguments, &context).await;
     project.log.flush();
-    let result = match outcome {
-        Ok(result) => result,
-        Err(
-            e @ (CallError::NotFound { .. }
-            | CallError::Disabled { .. }
-            | CallError::NotServed { .. }
-            | CallError::Denied { .. }
-            | CallError::InvalidArguments { .. }
-            | CallError::RateLimited { .. }),
-        ) => return Err(Failure::Refused(e.to_string())),
-        Err(e) => return Err(Failure::ToolFailed(e.to_string())),
-    };
+    let result = outcome?;
     if args.json {
         emit(&pretty(&result)?)?;
     } else if result.is_error {
@@ -327,7 +316,11 @@ async fn call(project: &Assembly, args: CallArgs) -> Result<u8, Failure> {
             _ => emit(&text)?,
         }
     }
-    Ok(if result.is_error { TOOL_FAILED } else { OK })
+    Ok(if result.is_error {
+        Failure::from_tool_error(&result).code()
+    } else {
+        OK
+    })
 }
 
 /// Builds the arguments object from `--args` and `-a key=value` pairs.

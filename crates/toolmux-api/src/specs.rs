@@ -1,0 +1,573 @@
+//! `/api/specs`: the spec pack (LeanSpec's `specs/NNN-name/README.md` files) as a resource.
+//! Each route is a call of its `spec_*` tool through the pipeline, so policy (writes ask by
+//! default: the request waits in `GET /api/approvals`), validation, approvals and the log apply
+//! unchanged, and it answers with the tool's structured result; the tool's refusals map by
+//! their kind (no such spec 404, a stale `expectedContentHash` 409, a refused request 422) as
+//! on every route that stands for a tool ([`ApiState::run_tool`]).
+//!
+//! Values the tools check themselves (a status, a priority, a link type) are passed through as
+//! strings: the tool's input schema is the one rule, and a bad value is the pipeline's 422 with
+//! the violation, as on every other channel.
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, CallFailures, ToolConflict};
+use crate::{ApiState, arguments};
+
+pub(crate) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(search))
+        .routes(routes!(board))
+        .routes(routes!(stats))
+        .routes(routes!(validation))
+        .routes(routes!(tokens))
+        .routes(routes!(view, update))
+        .routes(routes!(link, unlink))
+}
+
+/// `GET /api/specs`: every filter that is set must match.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct SpecFilter {
+    /// Only specs with this status: `draft`, `planned`, `in-progress` or `complete` (archived
+    /// specs are never listed, as in LeanSpec).
+    pub status: Option<String>,
+    /// Only specs with these tags, comma-separated (`api,auth`); see `tagMatch`.
+    pub tags: Option<String>,
+    /// `all` (default): a spec must have every tag in `tags`; `any`: one is enough.
+    pub tag_match: Option<String>,
+    /// Only specs with this priority: `low`, `medium`, `high` or `critical`.
+    pub priority: Option<String>,
+    /// Only specs assigned to exactly this person.
+    pub assignee: Option<String>,
+    /// Only children of this spec (number, folder name or a unique fragment of it).
+    pub parent: Option<String>,
+}
+
+impl SpecFilter {
+    /// The filter's arguments, as `spec_list` and `spec_board` take them.
+    fn arguments(self) -> Map<String, Value> {
+        let tags = self.tags.map(|tags| {
+            tags.split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(Value::from)
+                .collect::<Vec<_>>()
+        });
+        arguments([
+            ("status", self.status.map(Value::from)),
+            ("tags", tags.map(Value::Array)),
+            ("tagMatch", self.tag_match.map(Value::from)),
+            ("priority", self.priority.map(Value::from)),
+            ("assignee", self.assignee.map(Value::from)),
+            ("parent", self.parent.map(Value::from)),
+        ])
+    }
+}
+
+/// `GET /api/specs/search`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct SearchQuery {
+    /// LeanSpec's query syntax: words (all must match), `AND`, `OR`, `NOT`, `"phrases"`,
+    /// `status:`, `tag:`, `priority:`, `title:`, `created:>=2025-01`, fuzzy `term~2`.
+    pub q: String,
+    /// The most results (default 10).
+    pub limit: Option<u64>,
+}
+
+/// `GET /api/specs/board`: the groups, then the same filters as `GET /api/specs`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct BoardQuery {
+    /// What to group by: `status` (default), `priority`, `assignee`, `tag` or `parent`.
+    pub group_by: Option<String>,
+    /// Only specs with this status.
+    pub status: Option<String>,
+    /// Only specs with these tags, comma-separated; see `tagMatch`.
+    pub tags: Option<String>,
+    /// `all` (default) or `any` of `tags`.
+    pub tag_match: Option<String>,
+    /// Only specs with this priority.
+    pub priority: Option<String>,
+    /// Only specs assigned to exactly this person.
+    pub assignee: Option<String>,
+    /// Only children of this spec.
+    pub parent: Option<String>,
+}
+
+/// `GET /api/specs/validation`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct ValidationQuery {
+    /// One spec (number, folder name or a unique fragment); every spec when absent.
+    pub spec: Option<String>,
+}
+
+/// `GET /api/specs/tokens`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct TokensQuery {
+    /// One spec (its README and sub-spec files).
+    pub spec: Option<String>,
+    /// A file relative to the project root, instead of a spec.
+    pub file: Option<String>,
+}
+
+/// `DELETE /api/specs/{spec}/relationships`: the link to remove.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct LinkQuery {
+    /// `parent`, `child` or `depends_on`.
+    #[serde(rename = "type")]
+    pub link_type: String,
+    /// The other spec.
+    pub target: String,
+}
+
+/// A new spec: `spec_create`'s arguments.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewSpec {
+    /// Kebab-case name (`search-index`); a leading `NNN-` is dropped. The number is the next
+    /// free one.
+    pub name: String,
+    /// The title (the `# ` heading). Default: the name in title case.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `draft`, `planned`, `in-progress`, `complete` or `archived`. Default `planned` (`draft`
+    /// when the LeanSpec config enables draft status).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// `low`, `medium`, `high` or `critical`. Default `medium`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+    /// A template file in `.lean-spec/templates/`. Default: the config's, else the built-in one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// The body in markdown, instead of the template.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Tags.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    /// The parent (umbrella) spec.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Specs this one depends on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depends_on: Option<Vec<String>>,
+    /// Who owns it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
+}
+
+/// Changes to a spec: `spec_update`'s arguments but the spec, which the path names.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SpecChanges {
+    /// New status (`draft`, `planned`, `in-progress`, `complete`, `archived`, or the aliases
+    /// `in_progress`, `completed`), recorded in `transitions` with timestamps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// New priority (`low`, `medium`, `high`, `critical`, or the aliases `med`, `urgent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+    /// New assignee; an empty string removes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
+    /// Tags to add.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub add_tags: Option<Vec<String>>,
+    /// Tags to remove.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remove_tags: Option<Vec<String>>,
+    /// Text replacements in the body, applied in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replacements: Option<Vec<Replacement>>,
+    /// Edits of `## ` sections, by heading.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub section_updates: Option<Vec<SectionUpdate>>,
+    /// Check or uncheck `- [ ]` items found by their text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checklist_toggles: Option<Vec<ChecklistToggle>>,
+    /// A whole new body (the title heading is kept); other body edits are then ignored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The `contentHash` you read (`GET /api/specs/{spec}`): the update is refused with 409 if
+    /// the spec changed since.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_content_hash: Option<String>,
+    /// Skip the completion and draft-stage checks. Default false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
+}
+
+/// One text replacement in a spec's body.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Replacement {
+    /// The exact text to find.
+    pub old_string: String,
+    /// Its replacement.
+    pub new_string: String,
+    /// `unique` (default: exactly one occurrence must exist), `all` or `first`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub match_mode: Option<String>,
+}
+
+/// One edit of a `## ` section.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SectionUpdate {
+    /// The heading text (case-insensitive).
+    pub section: String,
+    /// The new content.
+    pub content: String,
+    /// `replace` (default), `append` or `prepend`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+}
+
+/// One checklist item to check or uncheck.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChecklistToggle {
+    /// Text the item contains (case-insensitive).
+    pub item_text: String,
+    /// Checked or not.
+    pub checked: bool,
+}
+
+/// A link to add from the spec in the path.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewLink {
+    /// `parent`, `child` or `depends_on`. Links that would make a cycle are refused (422).
+    #[serde(rename = "type")]
+    pub link_type: String,
+    /// The other spec.
+    pub target: String,
+}
+
+/// The source id of the spec pack (`toolmux_specs`), whose tools these routes call.
+const SPECS_SOURCE: &str = "specs";
+
+/// Runs a spec tool. The pack is in the catalog only when the project has a specs directory
+/// (looked for when the server starts); without it a route says so, rather than "unknown tool
+/// `spec_list`", which would name a tool the client never asked for. A spec tool switched off
+/// by configuration is not "absent": the pipeline answers it (403 `disabled`) as for any tool.
+async fn run(
+    state: &ApiState,
+    caller: Caller,
+    tool: &str,
+    arguments: Map<String, Value>,
+) -> Result<Value, ApiError> {
+    let absent = {
+        let catalog = state.inner.hub.catalog();
+        catalog.get(tool).is_none() && catalog.hidden_reason(tool).is_none()
+    };
+    if absent {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_specs_directory",
+            "this project has no specs directory, so there are no specs to serve: create \
+             `specs/` in the project (or name another directory as `specsDir` in \
+             `.lean-spec/config.json`) and restart `toolmux serve`",
+        )
+        .with_details(serde_json::json!({ "source": SPECS_SOURCE, "tool": tool })));
+    }
+    state.run_tool(caller, tool, arguments).await
+}
+
+/// A request body as a tool's arguments.
+fn body_arguments(body: &impl Serialize) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::to_value(body) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(ApiError::internal(format!(
+            "a request body became {other} instead of an object"
+        ))),
+        Err(e) => Err(ApiError::internal(format!(
+            "a request body cannot be passed on: {e}"
+        ))),
+    }
+}
+
+/// Lists the specs in number order (the `spec_list` tool); specs whose frontmatter cannot be
+/// read are listed under `errors`.
+#[utoipa::path(
+    get, path = "/api/specs", tag = "specs", params(SpecFilter),
+    responses(
+        (status = 200, description = "`spec_list`'s structured result: `count`, `specs`, `errors`", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiQuery(filter): ApiQuery<SpecFilter>,
+) -> Result<Json<Value>, ApiError> {
+    run(&state, caller, "spec_list", filter.arguments())
+        .await
+        .map(Json)
+}
+
+/// Searches the specs with LeanSpec's query syntax and scoring, best first (the `spec_search`
+/// tool).
+#[utoipa::path(
+    get, path = "/api/specs/search", tag = "specs", params(SearchQuery),
+    responses(
+        (status = 200, description = "`spec_search`'s structured result: `query`, `count`, `results`", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn search(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiQuery(q): ApiQuery<SearchQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let args = arguments([
+        ("query", Some(Value::from(q.q))),
+        ("limit", q.limit.map(Value::from)),
+    ]);
+    run(&state, caller, "spec_search", args).await.map(Json)
+}
+
+/// The board: specs grouped by status, priority, assignee, tag or parent (the `spec_board`
+/// tool).
+#[utoipa::path(
+    get, path = "/api/specs/board", tag = "specs", params(BoardQuery),
+    responses(
+        (status = 200, description = "`spec_board`'s structured result: `groupBy`, `total`, `groups`", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn board(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiQuery(q): ApiQuery<BoardQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let mut args = SpecFilter {
+        status: q.status,
+        tags: q.tags,
+        tag_match: q.tag_match,
+        priority: q.priority,
+        assignee: q.assignee,
+        parent: q.parent,
+    }
+    .arguments();
+    if let Some(group_by) = q.group_by {
+        args.insert("groupBy".into(), Value::from(group_by));
+    }
+    run(&state, caller, "spec_board", args).await.map(Json)
+}
+
+/// Counts over every spec: by status, priority and tag, completion, dependencies (the
+/// `spec_stats` tool).
+#[utoipa::path(
+    get, path = "/api/specs/stats", tag = "specs",
+    responses(
+        (status = 200, description = "`spec_stats`'s structured result", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn stats(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Json<Value>, ApiError> {
+    run(&state, caller, "spec_stats", Map::new())
+        .await
+        .map(Json)
+}
+
+/// Checks one spec, or all, against LeanSpec's rules: errors and warnings with line numbers
+/// (the `spec_validate` tool). Findings are the answer, so a spec with errors is still a 200.
+#[utoipa::path(
+    get, path = "/api/specs/validation", tag = "specs", params(ValidationQuery),
+    responses(
+        (status = 200, description = "`spec_validate`'s structured result: `valid`, `errors`, `warnings`, `specs`", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn validation(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiQuery(q): ApiQuery<ValidationQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let args = arguments([("spec", q.spec.map(Value::from))]);
+    run(&state, caller, "spec_validate", args).await.map(Json)
+}
+
+/// Counts cl100k tokens of one spec, a file, or every spec, with LeanSpec's ratings (the
+/// `spec_tokens` tool).
+#[utoipa::path(
+    get, path = "/api/specs/tokens", tag = "specs", params(TokensQuery),
+    responses(
+        (status = 200, description = "`spec_tokens`'s structured result: `encoding`, `total`, `items`, `thresholds`", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn tokens(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiQuery(q): ApiQuery<TokensQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let args = arguments([
+        ("spec", q.spec.map(Value::from)),
+        ("file", q.file.map(Value::from)),
+    ]);
+    run(&state, caller, "spec_tokens", args).await.map(Json)
+}
+
+/// One spec: frontmatter, body, sub-spec files, parent, children, dependencies and dependents,
+/// and the `contentHash` to send back as `expectedContentHash` (the `spec_view` tool).
+#[utoipa::path(
+    get, path = "/api/specs/{spec}", tag = "specs",
+    params(("spec" = String, Path, description = "The spec: its number (`42` or `042`), folder name, or a fragment of the name only one spec has")),
+    responses(
+        (status = 200, description = "`spec_view`'s structured result", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn view(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(spec): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    let args = arguments([("spec", Some(Value::from(spec)))]);
+    run(&state, caller, "spec_view", args).await.map(Json)
+}
+
+/// Creates a spec with the next number (the `spec_create` tool). A write: with the default
+/// policy `ask`, the request waits in `GET /api/approvals` for a person's answer.
+#[utoipa::path(
+    post, path = "/api/specs", tag = "specs",
+    request_body = NewSpec,
+    responses(
+        (status = 201, description = "Created: `spec_create`'s structured result (`id`, `number`, `file`, `contentHash`, ...); `Location` names the new spec", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn create(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(spec): ApiJson<NewSpec>,
+) -> Result<Response, ApiError> {
+    let created = run(&state, caller, "spec_create", body_arguments(&spec)?).await?;
+    let location = created["id"]
+        .as_str()
+        .and_then(|id| HeaderValue::from_str(&format!("/api/specs/{id}")).ok());
+    let mut response = (StatusCode::CREATED, Json(created)).into_response();
+    if let Some(location) = location {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// Changes a spec: status, priority, assignee, tags, text, sections, checklist items or the
+/// whole body (the `spec_update` tool). Send `expectedContentHash` so that a concurrent change
+/// is refused (409) rather than overwritten. A write: with the default policy `ask`, the
+/// request waits in `GET /api/approvals` for a person's answer.
+#[utoipa::path(
+    patch, path = "/api/specs/{spec}", tag = "specs",
+    params(("spec" = String, Path, description = "The spec: its number, folder name, or a unique fragment")),
+    request_body = SpecChanges,
+    responses(
+        (status = 200, description = "`spec_update`'s structured result: `changed`, `previousContentHash`, `contentHash`, ...", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn update(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(spec): ApiPath<String>,
+    ApiJson(changes): ApiJson<SpecChanges>,
+) -> Result<Json<Value>, ApiError> {
+    let mut args = body_arguments(&changes)?;
+    args.insert("spec".into(), Value::from(spec));
+    run(&state, caller, "spec_update", args).await.map(Json)
+}
+
+/// Adds a parent, child or `depends_on` link (the `spec_relationships` tool); one that would
+/// make a cycle is refused (422). A write: with the default policy `ask`, the request waits in
+/// `GET /api/approvals`. The spec's links are in `GET /api/specs/{spec}`.
+#[utoipa::path(
+    post, path = "/api/specs/{spec}/relationships", tag = "specs",
+    params(("spec" = String, Path, description = "The spec the link starts from")),
+    request_body = NewLink,
+    responses(
+        (status = 200, description = "`spec_relationships`'s structured result: `id`, `type`, `target`, `edited` (the file changed)", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn link(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(spec): ApiPath<String>,
+    ApiJson(link): ApiJson<NewLink>,
+) -> Result<Json<Value>, ApiError> {
+    relate(&state, caller, spec, "add", link.link_type, link.target).await
+}
+
+/// Removes a parent, child or `depends_on` link (the `spec_relationships` tool). A write: with
+/// the default policy `ask`, the request waits in `GET /api/approvals`.
+#[utoipa::path(
+    delete, path = "/api/specs/{spec}/relationships", tag = "specs",
+    params(("spec" = String, Path, description = "The spec the link starts from"), LinkQuery),
+    responses(
+        (status = 200, description = "`spec_relationships`'s structured result: `id`, `type`, `target`, `edited` (the file changed)", body = Object),
+        CallFailures,
+        ToolConflict,
+    )
+)]
+pub(crate) async fn unlink(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(spec): ApiPath<String>,
+    ApiQuery(link): ApiQuery<LinkQuery>,
+) -> Result<Json<Value>, ApiError> {
+    relate(&state, caller, spec, "remove", link.link_type, link.target).await
+}
+
+async fn relate(
+    state: &ApiState,
+    caller: Caller,
+    spec: String,
+    action: &str,
+    link_type: String,
+    target: String,
+) -> Result<Json<Value>, ApiError> {
+    let args = arguments([
+        ("spec", Some(Value::from(spec))),
+        ("action", Some(Value::from(action))),
+        ("type", Some(Value::from(link_type))),
+        ("target", Some(Value::from(target))),
+    ]);
+    run(state, caller, "spec_relationships", args)
+        .await
+        .map(Json)
+}
