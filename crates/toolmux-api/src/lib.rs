@@ -19,6 +19,7 @@ mod openapi;
 mod prompts;
 mod registry;
 mod resources;
+mod skills;
 mod specs;
 mod tools;
 mod upstreams;
@@ -154,6 +155,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .merge(approvals::routes())
         .merge(files::routes())
         .merge(specs::routes())
+        .merge(skills::routes())
         .merge(upstreams::routes())
         .merge(prompts::routes())
         .merge(resources::routes())

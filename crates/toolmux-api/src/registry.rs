@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use toolmux_config::{ConfigDocument, ConfigEditor, LoadedConfig, ToolName, project_config_path};
-use toolmux_core::Hub;
+use toolmux_core::{Hub, Policy};
 
 use crate::error::ApiError;
 
@@ -123,19 +123,24 @@ pub(crate) fn no_server_named(name: &str) -> ApiError {
     ApiError::not_found(format!("no MCP server named `{name}`"))
 }
 
-/// A change to one entry of a [`Section`], made from a request's body.
+/// A change to one named entry of the file, made from a request: an entry of a [`Section`], or
+/// one tool's own settings.
 #[derive(Debug)]
 pub(crate) struct Edit {
-    section: Section,
     name: String,
     change: Change,
 }
 
 #[derive(Debug)]
 enum Change {
-    Add(Map<String, Value>),
-    Replace(Map<String, Value>),
-    Remove,
+    Add(Section, Map<String, Value>),
+    Replace(Section, Map<String, Value>),
+    Remove(Section),
+    /// `toolSettings.<name>.enabled` and `policies.tools.<name>` (`Some(None)` removes it).
+    ToolState {
+        enabled: Option<bool>,
+        policy: Option<Option<Policy>>,
+    },
 }
 
 impl Edit {
@@ -152,9 +157,8 @@ impl Edit {
             }
         };
         Ok(Self {
-            section,
             name,
-            change: Change::Add(body),
+            change: Change::Add(section, body),
         })
     }
 
@@ -174,18 +178,28 @@ impl Edit {
             )));
         }
         Ok(Self {
-            section,
             name,
-            change: Change::Replace(body),
+            change: Change::Replace(section, body),
         })
     }
 
     /// Removes the entry the path names.
     pub(crate) fn remove(section: Section, name: String) -> Self {
         Self {
-            section,
             name,
-            change: Change::Remove,
+            change: Change::Remove(section),
+        }
+    }
+
+    /// Switches a tool on or off and sets or removes its own policy, as the path and body say.
+    pub(crate) fn tool_state(
+        name: String,
+        enabled: Option<bool>,
+        policy: Option<Option<Policy>>,
+    ) -> Self {
+        Self {
+            name,
+            change: Change::ToolState { enabled, policy },
         }
     }
 }
@@ -281,31 +295,46 @@ fn write(hub: &Hub, editor: &ConfigEditor, apply: &Apply, edit: Edit) -> Result<
 }
 
 fn change(hub: &Hub, doc: &mut ConfigDocument, edit: Edit) -> Result<(), ApiError> {
-    let Edit {
-        section,
-        name,
-        change,
-    } = edit;
+    let Edit { name, change } = edit;
     match change {
-        Change::Add(entry) => {
+        Change::Add(section, entry) => {
             section.check_free(hub, doc, &name)?;
             doc.section_mut(section.names().key)?
                 .insert(name, Value::Object(entry));
         }
-        Change::Replace(entry) => {
+        Change::Replace(section, entry) => {
             let entries = doc.section_mut(section.names().key)?;
             if !entries.contains_key(&name) {
                 return Err(section.missing(hub, &name));
             }
             entries.insert(name, Value::Object(entry));
         }
-        Change::Remove => {
+        Change::Remove(section) => {
             if doc
                 .section_mut(section.names().key)?
                 .remove(&name)
                 .is_none()
             {
                 return Err(section.missing(hub, &name));
+            }
+        }
+        Change::ToolState { enabled, policy } => {
+            // Only a tool the catalog knows (listed or switched off), so a typo is not saved
+            // as a setting of a tool that does not exist.
+            let catalog = hub.catalog();
+            if !catalog
+                .all_tools()
+                .iter()
+                .any(|e| e.descriptor.name == name)
+                && catalog.hidden_reason(&name).is_none()
+            {
+                return Err(ApiError::not_found(format!("no tool named `{name}`")));
+            }
+            if let Some(enabled) = enabled {
+                doc.set_tool_enabled(&name, enabled)?;
+            }
+            if let Some(policy) = policy {
+                doc.set_tool_policy(&name, policy)?;
             }
         }
     }

@@ -22,7 +22,7 @@ use crate::registry::{Edit, Section};
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(list, register))
-        .routes(routes!(show, replace, remove))
+        .routes(routes!(show, replace, remove, patch))
         .routes(routes!(call))
 }
 
@@ -454,4 +454,58 @@ pub(crate) async fn remove(
         .write_config(Edit::remove(Section::ScriptTools, name))
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `PATCH /api/tools/{name}`: what to change of one tool. A field left out stays as it is.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolPatch {
+    /// `false` switches the tool off (no channel lists or calls it), `true` on again.
+    pub enabled: Option<bool>,
+    /// The tool's own policy: `allow`, `ask` or `deny`; `null` removes it, so the tool's other
+    /// rules (patterns, its source, its annotations) decide.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, nullable)]
+    pub policy: Option<Option<Policy>>,
+}
+
+/// Tells a field sent as `null` (`Some(None)`) from one left out (`None`, by `default`).
+fn present<'de, D>(deserializer: D) -> Result<Option<Option<Policy>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Option::<Policy>::deserialize(deserializer).map(Some)
+}
+
+/// Switches a tool on or off, or sets its own policy: written to the project's configuration
+/// (`toolSettings`, `policies.tools`) through the one writer, and live at once. Works for every
+/// tool, whatever its source.
+#[utoipa::path(
+    patch, path = "/api/tools/{name}", tag = "tools",
+    params(("name" = String, Path, description = "The registry name")),
+    request_body = ToolPatch,
+    responses(
+        (status = 200, description = "Changed; the tool as listed now, or `{name, hidden}` when it is switched off", body = Object),
+        (status = 400, description = "The body is not a JSON object of `enabled` and `policy`", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such tool", body = ErrorBody),
+        (status = 422, description = "Nothing to change", body = ErrorBody),
+    )
+)]
+pub(crate) async fn patch(
+    State(state): State<ApiState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(change): ApiJson<ToolPatch>,
+) -> Result<Json<Value>, ApiError> {
+    if change.enabled.is_none() && change.policy.is_none() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "nothing_to_change",
+            "nothing to change: send `enabled` (true or false) or `policy` (allow, ask, deny or null)",
+        ));
+    }
+    let name = state
+        .write_config(Edit::tool_state(name, change.enabled, change.policy))
+        .await?;
+    Ok(Json(current(&state, &name)))
 }

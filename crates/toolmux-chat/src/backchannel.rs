@@ -177,6 +177,7 @@ impl CallBackchannel {
                 "server `{}` asks your model ({}): {}",
                 self.source, self.model, sampling.preview
             ),
+            preview: None,
             time_limit: self.approval_timeout,
         };
         let asked = toolmux_core::approve_within(self.approvals.as_ref(), &approval);

@@ -110,7 +110,7 @@ pub async fn evaluate(
     concurrency: usize,
 ) -> EvalReport {
     let tools: std::sync::Arc<[crate::provider::ToolSpec]> = tool_specs(catalog, kind).into();
-    let system = system_prompt(catalog, project_name);
+    let system = system_prompt(catalog, project_name, &[]);
     let (runnable, skipped): (Vec<_>, Vec<_>) = gold
         .cases
         .iter()

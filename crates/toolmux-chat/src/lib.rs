@@ -33,7 +33,7 @@ pub use human_input::{
     HumanInputSource, HumanInputs, InputRequest, NoSuchInput, Reply, ReplyError, SOURCE_ID,
     TOOL_NAME, field_value, form_fields,
 };
-pub use prompt::system_prompt;
+pub use prompt::{SkillSummary, system_prompt};
 pub use provider::{
     ChatProvider, Message, ModelRequest, ProviderEvent, ProviderStream, ToolCall, ToolSpec, Usage,
 };

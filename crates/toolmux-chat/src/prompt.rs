@@ -25,8 +25,18 @@ fn kind_text(kind: SourceKind) -> &'static str {
     }
 }
 
-/// The system prompt for a catalog snapshot.
-pub fn system_prompt(catalog: &Catalog, project: &str) -> String {
+/// A skill as the system prompt shows it: its name and what it is for, nothing more until the
+/// model loads it (progressive disclosure).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkillSummary {
+    /// The skill's name, for `skill_load`.
+    pub name: String,
+    /// What it does and when to use it.
+    pub description: String,
+}
+
+/// The system prompt for a catalog snapshot and the skills installed now.
+pub fn system_prompt(catalog: &Catalog, project: &str, skills: &[SkillSummary]) -> String {
     let mut by_source: BTreeMap<&str, SourceSummary> = BTreeMap::new();
     for entry in catalog.offered() {
         let d = &entry.descriptor;
@@ -96,5 +106,60 @@ pub fn system_prompt(catalog: &Catalog, project: &str) -> String {
         );
     }
     out.push_str("- Answer concisely, in the language the person writes in.\n");
+    // Skills are named here, with what each is for, so the model knows when one applies; their
+    // instructions cost tokens only once it loads one.
+    let skills_offered = catalog.get(SKILL_LOAD).is_some_and(|e| e.is_offered());
+    if skills_offered && !skills.is_empty() {
+        out.push_str(
+            "\nSkills (instructions for particular tasks): when a request matches one, call \
+             `skill_load` with its name first and follow what it says.\n",
+        );
+        for skill in skills {
+            let _ = writeln!(out, "- `{}`: {}", skill.name, skill.description);
+        }
+    }
     out
+}
+
+/// The tool that loads a skill's instructions.
+const SKILL_LOAD: &str = "skill_load";
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use toolmux_core::{Hub, HubSettings, NullSink};
+
+    use super::*;
+
+    fn skills() -> Vec<SkillSummary> {
+        vec![SkillSummary {
+            name: "csv-summary".into(),
+            description: "Summarise a CSV file.".into(),
+        }]
+    }
+
+    #[test]
+    fn skills_are_named_with_their_descriptions_only_where_skill_load_is_offered() {
+        let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
+        let without = system_prompt(&hub.catalog(), "demo", &skills());
+        assert!(!without.contains("Skills"), "{without}");
+
+        hub.add_source(Arc::new(toolmux_skills::SkillsSource::new(
+            std::path::Path::new("/nowhere"),
+            Vec::new(),
+        )));
+        let with = system_prompt(&hub.catalog(), "demo", &skills());
+        assert!(
+            with.ends_with(
+                "\nSkills (instructions for particular tasks): when a request matches one, call \
+                 `skill_load` with its name first and follow what it says.\n\
+                 - `csv-summary`: Summarise a CSV file.\n"
+            ),
+            "{with}"
+        );
+        // No skills installed: no section.
+        let none = system_prompt(&hub.catalog(), "demo", &[]);
+        assert!(!none.contains("Skills"), "{none}");
+    }
 }

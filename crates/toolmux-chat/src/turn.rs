@@ -10,14 +10,17 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolmux_config::ProviderKind;
-use toolmux_core::{ApprovalQueue, BatchCall, CallContext, CallReport, Catalog, Channel, Hub};
+use toolmux_core::{
+    ApprovalQueue, BatchCall, CallContext, CallReport, Catalog, Channel, Hub, NamePattern,
+    ToolScope,
+};
 
 use crate::backchannel::{CallBackchannel, SamplingSettings, TurnUsage};
 use crate::error::{ChatError, ProviderError, StoreError};
 use crate::events::{EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest};
 use crate::forwarding::forward_requests;
 use crate::human_input::HumanInputs;
-use crate::prompt::system_prompt;
+use crate::prompt::{SkillSummary, system_prompt};
 use crate::provider::{
     ChatProvider, Message, ModelRequest, ProviderEvent, ToolCall, ToolSpec, Usage,
 };
@@ -39,6 +42,8 @@ pub struct ChatEngine {
     sampling: Mutex<SamplingSettings>,
     running: Mutex<HashMap<String, CancellationToken>>,
     surface: Mutex<Option<Arc<Surface>>>,
+    /// Where the skills named in the system prompt come from (read at each turn's start).
+    skills: Option<toolmux_skills::SkillsSource>,
 }
 
 /// What the model is shown of one catalog version: the system prompt and the cleaned tool
@@ -46,6 +51,8 @@ pub struct ChatEngine {
 struct Surface {
     version: u64,
     kind: ProviderKind,
+    /// The skills the prompt names: a skill added on disk changes the prompt, not the catalog.
+    skills: Vec<SkillSummary>,
     system: String,
     tools: Arc<[ToolSpec]>,
 }
@@ -57,6 +64,50 @@ impl std::fmt::Debug for ChatEngine {
             .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
+}
+
+/// The tool that loads a skill, and the tools a loaded skill always leaves reachable: the skill
+/// tools themselves and asking the person.
+const SKILL_LOAD: &str = "skill_load";
+const ALWAYS_WITH_A_SKILL: [&str; 3] = ["skill_list", SKILL_LOAD, crate::human_input::TOOL_NAME];
+
+/// What a loaded skill narrows the turn to: its `allowed-tools` that are tools of this catalog,
+/// plus [`ALWAYS_WITH_A_SKILL`]. `None` — nothing narrowed — for a skill that names no tools,
+/// or only tools toolmux does not have (a skill written for another agent's tool names, such
+/// as Claude Code's `Read`): narrowing to nothing would leave the model unable to act.
+fn skill_scope_of(output: &ToolOutput, catalog: &Catalog) -> Option<Arc<ToolScope>> {
+    let skill = output.structured.as_ref()?;
+    let name = skill.get("name")?.as_str()?;
+    let listed: Vec<&str> = skill
+        .get("allowedTools")?
+        .as_array()?
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    let known: Vec<&str> = listed
+        .iter()
+        .copied()
+        .filter(|t| catalog.get(t).is_some())
+        .collect();
+    if known.is_empty() {
+        if !listed.is_empty() {
+            tracing::warn!(
+                skill = name,
+                "the skill's allowed-tools name no tool of this catalog; nothing is narrowed"
+            );
+        }
+        return None;
+    }
+    let include = known
+        .iter()
+        .filter_map(|t| NamePattern::new(t).ok())
+        .collect();
+    Some(Arc::new(ToolScope {
+        include,
+        entry_points: ALWAYS_WITH_A_SKILL.iter().map(|t| t.to_string()).collect(),
+        served_by: format!("the skill `{name}`, which allows only {}", known.join(", ")),
+        ..ToolScope::default()
+    }))
 }
 
 /// Resolved choices of a turn.
@@ -103,22 +154,64 @@ impl ChatEngine {
             settings,
             running: Mutex::new(HashMap::new()),
             surface: Mutex::new(None),
+            skills: None,
+        }
+    }
+
+    /// Names these skills (name and description) in the system prompt, read afresh at the start
+    /// of every turn.
+    pub fn with_skills(mut self, skills: toolmux_skills::SkillsSource) -> Self {
+        self.skills = Some(skills);
+        self
+    }
+
+    /// The skills installed now, read off the async workers. A skill folder that cannot be read
+    /// leaves the prompt without skills rather than failing the turn; the tools report it.
+    async fn skill_summaries(&self) -> Vec<SkillSummary> {
+        let Some(skills) = self.skills.clone() else {
+            return Vec::new();
+        };
+        let found = tokio::task::spawn_blocking(move || skills.discover()).await;
+        match found {
+            Ok(Ok(found)) => found
+                .skills
+                .into_iter()
+                .map(|s| SkillSummary {
+                    name: s.name,
+                    description: s.description,
+                })
+                .collect(),
+            Ok(Err(e)) => {
+                tracing::warn!("skills are left out of the system prompt: {e}");
+                Vec::new()
+            }
+            Err(e) => {
+                tracing::warn!("skills are left out of the system prompt: {e}");
+                Vec::new()
+            }
         }
     }
 
     /// The prompt and tools for a catalog snapshot, from the cache when it is current.
-    fn surface(&self, catalog: &Catalog, kind: ProviderKind) -> Arc<Surface> {
+    fn surface(
+        &self,
+        catalog: &Catalog,
+        kind: ProviderKind,
+        skills: &[SkillSummary],
+    ) -> Arc<Surface> {
         let mut cached = self.surface.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(surface) = cached.as_ref()
             && surface.version == catalog.version()
             && surface.kind == kind
+            && surface.skills == skills
         {
             return Arc::clone(surface);
         }
         let surface = Arc::new(Surface {
             version: catalog.version(),
             kind,
-            system: system_prompt(catalog, &self.settings.project_name),
+            skills: skills.to_vec(),
+            system: system_prompt(catalog, &self.settings.project_name, skills),
             tools: tool_specs(catalog, kind).into(),
         });
         *cached = Some(Arc::clone(&surface));
@@ -315,15 +408,31 @@ impl ChatEngine {
             .with_session(turn.conversation.clone())
             .with_approver(self.approvals.clone());
         let mut usage = Usage::default();
+        let skills = self.skill_summaries().await;
+        // The tools a loaded skill allows, for the rest of the turn (see `skill_scope`).
+        let mut skill_scope: Option<Arc<ToolScope>> = None;
         for step in 1..=self.settings.max_steps {
             turn.emit(TurnEvent::StepStart { step }).await;
             let catalog = self.hub.catalog();
-            let surface = self.surface(&catalog, turn.kind);
+            let surface = self.surface(&catalog, turn.kind, &skills);
+            let tools = match &skill_scope {
+                Some(scope) => surface
+                    .tools
+                    .iter()
+                    .filter(|t| {
+                        catalog
+                            .get(&t.name)
+                            .is_some_and(|e| scope.admits(&e.descriptor))
+                    })
+                    .cloned()
+                    .collect(),
+                None => Arc::clone(&surface.tools),
+            };
             let request = ModelRequest {
                 model: turn.model.clone(),
                 system: surface.system.clone(),
                 messages: history.clone(),
-                tools: Arc::clone(&surface.tools),
+                tools,
                 max_tokens: None,
             };
             let answer = self.model_call(turn, request, &mut usage).await;
@@ -353,10 +462,24 @@ impl ChatEngine {
                 })
                 .await;
             }
+            // The scope goes with the calls too, so a tool the skill leaves out is refused by the
+            // hub even when the model names it anyway.
+            let step_context = match &skill_scope {
+                Some(scope) => context.clone().with_scope(Arc::clone(scope)),
+                None => context.clone(),
+            };
             let results = tokio::select! {
-                results = self.run_calls(turn, &catalog, &calls, &context) => Some(results),
+                results = self.run_calls(turn, &catalog, &calls, &step_context) => Some(results),
                 () = turn.cancel.cancelled() => None,
             };
+            if let Some(outputs) = &results {
+                for output in outputs
+                    .iter()
+                    .filter(|o| o.name == SKILL_LOAD && !o.is_error)
+                {
+                    skill_scope = skill_scope_of(output, &catalog);
+                }
+            }
             let cancelled = results.is_none();
             // Every call gets a result message, even a cancelled one: providers reject a
             // conversation in which a tool call has no answer.

@@ -342,3 +342,84 @@ async fn anthropic_and_gemini_wire_formats_stream_through_the_same_loop() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_loaded_skill_narrows_the_turn_to_its_allowed_tools() {
+    let aimock = Aimock::start("chat.json");
+    let harness = Harness::new(&aimock, HubSettings::default(), 25);
+    let root = harness.dir.path();
+    write_file(
+        root,
+        ".toolmux/skills/csv-summary/SKILL.md",
+        "---\nname: csv-summary\ndescription: Summarise a CSV file.\nallowed-tools: file_read\n---\n\n# CSV summary\n\nRead the file, count its rows.\n",
+    );
+    harness
+        .hub
+        .add_source(Arc::new(toolmux_skills::SkillsSource::new(
+            root,
+            vec![toolmux_skills::SkillRoot {
+                path: root.join(".toolmux/skills"),
+                origin: toolmux_skills::Origin::Project,
+            }],
+        )));
+    let (_, events) = harness
+        .turn(None, "Summarise data.csv with the csv skill")
+        .await;
+    let outs = outputs(&events);
+    assert_eq!(
+        outs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+        ["skill_load", "grep"]
+    );
+    assert!(!outs[0].is_error, "{:?}", outs[0]);
+    // The model named grep anyway: the hub refused it, naming the skill.
+    assert!(outs[1].is_error);
+    assert_eq!(outs[1].error_code.as_deref(), Some("not_served"));
+    assert!(
+        outs[1]
+            .content
+            .contains("is not served by the skill `csv-summary`, which allows only file_read"),
+        "{}",
+        outs[1].content
+    );
+    assert_eq!(
+        text(&events),
+        "The csv-summary skill does not let me use grep."
+    );
+    // What the model was offered: everything before the skill, its allowed tools (and the
+    // skill and human-input tools) after.
+    let journal = aimock.journal();
+    let offered: Vec<Vec<String>> = journal
+        .as_array()
+        .expect("a journal")
+        .iter()
+        .filter(|r| {
+            r["body"]["messages"]
+                .to_string()
+                .contains("Summarise data.csv with the csv skill")
+        })
+        .map(|r| {
+            let mut names: Vec<String> = r["body"]["tools"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect();
+            names.sort();
+            names
+        })
+        .collect();
+    assert_eq!(offered.len(), 3, "{offered:?}");
+    assert!(offered[0].contains(&"grep".to_string()), "{offered:?}");
+    for later in &offered[1..] {
+        assert_eq!(
+            later,
+            &[
+                "file_read",
+                "request_human_input",
+                "skill_list",
+                "skill_load"
+            ],
+        );
+    }
+}

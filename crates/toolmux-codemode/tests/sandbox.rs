@@ -334,7 +334,7 @@ async fn there_are_no_file_network_process_or_timer_globals() {
     let sandbox = sandbox(&hub, Limits::default());
     let out = run(
         &sandbox,
-        "const g = globalThis as any;\nreturn ['setTimeout', 'setInterval', 'fetch', 'XMLHttpRequest', 'require', 'process', 'std', 'os', 'Deno', 'Bun', '__toolmux_native'].filter((name) => g[name] !== undefined);",
+        "const g = globalThis as any;\nreturn ['setTimeout', 'setInterval', 'XMLHttpRequest', 'require', 'process', 'std', 'os', 'Deno', 'Bun', '__toolmux_native'].filter((name) => g[name] !== undefined);",
     )
     .await;
     assert_eq!(out.result.expect("runs"), json!([]));

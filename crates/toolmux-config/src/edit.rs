@@ -11,6 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+use toolmux_core::Policy;
 
 use crate::error::ConfigError;
 use crate::load::{LoadedConfig, load_merged, project_config_path, state_dir, std_env};
@@ -94,11 +95,78 @@ impl ConfigDocument {
         }
     }
 
+    /// Switches one tool on or off (`toolSettings.<name>.enabled`). Switching it on removes
+    /// the setting rather than writing `true`, so a tool switched off and on again leaves the
+    /// file as it was.
+    pub fn set_tool_enabled(&mut self, name: &str, enabled: bool) -> Result<(), EditError> {
+        let path = self.path.clone();
+        let settings = self.section_mut(TOOL_SETTINGS)?;
+        if enabled {
+            let now_empty = match settings.get_mut(name) {
+                None => false,
+                Some(Value::Object(entry)) => {
+                    entry.remove("enabled");
+                    entry.is_empty()
+                }
+                Some(_) => return Err(nested_not_an_object(path, TOOL_SETTINGS, name)),
+            };
+            if now_empty {
+                settings.remove(name);
+            }
+        } else {
+            match settings
+                .entry(name)
+                .or_insert_with(|| Value::Object(Map::new()))
+            {
+                Value::Object(entry) => {
+                    entry.insert("enabled".into(), Value::Bool(false));
+                }
+                _ => return Err(nested_not_an_object(path, TOOL_SETTINGS, name)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets one tool's own policy (`policies.tools.<name>`), or with `None` removes it, so the
+    /// tool's other rules (patterns, its source, its annotations) decide again.
+    pub fn set_tool_policy(&mut self, name: &str, policy: Option<Policy>) -> Result<(), EditError> {
+        let path = self.path.clone();
+        let policies = self.section_mut(POLICIES)?;
+        let Value::Object(tools) = policies
+            .entry("tools")
+            .or_insert_with(|| Value::Object(Map::new()))
+        else {
+            return Err(nested_not_an_object(path, POLICIES, "tools"));
+        };
+        match policy {
+            Some(policy) => {
+                tools.insert(name.to_string(), Value::String(policy.to_string()));
+            }
+            None => {
+                tools.remove(name);
+            }
+        }
+        if tools.is_empty() {
+            policies.remove("tools");
+        }
+        Ok(())
+    }
+
     fn not_an_object(&self, key: &str) -> EditError {
         EditError::Uneditable {
             path: self.path.clone(),
             message: format!("`{key}` is not an object"),
         }
+    }
+}
+
+const TOOL_SETTINGS: &str = "toolSettings";
+const POLICIES: &str = "policies";
+
+fn nested_not_an_object(path: PathBuf, section: &str, key: &str) -> EditError {
+    EditError::Uneditable {
+        path,
+        message: format!("`{section}.{key}` is not an object"),
     }
 }
 
@@ -374,6 +442,49 @@ mod tests {
             .expect("edit");
         assert!(again.value);
         assert!(!again.written);
+    }
+
+    #[test]
+    fn a_tool_switched_off_and_on_and_its_policy_set_and_cleared_leave_the_file_as_it_was() {
+        let seed =
+            r#"{"toolSettings": {"grep": {"timeoutMs": 5000}}, "logs": {"retentionDays": 3}}"#;
+        let (_dir, editor) = project(Some(seed));
+        let edited = editor
+            .edit(|doc| {
+                doc.set_tool_enabled("grep", false)?;
+                doc.set_tool_enabled("file_read", false)?;
+                doc.set_tool_policy("file_read", Some(Policy::Ask))
+            })
+            .expect("edit");
+        let saved: Value =
+            serde_json::from_str(&fs::read_to_string(editor.path()).expect("read")).expect("json");
+        assert_eq!(
+            saved,
+            json!({
+                "toolSettings": {"grep": {"timeoutMs": 5000, "enabled": false}, "file_read": {"enabled": false}},
+                "logs": {"retentionDays": 3},
+                "policies": {"tools": {"file_read": "ask"}},
+            })
+        );
+        let file_read = crate::ToolName::new("file_read").expect("a tool name");
+        assert_eq!(
+            edited.loaded.config.tool_settings[&file_read].enabled,
+            Some(false)
+        );
+        editor
+            .edit(|doc| {
+                doc.set_tool_enabled("grep", true)?;
+                doc.set_tool_enabled("file_read", true)?;
+                doc.set_tool_enabled("never_off", true)?;
+                doc.set_tool_policy("file_read", None)
+            })
+            .expect("edit back");
+        let saved: Value =
+            serde_json::from_str(&fs::read_to_string(editor.path()).expect("read")).expect("json");
+        assert_eq!(
+            saved,
+            json!({"toolSettings": {"grep": {"timeoutMs": 5000}}, "logs": {"retentionDays": 3}})
+        );
     }
 
     #[test]

@@ -165,7 +165,8 @@ impl JsonSchema for ToolName {
 }
 
 /// A positive duration written as a whole number and a unit: `"500ms"`, `"30s"`, `"1m"`,
-/// `"2h"`, `"1d"`. Kept as written, so that saving a file does not rewrite it.
+/// `"2h"`, `"1d"`, or one of the words other tools' rate limits use, `"second"`, `"minute"`,
+/// `"hour"`, `"day"` (one of each). Kept as written, so that saving a file does not rewrite it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Period {
     text: String,
@@ -175,7 +176,18 @@ pub struct Period {
 impl Period {
     /// Parses a period; zero is rejected. The error is the message a user sees.
     pub fn new(text: &str) -> Result<Self, String> {
-        let duration = parse_duration(text).map_err(|e| e.to_string())?;
+        let word = match text {
+            "second" => Some(Duration::from_secs(1)),
+            "minute" => Some(Duration::from_secs(60)),
+            "hour" => Some(Duration::from_secs(3600)),
+            "day" => Some(Duration::from_secs(86_400)),
+            _ => None,
+        };
+        let duration = match word {
+            Some(duration) => duration,
+            None => parse_duration(text)
+                .map_err(|e| format!("{e}, or one of `second`, `minute`, `hour`, `day`"))?,
+        };
         if duration.is_zero() {
             return Err(format!(
                 "invalid duration `{text}`: a period must be longer than zero"
@@ -245,7 +257,21 @@ mod tests {
         assert_eq!(p.duration(), Duration::from_secs(60));
         assert_eq!(p.as_str(), "1m");
         assert!(Period::new("0s").is_err());
-        assert!(Period::new("soon").is_err());
+        let soon = Period::new("soon").expect_err("not a period");
+        assert!(
+            soon.ends_with(", or one of `second`, `minute`, `hour`, `day`"),
+            "{soon}"
+        );
+        for (word, seconds) in [
+            ("second", 1),
+            ("minute", 60),
+            ("hour", 3600),
+            ("day", 86_400),
+        ] {
+            let p = Period::new(word).expect("a word period");
+            assert_eq!(p.duration(), Duration::from_secs(seconds), "{word}");
+            assert_eq!(p.as_str(), word);
+        }
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod schema;
 mod scripts;
 mod server;
 mod upstream;
+mod web;
 mod write;
 
 pub use edit::{ConfigDocument, ConfigEditor, EditError, Edited};
@@ -54,8 +55,8 @@ pub use load::{
     project_schema_path, state_dir, unexpanded_upstreams, user_config_path,
 };
 pub use model::{
-    Config, Defaults, FilterSettings, LogSettings, Policies, RateLimitSetting, SourceSettings,
-    ToolSettings, WorkspaceLimits,
+    Config, Defaults, FilterSettings, LogSettings, Policies, RateLimitSetting, SkillsSettings,
+    SourceSettings, ToolSettings, WorkspaceLimits,
 };
 pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers, SamplingPolicy};
 pub use schema::{schema, starter_config};
@@ -65,4 +66,5 @@ pub use upstream::{
     DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, Prefix, ServerEntry,
     ServerName, TransportKind, UpstreamServer, UpstreamTransport,
 };
+pub use web::{SearchBackendKind, UrlFetchSettings, WebSearchSettings};
 pub use write::{write_atomic, write_new_atomic};

@@ -65,6 +65,29 @@ pub struct Config {
     /// Script tools, by registry name: a command that takes the arguments as JSON on stdin and
     /// answers on stdout.
     pub tools: BTreeMap<ToolName, crate::scripts::ScriptTool>,
+    /// `url_fetch`: size, time and redirect caps, and the addresses it may reach although
+    /// internal ones are refused by default.
+    pub url_fetch: crate::web::UrlFetchSettings,
+    /// `web_search`: the search service it asks (SearXNG, Brave or Tavily).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web_search: Option<crate::web::WebSearchSettings>,
+    /// Agent Skills: more places to find them, before the project's `.toolmux/skills/` and
+    /// `.claude/skills/` and the user's `~/.config/toolmux/skills/`.
+    pub skills: SkillsSettings,
+}
+
+/// Where Agent Skills are found besides the standard places.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `paths`"
+)]
+pub struct SkillsSettings {
+    /// Folders that hold skill folders (one `SKILL.md` each), relative to the project
+    /// directory or absolute; searched first, in this order.
+    pub paths: Vec<PathBuf>,
 }
 
 /// Time limits that apply when a tool sets none.

@@ -148,7 +148,7 @@ fn unknown_top_level_key_lists_the_valid_fields_when_none_is_close() {
         format!(
             "{}:1:6: unknown field `zzz`; valid fields are `$schema`, `root`, `defaults`, \
              `policies`, `toolSettings`, `filters`, `sources`, `workspace`, `logs`, `mcpServers`, \
-             `providers`, `chat`, `server`, `tools`",
+             `providers`, `chat`, `server`, `tools`, `urlFetch`, `webSearch`, `skills`",
             file.display()
         )
     );
@@ -234,7 +234,8 @@ fn invalid_rate_limit_period_is_reported_at_its_position() {
         err.to_string(),
         format!(
             "{}:1:78: at `toolSettings.grep.rateLimit.period`: invalid duration `1 minute`: \
-             expected a number followed by ms, s, m, h or d (e.g. \"30s\")",
+             expected a number followed by ms, s, m, h or d (e.g. \"30s\"), or one of \
+             `second`, `minute`, `hour`, `day`",
             file.display()
         )
     );

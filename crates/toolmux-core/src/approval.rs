@@ -21,8 +21,13 @@ pub struct ApprovalRequest {
     pub channel: Channel,
     /// The conversation or session, when there is one.
     pub session: Option<String>,
-    /// A sentence to show the person.
+    /// A sentence to show the person, ending with the preview when there is one.
     pub message: String,
+    /// What the call would change (a write tool's diff, `Source::preview`), also at the end of
+    /// `message`: for an approver that words its own question (MCP's names the tool as its
+    /// client knows it) and must still show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
     /// How long the person has to answer; [`approve_within`] holds the wait to it, and an
     /// approver that asks over a wire (an MCP elicitation) gives the same limit to the peer, so
     /// the question is withdrawn there when it runs out here.

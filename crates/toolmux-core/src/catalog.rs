@@ -323,12 +323,8 @@ impl Catalog {
         }
     }
 
-    /// The visible tool name closest to `name`, when one is close enough to be a likely typo.
-    pub fn suggest(&self, name: &str) -> Option<String> {
-        self.suggest_among(name, self.tools())
-    }
-
-    /// Like [`Catalog::suggest`], among the tools this caller may reach.
+    /// The tool name closest to `name` among the tools this caller may reach, when one is close
+    /// enough to be a likely typo.
     fn suggest_for(&self, name: &str, context: &CallContext) -> Option<String> {
         self.suggest_among(name, self.tools().filter(|e| context.admits(&e.descriptor)))
     }

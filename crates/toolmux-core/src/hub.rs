@@ -538,16 +538,33 @@ async fn ask(
     context: &CallContext,
 ) -> Result<(), CallError> {
     let name = &entry.descriptor.name;
+    let mut message = format!(
+        "Allow `{name}` from `{}` to run with these arguments?",
+        entry.descriptor.source
+    );
+    // What the call would change (a write tool's diff), where the source can tell: every
+    // approver shows the message, so the person sees it on every channel.
+    let mut shown = None;
+    if let Value::Object(map) = arguments {
+        let preview = entry.source.preview(SourceCall {
+            tool: &entry.descriptor,
+            arguments: map.clone(),
+            context,
+        });
+        if let Ok(Some(preview)) = tokio::time::timeout(entry.timeout, preview).await {
+            message.push_str("\n\n");
+            message.push_str(&preview);
+            shown = Some(preview);
+        }
+    }
     let request = ApprovalRequest {
         tool: name.clone(),
         source: entry.descriptor.source.clone(),
         arguments: arguments.clone(),
         channel: context.channel,
         session: context.session.clone(),
-        message: format!(
-            "Allow `{name}` from `{}` to run with these arguments?",
-            entry.descriptor.source
-        ),
+        message,
+        preview: shown,
         time_limit: catalog.approval_timeout,
     };
     match approve_within(approver.as_ref(), &request).await {

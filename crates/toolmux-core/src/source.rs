@@ -94,6 +94,13 @@ pub trait Source: Send + Sync + 'static {
     /// Runs one tool.
     async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError>;
 
+    /// What the call would change, shown to the person asked to approve it (a diff, say);
+    /// `None` when the source has nothing to show. It must change nothing: the hub calls it
+    /// before asking about an `ask` call, within the tool's time limit.
+    async fn preview(&self, _call: SourceCall<'_>) -> Option<String> {
+        None
+    }
+
     /// Called once when the source joins a hub, with a handle to report that its tool list
     /// changed (after a discovery, say). Sources whose tools never change ignore it.
     fn attach(&self, _notifier: ChangeNotifier) {}

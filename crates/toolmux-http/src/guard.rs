@@ -76,7 +76,7 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 /// loopback even when keys are configured: the catalog, which never starts anything and shows
 /// what a model would see anyway, health, and the API's description. Every other route is
 /// closed to keyless requests once a key exists; a new route is closed unless it is added here.
-pub const OPEN_READS: [&str; 4] = [
+const OPEN_READS: [&str; 4] = [
     "/api/tools",
     "/api/tools/{name}",
     "/api/health",
@@ -229,7 +229,7 @@ pub enum AuthError {
 /// Checks a request's bearer token against the accepted keys. The one place that decides
 /// whether an HTTP request is authenticated, so that the MCP endpoint and the REST API agree.
 /// An empty key list accepts every request.
-pub fn check_api_key(headers: &HeaderMap, keys: &[String]) -> Result<(), AuthError> {
+fn check_api_key(headers: &HeaderMap, keys: &[String]) -> Result<(), AuthError> {
     if keys.is_empty() {
         return Ok(());
     }
@@ -251,7 +251,7 @@ pub fn check_api_key(headers: &HeaderMap, keys: &[String]) -> Result<(), AuthErr
 /// Whether `token` is one of `keys`. Compares against every key, in time that depends only on
 /// the lengths, so that timing does not reveal how much of a key a guess got right. The one
 /// place that decides what a valid key is, whichever header carried it.
-pub fn key_is_valid(token: &str, keys: &[String]) -> bool {
+fn key_is_valid(token: &str, keys: &[String]) -> bool {
     let mut matched = false;
     for key in keys {
         matched |= constant_time_eq(key.as_bytes(), token.as_bytes());

@@ -15,10 +15,7 @@ mod guard;
 pub use connections::{ConnectionLimits, serve};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use extract::{ApiJson, ApiPath, ApiQuery};
-pub use guard::{
-    API_KEY_HEADER, ApiOptions, AuthError, Caller, LiveOptions, OPEN_READS, check_api_key, guarded,
-    key_is_valid, mcp_guarded,
-};
+pub use guard::{API_KEY_HEADER, ApiOptions, AuthError, Caller, LiveOptions, guarded, mcp_guarded};
 /// Route registration: a route is added with its OpenAPI operation (`routes!` reads the
 /// handler's `#[utoipa::path]`), so none can exist without its entry in the document.
 pub use utoipa_axum::{router::OpenApiRouter, routes};

@@ -1,6 +1,9 @@
 //! Calls per second over streamable HTTP with 32 concurrent clients, each with its own MCP
 //! session, calling the built-in `file_read` (target ≥ 5,000 calls/s, zero errors), with p50 and
-//! p99 latency at that load.
+//! p99 latency at that load. Then the session table: the server's resident memory (`VmRSS`)
+//! before, with 1,000 idle sessions (initialised, then left without a `DELETE`), and after they
+//! expired (a short idle time, given to that server), twice, so that a second round shows
+//! whether memory stays flat.
 //!
 //! The bench binary is both sides: run normally it is the load generator, and it starts itself
 //! again with `TOOLMUX_BENCH_HTTP_SERVER=<project dir>` as the server (on a free loopback port,
@@ -12,12 +15,15 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::serve::ListenerExt;
 use bytes::Bytes;
+use futures::StreamExt;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::client::legacy::Client;
@@ -27,6 +33,12 @@ use serde_json::{Value, json};
 use toolmux_mcp_server::{CancellationToken, ServeOptions, http_router};
 
 const SERVER_ENV: &str = "TOOLMUX_BENCH_HTTP_SERVER";
+/// The idle time of the session-table server's sessions, in milliseconds.
+const IDLE_ENV: &str = "TOOLMUX_BENCH_HTTP_SESSION_IDLE_MS";
+/// Long enough to open 1,000 sessions and measure before the first expires.
+const SESSION_IDLE: Duration = Duration::from_secs(10);
+const IDLE_SESSIONS: usize = 1_000;
+const ROUNDS: usize = 3;
 const CLIENTS: usize = 32;
 const WARMUP_CALLS: usize = 50;
 const CALLS_PER_CLIENT: usize = 1_500;
@@ -39,28 +51,119 @@ fn main() {
     }
     let project = tempfile::tempdir().expect("a temporary project");
     common::write_project(project.path());
-    let exe = std::env::current_exe().expect("the bench binary's path");
-    let mut server = Command::new(exe)
-        .env(SERVER_ENV, project.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the bench server");
-    let mut port_line = String::new();
-    BufReader::new(server.stdout.take().expect("piped stdout"))
-        .read_line(&mut port_line)
-        .expect("read the server's port");
-    let url = format!("http://127.0.0.1:{}/mcp", port_line.trim());
-
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("a runtime");
-    runtime.block_on(load(url));
-    drop(server.stdin.take()); // ends the server
-    let status = server.wait().expect("wait for the server");
-    assert!(status.success(), "the bench server failed: {status}");
+
+    let server = BenchServer::start(project.path(), None);
+    runtime.block_on(load(server.url.clone()));
+    server.stop();
+
+    // A server of its own, so that the load's allocations do not blur the table's.
+    let mut server = BenchServer::start(project.path(), Some(SESSION_IDLE));
+    runtime.block_on(session_table(&mut server));
+    server.stop();
+}
+
+/// The bench binary started again as the server, in a process of its own.
+struct BenchServer {
+    child: Child,
+    url: String,
+    /// The server's live session count, as it last reported it.
+    sessions: Arc<AtomicUsize>,
+    /// How many `trim` requests the server has answered.
+    trimmed: Arc<AtomicUsize>,
+}
+
+impl BenchServer {
+    fn start(project: &Path, idle: Option<Duration>) -> Self {
+        let exe = std::env::current_exe().expect("the bench binary's path");
+        let mut command = Command::new(exe);
+        command.env(SERVER_ENV, project);
+        if let Some(idle) = idle {
+            command.env(IDLE_ENV, idle.as_millis().to_string());
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the bench server");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut port_line = String::new();
+        stdout
+            .read_line(&mut port_line)
+            .expect("read the server's port");
+        let url = format!("http://127.0.0.1:{}/mcp", port_line.trim());
+        // Then the server reports its live sessions, one `sessions N` line per change.
+        let sessions = Arc::new(AtomicUsize::new(0));
+        let reported = Arc::clone(&sessions);
+        let trimmed = Arc::new(AtomicUsize::new(0));
+        let trims = Arc::clone(&trimmed);
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if let Some(n) = line.strip_prefix("sessions ").and_then(|n| n.parse().ok()) {
+                    reported.store(n, Ordering::SeqCst);
+                } else if line == "trimmed" {
+                    trims.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        Self {
+            child,
+            url,
+            sessions,
+            trimmed,
+        }
+    }
+
+    /// Asks the server to hand its free heap memory back, and waits until it has.
+    async fn trim(&mut self) {
+        use std::io::Write;
+        let before = self.trimmed.load(Ordering::SeqCst);
+        let stdin = self.child.stdin.as_mut().expect("the server's stdin");
+        writeln!(stdin, "trim").expect("ask the server to trim");
+        stdin.flush().expect("flush");
+        while self.trimmed.load(Ordering::SeqCst) == before {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The server's resident memory, from `/proc/<pid>/status`, in KiB.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("read the server's /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("a VmRSS line")
+    }
+
+    fn live(&self) -> usize {
+        self.sessions.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the server reports `count` live sessions, at most `limit`.
+    async fn wait_for_sessions(&self, count: usize, limit: Duration) -> Duration {
+        let started = Instant::now();
+        while self.live() != count {
+            assert!(
+                started.elapsed() < limit,
+                "the server still has {} sessions, not {count}, after {limit:?}",
+                self.live()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        started.elapsed()
+    }
+
+    fn stop(mut self) {
+        drop(self.child.stdin.take()); // ends the server
+        let status = self.child.wait().expect("wait for the server");
+        assert!(status.success(), "the bench server failed: {status}");
+    }
 }
 
 /// The server process: serves until its stdin closes.
@@ -81,12 +184,39 @@ fn serve(root: PathBuf) {
             let _ = tcp.set_nodelay(true);
         });
         let shutdown = CancellationToken::new();
-        let router = http_router(hub, ServeOptions::default(), shutdown.clone());
+        let idle = std::env::var(IDLE_ENV)
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map(Duration::from_millis);
+        let options = ServeOptions {
+            session_idle_timeout: idle,
+            ..ServeOptions::default()
+        };
+        let live = options.live_sessions.clone();
+        tokio::spawn(async move {
+            let mut shown = None;
+            loop {
+                let now = live.count();
+                if shown != Some(now) {
+                    println!("sessions {now}");
+                    shown = Some(now);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        let router = http_router(hub, options, shutdown.clone());
         let stop = shutdown.clone();
         tokio::spawn(async move {
-            // Stdin closing is the signal to stop.
-            let mut sink = Vec::new();
-            let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
+            // Stdin closing is the signal to stop; a `trim` line before it, to hand freed memory
+            // back (see `trim_heap`).
+            let mut lines =
+                tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(tokio::io::stdin()));
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line == "trim" {
+                    trim_heap();
+                    println!("trimmed");
+                }
+            }
             stop.cancel();
         });
         axum::serve(listener, router)
@@ -155,6 +285,89 @@ async fn load(url: String) {
     }
 }
 
+/// The session table's memory: the server's RSS before, with [`IDLE_SESSIONS`] idle sessions
+/// open, and after they expired, for [`ROUNDS`] rounds.
+async fn session_table(server: &mut BenchServer) {
+    let http: HttpClient = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(CLIENTS)
+        .build(HttpConnector::new());
+    // One session opened, used and closed first, so that what is built once per server (the
+    // catalog's MCP view, the sweeper) is not counted as the table's.
+    let mut first = Session::open(http.clone(), server.url.clone()).await;
+    first.call().await.expect("a first call");
+    first.delete().await;
+    server.wait_for_sessions(0, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.trim().await;
+    let before = server.rss_kib();
+    println!(
+        "session table, {IDLE_SESSIONS} idle MCP sessions over HTTP, abandoned without DELETE \
+         (idle time {SESSION_IDLE:?}): server RSS before {} (heap trimmed)",
+        mib(before)
+    );
+    for round in 1..=ROUNDS {
+        let started = Instant::now();
+        let mut sessions: Vec<Session> = futures::stream::iter(0..IDLE_SESSIONS)
+            .map(|_| Session::open(http.clone(), server.url.clone()))
+            .buffer_unordered(CLIENTS)
+            .collect()
+            .await;
+        let opened = started.elapsed();
+        server
+            .wait_for_sessions(IDLE_SESSIONS, Duration::from_secs(5))
+            .await;
+        let open = server.rss_kib();
+        assert!(
+            started.elapsed() < SESSION_IDLE,
+            "opening took longer than the idle time; the figure would count expired sessions"
+        );
+        let expired_in = server
+            .wait_for_sessions(0, SESSION_IDLE + Duration::from_secs(30))
+            .await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after = server.rss_kib();
+        server.trim().await;
+        let trimmed = server.rss_kib();
+        // A client that comes back is told its session is gone.
+        let gone = sessions[0].call().await;
+        assert!(
+            gone.as_ref().is_err_and(|e| e.starts_with("HTTP 404")),
+            "an expired session answered {gone:?}"
+        );
+        println!(
+            "  round {round}: opened in {opened:.2?}, RSS with them open {} (+{:.1} KiB per \
+             session); all expired {expired_in:.1?} later: RSS {}, heap trimmed {} ({:+.1} MiB \
+             against before)",
+            mib(open),
+            (open as f64 - before as f64) / IDLE_SESSIONS as f64,
+            mib(after),
+            mib(trimmed),
+            (trimmed as f64 - before as f64) / 1024.0,
+        );
+    }
+}
+
+/// Hands the memory glibc's allocator keeps free back to the system (`malloc_trim(0)`), so
+/// that the resident size shows what the heap still holds: freed memory that is only kept for
+/// reuse is not a leak, and RSS alone cannot tell the two apart.
+#[allow(unsafe_code)] // a call into the C library, only in this benchmark
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: `malloc_trim` only walks glibc's own heap under its own locks.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
 /// One MCP session over HTTP.
 struct Session {
     http: HttpClient,
@@ -200,6 +413,25 @@ impl Session {
         } else {
             Err(message.to_string())
         }
+    }
+
+    /// Ends the session as a client should.
+    async fn delete(self) {
+        let request = Request::delete(&self.url)
+            .header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", PROTOCOL)
+            .body(Full::new(Bytes::new()))
+            .expect("a DELETE request");
+        let response = self
+            .http
+            .request(request)
+            .await
+            .expect("DELETE the session");
+        assert!(
+            response.status().is_success(),
+            "DELETE: {}",
+            response.status()
+        );
     }
 
     /// POSTs one message; returns the session id header and the whole body.

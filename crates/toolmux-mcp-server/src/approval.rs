@@ -139,10 +139,14 @@ impl Approver for ElicitationApprover {
         }
         let arguments =
             serde_json::to_string_pretty(&request.arguments).unwrap_or_else(|_| "{}".into());
-        let message = format!(
+        let mut message = format!(
             "Allow `{}` (from `{}`) to run with these arguments?\n{arguments}",
             self.served_name, request.source
         );
+        if let Some(preview) = &request.preview {
+            message.push_str("\n\n");
+            message.push_str(preview);
+        }
         let params = ElicitRequestParams::FormElicitationParams {
             meta: None,
             message,

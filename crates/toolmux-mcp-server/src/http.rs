@@ -12,7 +12,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{
     SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
@@ -22,6 +21,7 @@ use toolmux_core::Hub;
 
 use crate::options::ServeOptions;
 use crate::server::{McpServer, Shared};
+use crate::sessions::{DEFAULT_SESSION_IDLE_TIMEOUT, SessionTable};
 
 /// The path the MCP endpoint is mounted at.
 pub const MCP_PATH: &str = "/mcp";
@@ -36,6 +36,9 @@ pub const MCP_PATH: &str = "/mcp";
 /// Host, Origin and keys are checked by `toolmux_http`'s guard: the caller's, in front of this
 /// router, with [`ServeOptions::guarded_in_front`]; otherwise one this function puts there from
 /// the options' fixed lists.
+///
+/// A session whose client has nothing open and has sent nothing for
+/// [`ServeOptions::session_idle_timeout`] is closed, and a request naming it gets `404`.
 pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken) -> Router {
     // rmcp takes its allowed hosts and origins once, when the service is built, and offers no
     // way to change them on a running service; toolmux's one guard (`toolmux_http`) makes the
@@ -43,6 +46,10 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
     // rmcp's checks are off (an empty host list allows every Host; an empty origin list without
     // enforcement checks no Origin) because the guard always stands in front: the caller's, or
     // the one put here from fixed options. rmcp still refuses a request with no Host at all.
+    let idle = options
+        .session_idle_timeout
+        .unwrap_or(DEFAULT_SESSION_IDLE_TIMEOUT);
+    let sessions = SessionTable::new(idle, shutdown.clone());
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
         .disable_allowed_hosts()
@@ -56,7 +63,6 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
         })
     });
     let shared = Shared::new(hub, options);
-    let sessions = Arc::new(LocalSessionManager::default());
     let answers = Answers {
         sessions: Arc::clone(&sessions),
     };
@@ -77,7 +83,7 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
 /// What [`answer_as_json_rpc`] needs from the service it stands in front of.
 #[derive(Clone)]
 struct Answers {
-    sessions: Arc<LocalSessionManager>,
+    sessions: Arc<SessionTable>,
 }
 
 /// Gives two answers the way JSON-RPC and MCP's transport specify them, where rmcp 3.9 does

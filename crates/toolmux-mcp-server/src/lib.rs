@@ -16,11 +16,13 @@ mod http;
 mod options;
 mod relay;
 mod server;
+mod sessions;
 
 pub use approval::{ALLOW_ONCE, ALLOW_SESSION, DECISION_FIELD, DENY};
 pub use http::{MCP_PATH, http_router};
 pub use options::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS, ServeOptions};
 pub use server::McpServer;
+pub use sessions::{DEFAULT_SESSION_IDLE_TIMEOUT, LiveSessions};
 pub use tokio_util::sync::CancellationToken;
 
 use rmcp::ServiceExt;

@@ -2,9 +2,12 @@
 //! security settings.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use toolmux_core::{BuiltinResources, NamePattern, ToolDescriptor, ToolScope, admitted_by};
 use toolmux_upstream::Upstreams;
+
+use crate::sessions::LiveSessions;
 
 /// How an MCP server built on a hub behaves. The same options serve stdio and HTTP; the HTTP-only
 /// fields are ignored on stdio.
@@ -47,6 +50,13 @@ pub struct ServeOptions {
     /// where the filters serve the tool that reads them (never in pass-through mode for
     /// another source), with `list_changed` and `updated` when their files change.
     pub resources: BuiltinResources,
+    /// How long an HTTP session may sit idle — no request in flight, no stream open, nothing
+    /// from its client — before it is closed; `None` is
+    /// [`DEFAULT_SESSION_IDLE_TIMEOUT`](crate::DEFAULT_SESSION_IDLE_TIMEOUT).
+    pub session_idle_timeout: Option<Duration>,
+    /// Counts the sessions alive on servers built with these options (clones share it), for
+    /// tests and metrics.
+    pub live_sessions: LiveSessions,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -62,6 +72,8 @@ impl std::fmt::Debug for ServeOptions {
             .field("guarded_in_front", &self.guarded_in_front)
             .field("relays_upstreams", &self.upstreams.is_some())
             .field("resources", &self.resources)
+            .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("live_sessions", &self.live_sessions.count())
             .finish()
     }
 }

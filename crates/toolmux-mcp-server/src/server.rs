@@ -129,6 +129,8 @@ struct Session {
     /// Stops this session's catalog watcher when the session ends (the server value is dropped).
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
+    /// Counts the session in `ServeOptions::live_sessions` until it ends.
+    _live: crate::sessions::LiveSession,
 }
 
 /// toolmux's MCP server: serves the hub's catalog as `tools/list`, runs `tools/call` through the
@@ -148,6 +150,7 @@ impl McpServer {
     /// A new session sharing `shared` with the server's other sessions.
     pub(crate) fn for_session(shared: Arc<Shared>) -> Self {
         let stop = CancellationToken::new();
+        let live = shared.options.live_sessions.enter();
         Self {
             shared,
             session: Session {
@@ -157,6 +160,7 @@ impl McpServer {
                 subscriptions: Subscriptions::default(),
                 _stop_on_drop: stop.clone().drop_guard(),
                 stop,
+                _live: live,
             },
         }
     }

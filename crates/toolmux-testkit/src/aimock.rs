@@ -10,7 +10,7 @@ use crate::peers::peers_dir;
 
 /// The chat peers folder (`tests/peers/chat`); fails with instructions when aimock is not
 /// installed there.
-pub fn chat_peers() -> PathBuf {
+fn chat_peers() -> PathBuf {
     let chat = peers_dir().join("chat");
     assert!(
         chat.join("node_modules/@copilotkit/aimock/dist/cli.js")

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use crate::processes::Background;
+
 /// A path named by the environment variable `var`, which must be `usable`; else a failure that
 /// says what is wrong and `how` to set it right.
 fn path_from_env(var: &str, usable: fn(&Path) -> bool, how: &str) -> PathBuf {
@@ -38,6 +40,26 @@ pub fn node_peer(area: &str, name: &str) -> PathBuf {
         peers_dir().join(area).join("node_modules/.bin").join(name),
         &format!("run ./scripts/test, or `npm ci` in tests/peers/{area}"),
     )
+}
+
+/// Starts the MCP conformance suite's TypeScript reference server (`tests/peers/reference`) on
+/// `port` and waits until it listens. It runs under Node with tsx's loader rather than the
+/// `tsx` wrapper: the wrapper relays SIGTERM to the server it starts but cannot relay the
+/// SIGKILL that [`Background`] sends, so the server would outlive the test.
+pub fn start_reference_server(port: u16) -> Background {
+    let loader = peer_file("reference/node_modules/tsx/dist/loader.mjs");
+    let script = peer_file("reference/everything-server.ts");
+    let mut server = Background::start(
+        "node",
+        &[
+            "--import",
+            &format!("file://{}", loader.display()),
+            script.to_str().expect("a UTF-8 path"),
+        ],
+        &[("PORT", port.to_string())],
+    );
+    server.wait_for_port(port);
+    server
 }
 
 /// The Python of the test virtualenv (`TOOLMUX_TEST_PYTHON`), which has the requirements of

@@ -104,7 +104,7 @@ pub fn assert_no_process_left(dir: &Path) {
 }
 
 /// The live (non-zombie) processes in the process group `pgid`.
-pub fn group_members(pgid: u32) -> Vec<u32> {
+fn group_members(pgid: u32) -> Vec<u32> {
     let pgid = pgid.to_string();
     all_pids()
         .into_iter()

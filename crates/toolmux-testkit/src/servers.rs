@@ -21,7 +21,7 @@ pub fn rogue_script() -> PathBuf {
 }
 
 /// A stdio entry running `script` with the test Python and `extra` arguments.
-pub fn python_server(script: &Path, extra: &[&str]) -> Value {
+fn python_server(script: &Path, extra: &[&str]) -> Value {
     let mut args = vec![script.display().to_string()];
     args.extend(extra.iter().map(|s| s.to_string()));
     json!({"command": mcp_python(), "args": args})

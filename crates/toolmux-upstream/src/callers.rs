@@ -6,9 +6,10 @@
 //! Every request a caller makes through toolmux is registered before it is sent, also those
 //! with no way back to it (a call from the REST API or the command line, a relayed
 //! `resources/read`), so that a message is never handed to one caller while it may belong to
-//! another. toolmux's own listings (discovery, a refresh) are not callers and are not
-//! registered: counted, a refresh beside a client's call would make every elicitation of
-//! that call ambiguous. The rules:
+//! another. toolmux's own requests — listings (discovery, a refresh) and resource
+//! subscriptions (asked once per URI for all sessions, renewed after a restart) — are not
+//! callers and are not registered: counted, a refresh beside a client's call would make every
+//! elicitation of that call ambiguous. The rules:
 //! - progress names its request's progress token: it goes to that call exactly (progress that
 //!   arrives before rmcp's token is known waits briefly in a small buffer);
 //! - a sampling or elicitation request that came over streamable HTTP on the stream of one of

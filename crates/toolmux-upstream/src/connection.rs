@@ -641,16 +641,18 @@ impl Connection {
     }
 
     /// Asks the server to tell toolmux when a resource changes.
+    ///
+    /// Not registered as a caller: a subscription is toolmux's own (asked once per URI for
+    /// every session that subscribes, and renewed by toolmux after a restart), like a listing,
+    /// so counting it would make a running call's elicitation or sampling ambiguous.
     pub(crate) async fn subscribe(&self, uri: &str) -> Result<(), ServiceError> {
-        let _registered = self.callers.register(None);
         self.peer
             .subscribe(SubscribeRequestParams::new(uri.to_string()))
             .await
     }
 
-    /// Undoes [`Connection::subscribe`].
+    /// Undoes [`Connection::subscribe`]; toolmux's own request too (see there).
     pub(crate) async fn unsubscribe(&self, uri: &str) -> Result<(), ServiceError> {
-        let _registered = self.callers.register(None);
         self.peer
             .unsubscribe(UnsubscribeRequestParams::new(uri.to_string()))
             .await

@@ -1,17 +1,19 @@
 //! The upstream client against the reference MCP servers from npm: `server-everything` in its
 //! three transports (stdio, legacy SSE, streamable HTTP), `server-filesystem` and
-//! `server-memory`. After every test, no process of a server is left.
+//! `server-memory`; and the MCP conformance suite's TypeScript reference server
+//! (`tests/peers/reference`). After every test, no process of a server is left.
 
 mod support;
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{Project, call};
 use toolmux_core::{
     Backchannel, CallContext, Channel, ContentBody, LogMessage, Progress, Source, SourceState,
 };
-use toolmux_testkit::peers::node_peer;
+use toolmux_testkit::peers::{node_peer, start_reference_server};
 use toolmux_testkit::processes::{Background, assert_group_gone, free_port};
 
 /// A caller that keeps the progress relayed to it.
@@ -180,4 +182,41 @@ async fn filesystem_and_memory_servers_work_side_by_side() {
     assert_eq!(pgids.len(), 2);
     upstreams.shutdown().await;
     pgids.into_iter().for_each(assert_group_gone);
+}
+
+/// The conformance reference server's `test_reconnection` closes the response stream of the
+/// call after a priming event (an event id and `retry: 5000`, SEP-1699) and answers 100 ms
+/// later. The call must wait the server's delay — the spec says a client MUST — then resume
+/// with `Last-Event-ID` and get the answer there. (Its SDK before 1.32 dropped an answer made
+/// while the stream was closed, so no client that honours `retry` could get it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_stream_the_server_closes_is_resumed_after_its_retry_delay() {
+    let port = free_port();
+    let mut server = start_reference_server(port);
+    let project = Project::new(&json!({"mcpServers": {
+        "ref": {"url": format!("http://127.0.0.1:{port}/mcp"), "toolTimeoutMs": 30_000}
+    }}));
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    let source = upstreams.get("ref").expect("configured");
+    source.discover().await.expect("discovers");
+
+    for _ in 0..2 {
+        let started = Instant::now();
+        let result = call(&hub, "ref__test_reconnection", json!({}))
+            .await
+            .expect("the call is answered after the stream closed");
+        let took = started.elapsed();
+        assert!(
+            result
+                .text_content()
+                .contains("the client properly reconnected"),
+            "{result:?}"
+        );
+        // The server said `retry: 5000`: reconnecting sooner would break the spec's MUST.
+        assert!(took >= Duration::from_millis(4_900), "{took:?}");
+        assert!(took < Duration::from_secs(20), "{took:?}");
+    }
+    upstreams.shutdown().await;
+    server.stop();
 }

@@ -9,6 +9,7 @@ use toolmux_core::{ToolDescriptor, ToolResult};
 
 use crate::args::Args;
 use crate::output::Budget;
+use crate::reads::{Hashing, Stamp};
 use crate::root::{ProjectRoot, Resolved};
 use crate::{Workspace, WorkspaceLimits, descriptor};
 use toolmux_core::human_bytes;
@@ -74,7 +75,11 @@ pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
     )
 }
 
-pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<ToolResult, String> {
+pub(crate) fn run(
+    ws: &Workspace,
+    arguments: &Map<String, Value>,
+    session: Option<&str>,
+) -> Result<ToolResult, String> {
     let args = Args::new(arguments, &["path", "offset", "limit"])?;
     let path = args.required_string("path")?;
     let offset = args.integer("offset", 1, 1, usize::MAX)?;
@@ -112,7 +117,9 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
         }
     }
 
-    let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
+    // Hashed on the way, so that a read to the end tells `file_write` what was seen.
+    let mut reader =
+        BufReader::with_capacity(64 * 1024, Hashing::new(Cursor::new(head).chain(file)));
     let window = read_window(&mut reader, offset, limit, &ws.limits, COUNT_BUDGET_BYTES)
         .map_err(|e| match NulByte::of(&e) {
             Some(NulByte { line: Some(line) }) => format!(
@@ -129,6 +136,8 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
         exact,
         stop,
     } = window;
+    // `exact`: the file was read to its end, so the hash is the whole content's.
+    let content_hash = exact.then(|| reader.into_inner().finish());
     let total = if exact {
         total_lines.to_string()
     } else {
@@ -169,6 +178,10 @@ pub(crate) fn run(ws: &Workspace, arguments: &Map<String, Value>) -> Result<Tool
             "[truncated: line {end_line} is longer than {} and is cut; use offset={next} to continue]\n",
             cap.name(&ws.limits)
         )),
+    }
+    if let Some(session) = session {
+        ws.reads
+            .record(session, &abs, Stamp::new(&meta, content_hash));
     }
     let structured = json!({
         "path": shown,

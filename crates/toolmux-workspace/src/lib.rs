@@ -1,5 +1,8 @@
 //! The built-in `workspace` pack: `file_read`, `file_search`, `grep` and `directory_list`,
-//! every one of them confined to one project root and read-only.
+//! which read, and `file_write`, `file_edit` and `apply_patch`, which write (see `write.rs`:
+//! planned whole, then carried out atomically, all files or none), every one of them confined
+//! to one project root. The writers are annotated destructive, so policy asks by default, and
+//! the person asked sees the diff ([`Source::preview`]).
 //!
 //! These are the tools an agent uses most, and the ones a hostile prompt would most like to
 //! turn against the machine (`../../.ssh/id_rsa`). So every path a caller gives goes through
@@ -52,14 +55,19 @@
 //! ripgrep's speed. Every result carries text for a model and structured content for a
 //! program, and every result is capped ([`WorkspaceLimits`]) with a note that says so.
 
+mod apply_patch;
 mod args;
 mod directory_list;
+mod file_edit;
 mod file_read;
 mod file_search;
+mod file_write;
 mod grep;
 mod output;
+mod reads;
 mod root;
 mod walk;
+mod write;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -101,6 +109,9 @@ pub struct WorkspaceLimits {
     /// (and `grep` on a few more), so a fan-out of thousands of calls must queue rather than
     /// start thousands of threads; a waiting call holds no thread.
     pub max_concurrent_calls: usize,
+    /// The largest file `file_write`, `file_edit` and `apply_patch` change (default 32 MiB):
+    /// a change holds the old content, the new one and their diff in memory.
+    pub max_edit_bytes: usize,
 }
 
 /// How many read caps' worth of one line `grep` holds at most ([`WorkspaceLimits::max_line_bytes`]).
@@ -117,6 +128,7 @@ impl WorkspaceLimits {
             max_output_bytes: 1024 * 1024,
             max_line_bytes: max_read_bytes.saturating_mul(LINE_BYTES_PER_READ_BYTE),
             max_concurrent_calls: 8,
+            max_edit_bytes: 32 * 1024 * 1024,
         }
     }
 }
@@ -155,6 +167,8 @@ pub(crate) struct Workspace {
     tools: Vec<ToolDescriptor>,
     /// One permit per call running (`max_concurrent_calls`).
     running: Arc<Semaphore>,
+    /// What each session has read, for `file_write`'s read-before-replace rule.
+    pub(crate) reads: reads::Reads,
 }
 
 impl WorkspacePack {
@@ -184,6 +198,7 @@ impl WorkspacePack {
             ("max_output_bytes", limits.max_output_bytes),
             ("max_line_bytes", limits.max_line_bytes),
             ("max_concurrent_calls", limits.max_concurrent_calls),
+            ("max_edit_bytes", limits.max_edit_bytes),
         ] {
             if value == 0 {
                 return Err(WorkspaceError::ZeroLimit { name });
@@ -195,6 +210,9 @@ impl WorkspacePack {
             file_search::descriptor_for(&limits),
             grep::descriptor_for(&limits),
             directory_list::descriptor_for(&limits),
+            file_write::descriptor_for(&limits),
+            file_edit::descriptor_for(&limits),
+            apply_patch::descriptor_for(&limits),
         ];
         let running = Arc::new(Semaphore::new(
             limits.max_concurrent_calls.min(Semaphore::MAX_PERMITS),
@@ -205,6 +223,7 @@ impl WorkspacePack {
                 limits,
                 tools,
                 running,
+                reads: reads::Reads::default(),
             }),
         })
     }
@@ -223,10 +242,17 @@ impl Workspace {
         &self,
         tool: &str,
         arguments: &Map<String, Value>,
+        session: Option<&str>,
         abandoned: &AtomicBool,
     ) -> Option<ToolResult> {
+        if let Some(plan) = self.plan(tool, arguments, session) {
+            return Some(match plan {
+                Ok(plan) => plan.carry_out(self, session),
+                Err(refused) => refused,
+            });
+        }
         let outcome = match tool {
-            file_read::NAME => file_read::run(self, arguments),
+            file_read::NAME => file_read::run(self, arguments, session),
             file_search::NAME => file_search::run(self, arguments, abandoned),
             grep::NAME => grep::run(self, arguments, abandoned),
             directory_list::NAME => directory_list::run(self, arguments, abandoned),
@@ -234,7 +260,25 @@ impl Workspace {
         };
         Some(outcome.unwrap_or_else(ToolResult::error))
     }
+
+    /// The plan of a write tool's call (nothing written yet); `None` for the other tools.
+    fn plan(
+        &self,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        session: Option<&str>,
+    ) -> Option<Result<write::Plan, ToolResult>> {
+        Some(match tool {
+            file_write::NAME => file_write::plan(self, arguments, session),
+            file_edit::NAME => file_edit::plan(self, arguments),
+            apply_patch::NAME => apply_patch::plan(self, arguments),
+            _ => return None,
+        })
+    }
 }
+
+/// The most of a diff an approval request shows.
+const PREVIEW_BYTES: usize = 64 * 1024;
 
 #[async_trait]
 impl Source for WorkspacePack {
@@ -248,6 +292,30 @@ impl Source for WorkspacePack {
 
     fn tools(&self) -> Vec<ToolDescriptor> {
         self.inner.tools.clone()
+    }
+
+    /// A write tool's diff, planned as the call would plan it (nothing is written), or why the
+    /// call would be refused.
+    async fn preview(&self, call: SourceCall<'_>) -> Option<String> {
+        let tool = call.tool.original_name.clone();
+        if ![file_write::NAME, file_edit::NAME, apply_patch::NAME].contains(&tool.as_str()) {
+            return None;
+        }
+        let workspace = Arc::clone(&self.inner);
+        let arguments = call.arguments;
+        let session = call.context.session.clone();
+        let turn = Arc::clone(&self.inner.running).acquire_owned().await.ok()?;
+        tokio::task::spawn_blocking(move || {
+            let plan = workspace.plan(&tool, &arguments, session.as_deref())?;
+            drop(turn);
+            Some(match plan {
+                Ok(plan) => write::preview(&plan.reports, PREVIEW_BYTES),
+                Err(refused) => format!("(the call would fail: {})", refused.text_content()),
+            })
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
@@ -268,8 +336,9 @@ impl Source for WorkspacePack {
         // the walks to stop.
         let abandoned = Arc::new(AtomicBool::new(false));
         let _abandon = Abandon(Arc::clone(&abandoned));
+        let session = call.context.session.clone();
         let outcome = tokio::task::spawn_blocking(move || {
-            let outcome = workspace.run(&name, &arguments, &abandoned);
+            let outcome = workspace.run(&name, &arguments, session.as_deref(), &abandoned);
             drop(turn);
             outcome
         })
@@ -289,8 +358,29 @@ impl Drop for Abandon {
     }
 }
 
-/// A descriptor with what all four tools share: read-only, safe to run in parallel, and an
-/// output schema.
+/// A descriptor with what the three write tools share: destructive (so policy asks by
+/// default), not idempotent, run alone in a batch, and an output schema.
+fn write_descriptor(
+    name: &str,
+    title: &str,
+    description: impl Into<String>,
+    input_schema: Value,
+    output_schema: Value,
+) -> ToolDescriptor {
+    let mut d = ToolDescriptor::new(SOURCE_ID, name, description, input_schema);
+    d.title = Some(title.to_string());
+    d.annotations = ToolAnnotations {
+        read_only_hint: Some(false),
+        destructive_hint: Some(true),
+        idempotent_hint: Some(false),
+        open_world_hint: Some(false),
+    };
+    d.output_schema = Some(Arc::new(output_schema));
+    d
+}
+
+/// A descriptor with what the four read tools share: read-only, safe to run in parallel, and
+/// an output schema.
 fn descriptor(
     name: &str,
     title: &str,
@@ -331,10 +421,14 @@ mod tests {
         let list = arguments(json!({}));
         // Not abandoned: everything is found.
         let live = AtomicBool::new(false);
-        let found = ws.run("grep", &grep, &live).unwrap();
+        let found = ws.run("grep", &grep, None, &live).unwrap();
         assert_eq!(found.structured_content.unwrap()["filesSearched"], 50);
-        assert!(!ws.run("file_search", &search, &live).unwrap().is_error);
-        let listed = ws.run("directory_list", &list, &live).unwrap();
+        assert!(
+            !ws.run("file_search", &search, None, &live)
+                .unwrap()
+                .is_error
+        );
+        let listed = ws.run("directory_list", &list, None, &live).unwrap();
         assert_eq!(
             listed.structured_content.unwrap()["entries"]
                 .as_array()
@@ -349,7 +443,7 @@ mod tests {
             ("file_search", &search),
             ("directory_list", &list),
         ] {
-            let result = ws.run(tool, args, &gone).unwrap();
+            let result = ws.run(tool, args, None, &gone).unwrap();
             assert!(result.is_error, "{tool}");
             assert_eq!(result.text_content(), ABANDONED, "{tool}");
             assert_eq!(ABANDONED, "the call was abandoned by its caller");

@@ -13,7 +13,7 @@
 //! instead of leading outside: the check and the use are one system call.
 
 use std::collections::VecDeque;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, Metadata};
 use std::io;
 use std::os::fd::OwnedFd;
@@ -102,6 +102,19 @@ pub enum PathError {
         /// The path as given.
         path: String,
     },
+    /// The path is inside a `.git` directory (or is a `.git` file): git's own data (objects,
+    /// refs, hooks that run on the next commit) is never written by the workspace tools.
+    #[error("`{path}` is inside `.git`, which the workspace tools never write")]
+    Git {
+        /// The path as given.
+        path: String,
+    },
+    /// The path names the project root itself, or a directory, where a file is needed.
+    #[error("`{path}` is a directory, not a file")]
+    NotAFile {
+        /// The path as given.
+        path: String,
+    },
     /// The tree changed while the path was being opened: a directory on the way became a
     /// symbolic link (or was renamed) between the check and the open. Nothing was opened.
     #[error("`{path}` changed while it was being opened; try again")]
@@ -151,6 +164,19 @@ pub(crate) struct Resolved {
     /// The entry itself, opened `O_PATH` (never for reading: a device is not opened by it).
     /// Its metadata is that of what was checked, whatever has happened to the name since.
     pub(crate) handle: File,
+}
+
+/// Where a write goes: the file's path, and how to reach its directory beneath the root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct WriteTarget {
+    /// Absolute, under the root, with no symbolic link or `..` in it.
+    pub(crate) path: PathBuf,
+    /// The deepest directory on the way that exists (absolute, no link).
+    dir: PathBuf,
+    /// The directories below `dir` that do not exist yet, in order.
+    missing: Vec<OsString>,
+    /// The file's name in its directory.
+    pub(crate) name: OsString,
 }
 
 /// The project root: the one directory the workspace tools may see into. Cheap to clone.
@@ -352,6 +378,133 @@ impl ProjectRoot {
         }
     }
 
+    /// Resolves a path a caller wants to write: an existing file (a link inside the root is
+    /// followed to the file it names, as [`ProjectRoot::resolve`] does), or a new one, whose
+    /// deepest existing directory is resolved the same way and whose missing directories are
+    /// created only when the write is carried out ([`ProjectRoot::open_parent`]). Refused like
+    /// a read, and also inside `.git` (any component of that name, a `.git` file too) and
+    /// for the root itself.
+    pub(crate) fn resolve_for_write(&self, user_path: &str) -> Result<WriteTarget, PathError> {
+        let components = check_text(user_path)?;
+        let not_a_file = || PathError::NotAFile {
+            path: user_path.to_string(),
+        };
+        let Some((last, _)) = components.split_last() else {
+            return Err(not_a_file());
+        };
+        let (dir, missing, name) = match self.walk(user_path, &components) {
+            Ok(resolved) => {
+                // No link is left in `resolved`, so its parent and name are the real ones.
+                let (Some(dir), Some(name)) = (resolved.parent(), resolved.file_name()) else {
+                    return Err(not_a_file());
+                };
+                if !resolved.starts_with(&self.root) || resolved == self.root {
+                    return Err(not_a_file());
+                }
+                (dir.to_path_buf(), Vec::new(), name.to_os_string())
+            }
+            Err(PathError::NotFound { .. }) => {
+                // A new file: find the deepest directory on the way that exists.
+                let mut found = None;
+                for depth in (0..components.len()).rev() {
+                    match self.walk(user_path, &components[..depth]) {
+                        Ok(dir) => {
+                            found = Some((dir, depth));
+                            break;
+                        }
+                        Err(PathError::NotFound { .. }) => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+                let Some((dir, depth)) = found else {
+                    return Err(PathError::NotFound {
+                        path: user_path.to_string(),
+                    });
+                };
+                let missing: Vec<OsString> = components[depth..components.len() - 1]
+                    .iter()
+                    .map(OsString::from)
+                    .collect();
+                (dir, missing, OsString::from(last))
+            }
+            Err(e) => return Err(e),
+        };
+        let mut path = dir.clone();
+        path.extend(&missing);
+        path.push(&name);
+        if self.is_state(&path) {
+            return Err(PathError::State {
+                path: user_path.to_string(),
+            });
+        }
+        let rel = path.strip_prefix(&self.root).map_err(|_| not_a_file())?;
+        if rel
+            .components()
+            .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
+        {
+            return Err(PathError::Git {
+                path: user_path.to_string(),
+            });
+        }
+        Ok(WriteTarget {
+            path,
+            dir,
+            missing,
+            name,
+        })
+    }
+
+    /// Opens the directory `target` goes in, beneath the root with no link on the way, for
+    /// the writes of [`write_in`]: with `create`, the missing directories are made one at a
+    /// time, each beneath the descriptor of the one above (`mkdirat`, then `openat` with
+    /// `O_NOFOLLOW`), so a directory swapped for a link meanwhile makes the open fail rather
+    /// than lead outside. Without `create`, a target with missing directories gives `None`.
+    pub(crate) fn open_parent(
+        &self,
+        target: &WriteTarget,
+        user_path: &str,
+        create: bool,
+    ) -> Result<Option<File>, PathError> {
+        let mut dir = self
+            .open_beneath(&target.dir, OFlags::RDONLY | OFlags::DIRECTORY)
+            .map_err(|e| match Errno::from_io_error(&e) {
+                // The walk found a directory here; `ENOTDIR` is what a link put in its place
+                // gives with `O_DIRECTORY | O_NOFOLLOW`.
+                Some(Errno::NOTDIR) => PathError::Changed {
+                    path: user_path.to_string(),
+                },
+                _ => open_error(user_path, e),
+            })?;
+        if target.missing.is_empty() {
+            return Ok(Some(dir));
+        }
+        if !create {
+            return Ok(None);
+        }
+        for name in &target.missing {
+            match rustix::fs::mkdirat(&dir, name.as_os_str(), Mode::from_raw_mode(0o777)) {
+                // Made by someone else meanwhile: use it if it is a directory, below.
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(io_error(user_path, e.into())),
+            }
+            let next = rustix::fs::openat(
+                &dir,
+                name.as_os_str(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| match e {
+                // A link or a file where the directory was made: the tree changed.
+                Errno::LOOP | Errno::NOTDIR => PathError::Changed {
+                    path: user_path.to_string(),
+                },
+                other => io_error(user_path, other.into()),
+            })?;
+            dir = File::from(next);
+        }
+        Ok(Some(dir))
+    }
+
     /// Follows `components` from the root, one at a time, resolving symbolic links by hand so
     /// that nothing outside the root is ever touched.
     fn walk(&self, user_path: &str, components: &[String]) -> Result<PathBuf, PathError> {
@@ -448,6 +601,140 @@ impl ProjectRoot {
         }
         Ok(resolved)
     }
+}
+
+/// How a temporary file written by [`stage_in`] takes its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Commit {
+    /// Renamed over the file there (`renameat`): the old one is replaced whole.
+    Replace,
+    /// Linked to the name, which must be free (`linkat` never replaces), then unlinked.
+    New,
+}
+
+/// A temporary file written and flushed beside its target, waiting for [`Staged::commit`].
+/// Dropped uncommitted, it is removed.
+#[derive(Debug)]
+pub(crate) struct Staged {
+    dir: Arc<File>,
+    temp: OsString,
+    name: OsString,
+    how: Commit,
+    done: bool,
+}
+
+/// The first half of toolmux's one way to write a file (`toolmux_config::write_atomic`: a
+/// temporary file beside the target, written and flushed, then renamed over it, then the
+/// directory flushed), done through a descriptor of the directory instead of a path. The
+/// path-based writer resolves its target by name at each step, so a directory swapped for a
+/// link between the check and the write would lead it outside the root; here every step
+/// (`openat` with `O_EXCL | O_NOFOLLOW`, `renameat`, `linkat`) is relative to the directory
+/// opened beneath the root, and a link put in the file's place is replaced, never followed.
+/// `mode` keeps an existing file's permissions; a new file gets `0o666` less the umask.
+pub(crate) fn stage_in(
+    dir: &Arc<File>,
+    name: &OsStr,
+    bytes: &[u8],
+    mode: Option<u32>,
+    how: Commit,
+) -> io::Result<Staged> {
+    use std::io::Write;
+    use std::sync::atomic::AtomicU64;
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let pid = std::process::id();
+    let (temp, file) = loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let mut temp = OsString::from(".");
+        temp.push(name);
+        temp.push(format!(".{pid}.{n}.tmp"));
+        match rustix::fs::openat(
+            dir.as_ref(),
+            temp.as_os_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        ) {
+            Ok(fd) => break (temp, File::from(fd)),
+            // Left behind by a process with the same id that died; try the next name.
+            Err(Errno::EXIST) if n < u64::from(u16::MAX) => {}
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let staged = Staged {
+        dir: Arc::clone(dir),
+        temp,
+        name: name.to_os_string(),
+        how,
+        done: false,
+    };
+    let mut file = file;
+    if let Some(mode) = mode {
+        rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o7777))?;
+    }
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    Ok(staged)
+}
+
+impl Staged {
+    /// Puts the file in its place: renamed over the target, or linked to a free name.
+    pub(crate) fn commit(&mut self) -> io::Result<()> {
+        let dir = self.dir.as_ref();
+        match self.how {
+            Commit::Replace => {
+                rustix::fs::renameat(dir, self.temp.as_os_str(), dir, self.name.as_os_str())?;
+            }
+            Commit::New => {
+                rustix::fs::linkat(
+                    dir,
+                    self.temp.as_os_str(),
+                    dir,
+                    self.name.as_os_str(),
+                    rustix::fs::AtFlags::empty(),
+                )?;
+                // The file has its name; the temporary one is only a second link now.
+                let _ =
+                    rustix::fs::unlinkat(dir, self.temp.as_os_str(), rustix::fs::AtFlags::empty());
+            }
+        }
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.done {
+            // Best effort: nothing ever reads a temporary file.
+            let _ = rustix::fs::unlinkat(
+                self.dir.as_ref(),
+                self.temp.as_os_str(),
+                rustix::fs::AtFlags::empty(),
+            );
+        }
+    }
+}
+
+/// Flushes a directory, so that the renames in it survive a crash.
+pub(crate) fn sync_dir(dir: &File) -> io::Result<()> {
+    dir.sync_all()
+}
+
+/// Removes the file `name` of `dir` (never a directory, never through a link: `unlinkat`
+/// removes the entry itself).
+pub(crate) fn unlink_in(dir: &File, name: &OsStr) -> io::Result<()> {
+    rustix::fs::unlinkat(dir, name, rustix::fs::AtFlags::empty()).map_err(Into::into)
+}
+
+/// Opens the file `name` of `dir` for reading, refusing a link and never blocking on a FIFO.
+pub(crate) fn open_in(dir: &File, name: &OsStr) -> io::Result<File> {
+    rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map(File::from)
+    .map_err(Into::into)
 }
 
 /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`: the kernel

@@ -773,3 +773,220 @@ async fn an_ignore_file_that_links_out_of_the_root_is_never_followed() {
         "link_dir/.gitignore  [symlink]\nlink_dir/found.txt  7 bytes\nlink_dir/skipped.txt  7 bytes\n"
     );
 }
+
+/// The three write tools, each asked to change `path`.
+fn write_calls(path: &str) -> [(&'static str, serde_json::Value); 3] {
+    [
+        (
+            "file_write",
+            json!({"path": path, "content": "pwned\n", "overwrite": true}),
+        ),
+        (
+            "file_edit",
+            json!({"path": path, "oldString": MARKER, "newString": "pwned"}),
+        ),
+        (
+            "apply_patch",
+            json!({"patch": format!(
+                "*** Begin Patch\n*** Update File: {path}\n@@\n-{MARKER}\n+pwned\n*** End Patch"
+            )}),
+        ),
+    ]
+}
+
+/// Every file under `dir`, with its content: to prove a write changed nothing there.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("list") {
+            let entry = entry.expect("entry");
+            let kind = entry.file_type().expect("type");
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if kind.is_file() {
+                files.push((
+                    entry.path().display().to_string(),
+                    std::fs::read(entry.path()).expect("read"),
+                ));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[tokio::test]
+async fn every_hostile_path_is_refused_by_every_write_tool_with_the_same_message() {
+    let f = fixture();
+    let outside_before = snapshot(&f.base.join("secret_dir"));
+    let secret_before = std::fs::read(f.base.join("secret.txt")).unwrap();
+    let table = hostile_paths(&f);
+    let mut checked = 0;
+    for (path, expected) in &table {
+        // A look-alike that names nothing is a name a file may be created with.
+        if expected.ends_with("does not exist") {
+            continue;
+        }
+        for (tool, arguments) in write_calls(path) {
+            let result = call(&f.pack, tool, arguments).await;
+            assert_eq!(
+                error_text(&result),
+                *expected,
+                "{tool} with path {:?}",
+                path.chars().take(80).collect::<String>()
+            );
+            assert!(!everything(&result).contains(MARKER));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 40, "only {checked} hostile paths");
+    assert_eq!(snapshot(&f.base.join("secret_dir")), outside_before);
+    assert_eq!(
+        std::fs::read(f.base.join("secret.txt")).unwrap(),
+        secret_before
+    );
+    assert!(!f.base.join("no_such_file").exists());
+}
+
+#[tokio::test]
+async fn writes_never_reach_into_git_or_toolmux_state() {
+    let f = fixture();
+    write_file(&f.root, ".git/config", "[core]\n");
+    write_file(
+        &f.root,
+        "vendor/lib/.git",
+        "gitdir: ../../.git/modules/lib\n",
+    );
+    write_state(&f.root.join(".toolmux/state"));
+    symlink(".git", f.root.join("gitlink")).unwrap();
+    let git = |p: &str| format!("`{p}` is inside `.git`, which the workspace tools never write");
+    for (path, expected) in [
+        (".git/config", git(".git/config")),
+        (".git/hooks/pre-commit", git(".git/hooks/pre-commit")),
+        ("./.git/new", git("./.git/new")),
+        ("src/../.git/HEAD", git("src/../.git/HEAD")),
+        ("gitlink/config", git("gitlink/config")),
+        ("vendor/lib/.git", git("vendor/lib/.git")),
+        (".GIT/config", git(".GIT/config")),
+        (
+            ".toolmux/state/logs/calls-2026-01-01.jsonl",
+            "`.toolmux/state/logs/calls-2026-01-01.jsonl` is inside `.toolmux/state`, toolmux's own state, which the workspace tools do not read".to_string(),
+        ),
+        (
+            ".toolmux/state/new.json",
+            "`.toolmux/state/new.json` is inside `.toolmux/state`, toolmux's own state, which the workspace tools do not read".to_string(),
+        ),
+    ] {
+        for (tool, arguments) in write_calls(path) {
+            let result = call(&f.pack, tool, arguments).await;
+            assert_eq!(error_text(&result), expected, "{tool} {path}");
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(f.root.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(!f.root.join(".git/hooks").exists());
+    assert!(!f.root.join(".toolmux/state/new.json").exists());
+    // The rest of `.toolmux` is the project's own, and may be written.
+    let config = call(
+        &f.pack,
+        "file_write",
+        json!({"path": ".toolmux/config.json", "content": "{}\n"}),
+    )
+    .await;
+    ok_text(&config);
+}
+
+#[tokio::test]
+async fn a_write_through_a_link_inside_the_root_changes_its_target_and_keeps_the_link() {
+    let f = fixture();
+    let result = call(
+        &f.pack,
+        "file_edit",
+        json!({"path": "link_in", "oldString": "fn main() {}", "newString": "fn main() { run() }"}),
+    )
+    .await;
+    assert_eq!(structured(&result)["files"][0]["path"], "src/main.rs");
+    assert!(
+        std::fs::symlink_metadata(f.root.join("link_in"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("src/main.rs")).unwrap(),
+        "fn main() { run() }\n"
+    );
+}
+
+#[tokio::test]
+async fn d6_a_directory_swapped_for_a_link_during_writes_never_writes_outside() {
+    let f = fixture();
+    let outside = f.base.join("outside");
+    write_file(&outside, "f.txt", format!("{MARKER}\n"));
+    let race = f.root.join("race");
+    write_file(&race, "d/f.txt", "inside\n");
+    symlink(&outside, race.join("alt")).unwrap();
+    let before = snapshot(&outside);
+
+    const ROUNDS: usize = 300;
+    let swapper = Swapper::start(&race);
+    let mut written = 0;
+    let mut errors = std::collections::BTreeSet::new();
+    for round in 0..ROUNDS {
+        let calls = [
+            json!({"path": "race/d/f.txt", "content": format!("round {round}\n"), "overwrite": true}),
+            json!({"path": format!("race/d/new{round}/g.txt"), "content": "new\n"}),
+        ];
+        for arguments in calls {
+            let result = call(&f.pack, "file_write", arguments).await;
+            if result.is_error {
+                errors.insert(result.text_content());
+            } else {
+                written += 1;
+            }
+        }
+    }
+    let swaps = swapper.finish();
+    assert!(swaps > 0, "the swapper never ran");
+    assert_eq!(
+        snapshot(&outside),
+        before,
+        "a write reached outside the root"
+    );
+    for error in &errors {
+        assert!(
+            error.ends_with("changed while it was being opened; try again")
+                || error.ends_with("is a symbolic link that leads outside the project root")
+                || error.contains("changed on disk while the call ran"),
+            "unexpected error: {error}"
+        );
+    }
+    eprintln!("{ROUNDS} rounds, {swaps} swaps, {written} writes, errors {errors:?}");
+}
+
+#[tokio::test]
+async fn d6_a_file_swapped_for_a_link_during_writes_never_writes_through_it() {
+    let f = fixture();
+    let outside = f.base.join("outside");
+    write_file(&outside, "target.txt", format!("{MARKER}\n"));
+    let race = f.root.join("race");
+    write_file(&race, "d", "inside\n");
+    symlink(outside.join("target.txt"), race.join("alt")).unwrap();
+    let before = snapshot(&outside);
+    let swapper = Swapper::start(&race);
+    for round in 0..300 {
+        let result = call(
+            &f.pack,
+            "file_write",
+            json!({"path": "race/d", "content": format!("round {round}\n"), "overwrite": true}),
+        )
+        .await;
+        assert!(!everything(&result).contains(MARKER));
+    }
+    let swaps = swapper.finish();
+    assert!(swaps > 0, "the swapper never ran");
+    assert_eq!(snapshot(&outside), before, "a write went through the link");
+}

@@ -15,7 +15,7 @@ use toolmux_testkit::project::write_file;
 use toolmux_workspace::{PathError, WorkspaceError, WorkspaceLimits, WorkspacePack};
 
 #[test]
-fn pack_lists_four_read_only_parallel_tools_with_schemas() {
+fn pack_lists_four_read_only_parallel_tools_and_three_destructive_ones_with_schemas() {
     let dir = tempfile::tempdir().unwrap();
     let pack = pack(dir.path());
     assert_eq!(pack.id(), "workspace");
@@ -25,13 +25,29 @@ fn pack_lists_four_read_only_parallel_tools_with_schemas() {
     let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["file_read", "file_search", "grep", "directory_list"]
+        [
+            "file_read",
+            "file_search",
+            "grep",
+            "directory_list",
+            "file_write",
+            "file_edit",
+            "apply_patch"
+        ]
     );
     for tool in &tools {
         assert_eq!(tool.source, "workspace");
         assert_eq!(tool.original_name, tool.name);
-        assert_eq!(tool.annotations, ToolAnnotations::read_only());
-        assert!(tool.parallel, "{}", tool.name);
+        let writes = ["file_write", "file_edit", "apply_patch"].contains(&tool.name.as_str());
+        if writes {
+            // Destructive: policy asks by default; never run beside another call of a batch.
+            assert_eq!(tool.annotations.destructive_hint, Some(true));
+            assert_eq!(tool.annotations.read_only_hint, Some(false));
+            assert!(!tool.parallel, "{}", tool.name);
+        } else {
+            assert_eq!(tool.annotations, ToolAnnotations::read_only());
+            assert!(tool.parallel, "{}", tool.name);
+        }
         assert!(!tool.internal);
         assert!(tool.title.is_some());
         let input = &*tool.input_schema;
@@ -119,7 +135,7 @@ async fn an_unknown_tool_is_a_source_failure_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let pack = pack(dir.path());
     let mut descriptor = pack.tools().remove(0);
-    descriptor.original_name = "file_write".into();
+    descriptor.original_name = "file_delete".into();
     let context = CallContext::new(Channel::Cli);
     let err = pack
         .call(SourceCall {
@@ -130,7 +146,7 @@ async fn an_unknown_tool_is_a_source_failure_not_a_panic() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, SourceError::Failed(m) if m == "the workspace pack has no tool `file_write`"),
+        matches!(&err, SourceError::Failed(m) if m == "the workspace pack has no tool `file_delete`"),
         "{err:?}"
     );
 }

@@ -8,8 +8,9 @@
 //! opening is putting a configuration in force over nothing, and a reload
 //! ([`Assembly::reload`], what `serve`'s writer and watcher call) puts in force what differs
 //! from the configuration in force, under the same conditions. A part read only at start (the
-//! root, workspace limits, the log, the providers and the chat engine they shape) stays as
-//! opened, and a change to it is named in a warning instead of being half applied.
+//! root, workspace limits, the log, the providers and the chat engine they shape, the idle time
+//! of MCP sessions) stays as opened, and a change to it is named in a warning instead of being
+//! half applied.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -153,7 +154,7 @@ impl Assembly {
         let changed =
             |part: fn(&Config, &Config) -> bool| old.is_none_or(|old| part(&old.config, after));
         if let Some(access) = self.access.get()
-            && changed(|before, after| before.server != after.server)
+            && changed(|before, after| before.server.access() != after.server.access())
         {
             match access.options(&after.server) {
                 Ok(options) => {
@@ -175,6 +176,7 @@ impl Assembly {
         if old.is_none() {
             hub.add_source(Arc::new(self.workspace()?));
             self.add_specs();
+            hub.add_source(Arc::new(self.skills()));
         }
         if changed(|before, after| before.tools != after.tools) {
             if after.tools.is_empty() {
@@ -185,6 +187,17 @@ impl Assembly {
                     &after.tools,
                     &self.loaded.root,
                 )));
+            }
+        }
+        if changed(|before, after| {
+            before.url_fetch != after.url_fetch || before.web_search != after.web_search
+        }) {
+            match web_pack(after) {
+                Ok(pack) => hub.add_source(Arc::new(pack)),
+                // At start a bad `urlFetch.allow` entry is a configuration error like any
+                // other; on a reload the pack in force (and its guard) stays.
+                Err(e) if old.is_none() => return Err(Failure::Config(e)),
+                Err(e) => tracing::warn!("`urlFetch`/`webSearch` changed but was not applied: {e}"),
             }
         }
         if old.is_none() {
@@ -325,16 +338,33 @@ impl Assembly {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "project".into());
-        let engine = Arc::new(ChatEngine::new(
-            self.hub.clone(),
-            self.providers()?,
-            self.conversation_store()?,
-            self.approvals.clone(),
-            self.inputs.clone(),
-            EngineSettings::from_config(&self.loaded.config, &name),
-        ));
+        let engine = Arc::new(
+            ChatEngine::new(
+                self.hub.clone(),
+                self.providers()?,
+                self.conversation_store()?,
+                self.approvals.clone(),
+                self.inputs.clone(),
+                EngineSettings::from_config(&self.loaded.config, &name),
+            )
+            .with_skills(self.skills()),
+        );
         engine.set_sampling(SamplingSettings::from_config(&in_force.config));
         Ok(self.chat.get_or_init(|| engine).clone())
+    }
+
+    /// The Agent Skills source: skills live beside the configuration (`.toolmux/skills/`,
+    /// `.claude/skills/`) and in the user's config folder; their paths are shown from the
+    /// root, where the workspace tools read them. It holds no state, so the hub's source and the
+    /// chat's prompt each take one.
+    fn skills(&self) -> toolmux_skills::SkillsSource {
+        toolmux_skills::SkillsSource::new(
+            &self.loaded.root,
+            toolmux_skills::default_roots(
+                &self.loaded.project_dir,
+                &self.loaded.config.skills.paths,
+            ),
+        )
     }
 
     /// toolmux's own resources: the spec pack's, when the project has specs.
@@ -374,6 +404,8 @@ impl Assembly {
             },
             upstreams: Some(self.upstreams.clone()),
             resources: self.resources(),
+            // Read at start: the session table is built once, with the router.
+            session_idle_timeout: self.loaded.config.server.session_idle_timeout(),
             ..ServeOptions::default()
         })
     }
@@ -405,6 +437,56 @@ impl Assembly {
     }
 }
 
+/// The web pack (`url_fetch`, `web_search`) with the configuration's caps, allowlist and
+/// search service.
+fn web_pack(config: &Config) -> Result<toolmux_web::WebPack, String> {
+    let fetch = &config.url_fetch;
+    let settings = toolmux_web::FetchSettings {
+        max_bytes: usize::try_from(fetch.max_bytes.get()).unwrap_or(usize::MAX),
+        timeout: std::time::Duration::from_millis(fetch.timeout_ms.get()),
+        max_redirects: fetch.max_redirects as usize,
+        allow: fetch.allow.clone(),
+    };
+    let search =
+        match &config.web_search {
+            None => None,
+            Some(search) => {
+                use toolmux_config::SearchBackendKind as Kind;
+                let key = || {
+                    search.api_key.clone().ok_or_else(|| {
+                        "`webSearch.apiKey` is required for Brave and Tavily".to_string()
+                    })
+                };
+                let backend =
+                    match search.kind {
+                        Kind::Searxng => toolmux_web::SearchBackend::Searxng {
+                            base_url: search.base_url.clone().ok_or_else(|| {
+                                "`webSearch.baseUrl` is required for SearXNG".to_string()
+                            })?,
+                        },
+                        Kind::Brave => toolmux_web::SearchBackend::Brave {
+                            base_url: search.base_url.clone().unwrap_or_else(|| {
+                                toolmux_web::SearchBackend::BRAVE_URL.to_string()
+                            }),
+                            api_key: key()?,
+                        },
+                        Kind::Tavily => toolmux_web::SearchBackend::Tavily {
+                            base_url: search.base_url.clone().unwrap_or_else(|| {
+                                toolmux_web::SearchBackend::TAVILY_URL.to_string()
+                            }),
+                            api_key: key()?,
+                        },
+                    };
+                Some(toolmux_web::SearchSettings {
+                    backend,
+                    max_results: search.max_results.unwrap_or(5) as usize,
+                    timeout: settings.timeout,
+                })
+            }
+        };
+    toolmux_web::WebPack::new(settings, search).map_err(|e| e.to_string())
+}
+
 /// The fields that changed and are only read at start. The listen address, port and socket
 /// are command-line flags, not configuration, so no edit can change them.
 fn needs_restart(old: &LoadedConfig, new: &LoadedConfig) -> Vec<&'static str> {
@@ -414,6 +496,11 @@ fn needs_restart(old: &LoadedConfig, new: &LoadedConfig) -> Vec<&'static str> {
         ("workspace", before.workspace != after.workspace),
         ("logs", before.logs != after.logs),
         ("providers", before.providers != after.providers),
+        ("skills", before.skills != after.skills),
+        (
+            "server.sessionIdleTimeoutMs",
+            before.server.session_idle_timeout_ms != after.server.session_idle_timeout_ms,
+        ),
         // `chat.sampling` applies live; the rest of `chat` shapes the engine at start.
         ("chat", {
             let without_sampling = |c: &toolmux_config::ChatSettings| {

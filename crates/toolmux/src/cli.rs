@@ -64,6 +64,30 @@ pub enum Command {
     /// List, read, search, create, update and validate the project's LeanSpec specs
     /// (`specs/NNN-name/README.md`), through the `specs` tools and their policies.
     Specs(SpecsArgs),
+    /// List and show the Agent Skills (`SKILL.md` folders) in `.toolmux/skills/`,
+    /// `.claude/skills/` and `~/.config/toolmux/skills/`, through the `skills` tools.
+    Skills(SkillsArgs),
+}
+
+/// `toolmux skills`: each subcommand calls one tool of the `skills` source through the pipeline.
+#[derive(Debug, Args)]
+pub struct SkillsArgs {
+    /// Print the tool's structured result as JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: SkillsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// Every skill's name and description, and the `SKILL.md` files that break the format.
+    List,
+    /// One skill's instructions and the files it bundles.
+    Show {
+        /// The skill's name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -132,6 +156,26 @@ pub enum ToolsCommand {
     Remove {
         /// The tool's registry name.
         name: String,
+    },
+    /// Switch a tool on again (`toolSettings.<name>.enabled`, in the project's configuration;
+    /// a running `toolmux serve` applies it at once).
+    Enable {
+        /// The tool's registry name.
+        name: String,
+    },
+    /// Switch a tool off: no channel lists it or calls it.
+    Disable {
+        /// The tool's registry name.
+        name: String,
+    },
+    /// Set a tool's own policy (`policies.tools.<name>`): `allow`, `ask`, `deny`, or `default`
+    /// to remove it so the tool's other rules decide.
+    Policy {
+        /// The tool's registry name.
+        name: String,
+        /// `allow`, `ask`, `deny` or `default`.
+        #[arg(value_parser = ["allow", "ask", "deny", "default"])]
+        policy: String,
     },
 }
 

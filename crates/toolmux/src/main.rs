@@ -5,6 +5,7 @@ mod access;
 mod approve;
 mod assembly;
 mod cli;
+mod cli_call;
 mod commands;
 mod exit;
 mod output;
@@ -49,9 +50,10 @@ fn main() -> ExitCode {
 fn init_tracing(verbose: u8) {
     // rmcp reports an unreachable upstream at ERROR from inside its worker, and genai warns on
     // every tool-call chunk; toolmux reports the failures that matter itself (naming the server
-    // or provider), so their own lines stay quiet unless asked for.
+    // or provider), so their own lines stay quiet unless asked for. html5ever warns about
+    // every odd namespace it serializes while url_fetch extracts a page's content.
     let default = match verbose {
-        0 => "warn,rmcp=off,genai=error",
+        0 => "warn,rmcp=off,genai=error,html5ever=error",
         1 => "info,rmcp=warn,genai=warn",
         2 => "debug",
         _ => "trace",

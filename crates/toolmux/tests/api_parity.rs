@@ -21,16 +21,43 @@ fn arguments_for(tool: &str) -> Value {
         "grep" => json!({"pattern": "milk"}),
         "run_code" => json!({"code": "1 + 1"}),
         "search_tools" => json!({"query": "read a file"}),
+        "apply_patch" => json!({
+            "patch": "*** Begin Patch\n*** Add File: notes/added.md\n+added\n*** End Patch\n"
+        }),
+        "file_edit" => json!({"path": "notes/todo.md", "oldString": "milk", "newString": "bread"}),
+        "file_write" => json!({"path": "notes/new.md", "content": "new\n"}),
+        "skill_list" => json!({}),
+        "skill_load" => json!({"name": "shopping"}),
+        // Refused by the address guard and unconfigured: the same refusal on both channels.
+        "url_fetch" => json!({"url": "http://127.0.0.1:9/"}),
+        "web_search" => json!({"query": "milk"}),
         other => panic!("the parity test has no arguments for `{other}`; add them"),
     }
+}
+
+/// The files the calls work on. Written again before the REST calls, so that each REST call
+/// meets the project as its MCP twin did (the write tools change it, in the same order on both
+/// channels).
+fn write_fixtures(project: &toolmux_testkit::project::TestProject) {
+    for dir in ["notes", "src"] {
+        let _ = std::fs::remove_dir_all(project.path().join(dir));
+    }
+    project.write("notes/todo.md", "# Todo\nbuy milk\n");
+    project.write("src/main.rs", "fn main() { println!(\"milk\"); }\n");
 }
 
 #[test]
 fn every_tool_is_listed_and_callable_with_an_equal_result_over_mcp_and_rest() {
     let project = toolmux_project();
-    project.config(&config_with_key(""));
-    project.write("notes/todo.md", "# Todo\nbuy milk\n");
-    project.write("src/main.rs", "fn main() { println!(\"milk\"); }\n");
+    // The write tools ask by default, and nobody answers in this test.
+    project.config(&config_with_key(
+        r#""policies": {"tools": {"file_write": "allow", "file_edit": "allow", "apply_patch": "allow"}}"#,
+    ));
+    project.write(
+        ".toolmux/skills/shopping/SKILL.md",
+        "---\nname: shopping\ndescription: Keep the shopping list.\n---\n\nAdd to notes/todo.md.\n",
+    );
+    write_fixtures(&project);
     let served = Served::start(&project, &[]);
 
     // REST's listing.
@@ -77,6 +104,7 @@ fn every_tool_is_listed_and_callable_with_an_equal_result_over_mcp_and_rest() {
         );
     }
 
+    write_fixtures(&project);
     for (i, name) in rest_tools.keys().enumerate() {
         let mcp = &outcomes[i + 1]["result"];
         assert!(

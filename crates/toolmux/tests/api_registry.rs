@@ -289,3 +289,72 @@ fn a_hand_edit_is_picked_up_and_a_broken_one_keeps_the_last_good_config() {
     wait_for(&["bye"]);
     served.stop();
 }
+
+#[test]
+fn patch_switches_any_tool_off_and_on_and_sets_its_policy_live() {
+    let project = toolmux_project();
+    project.config(&config_with_key(""));
+    project.write("notes.txt", "hello\n");
+    let served = Served::start(&project, &[]);
+    let call = || {
+        served.send(
+            "POST",
+            "/api/tools/file_read/call",
+            Some(r#"{"path": "notes.txt"}"#),
+        )
+    };
+    assert_eq!(call().status, 200);
+
+    let off = served.send(
+        "PATCH",
+        "/api/tools/file_read",
+        Some(r#"{"enabled": false}"#),
+    );
+    assert_eq!(off.status, 200, "{}", off.body);
+    assert_eq!(
+        off.json(),
+        json!({"name": "file_read", "hidden": "switched off in configuration"})
+    );
+    assert_eq!(
+        project.saved_config()["toolSettings"],
+        json!({"file_read": {"enabled": false}})
+    );
+    call().error(403, "disabled");
+
+    let on = served.send(
+        "PATCH",
+        "/api/tools/file_read",
+        Some(r#"{"enabled": true, "policy": "deny"}"#),
+    );
+    assert_eq!(on.status, 200, "{}", on.body);
+    assert_eq!(on.json()["policy"], "deny");
+    call().error(403, "denied");
+
+    let cleared = served.send("PATCH", "/api/tools/file_read", Some(r#"{"policy": null}"#));
+    assert_eq!(cleared.status, 200, "{}", cleared.body);
+    assert_eq!(cleared.json()["policy"], "allow");
+    assert_eq!(call().status, 200);
+    let saved = project.saved_config();
+    assert!(
+        saved.get("toolSettings").is_none() && saved.get("policies").is_none(),
+        "{saved}"
+    );
+
+    served
+        .send(
+            "PATCH",
+            "/api/tools/file_raed",
+            Some(r#"{"enabled": false}"#),
+        )
+        .error(404, "not_found");
+    served
+        .send("PATCH", "/api/tools/file_read", Some("{}"))
+        .error(422, "nothing_to_change");
+    served
+        .send(
+            "PATCH",
+            "/api/tools/file_read",
+            Some(r#"{"policy": "maybe"}"#),
+        )
+        .error(400, "malformed");
+}

@@ -57,22 +57,32 @@ fn the_catalog_is_listed_filtered_and_shown() {
     assert_eq!(
         listed,
         [
+            "apply_patch",
             "directory_list",
+            "file_edit",
             "file_read",
             "file_search",
+            "file_write",
             "grep",
             "run_code",
-            "search_tools"
+            "search_tools",
+            "skill_list",
+            "skill_load",
+            "url_fetch",
+            "web_search"
         ]
     );
 
     let workspace = served.get("/api/tools?source=workspace").json();
-    assert_eq!(names(&workspace).len(), 4);
+    assert_eq!(names(&workspace).len(), 7);
     assert_eq!(
         names(&served.get("/api/tools?pattern=file_*").json()),
-        ["file_read", "file_search"]
+        ["file_edit", "file_read", "file_search", "file_write"]
     );
-    assert_eq!(names(&served.get("/api/tools?policy=ask").json()), ["grep"]);
+    assert_eq!(
+        names(&served.get("/api/tools?policy=ask").json()),
+        ["apply_patch", "file_edit", "file_write", "grep"]
+    );
 
     let grep = served.get("/api/tools/grep");
     assert_eq!(grep.status, 200);
@@ -591,6 +601,8 @@ fn the_openapi_document_describes_every_route() {
             "/api/prompts/{name}",
             "/api/resources",
             "/api/resources/read",
+            "/api/skills",
+            "/api/skills/{name}",
             "/api/specs",
             "/api/specs/board",
             "/api/specs/search",

@@ -13,7 +13,7 @@ fn init_writes_a_starter_config_that_checks_and_refuses_to_overwrite() {
     assert!(project.path().join(".toolmux/.gitignore").exists());
     let check = project.run(&["config", "check"]).ok();
     assert!(check.starts_with("configuration ok: "), "{check}");
-    assert!(check.contains("6 tools from 2 sources"), "{check}");
+    assert!(check.contains("13 tools from 4 sources"), "{check}");
 
     let again = project.run(&["init"]);
     assert_eq!(again.code(), 2);
@@ -53,14 +53,22 @@ fn tools_list_shows_the_workspace_pack_as_a_table_and_as_json() {
     assert_eq!(
         names,
         [
+            "apply_patch",
             "directory_list",
+            "file_edit",
             "file_read",
             "file_search",
+            "file_write",
             "grep",
             "run_code",
-            "search_tools"
+            "search_tools",
+            "skill_list",
+            "skill_load",
+            "url_fetch",
+            "web_search"
         ]
     );
+    assert_eq!(json[1]["name"], "directory_list");
     assert_eq!(json[1]["policy"], "allow");
     assert_eq!(json[1]["policyOrigin"], "tool annotations");
     assert!(json[1]["inputSchema"]["properties"]["path"].is_object());
@@ -225,10 +233,15 @@ fn filters_hide_tools_from_listing_and_calls() {
     assert_eq!(
         names,
         [
+            json!("apply_patch"),
             json!("directory_list"),
             json!("grep"),
             json!("run_code"),
-            json!("search_tools")
+            json!("search_tools"),
+            json!("skill_list"),
+            json!("skill_load"),
+            json!("url_fetch"),
+            json!("web_search")
         ]
     );
     let run = project.run(&["tools", "call", "file_read", "-a", "path=x"]);
@@ -392,4 +405,61 @@ fn logs_follow_prints_calls_as_they_happen() {
     let line = seen.expect("the follower printed a call");
     let entry: Value = serde_json::from_str(&line).expect("json");
     assert_eq!(entry["tool"], "file_read");
+}
+
+#[test]
+fn tools_disable_enable_and_policy_edit_the_config_and_take_effect() {
+    let project = toolmux_project();
+    project.write("notes.txt", "hello\n");
+    let out = project.run(&["tools", "disable", "file_read"]).ok();
+    assert!(out.starts_with("disabled `file_read` in "), "{out}");
+    assert_eq!(
+        project.saved_config(),
+        json!({"toolSettings": {"file_read": {"enabled": false}}})
+    );
+    let listed = project.run(&["tools", "list", "--json"]).json();
+    assert!(
+        !listed.to_string().contains("\"file_read\""),
+        "a disabled tool is not listed: {listed}"
+    );
+    let refused = project.run(&["tools", "call", "file_read", "-a", "path=notes.txt"]);
+    assert_eq!(refused.code(), 4, "{}", refused.stderr());
+    assert!(
+        refused.stderr().contains("disabled"),
+        "{}",
+        refused.stderr()
+    );
+
+    project.run(&["tools", "enable", "file_read"]).ok();
+    assert_eq!(project.saved_config(), json!({}));
+    project
+        .run(&["tools", "call", "file_read", "-a", "path=notes.txt"])
+        .ok();
+
+    let out = project.run(&["tools", "policy", "file_read", "deny"]).ok();
+    assert!(
+        out.starts_with("set the policy of `file_read` to deny in "),
+        "{out}"
+    );
+    assert_eq!(
+        project.saved_config(),
+        json!({"policies": {"tools": {"file_read": "deny"}}})
+    );
+    let denied = project.run(&["tools", "call", "file_read", "-a", "path=notes.txt"]);
+    assert_eq!(denied.code(), 4, "{}", denied.stderr());
+    assert!(
+        denied.stderr().contains("was denied"),
+        "{}",
+        denied.stderr()
+    );
+    project
+        .run(&["tools", "policy", "file_read", "default"])
+        .ok();
+    assert_eq!(project.saved_config(), json!({}));
+
+    // A name the catalog does not know is not saved as a setting.
+    let typo = project.run(&["tools", "disable", "file_raed"]);
+    assert_eq!(typo.code(), 4, "{}", typo.stderr());
+    assert!(typo.stderr().contains("file_read"), "{}", typo.stderr());
+    assert_eq!(project.saved_config(), json!({}));
 }

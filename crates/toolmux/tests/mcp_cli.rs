@@ -218,7 +218,7 @@ fn mcp_filters_and_pass_through_choose_the_served_tools() {
         &["--tools", "file_*", "--exclude", "file_search"],
         json!([{"op": "list"}, {"op": "call", "name": "grep", "arguments": {"pattern": "x"}}]),
     ));
-    assert_eq!(names(&lines[1]), ["file_read"]);
+    assert_eq!(names(&lines[1]), ["file_edit", "file_read", "file_write"]);
     assert_eq!(lines[2]["error"]["code"], -32602);
 
     let run = project.run(&["mcp", "--pass-through", "nosuch"]);

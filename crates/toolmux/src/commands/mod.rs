@@ -10,6 +10,7 @@ mod logs;
 mod mcp;
 mod run;
 mod serve;
+mod skills;
 mod specs;
 mod tools;
 pub(crate) mod upstream;
@@ -36,5 +37,6 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Chat(args) => chat::run(project, args).await,
         Command::Eval(args) => eval::run(project, args).await,
         Command::Specs(args) => specs::run(project, args).await,
+        Command::Skills(args) => skills::run(project, args).await,
     }
 }

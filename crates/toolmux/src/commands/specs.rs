@@ -9,19 +9,17 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
 
 use comfy_table::{ContentArrangement, Table, presets};
 use serde_json::{Map, Value, json};
-use toolmux_core::{CallContext, Channel};
 use toolmux_workspace::ProjectRoot;
 
-use crate::approve::TerminalApprover;
 use crate::assembly::Assembly;
 use crate::cli::{
     BoardGroup, SpecCreateArgs, SpecFilterArgs, SpecLinkArgs, SpecUpdateArgs, SpecsArgs,
     SpecsCommand,
 };
+use crate::cli_call;
 use crate::exit::{Failure, OK, TOOL_FAILED};
 use crate::output::{emit, pretty};
 
@@ -158,21 +156,7 @@ impl Specs<'_> {
     /// Calls `tool` through the pipeline, as `toolmux tools call` does, and returns its
     /// structured result; a refusal or a failed call is the command's failure.
     async fn call(&self, tool: &str, arguments: Value) -> Result<Value, Failure> {
-        let mut context = CallContext::new(Channel::Cli).trusted();
-        if let Some(approver) = TerminalApprover::if_interactive() {
-            context = context.with_approver(Arc::new(approver));
-        }
-        let outcome = self.assembly.hub.call(tool, arguments, &context).await;
-        self.assembly.log.flush();
-        let result = outcome?;
-        if result.is_error {
-            return Err(Failure::from_tool_error(&result));
-        }
-        // Every spec tool declares an output schema, and the pipeline has checked the result
-        // against it; a result without structured content would be a tool that broke it.
-        result
-            .structured_content
-            .ok_or_else(|| Failure::ToolFailed(format!("`{tool}` returned no structured content")))
+        cli_call::call_structured(self.assembly, tool, arguments).await
     }
 
     /// Prints a result: as JSON with `--json`, else as `text` renders it.

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use comfy_table::{ContentArrangement, Table, presets};
 use serde_json::{Map, Value};
-use toolmux_core::{CallContext, Channel, ToolEntry};
+use toolmux_core::{CallContext, Channel, HiddenReason, Policy, ToolEntry};
 
-use crate::approve::TerminalApprover;
 use crate::assembly::Assembly;
 use crate::cli::{AddToolArgs, CallArgs, ToolsCommand};
+use crate::cli_call;
 use crate::exit::{Failure, OK};
 use crate::output::{emit, pretty};
 use crate::project::{editor, locate};
@@ -27,8 +27,88 @@ pub async fn run(project: Option<&Path>, cmd: ToolsCommand) -> Result<u8, Failur
         ToolsCommand::List { source, all, json } => list(&project, source.as_deref(), all, json),
         ToolsCommand::Show { name, json } => show(&project, &name, json),
         ToolsCommand::Call(args) => call(&project, args).await,
+        ToolsCommand::Enable { name } => set_state(&project, &name, StateChange::Enabled(true)),
+        ToolsCommand::Disable { name } => set_state(&project, &name, StateChange::Enabled(false)),
+        ToolsCommand::Policy { name, policy } => {
+            let policy = match policy.as_str() {
+                "allow" => Some(Policy::Allow),
+                "ask" => Some(Policy::Ask),
+                "deny" => Some(Policy::Deny),
+                _ => None,
+            };
+            set_state(&project, &name, StateChange::Policy(policy))
+        }
         ToolsCommand::Add(_) | ToolsCommand::Remove { .. } => Ok(OK),
     }
+}
+
+/// What `enable`, `disable` and `policy` change.
+enum StateChange {
+    Enabled(bool),
+    Policy(Option<Policy>),
+}
+
+/// `toolmux tools enable | disable | policy`: one tool's settings, written through the one
+/// config editor. The tool must be one the catalog knows (listed or switched off), so a typo
+/// is not saved as a setting for a tool that does not exist.
+fn set_state(project: &Assembly, name: &str, change: StateChange) -> Result<u8, Failure> {
+    let catalog = project.hub.catalog();
+    if !catalog
+        .all_tools()
+        .iter()
+        .any(|e| e.descriptor.name == name)
+        && catalog.hidden_reason(name).is_none()
+    {
+        let refusal = catalog
+            .resolve(name, &CallContext::new(Channel::Cli).trusted())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| format!("unknown tool `{name}`"));
+        return Err(Failure::Refused(refusal));
+    }
+    let editor = editor(&project.loaded.project_dir);
+    editor.edit(|doc| match change {
+        StateChange::Enabled(on) => doc.set_tool_enabled(name, on),
+        StateChange::Policy(policy) => doc.set_tool_policy(name, policy),
+    })?;
+    let file = editor.path();
+    let done = match change {
+        StateChange::Enabled(true) => format!("enabled `{name}` in {}", file.display()),
+        StateChange::Enabled(false) => format!("disabled `{name}` in {}", file.display()),
+        StateChange::Policy(Some(policy)) => {
+            format!(
+                "set the policy of `{name}` to {policy} in {}",
+                file.display()
+            )
+        }
+        StateChange::Policy(None) => format!(
+            "removed the policy of `{name}` from {}; its other rules decide",
+            file.display()
+        ),
+    };
+    emit(&done)?;
+    // Switching a tool on does not bring back one that something else hides.
+    if matches!(change, StateChange::Enabled(true)) {
+        let still = match catalog.hidden_reason(name) {
+            Some(HiddenReason::DisabledSource(source)) => Some(format!(
+                "its source `{source}` is switched off (`sources.{source}.enabled`)"
+            )),
+            Some(HiddenReason::Excluded(pattern)) => Some(format!(
+                "it matches the exclude pattern `{pattern}` (`filters.exclude`)"
+            )),
+            Some(HiddenReason::NotIncluded) => {
+                Some("it matches no pattern of `filters.include`".to_string())
+            }
+            Some(HiddenReason::NameTaken(source)) => {
+                Some(format!("source `{source}` has a tool of the same name"))
+            }
+            Some(HiddenReason::DisabledTool) | None => None,
+        };
+        if let Some(why) = still {
+            eprintln!("note: `{name}` stays hidden: {why}");
+        }
+    }
+    Ok(OK)
 }
 
 /// The `tools` section of the config file.
@@ -298,13 +378,7 @@ fn show(project: &Assembly, name: &str, json: bool) -> Result<u8, Failure> {
 
 async fn call(project: &Assembly, args: CallArgs) -> Result<u8, Failure> {
     let arguments = parse_arguments(&args)?;
-    let mut context = CallContext::new(Channel::Cli).trusted();
-    if let Some(approver) = TerminalApprover::if_interactive() {
-        context = context.with_approver(Arc::new(approver));
-    }
-    let outcome = project.hub.call(&args.name, arguments, &context).await;
-    project.log.flush();
-    let result = outcome?;
+    let result = cli_call::call(project, &args.name, arguments).await?;
     if args.json {
         emit(&pretty(&result)?)?;
     } else if result.is_error {

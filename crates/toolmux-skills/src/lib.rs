@@ -1,0 +1,269 @@
+//! Agent Skills: folders with a `SKILL.md` (YAML frontmatter `name`, `description`, optional
+//! `license`, `compatibility`, `metadata`, `allowed-tools`, then instructions) and the scripts
+//! and references they bundle — the format Claude Code, Codex and others use. This crate finds
+//! them (`discovery`: the configured paths, the project's `.toolmux/skills/` and
+//! `.claude/skills/`, the user's `~/.config/toolmux/skills/`), checks them against the format
+//! with errors that name file, line and field (`skill`), and offers them with progressive
+//! disclosure as the built-in source `skills`: `skill_list` gives names and descriptions only,
+//! `skill_load` the instructions and the list of bundled files, which the workspace tools then
+//! read. Skills are read from disk on every call: a few small files, and an edit is seen at once.
+
+mod discovery;
+mod error;
+mod skill;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use toolmux_core::{
+    Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolResult,
+};
+
+pub use discovery::{Found, SkillRoot, bundled_files, default_roots, discover};
+pub use error::SkillError;
+pub use skill::{Origin, SKILL_FILE, Skill, parse};
+
+/// The source's id.
+pub const SOURCE_ID: &str = "skills";
+
+/// The `skills` source. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct SkillsSource {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// Paths under it are shown relative to it, so the workspace tools can read them.
+    project: PathBuf,
+    roots: Vec<SkillRoot>,
+    tools: Vec<ToolDescriptor>,
+}
+
+impl SkillsSource {
+    /// The skills of `project` found in `roots` (see [`default_roots`]).
+    pub fn new(project: &Path, roots: Vec<SkillRoot>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                project: project.to_path_buf(),
+                roots,
+                tools: descriptors(),
+            }),
+        }
+    }
+
+    /// Where skills are looked for, in precedence order.
+    pub fn roots(&self) -> &[SkillRoot] {
+        &self.inner.roots
+    }
+
+    /// Every skill now.
+    pub fn discover(&self) -> Result<Found, SkillError> {
+        discover(&self.inner.roots)
+    }
+
+    /// Runs a tool by name, synchronously (it reads files). `None` for a tool it does not have.
+    pub fn run(&self, tool: &str, arguments: &Map<String, Value>) -> Option<ToolResult> {
+        let outcome = match tool {
+            "skill_list" => self.list(),
+            "skill_load" => self.load(arguments),
+            _ => return None,
+        };
+        Some(match outcome {
+            Ok((value, text)) => ToolResult::structured_with_text(value, text),
+            Err(e) => match e.kind() {
+                Some(kind) => ToolResult::kind_error(kind, e.to_string()),
+                None => ToolResult::error(e.to_string()),
+            },
+        })
+    }
+
+    /// A path as callers see it: relative to the project when inside it.
+    fn shown(&self, path: &Path) -> String {
+        path.strip_prefix(&self.inner.project)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn list(&self) -> Result<(Value, String), SkillError> {
+        let found = self.discover()?;
+        let skills: Vec<Value> = found
+            .skills
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "description": s.description,
+                    "allowedTools": s.allowed_tools,
+                    "origin": s.origin.as_str(),
+                    "dir": self.shown(&s.dir),
+                })
+            })
+            .collect();
+        let invalid: Vec<Value> = found
+            .invalid
+            .iter()
+            .map(|e| match e {
+                SkillError::Invalid {
+                    file,
+                    line,
+                    field,
+                    message,
+                } => json!({"file": self.shown(file), "line": line, "field": field, "message": message}),
+                other => json!({"file": "", "line": 0, "field": null, "message": other.to_string()}),
+            })
+            .collect();
+        let shadowed: Vec<String> = found.shadowed.iter().map(|p| self.shown(p)).collect();
+        let mut text: String = found
+            .skills
+            .iter()
+            .map(|s| format!("{}: {}\n", s.name, s.description))
+            .collect();
+        text.push_str(&format!("{} skills", skills.len()));
+        for e in &found.invalid {
+            text.push_str(&format!("\ninvalid: {e}"));
+        }
+        let value = json!({
+            "count": skills.len(),
+            "skills": skills,
+            "invalid": invalid,
+            "shadowed": shadowed,
+        });
+        Ok((value, text))
+    }
+
+    fn load(&self, arguments: &Map<String, Value>) -> Result<(Value, String), SkillError> {
+        let name = arguments
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let found = self.discover()?;
+        let Some(skill) = found.skills.iter().find(|s| s.name == name) else {
+            // An invalid skill of that name is reported as such, not as missing.
+            if let Some(invalid) = found.invalid.into_iter().find(|e| {
+                matches!(e, SkillError::Invalid { file, .. }
+                    if file.parent().and_then(Path::file_name).is_some_and(|f| f == name))
+            }) {
+                return Err(invalid);
+            }
+            return Err(SkillError::NotFound {
+                name: name.to_string(),
+                known: found.skills.iter().map(|s| s.name.clone()).collect(),
+            });
+        };
+        let (files, files_cut) = bundled_files(&skill.dir)?;
+        let value = json!({
+            "name": skill.name,
+            "description": skill.description,
+            "license": skill.license,
+            "compatibility": skill.compatibility,
+            "metadata": skill.metadata,
+            "allowedTools": skill.allowed_tools,
+            "origin": skill.origin.as_str(),
+            "dir": self.shown(&skill.dir),
+            "file": self.shown(&skill.file()),
+            "instructions": skill.instructions,
+            "files": files,
+            "filesCut": files_cut,
+        });
+        let mut text = format!(
+            "# Skill: {} ({})\n\n{}",
+            skill.name,
+            self.shown(&skill.dir),
+            skill.instructions
+        );
+        if !files.is_empty() {
+            text.push_str("\n\nBundled files (relative to the skill's folder):\n");
+            for file in &files {
+                text.push_str(&format!("- {file}\n"));
+            }
+        }
+        Ok((value, text))
+    }
+}
+
+fn descriptors() -> Vec<ToolDescriptor> {
+    let string = json!({"type": "string"});
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    let nullable = json!({"type": ["string", "null"]});
+    let mut list = ToolDescriptor::new(
+        SOURCE_ID,
+        "skill_list",
+        "List the Agent Skills installed for this project: each skill's name and description (what it does and when to use it). Load one with skill_load before following it.",
+        json!({"type": "object", "properties": {}, "additionalProperties": false}),
+    );
+    list.title = Some("List skills".into());
+    list.output_schema = Some(Arc::new(json!({
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer"},
+            "skills": {"type": "array", "items": {"type": "object", "properties": {
+                "name": string, "description": string, "allowedTools": strings,
+                "origin": {"type": "string", "enum": ["configured", "project", "user"]}, "dir": string,
+            }, "required": ["name", "description", "allowedTools", "origin", "dir"]}},
+            "invalid": {"type": "array", "items": {"type": "object", "properties": {
+                "file": string, "line": {"type": "integer"}, "field": nullable, "message": string,
+            }, "required": ["file", "line", "field", "message"]}},
+            "shadowed": strings,
+        },
+        "required": ["count", "skills", "invalid", "shadowed"],
+    })));
+    let mut load = ToolDescriptor::new(
+        SOURCE_ID,
+        "skill_load",
+        "Load an Agent Skill by name: its full instructions and the files it bundles (scripts, references), which you can read with the workspace tools under its `dir`.",
+        json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The skill's name, from skill_list."}},
+            "required": ["name"],
+            "additionalProperties": false,
+        }),
+    );
+    load.title = Some("Load a skill".into());
+    load.output_schema = Some(Arc::new(json!({
+        "type": "object",
+        "properties": {
+            "name": string, "description": string, "license": nullable, "compatibility": nullable,
+            "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+            "allowedTools": strings, "origin": string, "dir": string, "file": string,
+            "instructions": string, "files": strings, "filesCut": {"type": "boolean"},
+        },
+        "required": ["name", "description", "license", "compatibility", "metadata", "allowedTools",
+                     "origin", "dir", "file", "instructions", "files", "filesCut"],
+    })));
+    for d in [&mut list, &mut load] {
+        d.annotations = ToolAnnotations::read_only();
+    }
+    vec![list, load]
+}
+
+#[async_trait]
+impl Source for SkillsSource {
+    fn id(&self) -> &str {
+        SOURCE_ID
+    }
+
+    fn kind(&self) -> SourceKind {
+        SourceKind::Builtin
+    }
+
+    fn tools(&self) -> Vec<ToolDescriptor> {
+        self.inner.tools.clone()
+    }
+
+    async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
+        let tool = call.tool.original_name.clone();
+        let arguments = call.arguments;
+        let this = self.clone();
+        let name = tool.clone();
+        // Reading skill folders blocks: keep it off the async workers.
+        let outcome = tokio::task::spawn_blocking(move || this.run(&name, &arguments))
+            .await
+            .map_err(|e| SourceError::Failed(format!("skill tool `{tool}` crashed: {e}")))?;
+        outcome
+            .ok_or_else(|| SourceError::Failed(format!("the skills source has no tool `{tool}`")))
+    }
+}

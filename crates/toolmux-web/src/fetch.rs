@@ -1,0 +1,343 @@
+//! `url_fetch`: one GET through the guarded client, read under a byte cap and a time cap, and
+//! turned into something a model can read: HTML as Markdown of its main content, JSON and
+//! text as they are, anything else described (type and size) rather than shown.
+
+use std::error::Error as _;
+use std::sync::Arc;
+
+use reqwest::Url;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::guard::{Allowlist, GuardedResolver, Refused, check_url};
+use crate::{FetchSettings, WebError};
+
+/// What a fetch gives back; also the tool's structured content.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fetched {
+    /// The URL finally answered (after redirects).
+    pub url: String,
+    /// The HTTP status code.
+    pub status: u16,
+    /// The response's `Content-Type`, when it sent one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// How `content` was made: `markdown` (from HTML), `json`, `text`, or `binary` (described,
+    /// not shown).
+    pub format: &'static str,
+    /// The page's title, for HTML.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The content.
+    pub content: String,
+    /// The bytes of body read (after decompression).
+    pub bytes: usize,
+    /// True when the body was longer than the cap and was cut there.
+    pub truncated: bool,
+    /// The response headers (the first value of each), for code mode's `fetch`.
+    pub headers: Map<String, Value>,
+}
+
+/// The output schema of `url_fetch`.
+pub(crate) fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "description": "The URL finally answered, after redirects."},
+            "status": {"type": "integer"},
+            "contentType": {"type": "string"},
+            "format": {"enum": ["markdown", "json", "text", "binary"]},
+            "title": {"type": "string"},
+            "content": {"type": "string"},
+            "bytes": {"type": "integer", "minimum": 0},
+            "truncated": {"type": "boolean"},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}}
+        },
+        "required": ["url", "status", "format", "content", "bytes", "truncated", "headers"]
+    })
+}
+
+/// The guarded HTTP client and the caps of one pack.
+#[derive(Clone, Debug)]
+pub struct Fetcher {
+    client: reqwest::Client,
+    allow: Arc<Allowlist>,
+    settings: FetchSettings,
+}
+
+impl Fetcher {
+    /// A client whose every hop goes through the guard.
+    pub fn new(settings: FetchSettings) -> Result<Self, WebError> {
+        let allow = Arc::new(Allowlist::parse(&settings.allow)?);
+        let redirect_allow = Arc::clone(&allow);
+        let max_redirects = settings.max_redirects;
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            // `previous` holds the URLs already requested, the first one included.
+            if attempt.previous().len() > max_redirects {
+                return attempt.error(Refused::TooManyRedirects(max_redirects));
+            }
+            match check_url(&redirect_allow, attempt.url()) {
+                Ok(()) => attempt.follow(),
+                Err(refused) => attempt.error(refused),
+            }
+        });
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            ACCEPT,
+            reqwest::header::HeaderValue::from_static(
+                "text/html,application/xhtml+xml,application/json;q=0.9,text/*;q=0.8,*/*;q=0.5",
+            ),
+        );
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("toolmux-url-fetch/", env!("CARGO_PKG_VERSION")))
+            .default_headers(headers)
+            .redirect(policy)
+            .dns_resolver(Arc::new(GuardedResolver {
+                allow: Arc::clone(&allow),
+            }))
+            .no_proxy()
+            .connect_timeout(settings.timeout)
+            .build()
+            .map_err(|e| WebError::Client(e.to_string()))?;
+        Ok(Self {
+            client,
+            allow,
+            settings,
+        })
+    }
+
+    /// The caps in force.
+    pub fn settings(&self) -> &FetchSettings {
+        &self.settings
+    }
+
+    /// Fetches `url`, reading at most `max_bytes` (never more than the configured cap), all
+    /// within the configured time cap.
+    pub async fn fetch(&self, url: &str, max_bytes: Option<usize>) -> Result<Fetched, WebError> {
+        let url = Url::parse(url).map_err(|e| WebError::BadUrl(format!("`{url}`: {e}")))?;
+        check_url(&self.allow, &url)?;
+        let cap = max_bytes
+            .unwrap_or(self.settings.max_bytes)
+            .min(self.settings.max_bytes);
+        let limit = self.settings.timeout;
+        let (head, body, truncated) = tokio::time::timeout(limit, self.get(url, cap))
+            .await
+            .map_err(|_| WebError::TimedOut(limit))??;
+        let fetched = tokio::task::spawn_blocking(move || render(head, body, truncated))
+            .await
+            .map_err(|e| WebError::Client(format!("rendering the page crashed: {e}")))?;
+        Ok(fetched)
+    }
+
+    /// Sends the request and reads the body up to `cap` bytes.
+    async fn get(&self, url: Url, cap: usize) -> Result<(Head, Vec<u8>, bool), WebError> {
+        let mut response = self.client.get(url).send().await.map_err(explain)?;
+        let head = Head {
+            url: response.url().to_string(),
+            status: response.status().as_u16(),
+            content_type: response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            length: response.content_length(),
+            headers: response
+                .headers()
+                .keys()
+                .filter_map(|name| {
+                    let value = response.headers().get(name)?.to_str().ok()?;
+                    Some((name.as_str().to_string(), Value::String(value.to_string())))
+                })
+                .collect(),
+        };
+        // A binary body is described, not shown: with its length announced, nothing of it
+        // needs reading.
+        if head.format() == "binary" && head.length.is_some() {
+            return Ok((head, Vec::new(), false));
+        }
+        let mut body = Vec::new();
+        let mut truncated = false;
+        // `chunk` yields decompressed bytes, so the cap bounds what a gzip bomb expands to.
+        while let Some(chunk) = response.chunk().await.map_err(explain)? {
+            let room = cap - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                truncated = true;
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((head, body, truncated))
+    }
+}
+
+/// The response before its body.
+struct Head {
+    url: String,
+    status: u16,
+    content_type: Option<String>,
+    length: Option<u64>,
+    headers: Map<String, Value>,
+}
+
+impl Head {
+    /// The media type, lowercased, without parameters.
+    fn media_type(&self) -> String {
+        self.content_type
+            .as_deref()
+            .unwrap_or("")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+    }
+
+    fn format(&self) -> &'static str {
+        let media = self.media_type();
+        if media == "text/html" || media == "application/xhtml+xml" {
+            "markdown"
+        } else if media == "application/json" || media.ends_with("+json") {
+            "json"
+        } else if media.starts_with("text/")
+            || media.ends_with("+xml")
+            || matches!(
+                media.as_str(),
+                "application/xml" | "application/javascript" | "application/x-yaml" | ""
+            )
+        {
+            "text"
+        } else {
+            "binary"
+        }
+    }
+}
+
+/// Turns a body into the result's content.
+fn render(head: Head, body: Vec<u8>, truncated: bool) -> Fetched {
+    let format = head.format();
+    let bytes = body.len();
+    let (title, content) = match format {
+        "markdown" => {
+            let html = String::from_utf8_lossy(&body);
+            let (title, markdown) = html_to_markdown(&html, &head.url);
+            (title, markdown)
+        }
+        "binary" => {
+            let size = match head.length {
+                Some(n) => format!("{n} bytes"),
+                None if truncated => format!("more than {bytes} bytes"),
+                None => format!("{bytes} bytes"),
+            };
+            let media = head.content_type.as_deref().unwrap_or("unknown type");
+            (
+                None,
+                format!("[binary content: {media}, {size}; not shown]"),
+            )
+        }
+        // JSON and text pass through as they came (a cut JSON document stays cut; the
+        // `truncated` flag says so).
+        _ => (None, String::from_utf8_lossy(&body).into_owned()),
+    };
+    Fetched {
+        url: head.url,
+        status: head.status,
+        content_type: head.content_type,
+        format,
+        title,
+        content,
+        bytes,
+        truncated,
+        headers: head.headers,
+    }
+}
+
+/// The tags that are page chrome or code, never content, when the whole page is converted.
+const CHROME: [&str; 12] = [
+    "script", "style", "noscript", "nav", "header", "footer", "aside", "form", "iframe", "svg",
+    "button", "template",
+];
+
+/// The main content of a page as Markdown, with its title: readability's extraction first
+/// (the article, without navigation, sidebars and footers), and the whole page without its
+/// chrome when readability finds no article (a short page, a listing).
+pub fn html_to_markdown(html: &str, url: &str) -> (Option<String>, String) {
+    let converter = htmd::HtmlToMarkdown::builder()
+        .skip_tags(CHROME.to_vec())
+        .build();
+    let article = dom_smoothie::Readability::new(html, Some(url), None)
+        .or_else(|_| dom_smoothie::Readability::new(html, None, None))
+        .and_then(|mut r| r.parse());
+    let (title, main_html) = match article {
+        Ok(article) => (
+            Some(article.title).filter(|t| !t.trim().is_empty()),
+            article.content.to_string(),
+        ),
+        Err(e) => {
+            tracing::debug!(error = %e, "no article found; converting the whole page");
+            (None, html.to_string())
+        }
+    };
+    let markdown = converter
+        .convert(&main_html)
+        .unwrap_or_else(|_| String::from_utf8_lossy(main_html.as_bytes()).into_owned());
+    (title, markdown.trim().to_string())
+}
+
+/// A client error as the guard's refusal when that is what it is (reqwest wraps the
+/// resolver's and the redirect policy's errors), else with its causes spelled out.
+fn explain(error: reqwest::Error) -> WebError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    while let Some(e) = source {
+        if let Some(refused) = e.downcast_ref::<Refused>() {
+            return WebError::Refused(refused.clone());
+        }
+        source = e.source();
+    }
+    if error.is_timeout() {
+        return WebError::Client(format!("timed out: {}", chain(&error)));
+    }
+    WebError::Client(chain(&error))
+}
+
+/// An error and its causes, `: `-separated.
+fn chain(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = e.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_main_content_is_kept_and_the_chrome_dropped() {
+        let paragraph = "The quick brown fox jumps over the lazy dog, again and again, \
+                         so that the article is long enough to be an article. "
+            .repeat(6);
+        let html = format!(
+            "<html><head><title>Foxes</title></head><body>\
+             <nav><a href='/'>Home</a> <a href='/about'>About us</a></nav>\
+             <article><h1>All about foxes</h1><p>{paragraph}</p><p>{paragraph}</p></article>\
+             <footer>Copyright footer text</footer><script>var tracker = 1;</script>\
+             </body></html>"
+        );
+        let (title, markdown) = html_to_markdown(&html, "http://example.com/foxes");
+        assert_eq!(title.as_deref(), Some("Foxes"));
+        assert!(markdown.contains("quick brown fox"), "{markdown}");
+        assert!(!markdown.contains("About us"), "{markdown}");
+        assert!(!markdown.contains("Copyright footer"), "{markdown}");
+        assert!(!markdown.contains("tracker"), "{markdown}");
+    }
+}
