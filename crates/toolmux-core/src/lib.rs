@@ -45,5 +45,7 @@ pub use resources::{
     ResourceProvider,
 };
 pub use scope::ToolScope;
-pub use source::{ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus};
+pub use source::{
+    ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,
+};
 pub use validate::Violation;

@@ -322,6 +322,15 @@ impl ToolResult {
         }
     }
 
+    /// A tool-level error of a kind when the failure has one, else a plain one: how a pack turns
+    /// its own error (whose `kind()` says not found, conflict, invalid or nothing) into a result.
+    pub fn failure(kind: Option<ToolErrorKind>, message: impl Into<String>) -> Self {
+        match kind {
+            Some(kind) => Self::kind_error(kind, message),
+            None => Self::error(message),
+        }
+    }
+
     /// The kind of a tool-level error made with [`ToolResult::kind_error`]; `None` for a
     /// result that is not an error or whose tool did not say.
     pub fn error_kind(&self) -> Option<ToolErrorKind> {

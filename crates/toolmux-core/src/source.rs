@@ -136,3 +136,19 @@ impl std::fmt::Debug for ChangeNotifier {
 }
 
 pub(crate) type SharedSource = Arc<dyn Source>;
+
+/// Runs one call of a source whose tools do blocking file work (the spec and skills packs) on
+/// tokio's blocking pool, off the async workers. `work` answers `None` for a tool the source
+/// does not have; a panic in it fails the call, not the process.
+pub async fn run_blocking(
+    source: &str,
+    tool: &str,
+    work: impl FnOnce() -> Option<ToolResult> + Send + 'static,
+) -> Result<ToolResult, SourceError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| {
+            SourceError::Failed(format!("tool `{tool}` of source `{source}` crashed: {e}"))
+        })?
+        .ok_or_else(|| SourceError::Failed(format!("source `{source}` has no tool `{tool}`")))
+}

@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use toolmux_core::{
     Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolResult,
+    run_blocking,
 };
 
 pub use discovery::{Found, SkillRoot, bundled_files, default_roots, discover};
@@ -73,10 +74,7 @@ impl SkillsSource {
         };
         Some(match outcome {
             Ok((value, text)) => ToolResult::structured_with_text(value, text),
-            Err(e) => match e.kind() {
-                Some(kind) => ToolResult::kind_error(kind, e.to_string()),
-                None => ToolResult::error(e.to_string()),
-            },
+            Err(e) => ToolResult::failure(e.kind(), e.to_string()),
         })
     }
 
@@ -256,14 +254,7 @@ impl Source for SkillsSource {
 
     async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
         let tool = call.tool.original_name.clone();
-        let arguments = call.arguments;
-        let this = self.clone();
-        let name = tool.clone();
-        // Reading skill folders blocks: keep it off the async workers.
-        let outcome = tokio::task::spawn_blocking(move || this.run(&name, &arguments))
-            .await
-            .map_err(|e| SourceError::Failed(format!("skill tool `{tool}` crashed: {e}")))?;
-        outcome
-            .ok_or_else(|| SourceError::Failed(format!("the skills source has no tool `{tool}`")))
+        let (this, name, arguments) = (self.clone(), tool.clone(), call.arguments);
+        run_blocking(SOURCE_ID, &tool, move || this.run(&name, &arguments)).await
     }
 }

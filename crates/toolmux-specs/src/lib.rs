@@ -46,7 +46,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use toolmux_core::{Source, SourceCall, SourceError, SourceKind, ToolDescriptor, ToolResult};
+use toolmux_core::{
+    Source, SourceCall, SourceError, SourceKind, ToolDescriptor, ToolResult, run_blocking,
+};
 use toolmux_workspace::ProjectRoot;
 
 pub use discovery::{Config, Limits, find_specs_dir};
@@ -170,10 +172,7 @@ impl SpecsSource {
         let outcome = tools::run(&self.inner, tool, arguments)?;
         Some(match outcome {
             Ok((value, text)) => ToolResult::structured_with_text(value, text),
-            Err(e) => match e.kind() {
-                Some(kind) => ToolResult::kind_error(kind, e.to_string()),
-                None => ToolResult::error(e.to_string()),
-            },
+            Err(e) => ToolResult::failure(e.kind(), e.to_string()),
         })
     }
 }
@@ -194,13 +193,7 @@ impl Source for SpecsSource {
 
     async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
         let tool = call.tool.original_name.clone();
-        let arguments = call.arguments;
-        let this = self.clone();
-        let name = tool.clone();
-        // File work blocks: keep it off the async workers.
-        let outcome = tokio::task::spawn_blocking(move || this.run(&name, &arguments))
-            .await
-            .map_err(|e| SourceError::Failed(format!("spec tool `{tool}` crashed: {e}")))?;
-        outcome.ok_or_else(|| SourceError::Failed(format!("the specs pack has no tool `{tool}`")))
+        let (this, name, arguments) = (self.clone(), tool.clone(), call.arguments);
+        run_blocking(tools::SOURCE_ID, &tool, move || this.run(&name, &arguments)).await
     }
 }
