@@ -321,15 +321,7 @@ fn change(hub: &Hub, doc: &mut ConfigDocument, edit: Edit) -> Result<(), ApiErro
         Change::ToolState { enabled, policy } => {
             // Only a tool the catalog knows (listed or switched off), so a typo is not saved
             // as a setting of a tool that does not exist.
-            let catalog = hub.catalog();
-            if !catalog
-                .all_tools()
-                .iter()
-                .any(|e| e.descriptor.name == name)
-                && catalog.hidden_reason(&name).is_none()
-            {
-                return Err(ApiError::not_found(format!("no tool named `{name}`")));
-            }
+            hub.catalog().known(&name)?;
             if let Some(enabled) = enabled {
                 doc.set_tool_enabled(&name, enabled)?;
             }

@@ -86,7 +86,9 @@ pub struct SearchQuery {
     pub limit: Option<u64>,
 }
 
-/// `GET /api/specs/board`: the groups, then the same filters as `GET /api/specs`.
+/// `GET /api/specs/board`: the groups, then the same filters as `GET /api/specs`. The filters
+/// are repeated rather than `#[serde(flatten)]`ed from [`SpecFilter`]: serde does not combine
+/// `flatten` with `deny_unknown_fields`, and a misspelt filter must stay a 400 here as there.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query, rename_all = "camelCase")]

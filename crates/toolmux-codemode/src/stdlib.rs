@@ -2,7 +2,8 @@
 //! `base64`, `time`; `JSON` is the engine's own). There is deliberately nothing here that reaches
 //! files, the network, processes or timers: those are tools, under their policies. `fetch` is
 //! no exception: it is a call of the `url_fetch` tool (so its policy, the execution log and its
-//! SSRF guard apply, and a channel that does not serve `url_fetch` gives no `fetch` either),
+//! SSRF guard apply, and on a channel that does not serve `url_fetch` every `fetch` is refused
+//! as that tool's call would be),
 //! wearing the shape scripts expect of `fetch`.
 //!
 //! The natives are plain Rust functions on one hidden object; a JavaScript prelude wraps them in

@@ -231,9 +231,9 @@ impl JsonSchema for Period {
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
             "type": "string",
-            "pattern": r"^\s*[0-9]+\s*(ms|s|m|h|d)\s*$",
-            "examples": ["30s", "1m", "1h"],
-            "description": "A whole number and a unit: ms, s, m, h or d.",
+            "pattern": r"^(\s*[0-9]+\s*(ms|s|m|h|d)\s*|second|minute|hour|day)$",
+            "examples": ["30s", "1m", "1h", "minute"],
+            "description": "A whole number and a unit (ms, s, m, h or d), or one of `second`, `minute`, `hour`, `day`.",
         })
     }
 }

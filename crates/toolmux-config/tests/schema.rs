@@ -91,3 +91,25 @@ fn schema_descriptions_come_from_doc_comments() {
         );
     }
 }
+
+#[test]
+fn schema_and_loader_agree_on_rate_limit_periods() {
+    let validator = validator();
+    for (period, valid) in [
+        ("30s", true),
+        ("1m", true),
+        ("minute", true),
+        ("day", true),
+        ("1 minute", false),
+        ("minutes", false),
+    ] {
+        let config =
+            json!({"toolSettings": {"grep": {"rateLimit": {"requests": 1, "period": period}}}});
+        assert_eq!(validator.is_valid(&config), valid, "schema, {period}");
+        assert_eq!(
+            toolmux_config::Period::new(period).is_ok(),
+            valid,
+            "loader, {period}"
+        );
+    }
+}

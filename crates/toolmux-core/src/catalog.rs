@@ -279,6 +279,19 @@ impl Catalog {
         &self.entries
     }
 
+    /// Whether a source provides a tool of this name, listed or hidden (switched off,
+    /// filtered out): what a setting may be saved for. Else the "unknown tool" refusal, with a
+    /// suggestion among the listed tools.
+    pub fn known(&self, name: &str) -> Result<(), CallError> {
+        if self.get(name).is_some() || self.hidden.contains_key(name) {
+            return Ok(());
+        }
+        Err(CallError::NotFound {
+            name: name.to_string(),
+            suggestion: self.suggest_among(name, self.tools()),
+        })
+    }
+
     /// Why a tool its source provides is missing from the catalog.
     pub fn hidden_reason(&self, name: &str) -> Option<&HiddenReason> {
         self.hidden.get(name)

@@ -84,8 +84,10 @@ pub trait ResourceProvider: Send + Sync {
     fn scheme(&self) -> &str;
 
     /// The tool that reads what these resources hold (`spec_view`). A channel serves the
-    /// resources exactly where it serves that tool, so a filter or a `deny` policy that hides
-    /// the tool hides them too: a resource is one more door to the same capability.
+    /// resources only while that tool is in the catalog and offered (a `deny` policy hides
+    /// them), and where it would serve a relayed item of that name (`ToolScope::serves_item`:
+    /// filters by name, pass-through by source; in code mode only when `--tools` names it): a
+    /// resource is one more door to the same capability.
     fn read_tool(&self) -> &str;
 
     /// Every resource now, in a stable order.
@@ -171,6 +173,12 @@ impl BuiltinResources {
         let provider = Arc::clone(provider);
         let uri = uri.to_string();
         blocking(move || provider.read(&uri)).await
+    }
+
+    /// How many changes the poll has seen so far: with the catalog's version, what a cached
+    /// listing of the resources is current for.
+    pub fn generation(&self) -> u64 {
+        *self.inner.changes.borrow()
     }
 
     /// A receiver that wakes whenever any provider's version changes. The first call starts

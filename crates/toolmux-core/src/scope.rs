@@ -39,6 +39,24 @@ impl ToolScope {
         self.source.as_ref().is_none_or(|s| *s == tool.source) && self.filters_admit(&tool.name)
     }
 
+    /// Whether the channel serves an item that is not a tool — a relayed prompt, resource or
+    /// template, or a built-in provider's resources (by its read tool's name) — listed by
+    /// `source` under this registry name. The filters (`--tools`, `--exclude`) apply by name as
+    /// they do to tools, and pass-through to the source; with entry points (code mode) only what
+    /// `--tools` names explicitly is served beside them: an item is no entry point, and without
+    /// `--tools` none is served.
+    pub fn serves_item(&self, source: &str, registry_name: &str) -> bool {
+        if self.source.as_ref().is_some_and(|only| only != source) {
+            return false;
+        }
+        let filtered = self.filters_admit(registry_name);
+        if self.entry_points.is_empty() {
+            return filtered;
+        }
+        self.entry_points.iter().any(|n| n == registry_name)
+            || (!self.include.is_empty() && filtered)
+    }
+
     /// Whether the scope lets everything through.
     pub fn is_unrestricted(&self) -> bool {
         self.include.is_empty() && self.exclude.is_empty() && self.source.is_none()
@@ -76,5 +94,56 @@ mod tests {
         assert!(scope.admits(&tool("code", "run_code")));
         assert!(!scope.is_unrestricted());
         assert!(ToolScope::default().is_unrestricted());
+    }
+
+    #[test]
+    fn a_scope_serves_by_registry_name_and_server_and_code_mode_only_what_tools_names() {
+        let pattern = |p: &str| NamePattern::new(p).expect("valid pattern");
+        let filtered = ToolScope {
+            include: vec![pattern("github__*")],
+            exclude: vec![pattern("github__secret")],
+            ..ToolScope::default()
+        };
+        let pass_through = ToolScope {
+            source: Some("github".into()),
+            ..ToolScope::default()
+        };
+        let code_mode = ToolScope {
+            entry_points: vec!["run_code".into(), "search_tools".into()],
+            ..ToolScope::default()
+        };
+        let code_mode_with_tools = ToolScope {
+            include: vec![pattern("github__review")],
+            ..code_mode.clone()
+        };
+        let cases = [
+            (None, "github", "github__anything", true),
+            (Some(&filtered), "github", "github__review", true),
+            (Some(&filtered), "github", "github__secret", false),
+            (Some(&filtered), "gitlab", "gitlab__review", false),
+            (Some(&pass_through), "github", "github__review", true),
+            (Some(&pass_through), "gitlab", "gitlab__review", false),
+            // Code mode serves no relayed item unless `--tools` names it.
+            (Some(&code_mode), "github", "github__review", false),
+            (
+                Some(&code_mode_with_tools),
+                "github",
+                "github__review",
+                true,
+            ),
+            (
+                Some(&code_mode_with_tools),
+                "github",
+                "github__other",
+                false,
+            ),
+        ];
+        for (scope, server, name, served) in cases {
+            assert_eq!(
+                scope.is_none_or(|s| s.serves_item(server, name)),
+                served,
+                "{server} {name} {scope:?}"
+            );
+        }
     }
 }

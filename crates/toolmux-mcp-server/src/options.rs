@@ -54,8 +54,8 @@ pub struct ServeOptions {
     /// from its client — before it is closed; `None` is
     /// [`DEFAULT_SESSION_IDLE_TIMEOUT`](crate::DEFAULT_SESSION_IDLE_TIMEOUT).
     pub session_idle_timeout: Option<Duration>,
-    /// Counts the sessions alive on servers built with these options (clones share it), for
-    /// tests and metrics.
+    /// Counts the sessions alive on servers built with these options (clones share it): what
+    /// the expiry tests and the HTTP bench observe (not yet on `/metrics`).
     pub live_sessions: LiveSessions,
 }
 

@@ -228,8 +228,11 @@ async fn follow_builtin(
         let request = ReadResourceRequestParams::new(uri.clone());
         let now = match follow.relay().read_resource(request).await {
             Ok(now) => now,
-            // Gone (or no longer served): that is a change, told once.
-            Err(_) => ReadResourceResult::new(Vec::new()),
+            // Gone (or no longer served, or unreadable now): that is a change, told once.
+            Err(e) => {
+                tracing::debug!(uri, error = %e, "a subscribed resource cannot be read");
+                ReadResourceResult::new(Vec::new())
+            }
         };
         if now == read {
             continue;

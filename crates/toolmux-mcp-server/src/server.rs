@@ -45,7 +45,15 @@ pub(crate) struct Shared {
     /// What calls through this server may reach; carried in every call's context.
     scope: Arc<ToolScope>,
     view: RwLock<Option<Arc<View>>>,
+    /// The relayed listings for a catalog version and built-in resource generation: every
+    /// session compares against them after a change, so one session computes them (a listing
+    /// of the spec resources walks the specs directory) and the others reuse them.
+    listings: tokio::sync::Mutex<Option<(ListingsKey, Arc<RelayedListings>)>>,
 }
+
+/// What a relayed listing is current for: the catalog's version and the built-in resources'
+/// change generation.
+type ListingsKey = (u64, u64);
 
 impl Shared {
     pub(crate) fn new(hub: Hub, options: ServeOptions) -> Arc<Self> {
@@ -54,6 +62,7 @@ impl Shared {
             scope: Arc::new(options.scope()),
             options,
             view: RwLock::new(None),
+            listings: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -91,10 +100,22 @@ impl Shared {
         })
     }
 
-    /// What the relayed listings are now, to tell whether they changed.
-    async fn relayed_listings(&self) -> Option<RelayedListings> {
+    /// What the relayed listings are now, to tell whether they changed: made once per catalog
+    /// version and built-in resource generation, shared by every session.
+    async fn relayed_listings(&self) -> Option<Arc<RelayedListings>> {
         let relay = self.relay()?;
-        Some(RelayedListings {
+        let key = (
+            self.hub.catalog().version(),
+            self.options.resources.generation(),
+        );
+        // Held while listing, so that sessions woken by the same change wait for one listing.
+        let mut slot = self.listings.lock().await;
+        if let Some((made_for, listings)) = &*slot
+            && *made_for == key
+        {
+            return Some(Arc::clone(listings));
+        }
+        let listings = Arc::new(RelayedListings {
             prompts: relay.prompts().into_iter().map(|p| p.name).collect(),
             resources: relay.resources().await,
             templates: relay
@@ -102,7 +123,9 @@ impl Shared {
                 .into_iter()
                 .map(|t| t.uri_template)
                 .collect(),
-        })
+        });
+        *slot = Some((key, Arc::clone(&listings)));
+        Some(listings)
     }
 }
 

@@ -78,19 +78,29 @@ pub fn discover(roots: &[SkillRoot]) -> Result<Found, SkillError> {
             // A project's skill folder that is a link is not followed: a cloned repository could
             // point it anywhere. The user's own and configured places may link to a shared
             // collection, as people keep them.
-            let is_dir = if root.origin == Origin::Project {
-                entry.file_type().is_ok_and(|t| t.is_dir())
+            let (is_dir, has_skill) = if root.origin == Origin::Project {
+                let is_file =
+                    fs::symlink_metadata(path.join(SKILL_FILE)).is_ok_and(|m| m.is_file());
+                (entry.file_type().is_ok_and(|t| t.is_dir()), is_file)
             } else {
-                path.is_dir()
+                (path.is_dir(), path.join(SKILL_FILE).is_file())
             };
-            if is_dir && path.join(SKILL_FILE).is_file() {
+            if is_dir && has_skill {
                 dirs.push(path);
             }
         }
         dirs.sort();
         for dir in dirs {
             let file = dir.join(SKILL_FILE);
-            let text = fs::read_to_string(&file).map_err(|e| io(&file, e))?;
+            let text = match read_capped(&file) {
+                Ok(text) => text,
+                // Too large to offer: reported like any other broken skill, the rest still load.
+                Err(e @ SkillError::Invalid { .. }) => {
+                    found.invalid.push(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             match skill::parse(&dir, root.origin, &text) {
                 Ok(skill) if found.skills.iter().any(|s| s.name == skill.name) => {
                     found.shadowed.push(skill.file());
@@ -136,6 +146,27 @@ pub fn bundled_files(dir: &Path) -> Result<(Vec<String>, bool), SkillError> {
     }
     files.sort();
     Ok((files, cut))
+}
+
+/// The largest `SKILL.md` read: its instructions go into a model's context whole.
+const MAX_SKILL_BYTES: u64 = 256 * 1024;
+
+/// Reads a `SKILL.md`, refusing one over [`MAX_SKILL_BYTES`] with its file named.
+fn read_capped(file: &Path) -> Result<String, SkillError> {
+    use std::io::Read;
+    let mut text = String::new();
+    fs::File::open(file)
+        .and_then(|f| f.take(MAX_SKILL_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| io(file, e))?;
+    if text.len() as u64 > MAX_SKILL_BYTES {
+        return Err(SkillError::Invalid {
+            file: file.to_path_buf(),
+            line: 1,
+            field: None,
+            message: format!("SKILL.md is larger than {} KiB", MAX_SKILL_BYTES / 1024),
+        });
+    }
+    Ok(text)
 }
 
 fn io(path: &Path, source: std::io::Error) -> SkillError {

@@ -220,3 +220,35 @@ fn the_tools_are_read_only_with_output_schemas() {
         assert!(tool.output_schema.is_some(), "{}", tool.name);
     }
 }
+
+#[test]
+fn a_project_skill_md_that_is_a_link_is_not_read_and_an_oversized_one_is_refused() {
+    let (dir, source) = project();
+    let outside = tempfile::tempdir().unwrap();
+    write(
+        &outside.path().join("SKILL.md"),
+        &skill_md("linked", "From outside.", ""),
+    );
+    fs::create_dir_all(dir.path().join(".toolmux/skills/linked")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("SKILL.md"),
+        dir.path().join(".toolmux/skills/linked/SKILL.md"),
+    )
+    .unwrap();
+    let big = format!(
+        "---\nname: big\ndescription: d\n---\n{}",
+        "x".repeat(300 * 1024)
+    );
+    write(&dir.path().join(".toolmux/skills/big/SKILL.md"), &big);
+    let found = source.discover().unwrap();
+    let names: Vec<&str> = found.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["csv-summary", "release-notes"]);
+    let errors: Vec<String> = found.invalid.iter().map(ToString::to_string).collect();
+    assert!(
+        errors.contains(&format!(
+            "{}:1: SKILL.md is larger than 256 KiB",
+            dir.path().join(".toolmux/skills/big/SKILL.md").display()
+        )),
+        "{errors:?}"
+    );
+}

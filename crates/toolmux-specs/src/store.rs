@@ -386,11 +386,12 @@ fn build(walk: &[Found], docs: Vec<Option<Parsed>>, version: u64) -> Snapshot {
     broken.sort_by(|a, b| a.rel_file.cmp(&b.rel_file));
     // LeanSpec resolves a `parent` that is no spec's id to an id containing it (or contained
     // in it); it takes the first of an unordered set, we take the first in order.
-    let positions: HashMap<String, usize> = specs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.id.clone(), i))
-        .collect();
+    // Two folders can share an id (one under `archived/`, or nested): the first in order is the
+    // one every lookup finds, as the listing and the resources show it.
+    let mut positions: HashMap<String, usize> = HashMap::with_capacity(specs.len());
+    for (i, spec) in specs.iter().enumerate() {
+        positions.entry(spec.id.clone()).or_insert(i);
+    }
     let ids: Vec<String> = specs.iter().map(|s| s.id.clone()).collect();
     for spec in &mut specs {
         if let Some(parent) = spec.parent.clone()

@@ -538,7 +538,7 @@ fn run_known(
             // The next number is the highest plus one: two creates must not both take it, so
             // they serialise on the specs directory and each numbers from what is on disk then.
             let created = with_specs_dir_locked(inner, |snap| {
-                update::create(&inner.store, &inner.root, &inner.config, snap, args)
+                update::create(&inner.store, &inner.project, &inner.config, snap, args)
             })?;
             let text = format!("created {}", created["file"].as_str().unwrap_or_default());
             Ok((created, text))

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
+use toolmux_workspace::ProjectRoot;
 
 use crate::body::{self, MatchMode, SectionMode};
 use crate::error::SpecsError;
@@ -343,10 +344,13 @@ pub(crate) struct CreateArgs {
 /// The built-in template (LeanSpec's sections).
 const TEMPLATE: &str = "# {title}\n\n## Overview\n\n<!-- What and why -->\n\n## Design\n\n<!-- How -->\n\n## Plan\n\n- [ ] First step\n\n## Test\n\n- [ ] How it is checked\n\n## Notes\n\n<!-- Anything else -->\n";
 
+/// The largest template a new spec is made from.
+const TEMPLATE_MAX_BYTES: u64 = 1024 * 1024;
+
 /// `spec_create`.
 pub(crate) fn create(
     store: &Store,
-    root: &Path,
+    project: &ProjectRoot,
     config: &crate::discovery::Config,
     snap: &Snapshot,
     args: CreateArgs,
@@ -410,8 +414,12 @@ pub(crate) fn create(
                     if file.contains("..") || file.starts_with('/') {
                         return Err(SpecsError::Invalid(format!("invalid template `{file}`")));
                     }
-                    let path = root.join(".lean-spec/templates").join(file);
-                    fs::read_to_string(&path).map_err(|e| SpecsError::io(&path, e))?
+                    // Read beneath the project root like every path a caller names: a link in
+                    // `.lean-spec/templates/` leads nowhere outside it.
+                    let path = format!(".lean-spec/templates/{file}");
+                    project
+                        .read_text(&path, TEMPLATE_MAX_BYTES)
+                        .map_err(|e| SpecsError::Invalid(format!("template `{file}`: {e}")))?
                 }
                 None => TEMPLATE.to_string(),
             };

@@ -660,3 +660,62 @@ fn concurrent_links_cannot_close_a_cycle_together() {
         assert!(refused.contains("cycle"), "{refused}");
     }
 }
+
+#[test]
+fn two_folders_with_one_id_are_found_as_the_first_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec =
+        |title: &str| format!("---\nstatus: planned\ncreated: '2025-01-02'\n---\n\n# {title}\n");
+    write(&dir.path().join("specs/001-alpha/README.md"), &spec("Live"));
+    write(
+        &dir.path().join("specs/archived/001-alpha/README.md"),
+        &spec("Archived copy"),
+    );
+    let pack = open(dir.path());
+    let snap = pack.snapshot().unwrap();
+    let first = snap.specs.iter().find(|s| s.id == "001-alpha").unwrap();
+    assert_eq!(snap.get("001-alpha").unwrap().rel_file, first.rel_file);
+}
+
+#[test]
+fn a_template_is_read_beneath_the_project_only() {
+    let (dir, pack) = project();
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("secret.md"), "# Secret\n").unwrap();
+    fs::create_dir_all(dir.path().join(".lean-spec/templates")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.md"),
+        dir.path().join(".lean-spec/templates/linked.md"),
+    )
+    .unwrap();
+    let err = try_call(
+        &pack,
+        "spec_create",
+        json!({"name": "leak", "template": "linked.md"}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        "template `linked.md`: `.lean-spec/templates/linked.md` is a symbolic link that leads outside the project root"
+    );
+    assert!(!dir.path().join("specs/003-leak").exists());
+    let missing = try_call(
+        &pack,
+        "spec_create",
+        json!({"name": "none", "template": "nope.md"}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        missing,
+        "template `nope.md`: `.lean-spec/templates/nope.md` does not exist"
+    );
+    assert_eq!(
+        try_call(
+            &pack,
+            "spec_create",
+            json!({"name": "up", "template": "../x.md"})
+        )
+        .unwrap_err(),
+        "invalid template `../x.md`"
+    );
+}

@@ -15,9 +15,16 @@ pub fn faults_script() -> PathBuf {
     peer_file("upstream/faults.py")
 }
 
-/// The rogue server's script, kept in this crate (`servers/rogue.py`).
+/// The rogue server's script, kept in this crate (`servers/rogue.py`). Found from the running
+/// test's own crate (`cargo test` sets `CARGO_MANIFEST_DIR` for it; every crate sits beside this
+/// one), not from this crate's build: cargo reuses this crate's build for another checkout
+/// sharing the build directory (CI's clone), and a path baked in at build time then names a
+/// checkout that may be gone.
 pub fn rogue_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("servers/rogue.py")
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(|running| Path::new(&running).join("../toolmux-testkit/servers/rogue.py"))
+        .filter(|script| script.is_file())
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("servers/rogue.py"))
 }
 
 /// A stdio entry running `script` with the test Python and `extra` arguments.

@@ -247,7 +247,13 @@ pub(crate) fn commit(
         };
         if let Err(e) = done {
             let shown = ws.root.display(&change.target.path);
-            let restored = changes[..i].iter().rev().all(|c| undo(c).is_ok());
+            // Every change is put back that can be, not only those before the first that cannot.
+            let not_restored = changes[..i]
+                .iter()
+                .rev()
+                .filter(|c| undo(c).is_err())
+                .count();
+            let restored = not_restored == 0;
             return Err(failed(format!(
                 "`{shown}` cannot be written: {e}; {}",
                 if restored {

@@ -273,13 +273,8 @@ impl Assembly {
                 self.hub.add_source(specs.clone());
                 let provider: Arc<dyn ResourceProvider> = specs;
                 // One set for the process, so that every MCP session shares one poll of it.
-                if self
-                    .resources
-                    .set(BuiltinResources::new(vec![provider]))
-                    .is_err()
-                {
-                    tracing::warn!("the built-in resources were set twice; the first stay");
-                }
+                // Set once: the pack is added only when the assembly opens.
+                let _ = self.resources.set(BuiltinResources::new(vec![provider]));
             }
             Ok(None) => {}
             Err(e) => tracing::warn!("the spec tools are not available: {e}"),

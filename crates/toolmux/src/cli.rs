@@ -444,7 +444,8 @@ pub struct SpecFilterArgs {
     /// Only specs with this status.
     #[arg(short, long, value_parser = spec_status())]
     pub status: Option<String>,
-    /// Only specs with this tag (repeatable, or comma-separated: any of them).
+    /// Only specs with this tag (repeatable, or comma-separated): all of them, or any of them
+    /// with `--any-tag`.
     #[arg(
         short,
         long = "tag",
@@ -453,6 +454,9 @@ pub struct SpecFilterArgs {
         value_delimiter = ','
     )]
     pub tags: Vec<String>,
+    /// A spec with any one of the `--tag`s is enough (LeanSpec's own `-t a -t b`).
+    #[arg(long)]
+    pub any_tag: bool,
     /// Only specs with this priority.
     #[arg(short, long, value_parser = spec_priority())]
     pub priority: Option<String>,

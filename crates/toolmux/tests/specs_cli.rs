@@ -602,3 +602,19 @@ fn a_write_at_a_terminal_asks_first_and_the_answer_decides() {
         assert_eq!(spec["status"], status, "answer {answer}:\n{}", on_screen());
     }
 }
+
+#[test]
+fn several_tags_match_all_of_them_unless_any_tag_is_given() {
+    let project = specs_project();
+    let all = project
+        .run(&["specs", "list", "--tag", "api", "--tag", "auth", "--json"])
+        .json();
+    assert_eq!(ids(&all, "specs"), ["001-auth-refresh"]);
+    let any = project
+        .run(&["specs", "list", "--tag", "api,auth", "--any-tag", "--json"])
+        .json();
+    assert_eq!(
+        ids(&any, "specs"),
+        ["001-auth-refresh", "002-legacy-login", "003-rate-limits"]
+    );
+}

@@ -187,6 +187,9 @@ fn filter_arguments(filter: &SpecFilterArgs) -> Value {
     let mut arguments = Map::new();
     insert_some(&mut arguments, "status", filter.status.clone());
     insert_list(&mut arguments, "tags", filter.tags.clone());
+    if filter.any_tag {
+        arguments.insert("tagMatch".into(), Value::from("any"));
+    }
     insert_some(&mut arguments, "priority", filter.priority.clone());
     insert_some(&mut arguments, "assignee", filter.assignee.clone());
     insert_some(&mut arguments, "parent", filter.parent.clone());

@@ -53,19 +53,7 @@ enum StateChange {
 /// is not saved as a setting for a tool that does not exist.
 fn set_state(project: &Assembly, name: &str, change: StateChange) -> Result<u8, Failure> {
     let catalog = project.hub.catalog();
-    if !catalog
-        .all_tools()
-        .iter()
-        .any(|e| e.descriptor.name == name)
-        && catalog.hidden_reason(name).is_none()
-    {
-        let refusal = catalog
-            .resolve(name, &CallContext::new(Channel::Cli).trusted())
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| format!("unknown tool `{name}`"));
-        return Err(Failure::Refused(refusal));
-    }
+    catalog.known(name)?;
     let editor = editor(&project.loaded.project_dir);
     editor.edit(|doc| match change {
         StateChange::Enabled(on) => doc.set_tool_enabled(name, on),
@@ -89,21 +77,9 @@ fn set_state(project: &Assembly, name: &str, change: StateChange) -> Result<u8, 
     emit(&done)?;
     // Switching a tool on does not bring back one that something else hides.
     if matches!(change, StateChange::Enabled(true)) {
-        let still = match catalog.hidden_reason(name) {
-            Some(HiddenReason::DisabledSource(source)) => Some(format!(
-                "its source `{source}` is switched off (`sources.{source}.enabled`)"
-            )),
-            Some(HiddenReason::Excluded(pattern)) => Some(format!(
-                "it matches the exclude pattern `{pattern}` (`filters.exclude`)"
-            )),
-            Some(HiddenReason::NotIncluded) => {
-                Some("it matches no pattern of `filters.include`".to_string())
-            }
-            Some(HiddenReason::NameTaken(source)) => {
-                Some(format!("source `{source}` has a tool of the same name"))
-            }
-            Some(HiddenReason::DisabledTool) | None => None,
-        };
+        let still = catalog
+            .hidden_reason(name)
+            .filter(|reason| **reason != HiddenReason::DisabledTool);
         if let Some(why) = still {
             eprintln!("note: `{name}` stays hidden: {why}");
         }
