@@ -1,4 +1,6 @@
-//! `/api/approvals`: calls with policy `ask` waiting for a person, and their answers.
+//! `/api/approvals`: calls with policy `ask` waiting for a person, and their answers; and
+//! `/api/approvals/stream`, the one event stream of everything waiting on a person (approvals
+//! and questions alike), whichever channel started it.
 
 use axum::Json;
 use axum::extract::State;
@@ -14,6 +16,7 @@ use crate::error::{ApiError, ErrorBody};
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(list))
+        .routes(routes!(stream))
         .routes(routes!(answer))
 }
 
@@ -88,4 +91,98 @@ pub(crate) async fn answer(
         .answer(id, approval)
         .map_err(|e| ApiError::not_found(e.to_string()))?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// How often an idle stream sends a comment, so that proxies and clients keep it open.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Everything waiting on a person, as server-sent events: `event: pending` with an approval
+/// (the object `GET /api/approvals` lists) or a question (as `GET /api/inputs` lists it), each
+/// with `kind` (`approval` or `input`); `event: resolved` with `{id, outcome}` (`allowed`,
+/// `denied`, `accepted`, `declined`, `cancelled`, `withdrawn`). What waits already comes first.
+#[utoipa::path(
+    get, path = "/api/approvals/stream", tag = "approvals",
+    responses(
+        (status = 200, description = "Server-sent events: `pending` and `resolved`, with a \
+            `: keep-alive` comment when idle", content_type = "text/event-stream", body = String),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+    )
+)]
+pub(crate) async fn stream(State(state): State<ApiState>) -> axum::response::Response {
+    use axum::http::{HeaderValue, header};
+
+    let queue = std::sync::Arc::clone(&state.inner.approvals);
+    // Subscribe before reading what waits, so nothing falls between the two.
+    let mut watched = Watching {
+        events: queue.watch(),
+        backlog: std::collections::VecDeque::new(),
+        seen: std::collections::HashSet::new(),
+        queue,
+    };
+    watched.catch_up();
+    let body = futures::stream::unfold(watched, |mut watching| async move {
+        let frame = watching.next_frame().await?;
+        Some((Ok::<_, std::convert::Infallible>(frame), watching))
+    });
+    let mut response = axum::response::Response::new(axum::body::Body::from_stream(body));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// One client's stream: the queue's events, with what waited when it connected (or when it
+/// fell behind) sent first and not twice.
+struct Watching {
+    queue: std::sync::Arc<toolmux_core::ApprovalQueue>,
+    events: toolmux_core::PersonEvents,
+    backlog: std::collections::VecDeque<String>,
+    seen: std::collections::HashSet<uuid::Uuid>,
+}
+
+impl Watching {
+    /// Queues a `pending` event for everything waiting now that this client has not seen.
+    fn catch_up(&mut self) {
+        for item in self.queue.waiting() {
+            if self.seen.insert(item.id()) {
+                self.backlog.push_back(frame("pending", &item));
+            }
+        }
+    }
+
+    /// The next frame; `None` when the queue's streams are closed (the server stops).
+    async fn next_frame(&mut self) -> Option<String> {
+        use toolmux_core::{PersonEvent, Watched};
+        loop {
+            if let Some(frame) = self.backlog.pop_front() {
+                return Some(frame);
+            }
+            let Ok(watched) = tokio::time::timeout(KEEP_ALIVE, self.events.next()).await else {
+                return Some(": keep-alive\n\n".to_string());
+            };
+            match watched? {
+                Watched::Event(PersonEvent::Pending(item)) => {
+                    if self.seen.insert(item.id()) {
+                        return Some(frame("pending", &item));
+                    }
+                }
+                Watched::Event(PersonEvent::Resolved(resolved)) => {
+                    self.seen.remove(&resolved.id);
+                    return Some(frame("resolved", &resolved));
+                }
+                // Fell behind: what waits now is sent again (those already seen are not).
+                Watched::Missed => self.catch_up(),
+            }
+        }
+    }
+}
+
+/// One server-sent event.
+fn frame(event: &str, data: &impl Serialize) -> String {
+    let data = serde_json::to_string(data).unwrap_or_else(|_| "null".to_string());
+    format!("event: {event}\ndata: {data}\n\n")
 }

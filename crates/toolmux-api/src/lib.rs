@@ -13,14 +13,18 @@ mod completions;
 mod error;
 mod files;
 mod health;
+mod inputs;
 mod logs;
 mod metrics;
 mod openapi;
 mod prompts;
 mod registry;
 mod resources;
+mod runners;
+mod sessions;
 mod skills;
 mod specs;
+mod tasks;
 mod tools;
 mod upstreams;
 
@@ -153,9 +157,13 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .merge(tools::routes())
         .merge(approvals::routes())
+        .merge(inputs::routes())
         .merge(files::routes())
         .merge(specs::routes())
+        .merge(tasks::routes())
         .merge(skills::routes())
+        .merge(sessions::routes())
+        .merge(runners::routes())
         .merge(upstreams::routes())
         .merge(prompts::routes())
         .merge(resources::routes())

@@ -178,6 +178,7 @@ impl CallBackchannel {
                 self.source, self.model, sampling.preview
             ),
             preview: None,
+            configured_message: false,
             time_limit: self.approval_timeout,
         };
         let asked = toolmux_core::approve_within(self.approvals.as_ref(), &approval);

@@ -31,19 +31,23 @@
 //! | `text-delta` | `id`, `delta` | more answer text |
 //! | `text-end` | `id` | the run of text ends (before a tool call, at the end of a step) |
 //! | `tool-input-start` | `toolCallId`, `toolName`, `dynamic: true` | the model starts writing a tool call |
-//! | `tool-input-available` | `toolCallId`, `toolName`, `input`, `dynamic: true` | the call is complete and about to run |
+//! | `tool-input-available` | `toolCallId`, `toolName`, `input`, `dynamic: true`, `source`, `providerMetadata: {toolmux: {source}}` | the call is complete and about to run; `source` is the tool's source (a built-in pack's id, `script`, or the MCP server's name), absent for an unknown tool |
 //! | `data-approval` | `id` (the approval id), `data: {approvalId, tool, source, arguments, message, answer}` | an `ask` call waits; answer with `POST {answer}` and `{"decision": "allow" \| "deny", "reason"?}` |
 //! | `data-tool-progress` | `id` (the call's id), `data: {toolCallId, progress, total?, message?}`, `transient: true` | a running tool reported progress (an MCP server's progress notification); each replaces the last, and none is kept in the message |
 //! | `data-tool-log` | `data: {toolCallId, level, logger?, data}`, `transient: true` | a running tool's MCP server logged a message (`level` is MCP's: `debug` … `emergency`) |
 //! | `data-input-request` | `id`, `data: {requestId, question, answer, form?, asker?}` | the model asked the person, or a running tool's MCP server sent a form (elicitation: `form` is its JSON Schema, `asker` the server); answer with `POST {answer}` and `{"answer": "..." or {fields}, "id": requestId}`, or `{"action": "decline"}` |
-//! | `tool-output-available` | `toolCallId`, `output: {content, structured?, logId, durationMs}`, `dynamic: true` | the call returned a result |
-//! | `tool-output-error` | `toolCallId`, `errorText`, `dynamic: true` | the call failed, was refused (a denied approval) or reported an error; the model sees the same text |
+//! | `tool-output-available` | `toolCallId`, `output: {content, structured?, logId, durationMs, source?}`, `dynamic: true` | the call returned a result |
+//! | `tool-output-error` | `toolCallId`, `errorText`, `dynamic: true`, `source?` | the call failed, was refused (a denied approval) or reported an error; the model sees the same text |
 //! | `finish-step` | | the model call and its tool calls are done |
 //! | `finish` | `messageMetadata: {conversationId, finishReason, usage: {inputTokens, outputTokens}, steps}` | the turn ended: `finishReason` is `stop`, `step-limit` (the loop stopped at `chat.maxSteps`, after a visible text saying so) or `cancelled` |
 //! | `error` | `errorText` | the turn failed (the provider answered 429, the stream dropped); nothing but `[DONE]` follows |
 //!
 //! Tools are `dynamic` because toolmux's registry is known only at run time, so AI SDK front
-//! ends render them as `dynamic-tool` parts. A client that disconnects cancels the turn.
+//! ends render them as `dynamic-tool` parts. The AI SDK's client drops fields it does not know
+//! from the parts it builds but keeps `tool-input-available`'s `providerMetadata` as the part's
+//! `callProviderMetadata`, so the tool's source travels there (`toolmux.source`) for front ends
+//! that badge a call, and as a plain `source` field for raw readers of the stream. A client that
+//! disconnects cancels the turn.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -270,6 +274,8 @@ pub struct UiEncoder {
     conversation: String,
     open_text: Option<String>,
     texts: u32,
+    /// Each call's source, from its `ToolInput`, so its output can name it too.
+    sources: std::collections::HashMap<String, String>,
 }
 
 impl UiEncoder {
@@ -279,6 +285,7 @@ impl UiEncoder {
             conversation,
             open_text: None,
             texts: 0,
+            sources: std::collections::HashMap::new(),
         }
     }
 
@@ -319,15 +326,21 @@ impl UiEncoder {
                 self.close_text(&mut out);
                 out.push(json!({"type": "tool-input-start", "toolCallId": call_id, "toolName": name, "dynamic": true}));
             }
-            TurnEvent::ToolInput { call, .. } => {
+            TurnEvent::ToolInput { call, source } => {
                 self.close_text(&mut out);
-                out.push(json!({
+                let mut chunk = json!({
                     "type": "tool-input-available",
                     "toolCallId": call.id,
                     "toolName": call.name,
                     "input": call.arguments,
                     "dynamic": true
-                }));
+                });
+                if let Some(source) = source {
+                    chunk["source"] = json!(source);
+                    chunk["providerMetadata"] = json!({"toolmux": {"source": source}});
+                    self.sources.insert(call.id.clone(), source.clone());
+                }
+                out.push(chunk);
             }
             TurnEvent::ApprovalRequested(pending) => {
                 self.close_text(&mut out);
@@ -389,13 +402,18 @@ impl UiEncoder {
                 out.push(json!({"type": "data-tool-log", "data": data, "transient": true}));
             }
             TurnEvent::ToolOutput(output) => {
+                let source = self.sources.remove(&output.call_id);
                 if output.is_error {
-                    out.push(json!({
+                    let mut chunk = json!({
                         "type": "tool-output-error",
                         "toolCallId": output.call_id,
                         "errorText": output.content,
                         "dynamic": true
-                    }));
+                    });
+                    if let Some(source) = source {
+                        chunk["source"] = json!(source);
+                    }
+                    out.push(chunk);
                 } else {
                     let mut result = json!({
                         "content": output.content,
@@ -404,6 +422,9 @@ impl UiEncoder {
                     });
                     if let Some(structured) = &output.structured {
                         result["structured"] = structured.clone();
+                    }
+                    if let Some(source) = source {
+                        result["source"] = json!(source);
                     }
                     out.push(json!({
                         "type": "tool-output-available",

@@ -1,23 +1,23 @@
-//! Questions to the person chatting: the built-in `request_human_input` tool (source `chat`),
-//! with which the model asks, and the forms MCP servers send by elicitation while one of their
+//! Questions to the person chatting: the built-in `request_human_input` tool (source `human`,
+//! toolmux-core's, which asks chat calls here), with which the model asks, and the forms MCP servers send by elicitation while one of their
 //! tools runs. The turn waits for the answer, which comes through whichever channel shows the
 //! conversation (`POST /api/chat/{conversation}/input`, a line in `toolmux chat`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use toolmux_core::{
-    Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolResult,
+    CannotAsk, ConversationQuestions, HumanAnswer, HumanQuestion, Source, SourceCall, SourceError,
+    SourceKind, ToolDescriptor, ToolResult,
 };
 
-/// The source id.
-pub const SOURCE_ID: &str = "chat";
+/// The source id (the tool is toolmux-core's, on every channel).
+pub const SOURCE_ID: &str = toolmux_core::HUMAN_SOURCE_ID;
 /// The tool's name.
-pub const TOOL_NAME: &str = "request_human_input";
+pub const TOOL_NAME: &str = toolmux_core::HUMAN_INPUT_TOOL;
 
 /// A question waiting for the person.
 #[derive(Clone, Debug, Serialize)]
@@ -315,77 +315,72 @@ pub fn form_fields(schema: &Value) -> Vec<(String, Value, bool)> {
         .collect()
 }
 
-/// The `chat` source with its one tool.
-pub struct HumanInputSource {
-    inputs: Arc<HumanInputs>,
-    descriptor: ToolDescriptor,
-}
+/// The `human` source with `request_human_input` (toolmux-core's, on every channel), asking
+/// chat calls in their conversation as the chat always did: the `data-input-request` part, the
+/// terminal's prompt.
+pub struct HumanInputSource(toolmux_core::HumanInputSource);
 
 impl HumanInputSource {
-    /// The source, answering through `inputs`.
+    /// The source, asking chat calls through `inputs`.
     pub fn new(inputs: Arc<HumanInputs>) -> Self {
-        let mut descriptor = ToolDescriptor::new(
-            SOURCE_ID,
-            TOOL_NAME,
-            "Ask the person you are chatting with a question and wait for the answer. Use it \
-             when you need a decision or a fact only they have; do not use it for approvals of \
-             tool calls (toolmux asks for those itself).",
-            json!({
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string", "description": "The question, in one or two sentences."}
-                },
-                "required": ["question"],
-                "additionalProperties": false
-            }),
-        );
-        descriptor.title = Some("Ask the person".into());
-        descriptor.annotations = ToolAnnotations::read_only();
-        // A person may take a while; the pipeline's default limit is for machines.
-        descriptor.timeout = Some(Duration::from_secs(30 * 60));
-        Self { inputs, descriptor }
+        Self(toolmux_core::HumanInputSource::new().with_conversations(inputs))
+    }
+
+    /// Follows `hub`'s approval time limit for questions asked outside the chat.
+    pub fn with_hub(self, hub: toolmux_core::WeakHub) -> Self {
+        Self(self.0.with_hub(hub))
     }
 }
 
 #[async_trait]
 impl Source for HumanInputSource {
     fn id(&self) -> &str {
-        SOURCE_ID
+        self.0.id()
     }
 
     fn kind(&self) -> SourceKind {
-        SourceKind::Builtin
+        self.0.kind()
     }
 
     fn tools(&self) -> Vec<ToolDescriptor> {
-        vec![self.descriptor.clone()]
+        self.0.tools()
     }
 
     async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
-        // Only toolmux's own chat has a person reading the conversation; elsewhere (an MCP
-        // client) the question would wait unanswered.
-        if call.context.channel != toolmux_core::Channel::Chat {
-            return Ok(ToolResult::error(
-                "request_human_input works only in toolmux's own chat; ask the person directly",
-            ));
-        }
-        let Some(conversation) = call.context.session.as_deref() else {
-            return Ok(ToolResult::error(
-                "request_human_input works only inside a chat conversation",
-            ));
-        };
-        let question = call
-            .arguments
-            .get("question")
-            .and_then(|q| q.as_str())
-            .unwrap_or_default();
-        match self.inputs.ask(conversation, question).await {
-            Some(Reply::Text(answer)) => Ok(ToolResult::text(answer)),
-            Some(Reply::Form(answer)) => Ok(ToolResult::text(answer.to_string())),
-            Some(Reply::Decline | Reply::Cancel) => {
-                Ok(ToolResult::error("the person chose not to answer"))
-            }
-            None => Ok(ToolResult::error("the question was withdrawn unanswered")),
+        self.0.call(call).await
+    }
+}
+
+#[async_trait]
+impl ConversationQuestions for HumanInputs {
+    async fn ask(
+        &self,
+        conversation: &str,
+        question: &HumanQuestion,
+    ) -> Result<HumanAnswer, CannotAsk> {
+        // A free-text question is asked as the chat always asked the model's questions; a form
+        // is shown with its fields and checked against its schema when answered.
+        let free_text = question.schema == toolmux_core::free_text_schema();
+        let reply = self
+            .put(InputRequest {
+                id: uuid::Uuid::now_v7(),
+                conversation: conversation.to_string(),
+                question: question.question.clone(),
+                form: (!free_text).then(|| question.schema.clone()),
+                asker: None,
+            })
+            .await;
+        match reply {
+            // A form's answers are made objects by `reply`; text is a free-text answer.
+            Some(Reply::Text(answer)) => Ok(HumanAnswer::Accept(
+                json!({ (toolmux_core::ANSWER_FIELD): answer }),
+            )),
+            Some(Reply::Form(content)) => Ok(HumanAnswer::Accept(content)),
+            Some(Reply::Decline) => Ok(HumanAnswer::Decline),
+            Some(Reply::Cancel) => Ok(HumanAnswer::Cancel),
+            None => Err(CannotAsk(
+                "the question was withdrawn unanswered".to_string(),
+            )),
         }
     }
 }

@@ -108,8 +108,7 @@ pub fn system_prompt(catalog: &Catalog, project: &str, skills: &[SkillSummary]) 
     out.push_str("- Answer concisely, in the language the person writes in.\n");
     // Skills are named here, with what each is for, so the model knows when one applies; their
     // instructions cost tokens only once it loads one.
-    let skills_offered = catalog.get(SKILL_LOAD).is_some_and(|e| e.is_offered());
-    if skills_offered && !skills.is_empty() {
+    if skills_offered(catalog) && !skills.is_empty() {
         out.push_str(
             "\nSkills (instructions for particular tasks): when a request matches one, call \
              `skill_load` with its name first and follow what it says.\n",
@@ -123,6 +122,11 @@ pub fn system_prompt(catalog: &Catalog, project: &str, skills: &[SkillSummary]) 
 
 /// The tool that loads a skill's instructions.
 const SKILL_LOAD: &str = "skill_load";
+
+/// Whether a model on this catalog can load skills, so that naming them is worth it.
+pub(crate) fn skills_offered(catalog: &Catalog) -> bool {
+    catalog.get(SKILL_LOAD).is_some_and(|e| e.is_offered())
+}
 
 #[cfg(test)]
 mod tests {

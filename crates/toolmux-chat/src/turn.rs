@@ -165,17 +165,23 @@ impl ChatEngine {
         self
     }
 
-    /// The skills installed now, read off the async workers. A skill folder that cannot be read
-    /// leaves the prompt without skills rather than failing the turn; the tools report it.
-    async fn skill_summaries(&self) -> Vec<SkillSummary> {
+    /// The skills a model may load now, read off the async workers — and not read at all when
+    /// `skill_load` is not offered on this catalog, since the prompt would not name them. A
+    /// skill folder that cannot be read leaves the prompt without skills rather than failing
+    /// the turn; the tools report it.
+    async fn skill_summaries(&self, catalog: &Catalog) -> Vec<SkillSummary> {
         let Some(skills) = self.skills.clone() else {
             return Vec::new();
         };
+        if !crate::prompt::skills_offered(catalog) {
+            return Vec::new();
+        }
         let found = tokio::task::spawn_blocking(move || skills.discover()).await;
         match found {
             Ok(Ok(found)) => found
                 .skills
                 .into_iter()
+                .filter(|s| s.model_invocable)
                 .map(|s| SkillSummary {
                     name: s.name,
                     description: s.description,
@@ -408,7 +414,7 @@ impl ChatEngine {
             .with_session(turn.conversation.clone())
             .with_approver(self.approvals.clone());
         let mut usage = Usage::default();
-        let skills = self.skill_summaries().await;
+        let skills = self.skill_summaries(&self.hub.catalog()).await;
         // The tools a loaded skill allows, for the rest of the turn (see `skill_scope`).
         let mut skill_scope: Option<Arc<ToolScope>> = None;
         for step in 1..=self.settings.max_steps {

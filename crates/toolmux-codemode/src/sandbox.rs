@@ -330,6 +330,22 @@ impl Approver for CountingApprover {
         let _waiting = Waiting(&self.waiting);
         self.inner.approve(request).await
     }
+
+    /// A question (`human.ask`) waits on a person like an approval, so it pauses the clock too.
+    async fn ask(
+        &self,
+        question: &toolmux_core::HumanQuestion,
+    ) -> Result<toolmux_core::HumanAnswer, toolmux_core::CannotAsk> {
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let _waiting = Waiting(&self.waiting);
+        self.inner.ask(question).await
+    }
 }
 
 /// Everything the sandbox thread needs.

@@ -72,33 +72,9 @@ fn word_matches(term: &str, word: &str) -> f64 {
     }
 }
 
-/// A cheap typo tolerance: same length ±1 and at most one differing character.
+/// A cheap typo tolerance: words of four letters or more at most one edit apart.
 fn strsim_like(a: &str, b: &str) -> bool {
-    if a.len() < 4 || b.len() < 4 || a.len().abs_diff(b.len()) > 1 {
-        return false;
-    }
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let (mut i, mut j, mut edits) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] == b[j] {
-            i += 1;
-            j += 1;
-            continue;
-        }
-        edits += 1;
-        if edits > 1 {
-            return false;
-        }
-        match a.len().cmp(&b.len()) {
-            std::cmp::Ordering::Greater => i += 1,
-            std::cmp::Ordering::Less => j += 1,
-            std::cmp::Ordering::Equal => {
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    edits + (a.len() - i) + (b.len() - j) <= 1
+    a.len() >= 4 && b.len() >= 4 && a.len().abs_diff(b.len()) <= 1 && strsim::levenshtein(a, b) <= 1
 }
 
 /// The best `limit` matches of `query`. An empty query lists tools in catalog order.

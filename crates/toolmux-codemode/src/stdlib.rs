@@ -1,5 +1,5 @@
 //! The sandbox's globals: `console`, `ToolError`, and a small standard library (`csv`, `hash`,
-//! `base64`, `time`; `JSON` is the engine's own). There is deliberately nothing here that reaches
+//! `base64`, `time`, `human`; `JSON` is the engine's own). There is deliberately nothing here that reaches
 //! files, the network, processes or timers: those are tools, under their policies. `fetch` is
 //! no exception: it is a call of the `url_fetch` tool (so its policy, the execution log and its
 //! SSRF guard apply, and on a channel that does not serve `url_fetch` every `fetch` is refused
@@ -101,6 +101,19 @@ declare function fetch(
   init?: { method?: string; headers?: unknown; body?: unknown; signal?: unknown },
 ): Promise<FetchResponse>;
 
+/** Questions to the person the script runs for: a call of the `request_human_input` tool. The
+ * script waits for the answer as it waits for an approval (its wall clock pauses meanwhile);
+ * the person answers where the script's caller is asked (an MCP client's form, the REST API's
+ * pending inputs). */
+declare namespace human {
+  /** Asks in free text and resolves with the answer. Rejects with a `ToolError` when the person
+   * declines or dismisses it, when nobody can be asked, or when nobody answers in time. */
+  function ask(question: string): Promise<string>;
+  /** Asks with a form: `schema` is the JSON Schema of an object of flat fields (string, number,
+   * integer, boolean, string enum); resolves with the object the person filled in. */
+  function ask<T = Record<string, unknown>>(question: string, schema: object): Promise<T>;
+}
+
 declare namespace time {
   /** The current time, RFC 3339 in UTC with milliseconds. */
   function now(): string;
@@ -195,6 +208,20 @@ pub(crate) const PRELUDE: &str = r#"(() => {
       json: async () => JSON.parse(content),
     });
   });
+
+  // `human.ask` is the `request_human_input` tool: free text resolves with the answer's text,
+  // a form with the object the person filled in.
+  define("human", Object.freeze({
+    async ask(question, schema) {
+      if (typeof question !== "string") throw new TypeError("human.ask takes the question as a string");
+      if (schema === undefined || schema === null) {
+        const r = await callTool("request_human_input", { question });
+        return String(r && typeof r === "object" ? r.answer ?? "" : r);
+      }
+      if (typeof schema !== "object" || Array.isArray(schema)) throw new TypeError("human.ask's schema must be a JSON Schema object");
+      return await callTool("request_human_input", { question, schema });
+    },
+  }));
 
   const bytes = (data, what) => {
     if (typeof data === "string") return null;

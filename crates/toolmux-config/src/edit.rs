@@ -344,7 +344,12 @@ fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, EditError> {
         return Ok(Some(Map::new()));
     }
     match serde_json::from_str(text) {
-        Ok(Value::Object(map)) => Ok(Some(map)),
+        // An edit writes the list form of `mcpServers` back as the object form, the one form
+        // the editor changes entries of.
+        Ok(Value::Object(mut map)) => {
+            crate::server_list::normalise(&mut map);
+            Ok(Some(map))
+        }
         Ok(_) => Err(EditError::Uneditable {
             path: path.to_path_buf(),
             message: "the file does not hold a JSON object".to_string(),
@@ -370,6 +375,27 @@ mod tests {
         }
         let editor = ConfigEditor::new(dir.path(), None);
         (dir, editor)
+    }
+
+    #[test]
+    fn adding_a_server_to_a_list_of_servers_writes_the_object_form() {
+        let (_dir, editor) = project(Some(
+            r#"{"mcpServers": [{"name": "a", "command": "x", "env": {"T": "${T:-t}"}}]}"#,
+        ));
+        let edited = editor
+            .edit(|doc| {
+                doc.section_mut("mcpServers")?
+                    .insert("b".into(), json!({"command": "y"}));
+                Ok::<_, EditError>(())
+            })
+            .expect("edit");
+        let text = fs::read_to_string(editor.path()).expect("read");
+        let written: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(
+            written,
+            json!({"mcpServers": {"a": {"command": "x", "env": {"T": "${T:-t}"}}, "b": {"command": "y"}}})
+        );
+        assert_eq!(edited.loaded.config.upstreams.len(), 2);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `${VAR}` references in configuration strings: `${NAME}`, `${NAME:-default}` (the default is
-//! used when the variable is unset or empty, and may itself hold references) and `$${` for a
-//! literal `${`. Only string values are expanded, never object keys, and a variable's value is
+//! used when the variable is unset or empty, and may itself hold references), `${secret:NAME}`
+//! (a value of toolmux's secret store, [`crate::secret_refs`]; `:-default` works the same) and
+//! `$${` for a literal `${`. Only string values are expanded, never object keys, and a variable's value is
 //! inserted as it is (it is not expanded again), so a secret cannot smuggle in a reference.
 //!
 //! There are two walks over one expansion rule: [`expand_env`] rewrites a parsed
@@ -31,6 +32,22 @@ pub enum EnvProblem {
     Unclosed {
         /// The string that holds it.
         text: String,
+    },
+    /// `${secret:NAME}` names a secret the store does not hold, and there is no default.
+    #[error(
+        "secret `{name}` is not in the secret store (set it with `toolmux secrets set {name}`)"
+    )]
+    SecretUnset {
+        /// The secret's name.
+        name: String,
+    },
+    /// The secret store could not be read for `${secret:NAME}`.
+    #[error("secret `{name}` could not be read: {reason}")]
+    SecretUnreadable {
+        /// The secret's name.
+        name: String,
+        /// Why.
+        reason: String,
     },
     /// The text between `${` and `}` is not a variable name (with an optional `:-default`).
     #[error(
@@ -181,6 +198,29 @@ fn resolve(body: &str, env: Env<'_>) -> Result<String, EnvProblem> {
         Some((name, default)) => (name, Some(default)),
         None => (body, None),
     };
+    // `${secret:NAME}` reads toolmux's secret store, with the same default rule; its value is
+    // inserted as it is, like a variable's.
+    if let Some(secret) = name.strip_prefix("secret:") {
+        let valid = !secret.is_empty()
+            && secret.split('/').all(|s| {
+                !s.is_empty()
+                    && s.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+            });
+        if !valid {
+            return Err(EnvProblem::BadName {
+                reference: body.to_string(),
+            });
+        }
+        return match (crate::secret_refs::secret(secret)?, default) {
+            (Some(value), None) => Ok(value),
+            (Some(value), Some(_)) if !value.is_empty() => Ok(value),
+            (_, Some(default)) => Ok(expand_text(default, env)?.into_owned()),
+            (None, None) => Err(EnvProblem::SecretUnset {
+                name: secret.to_string(),
+            }),
+        };
+    }
     let valid = name
         .chars()
         .next()

@@ -31,14 +31,18 @@
 mod edit;
 mod env;
 mod error;
+mod exec;
 mod fields;
 mod import;
 mod load;
 mod model;
 mod providers;
+mod runners;
 mod schema;
 mod scripts;
+mod secret_refs;
 mod server;
+mod server_list;
 mod upstream;
 mod web;
 mod write;
@@ -46,6 +50,7 @@ mod write;
 pub use edit::{ConfigDocument, ConfigEditor, EditError, Edited};
 pub use env::{Env, EnvError, EnvProblem, expand_env};
 pub use error::ConfigError;
+pub use exec::ShellSettings;
 pub use fields::{Period, ToolName, ToolPattern};
 pub use import::{
     FoundServer, ImportError, ImportFormat, ImportPlan, ImportedServer, plan_import, read_import,
@@ -59,12 +64,17 @@ pub use model::{
     SourceSettings, ToolSettings, WorkspaceLimits,
 };
 pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers, SamplingPolicy};
+pub use runners::{RunnerProtocol, RunnerSettings};
 pub use schema::{schema, starter_config};
 pub use scripts::{SCRIPT_SOURCE_ID, ScriptTool};
+pub use secret_refs::{SecretLookup, set_secret_lookup, unexpanded_config};
 pub use server::ServerSettings;
 pub use upstream::{
-    DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, Prefix, ServerEntry,
-    ServerName, TransportKind, UpstreamServer, UpstreamTransport,
+    DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_STARTUP_TIMEOUT,
+    Prefix, RetryMode, ServerEntry, ServerName, SessionMode, TransportKind, UpstreamServer,
+    UpstreamTransport,
 };
 pub use web::{SearchBackendKind, UrlFetchSettings, WebSearchSettings};
-pub use write::{write_atomic, write_new_atomic};
+pub use write::{Commit, write_atomic, write_new_atomic, write_new_private};
+#[cfg(unix)]
+pub use write::{Staged, stage_in};

@@ -186,8 +186,11 @@ fn check_text(path: &Path, text: &str, env: Env<'_>) -> Result<Value, ConfigErro
     de.end()
         .map_err(|e| ConfigError::from_json(path, None, &e))?;
 
-    let raw: Value =
+    let mut raw: Value =
         serde_json::from_str(text).map_err(|e| ConfigError::from_json(path, None, &e))?;
+    if let Value::Object(file) = &mut raw {
+        crate::server_list::normalise(file);
+    }
     expand_env(raw, env).map_err(|e| ConfigError::new(path, e.path, e.problem.to_string()))
 }
 
@@ -202,7 +205,10 @@ pub fn unexpanded_upstreams(loaded: &LoadedConfig) -> Map<String, Value> {
         };
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         if let Ok(Value::Object(mut file)) = serde_json::from_str::<Value>(text)
-            && let Some(servers) = file.remove("mcpServers")
+            && let Some(servers) = {
+                crate::server_list::normalise(&mut file);
+                file.remove(crate::server_list::KEY)
+            }
         {
             merge(&mut merged, servers);
         }

@@ -51,8 +51,13 @@ pub struct Config {
     /// `NAME__tool`, in the shape Claude
     /// Code, Cursor and Claude Desktop use: `command`, `args`, `env`, `cwd` for a local (stdio)
     /// server; `url` and `headers` for a streamable-HTTP one; `"type": "sse"` and `url` for a
-    /// legacy SSE one; plus toolmux's own per-server settings.
-    #[serde(rename = "mcpServers")]
+    /// legacy SSE one; plus toolmux's own per-server settings. A list of servers that each
+    /// carry a `name` is accepted too.
+    #[serde(
+        rename = "mcpServers",
+        deserialize_with = "crate::server_list::object_or_list"
+    )]
+    #[schemars(schema_with = "crate::server_list::schema")]
     pub upstreams: BTreeMap<ServerName, UpstreamServer>,
     /// LLM APIs toolmux's own chat can use, by name: `kind` (`openai`, `anthropic`, `gemini`),
     /// `baseUrl`, `apiKey` (as a `${VAR}` reference) and `defaultModel`.
@@ -74,6 +79,12 @@ pub struct Config {
     /// Agent Skills: more places to find them, before the project's `.toolmux/skills/` and
     /// `.claude/skills/` and the user's `~/.config/toolmux/skills/`.
     pub skills: SkillsSettings,
+    /// `shell` and `code_execution`: time limits, output cap, network and sandbox.
+    pub shell: crate::exec::ShellSettings,
+    /// Coding agents `run_session` may start, by name: a built-in runner's name changes it,
+    /// another name defines one (`command`, `args` with `{prompt}`, `env`, `model`, `protocol`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub runners: BTreeMap<String, crate::runners::RunnerSettings>,
 }
 
 /// Where Agent Skills are found besides the standard places.
@@ -147,7 +158,7 @@ pub struct Policies {
     default,
     rename_all = "camelCase",
     deny_unknown_fields,
-    expecting = "an object with `timeoutMs`, `rateLimit` or `enabled`"
+    expecting = "an object with `timeoutMs`, `rateLimit`, `enabled` or `approvalMessage`"
 )]
 pub struct ToolSettings {
     /// How long the tool may run, in milliseconds.
@@ -159,6 +170,10 @@ pub struct ToolSettings {
     /// `false` switches the tool off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
+    /// The message a person sees when asked to approve a call, with `{{name}}` placeholders
+    /// for its arguments (`"Send {{text}} to {{channel}}?"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_message: Option<toolmux_core::ApprovalTemplate>,
 }
 
 /// At most `requests` calls per `period`; `requests` is also the burst size.
@@ -305,6 +320,7 @@ impl Config {
                             period: r.period.duration(),
                         }),
                         enabled: s.enabled,
+                        approval_message: s.approval_message.clone(),
                     };
                     (name.as_str().to_string(), settings)
                 })

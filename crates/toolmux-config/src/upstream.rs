@@ -28,6 +28,36 @@ pub const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a started server may sit unused before it is stopped, when it sets nothing.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+/// How many upstream sessions a `per-client` server may have open at once, when it sets nothing.
+pub const DEFAULT_MAX_SESSIONS: usize = 32;
+
+/// Whether toolmux's callers share one connection to a server or each get their own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionMode {
+    /// One connection for every caller; a server→client request (elicitation, sampling) is
+    /// relayed only when it can be attributed to one caller.
+    #[default]
+    Shared,
+    /// One connection (one upstream MCP session, one stdio process) per downstream session
+    /// (an MCP client's session, a chat conversation), opened on its first call and closed
+    /// when it ends, so the server's requests, log levels and subscriptions are that
+    /// session's alone. toolmux's own requests (discovery, refresh) use a shared connection.
+    PerClient,
+}
+
+/// Whether a call whose connection dropped while it ran is made again on a new connection.
+/// A call that provably never reached the server is always made again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RetryMode {
+    /// Only tools annotated `readOnlyHint` or `idempotentHint` (the default).
+    Safe,
+    /// Every tool: running it twice does no harm.
+    Always,
+    /// Never, even a read-only tool.
+    Never,
+}
 
 /// The transport of a server as written in `type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -124,6 +154,30 @@ pub struct ServerEntry {
     /// tokens on the server's behalf, and `deny` refuses without asking. Default: `chat.sampling`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling: Option<SamplingPolicy>,
+    /// `shared` (default): one connection for every caller; `per-client`: one upstream session
+    /// per MCP client session or chat conversation, so that what the server asks (elicitation,
+    /// sampling) and its log levels and subscriptions belong to that client alone.
+    /// `toolmux serve --pass-through NAME` serves NAME per client whatever this says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_mode: Option<SessionMode>,
+    /// The most upstream sessions a per-client server may have open at once (default 32); a
+    /// client beyond them gets an error saying so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_sessions: Option<NonZeroU64>,
+    /// When a call whose connection dropped while it ran is made again (up to 3 more times,
+    /// after the server is restarted or a new session opened): `safe` (default) for tools
+    /// annotated `readOnlyHint` or `idempotentHint`, `always`, or `never`. Otherwise the call
+    /// fails with an error saying it may have run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryMode>,
+    /// `retry` by the server's own tool name or glob (`"search_*": "always"`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_retry: BTreeMap<ToolPattern, RetryMode>,
+    /// The server's tools whose own names match one of these globs are internal: hidden from
+    /// models and MCP clients, callable only by trusted callers (the CLI, an authenticated REST
+    /// request). A tool whose definition says `_meta._internal: true` is internal too.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub internal_tools: Vec<ToolPattern>,
 }
 
 /// How toolmux reaches a server.
@@ -199,6 +253,16 @@ pub struct UpstreamServer {
     pub prefix: Option<Prefix>,
     /// Its sampling override of `chat.sampling`, when set.
     pub sampling: Option<SamplingPolicy>,
+    /// Shared or per-client connections.
+    pub session_mode: SessionMode,
+    /// The most per-client sessions open at once.
+    pub max_sessions: usize,
+    /// The retry rule of all its tools, when set.
+    pub retry: Option<RetryMode>,
+    /// Retry rules by its own tool name or glob.
+    pub tool_retry: BTreeMap<ToolPattern, RetryMode>,
+    /// Globs over its own tool names; matching tools are internal.
+    pub internal_tools: Vec<ToolPattern>,
 }
 
 impl UpstreamServer {
@@ -217,19 +281,40 @@ impl UpstreamServer {
     /// The policy configured for one of its tools: the most specific `toolPolicies` match (an
     /// exact name first, then the longest glob), else `policy`.
     pub fn policy_for(&self, tool: &str) -> Option<Policy> {
-        let mut best: Option<(&ToolPattern, Policy)> = None;
-        for (pattern, policy) in &self.tool_policies {
-            if pattern.as_str() == tool {
-                return Some(*policy);
-            }
-            if pattern.pattern().matches(tool)
-                && best.is_none_or(|(b, _)| pattern.as_str().len() > b.as_str().len())
-            {
-                best = Some((pattern, *policy));
-            }
-        }
-        best.map(|(_, p)| p).or(self.policy)
+        most_specific(&self.tool_policies, tool).or(self.policy)
     }
+
+    /// The retry rule of one of its tools: the most specific `toolRetry` match (as
+    /// [`UpstreamServer::policy_for`]), else `retry`, else `safe`.
+    pub fn retry_for(&self, tool: &str) -> RetryMode {
+        most_specific(&self.tool_retry, tool)
+            .or(self.retry)
+            .unwrap_or(RetryMode::Safe)
+    }
+
+    /// Whether one of its tools (by its own name) is internal by `internalTools`.
+    pub fn is_internal(&self, tool: &str) -> bool {
+        self.internal_tools
+            .iter()
+            .any(|p| p.pattern().matches(tool))
+    }
+}
+
+/// The value of the most specific pattern matching `tool`: an exact name first, then the
+/// longest glob.
+fn most_specific<T: Copy>(rules: &BTreeMap<ToolPattern, T>, tool: &str) -> Option<T> {
+    let mut best: Option<(&ToolPattern, T)> = None;
+    for (pattern, value) in rules {
+        if pattern.as_str() == tool {
+            return Some(*value);
+        }
+        if pattern.pattern().matches(tool)
+            && best.is_none_or(|(b, _)| pattern.as_str().len() > b.as_str().len())
+        {
+            best = Some((pattern, *value));
+        }
+    }
+    best.map(|(_, v)| v)
 }
 
 impl TryFrom<ServerEntry> for UpstreamServer {
@@ -256,6 +341,11 @@ impl TryFrom<ServerEntry> for UpstreamServer {
             idle_timeout_ms,
             prefix,
             sampling,
+            session_mode,
+            max_sessions,
+            retry,
+            tool_retry,
+            internal_tools,
         } = entry;
         let kind = match (kind, &command, &url) {
             (_, Some(_), Some(_)) => {
@@ -340,6 +430,13 @@ impl TryFrom<ServerEntry> for UpstreamServer {
             },
             prefix,
             sampling,
+            session_mode: session_mode.unwrap_or_default(),
+            max_sessions: max_sessions.map_or(DEFAULT_MAX_SESSIONS, |n| {
+                usize::try_from(n.get()).unwrap_or(usize::MAX)
+            }),
+            retry,
+            tool_retry,
+            internal_tools,
         })
     }
 }
@@ -367,6 +464,14 @@ impl From<UpstreamServer> for ServerEntry {
             },
             prefix: server.prefix,
             sampling: server.sampling,
+            session_mode: (server.session_mode != SessionMode::Shared)
+                .then_some(server.session_mode),
+            max_sessions: (server.max_sessions != DEFAULT_MAX_SESSIONS)
+                .then(|| NonZeroU64::new(server.max_sessions as u64))
+                .flatten(),
+            retry: server.retry,
+            tool_retry: server.tool_retry,
+            internal_tools: server.internal_tools,
             ..ServerEntry::default()
         };
         match server.transport {
@@ -590,6 +695,38 @@ mod tests {
         assert!(Prefix::new("g__h").is_err());
         assert!(Prefix::new("").is_err());
         assert!(Prefix::new("a b").is_err());
+    }
+
+    #[test]
+    fn session_mode_retry_and_internal_tools_are_read_and_written_back() {
+        let written = serde_json::json!({
+            "command": "srv",
+            "sessionMode": "per-client",
+            "maxSessions": 4,
+            "retry": "never",
+            "toolRetry": {"search_*": "always", "search_exact": "safe"},
+            "internalTools": ["admin_*"],
+        });
+        let server: UpstreamServer = serde_json::from_value(written.clone()).expect("valid");
+        assert_eq!(server.session_mode, SessionMode::PerClient);
+        assert_eq!(server.max_sessions, 4);
+        assert_eq!(server.retry_for("search_all"), RetryMode::Always);
+        assert_eq!(server.retry_for("search_exact"), RetryMode::Safe);
+        assert_eq!(server.retry_for("delete"), RetryMode::Never);
+        assert!(server.is_internal("admin_reset") && !server.is_internal("search_all"));
+        assert_eq!(serde_json::to_value(&server).expect("serialises"), written);
+
+        let plain: UpstreamServer =
+            serde_json::from_value(serde_json::json!({"command": "srv"})).expect("valid");
+        assert_eq!(plain.session_mode, SessionMode::Shared);
+        assert_eq!(plain.max_sessions, DEFAULT_MAX_SESSIONS);
+        assert_eq!(plain.retry_for("anything"), RetryMode::Safe);
+        assert!(
+            serde_json::from_value::<UpstreamServer>(
+                serde_json::json!({"command": "srv", "sessionMode": "per-caller"})
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -148,7 +148,8 @@ fn unknown_top_level_key_lists_the_valid_fields_when_none_is_close() {
         format!(
             "{}:1:6: unknown field `zzz`; valid fields are `$schema`, `root`, `defaults`, \
              `policies`, `toolSettings`, `filters`, `sources`, `workspace`, `logs`, `mcpServers`, \
-             `providers`, `chat`, `server`, `tools`, `urlFetch`, `webSearch`, `skills`",
+             `providers`, `chat`, `server`, `tools`, `urlFetch`, `webSearch`, `skills`, `shell`, \
+             `runners`",
             file.display()
         )
     );
@@ -480,6 +481,7 @@ fn hub_settings_carry_every_section() {
                 period: Duration::from_secs(60)
             }),
             enabled: Some(false),
+            approval_message: None,
         }
     );
     assert!(settings.filters.include[0].matches("file_read"));
@@ -518,4 +520,73 @@ fn keys_are_names_and_are_not_expanded() {
     project.config(r#"{"sources": {"${X}": {"enabled": false}}}"#);
     let config = project.load(None).expect("loads").config;
     assert!(config.sources.contains_key("${X}"));
+}
+
+#[test]
+fn mcp_servers_as_a_list_of_named_servers_load_as_the_object_form() {
+    let project = Project::new();
+    // Seed 000's example, as written there.
+    project.config(
+        r#"{
+  "mcpServers": [
+    {
+      "name": "github",
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": { "GITHUB_TOKEN": "${GITHUB_TOKEN:-unset}" }
+    },
+    {
+      "name": "postgres",
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-postgres"],
+      "env": { "DATABASE_URL": "${DATABASE_URL:-postgres://localhost/db}" }
+    }
+  ]
+}
+"#,
+    );
+    let listed = project.load(None).expect("the list form loads").config;
+    let object = Project::new();
+    object.config(
+        r#"{"mcpServers": {
+  "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN:-unset}"}},
+  "postgres": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres"], "env": {"DATABASE_URL": "${DATABASE_URL:-postgres://localhost/db}"}}
+}}"#,
+    );
+    let keyed = object.load(None).expect("the object form loads").config;
+    assert_eq!(listed.upstreams, keyed.upstreams);
+    let names: Vec<String> = listed.upstreams.keys().map(ToString::to_string).collect();
+    assert_eq!(names, ["github", "postgres"]);
+}
+
+#[test]
+fn a_listed_server_without_a_name_or_with_a_name_used_twice_is_an_error_at_its_place() {
+    let project = Project::new();
+    let (file, err) = project.error("{\"mcpServers\": [\n  {\"command\": \"a\"}\n]}\n");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:2:18: at `mcpServers[0]`: missing field `name`",
+            file.display()
+        )
+    );
+    let (file, err) = project.error(
+        "{\"mcpServers\": [\n  {\"name\": \"a\", \"command\": \"x\"},\n  {\"name\": \"a\", \"command\": \"y\"}\n]}\n",
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:4:1: at `mcpServers`: two servers are named `a`; each needs its own name",
+            file.display()
+        )
+    );
+    let (file, err) =
+        project.error("{\"mcpServers\": [\n  {\"name\": \"a\", \"comand\": \"x\"}\n]}\n");
+    assert!(
+        err.to_string().starts_with(&format!(
+            "{}:2:30: at `mcpServers[0]`: server `a`: unknown field `comand`, expected one of `type`, `command`, ",
+            file.display()
+        )),
+        "{err}"
+    );
 }

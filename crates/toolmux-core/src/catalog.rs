@@ -38,6 +38,8 @@ pub struct ToolOverride {
     pub rate_limit: Option<RateLimit>,
     /// `Some(false)` switches the tool off.
     pub enabled: Option<bool>,
+    /// The message shown when a person is asked to approve a call (`approvalMessage`).
+    pub approval_message: Option<crate::approval::ApprovalTemplate>,
 }
 
 /// Why a tool that a source provides is not in the catalog.
@@ -96,6 +98,8 @@ pub struct ToolEntry {
     pub timeout: Duration,
     /// The effective rate limit.
     pub rate_limit: Option<RateLimit>,
+    /// The configured approval message, when there is one.
+    pub approval_message: Option<crate::approval::ApprovalTemplate>,
     pub(crate) source: SharedSource,
     pub(crate) limiter: Option<Arc<Limiter>>,
     input_schema: OnceLock<Result<CompiledSchema, String>>,
@@ -215,6 +219,7 @@ impl Catalog {
                     .as_ref()
                     .map(|limit| limiter_for(&descriptor.name, limit));
                 let (policy, policy_origin) = settings.policies.resolve(&descriptor);
+                let approval_message = overrides.and_then(|o| o.approval_message.clone());
                 count += 1;
                 entries.push(Arc::new(ToolEntry {
                     descriptor,
@@ -222,6 +227,7 @@ impl Catalog {
                     policy_origin,
                     timeout,
                     rate_limit,
+                    approval_message,
                     source: Arc::clone(source),
                     limiter,
                     input_schema: OnceLock::new(),

@@ -538,10 +538,15 @@ async fn ask(
     context: &CallContext,
 ) -> Result<(), CallError> {
     let name = &entry.descriptor.name;
-    let mut message = format!(
-        "Allow `{name}` from `{}` to run with these arguments?",
-        entry.descriptor.source
-    );
+    // The tool's configured message, rendered with the call's arguments, stands in for the
+    // generic question on every channel.
+    let mut message = match &entry.approval_message {
+        Some(template) => template.render(arguments),
+        None => format!(
+            "Allow `{name}` from `{}` to run with these arguments?",
+            entry.descriptor.source
+        ),
+    };
     // What the call would change (a write tool's diff), where the source can tell: every
     // approver shows the message, so the person sees it on every channel.
     let mut shown = None;
@@ -565,6 +570,7 @@ async fn ask(
         session: context.session.clone(),
         message,
         preview: shown,
+        configured_message: entry.approval_message.is_some(),
         time_limit: catalog.approval_timeout,
     };
     match approve_within(approver.as_ref(), &request).await {

@@ -13,6 +13,7 @@ mod context;
 mod duration;
 mod error;
 mod hub;
+mod human;
 mod model;
 mod pattern;
 mod policy;
@@ -23,8 +24,10 @@ mod source;
 mod validate;
 
 pub use approval::{
-    Approval, ApprovalQueue, ApprovalRequest, Approver, NoSuchApproval, PendingApproval,
-    approve_within,
+    AnswerError, Approval, ApprovalQueue, ApprovalRequest, ApprovalTemplate, Approver, CannotAsk,
+    HumanAnswer, HumanQuestion, NoSuchApproval, Outcome as WaitOutcome, PendingApproval,
+    PendingInput, PersonEvent, PersonEvents, Resolved, TemplateError, WaitingItem, Watched,
+    approve_within, ask_within,
 };
 pub use backchannel::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
 pub use bytes::human_bytes;
@@ -33,6 +36,10 @@ pub use context::{CallContext, Channel};
 pub use duration::{DurationParseError, format_duration, parse_duration};
 pub use error::{CallError, SourceError};
 pub use hub::{BatchCall, CallReport, Hub, HubSettings, WeakHub};
+pub use human::{
+    ANSWER_FIELD, ConversationQuestions, HUMAN_INPUT_TOOL, HUMAN_SOURCE_ID, HumanInputSource,
+    free_text_schema,
+};
 pub use model::{
     Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor,
     ToolErrorKind, ToolResult,

@@ -287,6 +287,15 @@ pub(crate) fn write_line(
     out: &mut Vec<u8>,
 ) -> Vec<WholeFile> {
     redact(&mut record.arguments);
+    // A structured result is redacted by the same key rule: a tool that returns a secret
+    // (the internal pack's `secrets_get`) returns it under a secret-looking key.
+    if let Some(structured) = record
+        .result
+        .as_mut()
+        .and_then(|r| r.structured_content.as_mut())
+    {
+        redact(structured);
+    }
     let date = record.timestamp.date_naive();
     let arguments = cap_field(&record.arguments, caps.arguments, &caps);
     let result = record

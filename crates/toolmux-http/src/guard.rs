@@ -1,28 +1,28 @@
-//! Who may use the HTTP routes: Host and Origin checks against DNS rebinding, and API keys sent
-//! as `Authorization: Bearer <key>` or `X-API-Key: <key>`, checked by the one bearer-token
-//! check ([`check_api_key`]). Every HTTP route of `toolmux serve` passes this guard: the REST
-//! API's and the chat's through [`guarded`], the MCP endpoint's through [`mcp_guarded`].
+//! Who may use the HTTP routes: Host and Origin checks against DNS rebinding, and credentials.
+//! Every HTTP route of `toolmux serve` passes this guard: the REST API's and the chat's through
+//! [`guarded`], the MCP endpoint's through [`mcp_guarded`], the web app's page through
+//! [`page_guarded`] (Host and Origin only: the page itself holds no data).
 //!
-//! Once any key is configured, every request needs it except reads of the catalog, health and
-//! the OpenAPI document ([`OPEN_READS`]): a route that calls a tool (`/api/files*` included),
-//! reads the log, a conversation, an approval, a relayed prompt or resource, or the metrics,
-//! needs the key on loopback too, because on a shared host loopback is no boundary. Without a
-//! configured key, reads are open on loopback and a change (any method but `GET` and `HEAD`) is
-//! refused with how to configure one. When the server is reachable beyond loopback, every
-//! request needs a key. A key that is sent must be valid, even where none is needed.
-//!
-//! The MCP endpoint passes the same Host and Origin checks ([`mcp_guarded`]), with MCP's own
-//! key rule: every request needs a key once any is configured. Both read the [`LiveOptions`]
-//! on each request, so a key added to or removed from the configuration counts at once.
+//! A credential is a configured API key or the project's local token, sent as
+//! `Authorization: Bearer <key>` or `X-API-Key: <key>` and checked in constant time
+//! ([`key_is_valid`]), or the web app's session cookie, which holds neither but names a session
+//! made with one of them ([`crate::auth`]). One rule for `/api`, `/mcp` and `/metrics`: once
+//! the server has a key or a local token, every request needs a credential except `GET
+//! /api/health` and the auth routes ([`OPEN_ROUTES`]). Without either (a Unix socket, which its
+//! file mode guards, with no key configured), reads and MCP are open and a change is refused
+//! with how to configure a key. A credential that is sent must be valid, even where none is
+//! needed. Every check reads the [`LiveOptions`] on each request, so a key added to or removed
+//! from the configuration counts at once.
 
 use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::auth::{Credentials, Via, session_cookie};
 use crate::error::ApiError;
 
 /// Who may use the HTTP routes.
@@ -43,13 +43,15 @@ pub struct ApiOptions {
 /// configuration changes, so that a revoked key is refused by the very next request on `/api`
 /// and `/mcp` alike. Each request reads one snapshot; a change never splits a request's checks
 /// between two versions.
+/// Beside them it keeps what lives as long as the process, whatever the configuration says: the
+/// local token and the web app's sessions.
 #[derive(Clone, Debug, Default)]
-pub struct LiveOptions(Arc<RwLock<Arc<ApiOptions>>>);
+pub struct LiveOptions(Arc<RwLock<Arc<ApiOptions>>>, Arc<Credentials>);
 
 impl LiveOptions {
     /// Options that start as `options`.
     pub fn new(options: ApiOptions) -> Self {
-        Self(Arc::new(RwLock::new(Arc::new(options))))
+        Self(Arc::new(RwLock::new(Arc::new(options))), Arc::default())
     }
 
     /// The options in force now.
@@ -60,6 +62,23 @@ impl LiveOptions {
     /// Puts `options` in force for every request that starts from now on.
     pub fn replace(&self, options: ApiOptions) {
         *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(options);
+    }
+
+    /// Accepts `token` (the project's local token) as a credential from now on, for as long as
+    /// no key is configured: keys, once there are some, are the only keys.
+    pub fn set_local_token(&self, token: Option<String>) {
+        self.1.set_local_token(token);
+    }
+
+    /// Every request on a guarded route needs a credential from now on, whatever the
+    /// configuration later says: a server on loopback TCP stays closed when its keys are
+    /// removed while it runs (until a restart makes a local token).
+    pub fn require_credentials(&self) {
+        self.1.require();
+    }
+
+    pub(crate) fn credentials(&self) -> &Credentials {
+        &self.1
     }
 }
 
@@ -72,22 +91,23 @@ impl From<ApiOptions> for LiveOptions {
 /// The header that carries a key as an alternative to `Authorization: Bearer`.
 pub const API_KEY_HEADER: &str = "x-api-key";
 
-/// The routes (as registered, with their `{parameters}`) that a `GET` may read without a key on
-/// loopback even when keys are configured: the catalog, which never starts anything and shows
-/// what a model would see anyway, health, and the API's description. Every other route is
-/// closed to keyless requests once a key exists; a new route is closed unless it is added here.
-const OPEN_READS: [&str; 4] = [
-    "/api/tools",
-    "/api/tools/{name}",
+/// The routes (as registered, with their `{parameters}`) open to requests without a credential
+/// even when one exists: health, which load balancers and the page poll, and the auth routes,
+/// where the page gets its cookie. Every other route is closed to requests without one once a
+/// key or a local token exists; a new route is closed unless it is added here.
+const OPEN_ROUTES: [&str; 3] = [
     "/api/health",
-    "/api/openapi.json",
+    crate::auth::AUTH_ROUTES[0],
+    crate::auth::AUTH_ROUTES[1],
 ];
 
 /// What the middleware learned about a request's caller; handlers read it as an extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Caller {
-    /// The request carried a valid API key.
+    /// The request carried a valid credential (a key, the local token or a session cookie).
     pub authenticated: bool,
+    /// Which one.
+    pub via: Option<Via>,
 }
 
 /// Puts `routes` (the REST API's, the chat's) behind the guard: Host and Origin checks, and
@@ -102,36 +122,44 @@ pub fn guarded<S: Clone + Send + Sync + 'static>(
 }
 
 /// Refuses requests with a foreign Host or Origin, checks the key, and records the caller.
-async fn guard(State(options): State<LiveOptions>, mut request: Request, next: Next) -> Response {
-    let options = options.current();
-    if let Err(e) = check_host(request.headers(), &options.allowed_hosts) {
+async fn guard(State(live): State<LiveOptions>, mut request: Request, next: Next) -> Response {
+    let options = live.current();
+    if let Err(e) = check_host_and_origin(request.headers(), &options) {
         return e.into_response();
     }
-    if let Err(e) = check_origin(request.headers(), &options.allowed_origins) {
-        return e.into_response();
-    }
-    let authenticated = match authenticate(request.headers(), &options.api_keys) {
-        Ok(authenticated) => authenticated,
+    let via = match authenticate(request.headers(), &live, &options) {
+        Ok(via) => via,
         Err(e) => return e.into_response(),
     };
-    if !authenticated && let Some(message) = key_needed(&request, &options) {
+    if via.is_none()
+        && let Some(message) = credential_needed(&request, &live, &options)
+    {
         return ApiError::unauthorized(message).into_response();
     }
-    request.extensions_mut().insert(Caller { authenticated });
+    request.extensions_mut().insert(Caller {
+        authenticated: via.is_some(),
+        via,
+    });
     next.run(request).await
 }
 
-/// Why a request without a valid key is refused, or `None` when it may go on without one.
-fn key_needed(request: &Request, options: &ApiOptions) -> Option<&'static str> {
-    let reads_only = matches!(*request.method(), Method::GET | Method::HEAD);
-    if !reads_only {
-        return Some(if options.api_keys.is_empty() {
-            "this request needs an API key, and none is configured: add one to `server.apiKeys` \
-             in the configuration (as a `${VAR}` reference) or pass --api-key-env VAR"
-        } else {
-            "this request changes state and needs an API key: send `Authorization: Bearer <key>` \
-             or `X-API-Key: <key>`"
-        });
+/// What a request without a credential is told.
+const SEND_A_CREDENTIAL: &str = "this request needs a credential: open the web app with the URL \
+    `toolmux serve` printed, or send the project's local token (`.toolmux/state/local-token`) or \
+    a configured API key as `Authorization: Bearer <key>` or `X-API-Key: <key>`";
+
+/// Why a request without a credential is refused, or `None` when it may go on without one.
+fn credential_needed(
+    request: &Request,
+    live: &LiveOptions,
+    options: &ApiOptions,
+) -> Option<&'static str> {
+    let open = request
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|route| OPEN_ROUTES.contains(&route.as_str()));
+    if open {
+        return None;
     }
     if options.require_key_for_reads {
         return Some(
@@ -139,18 +167,34 @@ fn key_needed(request: &Request, options: &ApiOptions) -> Option<&'static str> {
              `Authorization: Bearer <key>` or `X-API-Key: <key>`",
         );
     }
-    let open = request
-        .extensions()
-        .get::<MatchedPath>()
-        .is_some_and(|route| OPEN_READS.contains(&route.as_str()));
-    if options.api_keys.is_empty() || open {
-        None
-    } else {
-        Some(
-            "this server has API keys, so reading anything but the tool catalog and health needs \
-             one: send `Authorization: Bearer <key>` or `X-API-Key: <key>`",
-        )
+    if !options.api_keys.is_empty() || live.credentials().required() {
+        return Some(SEND_A_CREDENTIAL);
     }
+    // No key and no local token: a Unix socket, which its file mode guards. Reads stay open;
+    // a change needs a key, which does not exist yet.
+    let reads_only = matches!(*request.method(), Method::GET | Method::HEAD);
+    (!reads_only).then_some(
+        "this request needs an API key, and none is configured: add one to `server.apiKeys` in \
+         the configuration (as a `${VAR}` reference) or pass --api-key-env VAR",
+    )
+}
+
+/// Puts the web app's page and assets behind the Host and Origin checks only: the page holds
+/// no data, and it must load before the person has logged in.
+pub fn page_guarded(options: LiveOptions, routes: Router) -> Router {
+    routes.layer(axum::middleware::from_fn_with_state(options, page_guard))
+}
+
+async fn page_guard(State(live): State<LiveOptions>, request: Request, next: Next) -> Response {
+    if let Err(e) = check_host_and_origin(request.headers(), &live.current()) {
+        return e.into_response();
+    }
+    next.run(request).await
+}
+
+fn check_host_and_origin(headers: &HeaderMap, options: &ApiOptions) -> Result<(), ApiError> {
+    check_host(headers, &options.allowed_hosts)?;
+    check_origin(headers, &options.allowed_origins)
 }
 
 /// Puts the MCP endpoint's router (`toolmux_mcp_server::http_router`, built with
@@ -162,90 +206,109 @@ pub fn mcp_guarded(options: LiveOptions, routes: Router) -> Router {
 }
 
 /// MCP's rules: a foreign Host or Origin is refused (against DNS rebinding, like rmcp's check),
-/// and once any key is configured every request needs one as a bearer token — an MCP client
-/// has no notion of "reads".
-async fn mcp_guard(State(options): State<LiveOptions>, request: Request, next: Next) -> Response {
-    let options = options.current();
-    if let Err(e) = check_host(request.headers(), &options.allowed_hosts) {
+/// and once the server has a key or a local token every request needs a credential — an MCP
+/// client has no notion of "reads".
+async fn mcp_guard(State(live): State<LiveOptions>, request: Request, next: Next) -> Response {
+    let options = live.current();
+    if let Err(e) = check_host_and_origin(request.headers(), &options) {
         return e.into_response();
     }
-    if let Err(e) = check_origin(request.headers(), &options.allowed_origins) {
-        return e.into_response();
-    }
-    if let Err(e) = check_api_key(request.headers(), &options.api_keys) {
-        return ApiError::unauthorized(e.to_string()).into_response();
+    let via = match authenticate(request.headers(), &live, &options) {
+        Ok(via) => via,
+        Err(e) => return e.into_response(),
+    };
+    let needed = !options.api_keys.is_empty()
+        || options.require_key_for_reads
+        || live.credentials().required();
+    if via.is_none() && needed {
+        let mut refused = ApiError::unauthorized(SEND_A_CREDENTIAL).into_response();
+        // What an MCP client that knows only OAuth looks for; toolmux takes a bearer token.
+        refused.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"toolmux\""),
+        );
+        return refused;
     }
     next.run(request).await
 }
 
-/// `Ok(true)` for a valid key, `Ok(false)` when none was sent, an error for a wrong one (or any
-/// key when none is configured: a client that sends one expects it to be checked).
-fn authenticate(headers: &HeaderMap, keys: &[String]) -> Result<bool, ApiError> {
+/// Which credential a secret is in force as now: a configured key, or the local token while no
+/// key is configured.
+pub(crate) fn credential_kind(secret: &str, live: &LiveOptions) -> Option<Via> {
+    let options = live.current();
+    if key_is_valid(secret, &options.api_keys) {
+        return Some(Via::Key);
+    }
+    let token = live.credentials().local_token()?;
+    (options.api_keys.is_empty() && constant_time_eq(token.as_bytes(), secret.as_bytes()))
+        .then_some(Via::Token)
+}
+
+/// How the request is authenticated: a key or the local token it sent, or its session cookie;
+/// `Ok(None)` when it sent none. A key that is sent must be valid (a client that sends one
+/// expects it to be checked); a cookie whose session is gone counts as none, so that the page
+/// is asked to log in again.
+fn authenticate(
+    headers: &HeaderMap,
+    live: &LiveOptions,
+    options: &ApiOptions,
+) -> Result<Option<Via>, ApiError> {
     let x_api_key = headers.get(API_KEY_HEADER);
     let sent = headers.contains_key(header::AUTHORIZATION) || x_api_key.is_some();
-    if !sent {
-        return Ok(false);
+    if sent {
+        return authenticate_key(headers, x_api_key, live, options).map(Some);
     }
-    if keys.is_empty() {
+    Ok(session_cookie(headers)
+        .and_then(|id| live.credentials().session_secret(id))
+        .and_then(|secret| credential_kind(&secret, live))
+        .map(|_| Via::Cookie))
+}
+
+fn authenticate_key(
+    headers: &HeaderMap,
+    x_api_key: Option<&HeaderValue>,
+    live: &LiveOptions,
+    options: &ApiOptions,
+) -> Result<Via, ApiError> {
+    if options.api_keys.is_empty() && live.credentials().local_token().is_none() {
         return Err(ApiError::unauthorized(
             "an API key was sent, but this server has none configured",
         ));
     }
     // Every key that was sent must be valid: a right `X-API-Key` does not excuse a wrong
     // `Authorization`, or the other way round.
+    let mut via = None;
     if headers.contains_key(header::AUTHORIZATION) {
-        match check_api_key(headers, keys) {
-            Ok(()) => {}
-            Err(AuthError::Missing) => {
-                return Err(ApiError::unauthorized(
-                    "the Authorization header must be `Bearer <key>` (or send `X-API-Key: <key>`)",
-                ));
-            }
-            Err(AuthError::Invalid) => {
-                return Err(ApiError::unauthorized("the API key is not valid"));
-            }
-        }
+        let token = bearer_token(headers).ok_or_else(|| {
+            ApiError::unauthorized(
+                "the Authorization header must be `Bearer <key>` (or send `X-API-Key: <key>`)",
+            )
+        })?;
+        via = Some(
+            credential_kind(token, live)
+                .ok_or_else(|| ApiError::unauthorized("the API key is not valid"))?,
+        );
     }
     if let Some(key) = x_api_key {
-        let valid = key.to_str().is_ok_and(|k| key_is_valid(k.trim(), keys));
-        if !valid {
-            return Err(ApiError::unauthorized("the API key is not valid"));
-        }
+        let kind = key
+            .to_str()
+            .ok()
+            .and_then(|k| credential_kind(k.trim(), live))
+            .ok_or_else(|| ApiError::unauthorized("the API key is not valid"))?;
+        via = Some(kind);
     }
-    Ok(true)
+    via.ok_or_else(|| ApiError::unauthorized("the API key is not valid"))
 }
 
-/// Why a request was refused by [`check_api_key`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AuthError {
-    /// No `Authorization: Bearer` header.
-    #[error("this server requires an API key: send `Authorization: Bearer <key>`")]
-    Missing,
-    /// A token that is not one of the keys.
-    #[error("the API key is not valid")]
-    Invalid,
-}
-
-/// Checks a request's bearer token against the accepted keys. The one place that decides
-/// whether an HTTP request is authenticated, so that the MCP endpoint and the REST API agree.
-/// An empty key list accepts every request.
-fn check_api_key(headers: &HeaderMap, keys: &[String]) -> Result<(), AuthError> {
-    if keys.is_empty() {
-        return Ok(());
-    }
-    let token = headers
+/// The token of an `Authorization: Bearer <token>` header.
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
             let (scheme, token) = v.trim().split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
         })
-        .ok_or(AuthError::Missing)?;
-    if key_is_valid(token, keys) {
-        Ok(())
-    } else {
-        Err(AuthError::Invalid)
-    }
 }
 
 /// Whether `token` is one of `keys`. Compares against every key, in time that depends only on
@@ -359,6 +422,22 @@ mod tests {
     use super::*;
     use axum::http::HeaderValue;
 
+    fn live(keys: &[&str], token: Option<&str>) -> LiveOptions {
+        let live = LiveOptions::new(ApiOptions {
+            api_keys: keys.iter().map(|k| k.to_string()).collect(),
+            ..ApiOptions::default()
+        });
+        live.set_local_token(token.map(str::to_string));
+        live
+    }
+
+    /// `authenticate` with `keys` configured and an optional local token.
+    fn auth(h: &HeaderMap, keys: &[&str], token: Option<&str>) -> Result<Option<Via>, ApiError> {
+        let live = live(keys, token);
+        let options = live.current();
+        authenticate(h, &live, &options)
+    }
+
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
@@ -369,17 +448,17 @@ mod tests {
 
     #[test]
     fn a_key_is_accepted_as_bearer_token_or_x_api_key() {
-        let keys = vec!["secret".to_string()];
-        assert_eq!(authenticate(&headers(&[]), &keys).ok(), Some(false));
+        let keys = ["secret"];
+        assert_eq!(auth(&headers(&[]), &keys, None).ok(), Some(None));
         assert_eq!(
-            authenticate(&headers(&[("authorization", "Bearer secret")]), &keys).ok(),
-            Some(true)
+            auth(&headers(&[("authorization", "Bearer secret")]), &keys, None).ok(),
+            Some(Some(Via::Key))
         );
         assert_eq!(
-            authenticate(&headers(&[("x-api-key", "secret")]), &keys).ok(),
-            Some(true)
+            auth(&headers(&[("x-api-key", "secret")]), &keys, None).ok(),
+            Some(Some(Via::Key))
         );
-        let wrong = authenticate(&headers(&[("x-api-key", "secreT")]), &keys);
+        let wrong = auth(&headers(&[("x-api-key", "secreT")]), &keys, None);
         assert_eq!(
             wrong.map_err(|e| e.to_string()),
             Err("the API key is not valid".to_string())
@@ -388,12 +467,12 @@ mod tests {
 
     #[test]
     fn every_key_sent_must_be_valid_whichever_header_carries_it() {
-        let keys = vec!["secret".to_string()];
+        let keys = ["secret"];
         for sent in [
             [("authorization", "Bearer wrong"), ("x-api-key", "secret")],
             [("authorization", "Bearer secret"), ("x-api-key", "wrong")],
         ] {
-            let refused = authenticate(&headers(&sent), &keys);
+            let refused = auth(&headers(&sent), &keys, None);
             assert_eq!(
                 refused.map_err(|e| e.to_string()),
                 Err("the API key is not valid".to_string()),
@@ -401,7 +480,10 @@ mod tests {
             );
         }
         let both_right = [("authorization", "Bearer secret"), ("x-api-key", "secret")];
-        assert_eq!(authenticate(&headers(&both_right), &keys).ok(), Some(true));
+        assert_eq!(
+            auth(&headers(&both_right), &keys, None).ok(),
+            Some(Some(Via::Key))
+        );
     }
 
     #[test]
@@ -454,52 +536,58 @@ mod tests {
         ));
     }
 
-    fn auth_headers(auth: Option<&str>) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        if let Some(v) = auth {
-            h.insert(
-                header::AUTHORIZATION,
-                HeaderValue::from_str(v).expect("ascii"),
-            );
-        }
-        h
+    #[test]
+    fn the_local_token_is_a_credential_only_while_no_key_is_configured() {
+        let sent = headers(&[("authorization", "Bearer tok")]);
+        assert_eq!(auth(&sent, &[], Some("tok")).ok(), Some(Some(Via::Token)));
+        assert!(auth(&sent, &["key"], Some("tok")).is_err());
+        assert!(
+            auth(
+                &headers(&[("authorization", "Bearer tik")]),
+                &[],
+                Some("tok")
+            )
+            .is_err()
+        );
+        assert!(
+            auth(
+                &headers(&[("authorization", "Basic tok")]),
+                &[],
+                Some("tok")
+            )
+            .is_err()
+        );
+        assert!(
+            auth(&sent, &[], None).is_err(),
+            "nothing to check a key against"
+        );
     }
 
     #[test]
-    fn no_keys_means_no_token_is_asked_for() {
-        assert_eq!(check_api_key(&auth_headers(None), &[]), Ok(()));
-    }
-
-    #[test]
-    fn a_configured_key_is_required_as_a_bearer_token() {
-        let keys = vec!["k-one".to_string(), "k-two".to_string()];
+    fn a_cookie_counts_while_its_session_and_its_secret_do() {
+        let live = live(&[], Some("tok"));
+        let id = live.credentials().open("tok").expect("session");
+        let cookie = format!("toolmux_session={id}");
+        let sent = headers(&[("cookie", &cookie)]);
         assert_eq!(
-            check_api_key(&auth_headers(None), &keys),
-            Err(AuthError::Missing)
+            authenticate(&sent, &live, &live.current()).ok(),
+            Some(Some(Via::Cookie))
         );
+        // A key configured since: the token, and the sessions made with it, no longer count.
+        live.replace(ApiOptions {
+            api_keys: vec!["key".into()],
+            ..ApiOptions::default()
+        });
+        assert_eq!(authenticate(&sent, &live, &live.current()).ok(), Some(None));
+        let stranger = headers(&[("cookie", "toolmux_session=made-up")]);
         assert_eq!(
-            check_api_key(&auth_headers(Some("Basic k-one")), &keys),
-            Err(AuthError::Missing)
-        );
-        assert_eq!(
-            check_api_key(&auth_headers(Some("Bearer k-thr")), &keys),
-            Err(AuthError::Invalid)
-        );
-        assert_eq!(
-            check_api_key(&auth_headers(Some("Bearer k-one-longer")), &keys),
-            Err(AuthError::Invalid)
-        );
-        assert_eq!(
-            check_api_key(&auth_headers(Some("Bearer k-two")), &keys),
-            Ok(())
-        );
-        assert_eq!(
-            check_api_key(&auth_headers(Some("bearer  k-one ")), &keys),
-            Ok(())
+            authenticate(&stranger, &live, &live.current()).ok(),
+            Some(None)
         );
     }
 
-    /// Issue 12, D8: once a key is configured, a keyless read is open only on [`OPEN_READS`].
+    /// Issue 12, D8, as issue 14 narrowed it: once a key is configured, a request without one
+    /// passes only on [`OPEN_ROUTES`].
     #[tokio::test]
     async fn d8_with_keys_a_keyless_read_passes_only_on_the_open_routes() {
         use axum::routing::get;
@@ -507,6 +595,7 @@ mod tests {
 
         let status = |options: ApiOptions, path: &'static str, key: Option<&'static str>| async move {
             let routes = Router::new()
+                .route("/api/health", get(|| async { "up" }))
                 .route("/api/tools", get(|| async { "catalog" }))
                 .route("/api/tools/{name}", get(|| async { "tool" }))
                 .route("/api/logs", get(|| async { "log" }))
@@ -528,8 +617,9 @@ mod tests {
             allowed_hosts: vec!["localhost".into()],
             ..ApiOptions::default()
         };
-        assert_eq!(status(keyed(), "/api/tools", None).await, 200);
-        assert_eq!(status(keyed(), "/api/tools/grep", None).await, 200);
+        assert_eq!(status(keyed(), "/api/health", None).await, 200);
+        assert_eq!(status(keyed(), "/api/tools", None).await, 401);
+        assert_eq!(status(keyed(), "/api/tools/grep", None).await, 401);
         assert_eq!(status(keyed(), "/api/logs", None).await, 401);
         assert_eq!(status(keyed(), "/api/files/content", None).await, 401);
         assert_eq!(status(keyed(), "/api/logs", Some("k")).await, 200);

@@ -1,5 +1,6 @@
 //! toolmux's HTTP edge, shared by every HTTP channel (the REST API, the chat routes, the MCP
-//! endpoint): the one guard (Host and Origin checks against DNS rebinding, API keys), the one
+//! endpoint, the web app's page): the one guard (Host and Origin checks against DNS rebinding,
+//! API keys, the local token and the web app's session cookie), the one
 //! error type and its JSON body, extractors whose rejections are that error, and how
 //! connections are served, with the limits that keep one client from holding the server's
 //! sockets and file descriptors.
@@ -7,15 +8,21 @@
 //! It knows no channel: no MCP type, no chat type. Channels put their routes behind
 //! [`guarded`] or [`mcp_guarded`] and answer with [`ApiError`].
 
+mod auth;
 mod connections;
 mod error;
 mod extract;
 mod guard;
+mod local_token;
 
+pub use auth::{SESSION_COOKIE, SESSION_IDLE, SessionRequest, SessionStatus, Via, auth_routes};
 pub use connections::{ConnectionLimits, serve};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use extract::{ApiJson, ApiPath, ApiQuery};
-pub use guard::{API_KEY_HEADER, ApiOptions, AuthError, Caller, LiveOptions, guarded, mcp_guarded};
+pub use guard::{
+    API_KEY_HEADER, ApiOptions, Caller, LiveOptions, guarded, mcp_guarded, page_guarded,
+};
+pub use local_token::{LOCAL_TOKEN_FILE, LocalToken, LocalTokenError, load_or_create};
 /// Route registration: a route is added with its OpenAPI operation (`routes!` reads the
 /// handler's `#[utoipa::path]`), so none can exist without its entry in the document.
 pub use utoipa_axum::{router::OpenApiRouter, routes};

@@ -1,5 +1,7 @@
 //! Approvals over MCP: an `ask` call becomes an `elicitation/create` request to the client, with
-//! three choices — allow once, allow for the rest of this session, deny.
+//! three choices — allow once, allow for the rest of this session, deny. A question
+//! (`request_human_input`, code mode's `human.ask`) becomes one too, with the question's own
+//! form.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -8,7 +10,9 @@ use async_trait::async_trait;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
-use toolmux_core::{Approval, ApprovalRequest, Approver};
+use toolmux_core::{
+    Approval, ApprovalQueue, ApprovalRequest, Approver, CannotAsk, HumanAnswer, HumanQuestion,
+};
 
 /// The property of the elicitation form that carries the answer.
 pub const DECISION_FIELD: &str = "decision";
@@ -139,11 +143,21 @@ impl Approver for ElicitationApprover {
         }
         let arguments =
             serde_json::to_string_pretty(&request.arguments).unwrap_or_else(|_| "{}".into());
-        let mut message = format!(
-            "Allow `{}` (from `{}`) to run with these arguments?\n{arguments}",
-            self.served_name, request.source
-        );
-        if let Some(preview) = &request.preview {
+        // A configured `approvalMessage` is the question as its author worded it; otherwise
+        // the tool is named as this client knows it.
+        let mut message = if request.configured_message {
+            request.message.clone()
+        } else {
+            format!(
+                "Allow `{}` (from `{}`) to run with these arguments?\n{arguments}",
+                self.served_name, request.source
+            )
+        };
+        if let Some(preview) = request
+            .preview
+            .as_ref()
+            .filter(|_| !request.configured_message)
+        {
             message.push_str("\n\n");
             message.push_str(preview);
         }
@@ -176,7 +190,85 @@ impl Approver for ElicitationApprover {
             Decision::Deny(reason) => Approval::Deny { reason },
         }
     }
+
+    async fn ask(&self, question: &HumanQuestion) -> Result<HumanAnswer, CannotAsk> {
+        let Value::Object(schema) = question.schema.clone() else {
+            return Err(CannotAsk(
+                "the answer's schema must be a JSON object".into(),
+            ));
+        };
+        let requested_schema = ElicitationSchema::from_json_schema(schema).map_err(|e| {
+            CannotAsk(format!(
+                "the answer's schema cannot be shown as an MCP form ({e}); a form is an object \
+                 of flat fields: string, number, integer, boolean, or a string enum"
+            ))
+        })?;
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question.question.clone(),
+            requested_schema,
+        };
+        let answer = self
+            .peer
+            .create_elicitation_with_timeout(params, Some(question.time_limit))
+            .await
+            .map_err(|e| CannotAsk(format!("the question to the MCP client failed: {e}")))?;
+        Ok(match answer.action {
+            ElicitationAction::Accept => {
+                HumanAnswer::Accept(answer.content.unwrap_or_else(|| json!({})))
+            }
+            ElicitationAction::Decline => HumanAnswer::Decline,
+            _ => HumanAnswer::Cancel,
+        })
+    }
 }
+
+/// Under `toolmux serve`, where a person can also answer through the REST API (the web app, a
+/// bot on `/api/approvals/stream`): each approval and question is put to the client by
+/// elicitation and parked in the process's queue at once, and the first answer wins (the other
+/// is withdrawn). A client that cannot elicit still has its approvals parked in the queue; its
+/// questions are refused, since they are meant for the client's own user.
+pub(crate) struct QueuedApprover {
+    client: Option<ElicitationApprover>,
+    queue: Arc<ApprovalQueue>,
+}
+
+impl QueuedApprover {
+    pub(crate) fn new(client: Option<ElicitationApprover>, queue: Arc<ApprovalQueue>) -> Self {
+        Self { client, queue }
+    }
+}
+
+#[async_trait]
+impl Approver for QueuedApprover {
+    async fn approve(&self, request: &ApprovalRequest) -> Approval {
+        let Some(client) = &self.client else {
+            return self.queue.approve(request).await;
+        };
+        tokio::select! {
+            // The client first: a tool allowed for the session answers at once, before the
+            // queue shows anything.
+            biased;
+            approval = client.approve(request) => approval,
+            approval = self.queue.approve(request) => approval,
+        }
+    }
+
+    async fn ask(&self, question: &HumanQuestion) -> Result<HumanAnswer, CannotAsk> {
+        let Some(client) = &self.client else {
+            return Err(CannotAsk(NO_ELICITATION.to_string()));
+        };
+        tokio::select! {
+            biased;
+            answer = client.ask(question) => answer,
+            answer = self.queue.ask(question) => answer,
+        }
+    }
+}
+
+/// What a model hears when its MCP client cannot show a question to its user.
+pub(crate) const NO_ELICITATION: &str = "this MCP client cannot show questions to its user (it \
+     did not declare the elicitation capability); ask the person in your reply instead";
 
 #[cfg(test)]
 mod tests {

@@ -49,7 +49,7 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
     let idle = options
         .session_idle_timeout
         .unwrap_or(DEFAULT_SESSION_IDLE_TIMEOUT);
-    let sessions = SessionTable::new(idle, shutdown.clone());
+    let sessions = SessionTable::new(idle, shutdown.clone(), options.upstreams.clone());
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
         .disable_allowed_hosts()

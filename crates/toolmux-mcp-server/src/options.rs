@@ -57,6 +57,10 @@ pub struct ServeOptions {
     /// Counts the sessions alive on servers built with these options (clones share it): what
     /// the expiry tests and the HTTP bench observe (not yet on `/metrics`).
     pub live_sessions: LiveSessions,
+    /// The process's queue of everything waiting on a person (`toolmux serve`'s, answered
+    /// through the REST API): when set, clients' approvals and questions wait there too, so a
+    /// person can answer them out of band.
+    pub people: Option<Arc<toolmux_core::ApprovalQueue>>,
 }
 
 impl std::fmt::Debug for ServeOptions {

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
 use toolmux_core::{CallContext, CallError, Channel, Hub, ToolScope};
 
-use crate::approval::{ElicitationApprover, SessionGrants};
+use crate::approval::{ElicitationApprover, QueuedApprover, SessionGrants};
 use crate::backchannel;
 use crate::convert::{View, wire_result};
 use crate::options::ServeOptions;
@@ -215,12 +215,21 @@ impl McpServer {
             .peer
             .supported_elicitation_modes()
             .contains(&rmcp::service::ElicitationMode::Form);
-        if elicits {
-            call = call.with_approver(Arc::new(ElicitationApprover::new(
+        let client = elicits.then(|| {
+            ElicitationApprover::new(
                 context.peer.clone(),
                 Arc::clone(&self.session.grants),
                 served_name.to_string(),
-            )));
+            )
+        });
+        // Where the process has a queue a person answers out of band (`toolmux serve`), the
+        // client's approvals and questions wait there too.
+        match (client, &self.shared.options.people) {
+            (client, Some(queue)) => {
+                call = call.with_approver(Arc::new(QueuedApprover::new(client, Arc::clone(queue))));
+            }
+            (Some(client), None) => call = call.with_approver(Arc::new(client)),
+            (None, None) => {}
         }
         call
     }

@@ -10,6 +10,10 @@
 //! open (no request in flight, no `GET` stream) and its client has sent nothing; once idle for
 //! the configured time it is closed as a `DELETE` would close it, and every later request
 //! naming it gets `404`, on which the client starts a new session (MCP's transport spec).
+//!
+//! A session that ends — deleted by its client or closed as idle — also ends what the upstream
+//! servers served per client keep for it ([`Upstreams::end_session`]): its upstream session or
+//! process lives exactly as long as the client's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -24,6 +28,7 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use tokio_util::sync::CancellationToken;
+use toolmux_upstream::Upstreams;
 
 /// How long an MCP session over HTTP may sit idle before it is closed, when nothing else is
 /// configured (`server.sessionIdleTimeoutMs`).
@@ -79,12 +84,18 @@ pub(crate) struct SessionTable<M = LocalSessionManager> {
     shutdown: CancellationToken,
     me: Weak<Self>,
     sweeper: OnceLock<()>,
+    /// Told when a session ends, so per-client upstream connections end with it.
+    upstreams: Option<Arc<Upstreams>>,
 }
 
 impl SessionTable {
     /// An empty table whose sessions close after `idle` without their client; its sweeper ends
-    /// with `shutdown` or with the table.
-    pub(crate) fn new(idle: Duration, shutdown: CancellationToken) -> Arc<Self> {
+    /// with `shutdown` or with the table. `upstreams` are told of every session that ends.
+    pub(crate) fn new(
+        idle: Duration,
+        shutdown: CancellationToken,
+        upstreams: Option<Arc<Upstreams>>,
+    ) -> Arc<Self> {
         let mut sessions = LocalSessionManager::default();
         let mut config = SessionConfig::default();
         // The table keeps the idle clock; rmcp's would cut off clients that only listen.
@@ -98,6 +109,7 @@ impl SessionTable {
             shutdown,
             me: me.clone(),
             sweeper: OnceLock::new(),
+            upstreams,
         })
     }
 }
@@ -139,6 +151,16 @@ impl<M: SessionManager> SessionTable<M> {
             let _open = &open;
             message
         })
+    }
+
+    /// Tells the upstream servers that a session ended, without waiting for them: closing a
+    /// stdio server takes a grace period, which a `DELETE` should not wait out.
+    fn ended(&self, id: &SessionId) {
+        let Some(upstreams) = self.upstreams.clone() else {
+            return;
+        };
+        let id = id.to_string();
+        tokio::spawn(async move { upstreams.end_session(&id).await });
     }
 
     fn register(&self, id: &SessionId) {
@@ -213,6 +235,7 @@ async fn sweep<M: SessionManager>(
             if let Err(e) = table.sessions.close_session(&id).await {
                 tracing::warn!(session = %id, error = %e, "closing an idle MCP session failed");
             }
+            table.ended(&id);
         }
         wake = next.unwrap_or_else(|| Instant::now() + idle);
     }
@@ -247,7 +270,9 @@ impl<M: SessionManager> SessionManager for SessionTable<M> {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.table().remove(id);
-        self.sessions.close_session(id).await
+        let closed = self.sessions.close_session(id).await;
+        self.ended(id);
+        closed
     }
 
     async fn create_stream(

@@ -88,6 +88,24 @@ where
     K: AsRef<OsStr>,
     V: AsRef<OsStr>,
 {
+    spawn_prepared(program, args, cwd, configured, inherit_all, |_| {})
+}
+
+/// [`spawn`], with `prepare` given the command last, just before it starts: the exec pack's
+/// shell adds its sandbox there (a `pre_exec` hook), so that a sandboxed child is still
+/// started, grouped, marked and swept the one way.
+pub fn spawn_prepared<K, V>(
+    program: &OsStr,
+    args: &[String],
+    cwd: &Path,
+    configured: impl IntoIterator<Item = (K, V)>,
+    inherit_all: bool,
+    prepare: impl FnOnce(&mut tokio::process::Command),
+) -> io::Result<(tokio::process::Child, Guard)>
+where
+    K: AsRef<OsStr>,
+    V: AsRef<OsStr>,
+{
     become_subreaper();
     let mark = Mark::new();
     let mut command = tokio::process::Command::new(program);
@@ -116,6 +134,7 @@ where
     command.env(MARK_VAR, &*mark.0);
     #[cfg(unix)]
     command.process_group(0);
+    prepare(&mut command);
     let child = command.spawn()?;
     let pgid = child.id();
     if let Some(pgid) = pgid {

@@ -35,6 +35,11 @@ pub enum SkillError {
         /// The names there are.
         known: Vec<String>,
     },
+    /// The skill is for a person to start (`disable-model-invocation: true`), not a model.
+    #[error(
+        "the skill `{0}` is started by a person, not loaded by a model (its SKILL.md sets `disable-model-invocation: true`)"
+    )]
+    PersonOnly(String),
 }
 
 impl SkillError {
@@ -42,7 +47,7 @@ impl SkillError {
     pub fn kind(&self) -> Option<ToolErrorKind> {
         match self {
             Self::NotFound { .. } => Some(ToolErrorKind::NotFound),
-            Self::Invalid { .. } => Some(ToolErrorKind::Invalid),
+            Self::Invalid { .. } | Self::PersonOnly(_) => Some(ToolErrorKind::Invalid),
             Self::Io { .. } => None,
         }
     }

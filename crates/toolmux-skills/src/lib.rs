@@ -26,6 +26,15 @@ pub use discovery::{Found, SkillRoot, bundled_files, default_roots, discover};
 pub use error::SkillError;
 pub use skill::{Origin, SKILL_FILE, Skill, parse};
 
+/// Who a tool call answers: what a skill with `disable-model-invocation: true` hides from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Audience {
+    /// A model (MCP, chat, code mode): only the skills it may load by itself.
+    Model,
+    /// A person at a trusted channel (the command line, authenticated REST): every skill.
+    Person,
+}
+
 /// The source's id.
 pub const SOURCE_ID: &str = "skills";
 
@@ -65,11 +74,23 @@ impl SkillsSource {
         discover(&self.inner.roots)
     }
 
-    /// Runs a tool by name, synchronously (it reads files). `None` for a tool it does not have.
+    /// Runs a tool by name for a model, synchronously (it reads files). `None` for a tool it
+    /// does not have.
     pub fn run(&self, tool: &str, arguments: &Map<String, Value>) -> Option<ToolResult> {
+        self.run_for(Audience::Model, tool, arguments)
+    }
+
+    /// Runs a tool by name for `audience`: a person (a trusted caller: the command line, an
+    /// authenticated REST request) also sees the skills only a person starts.
+    pub fn run_for(
+        &self,
+        audience: Audience,
+        tool: &str,
+        arguments: &Map<String, Value>,
+    ) -> Option<ToolResult> {
         let outcome = match tool {
-            "skill_list" => self.list(),
-            "skill_load" => self.load(arguments),
+            "skill_list" => self.list(audience),
+            "skill_load" => self.load(audience, arguments),
             _ => return None,
         };
         Some(match outcome {
@@ -86,16 +107,22 @@ impl SkillsSource {
             .into_owned()
     }
 
-    fn list(&self) -> Result<(Value, String), SkillError> {
+    fn list(&self, audience: Audience) -> Result<(Value, String), SkillError> {
         let found = self.discover()?;
-        let skills: Vec<Value> = found
+        // A model's view leaves out a skill only a person starts.
+        let offered: Vec<&Skill> = found
             .skills
+            .iter()
+            .filter(|s| s.model_invocable || audience == Audience::Person)
+            .collect();
+        let skills: Vec<Value> = offered
             .iter()
             .map(|s| {
                 json!({
                     "name": s.name,
                     "description": s.description,
                     "allowedTools": s.allowed_tools,
+                    "modelInvocable": s.model_invocable,
                     "origin": s.origin.as_str(),
                     "dir": self.shown(&s.dir),
                 })
@@ -115,8 +142,7 @@ impl SkillsSource {
             })
             .collect();
         let shadowed: Vec<String> = found.shadowed.iter().map(|p| self.shown(p)).collect();
-        let mut text: String = found
-            .skills
+        let mut text: String = offered
             .iter()
             .map(|s| format!("{}: {}\n", s.name, s.description))
             .collect();
@@ -133,7 +159,11 @@ impl SkillsSource {
         Ok((value, text))
     }
 
-    fn load(&self, arguments: &Map<String, Value>) -> Result<(Value, String), SkillError> {
+    fn load(
+        &self,
+        audience: Audience,
+        arguments: &Map<String, Value>,
+    ) -> Result<(Value, String), SkillError> {
         let name = arguments
             .get("name")
             .and_then(Value::as_str)
@@ -152,6 +182,9 @@ impl SkillsSource {
                 known: found.skills.iter().map(|s| s.name.clone()).collect(),
             });
         };
+        if !skill.model_invocable && audience == Audience::Model {
+            return Err(SkillError::PersonOnly(skill.name.clone()));
+        }
         let (files, files_cut) = bundled_files(&skill.dir)?;
         let value = json!({
             "name": skill.name,
@@ -160,6 +193,7 @@ impl SkillsSource {
             "compatibility": skill.compatibility,
             "metadata": skill.metadata,
             "allowedTools": skill.allowed_tools,
+            "modelInvocable": skill.model_invocable,
             "origin": skill.origin.as_str(),
             "dir": self.shown(&skill.dir),
             "file": self.shown(&skill.file()),
@@ -200,8 +234,9 @@ fn descriptors() -> Vec<ToolDescriptor> {
             "count": {"type": "integer"},
             "skills": {"type": "array", "items": {"type": "object", "properties": {
                 "name": string, "description": string, "allowedTools": strings,
+                "modelInvocable": {"type": "boolean"},
                 "origin": {"type": "string", "enum": ["configured", "project", "user"]}, "dir": string,
-            }, "required": ["name", "description", "allowedTools", "origin", "dir"]}},
+            }, "required": ["name", "description", "allowedTools", "modelInvocable", "origin", "dir"]}},
             "invalid": {"type": "array", "items": {"type": "object", "properties": {
                 "file": string, "line": {"type": "integer"}, "field": nullable, "message": string,
             }, "required": ["file", "line", "field", "message"]}},
@@ -226,11 +261,12 @@ fn descriptors() -> Vec<ToolDescriptor> {
         "properties": {
             "name": string, "description": string, "license": nullable, "compatibility": nullable,
             "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
-            "allowedTools": strings, "origin": string, "dir": string, "file": string,
-            "instructions": string, "files": strings, "filesCut": {"type": "boolean"},
+            "allowedTools": strings, "modelInvocable": {"type": "boolean"}, "origin": string,
+            "dir": string, "file": string, "instructions": string, "files": strings,
+            "filesCut": {"type": "boolean"},
         },
         "required": ["name", "description", "license", "compatibility", "metadata", "allowedTools",
-                     "origin", "dir", "file", "instructions", "files", "filesCut"],
+                     "modelInvocable", "origin", "dir", "file", "instructions", "files", "filesCut"],
     })));
     for d in [&mut list, &mut load] {
         d.annotations = ToolAnnotations::read_only();
@@ -255,6 +291,14 @@ impl Source for SkillsSource {
     async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
         let tool = call.tool.original_name.clone();
         let (this, name, arguments) = (self.clone(), tool.clone(), call.arguments);
-        run_blocking(SOURCE_ID, &tool, move || this.run(&name, &arguments)).await
+        let audience = if call.context.trusted {
+            Audience::Person
+        } else {
+            Audience::Model
+        };
+        run_blocking(SOURCE_ID, &tool, move || {
+            this.run_for(audience, &name, &arguments)
+        })
+        .await
     }
 }

@@ -55,6 +55,10 @@ pub struct Skill {
     /// The tools the skill says it uses (experimental in the format): while the skill is active
     /// the chat may call only these.
     pub allowed_tools: Vec<String>,
+    /// Whether a model may find and load it by itself; `false` when its frontmatter sets
+    /// `disable-model-invocation: true` (Claude Code's field): a skill a person starts, never
+    /// offered to a model.
+    pub model_invocable: bool,
     /// The skill's folder.
     pub dir: PathBuf,
     /// Where it was found.
@@ -251,6 +255,18 @@ pub fn parse(dir: &Path, origin: Origin, text: &str) -> Result<Skill, SkillError
         }
     };
 
+    let model_invocable = match fields.get("disable-model-invocation") {
+        None | Some(Yaml::Null) => true,
+        Some(Yaml::Bool(disabled)) => !disabled,
+        Some(_) => {
+            return Err(fail(
+                line_of("disable-model-invocation"),
+                Some("disable-model-invocation"),
+                "`disable-model-invocation` must be true or false".into(),
+            ));
+        }
+    };
+
     let body = &text[offset..];
     let leading_blank = body.len() - body.trim_start_matches(['\n', '\r']).len();
     let instructions_line = close_line + 1 + body[..leading_blank].matches('\n').count();
@@ -261,6 +277,7 @@ pub fn parse(dir: &Path, origin: Origin, text: &str) -> Result<Skill, SkillError
         compatibility,
         metadata,
         allowed_tools,
+        model_invocable,
         dir: dir.to_path_buf(),
         origin,
         instructions: body[leading_blank..].to_string(),
@@ -316,6 +333,31 @@ mod tests {
         );
         assert_eq!(skill.instructions_line, 12);
         assert_eq!(skill.file(), dir().join("SKILL.md"));
+    }
+
+    #[test]
+    fn disable_model_invocation_is_read_and_checked() {
+        let person_only =
+            "---\nname: pdf-forms\ndescription: d\ndisable-model-invocation: true\n---\nbody\n";
+        assert!(
+            !parse(&dir(), Origin::User, person_only)
+                .expect("valid")
+                .model_invocable
+        );
+        let plain = "---\nname: pdf-forms\ndescription: d\n---\nbody\n";
+        assert!(
+            parse(&dir(), Origin::User, plain)
+                .expect("valid")
+                .model_invocable
+        );
+        let wrong = "---\nname: pdf-forms\ndescription: d\ndisable-model-invocation: sometimes\n---\nbody\n";
+        let err = parse(&dir(), Origin::User, wrong).expect_err("not a boolean");
+        assert!(
+            err.to_string().ends_with(
+                ":4: disable-model-invocation: `disable-model-invocation` must be true or false"
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::{Map, Value, json};
 use toolmux_core::{Source, ToolErrorKind};
-use toolmux_skills::{Origin, SkillRoot, SkillsSource};
+use toolmux_skills::{Audience, Origin, SkillRoot, SkillsSource};
 
 fn write(path: &Path, text: &str) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -94,9 +94,9 @@ fn skill_list_gives_names_and_descriptions_with_invalid_and_shadowed_ones_apart(
             "count": 2,
             "skills": [
                 {"name": "csv-summary", "description": "Summarise a CSV file. Use when asked about a CSV.",
-                 "allowedTools": ["file_read", "run_code"], "origin": "project", "dir": ".toolmux/skills/csv-summary"},
+                 "allowedTools": ["file_read", "run_code"], "modelInvocable": true, "origin": "project", "dir": ".toolmux/skills/csv-summary"},
                 {"name": "release-notes", "description": "Write release notes from git log.",
-                 "allowedTools": [], "origin": "project", "dir": ".claude/skills/release-notes"},
+                 "allowedTools": [], "modelInvocable": true, "origin": "project", "dir": ".claude/skills/release-notes"},
             ],
             "invalid": [
                 {"file": "user/skills/broken/SKILL.md", "line": 2, "field": "description",
@@ -250,5 +250,55 @@ fn a_project_skill_md_that_is_a_link_is_not_read_and_an_oversized_one_is_refused
             dir.path().join(".toolmux/skills/big/SKILL.md").display()
         )),
         "{errors:?}"
+    );
+}
+
+#[test]
+fn a_skill_only_a_person_starts_is_never_offered_to_a_model() {
+    let (dir, source) = project();
+    write(
+        &dir.path().join(".toolmux/skills/deploy/SKILL.md"),
+        &skill_md(
+            "deploy",
+            "Deploy to production.",
+            "disable-model-invocation: true\n",
+        ),
+    );
+    let list = run(&source, "skill_list", json!({}));
+    let names: Vec<&str> = list.structured_content.as_ref().unwrap()["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["csv-summary", "release-notes"]);
+    assert!(
+        !list.text_content().contains("deploy"),
+        "{}",
+        list.text_content()
+    );
+
+    let load = run(&source, "skill_load", json!({"name": "deploy"}));
+    assert!(load.is_error);
+    assert_eq!(load.error_kind(), Some(ToolErrorKind::Invalid));
+    assert_eq!(
+        load.text_content(),
+        "the skill `deploy` is started by a person, not loaded by a model (its SKILL.md sets `disable-model-invocation: true`)"
+    );
+    // A person (a trusted caller: the command line, authenticated REST) still lists and
+    // loads it.
+    let person = |tool: &str, args: Value| {
+        let Value::Object(args) = args else { panic!() };
+        source
+            .run_for(Audience::Person, tool, &args)
+            .expect("a known tool")
+    };
+    let listed = person("skill_list", json!({}));
+    assert_eq!(listed.structured_content.as_ref().unwrap()["count"], 3);
+    let loaded = person("skill_load", json!({"name": "deploy"}));
+    assert!(!loaded.is_error, "{}", loaded.text_content());
+    assert_eq!(
+        loaded.structured_content.as_ref().unwrap()["modelInvocable"],
+        false
     );
 }

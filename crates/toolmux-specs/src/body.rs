@@ -8,9 +8,11 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 /// How many occurrences of `oldString` a replacement may and does replace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MatchMode {
     /// Exactly one occurrence must exist.
+    #[default]
     Unique,
     /// Every occurrence.
     All,
@@ -19,9 +21,11 @@ pub enum MatchMode {
 }
 
 /// How a section's content changes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SectionMode {
     /// Replace what is under the heading.
+    #[default]
     Replace,
     /// Add after it.
     Append,

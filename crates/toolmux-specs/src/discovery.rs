@@ -207,7 +207,6 @@ impl WalkCache {
         if found.is_empty() {
             return false; // nothing to confirm against (first walk, or forgotten)
         }
-        let mtime = |meta: &fs::Metadata| meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         let folders_same = self.listings.iter().all(|(dir, listing)| {
             listing.settled
                 && fs::symlink_metadata(Path::new(dir)).is_ok_and(|m| mtime(&m) == listing.mtime)
@@ -219,10 +218,17 @@ impl WalkCache {
                 readme_same
                     && f.sub_specs.iter().all(|sub| {
                         let path = f.readme.with_file_name(&sub.name);
-                        fs::symlink_metadata(path).map_or(0, |m| m.len()) == sub.size
+                        fs::symlink_metadata(path)
+                            .is_ok_and(|m| m.len() == sub.size && mtime(&m) == sub.modified)
                     })
             })
     }
+}
+
+/// A file's modification time; the epoch where the file system keeps none, so the cache
+/// compares something stable instead of failing.
+fn mtime(meta: &fs::Metadata) -> SystemTime {
+    meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
 /// Walks the specs directory as LeanSpec does: `README.md` files at most three levels below
@@ -291,9 +297,13 @@ impl Walk<'_> {
                     let sub_specs = listing
                         .subs
                         .iter()
-                        .map(|sub| SubSpec {
-                            size: fs::symlink_metadata(dir.join(sub)).map_or(0, |m| m.len()),
-                            name: sub.clone(),
+                        .map(|sub| {
+                            let meta = fs::symlink_metadata(dir.join(sub)).ok();
+                            SubSpec {
+                                size: meta.as_ref().map_or(0, fs::Metadata::len),
+                                modified: meta.as_ref().map_or(SystemTime::UNIX_EPOCH, mtime),
+                                name: sub.clone(),
+                            }
                         })
                         .collect();
                     let rel_readme = format!("{rel}README.md");

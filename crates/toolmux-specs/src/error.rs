@@ -65,6 +65,10 @@ pub enum SpecsError {
     /// A search query does not parse.
     #[error("invalid search query: {0}")]
     Query(String),
+    /// Something on this side failed that no argument could fix (the token encoder would not
+    /// load, frontmatter would not render): a server fault, not the caller's.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl SpecsError {
@@ -77,7 +81,7 @@ impl SpecsError {
             Self::Invalid(_) | Self::Query(_) | Self::Frontmatter { .. } => {
                 Some(ToolErrorKind::Invalid)
             }
-            Self::Io { .. } | Self::Config { .. } => None,
+            Self::Io { .. } | Self::Config { .. } | Self::Internal(_) => None,
         }
     }
 

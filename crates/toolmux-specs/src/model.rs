@@ -174,6 +174,9 @@ pub struct SubSpec {
     pub name: String,
     /// Its size in bytes.
     pub size: u64,
+    /// Its modification time: with the size, what tells an edit of the file (an edit that
+    /// keeps the size must still move the snapshot's version).
+    pub modified: std::time::SystemTime,
 }
 
 /// One spec, parsed.
@@ -240,6 +243,21 @@ pub struct Doc {
     pub content_hash: String,
     /// Lowercased text for search (ASCII lowercasing, as LeanSpec does).
     pub(crate) search: SearchText,
+    /// The whole file's cl100k_base token count, made on first use: a snapshot's documents
+    /// outlive one call (the walk cache keeps unchanged ones), and counting is the slowest
+    /// thing `spec_tokens` and `spec_validate` do.
+    pub(crate) tokens: std::sync::OnceLock<usize>,
+}
+
+impl Doc {
+    /// The whole file's cl100k_base token count.
+    pub fn tokens(&self) -> Result<usize, String> {
+        if let Some(n) = self.tokens.get() {
+            return Ok(*n);
+        }
+        let n = crate::tokens::count(&self.raw)?;
+        Ok(*self.tokens.get_or_init(|| n))
+    }
 }
 
 /// A spec's text, lowercased once when it is parsed so a search does not redo it.

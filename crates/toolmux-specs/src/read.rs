@@ -38,17 +38,31 @@ fn broken_list(snap: &Snapshot) -> Value {
     )
 }
 
-/// The filters of `spec_list` (LeanSpec 0.3.0's: exact, canonical values).
-#[derive(Debug, Default)]
+/// The filters of `spec_list` and `spec_board` (LeanSpec 0.3.0's: exact, canonical values),
+/// as their input schemas name them. Unknown fields are left to the schema (the hub checks it
+/// before a call), because the board flattens these beside its own.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub(crate) struct ListFilter {
     pub status: Option<String>,
     pub tags: Vec<String>,
     /// Several tags match a spec that has all of them (the rule, and what a filter
-    /// that narrows means); `any_tag` asks for LeanSpec 0.3.0's rule, any of them.
-    pub any_tag: bool,
+    /// that narrows means); `any` asks for LeanSpec 0.3.0's rule, any of them.
+    pub tag_match: TagMatch,
     pub priority: Option<String>,
     pub assignee: Option<String>,
     pub parent: Option<String>,
+}
+
+/// How several tags of a filter match a spec.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TagMatch {
+    /// Every tag.
+    #[default]
+    All,
+    /// One of them.
+    Any,
 }
 
 impl ListFilter {
@@ -62,7 +76,7 @@ impl ListFilter {
                 .as_deref()
                 .is_none_or(|s| spec.status().as_str() == s)
             && (self.tags.is_empty()
-                || if self.any_tag {
+                || if self.tag_match == TagMatch::Any {
                     self.tags.iter().any(|t| meta.tags.contains(t))
                 } else {
                     self.tags.iter().all(|t| meta.tags.contains(t))
@@ -443,7 +457,7 @@ pub(crate) fn validate(
                     Ok(spec) => push(
                         &spec.id,
                         &spec.rel_file,
-                        validate::validate(spec, limits).map_err(SpecsError::Invalid)?,
+                        validate::validate(spec, limits).map_err(SpecsError::Internal)?,
                     ),
                     Err(SpecsError::Frontmatter { .. }) => {
                         for b in snap.broken.iter().filter(|b| b.id.contains(r.trim())) {
@@ -459,7 +473,7 @@ pub(crate) fn validate(
                 push(
                     &spec.id,
                     &spec.rel_file,
-                    validate::validate(spec, limits).map_err(SpecsError::Invalid)?,
+                    validate::validate(spec, limits).map_err(SpecsError::Internal)?,
                 );
             }
             for b in &snap.broken {
@@ -517,7 +531,7 @@ pub(crate) fn tokens(
     reference: Option<&str>,
     file: Option<&str>,
 ) -> Result<(Value, String), SpecsError> {
-    let count = |text: &str| tokens::count(text).map_err(SpecsError::Invalid);
+    let count = |text: &str| tokens::count(text).map_err(SpecsError::Internal);
     let entry = |id: Option<&str>, path: &str, n: usize| json!({"id": id, "file": path, "tokens": n, "rating": tokens::rating(n)});
     let mut items = Vec::new();
     if let Some(file) = file {
@@ -527,7 +541,8 @@ pub(crate) fn tokens(
         items.push(entry(None, file, count(&text)?));
     } else if let Some(reference) = reference {
         let spec = snap.lookup(reference)?;
-        let mut total = count(&spec.doc.raw)?;
+        let readme = spec.doc.tokens().map_err(SpecsError::Internal)?;
+        let mut total = readme;
         let mut subs = Vec::new();
         if let Some(folder) = spec.file.parent() {
             for sub in &spec.sub_specs {
@@ -539,12 +554,13 @@ pub(crate) fn tokens(
             }
         }
         let mut item = entry(Some(&spec.id), &spec.rel_file, total);
-        item["readmeTokens"] = count(&spec.doc.raw)?.into();
+        item["readmeTokens"] = readme.into();
         item["subSpecs"] = Value::Array(subs);
         items.push(item);
     } else {
         for spec in &snap.specs {
-            items.push(entry(Some(&spec.id), &spec.rel_file, count(&spec.doc.raw)?));
+            let n = spec.doc.tokens().map_err(SpecsError::Internal)?;
+            items.push(entry(Some(&spec.id), &spec.rel_file, n));
         }
     }
     let total: usize = items

@@ -344,6 +344,7 @@ pub(crate) fn parse_doc(raw: String, id: &str) -> Result<Doc, (usize, String)> {
         content_hash,
         search,
         raw,
+        tokens: std::sync::OnceLock::new(),
     })
 }
 

@@ -8,15 +8,16 @@
 
 use std::sync::Arc;
 
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use toolmux_core::{ToolAnnotations, ToolDescriptor};
 
 use crate::Inner;
-use crate::body::{MatchMode, SectionMode};
 use crate::error::SpecsError;
 use crate::read::{self, ListFilter};
 use crate::store::Snapshot;
-use crate::update::{self, CreateArgs, LinkType, UpdateArgs};
+use crate::update::{self, CreateArgs, LinkType};
 
 pub(crate) const SOURCE_ID: &str = "specs";
 
@@ -430,35 +431,74 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
     ]
 }
 
-fn opt_str(args: &Map<String, Value>, key: &str) -> Option<String> {
-    args.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
-fn str_list(args: &Map<String, Value>, key: &str) -> Vec<String> {
-    args.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
+/// A call's arguments as the tool's argument struct. The hub has checked them against the
+/// input schema already; this names the field when they still do not fit.
+fn parse<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T, SpecsError> {
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        SpecsError::Invalid(if path == "." {
+            inner.to_string()
+        } else {
+            format!("`{path}`: {inner}")
         })
-        .unwrap_or_default()
+    })
 }
 
-fn req_str(args: &Map<String, Value>, key: &str) -> Result<String, SpecsError> {
-    opt_str(args, key).ok_or_else(|| SpecsError::Invalid(format!("`{key}` is required")))
+/// `spec_view`'s, `spec_validate`'s and `spec_tokens`'s arguments.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OneSpec {
+    spec: Option<String>,
+    file: Option<String>,
 }
 
-fn filter(args: &Map<String, Value>) -> ListFilter {
-    ListFilter {
-        status: opt_str(args, "status"),
-        tags: str_list(args, "tags"),
-        any_tag: opt_str(args, "tagMatch").as_deref() == Some("any"),
-        priority: opt_str(args, "priority"),
-        assignee: opt_str(args, "assignee"),
-        parent: opt_str(args, "parent"),
-    }
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+    #[serde(default = "default_limit")]
+    limit: u64,
+}
+
+fn default_limit() -> u64 {
+    10
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BoardArgs {
+    #[serde(default = "default_group")]
+    group_by: String,
+    #[serde(flatten)]
+    filter: ListFilter,
+}
+
+fn default_group() -> String {
+    "status".into()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum LinkAction {
+    View,
+    Add,
+    Remove,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RelationshipArgs {
+    spec: String,
+    #[serde(default = "view")]
+    action: LinkAction,
+    #[serde(rename = "type")]
+    link: Option<LinkType>,
+    target: Option<String>,
+}
+
+fn view() -> LinkAction {
+    LinkAction::View
 }
 
 /// Runs `f` on a fresh snapshot while holding the specs directory's lock (this process's
@@ -492,49 +532,44 @@ fn run_known(
     tool: &str,
     args: &Map<String, Value>,
 ) -> Result<(Value, String), SpecsError> {
-    let snap = inner.store.snapshot()?;
+    // Creates and link edits take their snapshot under the specs directory's lock; every
+    // other tool reads the one taken when it starts.
+    let snapshot = || inner.store.snapshot();
     match tool {
-        "spec_list" => read::list(&snap, &filter(args)),
-        "spec_view" => read::view(&snap, &req_str(args, "spec")?),
-        "spec_search" => {
-            let limit = args
-                .get("limit")
-                .and_then(Value::as_u64)
-                .map_or(10, |l| usize::try_from(l).unwrap_or(usize::MAX));
-            read::search(&snap, &req_str(args, "query")?, limit)
+        "spec_list" => read::list(&*snapshot()?, &parse(args)?),
+        "spec_view" => {
+            let OneSpec { spec, .. } = parse(args)?;
+            let spec = spec.ok_or_else(|| SpecsError::Invalid("`spec` is required".into()))?;
+            read::view(&*snapshot()?, &spec)
         }
-        "spec_board" => read::board(
-            &snap,
-            args.get("groupBy")
-                .and_then(Value::as_str)
-                .unwrap_or("status"),
-            &filter(args),
-        ),
-        "spec_stats" => read::stats(&snap),
-        "spec_validate" => read::validate(
-            &snap,
-            opt_str(args, "spec").as_deref(),
-            &inner.config.limits,
-        ),
-        "spec_tokens" => read::tokens(
-            &snap,
-            &inner.project,
-            opt_str(args, "spec").as_deref(),
-            opt_str(args, "file").as_deref(),
-        ),
+        "spec_search" => {
+            let SearchArgs { query, limit } = parse(args)?;
+            read::search(
+                &*snapshot()?,
+                &query,
+                usize::try_from(limit).unwrap_or(usize::MAX),
+            )
+        }
+        "spec_board" => {
+            let BoardArgs { group_by, filter } = parse(args)?;
+            read::board(&*snapshot()?, &group_by, &filter)
+        }
+        "spec_stats" => read::stats(&*snapshot()?),
+        "spec_validate" => {
+            let OneSpec { spec, .. } = parse(args)?;
+            read::validate(&*snapshot()?, spec.as_deref(), &inner.config.limits)
+        }
+        "spec_tokens" => {
+            let OneSpec { spec, file } = parse(args)?;
+            read::tokens(
+                &*snapshot()?,
+                &inner.project,
+                spec.as_deref(),
+                file.as_deref(),
+            )
+        }
         "spec_create" => {
-            let args = CreateArgs {
-                name: req_str(args, "name")?,
-                title: opt_str(args, "title"),
-                status: opt_str(args, "status"),
-                priority: opt_str(args, "priority"),
-                template: opt_str(args, "template"),
-                content: opt_str(args, "content"),
-                tags: str_list(args, "tags"),
-                parent: opt_str(args, "parent"),
-                depends_on: str_list(args, "dependsOn"),
-                assignee: opt_str(args, "assignee"),
-            };
+            let args: CreateArgs = parse(args)?;
             // The next number is the highest plus one: two creates must not both take it, so
             // they serialise on the specs directory and each numbers from what is on disk then.
             let created = with_specs_dir_locked(inner, |snap| {
@@ -544,89 +579,7 @@ fn run_known(
             Ok((created, text))
         }
         "spec_update" => {
-            let items = |key: &str| {
-                args.get(key)
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default()
-            };
-            let mut replacements = Vec::new();
-            for r in items("replacements") {
-                let mode = match r.get("matchMode").and_then(Value::as_str) {
-                    None | Some("unique") => MatchMode::Unique,
-                    Some("all") => MatchMode::All,
-                    Some("first") => MatchMode::First,
-                    Some(other) => {
-                        return Err(SpecsError::Invalid(format!("invalid matchMode `{other}`")));
-                    }
-                };
-                replacements.push((
-                    r.get("oldString")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    r.get("newString")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    mode,
-                ));
-            }
-            let mut sections = Vec::new();
-            for s in items("sectionUpdates") {
-                let mode = match s.get("mode").and_then(Value::as_str) {
-                    None | Some("replace") => SectionMode::Replace,
-                    Some("append") => SectionMode::Append,
-                    Some("prepend") => SectionMode::Prepend,
-                    Some(other) => {
-                        return Err(SpecsError::Invalid(format!(
-                            "invalid section mode `{other}`"
-                        )));
-                    }
-                };
-                sections.push((
-                    s.get("section")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    s.get("content")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    mode,
-                ));
-            }
-            let checklist = items("checklistToggles")
-                .iter()
-                .map(|c| {
-                    (
-                        c.get("itemText")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string(),
-                        c.get("checked").and_then(Value::as_bool).unwrap_or(true),
-                    )
-                })
-                .collect();
-            let updated = update::update(
-                &inner.store,
-                &inner.locks,
-                &snap,
-                &req_str(args, "spec")?,
-                UpdateArgs {
-                    status: opt_str(args, "status"),
-                    priority: opt_str(args, "priority"),
-                    assignee: opt_str(args, "assignee"),
-                    add_tags: str_list(args, "addTags"),
-                    remove_tags: str_list(args, "removeTags"),
-                    replacements,
-                    sections,
-                    checklist,
-                    content: opt_str(args, "content"),
-                    expected_hash: opt_str(args, "expectedContentHash"),
-                    force: args.get("force").and_then(Value::as_bool).unwrap_or(false),
-                },
-            )?;
+            let updated = update::update(&inner.store, &inner.locks, &*snapshot()?, parse(args)?)?;
             let changed: Vec<&str> = updated["changed"]
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
@@ -640,52 +593,48 @@ fn run_known(
             Ok((updated, text))
         }
         "spec_relationships" => {
-            let reference = req_str(args, "spec")?;
-            let action = opt_str(args, "action").unwrap_or_else(|| "view".into());
-            if action == "view" {
-                let spec = snap.lookup(&reference)?;
-                let ids = |v: Vec<&crate::model::Spec>| {
-                    v.into_iter().map(|s| s.id.clone()).collect::<Vec<_>>()
-                };
-                let value = json!({
-                    "id": spec.id,
-                    "action": "view",
-                    "parent": spec.parent,
-                    "children": ids(snap.children(&spec.id)),
-                    "dependsOn": spec.meta().depends_on,
-                    "requiredBy": ids(snap.required_by(&spec.id)),
-                });
-                let text = format!(
-                    "{}: parent {}; children {}; depends on {}; required by {}",
-                    spec.id,
-                    value["parent"],
-                    value["children"],
-                    value["dependsOn"],
-                    value["requiredBy"]
-                );
-                return Ok((value, text));
-            }
-            let add = match action.as_str() {
-                "add" => true,
-                "remove" => false,
-                other => {
-                    return Err(SpecsError::Invalid(format!(
-                        "invalid action `{other}` (view, add or remove)"
-                    )));
+            let RelationshipArgs {
+                spec: reference,
+                action,
+                link,
+                target,
+            } = parse(args)?;
+            let add = match action {
+                LinkAction::View => {
+                    let snap = snapshot()?;
+                    let spec = snap.lookup(&reference)?;
+                    let ids = |v: Vec<&crate::model::Spec>| {
+                        v.into_iter().map(|s| s.id.clone()).collect::<Vec<_>>()
+                    };
+                    let value = json!({
+                        "id": spec.id,
+                        "action": "view",
+                        "parent": spec.parent,
+                        "children": ids(snap.children(&spec.id)),
+                        "dependsOn": spec.meta().depends_on,
+                        "requiredBy": ids(snap.required_by(&spec.id)),
+                    });
+                    let text = format!(
+                        "{}: parent {}; children {}; depends on {}; required by {}",
+                        spec.id,
+                        value["parent"],
+                        value["children"],
+                        value["dependsOn"],
+                        value["requiredBy"]
+                    );
+                    return Ok((value, text));
                 }
+                LinkAction::Add => true,
+                LinkAction::Remove => false,
             };
-            let link = match opt_str(args, "type").as_deref() {
-                Some("parent") => LinkType::Parent,
-                Some("child") => LinkType::Child,
-                Some("depends_on") => LinkType::DependsOn,
-                _ => {
-                    return Err(SpecsError::Invalid(
-                        "`type` (parent, child or depends_on) is required to add or remove a link"
-                            .into(),
-                    ));
-                }
-            };
-            let target = req_str(args, "target")?;
+            let link = link.ok_or_else(|| {
+                SpecsError::Invalid(
+                    "`type` (parent, child or depends_on) is required to add or remove a link"
+                        .into(),
+                )
+            })?;
+            let target =
+                target.ok_or_else(|| SpecsError::Invalid("`target` is required".into()))?;
             // A cycle is judged on every spec's links: two link edits checked against the same
             // old snapshot could together close one, so they serialise on the specs directory
             // and each checks what is on disk then.

@@ -9,6 +9,7 @@ use std::fs;
 use std::path::Path;
 
 use chrono::{SecondsFormat, Utc};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use toolmux_workspace::ProjectRoot;
 
@@ -112,7 +113,7 @@ pub(crate) fn edit_spec(
                 editor.set_str("completed_at", &now);
             }
         }
-        let yaml = editor.render().map_err(SpecsError::Invalid)?;
+        let yaml = editor.render().map_err(SpecsError::Internal)?;
         let new_body = change.body.as_deref().unwrap_or(split.body);
         let yaml_end = split.yaml_start + split.yaml.len();
         let text = format!(
@@ -132,20 +133,57 @@ pub(crate) fn edit_spec(
     written
 }
 
-/// The arguments of `spec_update`.
-#[derive(Debug, Default)]
+/// The arguments of `spec_update`, as its input schema names them.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct UpdateArgs {
+    pub spec: String,
     pub status: Option<String>,
     pub priority: Option<String>,
     pub assignee: Option<String>,
+    #[serde(default)]
     pub add_tags: Vec<String>,
+    #[serde(default)]
     pub remove_tags: Vec<String>,
-    pub replacements: Vec<(String, String, MatchMode)>,
-    pub sections: Vec<(String, String, SectionMode)>,
-    pub checklist: Vec<(String, bool)>,
+    #[serde(default)]
+    pub replacements: Vec<Replacement>,
+    #[serde(default, rename = "sectionUpdates")]
+    pub sections: Vec<SectionUpdate>,
+    #[serde(default, rename = "checklistToggles")]
+    pub checklist: Vec<ChecklistToggle>,
     pub content: Option<String>,
+    #[serde(rename = "expectedContentHash")]
     pub expected_hash: Option<String>,
+    #[serde(default)]
     pub force: bool,
+}
+
+/// One text replacement of `spec_update`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Replacement {
+    pub old_string: String,
+    pub new_string: String,
+    #[serde(default)]
+    pub match_mode: MatchMode,
+}
+
+/// One section edit of `spec_update`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct SectionUpdate {
+    pub section: String,
+    pub content: String,
+    #[serde(default)]
+    pub mode: SectionMode,
+}
+
+/// One checklist toggle of `spec_update`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct ChecklistToggle {
+    pub item_text: String,
+    pub checked: bool,
 }
 
 /// `spec_update`.
@@ -153,10 +191,9 @@ pub(crate) fn update(
     store: &Store,
     locks: &Locks,
     snap: &Snapshot,
-    reference: &str,
     args: UpdateArgs,
 ) -> Result<Value, SpecsError> {
-    let spec = snap.lookup(reference)?;
+    let spec = snap.lookup(&args.spec)?;
     let status = args
         .status
         .as_deref()
@@ -207,23 +244,24 @@ pub(crate) fn update(
             new_body = body::replace_keeping_title(cur.body, content, cur.eol);
             changed.push("content".into());
         } else {
-            for (old, new, mode) in &args.replacements {
-                let new = body::to_eol(new, cur.eol);
-                let (next, lines) =
-                    body::replace(&new_body, old, &new, *mode).map_err(SpecsError::Invalid)?;
-                new_body = next;
-                replaced.push(json!({"oldString": old, "lines": lines}));
-            }
-            for (section, content, mode) in &args.sections {
-                new_body = body::update_section(&new_body, section, content, *mode, cur.eol)
-                    .map_err(SpecsError::Invalid)?;
-                changed.push(format!("section {section}"));
-            }
-            for (item, checked) in &args.checklist {
-                let (next, line) = body::toggle_checklist(&new_body, item, *checked, cur.eol)
+            for r in &args.replacements {
+                let new = body::to_eol(&r.new_string, cur.eol);
+                let (next, lines) = body::replace(&new_body, &r.old_string, &new, r.match_mode)
                     .map_err(SpecsError::Invalid)?;
                 new_body = next;
-                toggled.push(json!({"itemText": item, "checked": checked, "line": line}));
+                replaced.push(json!({"oldString": r.old_string, "lines": lines}));
+            }
+            for s in &args.sections {
+                new_body = body::update_section(&new_body, &s.section, &s.content, s.mode, cur.eol)
+                    .map_err(SpecsError::Invalid)?;
+                changed.push(format!("section {}", s.section));
+            }
+            for c in &args.checklist {
+                let (next, line) =
+                    body::toggle_checklist(&new_body, &c.item_text, c.checked, cur.eol)
+                        .map_err(SpecsError::Invalid)?;
+                new_body = next;
+                toggled.push(json!({"itemText": c.item_text, "checked": c.checked, "line": line}));
             }
         }
         if !replaced.is_empty() {
@@ -326,8 +364,9 @@ pub(crate) fn update(
     }))
 }
 
-/// The arguments of `spec_create`.
-#[derive(Debug, Default)]
+/// The arguments of `spec_create`, as its input schema names them.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CreateArgs {
     pub name: String,
     pub title: Option<String>,
@@ -335,8 +374,10 @@ pub(crate) struct CreateArgs {
     pub priority: Option<String>,
     pub template: Option<String>,
     pub content: Option<String>,
+    #[serde(default)]
     pub tags: Vec<String>,
     pub parent: Option<String>,
+    #[serde(default)]
     pub depends_on: Vec<String>,
     pub assignee: Option<String>,
 }
@@ -537,7 +578,8 @@ fn fill(
 }
 
 /// The kinds of link `spec_relationships` manages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum LinkType {
     Parent,
     Child,

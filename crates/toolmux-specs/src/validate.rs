@@ -11,7 +11,6 @@ use chrono::NaiveDate;
 use crate::discovery::Limits;
 use crate::frontmatter;
 use crate::model::{BrokenSpec, Spec};
-use crate::tokens;
 
 /// How serious a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,7 +192,7 @@ pub fn validate(spec: &Spec, limits: &Limits) -> Result<Vec<Finding>, String> {
             ),
         ));
     }
-    let count = tokens::count(raw)?;
+    let count = spec.doc.tokens()?;
     if count > limits.max_tokens {
         out.push(finding(
             Error,

@@ -129,6 +129,13 @@ fn every_change_is_seen_after_a_settled_call() {
         json!([{"name": "DESIGN.md", "size": 15}])
     );
     assert_eq!(call(&pack, "spec_stats", json!({}))["subSpecs"], 1);
+    // ... and edited keeping its size: only its time tells, and the version still moves (a
+    // subscriber to the spec's resources must hear of it).
+    let v = settled_call(dir.path(), &pack);
+    write(&specs.join("004-delta/DESIGN.md"), "# Design\n\nMORE\n");
+    assert!(pack.version().unwrap() > v);
+    let tokens = call(&pack, "spec_tokens", json!({"spec": "4"}));
+    assert_eq!(tokens["items"][0]["subSpecs"][0]["name"], "DESIGN.md");
 
     // A spec nested in another's folder.
     settled_call(dir.path(), &pack);

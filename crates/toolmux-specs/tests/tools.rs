@@ -719,3 +719,152 @@ fn a_template_is_read_beneath_the_project_only() {
         "invalid template `../x.md`"
     );
 }
+
+/// The findings of one spec as (severity, rule, line, message).
+fn findings(report: &Value, id: &str) -> Vec<(String, String, u64, String)> {
+    let spec = report["specs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("{id} in {report}"));
+    spec["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["severity"].as_str().unwrap().to_string(),
+                i["rule"].as_str().unwrap().to_string(),
+                i["line"].as_u64().unwrap(),
+                i["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn validate_applies_the_configured_limits_and_the_remaining_rules_with_exact_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        &dir.path().join(".lean-spec/config.json"),
+        r#"{"validation": {"maxLines": 6, "warnLines": 4, "maxTokens": 60, "warnTokens": 25}}"#,
+    );
+    // No title, an empty dependency, 7 body lines: over maxLines.
+    write(
+        &dir.path().join("specs/001-untitled/README.md"),
+        "---\nstatus: planned\ncreated: 2025-01-02\ndepends_on: ['']\n---\n\nno heading here\n\n## Plan\n\nstep\n\nmore\n",
+    );
+    // Five body lines (over warnLines only) and more tokens than warnTokens, fewer than maxTokens.
+    write(
+        &dir.path().join("specs/002-wordy/README.md"),
+        "---\nstatus: planned\ncreated: 2025-01-02\n---\n\n# Wordy\none two three four five six seven\n## Plan\neight nine ten eleven twelve\nthirteen fourteen\n",
+    );
+    // Far over maxTokens, in the legacy archived folder.
+    let mut big = String::from("---\nstatus: complete\ncreated: 2025-01-02\n---\n\n# Big\n\n");
+    big.push_str(&"lorem ipsum dolor sit amet ".repeat(20));
+    big.push('\n');
+    write(&dir.path().join("specs/archived/003-big/README.md"), &big);
+    let pack = open(dir.path());
+    let report = call(&pack, "spec_validate", json!({}));
+    let tokens = |id: &str| {
+        call(&pack, "spec_tokens", json!({"spec": id}))["items"][0]["readmeTokens"]
+            .as_u64()
+            .unwrap()
+    };
+    let f = |s: &str, r: &str, l: u64, m: &str| (s.to_string(), r.to_string(), l, m.to_string());
+
+    let untitled = tokens("001");
+    assert!(untitled > 25 && untitled <= 60, "{untitled}");
+    assert_eq!(
+        findings(&report, "001-untitled"),
+        [
+            f(
+                "warning",
+                "warn-tokens",
+                1,
+                &format!("the spec has {untitled} tokens, over 25 (maximum 60)")
+            ),
+            f(
+                "error",
+                "depends-on-empty",
+                4,
+                "`depends_on` has an empty entry"
+            ),
+            f("error", "no-title", 7, "the spec has no `# ` title heading"),
+            f(
+                "error",
+                "max-lines",
+                7,
+                "the spec has 7 lines, over the maximum of 6; split it"
+            ),
+        ]
+    );
+    let wordy = tokens("002");
+    assert!(wordy > 25 && wordy <= 60, "{wordy}");
+    assert_eq!(
+        findings(&report, "002-wordy"),
+        [
+            f(
+                "warning",
+                "warn-tokens",
+                1,
+                &format!("the spec has {wordy} tokens, over 25 (maximum 60)")
+            ),
+            f(
+                "warning",
+                "warn-lines",
+                6,
+                "the spec has 5 lines, over 4 (maximum 6); consider splitting it"
+            ),
+        ]
+    );
+    let big = tokens("003");
+    assert!(big > 60, "{big}");
+    assert_eq!(
+        findings(&report, "003-big"),
+        [
+            f(
+                "error",
+                "max-tokens",
+                1,
+                &format!("the spec has {big} tokens, over the maximum of 60; split it")
+            ),
+            f(
+                "warning",
+                "legacy-archived",
+                1,
+                "the spec is in the legacy `archived/` folder; set `status: archived` instead"
+            ),
+        ]
+    );
+    assert_eq!(report["valid"], false);
+    assert_eq!(report["errors"], 4);
+    assert_eq!(report["warnings"], 4);
+}
+
+#[test]
+fn token_ratings_cover_every_band_on_real_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        &dir.path().join("specs/001-a/README.md"),
+        "---\nstatus: planned\ncreated: 2025-01-02\n---\n\n# A\n",
+    );
+    // "word " is one cl100k token per repetition, so these land in the warning and excessive bands.
+    write(&dir.path().join("warning.md"), &"word ".repeat(4000));
+    write(&dir.path().join("excessive.md"), &"word ".repeat(6000));
+    let pack = open(dir.path());
+    let rating = |file: &str| {
+        let out = call(&pack, "spec_tokens", json!({"file": file}));
+        (
+            out["items"][0]["tokens"].as_u64().unwrap(),
+            out["items"][0]["rating"].as_str().unwrap().to_string(),
+        )
+    };
+    let (n, r) = rating("warning.md");
+    assert!((3501..=5000).contains(&n), "{n}");
+    assert_eq!(r, "warning");
+    let (n, r) = rating("excessive.md");
+    assert!(n > 5000, "{n}");
+    assert_eq!(r, "excessive");
+}

@@ -12,7 +12,10 @@ use serde_json::Value;
 pub struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
+    /// The body as text (lossy: see `bytes` for a compressed one).
     pub body: String,
+    /// The body's bytes, as sent (after de-chunking).
+    pub bytes: Vec<u8>,
 }
 
 impl Response {
@@ -20,6 +23,15 @@ impl Response {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+
+    /// Every value of a header, by case-insensitive name (`Set-Cookie` comes once a cookie).
+    pub fn headers_named(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 
     /// A header's value, by case-insensitive name.
@@ -100,6 +112,7 @@ fn parse(raw: &[u8]) -> Response {
         status,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+        bytes: body,
     }
 }
 

@@ -1,6 +1,8 @@
 //! `toolmux serve` in the background, for the tests of its REST API and its `/mcp` endpoint:
 //! started on a free port in a [`TestProject`] that drives the binary, spoken to with the
-//! [`http`](crate::http) client.
+//! [`http`](crate::http) client. Every route but health, the auth routes and the web app's page
+//! needs a credential, so requests carry one: the project's local token, which `serve` prints
+//! in the web app's URL when no key is configured, else [`KEY`].
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -27,6 +29,10 @@ pub struct Served {
     pub address: String,
     /// Everything the server wrote on stderr after its first line, so far.
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    /// The local token from the web app's URL, when the server made one.
+    pub token: Option<String>,
+    /// The web app's URL as the server printed it.
+    pub web_url: String,
 }
 
 impl Served {
@@ -56,9 +62,26 @@ impl Served {
             .and_then(|rest| rest.strip_suffix("/mcp"))
             .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
             .to_string();
+        // The lines up to the web app's URL, which names the local token.
+        let mut head = String::new();
+        let web_url = loop {
+            let mut line = String::new();
+            let read = stderr.read_line(&mut line).expect("read stderr");
+            assert!(
+                read > 0,
+                "the server ended before printing its web app URL:\n{head}"
+            );
+            head.push_str(&line);
+            if let Some(url) = line.trim().strip_prefix("toolmux web app: ") {
+                break url.to_string();
+            }
+        };
+        let token = web_url
+            .split_once("#token=")
+            .map(|(_, token)| token.to_string());
         // Keep draining stderr so the server never blocks on a full pipe, keeping it for
         // tests that read the server's warnings.
-        let kept = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = std::sync::Arc::new(std::sync::Mutex::new(head));
         let sink = kept.clone();
         std::thread::spawn(move || {
             let mut line = String::new();
@@ -73,7 +96,19 @@ impl Served {
             child,
             address,
             stderr: kept,
+            token,
+            web_url,
         }
+    }
+
+    /// The credential a client of this server sends: the local token, else [`KEY`].
+    pub fn credential(&self) -> &str {
+        self.token.as_deref().unwrap_or(KEY)
+    }
+
+    /// `Bearer <credential>`, for an `Authorization` header (the Python client's `headers`).
+    pub fn authorization(&self) -> String {
+        format!("Bearer {}", self.credential())
     }
 
     /// What the server wrote on stderr so far (after the line with its address).
@@ -81,9 +116,9 @@ impl Served {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
-    /// Sends a request with the key and an optional JSON body.
+    /// Sends a request with the [credential](Self::credential) and an optional JSON body.
     pub fn send(&self, method: &str, path: &str, body: Option<&str>) -> Response {
-        let auth = format!("Bearer {KEY}");
+        let auth = self.authorization();
         self.request(
             method,
             path,
@@ -132,20 +167,25 @@ impl Served {
         request(&self.address, method, path, headers, body)
     }
 
-    /// `GET path` without a key.
+    /// `GET path` with the [credential](Self::credential).
     pub fn get(&self, path: &str) -> Response {
+        self.get_with_key(path)
+    }
+
+    /// `GET path` with no credential at all.
+    pub fn get_anonymous(&self, path: &str) -> Response {
         self.request("GET", path, &[], None)
     }
 
-    /// `GET path` with the key.
+    /// `GET path` with the [credential](Self::credential).
     pub fn get_with_key(&self, path: &str) -> Response {
-        let auth = format!("Bearer {KEY}");
+        let auth = self.authorization();
         self.request("GET", path, &[("Authorization", &auth)], None)
     }
 
-    /// `POST path` with the key and a JSON body.
+    /// `POST path` with the [credential](Self::credential) and a JSON body.
     pub fn post(&self, path: &str, body: &str) -> Response {
-        let auth = format!("Bearer {KEY}");
+        let auth = self.authorization();
         self.request(
             "POST",
             path,

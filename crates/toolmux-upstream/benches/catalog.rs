@@ -54,6 +54,7 @@ fn tool(server: usize, i: usize) -> CachedTool {
             ToolAnnotations::default()
         },
         note: None,
+        internal: false,
     }
 }
 

@@ -71,6 +71,10 @@ pub struct CachedTool {
     /// What sanitising changed, when it changed more than dropping keywords.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The server marks it internal (`_meta._internal: true`): for trusted callers only, never
+    /// offered to a model or an MCP client.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub internal: bool,
 }
 
 /// One server's cache file.
@@ -286,6 +290,7 @@ mod tests {
             output_schema: None,
             annotations: ToolAnnotations::read_only(),
             note: None,
+            internal: false,
         });
         record.write(&paths.cache).expect("write");
         assert_eq!(DiscoveryRecord::read(&paths.cache), Some(record));

@@ -267,6 +267,16 @@ impl ClientHandler for Handler {
     }
 }
 
+/// Why a tool call got no result, split by whether the request left toolmux: one that never
+/// did cannot have run, so it may always be made again.
+#[derive(Debug)]
+pub(crate) enum CallFailure {
+    /// The request was never sent: the connection was gone (or could not take it) first.
+    NotSent(ServiceError),
+    /// It was sent; the error is the server's answer or the connection ending before one.
+    Sent(ServiceError),
+}
+
 /// Sends `notifications/cancelled` for a request whose caller stopped waiting (a timeout, a
 /// cancelled call), unless disarmed by clearing `id` once the answer came.
 struct CancelIfAbandoned {
@@ -585,7 +595,7 @@ impl Connection {
         tool: &str,
         arguments: JsonObject,
         caller: Option<(Option<String>, Arc<dyn Backchannel>)>,
-    ) -> Result<CallToolResult, ServiceError> {
+    ) -> Result<CallToolResult, CallFailure> {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         // Registered before it is sent, so that whatever the server sends about it finds it.
         let registered = self.callers.register(caller);
@@ -597,7 +607,8 @@ impl Connection {
                 ClientRequest::CallToolRequest(CallToolRequest::new(params)),
                 PeerRequestOptions::no_options(),
             )
-            .await?;
+            .await
+            .map_err(CallFailure::NotSent)?;
         registered.sent(handle.progress_token.clone(), handle.id.clone());
         let mut abandoned = CancelIfAbandoned {
             peer: self.peer.clone(),
@@ -613,9 +624,9 @@ impl Connection {
         if matches!(answered, Ok(_) | Err(ServiceError::McpError(_))) {
             self.fault.answered();
         }
-        match answered? {
+        match answered.map_err(CallFailure::Sent)? {
             ServerResult::CallToolResult(result) => Ok(result),
-            _ => Err(ServiceError::UnexpectedResponse),
+            _ => Err(CallFailure::Sent(ServiceError::UnexpectedResponse)),
         }
     }
 

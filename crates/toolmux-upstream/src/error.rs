@@ -78,6 +78,23 @@ pub enum UpstreamError {
         /// The server's name.
         server: String,
     },
+    /// A per-client server has as many client sessions open as it may have.
+    #[error(
+        "MCP server `{server}` is serving {max} client sessions, as many as it may \
+         (`maxSessions`); close a session (or raise `maxSessions`) and call again"
+    )]
+    TooManySessions {
+        /// The server's name.
+        server: String,
+        /// Its `maxSessions`.
+        max: usize,
+    },
+    /// The caller's session ended while its call waited for the session's connection.
+    #[error("MCP server `{server}`: the client session ended before the call could start")]
+    SessionEnded {
+        /// The server's name.
+        server: String,
+    },
     /// The discovery cache could not be written.
     #[error("MCP server `{server}`: cannot write the discovery cache `{path}`: {message}")]
     Cache {

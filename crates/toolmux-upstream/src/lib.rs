@@ -38,5 +38,5 @@ pub use names::{MAX_NAME_LEN, registry_names};
 pub use relay::{Relay, RelayError, Relayed, Unknown};
 pub use schema::{MAX_SCHEMA_BYTES, Sanitised, input_schema, output_schema};
 pub use servers::{ApplyReport, Upstreams, state_dir};
-pub use source::{Backoff, DiscoveryOutcome, ServerSpec, UpstreamSource};
+pub use source::{Backoff, CALL_RETRIES, DiscoveryOutcome, ServerSpec, UpstreamSource};
 pub use sse::{SseError, SseTransport};

@@ -138,6 +138,8 @@ impl From<UpstreamError> for RelayError {
             | UpstreamError::Unavailable { .. }
             | UpstreamError::Disabled { .. }
             | UpstreamError::Retired { .. }
+            | UpstreamError::TooManySessions { .. }
+            | UpstreamError::SessionEnded { .. }
             | UpstreamError::Cache { .. } => RelayError::Unavailable(error),
         }
     }

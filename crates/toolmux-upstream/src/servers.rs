@@ -2,8 +2,9 @@
 //! configuration, discover the stale ones in the background, follow configuration changes
 //! while running ([`Upstreams::apply`]), and stop them all on exit.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use futures::future::join_all;
 use serde_json::Value;
@@ -29,6 +30,9 @@ pub struct Upstreams {
     discoveries: TaskTracker,
     /// Fired by [`Upstreams::shutdown`]: background discoveries stop where they are.
     stopping: CancellationToken,
+    /// Servers served per client whatever their configuration says (`serve --pass-through`);
+    /// kept here so that a server replaced by a configuration change is served so too.
+    per_client: Mutex<BTreeSet<String>>,
 }
 
 /// What [`Upstreams::apply`] changed, by server name.
@@ -71,6 +75,7 @@ impl Upstreams {
             runtime: tokio::runtime::Handle::try_current().ok(),
             discoveries: TaskTracker::new(),
             stopping: CancellationToken::new(),
+            per_client: Mutex::default(),
         };
         let servers = upstreams
             .specs(loaded)
@@ -103,7 +108,42 @@ impl Upstreams {
     }
 
     fn source(&self, spec: ServerSpec, loaded: &LoadedConfig) -> UpstreamSource {
-        UpstreamSource::new(spec, &loaded.project_dir, &self.state_dir, self.backoff)
+        let forced = self
+            .per_client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&spec.name);
+        let source = UpstreamSource::new(spec, &loaded.project_dir, &self.state_dir, self.backoff);
+        if forced {
+            source.serve_per_client();
+        }
+        source
+    }
+
+    /// Serves the server `name` per client (see [`UpstreamSource::serve_per_client`]), now and
+    /// after any configuration change: what `serve --pass-through NAME` asks for, since it
+    /// stands in for that one server. A name that is no server (another source) is ignored.
+    pub fn serve_per_client(&self, name: &str) {
+        self.per_client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_string());
+        if let Some(server) = self.get(name) {
+            server.serve_per_client();
+        }
+    }
+
+    /// A downstream session (an MCP session deleted or expired) ended: every server served
+    /// per client closes that session's connection, ending its upstream session or process.
+    pub async fn end_session(&self, session: &str) {
+        let servers = self.servers();
+        join_all(
+            servers
+                .iter()
+                .filter(|s| s.client_sessions() > 0)
+                .map(|s| s.end_session(session)),
+        )
+        .await;
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<UpstreamSource>> {

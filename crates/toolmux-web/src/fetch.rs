@@ -264,9 +264,13 @@ const CHROME: [&str; 12] = [
 /// (the article, without navigation, sidebars and footers), and the whole page without its
 /// chrome when readability finds no article (a short page, a listing).
 pub fn html_to_markdown(html: &str, url: &str) -> (Option<String>, String) {
-    let converter = htmd::HtmlToMarkdown::builder()
-        .skip_tags(CHROME.to_vec())
-        .build();
+    // Built once: the converter holds only its rules, and building them is most of the cost
+    // of converting a short page.
+    static CONVERTER: std::sync::LazyLock<htmd::HtmlToMarkdown> = std::sync::LazyLock::new(|| {
+        htmd::HtmlToMarkdown::builder()
+            .skip_tags(CHROME.to_vec())
+            .build()
+    });
     let article = dom_smoothie::Readability::new(html, Some(url), None)
         .or_else(|_| dom_smoothie::Readability::new(html, None, None))
         .and_then(|mut r| r.parse());
@@ -280,9 +284,12 @@ pub fn html_to_markdown(html: &str, url: &str) -> (Option<String>, String) {
             (None, html.to_string())
         }
     };
-    let markdown = converter
-        .convert(&main_html)
-        .unwrap_or_else(|_| String::from_utf8_lossy(main_html.as_bytes()).into_owned());
+    let markdown = CONVERTER.convert(&main_html).unwrap_or_else(|e| {
+        // htmd fails only on I/O of its own writer; the page is then shown as it came rather
+        // than lost, and the log says why.
+        tracing::warn!(error = %e, url, "converting a page to Markdown failed; returning its HTML");
+        main_html.clone()
+    });
     (title, markdown.trim().to_string())
 }
 

@@ -58,14 +58,22 @@ pub struct FetchSettings {
     pub allow: Vec<String>,
 }
 
+/// The configuration's `urlFetch` section as the fetcher takes it; its defaults are the
+/// section's, so they live in one place.
+impl From<&toolmux_config::UrlFetchSettings> for FetchSettings {
+    fn from(section: &toolmux_config::UrlFetchSettings) -> Self {
+        Self {
+            max_bytes: usize::try_from(section.max_bytes.get()).unwrap_or(usize::MAX),
+            timeout: Duration::from_millis(section.timeout_ms.get()),
+            max_redirects: usize::try_from(section.max_redirects).unwrap_or(usize::MAX),
+            allow: section.allow.clone(),
+        }
+    }
+}
+
 impl Default for FetchSettings {
     fn default() -> Self {
-        Self {
-            max_bytes: 5 * 1024 * 1024,
-            timeout: Duration::from_secs(30),
-            max_redirects: 5,
-            allow: Vec::new(),
-        }
+        Self::from(&toolmux_config::UrlFetchSettings::default())
     }
 }
 
@@ -114,11 +122,6 @@ impl WebPack {
             searcher: search.map(Searcher::new).transpose()?,
             tools: Arc::new(tools),
         })
-    }
-
-    /// The guarded client, for callers that fetch without the hub (the benchmark).
-    pub fn fetcher(&self) -> &Fetcher {
-        &self.fetcher
     }
 
     async fn url_fetch(&self, arguments: &serde_json::Map<String, Value>) -> ToolResult {

@@ -64,6 +64,7 @@ mod file_search;
 mod file_write;
 mod grep;
 mod output;
+mod pins;
 mod reads;
 mod root;
 mod walk;
@@ -77,7 +78,8 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use toolmux_core::{
-    Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolResult,
+    Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolErrorKind,
+    ToolResult,
 };
 
 pub use root::{PathError, ProjectRoot};
@@ -169,6 +171,8 @@ pub(crate) struct Workspace {
     running: Arc<Semaphore>,
     /// What each session has read, for `file_write`'s read-before-replace rule.
     pub(crate) reads: reads::Reads,
+    /// What approvals showed of writes, so that a write carries out what was approved.
+    pins: pins::Pins,
 }
 
 impl WorkspacePack {
@@ -224,6 +228,7 @@ impl WorkspacePack {
                 tools,
                 running,
                 reads: reads::Reads::default(),
+                pins: pins::Pins::default(),
             }),
         })
     }
@@ -247,7 +252,14 @@ impl Workspace {
     ) -> Option<ToolResult> {
         if let Some(plan) = self.plan(tool, arguments, session) {
             return Some(match plan {
-                Ok(plan) => plan.carry_out(self, session),
+                Ok(plan) => {
+                    let key = pins::key(session, tool, arguments);
+                    let shown = || write::preview(&plan.reports, PREVIEW_BYTES);
+                    match self.pins.check(key, &plan.stamps(), shown) {
+                        Ok(()) => plan.carry_out(self, session),
+                        Err(moved) => ToolResult::failure(Some(ToolErrorKind::Conflict), moved),
+                    }
+                }
                 Err(refused) => refused,
             });
         }
@@ -309,7 +321,12 @@ impl Source for WorkspacePack {
             let plan = workspace.plan(&tool, &arguments, session.as_deref())?;
             drop(turn);
             Some(match plan {
-                Ok(plan) => write::preview(&plan.reports, PREVIEW_BYTES),
+                Ok(plan) => {
+                    let shown = write::preview(&plan.reports, PREVIEW_BYTES);
+                    let key = pins::key(session.as_deref(), &tool, &arguments);
+                    workspace.pins.pin(key, plan.stamps(), shown.clone());
+                    shown
+                }
                 Err(refused) => format!("(the call would fail: {})", refused.text_content()),
             })
         })

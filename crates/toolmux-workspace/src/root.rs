@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
+use toolmux_config::{Commit, stage_in};
 
 /// The longest path accepted, in bytes (Linux's `PATH_MAX`).
 const MAX_PATH_BYTES: usize = 4096;
@@ -305,6 +306,41 @@ impl ProjectRoot {
             .read_to_string(&mut text)
             .map_err(|e| refused(e.to_string()))?;
         Ok(text)
+    }
+
+    /// Writes `text` to the file at `user_path` as the workspace's write tools write: resolved
+    /// beneath the root (never into `.git` or toolmux's state), missing directories made
+    /// beneath it, the bytes staged beside the target and renamed over it, an existing file
+    /// keeping its permissions. For packs other than the workspace's that write a file a
+    /// caller names (an ACP agent's `fs/write_text_file`). Returns the absolute path written.
+    pub fn write_text(&self, user_path: &str, text: &str) -> Result<PathBuf, PathError> {
+        let target = self.resolve_for_write(user_path)?;
+        let failed = |e: io::Error| io_error(user_path, e);
+        let dir =
+            self.open_parent(&target, user_path, true)?
+                .ok_or_else(|| PathError::NotFound {
+                    path: user_path.to_string(),
+                })?;
+        let dir = Arc::new(dir);
+        let existing = rustix::fs::statat(
+            dir.as_ref(),
+            target.name.as_os_str(),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        );
+        let (mode, how) = match existing {
+            Ok(stat) if rustix::fs::FileType::from_raw_mode(stat.st_mode).is_dir() => {
+                return Err(PathError::NotAFile {
+                    path: user_path.to_string(),
+                });
+            }
+            Ok(stat) => (Some(stat.st_mode), Commit::Replace),
+            Err(_) => (None, Commit::New),
+        };
+        stage_in(&dir, &target.name, text.as_bytes(), mode, how)
+            .and_then(|mut staged| staged.commit())
+            .map_err(failed)?;
+        dir.sync_all().map_err(failed)?;
+        Ok(target.path)
     }
 
     /// Opens `abs` (a path [`ProjectRoot::resolve`] returned, or one a walker found under
@@ -601,122 +637,6 @@ impl ProjectRoot {
         }
         Ok(resolved)
     }
-}
-
-/// How a temporary file written by [`stage_in`] takes its name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Commit {
-    /// Renamed over the file there (`renameat`): the old one is replaced whole.
-    Replace,
-    /// Linked to the name, which must be free (`linkat` never replaces), then unlinked.
-    New,
-}
-
-/// A temporary file written and flushed beside its target, waiting for [`Staged::commit`].
-/// Dropped uncommitted, it is removed.
-#[derive(Debug)]
-pub(crate) struct Staged {
-    dir: Arc<File>,
-    temp: OsString,
-    name: OsString,
-    how: Commit,
-    done: bool,
-}
-
-/// The first half of toolmux's one way to write a file (`toolmux_config::write_atomic`: a
-/// temporary file beside the target, written and flushed, then renamed over it, then the
-/// directory flushed), done through a descriptor of the directory instead of a path. The
-/// path-based writer resolves its target by name at each step, so a directory swapped for a
-/// link between the check and the write would lead it outside the root; here every step
-/// (`openat` with `O_EXCL | O_NOFOLLOW`, `renameat`, `linkat`) is relative to the directory
-/// opened beneath the root, and a link put in the file's place is replaced, never followed.
-/// `mode` keeps an existing file's permissions; a new file gets `0o666` less the umask.
-pub(crate) fn stage_in(
-    dir: &Arc<File>,
-    name: &OsStr,
-    bytes: &[u8],
-    mode: Option<u32>,
-    how: Commit,
-) -> io::Result<Staged> {
-    use std::io::Write;
-    use std::sync::atomic::AtomicU64;
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let pid = std::process::id();
-    let (temp, file) = loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let mut temp = OsString::from(".");
-        temp.push(name);
-        temp.push(format!(".{pid}.{n}.tmp"));
-        match rustix::fs::openat(
-            dir.as_ref(),
-            temp.as_os_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o666),
-        ) {
-            Ok(fd) => break (temp, File::from(fd)),
-            // Left behind by a process with the same id that died; try the next name.
-            Err(Errno::EXIST) if n < u64::from(u16::MAX) => {}
-            Err(e) => return Err(e.into()),
-        }
-    };
-    let staged = Staged {
-        dir: Arc::clone(dir),
-        temp,
-        name: name.to_os_string(),
-        how,
-        done: false,
-    };
-    let mut file = file;
-    if let Some(mode) = mode {
-        rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o7777))?;
-    }
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    Ok(staged)
-}
-
-impl Staged {
-    /// Puts the file in its place: renamed over the target, or linked to a free name.
-    pub(crate) fn commit(&mut self) -> io::Result<()> {
-        let dir = self.dir.as_ref();
-        match self.how {
-            Commit::Replace => {
-                rustix::fs::renameat(dir, self.temp.as_os_str(), dir, self.name.as_os_str())?;
-            }
-            Commit::New => {
-                rustix::fs::linkat(
-                    dir,
-                    self.temp.as_os_str(),
-                    dir,
-                    self.name.as_os_str(),
-                    rustix::fs::AtFlags::empty(),
-                )?;
-                // The file has its name; the temporary one is only a second link now.
-                let _ =
-                    rustix::fs::unlinkat(dir, self.temp.as_os_str(), rustix::fs::AtFlags::empty());
-            }
-        }
-        self.done = true;
-        Ok(())
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if !self.done {
-            // Best effort: nothing ever reads a temporary file.
-            let _ = rustix::fs::unlinkat(
-                self.dir.as_ref(),
-                self.temp.as_os_str(),
-                rustix::fs::AtFlags::empty(),
-            );
-        }
-    }
-}
-
-/// Flushes a directory, so that the renames in it survive a crash.
-pub(crate) fn sync_dir(dir: &File) -> io::Result<()> {
-    dir.sync_all()
 }
 
 /// Removes the file `name` of `dir` (never a directory, never through a link: `unlinkat`

@@ -5,7 +5,8 @@
 //! Carrying out a plan: the directories of new files are made (beneath the root, see
 //! [`ProjectRoot::open_parent`]); every file is checked to be still what the plan read; every
 //! new content is written to a temporary file beside its target and flushed
-//! ([`root::stage_in`]); only then are the temporary files renamed over their targets (and
+//! ([`toolmux_config::stage_in`], the one atomic writer, through the directory
+//! descriptor [`ProjectRoot::open_parent`] gave); only then are the temporary files renamed over their targets (and
 //! deleted files unlinked), one after the other. A failure before the renames leaves every
 //! file as it was; a failure among them (which takes an I/O error on a rename in a directory
 //! just written to) puts back the files already changed from the contents the plan holds.
@@ -24,12 +25,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use similar::{Algorithm, DiffTag, TextDiff};
+use toolmux_config::{Commit, stage_in};
 use toolmux_core::{ToolErrorKind, ToolResult, human_bytes};
 
 use crate::Workspace;
 use crate::output::Budget;
 use crate::reads::{Stamp, hash};
-use crate::root::{self, Commit, PathError, WriteTarget};
+use crate::root::{self, PathError, WriteTarget};
 
 /// How long producing one diff may take before it settles for a coarser one (similar's
 /// deadline): a diff is for reading, and never worth holding a call up.
@@ -228,7 +230,7 @@ pub(crate) fn commit(
                     None => (None, Commit::New),
                 };
                 Some(
-                    root::stage_in(dir, &change.target.name, text.as_bytes(), mode, how)
+                    stage_in(dir, &change.target.name, text.as_bytes(), mode, how)
                         .map_err(|e| failed(format!("`{shown}` cannot be written: {e}")))?,
                 )
             }
@@ -268,7 +270,7 @@ pub(crate) fn commit(
     for change in changes.iter() {
         if let Some(dir) = &change.dir
             && flushed.insert(Arc::as_ptr(dir))
-            && let Err(e) = root::sync_dir(dir)
+            && let Err(e) = dir.sync_all()
         {
             tracing::warn!(error = %e, "flushing a directory after a write failed");
         }
@@ -305,7 +307,7 @@ fn undo(change: &Change) -> std::io::Result<()> {
                 Commit::New
             };
             let mode = Some(old.meta.permissions().mode());
-            root::stage_in(dir, &change.target.name, old.text.as_bytes(), mode, how)?.commit()
+            stage_in(dir, &change.target.name, old.text.as_bytes(), mode, how)?.commit()
         }
     }
 }
@@ -561,6 +563,14 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// Every file the plan changes, with what it was when planned (`None`: a new file).
+    pub(crate) fn stamps(&self) -> Vec<(String, Option<Stamp>)> {
+        self.changes
+            .iter()
+            .map(|c| (c.user_path.clone(), c.old.as_ref().map(|o| o.stamp.clone())))
+            .collect()
+    }
+
     /// Carries the plan out and reports it.
     pub(crate) fn carry_out(mut self, ws: &Workspace, session: Option<&str>) -> ToolResult {
         if let Some(twice) = same_file_twice(&self.changes) {

@@ -493,6 +493,47 @@ async fn the_approval_preview_is_the_diff_and_writes_nothing() {
 }
 
 #[tokio::test]
+async fn a_write_carries_out_what_its_approval_showed_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "a.txt", "one\nkeep\n");
+    let pack = pack(dir.path());
+    let edit = json!({"path": "a.txt", "oldString": "one", "newString": "two"});
+
+    // Previewed, then the file changes before the person's answer lets the call run: the
+    // approved diff is not what would be written, so nothing is.
+    let shown = preview_in(&pack, "s", "file_edit", edit.clone()).await;
+    assert_eq!(
+        shown.as_deref(),
+        Some("--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-one\n+two\n keep\n")
+    );
+    write_file(dir.path(), "a.txt", "one\nchanged by others\n");
+    let refused = call_in(&pack, "s", "file_edit", edit.clone()).await;
+    assert_eq!(
+        conflict_text(&refused),
+        "`a.txt` changed after the approval showed this call's diff, so nothing was written: \
+         what was approved is not what would be written now. Read the file again and make the \
+         call again to see (and approve) the new diff"
+    );
+    assert_eq!(read(dir.path(), "a.txt"), "one\nchanged by others\n");
+
+    // The pin is used once: the same call made again (previewed again, nothing changing in
+    // between) goes through.
+    preview_in(&pack, "s", "file_edit", edit.clone()).await;
+    let done = call_in(&pack, "s", "file_edit", edit.clone()).await;
+    assert!(!done.is_error, "{}", done.text_content());
+    assert_eq!(read(dir.path(), "a.txt"), "two\nchanged by others\n");
+
+    // A preview in another session pins nothing for this one.
+    write_file(dir.path(), "b.txt", "x\n");
+    let other = json!({"path": "b.txt", "oldString": "x", "newString": "y"});
+    preview_in(&pack, "other", "file_edit", other.clone()).await;
+    write_file(dir.path(), "b.txt", "x\nmore\n");
+    let unpinned = call_in(&pack, "s", "file_edit", other).await;
+    assert!(!unpinned.is_error, "{}", unpinned.text_content());
+    assert_eq!(read(dir.path(), "b.txt"), "y\nmore\n");
+}
+
+#[tokio::test]
 async fn the_write_tools_are_destructive_and_declare_output_schemas() {
     let dir = tempfile::tempdir().unwrap();
     let pack = pack(dir.path());

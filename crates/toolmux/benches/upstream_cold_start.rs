@@ -40,6 +40,7 @@ fn main() {
                 output_schema: None,
                 annotations: ToolAnnotations::default(),
                 note: None,
+                internal: false,
             })
             .collect();
         record

@@ -63,6 +63,8 @@ pub struct Assembly {
     access: OnceLock<Access>,
     /// The configuration in force: the one opened, then each reload's.
     in_force: Mutex<LoadedConfig>,
+    /// Coding sessions (the `sessions` source's), kept to put a changed `runners` in force.
+    sessions: OnceLock<toolmux_sessions::Sessions>,
 }
 
 impl Assembly {
@@ -105,6 +107,7 @@ impl Assembly {
             resources: OnceLock::new(),
             chat: OnceLock::new(),
             access: OnceLock::new(),
+            sessions: OnceLock::new(),
         };
         assembly.put_in_force(None, &assembly.loaded)?;
         Ok(assembly)
@@ -200,19 +203,68 @@ impl Assembly {
                 Err(e) => tracing::warn!("`urlFetch`/`webSearch` changed but was not applied: {e}"),
             }
         }
+        if changed(|before, after| before.shell != after.shell) {
+            // `shell` and `code_execution` run in the root the assembly was opened with.
+            let state = toolmux_config::state_dir(&self.loaded.project_dir);
+            match ProjectRoot::with_state_dir(&self.loaded.root, state) {
+                Ok(root) => hub.add_source(Arc::new(toolmux_exec::ExecPack::new(
+                    root,
+                    toolmux_exec::ExecSettings::from_config(&after.shell),
+                    Some(hub.downgrade()),
+                ))),
+                Err(e) => tracing::warn!("`shell` and `code_execution` are not available: {e}"),
+            }
+        }
         if old.is_none() {
             // Code mode calls back into the hub, so it holds it weakly (no reference cycle).
             hub.add_source(Arc::new(toolmux_codemode::CodeModeSource::new(
                 hub.downgrade(),
                 Default::default(),
             )));
-            // The chat's `request_human_input` tool, only where a chat can run (a provider is
-            // set). Providers are read only at start, like the chat engine they shape.
-            if !after.providers.is_empty() {
-                hub.add_source(Arc::new(toolmux_chat::HumanInputSource::new(
-                    self.inputs.clone(),
-                )));
+            // `request_human_input`, on every channel: chat calls ask in their conversation,
+            // the others whoever their approver reaches (within the hub's approval limit).
+            hub.add_source(Arc::new(
+                toolmux_chat::HumanInputSource::new(self.inputs.clone()).with_hub(hub.downgrade()),
+            ));
+        }
+        if old.is_none() {
+            // The task list, and the internal pack (secrets, configuration, root), which the
+            // catalog serves to trusted callers only.
+            let project_dir = &self.loaded.project_dir;
+            hub.add_source(Arc::new(toolmux_tasks::TasksPack::for_project(project_dir)));
+            match toolmux_secrets::project_store(project_dir) {
+                Ok(store) => hub.add_source(Arc::new(toolmux_internal::InternalPack::new(
+                    store,
+                    project_dir,
+                    toolmux_config::user_config_path().as_deref(),
+                    &self.loaded.root,
+                ))),
+                Err(e) => tracing::warn!("the internal pack is not available: {e}"),
             }
+        }
+        if old.is_none() {
+            // Coding sessions run where the workspace pack works; an ACP agent's permission
+            // requests wait in the approval queue when the caller brings no approver.
+            let approver: Arc<dyn toolmux_core::Approver> = self.approvals.clone();
+            match toolmux_sessions::Sessions::for_project(
+                &self.loaded.root,
+                &toolmux_config::state_dir(&self.loaded.project_dir),
+                &after.runners,
+                Some(approver),
+            ) {
+                Ok(sessions) => {
+                    hub.add_source(Arc::new(toolmux_sessions::SessionsSource::new(
+                        sessions.clone(),
+                    )));
+                    let _ = self.sessions.set(sessions);
+                }
+                Err(e) => tracing::warn!("coding sessions are not available: {e}"),
+            }
+        } else if let Some(sessions) = self.sessions.get()
+            && changed(|before, after| before.runners != after.runners)
+        {
+            sessions.set_runners(&after.runners);
+            tracing::info!("runners (`runners`) updated");
         }
         if let Some(chat) = self.chat.get()
             && changed(|before, after| {
@@ -385,6 +437,8 @@ impl Assembly {
                     known.join(", ")
                 )));
             }
+            // A pass-through client expects the server's requests and log levels to be its own.
+            self.upstreams.serve_per_client(source);
         }
         Ok(ServeOptions {
             include: patterns(&filters.tools)?,
@@ -435,13 +489,7 @@ impl Assembly {
 /// The web pack (`url_fetch`, `web_search`) with the configuration's caps, allowlist and
 /// search service.
 fn web_pack(config: &Config) -> Result<toolmux_web::WebPack, String> {
-    let fetch = &config.url_fetch;
-    let settings = toolmux_web::FetchSettings {
-        max_bytes: usize::try_from(fetch.max_bytes.get()).unwrap_or(usize::MAX),
-        timeout: std::time::Duration::from_millis(fetch.timeout_ms.get()),
-        max_redirects: fetch.max_redirects as usize,
-        allow: fetch.allow.clone(),
-    };
+    let settings = toolmux_web::FetchSettings::from(&config.url_fetch);
     let search =
         match &config.web_search {
             None => None,
@@ -563,23 +611,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_human_input_tool_follows_the_providers_the_assembly_opened_with() {
+    async fn the_human_input_tool_is_there_with_or_without_a_chat_provider() {
         let project = tempfile::tempdir().expect("tempdir");
         write_config(project.path(), json!({}));
         let without = Assembly::open(Some(project.path())).expect("opens");
-        assert!(without.hub.catalog().get("request_human_input").is_none());
-
-        // Providers are read only at start, like the chat engine they shape: a reload that adds
-        // one leaves the tool out (and says a restart is needed) ...
-        let providers = json!({"providers": {"local": {
-            "kind": "openai", "baseUrl": "http://127.0.0.1:9/v1/", "defaultModel": "m"
-        }}});
-        write_config(project.path(), providers);
-        without.reload(&load_config(project.path()).expect("loads"));
-        assert!(without.hub.catalog().get("request_human_input").is_none());
-
-        // ... and an assembly opened with it has the tool.
-        let with = Assembly::open(Some(project.path())).expect("opens");
-        assert!(with.hub.catalog().get("request_human_input").is_some());
+        assert!(without.hub.catalog().get("request_human_input").is_some());
     }
 }

@@ -67,6 +67,16 @@ pub enum Command {
     /// List and show the Agent Skills (`SKILL.md` folders) in `.toolmux/skills/`,
     /// `.claude/skills/` and `~/.config/toolmux/skills/`, through the `skills` tools.
     Skills(SkillsArgs),
+    /// List the coding agents toolmux can start (Claude Code, Codex, Gemini CLI, aider …) and
+    /// detect which are installed.
+    Runners(crate::commands::runners::RunnersArgs),
+    /// Start coding sessions (a runner on a prompt or specs) and list, follow and cancel them.
+    Sessions(crate::commands::sessions::SessionsArgs),
+    /// List, set, print and delete the secrets `${secret:NAME}` references read (the OS
+    /// keyring, else an encrypted file under `.toolmux/state/`).
+    Secrets(crate::commands::secrets::SecretsArgs),
+    /// The project's task list (`task_*` tools): list, add, complete and show tasks.
+    Tasks(crate::commands::tasks::TasksArgs),
 }
 
 /// `toolmux skills`: each subcommand calls one tool of the `skills` source through the pipeline.
@@ -329,6 +339,10 @@ pub struct ServeArgs {
     /// the limit on open files when that is lower.
     #[arg(long, value_name = "N")]
     pub max_connections: Option<std::num::NonZeroUsize>,
+    /// Open the web app in the browser (`TOOLMUX_BROWSER`, else `xdg-open` / `open`), logged in
+    /// with the project's local token; serving goes on if no browser starts.
+    #[arg(long)]
+    pub open: bool,
     #[command(flatten)]
     pub filters: ServeFilterArgs,
 }

@@ -28,6 +28,10 @@ pub fn locate(given: Option<&Path>) -> Result<PathBuf, Failure> {
 
 /// Loads the configuration of a project directory (project file over user file).
 pub fn load_config(project_dir: &Path) -> Result<LoadedConfig, Failure> {
+    // `${secret:NAME}` references read this project's secret store.
+    if let Err(e) = toolmux_secrets::project_store(project_dir) {
+        tracing::warn!("the secret store is not available: {e}");
+    }
     let user = toolmux_config::user_config_path();
     toolmux_config::load(project_dir, user.as_deref()).map_err(|e| Failure::Config(e.to_string()))
 }

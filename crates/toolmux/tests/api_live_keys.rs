@@ -176,7 +176,7 @@ fn d2_a_config_file_moved_away_keeps_its_keys_and_policies_and_applies_when_back
     });
     mcp_post(&served, &[]).error(401, "unauthorized");
     grep().error(403, "denied");
-    assert_eq!(served.get("/api/logs").status, 401);
+    assert_eq!(served.get_anonymous("/api/logs").status, 401);
 
     // Back, changed: grep is allowed now.
     let allowed = json!({

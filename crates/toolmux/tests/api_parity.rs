@@ -31,6 +31,23 @@ fn arguments_for(tool: &str) -> Value {
         // Refused by the address guard and unconfigured: the same refusal on both channels.
         "url_fetch" => json!({"url": "http://127.0.0.1:9/"}),
         "web_search" => json!({"query": "milk"}),
+        // A person answers on each channel: the MCP client's form, a REST pending input.
+        "request_human_input" => json!({"question": "Which list?"}),
+        "shell" => json!({"command": "cat notes/todo.md"}),
+        "code_execution" => json!({"language": "python", "code": "print(6 * 7)"}),
+        // The task list starts empty: refusals and an empty list are the same on both
+        // channels, where a created task's time stamps would differ (`tasks_parity.rs` checks
+        // the state the channels share).
+        "task_add_note" => json!({"id": 999, "text": "x"}),
+        "task_complete" | "task_delete" | "task_view" => json!({"id": 999}),
+        "task_create" => json!({"title": "x", "parent": 999}),
+        "task_list" => json!({}),
+        "task_update" => json!({"id": 999, "status": "completed"}),
+        // No session exists and no runner of that name: the same refusals on both channels,
+        // and listings that are empty (or the same machine's runners) on both.
+        "cancel_session" | "session_status" | "session_logs" => json!({"id": "no-such-session"}),
+        "list_sessions" | "list_runners" | "detect_runners" => json!({}),
+        "run_session" | "run_subagent" => json!({"runner": "no-such-runner", "prompt": "x"}),
         other => panic!("the parity test has no arguments for `{other}`; add them"),
     }
 }
@@ -51,7 +68,7 @@ fn every_tool_is_listed_and_callable_with_an_equal_result_over_mcp_and_rest() {
     let project = toolmux_project();
     // The write tools ask by default, and nobody answers in this test.
     project.config(&config_with_key(
-        r#""policies": {"tools": {"file_write": "allow", "file_edit": "allow", "apply_patch": "allow"}}"#,
+        r#""policies": {"tools": {"file_write": "allow", "file_edit": "allow", "apply_patch": "allow", "shell": "allow", "code_execution": "allow", "run_session": "allow", "run_subagent": "allow"}}"#,
     ));
     project.write(
         ".toolmux/skills/shopping/SKILL.md",
@@ -79,6 +96,7 @@ fn every_tool_is_listed_and_callable_with_an_equal_result_over_mcp_and_rest() {
         "transport": "http",
         "url": served.mcp_url(),
         "headers": {"Authorization": format!("Bearer {KEY}")},
+        "elicitation": [{"answer": "shopping"}],
         "steps": steps,
     }));
     let mcp_tools: BTreeMap<String, Value> = outcomes[0]["tools"]
@@ -112,12 +130,18 @@ fn every_tool_is_listed_and_callable_with_an_equal_result_over_mcp_and_rest() {
             "MCP call of {name} failed: {}",
             outcomes[i + 1]
         );
-        let rest = served.post(
-            &format!("/api/tools/{name}/call"),
-            &arguments_for(name).to_string(),
-        );
+        let rest = std::thread::scope(|scope| {
+            if name == "request_human_input" {
+                scope.spawn(|| answer_the_question(&served, json!({"answer": "shopping"})));
+            }
+            served.post(
+                &format!("/api/tools/{name}/call"),
+                &arguments_for(name).to_string(),
+            )
+        });
         assert_eq!(rest.status, 200, "{name}: {}", rest.body);
-        let rest = rest.json();
+        let rest = without_times(rest.json());
+        let mcp = &without_times(mcp.clone());
         let mcp_error = mcp.get("isError").and_then(Value::as_bool).unwrap_or(false);
         assert_eq!(rest["status"] == "error", mcp_error, "{name}");
         assert_eq!(rest["content"], mcp["content"], "{name}: content differs");
@@ -128,4 +152,50 @@ fn every_tool_is_listed_and_callable_with_an_equal_result_over_mcp_and_rest() {
         );
     }
     served.stop();
+}
+
+/// A result with the moment a check was made (`detect_runners`' `checkedAt`) blanked, in its
+/// structured content and in the JSON of its text: the one thing two equal calls made a second
+/// apart may not share.
+fn without_times(mut result: Value) -> Value {
+    fn blank(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                if let Some(at) = map.get_mut("checkedAt") {
+                    *at = json!("<time>");
+                }
+                map.values_mut().for_each(blank);
+            }
+            Value::Array(items) => items.iter_mut().for_each(blank),
+            _ => {}
+        }
+    }
+    blank(&mut result);
+    if let Some(Value::Array(content)) = result.get_mut("content") {
+        for block in content {
+            if let Some(text) = block.get("text").and_then(Value::as_str)
+                && let Ok(mut parsed) = serde_json::from_str::<Value>(text)
+            {
+                blank(&mut parsed);
+                block["text"] = json!(serde_json::to_string_pretty(&parsed).expect("JSON"));
+            }
+        }
+    }
+    result
+}
+
+/// Answers the question that a REST call of `request_human_input` leaves waiting.
+fn answer_the_question(served: &Served, content: Value) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let id = loop {
+        let inputs = served.get_with_key("/api/inputs").json();
+        if let Some(id) = inputs["inputs"][0]["id"].as_str() {
+            break id.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no question appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let body = json!({"action": "accept", "content": content}).to_string();
+    let answered = served.post(&format!("/api/inputs/{id}"), &body);
+    assert_eq!(answered.status, 204, "{}", answered.body);
 }

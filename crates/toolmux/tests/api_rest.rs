@@ -58,16 +58,34 @@ fn the_catalog_is_listed_filtered_and_shown() {
         listed,
         [
             "apply_patch",
+            "cancel_session",
+            "code_execution",
+            "detect_runners",
             "directory_list",
             "file_edit",
             "file_read",
             "file_search",
             "file_write",
             "grep",
+            "list_runners",
+            "list_sessions",
+            "request_human_input",
             "run_code",
+            "run_session",
+            "run_subagent",
             "search_tools",
+            "session_logs",
+            "session_status",
+            "shell",
             "skill_list",
             "skill_load",
+            "task_add_note",
+            "task_complete",
+            "task_create",
+            "task_delete",
+            "task_list",
+            "task_update",
+            "task_view",
             "url_fetch",
             "web_search"
         ]
@@ -81,7 +99,16 @@ fn the_catalog_is_listed_filtered_and_shown() {
     );
     assert_eq!(
         names(&served.get("/api/tools?policy=ask").json()),
-        ["apply_patch", "file_edit", "file_write", "grep"]
+        [
+            "apply_patch",
+            "code_execution",
+            "file_edit",
+            "file_write",
+            "grep",
+            "run_session",
+            "run_subagent",
+            "shell"
+        ]
     );
 
     let grep = served.get("/api/tools/grep");
@@ -424,17 +451,19 @@ fn the_files_routes_call_the_workspace_tools_inside_the_root() {
     served.stop();
 }
 
+/// Issue 14: once keys exist, only health (and the auth routes) answer without one; reads of the
+/// catalog need the key as much as changes do.
 #[test]
-fn reads_are_open_on_loopback_and_changes_need_a_key() {
+fn with_keys_reads_and_changes_need_a_key() {
     let project = project("");
     let served = Served::start(&project, &[]);
-    assert_eq!(served.get("/api/health").status, 200);
-    assert_eq!(served.get("/api/tools").status, 200);
-    // Internal tools need a key even to be listed.
-    let e = served
-        .get("/api/tools?includeInternal=true")
+    assert_eq!(served.get_anonymous("/api/health").status, 200);
+    served
+        .get_anonymous("/api/tools")
         .error(401, "unauthorized");
-    assert_eq!(e["message"], "`includeInternal=true` needs a valid API key");
+    served
+        .get_anonymous("/api/tools?includeInternal=true")
+        .error(401, "unauthorized");
     assert_eq!(
         served
             .get_with_key("/api/tools?includeInternal=true")
@@ -466,8 +495,8 @@ fn reads_are_open_on_loopback_and_changes_need_a_key() {
 
 /// Issue 12, D8: with keys configured, a keyless request on loopback could call the workspace
 /// tools through `GET /api/files*` and read every call's arguments and results in `/api/logs`,
-/// while `/mcp` with the same configuration refused it. Only the catalog, health and the OpenAPI
-/// document stay open.
+/// while `/mcp` with the same configuration refused it. Since issue 14 only health (and the auth
+/// routes) stays open.
 #[test]
 fn d8_keyless_loopback_get_cannot_read_files_or_logs_when_keys_are_set() {
     let project = project(r#""policies": {"tools": {"grep": "ask"}}"#);
@@ -487,9 +516,12 @@ fn d8_keyless_loopback_get_cannot_read_files_or_logs_when_keys_are_set() {
         "/api/models",
         "/metrics",
         "/api/no-such-route",
+        "/api/tools",
+        "/api/tools/grep",
+        "/api/openapi.json",
     ];
     for path in closed {
-        let e = served.get(path).error(401, "unauthorized");
+        let e = served.get_anonymous(path).error(401, "unauthorized");
         assert!(
             e["message"].as_str().expect("message").contains("API key"),
             "{path}: {e}"
@@ -508,20 +540,15 @@ fn d8_keyless_loopback_get_cannot_read_files_or_logs_when_keys_are_set() {
         let ok = served.get_with_key(path);
         assert_eq!(ok.status, 200, "{path}: {}", ok.body);
     }
-    for path in [
-        "/api/tools",
-        "/api/tools/grep",
-        "/api/health",
-        "/api/openapi.json",
-    ] {
-        let open = served.get(path);
-        assert_eq!(open.status, 200, "{path}: {}", open.body);
-    }
+    let open = served.get_anonymous("/api/health");
+    assert_eq!(open.status, 200, "{}", open.body);
     served.stop();
 }
 
+/// Issue 14: without a configured key, loopback needs the project's local token, and the
+/// refusal says where it is.
 #[test]
-fn without_a_configured_key_changes_are_refused_with_how_to_configure_one() {
+fn without_a_configured_key_requests_need_the_local_token() {
     let project = toolmux_project();
     let served = Served::start(&project, &[]);
     let e = served
@@ -536,9 +563,11 @@ fn without_a_configured_key_changes_are_refused_with_how_to_configure_one() {
         e["message"]
             .as_str()
             .expect("message")
-            .contains("`server.apiKeys`"),
+            .contains(".toolmux/state/local-token"),
         "{e}"
     );
+    let called = served.post("/api/tools/grep/call", r#"{"pattern": "x"}"#);
+    assert_eq!(called.status, 200, "{}", called.body);
     served.stop();
 }
 
@@ -549,7 +578,12 @@ fn beyond_loopback_every_route_needs_a_key() {
     let port = served.address.rsplit(':').next().expect("port").to_string();
     // The server printed 0.0.0.0; talk to it on loopback.
     let address = format!("127.0.0.1:{port}");
-    for path in ["/api/health", "/api/tools", "/metrics", "/api/openapi.json"] {
+    // Health stays open, for load balancers.
+    assert_eq!(
+        request(&address, "GET", "/api/health", &[], None).status,
+        200
+    );
+    for path in ["/api/tools", "/metrics", "/api/openapi.json"] {
         let e = request(&address, "GET", path, &[], None).error(401, "unauthorized");
         assert!(
             e["message"]
@@ -579,7 +613,10 @@ fn the_openapi_document_describes_every_route() {
         paths,
         [
             "/api/approvals",
+            "/api/approvals/stream",
             "/api/approvals/{id}",
+            "/api/auth/logout",
+            "/api/auth/session",
             "/api/chat",
             "/api/chat/{conversation}/cancel",
             "/api/chat/{conversation}/input",
@@ -591,6 +628,8 @@ fn the_openapi_document_describes_every_route() {
             "/api/files/grep",
             "/api/files/search",
             "/api/health",
+            "/api/inputs",
+            "/api/inputs/{id}",
             "/api/logs",
             "/api/mcp-servers",
             "/api/mcp-servers/{name}",
@@ -601,6 +640,13 @@ fn the_openapi_document_describes_every_route() {
             "/api/prompts/{name}",
             "/api/resources",
             "/api/resources/read",
+            "/api/runners",
+            "/api/runners/detect",
+            "/api/sessions",
+            "/api/sessions/{id}",
+            "/api/sessions/{id}/cancel",
+            "/api/sessions/{id}/logs",
+            "/api/sessions/{id}/stream",
             "/api/skills",
             "/api/skills/{name}",
             "/api/specs",
@@ -611,6 +657,9 @@ fn the_openapi_document_describes_every_route() {
             "/api/specs/validation",
             "/api/specs/{spec}",
             "/api/specs/{spec}/relationships",
+            "/api/tasks",
+            "/api/tasks/{id}",
+            "/api/tasks/{id}/notes",
             "/api/tools",
             "/api/tools/{name}",
             "/api/tools/{name}/call",

@@ -146,6 +146,14 @@ fn the_ai_sdk_client_reads_the_chat_stream_into_a_message_with_tool_parts() {
             ("file_read", "output-available")
         ]
     );
+    // The source reaches the AI SDK's part (as its `callProviderMetadata`), so a front end can
+    // badge the call without guessing from the name.
+    let sources: Vec<&Value> = parts
+        .iter()
+        .filter(|p| p["type"] == "dynamic-tool")
+        .map(|p| &p["callProviderMetadata"]["toolmux"]["source"])
+        .collect();
+    assert_eq!(sources, [&json!("workspace"), &json!("workspace")]);
     let text: String = parts
         .iter()
         .filter(|p| p["type"] == "text")
@@ -365,7 +373,7 @@ fn the_chat_routes_sit_behind_the_api_guard() {
     );
     assert_eq!(anonymous.status, 401, "{}", anonymous.body);
     assert!(
-        anonymous.body.contains("needs an API key"),
+        anonymous.body.contains("needs a credential"),
         "{}",
         anonymous.body
     );

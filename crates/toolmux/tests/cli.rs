@@ -13,7 +13,7 @@ fn init_writes_a_starter_config_that_checks_and_refuses_to_overwrite() {
     assert!(project.path().join(".toolmux/.gitignore").exists());
     let check = project.run(&["config", "check"]).ok();
     assert!(check.starts_with("configuration ok: "), "{check}");
-    assert!(check.contains("13 tools from 4 sources"), "{check}");
+    assert!(check.contains("31 tools from 9 sources"), "{check}");
 
     let again = project.run(&["init"]);
     assert_eq!(again.code(), 2);
@@ -54,24 +54,47 @@ fn tools_list_shows_the_workspace_pack_as_a_table_and_as_json() {
         names,
         [
             "apply_patch",
+            "cancel_session",
+            "code_execution",
+            "detect_runners",
             "directory_list",
             "file_edit",
             "file_read",
             "file_search",
             "file_write",
             "grep",
+            "list_runners",
+            "list_sessions",
+            "request_human_input",
             "run_code",
+            "run_session",
+            "run_subagent",
             "search_tools",
+            "session_logs",
+            "session_status",
+            "shell",
             "skill_list",
             "skill_load",
+            "task_add_note",
+            "task_complete",
+            "task_create",
+            "task_delete",
+            "task_list",
+            "task_update",
+            "task_view",
             "url_fetch",
             "web_search"
         ]
     );
-    assert_eq!(json[1]["name"], "directory_list");
-    assert_eq!(json[1]["policy"], "allow");
-    assert_eq!(json[1]["policyOrigin"], "tool annotations");
-    assert!(json[1]["inputSchema"]["properties"]["path"].is_object());
+    assert_eq!(json[4]["name"], "directory_list");
+    assert_eq!(json[4]["policy"], "allow");
+    assert_eq!(json[4]["policyOrigin"], "tool annotations");
+    assert!(json[4]["inputSchema"]["properties"]["path"].is_object());
+    // The tools that act on the machine ask by default.
+    assert_eq!(json[2]["name"], "code_execution");
+    assert_eq!(json[2]["policy"], "ask");
+    assert_eq!(json[14]["name"], "run_session");
+    assert_eq!(json[14]["policy"], "ask");
 }
 
 #[test]
@@ -234,12 +257,30 @@ fn filters_hide_tools_from_listing_and_calls() {
         names,
         [
             json!("apply_patch"),
+            json!("cancel_session"),
+            json!("code_execution"),
+            json!("detect_runners"),
             json!("directory_list"),
             json!("grep"),
+            json!("list_runners"),
+            json!("list_sessions"),
+            json!("request_human_input"),
             json!("run_code"),
+            json!("run_session"),
+            json!("run_subagent"),
             json!("search_tools"),
+            json!("session_logs"),
+            json!("session_status"),
+            json!("shell"),
             json!("skill_list"),
             json!("skill_load"),
+            json!("task_add_note"),
+            json!("task_complete"),
+            json!("task_create"),
+            json!("task_delete"),
+            json!("task_list"),
+            json!("task_update"),
+            json!("task_view"),
             json!("url_fetch"),
             json!("web_search")
         ]

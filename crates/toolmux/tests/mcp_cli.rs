@@ -428,6 +428,7 @@ fn serve_prints_its_url_and_serves_mcp_over_streamable_http() {
     let lines = run_mcp_client(&json!({
         "transport": "http",
         "url": served.mcp_url(),
+        "headers": {"Authorization": served.authorization()},
         "steps": [
             {"op": "list"},
             {"op": "call", "name": "file_read", "arguments": {"path": "notes.txt"}}
@@ -590,6 +591,7 @@ fn conformance_suite_passes_against_serve_in_pass_through_mode() {
     let served = Served::start(&project, &["--pass-through", "conformance"]);
     let stdout = assert_server_suite_passes(
         &served.mcp_url(),
+        Some(&served.authorization()),
         &peer_file("mcp/conformance-baseline.yml"),
         &[],
     );

@@ -13,7 +13,9 @@ use toolmux_testkit::served::Served;
 const PROTOCOL: &str = "2025-06-18";
 
 fn mcp_post(served: &Served, session: Option<&str>, body: &serde_json::Value) -> Response {
+    let auth = served.authorization();
     let mut headers = vec![
+        ("Authorization", auth.as_str()),
         ("Content-Type", "application/json"),
         ("Accept", "application/json, text/event-stream"),
         ("MCP-Protocol-Version", PROTOCOL),

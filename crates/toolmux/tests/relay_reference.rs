@@ -33,7 +33,12 @@ fn the_reference_servers_suite_passes_through_toolmux() {
 
     let baseline = peer_file("reference/conformance-baseline.yml");
     assert_baseline_is_empty(&baseline);
-    let stdout = assert_server_suite_passes(&served.mcp_url(), &baseline, &["--suite", "all"]);
+    let stdout = assert_server_suite_passes(
+        &served.mcp_url(),
+        Some(&served.authorization()),
+        &baseline,
+        &["--suite", "all"],
+    );
     let passed = |scenario: &str| {
         stdout
             .lines()

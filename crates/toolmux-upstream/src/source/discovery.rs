@@ -265,7 +265,20 @@ pub(super) fn cached_tool(tool: &rmcp::model::Tool) -> CachedTool {
         output_schema: output,
         annotations,
         note,
+        internal: marked_internal(tool),
     }
+}
+
+/// Whether a tool's definition marks it internal: `_internal: true` in its `_meta` (the
+/// convention hosts use for tools meant for the host only, never for a model). rmcp keeps no
+/// unknown top-level field, so an `_internal` beside `name` is not seen; `internalTools` in
+/// the configuration covers such servers.
+fn marked_internal(tool: &rmcp::model::Tool) -> bool {
+    tool.meta
+        .as_ref()
+        .and_then(|meta| meta.0.get("_internal"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
 }
 
 /// The registry descriptors of a record's tools, after `enabledTools` / `disabledTools`.
@@ -293,6 +306,7 @@ pub(super) fn descriptors(
             descriptor.parallel = tool.annotations.read_only_hint == Some(true);
             descriptor.timeout = server.tool_timeout;
             descriptor.policy = server.policy_for(&tool.name);
+            descriptor.internal = tool.internal || server.is_internal(&tool.name);
             descriptor
         })
         .collect()

@@ -4,8 +4,12 @@
 //!
 //! [`UpstreamSource`] is the source and its public face (tools, status, calls, relayed
 //! requests, subscriptions); the `supervisor` starts the server, keeps its health, backs off
-//! and stops it when idle; `discovery` lists its tools and keeps the cache.
+//! and stops it when idle; `discovery` lists its tools and keeps the cache; `clients` keeps
+//! the per-client connections of a server served per client; `calls` runs a call and retries
+//! it where a dropped connection makes that safe.
 
+mod calls;
+mod clients;
 mod discovery;
 mod supervisor;
 
@@ -41,8 +45,11 @@ use crate::error::UpstreamError;
 use crate::names::registry_names;
 use crate::schema;
 
+pub use calls::CALL_RETRIES;
 pub use discovery::DiscoveryOutcome;
 pub use supervisor::Backoff;
+
+use clients::Clients;
 
 use discovery::{descriptors, lists_changed};
 use supervisor::{Health, watch_idle};
@@ -83,6 +90,8 @@ struct Inner {
     subscriptions: Mutex<BTreeMap<String, usize>>,
     /// URIs of subscribed resources the server says changed.
     updates: broadcast::Sender<String>,
+    /// Connections of downstream sessions, when the server is served per client.
+    clients: Clients,
 }
 
 /// A server's configuration and the prefix of its registry names. Lock order: `view` before
@@ -186,6 +195,7 @@ impl UpstreamSource {
                 rediscovery_queued: AtomicBool::new(false),
                 subscriptions: Mutex::default(),
                 updates: broadcast::channel(UPDATES_BUFFER).0,
+                clients: Clients::default(),
             }),
         }
     }
@@ -443,12 +453,14 @@ impl UpstreamSource {
         self.inner.retired.clone()
     }
 
-    /// Stops the server cleanly if it runs (stdin closed, SIGTERM, SIGKILL for a stdio one).
+    /// Stops the server cleanly if it runs (stdin closed, SIGTERM, SIGKILL for a stdio one),
+    /// with every per-client connection of it.
     pub async fn shutdown(&self) {
         let conn = self.inner.slot.lock().await.take();
         if let Some(conn) = conn {
             conn.close().await;
         }
+        self.inner.end_clients().await;
     }
 }
 
@@ -553,52 +565,7 @@ impl Source for UpstreamSource {
     }
 
     async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
-        let inner = &self.inner;
-        let conn = inner.connection().await.map_err(|e| match e {
-            UpstreamError::Unavailable { .. } | UpstreamError::Disabled { .. } => {
-                SourceError::Unavailable(e.to_string())
-            }
-            UpstreamError::Timeout { after, .. } => SourceError::Timeout(after),
-            other => SourceError::Unavailable(other.to_string()),
-        })?;
-        inner.touch();
-        let result = conn
-            .call(
-                &call.tool.original_name,
-                call.arguments,
-                call.context
-                    .backchannel
-                    .clone()
-                    .map(|b| (call.context.session.clone(), b)),
-            )
-            .await;
-        inner.touch();
-        let outcome = match result {
-            Ok(result) => Ok(tool_result(result)),
-            Err(e) => Err(match conn.fault() {
-                Some(fault) => SourceError::Failed(format!(
-                    "MCP server `{}`: {fault}; the next call restarts it",
-                    inner.name
-                )),
-                None if !conn.is_alive() => SourceError::Failed(format!(
-                    "MCP server `{}` exited during the call (its log: `toolmux mcp logs {}`); \
-                     the next call restarts it",
-                    inner.name, inner.name
-                )),
-                None => {
-                    SourceError::Failed(format!("MCP server `{}`: {}", inner.name, describe(&e)))
-                }
-            }),
-        };
-        let alive = conn.is_alive();
-        drop(conn);
-        if alive && inner.outdated() {
-            // The call started a server whose cache is another configuration's (or none):
-            // its tools are listed before the answer, so that even a one-shot command
-            // (`toolmux tools call`) leaves the cache current.
-            Inner::rediscover_live(inner, true).await;
-        }
-        outcome
+        self.inner.call(&call).await
     }
 
     fn attach(&self, notifier: ChangeNotifier) {

@@ -7,7 +7,9 @@
 //! trying up to [`Backoff::tries`] times with exponentially growing pauses. When every try
 //! fails, the server is *unavailable* for [`Backoff::window`]: its calls fail at once with an
 //! error naming it and its last error, and the catalog shows it as failed. The first call after
-//! the window tries again. A crash during a call fails that call only.
+//! the window tries again. A crash during a call affects that server's calls only: each is
+//! made again on a restarted server where that is safe, or fails saying it may have run (see
+//! `calls`).
 
 use super::*;
 
@@ -54,6 +56,32 @@ impl Inner {
                 dead.close().await;
             }
         }
+        let conn = self.start().await?;
+        let in_flight = conn.begin();
+        *slot = Some(Arc::clone(&conn));
+        drop(slot);
+        self.touch();
+        if self.server().idle_timeout.is_some() {
+            tokio::spawn(watch_idle(Arc::downgrade(self), Arc::downgrade(&conn)));
+        }
+        let held: Vec<String> = lock(&self.subscriptions).keys().cloned().collect();
+        if !held.is_empty() {
+            tokio::spawn(renew_subscriptions(conn.begin(), held));
+        }
+        // A discovery running now (which may have started this connection) covers it.
+        let stale = read(&self.view).record.discovery_status != DiscoveryStatus::Success
+            && self.discovery.try_lock().is_ok();
+        if stale {
+            let inner = Arc::clone(self);
+            tokio::spawn(async move { Inner::rediscover_live(&inner, true).await });
+        }
+        Ok(in_flight)
+    }
+
+    /// Opens a new connection, trying up to [`Backoff::tries`] times, unless the server is
+    /// retired, disabled or unavailable; keeps the server's health. The shared connection and
+    /// every per-client one are opened here (the caller holds the slot it fills).
+    pub(super) async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, UpstreamError> {
         if self.retired.is_cancelled() {
             return Err(UpstreamError::Retired {
                 server: self.name.clone(),
@@ -103,35 +131,16 @@ impl Inner {
             .await;
         match opened {
             Ok(conn) => {
-                let conn = Arc::new(conn);
-                let in_flight = conn.begin();
                 let was_failing = {
                     let mut health = lock(&self.health);
                     let was = health.unavailable_until.is_some();
                     *health = Health::default();
                     was
                 };
-                *slot = Some(Arc::clone(&conn));
-                drop(slot);
-                self.touch();
-                if self.server().idle_timeout.is_some() {
-                    tokio::spawn(watch_idle(Arc::downgrade(self), Arc::downgrade(&conn)));
-                }
                 if was_failing {
                     self.notify();
                 }
-                let held: Vec<String> = lock(&self.subscriptions).keys().cloned().collect();
-                if !held.is_empty() {
-                    tokio::spawn(renew_subscriptions(conn.begin(), held));
-                }
-                // A discovery running now (which may have started this connection) covers it.
-                let stale = read(&self.view).record.discovery_status != DiscoveryStatus::Success
-                    && self.discovery.try_lock().is_ok();
-                if stale {
-                    let inner = Arc::clone(self);
-                    tokio::spawn(async move { Inner::rediscover_live(&inner, true).await });
-                }
-                Ok(in_flight)
+                Ok(Arc::new(conn))
             }
             Err(e) => {
                 {
@@ -140,7 +149,6 @@ impl Inner {
                     health.last_error = Some(e.to_string());
                     health.unavailable_until = Some(Instant::now() + self.backoff.window);
                 }
-                drop(slot);
                 self.notify();
                 Err(e)
             }

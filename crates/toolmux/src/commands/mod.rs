@@ -9,9 +9,13 @@ mod init;
 mod logs;
 mod mcp;
 mod run;
+pub(crate) mod runners;
+pub(crate) mod secrets;
 mod serve;
+pub(crate) mod sessions;
 mod skills;
 mod specs;
+pub(crate) mod tasks;
 mod tools;
 pub(crate) mod upstream;
 
@@ -38,5 +42,9 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Eval(args) => eval::run(project, args).await,
         Command::Specs(args) => specs::run(project, args).await,
         Command::Skills(args) => skills::run(project, args).await,
+        Command::Runners(args) => runners::run(project, args).await,
+        Command::Sessions(args) => sessions::run(project, args).await,
+        Command::Secrets(args) => secrets::run(project, args).await,
+        Command::Tasks(args) => tasks::run(project, args).await,
     }
 }

@@ -11,7 +11,7 @@ use axum::serve::ListenerExt;
 use toolmux_api::{
     API_PATH, ApiState, Apply, ConfigFiles, ConfigWatcher, ConfigWriter, api_router_with,
 };
-use toolmux_http::{ConnectionLimits, LiveOptions, OpenApiRouter, mcp_guarded};
+use toolmux_http::{ConnectionLimits, LiveOptions, OpenApiRouter, mcp_guarded, page_guarded};
 use toolmux_mcp_server::{CancellationToken, MCP_PATH, http_router};
 
 use crate::access::{Access, AccessError};
@@ -50,8 +50,11 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
         )),
         AccessError::EmptyKey(_) => Failure::Config(e.to_string()),
     })?;
+    let local_token = local_token(&assembly, &args, &live)?;
     // Host, Origin and keys of `/mcp` are checked by the REST API's live guard in front of it.
     options.guarded_in_front = true;
+    // MCP clients' approvals and questions wait in the queue the REST API answers, too.
+    options.people = Some(assembly.approvals.clone());
     let unspecified_without_hosts = args.bind.is_unspecified()
         && assembly.loaded.config.server.allowed_hosts.is_empty()
         && args.allow_host.is_empty();
@@ -85,21 +88,48 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
         Some(assembly.upstream_view()),
     );
     let shutdown = CancellationToken::new();
+    // The approvals stream never ends by itself: end it with the server, so that open streams
+    // do not hold the graceful shutdown.
+    tokio::spawn({
+        let (approvals, shutdown) = (assembly.approvals.clone(), shutdown.clone());
+        async move {
+            shutdown.cancelled().await;
+            approvals.close_streams();
+        }
+    });
     // The chat routes are served with the REST API's: behind its guard, so every HTTP route is
     // checked alike, and in its OpenAPI document, made from the chat's own route list.
     let chat_routes =
         toolmux_chat::http::router(toolmux_chat::http::ChatHttpState::new(chat_engine));
-    let chat = OpenApiRouter::with_openapi(toolmux_chat::http::openapi()).merge(chat_routes.into());
+    let chat = OpenApiRouter::with_openapi(toolmux_chat::http::openapi())
+        .merge(chat_routes.into())
+        .merge(toolmux_http::auth_routes(live.clone()));
     let mcp = http_router(assembly.hub.clone(), options, shutdown.clone());
-    let router = mcp_guarded(live, mcp).merge(api_router_with(api, chat));
+    // The web app is the fallback: every path the API and MCP do not own.
+    let page = page_guarded(live.clone(), toolmux_ui::router());
+    let router = mcp_guarded(live, mcp)
+        .merge(api_router_with(api, chat))
+        .merge(page);
+    let web = WebApp {
+        token: local_token,
+        open: args.open,
+    };
     let limits = connection_limits(&args);
     let signals = StopSignals::install()?;
     let served = match &args.socket {
-        Some(path) => serve_unix(path, router, limits, signals, shutdown).await,
+        Some(path) => {
+            if args.open {
+                eprintln!(
+                    "toolmux: --open needs a TCP address; a browser cannot open a Unix socket"
+                );
+            }
+            serve_unix(path, router, limits, signals, shutdown).await
+        }
         None => {
             serve_tcp(
                 SocketAddr::new(args.bind, args.port),
                 unspecified_without_hosts,
+                web,
                 router,
                 limits,
                 signals,
@@ -116,9 +146,57 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
     Ok(OK)
 }
 
+/// The local token when `serve` makes one: on loopback TCP without a configured key. Made once
+/// per project and reused, so a bookmarked URL and a local MCP client's configuration keep
+/// working across restarts. A Unix socket gets none: its file mode (0600) is its guard, as
+/// before. On loopback TCP every request needs a credential from now on, even if the keys the
+/// server started with are removed while it runs.
+fn local_token(
+    assembly: &Assembly,
+    args: &ServeArgs,
+    live: &LiveOptions,
+) -> Result<Option<toolmux_http::LocalToken>, Failure> {
+    if args.socket.is_some() || !args.bind.is_loopback() {
+        return Ok(None);
+    }
+    live.require_credentials();
+    if !live.current().api_keys.is_empty() {
+        return Ok(None);
+    }
+    let state = toolmux_config::state_dir(&assembly.loaded.project_dir);
+    let made = toolmux_http::load_or_create(&state).context("cannot make the local token")?;
+    live.set_local_token(Some(made.token.clone()));
+    Ok(Some(made))
+}
+
+/// What `serve` says about the web app, and whether it opens it.
+struct WebApp {
+    token: Option<toolmux_http::LocalToken>,
+    open: bool,
+}
+
+impl WebApp {
+    /// The URL to open: loopback for an unspecified address, the token in the fragment, which
+    /// a browser never sends (no server log or `Referer` sees it).
+    fn url(&self, address: SocketAddr) -> String {
+        let mut address = address;
+        if address.ip().is_unspecified() {
+            address.set_ip(match address {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        match &self.token {
+            Some(made) => format!("http://{address}/#token={}", made.token),
+            None => format!("http://{address}/"),
+        }
+    }
+}
+
 async fn serve_tcp(
     address: SocketAddr,
     warn_hosts: bool,
+    web: WebApp,
     router: Router,
     limits: ConnectionLimits,
     signals: StopSignals,
@@ -146,6 +224,16 @@ async fn serve_tcp(
         eprintln!(
             "toolmux: only loopback Host names are accepted; add the names clients use with --allow-host"
         );
+    }
+    let url = web.url(address);
+    eprintln!("toolmux web app: {url}");
+    if let Some(warning) = web.token.as_ref().and_then(|made| made.replaced.as_ref()) {
+        eprintln!("toolmux: {warning}");
+    }
+    if web.open
+        && let Err(e) = toolmux_ui::open_in_browser(&url)
+    {
+        eprintln!("toolmux: {e}; open the URL above yourself");
     }
     toolmux_http::serve(listener, router, limits, signals.wait(shutdown)).await;
     Ok(())

@@ -1,0 +1,261 @@
+//! `/api/sessions`: coding sessions (a runner on a prompt in a folder of the project). Each
+//! route but the stream is a call of its `sessions` tool through the pipeline
+//! ([`ApiState::run_tool`]), so `POST /api/sessions` asks by default (it waits in
+//! `GET /api/approvals`, whose preview shows runner, folder, prompt and command line), and
+//! refusals map by kind (no such session 404, an ended one 409, a bad request 422).
+//! `GET /api/sessions/{id}/stream` follows the session's log from the store as it is written:
+//! one `log` event per entry, then one `status` event with status, exit code and duration.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, CallFailures, ErrorBody};
+use crate::{ApiState, arguments};
+
+pub(crate) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show))
+        .routes(routes!(logs))
+        .routes(routes!(cancel))
+        .routes(routes!(stream))
+}
+
+/// A session to start (the `run_session` tool's arguments).
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewSession {
+    /// The runner (`GET /api/runners`).
+    pub runner: String,
+    /// What the agent should do; with `specs`, text before them or their template with
+    /// `{specs}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Specs to build the prompt from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub specs: Vec<String>,
+    /// The folder to run in, relative to the project root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Run in a new git worktree on a new branch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub worktree: bool,
+    /// The new branch's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// More environment variables.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The time limit in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// The model to ask for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// `GET /api/sessions`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct SessionFilter {
+    /// Only sessions with this status: `pending`, `running`, `completed`, `failed`,
+    /// `cancelled` or `lost`.
+    pub status: Option<String>,
+    /// At most this many (default 50).
+    pub limit: Option<u64>,
+}
+
+/// `GET /api/sessions/{id}/logs`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct LogsPage {
+    /// The first entry (default 0).
+    pub offset: Option<u64>,
+    /// At most this many entries (default 200, at most 2000).
+    pub limit: Option<u64>,
+}
+
+/// Sessions of this project, newest first, from every channel (the `list_sessions` tool).
+#[utoipa::path(
+    get, path = "/api/sessions", tag = "sessions",
+    params(SessionFilter),
+    responses(
+        (status = 200, description = "`list_sessions`' structured result: `count`, `total`, `sessions`", body = Object),
+        CallFailures,
+    )
+)]
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiQuery(filter): ApiQuery<SessionFilter>,
+) -> Result<Json<Value>, ApiError> {
+    let args = arguments([
+        ("status", filter.status.map(Value::from)),
+        ("limit", filter.limit.map(Value::from)),
+    ]);
+    state
+        .run_tool(caller, "list_sessions", args)
+        .await
+        .map(Json)
+}
+
+/// Starts a session (the `run_session` tool). With the default policy `ask`, the request waits
+/// in `GET /api/approvals` for a person's answer.
+#[utoipa::path(
+    post, path = "/api/sessions", tag = "sessions",
+    request_body = NewSession,
+    responses(
+        (status = 201, description = "Started: the session's record (`id`, `status`, `command`, ...); `Location` names it", body = Object),
+        CallFailures,
+    )
+)]
+pub(crate) async fn create(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(session): ApiJson<NewSession>,
+) -> Result<Response, ApiError> {
+    let Ok(Value::Object(args)) = serde_json::to_value(&session) else {
+        return Err(ApiError::internal("the session request cannot be read"));
+    };
+    let record = state.run_tool(caller, "run_session", args).await?;
+    let location = record["id"]
+        .as_str()
+        .and_then(|id| HeaderValue::from_str(&format!("/api/sessions/{id}")).ok());
+    let mut response = (StatusCode::CREATED, Json(record)).into_response();
+    if let Some(location) = location {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// One session's record (the `session_status` tool).
+#[utoipa::path(
+    get, path = "/api/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "The session's id")),
+    responses(
+        (status = 200, description = "The session's record", body = Object),
+        CallFailures,
+    )
+)]
+pub(crate) async fn show(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    let args = arguments([("id", Some(Value::from(id)))]);
+    state
+        .run_tool(caller, "session_status", args)
+        .await
+        .map(Json)
+}
+
+/// A page of a session's log (the `session_logs` tool).
+#[utoipa::path(
+    get, path = "/api/sessions/{id}/logs", tag = "sessions",
+    params(("id" = String, Path, description = "The session's id"), LogsPage),
+    responses(
+        (status = 200, description = "`session_logs`' structured result: `entries`, `offset`, `nextOffset`, `more`, `status`", body = Object),
+        CallFailures,
+    )
+)]
+pub(crate) async fn logs(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(page): ApiQuery<LogsPage>,
+) -> Result<Json<Value>, ApiError> {
+    let args = arguments([
+        ("id", Some(Value::from(id))),
+        ("offset", page.offset.map(Value::from)),
+        ("limit", page.limit.map(Value::from)),
+    ]);
+    state.run_tool(caller, "session_logs", args).await.map(Json)
+}
+
+/// Cancels a running session (the `cancel_session` tool): its runner and everything it
+/// started are stopped.
+#[utoipa::path(
+    post, path = "/api/sessions/{id}/cancel", tag = "sessions",
+    params(("id" = String, Path, description = "The session's id")),
+    responses(
+        (status = 200, description = "The session's record once stopped", body = Object),
+        CallFailures,
+    )
+)]
+pub(crate) async fn cancel(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    let args = arguments([("id", Some(Value::from(id)))]);
+    state
+        .run_tool(caller, "cancel_session", args)
+        .await
+        .map(Json)
+}
+
+/// Follows a session live: server-sent events, `event: log` with each log entry as it is
+/// written (from the first), then one `event: status` with `status`, `exitCode`, `durationMs`
+/// and `error`, and the stream ends. The session is checked first through `session_status`,
+/// so an unknown id is a 404 and the policy applies as on the other routes.
+#[utoipa::path(
+    get, path = "/api/sessions/{id}/stream", tag = "sessions",
+    params(("id" = String, Path, description = "The session's id")),
+    responses(
+        (status = 200, description = "Server-sent events: `log` per entry, then `status`", content_type = "text/event-stream", body = String),
+        (status = 404, description = "No such session", body = ErrorBody),
+        CallFailures,
+    )
+)]
+pub(crate) async fn stream(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    let args = arguments([("id", Some(Value::from(id.clone())))]);
+    state.run_tool(caller, "session_status", args).await?;
+    // The store's files are under the state folder that also holds the execution log.
+    let state_dir = state
+        .inner
+        .log_dir
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let store: Arc<dyn toolmux_sessions::SessionStore> =
+        Arc::new(toolmux_sessions::DirStore::new(&state_dir));
+    let follower = toolmux_sessions::Follower::new(store, &id)
+        .map_err(|e| ApiError::not_found(e.to_string()))?;
+    let body = futures::stream::unfold(follower, |mut follower| async move {
+        let frame = match follower.next().await? {
+            toolmux_sessions::FollowEvent::Entry(entry) => frame("log", &entry),
+            toolmux_sessions::FollowEvent::Ended(end) => frame("status", &end),
+        };
+        Some((Ok::<_, std::convert::Infallible>(frame), follower))
+    });
+    let mut response = Response::new(axum::body::Body::from_stream(body));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
+}
+
+/// One server-sent event.
+fn frame(event: &str, data: &impl Serialize) -> String {
+    let data = serde_json::to_string(data).unwrap_or_else(|_| "null".to_string());
+    format!("event: {event}\ndata: {data}\n\n")
+}

@@ -1,0 +1,237 @@
+//! `request_human_input`: a question from a model (or a code-mode script's `human.ask`) to the
+//! person behind the channel that called, on every channel. The question goes to whoever the
+//! call's [`Approver`] reaches — an MCP client's user by elicitation, a pending input in the
+//! REST API's queue, a code-mode script's caller — and in toolmux's own chat to the person
+//! reading the conversation ([`ConversationQuestions`]), as it always did.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::approval::{CannotAsk, HumanAnswer, HumanQuestion, ask_within};
+use crate::context::Channel;
+use crate::error::SourceError;
+use crate::hub::{HubSettings, WeakHub};
+use crate::model::{ToolAnnotations, ToolDescriptor, ToolResult};
+use crate::source::{Source, SourceCall, SourceKind};
+use crate::validate::{CompiledSchema, format_violations};
+
+/// The source id.
+pub const HUMAN_SOURCE_ID: &str = "human";
+/// The tool's name.
+pub const HUMAN_INPUT_TOOL: &str = "request_human_input";
+/// The field a free-text question's answer comes in.
+pub const ANSWER_FIELD: &str = "answer";
+
+/// The schema of a free-text answer: one string field.
+pub fn free_text_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {ANSWER_FIELD: {"type": "string", "title": "Answer"}},
+        "required": [ANSWER_FIELD]
+    })
+}
+
+/// The person reading a conversation of toolmux's own chat, who answers questions asked in it.
+#[async_trait]
+pub trait ConversationQuestions: Send + Sync {
+    /// Asks the question in `conversation` and waits for the answer.
+    async fn ask(
+        &self,
+        conversation: &str,
+        question: &HumanQuestion,
+    ) -> Result<HumanAnswer, CannotAsk>;
+}
+
+/// The `human` source with its one tool.
+pub struct HumanInputSource {
+    descriptor: ToolDescriptor,
+    hub: Option<WeakHub>,
+    conversations: Option<Arc<dyn ConversationQuestions>>,
+}
+
+impl Default for HumanInputSource {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HumanInputSource {
+    /// The source. Questions wait at most the default approval time limit until
+    /// [`with_hub`](Self::with_hub) gives it the hub whose limit to follow.
+    pub fn new() -> Self {
+        let mut descriptor = ToolDescriptor::new(
+            HUMAN_SOURCE_ID,
+            HUMAN_INPUT_TOOL,
+            "Ask the person you are working for a question and wait for the answer. Use it \
+             when you need a decision or a fact only they have; do not use it for approvals of \
+             tool calls (toolmux asks for those itself). Without `schema` the answer is free \
+             text; with one, the person fills in a form and the answer is a JSON object that \
+             fits it.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string", "description": "The question, in one or two sentences."},
+                    "schema": {
+                        "type": "object",
+                        "description": "Optional JSON Schema of the answer: an object of flat fields \
+                                        (string, number, integer, boolean, or a string enum), as \
+                                        forms show them."
+                    }
+                },
+                "required": ["question"],
+                "additionalProperties": false
+            }),
+        );
+        descriptor.title = Some("Ask the person".into());
+        descriptor.annotations = ToolAnnotations::read_only();
+        // A person may take a while; the pipeline's default limit is for machines.
+        descriptor.timeout = Some(Duration::from_secs(30 * 60));
+        Self {
+            descriptor,
+            hub: None,
+            conversations: None,
+        }
+    }
+
+    /// Follows `hub`'s approval time limit (held weakly: the hub owns its sources).
+    pub fn with_hub(mut self, hub: WeakHub) -> Self {
+        self.hub = Some(hub);
+        self
+    }
+
+    /// Asks questions of chat calls in their conversation.
+    pub fn with_conversations(mut self, conversations: Arc<dyn ConversationQuestions>) -> Self {
+        self.conversations = Some(conversations);
+        self
+    }
+
+    fn time_limit(&self) -> Duration {
+        self.hub
+            .as_ref()
+            .and_then(WeakHub::upgrade)
+            .map(|hub| hub.catalog().approval_timeout)
+            .unwrap_or_else(|| HubSettings::default().approval_timeout)
+    }
+}
+
+#[async_trait]
+impl Source for HumanInputSource {
+    fn id(&self) -> &str {
+        HUMAN_SOURCE_ID
+    }
+
+    fn kind(&self) -> SourceKind {
+        SourceKind::Builtin
+    }
+
+    fn tools(&self) -> Vec<ToolDescriptor> {
+        vec![self.descriptor.clone()]
+    }
+
+    async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
+        let context = call.context;
+        let text = call
+            .arguments
+            .get("question")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let given = call.arguments.get("schema").cloned();
+        let schema = match &given {
+            None | Some(Value::Null) => free_text_schema(),
+            Some(schema) => schema.clone(),
+        };
+        let compiled = match check_schema(&schema) {
+            Ok(compiled) => compiled,
+            Err(why) => return Ok(ToolResult::error(format!("the answer's schema: {why}"))),
+        };
+        let time_limit = self.time_limit();
+        let question = HumanQuestion {
+            tool: call.tool.name.clone(),
+            arguments: Value::Object(call.arguments.clone()),
+            question: text,
+            schema,
+            channel: context.channel,
+            session: context.session.clone(),
+            time_limit,
+        };
+        let answer = match (
+            context.channel,
+            &self.conversations,
+            context.session.as_deref(),
+        ) {
+            (Channel::Chat, Some(conversations), Some(conversation)) => {
+                Some(conversations.ask(conversation, &question).await)
+            }
+            _ => match &context.approver {
+                Some(approver) => ask_within(approver.as_ref(), &question).await,
+                None => Some(Err(CannotAsk(nobody_to_ask(context.channel)))),
+            },
+        };
+        let free_text = matches!(given, None | Some(Value::Null));
+        Ok(match answer {
+            Some(Ok(HumanAnswer::Accept(content))) => {
+                let violations = compiled.violations(&content);
+                if !violations.is_empty() {
+                    return Ok(ToolResult::error(format!(
+                        "the answer does not fit the schema: {}",
+                        format_violations(&violations)
+                    )));
+                }
+                let text = match (&content, free_text) {
+                    (Value::Object(map), true) => map
+                        .get(ANSWER_FIELD)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    _ => content.to_string(),
+                };
+                let mut result = ToolResult::text(text);
+                result.structured_content = Some(content);
+                result
+            }
+            Some(Ok(HumanAnswer::Decline)) => ToolResult::error("the person chose not to answer"),
+            Some(Ok(HumanAnswer::Cancel)) => {
+                ToolResult::error("the person dismissed the question without answering")
+            }
+            Some(Err(CannotAsk(why))) => ToolResult::error(why),
+            None => ToolResult::error(format!(
+                "nobody answered the question within {}",
+                crate::duration::format_duration(time_limit)
+            )),
+        })
+    }
+}
+
+/// Why a call with no approver cannot ask, in words the model can act on.
+fn nobody_to_ask(channel: Channel) -> String {
+    match channel {
+        Channel::Mcp => "this MCP client cannot show questions to its user (it did not declare \
+                        the elicitation capability); ask the person in your reply instead"
+            .to_string(),
+        other => format!("nobody can be asked questions on the {other} channel"),
+    }
+}
+
+/// The answer's schema must compile and describe an object.
+fn check_schema(schema: &Value) -> Result<CompiledSchema, String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("it must be a JSON Schema with \"type\": \"object\"".to_string());
+    }
+    CompiledSchema::compile(schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_must_be_an_object_schema() {
+        assert!(check_schema(&free_text_schema()).is_ok());
+        assert!(check_schema(&json!({"type": "string"})).is_err());
+        assert!(check_schema(&json!({"type": "object", "properties": 3})).is_err());
+    }
+}

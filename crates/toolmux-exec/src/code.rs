@@ -1,0 +1,315 @@
+//! `code_execution`: a snippet of Python or bash written to the call's temp dir and run in the
+//! `shell` sandbox (in the project root, with `$OUTPUT_DIR` for the files it makes, listed and
+//! — small text ones — inlined in the result), or of TypeScript, run by code mode's `run_code`
+//! through the hub.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use toolmux_core::{CallContext, ToolDescriptor, ToolErrorKind, ToolResult};
+
+use crate::{
+    CODE_EXECUTION, CommandSpec, ExecPack, ExecSettings, FINISHED_REQUIRED, SOURCE_ID, acting,
+    common_env, finished_json, finished_properties, pipeline_limit, render, run,
+};
+
+/// Code mode's tool that runs TypeScript.
+const RUN_CODE: &str = "run_code";
+/// The most files listed from the output dir.
+const MAX_FILES: usize = 100;
+/// The largest file whose text is inlined.
+const MAX_INLINE_FILE: u64 = 16 * 1024;
+/// The most bytes inlined over all files.
+const MAX_INLINE_TOTAL: u64 = 64 * 1024;
+/// How deep the output dir is walked.
+const MAX_DEPTH: usize = 16;
+
+/// A file the code wrote under `$OUTPUT_DIR`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OutputFile {
+    /// Its path relative to the output dir, with `/`.
+    pub path: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its text, when it is small UTF-8 and the inline budget allows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+pub(crate) fn descriptor(settings: &ExecSettings) -> ToolDescriptor {
+    let mut tool = ToolDescriptor::new(
+        SOURCE_ID,
+        CODE_EXECUTION,
+        "Run a snippet of code and get its output. `python` (python3) and `bash` run in the \
+         project root in the same sandbox as `shell` (writes only inside the project and \
+         $TMPDIR, no network unless configured); files written under $OUTPUT_DIR are returned \
+         (listed with sizes, small text files inlined). `typescript` runs in code mode's QuickJS \
+         sandbox (no file or network access except through tools; `console` output is \
+         returned, and the script's `return` value as `result`).",
+        json!({
+            "type": "object",
+            "properties": {
+                "language": {"enum": ["python", "bash", "typescript"]},
+                "code": {"type": "string", "minLength": 1, "description": "The program."},
+                "timeoutMs": {"type": "integer", "minimum": 1, "description": format!("Time limit in milliseconds (at most {}).", settings.max_timeout.as_millis())}
+            },
+            "required": ["language", "code"],
+            "additionalProperties": false
+        }),
+    );
+    tool.title = Some("Run Python, bash or TypeScript code".to_string());
+    let mut properties = finished_properties();
+    properties.insert("language".into(), json!({"type": "string"}));
+    properties.insert(
+        "files".into(),
+        json!({
+            "type": "array",
+            "description": "Files the code wrote under $OUTPUT_DIR.",
+            "items": {"type": "object", "properties": {
+                "path": {"type": "string"}, "size": {"type": "integer"}, "text": {"type": "string"}
+            }, "required": ["path", "size"]}
+        }),
+    );
+    properties.insert(
+        "filesTruncated".into(),
+        json!({"type": "boolean", "description": "More files were written than are listed."}),
+    );
+    properties.insert(
+        "result".into(),
+        json!({"description": "TypeScript: what the script returned."}),
+    );
+    let mut required: Vec<&str> = FINISHED_REQUIRED.to_vec();
+    required.extend(["language", "files"]);
+    tool.output_schema = Some(Arc::new(json!({
+        "type": "object",
+        "properties": properties,
+        "required": required
+    })));
+    tool.annotations = acting();
+    tool.timeout = Some(pipeline_limit(settings));
+    tool
+}
+
+impl ExecPack {
+    pub(crate) async fn code_execution(
+        &self,
+        arguments: &Map<String, Value>,
+        context: &CallContext,
+    ) -> ToolResult {
+        let language = arguments.get("language").and_then(Value::as_str);
+        let Some(code) = arguments.get("code").and_then(Value::as_str) else {
+            return ToolResult::kind_error(ToolErrorKind::Invalid, "`code` is required");
+        };
+        let (file, program) = match language {
+            Some("python") => ("main.py", "python3"),
+            Some("bash") => ("main.sh", "bash"),
+            Some("typescript") => return self.typescript(code, arguments, context).await,
+            _ => {
+                return ToolResult::kind_error(
+                    ToolErrorKind::Invalid,
+                    "`language` must be `python`, `bash` or `typescript`",
+                );
+            }
+        };
+        let language = language.unwrap_or_default();
+        let temp = match Self::temp_dir("toolmux-code-") {
+            Ok(temp) => temp,
+            Err(refused) => return refused,
+        };
+        let script = temp.path().join(file);
+        let output_dir = temp.path().join("output");
+        if let Err(e) = tokio::fs::write(&script, code).await {
+            return ToolResult::error(format!("cannot write the code to the temp dir: {e}"));
+        }
+        if let Err(e) = tokio::fs::create_dir(&output_dir).await {
+            return ToolResult::error(format!("cannot make the output dir: {e}"));
+        }
+        let network = self.inner.settings.network;
+        let mut env = common_env(temp.path());
+        env.push(("OUTPUT_DIR".into(), output_dir.as_os_str().to_owned()));
+        let spec = CommandSpec {
+            program: program.into(),
+            args: vec![script.to_string_lossy().into_owned()],
+            cwd: self.inner.root.path().to_path_buf(),
+            env,
+            timeout: self.timeout(arguments),
+            max_output: self.inner.settings.max_output_bytes,
+            sandbox: self.policy(network, temp.path()),
+        };
+        let limit = spec.timeout;
+        let finished = match run(spec).await {
+            Ok(finished) => finished,
+            Err(e) => return ToolResult::error(e.to_string()),
+        };
+        let listing = output_dir.clone();
+        let (files, truncated) = tokio::task::spawn_blocking(move || list_files(&listing))
+            .await
+            .unwrap_or_default();
+        let mut text = render(&finished, limit);
+        for file in &files {
+            text.push_str(&format!("file {} ({} bytes)\n", file.path, file.size));
+            if let Some(body) = &file.text {
+                text.push_str(body);
+                if !body.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+        }
+        let mut value = finished_json(&finished);
+        if let Value::Object(map) = &mut value {
+            map.insert("language".into(), json!(language));
+            map.insert("files".into(), json!(files));
+            if truncated {
+                map.insert("filesTruncated".into(), json!(true));
+            }
+        }
+        ToolResult::structured_with_text(value, text)
+    }
+
+    /// TypeScript through code mode's `run_code`, with the caller's context (its scope, its
+    /// approver), under the call's time limit.
+    async fn typescript(
+        &self,
+        code: &str,
+        arguments: &Map<String, Value>,
+        context: &CallContext,
+    ) -> ToolResult {
+        let Some(hub) = self.inner.hub.as_ref().and_then(|h| h.upgrade()) else {
+            return ToolResult::error("TypeScript runs in code mode, which is not available here");
+        };
+        let limit = self.timeout(arguments);
+        let call = hub.call(RUN_CODE, json!({"code": code}), context);
+        let (exit_code, stdout, stderr, result, timed_out) =
+            match tokio::time::timeout(limit, call).await {
+                Err(_) => (
+                    None,
+                    String::new(),
+                    format!("timed out after {}s", limit.as_secs_f64()),
+                    Value::Null,
+                    true,
+                ),
+                Ok(Err(e)) => (Some(1), String::new(), e.to_string(), Value::Null, false),
+                Ok(Ok(done)) if done.is_error => (
+                    Some(1),
+                    String::new(),
+                    done.text_content(),
+                    Value::Null,
+                    false,
+                ),
+                Ok(Ok(done)) => {
+                    let structured = done.structured_content.unwrap_or(Value::Null);
+                    let (stdout, stderr) = split_logs(&structured["logs"]);
+                    (Some(0), stdout, stderr, structured["result"].clone(), false)
+                }
+            };
+        let mut text = match (timed_out, exit_code) {
+            (true, _) => "timed out\n".to_string(),
+            (false, Some(code)) => format!("exit code {code}\n"),
+            (false, None) => String::new(),
+        };
+        for (name, stream) in [("stdout", &stdout), ("stderr", &stderr)] {
+            if !stream.is_empty() {
+                text.push_str(&format!("--- {name} ---\n{stream}\n"));
+            }
+        }
+        if !result.is_null() {
+            text.push_str(&format!("--- result ---\n{result}\n"));
+        }
+        let value = json!({
+            "language": "typescript",
+            "exitCode": exit_code,
+            "signal": null,
+            "timedOut": timed_out,
+            "stdoutBytes": stdout.len(),
+            "stderrBytes": stderr.len(),
+            "stdoutDroppedBytes": 0,
+            "stderrDroppedBytes": 0,
+            "stdout": stdout,
+            "stderr": stderr,
+            "result": result,
+            "files": [],
+            "notes": ["TypeScript runs in code mode's QuickJS sandbox: no files, process or network except through tools"],
+        });
+        ToolResult::structured_with_text(value, text)
+    }
+}
+
+/// Code mode's console lines as stdout (`log`, `info`, `debug`) and stderr (`warn`, `error`).
+fn split_logs(logs: &Value) -> (String, String) {
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    for line in logs.as_array().into_iter().flatten() {
+        let message = line["message"].as_str().unwrap_or_default();
+        let out = match line["level"].as_str() {
+            Some("warn" | "error") => &mut stderr,
+            _ => &mut stdout,
+        };
+        out.push_str(message);
+        out.push('\n');
+    }
+    (stdout, stderr)
+}
+
+/// The files under `dir` (links not followed, at most [`MAX_FILES`]), small text ones with
+/// their text; and whether more were there.
+fn list_files(dir: &Path) -> (Vec<OutputFile>, bool) {
+    let mut files = Vec::new();
+    let mut truncated = false;
+    let mut pending = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((current, depth)) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let Ok(meta) = entry
+                .file_type()
+                .and_then(|_| entry.path().symlink_metadata())
+            else {
+                continue;
+            };
+            let path = entry.path();
+            if meta.is_dir() {
+                if depth < MAX_DEPTH {
+                    pending.push((path, depth + 1));
+                }
+                continue;
+            }
+            if files.len() == MAX_FILES {
+                truncated = true;
+                continue;
+            }
+            let relative = path
+                .strip_prefix(dir)
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            files.push((
+                OutputFile {
+                    path: relative,
+                    size: meta.len(),
+                    text: None,
+                },
+                meta.is_file(),
+                path,
+            ));
+        }
+    }
+    files.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+    let mut budget = MAX_INLINE_TOTAL;
+    let files = files
+        .into_iter()
+        .map(|(mut file, regular, path)| {
+            if regular
+                && file.size <= MAX_INLINE_FILE
+                && file.size <= budget
+                && let Ok(Ok(text)) = std::fs::read(&path).map(String::from_utf8)
+            {
+                budget -= file.size;
+                file.text = Some(text);
+            }
+            file
+        })
+        .collect();
+    (files, truncated)
+}

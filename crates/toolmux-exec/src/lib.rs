@@ -1,0 +1,472 @@
+//! The built-in `exec` pack: `shell`, which runs a command line, and `code_execution`, which
+//! runs a snippet of Python, bash or TypeScript — the tools that let an agent act on the
+//! machine, so the ones that most need a fence.
+//!
+//! - Every call asks a person first by default (the tools are annotated destructive), and the
+//!   approval shows the command or the code ([`Source::preview`]).
+//! - A command runs in a directory inside the project root (resolved by the workspace's
+//!   [`ProjectRoot`] rules), in the sandbox of [`sandbox`] (Landlock: write only in the root and
+//!   a per-call temp dir; no network unless the configuration allows it), with toolmux's
+//!   secrets scrubbed from its environment ([`run::is_secret`]).
+//! - It runs under a time limit, in a process group of its own that is stopped when the call
+//!   ends, times out or is cancelled — with whatever it left running ([`run`]); its output is
+//!   kept under a cap, head and tail ([`output`]).
+//! - TypeScript is not run here: it goes to code mode's `run_code` through the hub, with the
+//!   caller's context, so there is one TypeScript sandbox and its calls keep their policies.
+//!
+//! What the sandbox does not defend: reading (a command may read anything toolmux may, so the
+//! person approving it should read it), writes to `.git/` and `.toolmux/state/` inside the
+//! root (Landlock cannot except them), and a command that is allowed the network.
+
+pub mod code;
+pub mod output;
+pub mod run;
+pub mod sandbox;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use toolmux_core::{
+    Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolErrorKind,
+    ToolResult, WeakHub,
+};
+use toolmux_workspace::ProjectRoot;
+
+pub use output::{Capture, Captured};
+pub use run::{CommandSpec, Finished, RunError, run};
+pub use sandbox::{Landlock, Network, Prepared, SandboxPolicy, SandboxReport};
+
+/// The id of the pack's source in the registry.
+pub const SOURCE_ID: &str = "exec";
+
+/// The name of the command tool.
+pub const SHELL: &str = "shell";
+
+/// The name of the snippet tool (seed 004's name).
+pub const CODE_EXECUTION: &str = "code_execution";
+
+/// How commands run (`shell` in the configuration).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecSettings {
+    /// The time limit of a call that sets none.
+    pub timeout: Duration,
+    /// The longest time limit a call may ask for.
+    pub max_timeout: Duration,
+    /// The most bytes kept of each of stdout and stderr.
+    pub max_output_bytes: usize,
+    /// Whether commands reach the network by default.
+    pub network: bool,
+    /// Whether a call's `network: true` is honoured.
+    pub network_per_call: bool,
+    /// Whether the sandbox is on.
+    pub sandbox: bool,
+    /// More directories commands may write in (absolute, or relative to the root).
+    pub writable_paths: Vec<PathBuf>,
+}
+
+impl Default for ExecSettings {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(120),
+            max_timeout: Duration::from_secs(600),
+            max_output_bytes: 32 * 1024,
+            network: false,
+            network_per_call: false,
+            sandbox: true,
+            writable_paths: Vec::new(),
+        }
+    }
+}
+
+impl ExecSettings {
+    /// The settings of the configuration's `shell` section.
+    pub fn from_config(shell: &toolmux_config::ShellSettings) -> Self {
+        let millis = |n: std::num::NonZeroU64| Duration::from_millis(n.get());
+        Self {
+            timeout: millis(shell.timeout_ms),
+            max_timeout: millis(shell.max_timeout_ms).max(millis(shell.timeout_ms)),
+            max_output_bytes: usize::try_from(shell.max_output_bytes.get()).unwrap_or(usize::MAX),
+            network: shell.network,
+            network_per_call: shell.network_per_call,
+            sandbox: shell.sandbox,
+            writable_paths: shell.writable_paths.clone(),
+        }
+    }
+}
+
+/// The `exec` source. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct ExecPack {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    settings: ExecSettings,
+    root: ProjectRoot,
+    /// For TypeScript, which runs in code mode (held weakly: the hub owns the pack).
+    hub: Option<WeakHub>,
+    tools: Vec<ToolDescriptor>,
+}
+
+impl ExecPack {
+    /// The pack running commands in `root` as `settings` say; `hub` is where `run_code` is,
+    /// for TypeScript (without one, TypeScript is refused).
+    pub fn new(root: ProjectRoot, settings: ExecSettings, hub: Option<WeakHub>) -> Self {
+        let tools = vec![shell_descriptor(&settings), code::descriptor(&settings)];
+        Self {
+            inner: Arc::new(Inner {
+                settings,
+                root,
+                hub,
+                tools,
+            }),
+        }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &ExecSettings {
+        &self.inner.settings
+    }
+
+    /// The sandbox policy of one call in `temp`, with network or not.
+    fn policy(&self, network: bool, temp: &std::path::Path) -> SandboxPolicy {
+        let root = self.inner.root.path();
+        let mut writable = vec![root.to_path_buf(), temp.to_path_buf()];
+        writable.extend(
+            self.inner
+                .settings
+                .writable_paths
+                .iter()
+                .map(|p| root.join(p)),
+        );
+        SandboxPolicy {
+            enabled: self.inner.settings.sandbox,
+            network,
+            writable,
+        }
+    }
+
+    /// The call's time limit: its `timeoutMs` up to the maximum, or the default.
+    fn timeout(&self, arguments: &Map<String, Value>) -> Duration {
+        let settings = &self.inner.settings;
+        arguments
+            .get("timeoutMs")
+            .and_then(Value::as_u64)
+            .map_or(settings.timeout, |ms| {
+                Duration::from_millis(ms.max(1)).min(settings.max_timeout)
+            })
+    }
+
+    /// Whether the call gets the network, or why it may not ask.
+    fn network(&self, arguments: &Map<String, Value>) -> Result<bool, ToolResult> {
+        let settings = &self.inner.settings;
+        match arguments.get("network").and_then(Value::as_bool) {
+            None => Ok(settings.network),
+            Some(false) => Ok(false),
+            Some(true) if settings.network || settings.network_per_call => Ok(true),
+            Some(true) => Err(ToolResult::kind_error(
+                ToolErrorKind::Invalid,
+                "this call asked for the network, which the configuration does not permit: set \
+                 `\"shell\": {\"networkPerCall\": true}` (or `\"network\": true` for every \
+                 command) in .toolmux/config.json",
+            )),
+        }
+    }
+
+    /// The directory a call runs in: `cwd` resolved inside the root (the root itself without
+    /// one), or why not.
+    fn cwd(&self, arguments: &Map<String, Value>) -> Result<PathBuf, ToolResult> {
+        let given = arguments.get("cwd").and_then(Value::as_str).unwrap_or("");
+        let path = self.inner.root.resolve(given).map_err(|e| {
+            let kind = if matches!(e, toolmux_workspace::PathError::NotFound { .. }) {
+                ToolErrorKind::NotFound
+            } else {
+                ToolErrorKind::Invalid
+            };
+            ToolResult::kind_error(kind, format!("cwd: {e}"))
+        })?;
+        if !path.is_dir() {
+            return Err(ToolResult::kind_error(
+                ToolErrorKind::Invalid,
+                format!("cwd: `{given}` is not a directory"),
+            ));
+        }
+        Ok(path)
+    }
+
+    /// A per-call temp dir (writable in the sandbox, removed after the call).
+    fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, ToolResult> {
+        tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir()
+            .map_err(|e| ToolResult::error(format!("cannot make the call's temp dir: {e}")))
+    }
+
+    async fn shell(&self, arguments: &Map<String, Value>) -> ToolResult {
+        let Some(command) = arguments.get("command").and_then(Value::as_str) else {
+            return ToolResult::kind_error(ToolErrorKind::Invalid, "`command` is required");
+        };
+        let prepared = (|| {
+            let cwd = self.cwd(arguments)?;
+            let network = self.network(arguments)?;
+            let temp = Self::temp_dir("toolmux-shell-")?;
+            Ok::<_, ToolResult>((cwd, network, temp))
+        })();
+        let (cwd, network, temp) = match prepared {
+            Ok(prepared) => prepared,
+            Err(refused) => return refused,
+        };
+        let spec = CommandSpec {
+            program: "bash".into(),
+            args: vec!["-lc".to_string(), command.to_string()],
+            cwd,
+            env: common_env(temp.path()),
+            timeout: self.timeout(arguments),
+            max_output: self.inner.settings.max_output_bytes,
+            sandbox: self.policy(network, temp.path()),
+        };
+        let limit = spec.timeout;
+        match run(spec).await {
+            Ok(finished) => {
+                let text = render(&finished, limit);
+                ToolResult::structured_with_text(finished_json(&finished), text)
+            }
+            Err(e) => ToolResult::error(e.to_string()),
+        }
+    }
+}
+
+/// Variables every command gets: its temp dir, and pagers that do not wait for a terminal.
+pub(crate) fn common_env(temp: &std::path::Path) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    vec![
+        ("TMPDIR".into(), temp.as_os_str().to_owned()),
+        ("PAGER".into(), "cat".into()),
+        ("GIT_PAGER".into(), "cat".into()),
+    ]
+}
+
+/// The structured result of a finished command (`shell`'s output schema; `code_execution`
+/// adds to it).
+pub(crate) fn finished_json(finished: &Finished) -> Value {
+    json!({
+        "exitCode": finished.exit_code,
+        "signal": finished.signal,
+        "timedOut": finished.timed_out,
+        "stdout": finished.stdout.text,
+        "stderr": finished.stderr.text,
+        "stdoutBytes": finished.stdout.total_bytes,
+        "stderrBytes": finished.stderr.total_bytes,
+        "stdoutDroppedBytes": finished.stdout.dropped_bytes,
+        "stderrDroppedBytes": finished.stderr.dropped_bytes,
+        "sandbox": finished.sandbox,
+        "notes": finished.notes,
+    })
+}
+
+/// The text a model (or a person) reads: how it ended, the output, the protections.
+pub(crate) fn render(finished: &Finished, limit: Duration) -> String {
+    let mut text = String::new();
+    match (&finished.exit_code, &finished.signal) {
+        _ if finished.timed_out => text.push_str(&format!(
+            "timed out after {}s; its process group was stopped{}",
+            limit.as_secs_f64(),
+            finished
+                .signal
+                .as_ref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default()
+        )),
+        (Some(code), _) => text.push_str(&format!("exit code {code}")),
+        (None, Some(signal)) => text.push_str(&format!("killed by {signal}")),
+        (None, None) => text.push_str("ended"),
+    }
+    text.push('\n');
+    for (name, stream) in [("stdout", &finished.stdout), ("stderr", &finished.stderr)] {
+        if !stream.text.is_empty() {
+            text.push_str(&format!("--- {name} ---\n{}", stream.text));
+            if !stream.text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+    }
+    text.push_str(&format!(
+        "sandbox: landlock {}, network {}\n",
+        finished.sandbox.landlock.as_str(),
+        finished.sandbox.network.as_str()
+    ));
+    for note in finished.sandbox.notes.iter().chain(&finished.notes) {
+        text.push_str(&format!("note: {note}\n"));
+    }
+    text
+}
+
+/// The JSON Schema of the sandbox report.
+pub(crate) fn sandbox_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "The protections in force for this call.",
+        "properties": {
+            "landlock": {"enum": ["full", "partial", "unavailable", "off"]},
+            "network": {"enum": ["blocked", "allowed", "unavailable"]},
+            "notes": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["landlock", "network", "notes"]
+    })
+}
+
+/// The properties a finished command's result has (shared by both tools' output schemas).
+pub(crate) fn finished_properties() -> Map<String, Value> {
+    let count = json!({"type": "integer", "minimum": 0});
+    let Value::Object(properties) = json!({
+        "exitCode": {"type": ["integer", "null"], "description": "The exit code; null when a signal ended it."},
+        "signal": {"type": ["string", "null"], "description": "The signal that ended it (`SIGKILL`)."},
+        "timedOut": {"type": "boolean"},
+        "stdout": {"type": "string", "description": "stdout: its head and tail when longer than the cap, with the bytes dropped named between them."},
+        "stderr": {"type": "string"},
+        "stdoutBytes": count,
+        "stderrBytes": count,
+        "stdoutDroppedBytes": count,
+        "stderrDroppedBytes": count,
+        "sandbox": sandbox_schema(),
+        "notes": {"type": "array", "items": {"type": "string"}}
+    }) else {
+        unreachable!("an object literal")
+    };
+    properties
+}
+
+/// The result keys both tools always set.
+pub(crate) const FINISHED_REQUIRED: &[&str] = &[
+    "exitCode",
+    "signal",
+    "timedOut",
+    "stdout",
+    "stderr",
+    "stdoutBytes",
+    "stderrBytes",
+    "stdoutDroppedBytes",
+    "stderrDroppedBytes",
+    "notes",
+];
+
+/// Annotations of a tool that changes the machine: policy asks by default.
+pub(crate) fn acting() -> ToolAnnotations {
+    ToolAnnotations {
+        read_only_hint: Some(false),
+        destructive_hint: Some(true),
+        idempotent_hint: Some(false),
+        open_world_hint: Some(true),
+    }
+}
+
+fn shell_descriptor(settings: &ExecSettings) -> ToolDescriptor {
+    let mut tool = ToolDescriptor::new(
+        SOURCE_ID,
+        SHELL,
+        format!(
+            "Run a command line with `bash -lc` in the project (or a directory inside it). \
+             Returns its exit code, stdout and stderr (each capped at {} bytes: head and tail \
+             kept). It runs sandboxed: it may write only inside the project and $TMPDIR, {}; \
+             it is stopped, with everything it started, after its time limit ({} s unless \
+             `timeoutMs` says otherwise) and when it ends.",
+            settings.max_output_bytes,
+            if settings.network {
+                "and may reach the network"
+            } else {
+                "and has no network"
+            },
+            settings.timeout.as_secs()
+        ),
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "minLength": 1, "description": "The command line, run with `bash -lc`."},
+                "cwd": {"type": "string", "description": "The directory to run in, relative to the project root (default: the root)."},
+                "timeoutMs": {"type": "integer", "minimum": 1, "description": format!("Time limit in milliseconds (at most {}).", settings.max_timeout.as_millis())},
+                "network": {"type": "boolean", "description": "Ask for the network (honoured only when the configuration permits it)."}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        }),
+    );
+    tool.title = Some("Run a shell command".to_string());
+    let mut required: Vec<&str> = FINISHED_REQUIRED.to_vec();
+    required.push("sandbox");
+    tool.output_schema = Some(Arc::new(json!({
+        "type": "object",
+        "properties": finished_properties(),
+        "required": required
+    })));
+    tool.annotations = acting();
+    tool.timeout = Some(pipeline_limit(settings));
+    tool
+}
+
+/// The pipeline's limit for a call: the longest a call may ask for, plus the grace before
+/// SIGKILL and the sweep, so that the tool's own limit (which reports the output) fires first.
+pub(crate) fn pipeline_limit(settings: &ExecSettings) -> Duration {
+    settings.max_timeout + run::KILL_GRACE + Duration::from_secs(10)
+}
+
+#[async_trait]
+impl Source for ExecPack {
+    fn id(&self) -> &str {
+        SOURCE_ID
+    }
+
+    fn kind(&self) -> SourceKind {
+        SourceKind::Builtin
+    }
+
+    fn tools(&self) -> Vec<ToolDescriptor> {
+        self.inner.tools.clone()
+    }
+
+    async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
+        match call.tool.original_name.as_str() {
+            SHELL => Ok(self.shell(&call.arguments).await),
+            CODE_EXECUTION => Ok(self.code_execution(&call.arguments, call.context).await),
+            other => Err(SourceError::Failed(format!(
+                "the exec source has no tool `{other}`"
+            ))),
+        }
+    }
+
+    async fn preview(&self, call: SourceCall<'_>) -> Option<String> {
+        let arguments = &call.arguments;
+        match call.tool.original_name.as_str() {
+            SHELL => {
+                let command = arguments.get("command").and_then(Value::as_str)?;
+                let cwd = arguments
+                    .get("cwd")
+                    .and_then(Value::as_str)
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or(".");
+                let network = match self.network(arguments) {
+                    Ok(true) => "with network",
+                    Ok(false) => "no network",
+                    Err(_) => "network refused by configuration",
+                };
+                let sandbox = if self.inner.settings.sandbox {
+                    "sandboxed"
+                } else {
+                    "NOT sandboxed"
+                };
+                Some(format!(
+                    "$ {command}\n(in {cwd}; {sandbox}, {network}; time limit {} s)",
+                    self.timeout(arguments).as_secs_f64()
+                ))
+            }
+            CODE_EXECUTION => {
+                let language = arguments.get("language").and_then(Value::as_str)?;
+                let code = arguments.get("code").and_then(Value::as_str)?;
+                Some(format!("{language}:\n{code}"))
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,578 @@
+//! [`Sessions`]: starting a runner on a prompt, following it, cancelling it, and what is known
+//! of every session — the ones this process runs and, through the store, the ones other
+//! toolmux processes ran.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+use toolmux_config::{RunnerProtocol, RunnerSettings};
+use toolmux_core::Approver;
+use toolmux_specs::SpecsSource;
+
+use crate::error::SessionError;
+use crate::record::{Owner, SessionRecord, Status, Worktree};
+use crate::runners::{Detection, DetectionCache, Runner};
+use crate::store::{DirStore, LogPage, SessionStore};
+
+/// The environment variable every session's processes carry: the session's id. It tells a
+/// lost session's leftovers from anything else at the next start.
+pub const SESSION_ID_VAR: &str = "TOOLMUX_SESSION_ID";
+
+/// What `run_session` asks for.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRequest {
+    /// The runner's name.
+    pub runner: String,
+    /// The prompt (with `specs`: the text before them, or their template with `{specs}`).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// Specs to build the prompt from (number, folder name or unique fragment).
+    #[serde(default)]
+    pub specs: Vec<String>,
+    /// The folder to run in, relative to the project root (default: the root).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Run in a new git worktree on a new branch, left for the person afterwards.
+    #[serde(default)]
+    pub worktree: bool,
+    /// The new branch's name (default `toolmux/session-<id>`).
+    #[serde(default)]
+    pub branch: Option<String>,
+    /// More environment variables (names are recorded, values are not).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The time limit in milliseconds (default: the runner's, one hour unless configured).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// The model to ask for.
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// What a session would run: shown in the approval, then carried out.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The session's id.
+    pub id: String,
+    /// The runner with the configuration applied.
+    pub runner: Runner,
+    /// Where its program is.
+    pub program: PathBuf,
+    /// The arguments.
+    pub args: Vec<String>,
+    /// The prompt.
+    pub prompt: String,
+    /// The specs it was built from.
+    pub specs: Vec<String>,
+    /// The folder it runs in (in the worktree, when there is one).
+    pub cwd: PathBuf,
+    /// The worktree to create.
+    pub worktree: Option<Worktree>,
+    /// Its environment besides the allowlist.
+    pub env: BTreeMap<String, String>,
+    /// Its time limit.
+    pub timeout: Duration,
+    /// The model asked for.
+    pub model: Option<String>,
+}
+
+impl Plan {
+    /// The exact command line, quoted for a POSIX shell.
+    pub fn command_line(&self) -> String {
+        std::iter::once(self.program.display().to_string())
+            .chain(self.args.iter().cloned())
+            .map(|a| shell_quote(&a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// What the person asked to approve the session sees.
+    pub fn preview(&self) -> String {
+        let mut text = format!(
+            "Start a coding session\nrunner:    {} ({})\ndirectory: {}\n",
+            self.runner.name,
+            match self.runner.protocol {
+                RunnerProtocol::Shell => "shell",
+                RunnerProtocol::Acp => "acp",
+            },
+            self.cwd.display()
+        );
+        if let Some(w) = &self.worktree {
+            text.push_str(&format!(
+                "worktree:  {} on new branch {}\n",
+                w.path.display(),
+                w.branch
+            ));
+        }
+        text.push_str(&format!(
+            "time limit: {}s\ncommand:   {}\n",
+            self.timeout.as_secs(),
+            self.command_line()
+        ));
+        if !self.env.is_empty() {
+            let names: Vec<&str> = self.env.keys().map(String::as_str).collect();
+            text.push_str(&format!("env:       {}\n", names.join(" ")));
+        }
+        text.push_str(&format!("prompt:\n{}", self.prompt));
+        text
+    }
+}
+
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:@,+%".contains(&b));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// The sessions of one project. Cheap to clone.
+#[derive(Clone)]
+pub struct Sessions {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    /// The canonical project root: sessions run inside it.
+    pub(crate) root: PathBuf,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) store: Arc<dyn SessionStore>,
+    runners: RwLock<Vec<Runner>>,
+    cache: DetectionCache,
+    specs: Option<SpecsSource>,
+    /// The sessions this process runs: their cancel tokens.
+    pub(crate) live: Mutex<HashMap<String, CancellationToken>>,
+    /// Who answers an ACP agent's permission requests when the caller has no approver.
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("root", &self.inner.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sessions {
+    /// The sessions of the project at `root`, kept under `state_dir`, with the configured
+    /// `runners`; `specs` builds prompts from specs. Sessions left `running` by a toolmux
+    /// process that is gone are marked `lost` now (and what is left of them stopped).
+    pub fn open(
+        root: &Path,
+        state_dir: &Path,
+        runners: &BTreeMap<String, RunnerSettings>,
+        specs: Option<SpecsSource>,
+        approver: Option<Arc<dyn Approver>>,
+    ) -> Result<Self, SessionError> {
+        let store: Arc<dyn SessionStore> = Arc::new(DirStore::new(state_dir));
+        Self::with_store(root, state_dir, store, runners, specs, approver)
+    }
+
+    /// The sessions of a project as the binary opens them: the spec pack read from the
+    /// project's specs directory (found as LeanSpec finds it, `LEANSPEC_SPECS_DIR` included)
+    /// to build prompts from specs; without one, sessions take prompts only.
+    pub fn for_project(
+        root: &Path,
+        state_dir: &Path,
+        runners: &BTreeMap<String, RunnerSettings>,
+        approver: Option<Arc<dyn Approver>>,
+    ) -> Result<Self, SessionError> {
+        let override_dir = std::env::var(toolmux_specs::SPECS_DIR_ENV).ok();
+        let specs = match SpecsSource::open_with(root, override_dir.as_deref()) {
+            Ok(specs) => specs,
+            Err(e) => {
+                tracing::warn!("sessions cannot build prompts from specs: {e}");
+                None
+            }
+        };
+        Self::open(root, state_dir, runners, specs, approver)
+    }
+
+    /// [`Sessions::open`] on another store.
+    pub fn with_store(
+        root: &Path,
+        state_dir: &Path,
+        store: Arc<dyn SessionStore>,
+        runners: &BTreeMap<String, RunnerSettings>,
+        specs: Option<SpecsSource>,
+        approver: Option<Arc<dyn Approver>>,
+    ) -> Result<Self, SessionError> {
+        let root = root.canonicalize().map_err(|e| SessionError::io(root, e))?;
+        let sessions = Self {
+            inner: Arc::new(Inner {
+                root,
+                state_dir: state_dir.to_path_buf(),
+                store,
+                runners: RwLock::new(crate::runners::resolve(runners)),
+                cache: DetectionCache::new(state_dir),
+                specs,
+                live: Mutex::new(HashMap::new()),
+                approver,
+            }),
+        };
+        sessions.mark_lost();
+        Ok(sessions)
+    }
+
+    /// Puts a changed `runners` section in force (sessions already running keep theirs).
+    pub fn set_runners(&self, runners: &BTreeMap<String, RunnerSettings>) {
+        *self
+            .inner
+            .runners
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = crate::runners::resolve(runners);
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.inner.store
+    }
+
+    /// Where the store keeps its files.
+    pub fn state_dir(&self) -> &Path {
+        &self.inner.state_dir
+    }
+
+    /// Every runner, with what the last detection found (read from the cache: nothing runs).
+    pub fn runners(&self) -> Vec<(Runner, Option<Detection>)> {
+        let cached = self.inner.cache.read();
+        self.runner_list()
+            .into_iter()
+            .map(|r| {
+                let d = cached.get(&r.name).cloned();
+                (r, d)
+            })
+            .collect()
+    }
+
+    fn runner_list(&self) -> Vec<Runner> {
+        self.inner
+            .runners
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn runner(&self, name: &str) -> Result<Runner, SessionError> {
+        let runners = self.runner_list();
+        runners
+            .iter()
+            .find(|r| r.name == name)
+            .cloned()
+            .ok_or_else(|| SessionError::UnknownRunner {
+                name: name.to_string(),
+                known: runners
+                    .iter()
+                    .map(|r| r.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    /// Detects the runners named (all with none): a cached detection is kept while the
+    /// program is unchanged, unless `refresh`.
+    pub async fn detect(&self, names: &[String], refresh: bool) -> Vec<Detection> {
+        let mut found = Vec::new();
+        for runner in self.runner_list() {
+            if !names.is_empty() && !names.contains(&runner.name) {
+                continue;
+            }
+            let cached = (!refresh)
+                .then(|| self.inner.cache.fresh(&runner))
+                .flatten();
+            found.push(match cached {
+                Some(d) => d,
+                None => crate::runners::detect(&runner, &self.inner.root).await,
+            });
+        }
+        if let Err(e) = self.inner.cache.store(&found) {
+            tracing::warn!("the runner detection cache cannot be written: {e}");
+        }
+        found
+    }
+
+    /// What a session for `request` would run; changes nothing (the approval shows it).
+    pub fn plan(&self, request: &RunRequest) -> Result<Plan, SessionError> {
+        let runner = self.runner(&request.runner)?;
+        let program =
+            crate::runners::which(&runner.command).ok_or_else(|| SessionError::NotInstalled {
+                name: runner.name.clone(),
+                command: runner.command.clone(),
+                install: runner.install.clone(),
+            })?;
+        let (prompt, specs) = crate::prompt::build(
+            request.prompt.as_deref(),
+            &request.specs,
+            self.inner.specs.as_ref(),
+        )?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let relative = self.relative_cwd(request.cwd.as_deref())?;
+        let worktree = request.worktree.then(|| Worktree {
+            path: self.inner.root.join(".toolmux").join("worktrees").join(&id),
+            branch: request
+                .branch
+                .clone()
+                .unwrap_or_else(|| format!("toolmux/session-{id}")),
+        });
+        let base = worktree.as_ref().map_or(&self.inner.root, |w| &w.path);
+        let cwd = base.join(&relative);
+        let mut env = runner.env.clone();
+        env.extend(request.env.clone());
+        env.insert("LEANSPEC_PROJECT_PATH".into(), base.display().to_string());
+        if !specs.is_empty() {
+            env.insert("LEANSPEC_SPEC_IDS".into(), specs.join(","));
+        }
+        env.insert(SESSION_ID_VAR.into(), id.clone());
+        let timeout = Duration::from_millis(request.timeout_ms.unwrap_or(runner.timeout_ms).max(1));
+        let args = runner.argv(&prompt, request.model.as_deref());
+        Ok(Plan {
+            id,
+            model: request.model.clone().or(runner.model.clone()),
+            runner,
+            program,
+            args,
+            prompt,
+            specs,
+            cwd,
+            worktree,
+            env,
+            timeout,
+        })
+    }
+
+    /// `cwd` checked to stay inside the root: relative, no `..`, and (when it exists) still
+    /// inside once links are resolved.
+    fn relative_cwd(&self, cwd: Option<&str>) -> Result<PathBuf, SessionError> {
+        let Some(cwd) = cwd.filter(|c| !c.is_empty() && *c != ".") else {
+            return Ok(PathBuf::new());
+        };
+        let path = Path::new(cwd);
+        let outside = || {
+            SessionError::Invalid(format!(
+                "`cwd` must be a folder inside the project root `{}`: `{cwd}` is not",
+                self.inner.root.display()
+            ))
+        };
+        let relative = if path.is_absolute() {
+            path.strip_prefix(&self.inner.root)
+                .map_err(|_| outside())?
+                .to_path_buf()
+        } else {
+            path.to_path_buf()
+        };
+        if relative.components().any(|c| {
+            !matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        }) {
+            return Err(outside());
+        }
+        let full = self.inner.root.join(&relative);
+        let real = full
+            .canonicalize()
+            .map_err(|e| SessionError::Invalid(format!("`cwd` `{cwd}`: {e}")))?;
+        if !real.starts_with(&self.inner.root) || !real.is_dir() {
+            return Err(outside());
+        }
+        Ok(relative)
+    }
+
+    /// Starts a session: creates its worktree, starts its process, and leaves it running in
+    /// the background. The record returned says `running` (or `failed` when it could not
+    /// start). `approver` answers an ACP agent's permission requests.
+    pub async fn start(
+        &self,
+        plan: Plan,
+        channel: Option<String>,
+        approver: Option<Arc<dyn Approver>>,
+    ) -> Result<SessionRecord, SessionError> {
+        let mut record = SessionRecord {
+            id: plan.id.clone(),
+            runner: plan.runner.name.clone(),
+            protocol: plan.runner.protocol,
+            status: Status::Pending,
+            prompt: plan.prompt.clone(),
+            specs: plan.specs.clone(),
+            model: plan.model.clone(),
+            cwd: plan.cwd.clone(),
+            worktree: plan.worktree.clone(),
+            command: std::iter::once(plan.program.display().to_string())
+                .chain(plan.args.iter().cloned())
+                .collect(),
+            env: plan.env.keys().cloned().collect(),
+            timeout_ms: plan.timeout.as_millis() as u64,
+            channel,
+            created_at: chrono::Utc::now(),
+            started_at: None,
+            ended_at: None,
+            duration_ms: None,
+            exit_code: None,
+            error: None,
+            log_lines: 0,
+            pgid: None,
+            owner: Owner::current(),
+        };
+        self.inner.store.save(&record)?;
+        if let Some(worktree) = &plan.worktree
+            && let Err(e) = crate::worktree::create(&self.inner.root, worktree).await
+        {
+            return self.fail_to_start(record, e);
+        }
+        if !plan.cwd.is_dir() {
+            let e = SessionError::Invalid(format!("`{}` is not a folder", plan.cwd.display()));
+            return self.fail_to_start(record, e);
+        }
+        let token = CancellationToken::new();
+        self.live().insert(record.id.clone(), token.clone());
+        let approver = approver.or_else(|| self.inner.approver.clone());
+        match crate::supervise::launch(self.clone(), &plan, &mut record, token, approver).await {
+            Ok(()) => Ok(record),
+            Err(e) => {
+                self.live().remove(&record.id);
+                self.fail_to_start(record, e)
+            }
+        }
+    }
+
+    fn fail_to_start(
+        &self,
+        mut record: SessionRecord,
+        e: SessionError,
+    ) -> Result<SessionRecord, SessionError> {
+        record.status = Status::Failed;
+        record.error = Some(e.to_string());
+        record.ended_at = Some(chrono::Utc::now());
+        record.duration_ms = Some(0);
+        self.inner.store.save(&record)?;
+        Ok(record)
+    }
+
+    pub(crate) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.inner
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One session's record.
+    pub fn get(&self, id: &str) -> Result<SessionRecord, SessionError> {
+        self.inner
+            .store
+            .load(id)?
+            .ok_or_else(|| SessionError::UnknownSession(id.to_string()))
+    }
+
+    /// Every session, newest first; only those with `status` when given.
+    pub fn list(&self, status: Option<Status>) -> Result<Vec<SessionRecord>, SessionError> {
+        let mut all = self.inner.store.list()?;
+        if let Some(status) = status {
+            all.retain(|r| r.status == status);
+        }
+        Ok(all)
+    }
+
+    /// A page of a session's log.
+    pub fn logs(&self, id: &str, offset: u64, limit: usize) -> Result<LogPage, SessionError> {
+        self.get(id)?;
+        self.inner.store.read_log(id, offset, limit)
+    }
+
+    /// Cancels a running session: this process's own at once, another process's through the
+    /// store (that process stops it within half a second).
+    pub fn cancel(&self, id: &str) -> Result<SessionRecord, SessionError> {
+        let record = self.get(id)?;
+        if record.status.is_final() {
+            return Err(SessionError::Ended {
+                id: id.to_string(),
+                status: record.status.to_string(),
+            });
+        }
+        let token = self.live().get(id).cloned();
+        match token {
+            Some(token) => token.cancel(),
+            None => self.inner.store.request_cancel(id)?,
+        }
+        Ok(record)
+    }
+
+    /// Waits until a session ended (polling its record), at most `limit`.
+    pub async fn wait(&self, id: &str, limit: Duration) -> Result<SessionRecord, SessionError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let record = self.get(id)?;
+            if record.status.is_final() || tokio::time::Instant::now() >= deadline {
+                return Ok(record);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Cancels every session this process runs and waits (at most `limit`) until they are
+    /// recorded as ended: what `serve` does when it stops.
+    pub async fn shutdown(&self, limit: Duration) {
+        let ids: Vec<String> = {
+            let live = self.live();
+            for token in live.values() {
+                token.cancel();
+            }
+            live.keys().cloned().collect()
+        };
+        for id in ids {
+            let _ = self.wait(&id, limit).await;
+        }
+    }
+
+    /// Marks `lost` the sessions whose toolmux process is gone, and stops what is left of
+    /// them: processes whose environment carries the session's id.
+    fn mark_lost(&self) {
+        let Ok(records) = self.inner.store.list() else {
+            return;
+        };
+        for mut record in records {
+            if record.status.is_final() || record.owner.is_alive() {
+                continue;
+            }
+            if let Some(pgid) = record.pgid
+                && carries_session(pgid, &record.id)
+            {
+                toolmux_scripts::child::signal_group(pgid, toolmux_scripts::child::Signal::Kill);
+            }
+            let now = chrono::Utc::now();
+            record.status = Status::Lost;
+            record.error = Some(format!(
+                "the toolmux process (pid {}) that ran this session ended before the session did",
+                record.owner.pid
+            ));
+            record.duration_ms = record
+                .started_at
+                .map(|s| (now - s).num_milliseconds().max(0) as u64);
+            record.ended_at = Some(now);
+            record.pgid = None;
+            if let Err(e) = self.inner.store.save(&record) {
+                tracing::warn!("session {} cannot be marked lost: {e}", record.id);
+            }
+        }
+    }
+}
+
+/// Whether process `pid`'s environment holds `TOOLMUX_SESSION_ID=<id>`.
+fn carries_session(pid: u32, id: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let wanted = format!("{SESSION_ID_VAR}={id}");
+    environ
+        .split(|&b| b == 0)
+        .any(|var| var == wanted.as_bytes())
+}

@@ -1,0 +1,45 @@
+//! A session's own git worktree: `git worktree add -b <branch> <path> HEAD`, under
+//! `.toolmux/worktrees/<id>`, left for the person when the session ends (their branch holds
+//! the agent's work).
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::SessionError;
+use crate::record::Worktree;
+
+/// Creates `worktree` from the root's `HEAD`.
+pub async fn create(root: &Path, worktree: &Worktree) -> Result<(), SessionError> {
+    if let Some(parent) = worktree.path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| SessionError::io(parent, e))?;
+    }
+    let args = vec![
+        "worktree".to_string(),
+        "add".to_string(),
+        "-b".to_string(),
+        worktree.branch.clone(),
+        worktree.path.display().to_string(),
+        "HEAD".to_string(),
+    ];
+    let git = crate::runners::which("git")
+        .ok_or_else(|| SessionError::Failed("a worktree needs git, which is not on PATH".into()))?;
+    let no_env: [(&str, &str); 0] = [];
+    let (child, mut guard) =
+        toolmux_scripts::child::spawn(git.as_os_str(), &args, root, no_env, false)
+            .map_err(|e| SessionError::Failed(format!("cannot start git: {e}")))?;
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await;
+    guard.sweep().await;
+    match output {
+        Err(_) => Err(SessionError::Failed(
+            "`git worktree add` did not finish within 60s".into(),
+        )),
+        Ok(Err(e)) => Err(SessionError::Failed(format!("git: {e}"))),
+        Ok(Ok(out)) if !out.status.success() => Err(SessionError::Failed(format!(
+            "`git worktree add -b {} {}` failed: {}",
+            worktree.branch,
+            worktree.path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))),
+        Ok(Ok(_)) => Ok(()),
+    }
+}

@@ -1,0 +1,99 @@
+//! Where a pack keeps a document of state: one narrow interface (read it; change it under a
+//! lock), so that the file under `.toolmux/state/` can later give way to another store without
+//! the packs noticing.
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A failure of the store itself (not of the change).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {action} `{}`: {source}", path.display())]
+pub struct StorageError {
+    /// What was being done.
+    pub action: &'static str,
+    /// The file.
+    pub path: PathBuf,
+    /// The system's error.
+    #[source]
+    pub source: io::Error,
+}
+
+/// A change of a document: given its bytes (`None` when it was never written), the bytes to
+/// write, or `None` to write nothing.
+pub type Change<'a> = dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>> + 'a;
+
+/// One document of state, as bytes.
+pub trait StateStore: Send + Sync {
+    /// The document as it stands; `None` when it was never written.
+    fn read(&self) -> Result<Option<Vec<u8>>, StorageError>;
+
+    /// Reads the document and writes what `change` makes of it, atomically, with every other
+    /// writer of the same document (in this process or another) kept out meanwhile. `change`
+    /// answers `None` to write nothing.
+    fn update(&self, change: &mut Change<'_>) -> Result<(), StorageError>;
+}
+
+/// A document kept in one file, replaced whole by `toolmux_config::write_atomic`, writers
+/// serialised by an advisory lock on `<file>.lock` (a lock on the file itself would be lost
+/// with the inode the rename replaces).
+#[derive(Clone, Debug)]
+pub struct JsonFile {
+    path: PathBuf,
+    lock: PathBuf,
+}
+
+impl JsonFile {
+    /// The document at `path`.
+    pub fn new(path: PathBuf) -> Self {
+        let mut lock = path.clone().into_os_string();
+        lock.push(".lock");
+        Self {
+            path,
+            lock: lock.into(),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn error(&self, action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StorageError {
+        let path = path.to_path_buf();
+        move |source| StorageError {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+impl StateStore for JsonFile {
+    fn read(&self) -> Result<Option<Vec<u8>>, StorageError> {
+        match fs::read(&self.path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.error("read", &self.path)(e)),
+        }
+    }
+
+    fn update(&self, change: &mut Change<'_>) -> Result<(), StorageError> {
+        if let Some(dir) = self.path.parent() {
+            fs::create_dir_all(dir).map_err(self.error("create", dir))?;
+        }
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.lock)
+            .map_err(self.error("open", &self.lock))?;
+        lock.lock().map_err(self.error("lock", &self.lock))?;
+        let current = self.read()?;
+        if let Some(bytes) = change(current.as_deref()) {
+            toolmux_config::write_atomic(&self.path, &bytes)
+                .map_err(self.error("write", &self.path))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,367 @@
+//! Coding sessions through the real binary, with fake runners (the scripts under
+//! `crates/toolmux-sessions/tests/fixtures/bin`, configured as the built-in `claude`): the live
+//! log in the terminal and over server-sent events, parity of the channels (a session started
+//! over MCP, REST and the CLI shows in `list_sessions` on each), and a toolmux process killed
+//! mid-run, whose session the next start marks `lost`.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::toolmux_project;
+use toolmux_testkit::processes::wait_bounded;
+use toolmux_testkit::project::TestProject;
+use toolmux_testkit::python_client::run_mcp_steps;
+use toolmux_testkit::served::Served;
+
+fn fake(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../toolmux-sessions/tests/fixtures/bin")
+        .join(name)
+}
+
+/// A project whose `claude` runner is the fake, and whose sessions start without asking.
+fn project() -> TestProject {
+    let project = toolmux_project();
+    project.config(
+        &json!({
+            "runners": {"claude": {"command": fake("claude").display().to_string()}},
+            "policies": {"tools": {"run_session": "allow"}},
+        })
+        .to_string(),
+    );
+    project
+}
+
+/// The processes whose environment names session `id`.
+fn processes_of(id: &str) -> Vec<u32> {
+    let wanted = format!("TOOLMUX_SESSION_ID={id}");
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == wanted.as_bytes()))
+        })
+        .collect()
+}
+
+fn sessions_json(project: &TestProject) -> Value {
+    let run = project.run(&["sessions", "list", "--json"]);
+    assert!(run.0.status.success(), "{}", run.stderr());
+    serde_json::from_str(&run.stdout()).expect("JSON")
+}
+
+#[test]
+fn sessions_run_shows_the_log_live_in_the_terminal() {
+    let project = project();
+    let mut child = project
+        .cmd()
+        .args(["sessions", "run", "claude", "slow", "--timeout", "3s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start toolmux sessions run");
+    let started = Instant::now();
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    out.read_line(&mut first).expect("read");
+    assert_eq!(first.trim(), "tick 1");
+    // Live: the first line arrives while the runner still runs, well before its limit.
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "still running"
+    );
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).expect("read");
+    let status = wait_bounded(&mut child, Duration::from_secs(30));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr");
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "a session past its limit failed:\n{err}"
+    );
+    assert!(rest.contains("tick 5"), "{rest}");
+    assert!(
+        err.contains("failed") && err.contains("time limit"),
+        "{err}"
+    );
+    let list = sessions_json(&project);
+    assert_eq!(list["sessions"][0]["status"], "failed");
+    assert_eq!(list["sessions"][0]["channel"], "cli");
+}
+
+/// Reads server-sent events from `GET path` as they come, calling `each` with every
+/// `(event, data)`; returns them all once the stream ends.
+fn read_events(
+    served: &Served,
+    path: &str,
+    mut each: impl FnMut(&str, &Value),
+) -> Vec<(String, Value)> {
+    let mut stream = TcpStream::connect(&served.address).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nConnection: close\r\n\r\n",
+        served.address,
+        served.authorization()
+    )
+    .expect("send");
+    let mut reader = BufReader::new(stream);
+    let mut events = Vec::new();
+    let mut event = String::new();
+    let mut line = String::new();
+    let mut head = true;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).expect("read") == 0 {
+            break;
+        }
+        let l = line.trim_end();
+        if head {
+            if l.starts_with("HTTP/1.1") {
+                assert!(l.contains(" 200 "), "{l}");
+            }
+            head = !l.is_empty();
+            continue;
+        }
+        // Chunk sizes of the chunked encoding are not `field: value` lines; skipped.
+        if let Some(name) = l.strip_prefix("event: ") {
+            event = name.to_string();
+        } else if let Some(data) = l.strip_prefix("data: ") {
+            let data: Value = serde_json::from_str(data).expect("JSON data");
+            each(&event, &data);
+            events.push((event.clone(), data));
+        }
+    }
+    events
+}
+
+#[test]
+fn the_rest_stream_sends_each_line_live_then_the_final_status() {
+    let project = project();
+    let served = Served::start(&project, &[]);
+    let created = served.send(
+        "POST",
+        "/api/sessions",
+        Some(&json!({"runner": "claude", "prompt": "slow"}).to_string()),
+    );
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.json()["id"].as_str().expect("id").to_string();
+    assert_eq!(
+        created.header("location"),
+        Some(format!("/api/sessions/{id}").as_str())
+    );
+    let mut cancelled = false;
+    let events = read_events(
+        &served,
+        &format!("/api/sessions/{id}/stream"),
+        |event, data| {
+            if event == "log" && data["text"] == "tick 2" && !cancelled {
+                // Live: the line came while the session runs; cancelling ends the stream.
+                let now = served.send("GET", &format!("/api/sessions/{id}"), None);
+                assert_eq!(now.json()["status"], "running");
+                let answer = served.send("POST", &format!("/api/sessions/{id}/cancel"), None);
+                assert_eq!(answer.status, 200, "{}", answer.body);
+                cancelled = true;
+            }
+        },
+    );
+    assert!(cancelled, "{events:?}");
+    let ticks: Vec<&str> = events
+        .iter()
+        .filter(|(e, d)| e == "log" && d["stream"] == "stdout")
+        .filter_map(|(_, d)| d["text"].as_str())
+        .collect();
+    assert_eq!(&ticks[..2], ["tick 1", "tick 2"]);
+    let (last, status) = events.last().expect("events");
+    assert_eq!(last, "status");
+    assert_eq!(status["status"], "cancelled");
+    assert!(status["durationMs"].is_u64(), "{status}");
+    assert!(status.get("exitCode").is_some(), "{status}");
+    assert!(processes_of(&id).is_empty(), "{:?}", processes_of(&id));
+    // The log is also there a page at a time, and an unknown session is a 404.
+    let page = served.send("GET", &format!("/api/sessions/{id}/logs?limit=2"), None);
+    assert_eq!(page.json()["entries"].as_array().map(Vec::len), Some(2));
+    assert_eq!(page.json()["more"], true);
+    served
+        .send("GET", "/api/sessions/no-such-session/stream", None)
+        .error(404, "not_found");
+    let runners = served.send("GET", "/api/runners", None);
+    assert_eq!(runners.status, 200);
+    assert!(
+        runners.json()["runners"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["name"] == "codex"))
+    );
+    served.stop();
+}
+
+#[test]
+fn a_session_started_on_any_channel_is_listed_on_every_channel() {
+    let project = project();
+    let served = Served::start(&project, &[]);
+    // MCP.
+    let mcp = run_mcp_steps(&json!({
+        "transport": "http",
+        "url": served.mcp_url(),
+        "headers": {"Authorization": served.authorization()},
+        "steps": [{"op": "call", "name": "run_session", "arguments": {"runner": "claude", "prompt": "from mcp"}}],
+    }));
+    let mcp_id = mcp[0]["result"]["structuredContent"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{mcp:?}"))
+        .to_string();
+    // REST.
+    let rest = served.send(
+        "POST",
+        "/api/sessions",
+        Some(&json!({"runner": "claude", "prompt": "from rest"}).to_string()),
+    );
+    assert_eq!(rest.status, 201, "{}", rest.body);
+    let rest_id = rest.json()["id"].as_str().expect("id").to_string();
+    // The CLI (another toolmux process, which runs its session to the end).
+    let cli = project.run(&["sessions", "run", "claude", "from cli"]);
+    assert!(cli.0.status.success(), "{}", cli.stderr());
+    let cli_list = sessions_json(&project);
+    let cli_id = cli_list["sessions"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["channel"] == "cli"))
+        .and_then(|s| s["id"].as_str())
+        .expect("the CLI's session")
+        .to_string();
+    let ids = |list: &Value| -> Vec<String> {
+        list["sessions"]
+            .as_array()
+            .map(|s| {
+                s.iter()
+                    .filter_map(|s| s["id"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let over_rest = served.send("GET", "/api/sessions", None).json();
+    let over_mcp = run_mcp_steps(&json!({
+        "transport": "http",
+        "url": served.mcp_url(),
+        "headers": {"Authorization": served.authorization()},
+        "steps": [{"op": "call", "name": "list_sessions", "arguments": {}}],
+    }));
+    let over_mcp = over_mcp[0]["result"]["structuredContent"].clone();
+    for id in [&mcp_id, &rest_id, &cli_id] {
+        for (channel, list) in [("rest", &over_rest), ("mcp", &over_mcp), ("cli", &cli_list)] {
+            let listed = if channel == "cli" {
+                ids(&sessions_json(&project))
+            } else {
+                ids(list)
+            };
+            assert!(
+                listed.contains(id),
+                "{id} not listed over {channel}: {listed:?}"
+            );
+        }
+    }
+    served.stop();
+}
+
+#[test]
+fn a_toolmux_killed_mid_run_leaves_a_session_the_next_start_marks_lost() {
+    let project = project();
+    let mut child = project
+        .cmd()
+        .args(["sessions", "run", "claude", "slow"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    out.read_line(&mut first).expect("read");
+    assert_eq!(first.trim(), "tick 1");
+    let list = sessions_json(&project);
+    let id = list["sessions"][0]["id"].as_str().expect("id").to_string();
+    assert_eq!(list["sessions"][0]["status"], "running");
+    child.kill().expect("SIGKILL toolmux");
+    let _ = child.wait();
+    let list = sessions_json(&project);
+    assert_eq!(list["sessions"][0]["id"], id.as_str());
+    assert_eq!(list["sessions"][0]["status"], "lost", "{list}");
+    // What the dead process left running was stopped by the next start.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_of(&id).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(processes_of(&id).is_empty(), "{:?}", processes_of(&id));
+}
+
+#[test]
+fn run_session_asks_first_and_the_approval_shows_the_command_line() {
+    let project = toolmux_project();
+    project.config(
+        &json!({"runners": {"claude": {"command": fake("claude").display().to_string()}}})
+            .to_string(),
+    );
+    let served = Served::start(&project, &[]);
+    let address = served.address.clone();
+    let auth = served.authorization();
+    let waiting = std::thread::spawn(move || {
+        toolmux_testkit::http::request(
+            &address,
+            "POST",
+            "/api/sessions",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            Some(&json!({"runner": "claude", "prompt": "fix the bug"}).to_string()),
+        )
+    });
+    let mut pending = Value::Null;
+    toolmux_testkit::eventually::wait_until("the session's approval", || {
+        pending = served.send("GET", "/api/approvals", None).json();
+        pending["approvals"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+            || pending.as_array().is_some_and(|a| !a.is_empty())
+    });
+    let text = pending.to_string();
+    assert!(text.contains("fix the bug"), "{text}");
+    assert!(text.contains("--output-format stream-json"), "{text}");
+    assert!(text.contains("runner:    claude"), "{text}");
+    // A denial reaches the caller, and no session was started.
+    let id = pending["approvals"][0]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let answered = served.send(
+        "POST",
+        &format!("/api/approvals/{id}"),
+        Some(r#"{"decision": "deny", "reason": "not now"}"#),
+    );
+    assert!(answered.status < 300, "{}", answered.body);
+    let refused = waiting.join().expect("the request's answer");
+    assert!(refused.status >= 400, "{}", refused.body);
+    assert_eq!(served.send("GET", "/api/sessions", None).json()["count"], 0);
+    served.stop();
+}

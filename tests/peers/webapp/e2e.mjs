@@ -1,0 +1,358 @@
+// The web app's end-to-end flows in a real browser: Debian's chromium driven by playwright-core
+// against a real `toolmux serve` (started by crates/toolmux/tests/webapp_e2e.rs, which also
+// checks what the flows leave on disk and in the server).
+//
+// Usage: node e2e.mjs PHASE URL SCRATCH
+//   PHASE   chat | approvals | tools | servers | activity | a11y | perf
+//   URL     the web app's URL as `toolmux serve` printed it (with `#token=…`)
+//   SCRATCH a folder for the browser's profile and the screenshots
+// Prints one JSON object of findings on stdout; exits 1 with the reason when a flow fails.
+import { mkdtempSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const [phase, url, scratch] = process.argv.slice(2);
+if (!phase || !url || !scratch) {
+  console.error("usage: node e2e.mjs PHASE URL SCRATCH");
+  process.exit(2);
+}
+const origin = new URL(url).origin;
+const TIMEOUT = 30_000;
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+async function open(options = {}) {
+  const context = await chromium.launchPersistentContext(mkdtempSync(join(scratch, "profile-")), {
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport: { width: 1280, height: 860 },
+    ...options,
+  });
+  context.setDefaultTimeout(TIMEOUT);
+  const page = context.pages()[0] ?? (await context.newPage());
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => {
+    // A 401/404 the app expects (the session check) is logged by the browser as a failed
+    // resource; only the app's own errors count.
+    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()} at ${JSON.stringify(m.location())}`);
+  });
+  // Sign in the way a person does: the URL `serve` printed, token in the fragment.
+  await page.goto(url);
+  await page.waitForURL((u) => u.pathname === "/chat" && u.hash === "");
+  await page.getByRole("navigation", { name: "Pages" }).waitFor();
+  return { context, page, problems };
+}
+
+async function shot(page, name) {
+  const path = join(scratch, `${name}.png`);
+  await page.screenshot({ path, fullPage: false });
+  return path;
+}
+
+async function ask(page, text) {
+  await page.getByLabel("Message", { exact: true }).fill(text);
+  await page.getByLabel("Message", { exact: true }).press("Enter");
+}
+
+const phases = {
+  // A question whose answer needs grep then file_read: two cards with their badges and
+  // renderers, then the answer; the conversation resumes from its address.
+  async chat() {
+    const { context, page, problems } = await open();
+    await ask(page, "Where is the release codename defined?");
+    const answer = page.locator(".message.assistant .markdown", { hasText: "The codename is Bluefin." });
+    await answer.waitFor();
+    const cards = page.locator("article.tool-card");
+    check((await cards.count()) === 2, `expected two tool cards, saw ${await cards.count()}`);
+    const grep = page.locator('article.tool-card[data-tool="grep"]');
+    const read = page.locator('article.tool-card[data-tool="file_read"]');
+    const badges = [await grep.locator(".badge").first().innerText(), await read.locator(".badge").first().innerText()];
+    check(badges.every((b) => b === "built-in · workspace"), `badges: ${badges}`);
+    // grep: grouped by file, the match highlighted.
+    check((await grep.locator(".grep-file h4", { hasText: "notes/release.md" }).count()) === 1, "grep result not grouped by file");
+    const marked = await grep.locator("mark").first().innerText();
+    check(marked.toLowerCase() === "codename", `grep highlight: ${marked}`);
+    // file_read: the file with its line numbers.
+    const row = read.locator("table.code-lines tr", { hasText: "The codename is Bluefin." });
+    const lineNo = await row.locator("th").innerText();
+    check(lineNo === "2", `file_read line number: ${lineNo}`);
+    check((await read.locator("a.log-link").count()) === 1, "no link to the activity entry");
+    const chatShot = await shot(page, "chat");
+    const address = new URL(page.url()).pathname;
+    check(/^\/chat\/.+/.test(address), `the conversation has no address: ${address}`);
+    // Resume: a fresh load of the address shows the same conversation.
+    await page.reload();
+    await page.locator('article.tool-card[data-tool="file_read"]').waitFor();
+    await page.locator(".message.assistant", { hasText: "The codename is Bluefin." }).waitFor();
+    // Rename from the list.
+    await page.getByRole("button", { name: /^Rename / }).first().click();
+    await page.getByLabel("New title").fill("Codename hunt");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("link", { name: "Codename hunt" }).waitFor();
+    await page.emulateMedia({ colorScheme: "dark" });
+    const darkShot = await shot(page, "chat-dark");
+    await context.close();
+    return { badges, address, screenshots: [chatShot, darkShot], problems };
+  },
+
+  // An `ask` tool: the approval inline (and counted in the navigation), Deny with a reason
+  // reaches the model as the error; Allow for this conversation stops asking; the model's
+  // question as a form whose answer reaches the model.
+  async approvals() {
+    const { context, page, problems } = await open();
+    await ask(page, "Read the secret plan");
+    const card = page.locator("section.approval-card").first();
+    await card.waitFor();
+    await page.locator("nav .badge.count", { hasText: "1" }).waitFor();
+    const badge = await card.locator(".badge").innerText();
+    await card.getByLabel("Reason for denying").fill("not today");
+    await card.getByRole("button", { name: "Deny" }).click();
+    await page.locator(".message.assistant", { hasText: "I was not allowed to read plan.txt." }).waitFor();
+    const failed = page.locator("article.tool-card.failed .result-error");
+    const denied = await failed.innerText();
+    check(/refused/.test(denied) && /not today/.test(denied), `the denial is not shown as the error: ${denied}`);
+
+    await page.getByRole("link", { name: "New conversation" }).click();
+    await ask(page, "Read the plan twice");
+    await page.locator("section.approval-card").first().getByRole("button", { name: "Allow for this conversation" }).click();
+    await page.locator(".message.assistant", { hasText: "Read it twice." }).waitFor();
+    const approvals = await page.locator("section.approval-card").count();
+    const second = await page.locator("section.approval-card").nth(1).innerText();
+    check(approvals === 2 && /Allowed for this conversation/.test(second), `second approval: ${approvals} ${second}`);
+    check((await page.locator("section.approval-card button").count()) === 0, "an approval still asks");
+
+    await page.getByRole("link", { name: "New conversation" }).click();
+    await ask(page, "Pick a colour for me");
+    const question = page.locator("section.input-card");
+    await question.waitFor();
+    await question.getByLabel("Your answer").fill("teal");
+    await question.getByRole("button", { name: "Send" }).click();
+    await page.locator(".message.assistant", { hasText: "Teal it is." }).waitFor();
+    const screenshot = await shot(page, "chat-approvals");
+    await context.close();
+    return { badge, denied, approvals, screenshots: [screenshot], problems };
+  },
+
+  // The catalog: search, a tool's details, a policy change written to the configuration, and
+  // Try it rendered with the chat's renderers.
+  async tools() {
+    const { context, page, problems } = await open();
+    await page.getByRole("link", { name: "Tools" }).click();
+    await page.getByRole("searchbox", { name: "Search tools" }).fill("directory");
+    await page.getByRole("link", { name: "directory_list" }).click();
+    await page.getByRole("heading", { name: /directory_list/ }).waitFor();
+    await page.getByRole("button", { name: "Call" }).click();
+    await page.locator('[aria-label="Result"] ul.tree li', { hasText: "notes" }).waitFor();
+    await page.getByRole("link", { name: "← All tools" }).click();
+    await page.getByRole("searchbox", { name: "Search tools" }).fill("grep");
+    await page.getByRole("link", { name: "grep", exact: true }).click();
+    await page.getByLabel("Change policy").selectOption("deny");
+    await page.getByRole("status").filter({ hasText: "Policy set to deny" }).waitFor();
+    await page.locator(".facts strong", { hasText: "deny" }).waitFor();
+    const policyOrigin = await page.getByTestId("policy-origin").innerText();
+    const screenshot = await shot(page, "tool-details");
+    await page.getByRole("link", { name: "← All tools" }).click();
+    await page.locator(".tool-row").first().waitFor();
+    const catalogShot = await shot(page, "tools");
+    await context.close();
+    return { policyOrigin, screenshots: [screenshot, catalogShot], problems };
+  },
+
+  // Adding a server by pasting an `mcpServers` block discovers its tools.
+  async servers() {
+    const { context, page, problems } = await open();
+    await page.getByRole("link", { name: "MCP servers" }).click();
+    const block = process.env.PASTE;
+    check(block, "PASTE (the mcpServers block) is not set");
+    await page.getByLabel(/An mcpServers block/).fill(block);
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    const status = page.getByRole("status").filter({ hasText: /^Added / });
+    await status.waitFor({ timeout: 60_000 });
+    const added = await status.innerText();
+    const count = await page.locator('li.server[data-server="everything"] [data-testid="tool-count"]').innerText();
+    // Discovery may still be running when the page first lists the server; it shows the end.
+    const badge = page.locator('li.server[data-server="everything"] .badge').first();
+    await page.waitForFunction((el) => el.textContent !== "discovering", await badge.elementHandle());
+    const discovery = await badge.innerText();
+    // Its prompts are browsable at once.
+    const prompts = page.locator("summary", { hasText: /^Prompts \([1-9]/ });
+    await prompts.click();
+    const prompt = await page.locator(".offered-prompts li code").first().isVisible();
+    const screenshot = await shot(page, "servers");
+    await context.close();
+    return { added, count, discovery, prompt, screenshots: [screenshot], problems };
+  },
+
+  // The activity page shows a call made from the command line a moment before.
+  async activity() {
+    const { context, page, problems } = await open();
+    await page.getByRole("link", { name: "Activity" }).click();
+    const row = page.locator('tr[data-tool="file_search"]', { hasText: "cli" }).first();
+    await row.waitFor();
+    await row.getByRole("button", { name: "file_search" }).click();
+    const detail = page.getByRole("region", { name: "Call details" });
+    await detail.waitFor();
+    const text = await detail.innerText();
+    check(/release\.md/.test(text), `the detail does not show the result: ${text}`);
+    const screenshot = await shot(page, "activity");
+    await context.close();
+    return { screenshots: [screenshot], problems };
+  },
+
+  // axe-core on every page, light and dark: no serious or critical violations.
+  async a11y() {
+    const axe = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+    // axe is injected by the test, not served by toolmux: the page's CSP (rightly) refuses it.
+    const { context, page, problems } = await open({ bypassCSP: true });
+    // The chat page is checked with a conversation on it: cards, renderers, the answer.
+    await ask(page, "Where is the release codename defined?");
+    await page.locator(".message.assistant .markdown", { hasText: "The codename is Bluefin." }).waitFor();
+    const conversation = new URL(page.url()).pathname;
+    const pages = [conversation, "/tools", "/tools/grep", "/servers", "/activity", "/approvals"];
+    const findings = {};
+    const screenshots = [];
+    for (const scheme of ["light", "dark"]) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const path of pages) {
+        await page.evaluate((p) => {
+          history.pushState(null, "", p);
+          dispatchEvent(new PopStateEvent("popstate"));
+        }, path);
+        await page.locator("main h1").first().waitFor({ state: "attached" });
+        // The page holds an event stream open, so the network is never idle: wait for the
+        // page's own "Loading…" placeholders to go instead.
+        await page.waitForFunction(() => !document.querySelector("main")?.textContent?.includes("Loading…"));
+        await page.waitForTimeout(300);
+        await page.evaluate(axe);
+        const result = await page.evaluate(async () => {
+          const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });
+          return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length, help: v.help, targets: v.nodes.slice(0, 3).map((n) => n.target.join(" ")) }));
+        });
+        findings[`${scheme} ${path}`] = result;
+        if (scheme === "light") screenshots.push(await shot(page, `page${path.replaceAll("/", "-")}`));
+      }
+    }
+    const serious = Object.entries(findings).flatMap(([where, vs]) =>
+      vs.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => ({ where, ...v })),
+    );
+    // Keyboard: Tab from the top reaches the skip link, then the navigation.
+    await page.keyboard.press("Tab");
+    const first = await page.evaluate(() => document.activeElement?.textContent);
+    await context.close();
+    return { serious, findings, first, screenshots, problems };
+  },
+
+  // Figures: the first load's JavaScript, the catalog of 1,000 tools, and main-thread long
+  // tasks while a long answer with many cards streams in.
+  async perf() {
+    const { context, page, problems } = await open();
+    await page.getByLabel("Message", { exact: true }).waitFor();
+    await page.waitForTimeout(500);
+    const firstLoad = await page.evaluate(() =>
+      performance
+        .getEntriesByType("resource")
+        .concat(performance.getEntriesByType("navigation"))
+        .filter((e) => e.name.endsWith(".js"))
+        .map((e) => ({ name: e.name.split("/").pop(), transfer: e.encodedBodySize, decoded: e.decodedBodySize })),
+    );
+    const catalogMs = await page.evaluate(async () => {
+      const start = performance.now();
+      const link = [...document.querySelectorAll("nav a")].find((a) => a.textContent === "Tools");
+      link.click();
+      for (;;) {
+        await new Promise((r) => requestAnimationFrame(r));
+        const rows = document.querySelectorAll(".tool-row").length;
+        const count = document.querySelector('[data-testid="tool-count"]')?.textContent ?? "";
+        if (rows > 0 && /of 1\d{3} tools/.test(count)) return performance.now() - start;
+        if (performance.now() - start > 20000) return -1;
+      }
+    });
+    const toolCount = await page.getByTestId("tool-count").innerText();
+    const rowsInDom = await page.locator(".tool-row").count();
+    // Search as you type over the 1,000: time from a key to the filtered list.
+    const searchMs = await page.evaluate(async () => {
+      const input = document.querySelector('input[type="search"]');
+      const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set;
+      const start = performance.now();
+      setter.call(input, "bulk_0999");
+      input.dispatchEvent(new Event("input", { bubbles: true }));
+      for (;;) {
+        await new Promise((r) => requestAnimationFrame(r));
+        if (/^1 of /.test(document.querySelector('[data-testid="tool-count"]')?.textContent ?? "")) return performance.now() - start;
+        if (performance.now() - start > 10000) return -1;
+      }
+    });
+    const catalogShot = await shot(page, "tools-1000");
+
+    await page.getByRole("link", { name: "Chat" }).click();
+    await page.evaluate(() => {
+      globalThis.__long = [];
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries())
+          globalThis.__long.push({
+            duration: e.duration,
+            at: e.startTime - globalThis.__start,
+            cards: document.querySelectorAll("article.tool-card").length,
+            chars: document.querySelector(".message.assistant:last-child .markdown")?.textContent?.length ?? 0,
+          });
+      }).observe({ type: "longtask", buffered: false });
+    });
+    const started = Date.now();
+    await page.evaluate(() => (globalThis.__start = performance.now()));
+    await ask(page, "Stream a long answer");
+    await page.locator(".message.assistant", { hasText: "END OF THE LONG ANSWER" }).waitFor({ timeout: 120_000 });
+    const streamMs = Date.now() - started;
+    const cards = await page.locator("article.tool-card").count();
+    const answerChars = await page.locator(".message.assistant .markdown").last().evaluate((e) => e.textContent.length);
+    // The list followed the answer to its end.
+    await page.waitForTimeout(300);
+    const followed = await page.locator(".messages").evaluate((e) => e.scrollHeight - e.scrollTop - e.clientHeight < 100);
+    const tasks = await page.evaluate(() => globalThis.__long);
+    const long = tasks.map((t) => t.duration);
+    const streamShot = await shot(page, "chat-long");
+    await context.close();
+    return {
+      firstLoad,
+      firstLoadTransferBytes: firstLoad.reduce((n, e) => n + e.transfer, 0),
+      catalogMs,
+      toolCount,
+      rowsInDom,
+      searchMs,
+      streamMs,
+      cards,
+      answerChars,
+      followed,
+      longTasks: { count: long.length, maxMs: Math.max(0, ...long), totalMs: long.reduce((a, b) => a + b, 0), tasks },
+      screenshots: [catalogShot, streamShot],
+      problems,
+    };
+  },
+};
+
+const run = phases[phase];
+if (!run) {
+  console.error(`unknown phase ${phase}`);
+  process.exit(2);
+}
+try {
+  const result = await run();
+  if (result.problems.length > 0) throw new Error(`the page reported errors: ${result.problems.join("; ")}`);
+  process.stdout.write(JSON.stringify({ origin, ...result }) + "\n");
+} catch (e) {
+  console.error(`${phase}: ${e.stack ?? e}`);
+  process.exit(1);
+}

@@ -1,0 +1,104 @@
+// One tool call as a card: its name, where it comes from, its arguments, live progress while it
+// runs, how long it took, its outcome and its result, with a link to its execution-log entry.
+import type { DynamicToolUIPart } from "ai";
+import { memo } from "react";
+import { Link } from "../router";
+import { JsonTree } from "./JsonTree";
+import { ErrorView, ResultView } from "./Renderers";
+
+export interface Progress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+interface Output {
+  content?: string;
+  structured?: unknown;
+  logId?: string;
+  durationMs?: number;
+  source?: string;
+}
+
+export function sourceOf(part: DynamicToolUIPart): string | undefined {
+  const meta = (part as { callProviderMetadata?: { toolmux?: { source?: unknown } } }).callProviderMetadata;
+  const fromMeta = meta?.toolmux?.source;
+  if (typeof fromMeta === "string") return fromMeta;
+  const out = part.state === "output-available" ? (part.output as Output | undefined) : undefined;
+  return out?.source;
+}
+
+/// The badge's words: built-in packs say so, scripts are scripts, an MCP server is named.
+const BUILT_IN = new Set(["workspace", "codemode", "chat", "human", "specs", "web", "skills", "internal", "tasks", "shell", "secrets"]);
+
+export function SourceBadge({ source }: { source?: string }) {
+  if (!source) return <span className="badge">unknown source</span>;
+  const kind = source === "script" || source === "scripts" ? "script" : BUILT_IN.has(source) ? "built-in" : "mcp";
+  const words = kind === "mcp" ? `via ${source}` : kind === "script" ? "script" : `built-in · ${source}`;
+  return (
+    <span className={`badge source-${kind}`} data-source={source}>
+      {words}
+    </span>
+  );
+}
+
+/// Rendered again only when the call changes state or reports progress, not on every delta of
+/// the answer that streams around it. The comparison reads `state` and `source` as they were
+/// when each render was asked for: the part object itself may be one the SDK goes on editing.
+export function ToolCard({ part, progress }: { part: DynamicToolUIPart; progress?: Progress }) {
+  return <MemoCard part={part} state={part.state} source={sourceOf(part)} progress={progress} />;
+}
+
+interface CardProps {
+  part: DynamicToolUIPart;
+  state: DynamicToolUIPart["state"];
+  source?: string;
+  progress?: Progress;
+}
+
+const MemoCard = memo(ToolCardView, (a: CardProps, b: CardProps) => a.state === b.state && a.source === b.source && a.progress === b.progress);
+
+function ToolCardView({ part, source, progress }: CardProps) {
+  const output = part.state === "output-available" ? (part.output as Output) : undefined;
+  const running = part.state === "input-streaming" || part.state === "input-available";
+  const outcome = running ? "running" : part.state === "output-error" ? "failed" : "done";
+  return (
+    <article className={`tool-card ${outcome}`} aria-label={`Tool call ${part.toolName}`} data-tool={part.toolName}>
+      <header>
+        <strong className="tool-name">{part.toolName}</strong>
+        <SourceBadge source={source} />
+        <span className={`outcome ${outcome}`}>{outcome}</span>
+        {output?.durationMs !== undefined && <span className="muted">{output.durationMs} ms</span>}
+        {output?.logId && (
+          <Link href={`/activity?id=${encodeURIComponent(output.logId)}`} className="log-link">
+            Activity entry
+          </Link>
+        )}
+      </header>
+      <details className="arguments">
+        <summary>Arguments</summary>
+        {part.input === undefined ? <p className="muted">…</p> : <JsonTree value={part.input} />}
+      </details>
+      {running && progress && (
+        <div className="progress">
+          <progress
+            value={progress.progress}
+            max={progress.total ?? undefined}
+            aria-label={`Progress of ${part.toolName}`}
+          />
+          <span>
+            {progress.total ? `${progress.progress} / ${progress.total}` : progress.progress}
+            {progress.message ? ` — ${progress.message}` : ""}
+          </span>
+        </div>
+      )}
+      {running && !progress && <p className="muted" aria-live="polite">Running…</p>}
+      {output && (
+        <div className="result" role="region" aria-label={`Result of ${part.toolName}`} tabIndex={0}>
+          <ResultView tool={part.toolName} input={part.input} structured={output.structured} content={output.content} />
+        </div>
+      )}
+      {part.state === "output-error" && <ErrorView text={part.errorText} />}
+    </article>
+  );
+}

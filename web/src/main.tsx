@@ -1,0 +1,125 @@
+import { StrictMode, Suspense, lazy, useEffect, useState } from "react";
+import { createRoot } from "react-dom/client";
+import { SignIn, signOut, useSession } from "./auth";
+import { Link, navigate, usePath } from "./router";
+import { useWaiting } from "./approvals";
+import "./styles.css";
+
+// Each page is its own chunk: the first load carries the shell and the page it opens on.
+const Chat = lazy(() => import("./pages/Chat"));
+const Tools = lazy(() => import("./pages/Tools"));
+const Servers = lazy(() => import("./pages/Servers"));
+const Activity = lazy(() => import("./pages/Activity"));
+const Approvals = lazy(() => import("./pages/Approvals"));
+
+type Theme = "light" | "dark" | "system";
+
+function useTheme(): [Theme, (t: Theme) => void] {
+  const [theme, setTheme] = useState<Theme>(
+    () => (localStorage.getItem("toolmux.theme") as Theme | null) ?? "system",
+  );
+  useEffect(() => {
+    if (theme === "system") delete document.documentElement.dataset.theme;
+    else document.documentElement.dataset.theme = theme;
+    localStorage.setItem("toolmux.theme", theme);
+  }, [theme]);
+  return [theme, setTheme];
+}
+
+const PAGES = [
+  { href: "/chat", label: "Chat" },
+  { href: "/tools", label: "Tools" },
+  { href: "/servers", label: "MCP servers" },
+  { href: "/activity", label: "Activity" },
+  { href: "/approvals", label: "Approvals" },
+  // The spec board and coding sessions arrive with their own issues; their places are kept.
+  { href: "/specs", label: "Specs", soon: true },
+  { href: "/sessions", label: "Sessions", soon: true },
+];
+
+function Shell() {
+  const path = usePath();
+  const [theme, setTheme] = useTheme();
+  const waiting = useWaiting();
+  const count = waiting.approvals.length + waiting.inputs.length;
+  useEffect(() => {
+    if (path === "/" || path === "") navigate("/chat", true);
+  }, [path]);
+  const section = "/" + (path.split("/")[1] ?? "");
+  const page = PAGES.find((p) => p.href === section);
+  useEffect(() => {
+    document.title = page ? `${page.label} · toolmux` : "toolmux";
+  }, [page]);
+  return (
+    <div className="shell">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <span className="brand" aria-hidden="true">
+          toolmux
+        </span>
+        <nav aria-label="Pages">
+          <ul>
+            {PAGES.filter((p) => !p.soon).map((p) => (
+              <li key={p.href}>
+                <Link href={p.href} aria-current={section === p.href ? "page" : undefined}>
+                  {p.label}
+                  {p.href === "/approvals" && count > 0 && (
+                    <span className="badge count" aria-label={`${count} waiting`}>
+                      {count}
+                    </span>
+                  )}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <div className="spacer" />
+        <label className="theme">
+          <span className="visually-hidden">Colour theme</span>
+          <select value={theme} onChange={(e) => setTheme(e.target.value as Theme)}>
+            <option value="system">System theme</option>
+            <option value="light">Light</option>
+            <option value="dark">Dark</option>
+          </select>
+        </label>
+        <button type="button" className="link" onClick={() => void signOut()}>
+          Sign out
+        </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <Suspense fallback={<p className="muted">Loading…</p>}>
+          {section === "/chat" && <Chat path={path} />}
+          {section === "/tools" && <Tools path={path} />}
+          {section === "/servers" && <Servers />}
+          {section === "/activity" && <Activity />}
+          {section === "/approvals" && <Approvals waiting={waiting} />}
+          {!page && section !== "/" && (
+            <section>
+              <h1>Not found</h1>
+              <p>
+                There is no page at <code>{path}</code>. <Link href="/chat">Go to the chat</Link>.
+              </p>
+            </section>
+          )}
+        </Suspense>
+      </main>
+    </div>
+  );
+}
+
+function App() {
+  const [session, signIn] = useSession();
+  if (session === "checking") return <p className="muted">Signing in…</p>;
+  if (session === "signed-out") return <SignIn onToken={signIn} />;
+  return <Shell />;
+}
+
+const root = document.getElementById("root");
+if (root)
+  createRoot(root).render(
+    <StrictMode>
+      <App />
+    </StrictMode>,
+  );

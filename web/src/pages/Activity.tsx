@@ -1,0 +1,168 @@
+// The execution log: filters, a live tail, and a call's details. toolmux has no event stream
+// for the log yet, so the tail polls `GET /api/logs` every two seconds while it is on.
+import { useCallback, useEffect, useState } from "react";
+import { api, describe } from "../api";
+import { JsonTree } from "../components/JsonTree";
+import { SourceBadge } from "../components/ToolCard";
+import { Link } from "../router";
+
+interface LogEntry {
+  id: string;
+  timestamp: string;
+  tool: string;
+  source?: string | null;
+  channel: string;
+  session?: string | null;
+  arguments: unknown;
+  outcome: string;
+  error?: string | null;
+  durationUs: number;
+  result?: unknown;
+  resultTruncated?: boolean;
+}
+
+export default function Activity() {
+  const params = new URLSearchParams(location.search);
+  const [tool, setTool] = useState("");
+  const [outcome, setOutcome] = useState("");
+  const [since, setSince] = useState("");
+  const [source, setSource] = useState("");
+  const [channel, setChannel] = useState("");
+  const [tail, setTail] = useState(true);
+  const [entries, setEntries] = useState<LogEntry[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const [selected, setSelected] = useState<string | null>(params.get("id"));
+  const load = useCallback(async () => {
+    const q = new URLSearchParams({ limit: "500" });
+    if (tool) q.set("tool", tool);
+    if (outcome) q.set("outcome", outcome);
+    if (since) q.set("since", since);
+    try {
+      const list = await api<{ entries: LogEntry[] }>(`/api/logs?${q}`);
+      setEntries(list.entries.reverse());
+      setError(null);
+    } catch (e) {
+      setError(describe(e));
+    }
+  }, [tool, outcome, since]);
+  useEffect(() => {
+    void load();
+    if (!tail) return;
+    const timer = window.setInterval(() => void load(), 2000);
+    return () => window.clearInterval(timer);
+  }, [load, tail]);
+  const shown = entries.filter((e) => (!source || e.source === source) && (!channel || e.channel === channel));
+  const sources = [...new Set(entries.map((e) => e.source).filter((s): s is string => !!s))].sort();
+  const channels = [...new Set(entries.map((e) => e.channel))].sort();
+  const detail = selected ? entries.find((e) => e.id === selected) : undefined;
+  return (
+    <div className="activity-page">
+      <h1>Activity</h1>
+      <div className="filters" role="search">
+        <label>
+          <span className="visually-hidden">Tool (name or glob)</span>
+          <input type="search" placeholder="Tool (name or glob)" value={tool} onChange={(e) => setTool(e.target.value)} />
+        </label>
+        <label>
+          <span className="visually-hidden">Source</span>
+          <select value={source} onChange={(e) => setSource(e.target.value)}>
+            <option value="">All sources</option>
+            {sources.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          <span className="visually-hidden">Channel</span>
+          <select value={channel} onChange={(e) => setChannel(e.target.value)}>
+            <option value="">All channels</option>
+            {channels.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          <span className="visually-hidden">Outcome</span>
+          <select value={outcome} onChange={(e) => setOutcome(e.target.value)}>
+            <option value="">Any outcome</option>
+            {["ok", "error", "denied", "timeout", "invalid"].map((o) => (
+              <option key={o}>{o}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          <span className="visually-hidden">Since</span>
+          <select value={since} onChange={(e) => setSince(e.target.value)}>
+            <option value="">Any time</option>
+            <option value="15m">Last 15 minutes</option>
+            <option value="1h">Last hour</option>
+            <option value="1d">Last day</option>
+          </select>
+        </label>
+        <label className="check">
+          <input type="checkbox" checked={tail} onChange={(e) => setTail(e.target.checked)} /> Live tail
+        </label>
+      </div>
+      {error && (
+        <p role="alert" className="error">
+          {error}
+        </p>
+      )}
+      <div className="split">
+        <table className="log-table">
+          <caption className="visually-hidden">Calls, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Time</th>
+              <th scope="col">Tool</th>
+              <th scope="col">Source</th>
+              <th scope="col">Channel</th>
+              <th scope="col">Outcome</th>
+              <th scope="col">Duration</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((e) => (
+              <tr key={e.id} className={e.id === selected ? "selected" : undefined} data-tool={e.tool}>
+                <td>{new Date(e.timestamp).toLocaleTimeString()}</td>
+                <td>
+                  <button type="button" className="link" onClick={() => setSelected(e.id)}>
+                    {e.tool}
+                  </button>
+                </td>
+                <td>{e.source && <SourceBadge source={e.source} />}</td>
+                <td>{e.channel}</td>
+                <td className={`outcome ${e.outcome}`}>{e.outcome}</td>
+                <td>{(e.durationUs / 1000).toFixed(1)} ms</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {detail && (
+          <section className="log-detail" aria-label="Call details" tabIndex={0}>
+            <h2>
+              {detail.tool} <span className="muted">{detail.outcome}</span>
+            </h2>
+            <p className="muted">
+              {detail.timestamp} · {detail.channel}
+              {detail.session ? ` · session ${detail.session}` : ""} · id {detail.id}
+            </p>
+            {detail.error && <p className="error">{detail.error}</p>}
+            <h3>Arguments</h3>
+            <JsonTree value={detail.arguments} />
+            <h3>Result{detail.resultTruncated ? " (cut; the full result is kept in the log's results folder)" : ""}</h3>
+            {detail.result === undefined ? <p className="muted">Not kept.</p> : <JsonTree value={detail.result} />}
+            <button type="button" onClick={() => setSelected(null)}>
+              Close
+            </button>
+          </section>
+        )}
+        {selected && !detail && entries.length > 0 && (
+          <p className="muted">
+            That call is not among the newest shown. <Link href="/activity">Clear</Link>
+          </p>
+        )}
+      </div>
+    </div>
+  );
+}
