@@ -67,6 +67,10 @@ pub struct Assembly {
     sessions: OnceLock<toolmux_sessions::Sessions>,
 }
 
+/// How long stopping waits for one coding session to be recorded as ended: its runner's
+/// SIGTERM grace (2 s) and the sweep after it, with room to spare.
+const SESSION_STOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Assembly {
     /// Finds the project, loads its configuration and puts it in force.
     pub fn open(given: Option<&std::path::Path>) -> Result<Self, Failure> {
@@ -417,6 +421,14 @@ impl Assembly {
     /// toolmux's own resources: the spec pack's, when the project has specs.
     pub fn resources(&self) -> BuiltinResources {
         self.resources.get().cloned().unwrap_or_default()
+    }
+
+    /// Cancels the coding sessions this process runs and waits until each is recorded as
+    /// ended (at most [`SESSION_STOP_LIMIT`] each): how a long-running command stops.
+    pub async fn stop_sessions(&self) {
+        if let Some(sessions) = self.sessions.get() {
+            sessions.shutdown(SESSION_STOP_LIMIT).await;
+        }
     }
 
     /// What the MCP channel serves: the serve-time filters as the server's options, relaying

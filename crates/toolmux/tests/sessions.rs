@@ -365,3 +365,154 @@ fn run_session_asks_first_and_the_approval_shows_the_command_line() {
     assert_eq!(served.send("GET", "/api/sessions", None).json()["count"], 0);
     served.stop();
 }
+
+/// The ids in a `list_sessions` result.
+fn listed_ids(list: &Value) -> Vec<String> {
+    list["sessions"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .filter_map(|s| s["id"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_session_started_from_the_chat_or_code_mode_is_listed_everywhere_and_lists_the_others() {
+    // The chat's model (aimock) starts a session, then lists the sessions.
+    let fixtures = tempfile::tempdir().expect("fixtures dir");
+    let fixture = fixtures.path().join("sessions.json");
+    std::fs::write(
+        &fixture,
+        json!({"fixtures": [
+            {"match": {"userMessage": "Start a coding session", "hasToolResult": false},
+             "response": {"toolCalls": [{"id": "call_run", "name": "run_session",
+                 "arguments": json!({"runner": "claude", "prompt": "from chat"}).to_string()}]}},
+            {"match": {"toolCallId": "call_run", "toolResultContains": "claude"},
+             "response": {"toolCalls": [{"id": "call_list", "name": "list_sessions", "arguments": "{}"}]}},
+            {"match": {"toolCallId": "call_list"},
+             "response": {"content": "Started and listed."}},
+        ]})
+        .to_string(),
+    )
+    .expect("write the fixture");
+    let aimock = toolmux_testkit::aimock::Aimock::start(&fixture.display().to_string());
+    let project = toolmux_project();
+    project.config(
+        &json!({
+            "runners": {"claude": {"command": fake("claude").display().to_string()}},
+            "policies": {"tools": {"run_session": "allow"}},
+            "providers": {"mock": {"kind": "openai", "baseUrl": format!("{}/v1", aimock.url),
+                                   "apiKey": "not-a-secret", "defaultModel": "gpt-4o"}},
+        })
+        .to_string(),
+    );
+    let served = Served::start(&project, &[]);
+    // One session over REST first, for the others to list.
+    let rest = served.send(
+        "POST",
+        "/api/sessions",
+        Some(&json!({"runner": "claude", "prompt": "from rest"}).to_string()),
+    );
+    assert_eq!(rest.status, 201, "{}", rest.body);
+    let rest_id = rest.json()["id"].as_str().expect("id").to_string();
+
+    // Code mode: a script starts one and lists them all.
+    let script = "import { sessions } from '@capabilities/sessions';\n\
+        const started = await sessions.runSession({ runner: 'claude', prompt: 'from code' });\n\
+        const listed = await sessions.listSessions({});\n\
+        return { id: started.id, ids: listed.sessions.map((s) => s.id) };";
+    let code = served.post(
+        "/api/tools/run_code/call",
+        &json!({ "code": script }).to_string(),
+    );
+    assert_eq!(code.status, 200, "{}", code.body);
+    let code = code.json()["structuredContent"]["result"].clone();
+    let code_id = code["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{code}"))
+        .to_string();
+    let code_listed: Vec<&str> = code["ids"]
+        .as_array()
+        .expect("ids")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(code_listed.contains(&rest_id.as_str()), "{code}");
+    assert!(code_listed.contains(&code_id.as_str()), "{code}");
+
+    // The chat, in the terminal: its model starts one and lists them.
+    let chat = project.run(&["chat", "Start a coding session, then list the sessions"]);
+    assert_eq!(chat.ok().trim(), "Started and listed.");
+    let conversations: Value =
+        serde_json::from_str(&project.run(&["chat", "list", "--json"]).ok()).expect("JSON");
+    let conversation = conversations[0]["id"].as_str().expect("a conversation");
+    let shown: Value =
+        serde_json::from_str(&project.run(&["chat", "show", conversation]).ok()).expect("JSON");
+    let shown = shown.to_string();
+    let over_rest = served.send("GET", "/api/sessions", None).json();
+    let chat_id = over_rest["sessions"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["channel"] == "chat"))
+        .and_then(|s| s["id"].as_str())
+        .unwrap_or_else(|| panic!("no session from the chat in {over_rest}"))
+        .to_string();
+    // What the chat's list_sessions answered its model names the others.
+    for id in [&rest_id, &code_id, &chat_id] {
+        assert!(
+            shown.contains(id.as_str()),
+            "{id} not in the chat's list: {shown}"
+        );
+    }
+
+    // And every channel lists every session.
+    let over_rest = listed_ids(&served.send("GET", "/api/sessions", None).json());
+    let over_mcp = run_mcp_steps(&json!({
+        "transport": "http",
+        "url": served.mcp_url(),
+        "headers": {"Authorization": served.authorization()},
+        "steps": [{"op": "call", "name": "list_sessions", "arguments": {}}],
+    }));
+    let over_mcp = listed_ids(&over_mcp[0]["result"]["structuredContent"]);
+    let over_cli = listed_ids(&sessions_json(&project));
+    for id in [&rest_id, &code_id, &chat_id] {
+        for (channel, listed) in [("rest", &over_rest), ("mcp", &over_mcp), ("cli", &over_cli)] {
+            assert!(
+                listed.contains(id),
+                "{id} not listed over {channel}: {listed:?}"
+            );
+        }
+    }
+    served.stop();
+}
+
+#[test]
+fn a_server_that_stops_cancels_its_sessions_and_records_them_so() {
+    let project = project();
+    let served = Served::start(&project, &[]);
+    let started = served.send(
+        "POST",
+        "/api/sessions",
+        Some(&json!({"runner": "claude", "prompt": "slow"}).to_string()),
+    );
+    assert_eq!(started.status, 201, "{}", started.body);
+    let id = started.json()["id"].as_str().expect("id").to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while processes_of(&id).is_empty() {
+        assert!(Instant::now() < deadline, "the runner never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGTERM: the server stops as a person's Ctrl-C or a service manager would stop it.
+    served.stop();
+    let list = sessions_json(&project);
+    let session = list["sessions"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["id"] == id.as_str()))
+        .unwrap_or_else(|| panic!("{id} not in {list}"));
+    assert_eq!(session["status"], "cancelled", "{session}");
+    assert!(
+        processes_of(&id).is_empty(),
+        "the runner outlived the server"
+    );
+}

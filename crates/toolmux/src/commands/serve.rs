@@ -141,6 +141,9 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
     // Stop the servers (those a background discovery was still starting included) before the
     // runtime goes away under them; `main` then stops whatever escaped their process groups.
     assembly.upstreams.shutdown().await;
+    // Coding sessions this server started are cancelled and recorded as such (not found
+    // `lost` by the next start), each given the grace its runner gets on a cancel.
+    assembly.stop_sessions().await;
     assembly.log.flush();
     served?;
     Ok(OK)
