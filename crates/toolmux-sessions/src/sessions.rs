@@ -548,6 +548,11 @@ impl Sessions {
             {
                 toolmux_scripts::child::signal_group(pgid, toolmux_scripts::child::Signal::Kill);
             }
+            // What the group kill cannot reach: a group whose leader is gone, a child that
+            // left it with `setsid`, an ACP agent (whose group is not recorded). Each carries
+            // the session's id in its environment.
+            #[cfg(unix)]
+            kill_carriers(&record.id);
             let now = chrono::Utc::now();
             record.status = Status::Lost;
             record.error = Some(format!(
@@ -563,6 +568,30 @@ impl Sessions {
                 tracing::warn!("session {} cannot be marked lost: {e}", record.id);
             }
         }
+    }
+}
+
+/// Kills every process whose environment carries session `id` (Linux's `/proc`; elsewhere
+/// the group kill is all there is).
+#[cfg(unix)]
+fn kill_carriers(id: &str) {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    let me = std::process::id();
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me && carries_session(pid, id))
+    {
+        let Ok(pid) = i32::try_from(pid) else {
+            continue;
+        };
+        // Gone already, or not ours to signal: nothing more can be done about it here.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 

@@ -345,6 +345,34 @@ async fn a_session_whose_toolmux_process_died_is_marked_lost_at_the_next_start()
 }
 
 #[tokio::test]
+async fn a_lost_session_without_a_recorded_group_still_has_everything_it_left_stopped() {
+    let project = tempfile::tempdir().expect("temp");
+    let state = project.path().join(".toolmux/state");
+    let sessions = open(project.path());
+    // A runner that ignores SIGTERM and a child that left its group with `setsid`.
+    let id = start(&sessions, request("claude", "stubborn")).await;
+    wait_for_lines(&sessions, &id, 3).await;
+    assert!(processes_of(&id).len() >= 2, "{:?}", processes_of(&id));
+    // As a killed toolmux would leave an ACP session (whose group is not recorded): running,
+    // owned by a process that is gone, no group.
+    let mut record = sessions.get(&id).expect("record");
+    let dead = std::process::Command::new("true").spawn().expect("spawn");
+    let dead_pid = dead.id();
+    let _ = { dead }.wait();
+    record.owner.pid = dead_pid;
+    record.pgid = None;
+    std::fs::write(
+        state.join("sessions").join(&id).join("session.json"),
+        serde_json::to_vec(&record).expect("json"),
+    )
+    .expect("write");
+    let later = open(project.path());
+    assert_eq!(later.get(&id).expect("record").status, Status::Lost);
+    // Found by the session id in their environment, runner and escaped child alike.
+    assert_nothing_left(&id).await;
+}
+
+#[tokio::test]
 async fn a_worktree_session_runs_on_its_own_branch_and_is_left_for_the_user() {
     let project = tempfile::tempdir().expect("temp");
     let root = project.path();
