@@ -516,3 +516,94 @@ fn a_server_that_stops_cancels_its_sessions_and_records_them_so() {
         "the runner outlived the server"
     );
 }
+
+/// The ACP test agent (`toolmux-sessions`' `toolmux-acp-test-agent`, on the official crate),
+/// built beside this test's binary: `cargo test --workspace` builds it with its package's
+/// tests; a run of this package alone builds it here.
+fn acp_test_agent() -> PathBuf {
+    let deps = std::env::current_exe().expect("test binary");
+    let profile = deps
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/<profile>");
+    let agent = profile.join("toolmux-acp-test-agent");
+    if !agent.is_file() {
+        let built = std::process::Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "-p",
+                "toolmux-sessions",
+                "--bin",
+                "toolmux-acp-test-agent",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("run cargo build");
+        assert!(built.success(), "building the ACP test agent failed");
+    }
+    assert!(agent.is_file(), "no ACP test agent at {}", agent.display());
+    agent
+}
+
+#[test]
+fn an_acp_agents_permission_request_is_answered_over_rest_and_a_denial_reaches_it() {
+    let project = toolmux_project();
+    project.config(
+        &json!({
+            "runners": {"agent": {"command": acp_test_agent().display().to_string(),
+                                  "args": [], "protocol": "acp"}},
+            "policies": {"tools": {"run_session": "allow"}},
+        })
+        .to_string(),
+    );
+    let served = Served::start(&project, &[]);
+    let started = served.send(
+        "POST",
+        "/api/sessions",
+        Some(
+            &json!({"runner": "agent", "prompt": "say hello\nwrite out.txt from the agent"})
+                .to_string(),
+        ),
+    );
+    assert_eq!(started.status, 201, "{}", started.body);
+    let id = started.json()["id"].as_str().expect("id").to_string();
+    // The agent's write waits among the approvals, as any call's would.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let approval = loop {
+        let pending = served.get("/api/approvals").json();
+        if let Some(first) = pending["approvals"].as_array().and_then(|a| a.first()) {
+            break first.clone();
+        }
+        assert!(Instant::now() < deadline, "no permission request appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let approval_id = approval["id"].as_str().expect("approval id");
+    let answered = served.post(
+        &format!("/api/approvals/{approval_id}"),
+        &json!({"decision": "deny", "reason": "not today"}).to_string(),
+    );
+    assert!(answered.status < 300, "{}", answered.body);
+    // The session ends; the agent said the denial reached it, and wrote nothing.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let session = loop {
+        let now = served
+            .send("GET", &format!("/api/sessions/{id}"), None)
+            .json();
+        if now["status"] != "running" && now["status"] != "pending" {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "the session never ended: {now}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let logs = served
+        .send("GET", &format!("/api/sessions/{id}/logs"), None)
+        .json()
+        .to_string();
+    assert!(
+        logs.contains("permission denied: not writing out.txt"),
+        "the denial did not reach the agent ({session}): {logs}"
+    );
+    assert!(logs.contains("not today"), "{logs}");
+    assert!(!project.path().join("out.txt").exists());
+    served.stop();
+}
