@@ -66,6 +66,10 @@ export interface ToolEntry {
   policyOrigin: string;
   effectiveTimeoutMs: number;
   enabled?: boolean;
+  /// What kind of source it comes from: the badge says so without guessing from the name.
+  sourceKind?: "builtin" | "script" | "mcp";
+  discoveryStatus?: string;
+  lastDiscovered?: string | null;
 }
 
 export interface JsonSchema {
@@ -117,9 +121,11 @@ export interface PendingApproval {
   };
 }
 
-export function answerApproval(id: string, decision: "allow" | "deny", reason?: string) {
+/// Answers an approval. `scope: "conversation"` (an allow of a chat call only) makes toolmux
+/// allow the tool's later calls in the same conversation without asking, server-side.
+export function answerApproval(id: string, decision: "allow" | "deny", reason?: string, scope?: "once" | "conversation") {
   return api(`/api/approvals/${encodeURIComponent(id)}`, {
     method: "POST",
-    body: reason ? { decision, reason } : { decision },
+    body: { decision, ...(reason ? { reason } : {}), ...(scope ? { scope } : {}) },
   });
 }

@@ -11,6 +11,7 @@ const Tools = lazy(() => import("./pages/Tools"));
 const Servers = lazy(() => import("./pages/Servers"));
 const Activity = lazy(() => import("./pages/Activity"));
 const Approvals = lazy(() => import("./pages/Approvals"));
+const Sessions = lazy(() => import("./pages/Sessions"));
 
 type Theme = "light" | "dark" | "system";
 
@@ -32,9 +33,9 @@ const PAGES = [
   { href: "/servers", label: "MCP servers" },
   { href: "/activity", label: "Activity" },
   { href: "/approvals", label: "Approvals" },
-  // The spec board and coding sessions arrive with their own issues; their places are kept.
+  { href: "/sessions", label: "Sessions" },
+  // The spec board arrives with its own issue; its place is kept.
   { href: "/specs", label: "Specs", soon: true },
-  { href: "/sessions", label: "Sessions", soon: true },
 ];
 
 function Shell() {
@@ -95,6 +96,7 @@ function Shell() {
           {section === "/servers" && <Servers />}
           {section === "/activity" && <Activity />}
           {section === "/approvals" && <Approvals waiting={waiting} />}
+          {section === "/sessions" && <Sessions path={path} />}
           {!page && section !== "/" && (
             <section>
               <h1>Not found</h1>

@@ -220,6 +220,7 @@ fn main() {
                 require_key_for_reads: false,
                 allowed_hosts: vec!["127.0.0.1".to_string()],
                 allowed_origins: Vec::new(),
+                token_issuer: None,
             },
             None,
             None,

@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use toolmux_core::{Approval, PendingApproval};
+use toolmux_core::{AnswerApprovalError, Approval, ApprovalScope, PendingApproval};
 use toolmux_http::{ApiJson, ApiPath, OpenApiRouter, routes};
 use utoipa::ToSchema;
 
@@ -37,6 +37,21 @@ pub struct Answer {
     pub decision: Decision,
     /// Why, shown to the caller of a denied call.
     pub reason: Option<String>,
+    /// How far an `allow` reaches: this call only (`once`, the default), or every later call
+    /// of the same tool in the same chat conversation (`conversation`), which then runs
+    /// without asking and is logged with this approval's id as `approvedBy`. Only an `allow`
+    /// of a call made in a chat conversation can be remembered; a denial never is.
+    pub scope: Option<Scope>,
+}
+
+/// How far an answer reaches.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// This call only.
+    Once,
+    /// Every later call of the same tool in the same chat conversation.
+    Conversation,
 }
 
 /// Run or refuse.
@@ -70,6 +85,8 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Json<ApprovalList> {
         (status = 400, description = "A malformed id or body", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "Nothing is waiting under that id", body = ErrorBody),
+        (status = 422, description = "`scope: conversation` with a denial, or for a call made \
+            outside a chat conversation; the approval still waits", body = ErrorBody),
     )
 )]
 pub(crate) async fn answer(
@@ -85,11 +102,22 @@ pub(crate) async fn answer(
                 .unwrap_or_else(|| "denied through the REST API".to_string()),
         },
     };
+    let scope = match answer.scope {
+        None | Some(Scope::Once) => ApprovalScope::Once,
+        Some(Scope::Conversation) => ApprovalScope::Conversation,
+    };
     state
         .inner
         .approvals
-        .answer(id, approval)
-        .map_err(|e| ApiError::not_found(e.to_string()))?;
+        .answer_scoped(id, approval, scope)
+        .map_err(|e| match e {
+            AnswerApprovalError::NotWaiting(e) => ApiError::not_found(e.to_string()),
+            other => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_scope",
+                other.to_string(),
+            ),
+        })?;
     Ok(StatusCode::NO_CONTENT)
 }
 

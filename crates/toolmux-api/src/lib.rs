@@ -13,9 +13,11 @@ mod completions;
 mod error;
 mod files;
 mod health;
+mod import;
 mod inputs;
 mod logs;
 mod metrics;
+mod oauth;
 mod openapi;
 mod prompts;
 mod registry;
@@ -38,11 +40,12 @@ use toolmux_http::{Caller, OpenApiRouter, guarded, routes};
 
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use metrics::CallMetrics;
+pub use oauth::SignInError;
 pub use openapi::openapi;
 pub use registry::{Apply, ConfigFiles, ConfigWatcher, ConfigWriter};
 /// Who may use the API, as [`ApiState::new`] takes it.
 pub use toolmux_http::{ApiOptions, LiveOptions};
-pub use tools::{CallResponse, CallStatus};
+pub use tools::{CallResponse, CallStatus, tool_info};
 pub use upstreams::{RelayError, UpstreamServers};
 
 /// The path prefix of the API.
@@ -165,10 +168,13 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .merge(sessions::routes())
         .merge(runners::routes())
         .merge(upstreams::routes())
+        .merge(oauth::routes())
+        .merge(import::routes())
         .merge(prompts::routes())
         .merge(resources::routes())
         .routes(routes!(completions::complete))
         .routes(routes!(logs::list))
+        .routes(routes!(logs::stream))
         .routes(routes!(health::health))
         .routes(routes!(openapi::document))
         .routes(routes!(metrics::metrics))

@@ -1,5 +1,6 @@
-//! `/api/prompts`: the prompts of the upstream servers behind toolmux, named as the MCP channel
-//! serves them (`PREFIX__prompt`). Listing reads the discovery caches and starts nothing;
+//! `/api/prompts`: toolmux's own prompts (each model-invocable Agent Skill as `skill__NAME`)
+//! and the prompts of the upstream servers behind toolmux, named as the MCP channel serves them
+//! (`PREFIX__prompt`). Listing reads the skills and the discovery caches and starts nothing;
 //! getting a prompt starts its server when needed and returns what MCP's `prompts/get` returns.
 
 use std::collections::BTreeMap;
@@ -21,7 +22,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(get_prompt))
 }
 
-/// Every prompt of every enabled upstream server.
+/// toolmux's own prompts, then every prompt of every enabled upstream server.
 #[derive(Serialize, ToSchema)]
 pub struct PromptList {
     /// The prompts, server by server.
@@ -33,10 +34,10 @@ pub struct PromptList {
 #[derive(Serialize, ToSchema)]
 #[allow(dead_code)] // documents the relayed JSON for the OpenAPI document
 pub struct PromptView {
-    /// The name to get it by: `PREFIX__prompt`, like a tool's.
+    /// The name to get it by: `PREFIX__prompt`, like a tool's, or `skill__NAME` for a skill.
     name: String,
-    /// The upstream server that offers it.
-    server: String,
+    /// The upstream server that offers it; absent for toolmux's own.
+    server: Option<String>,
     /// A display title.
     title: Option<String>,
     /// What it is for.
@@ -55,13 +56,14 @@ pub struct PromptArguments {
     pub arguments: BTreeMap<String, String>,
 }
 
-/// Lists the prompts of the upstream servers, from their discovery caches (starting nothing).
+/// Lists toolmux's own prompts and those of the upstream servers, from their discovery caches
+/// (starting nothing).
 #[utoipa::path(
     get, path = "/api/prompts", tag = "prompts",
     responses((status = 200, description = "The prompts", body = PromptList))
 )]
 pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<PromptList>, ApiError> {
-    let prompts = servers(&state)?.prompts();
+    let prompts = servers(&state)?.prompts().await;
     Ok(Json(PromptList { prompts }))
 }
 

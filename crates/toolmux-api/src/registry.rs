@@ -213,6 +213,8 @@ struct Job {
 #[derive(Clone)]
 pub struct ConfigWriter {
     jobs: mpsc::Sender<Job>,
+    /// The directory that holds `.toolmux/`, where `POST /api/import` looks for other clients' files.
+    pub(crate) project_dir: PathBuf,
 }
 
 /// Where the configuration lives and how to reload it.
@@ -241,6 +243,7 @@ impl ConfigWriter {
     pub fn spawn(hub: Hub, files: ConfigFiles, apply: Apply) -> Self {
         let (jobs, mut rx) = mpsc::channel::<Job>(256);
         let editor = files.editor();
+        let project_dir = files.project_dir.clone();
         tokio::spawn(async move {
             // One job at a time, in arrival order: within this process, this loop is the only
             // writer of the file (the editor's lock keeps other processes out).
@@ -257,7 +260,7 @@ impl ConfigWriter {
                 let _ = job.reply.send(outcome);
             }
         });
-        Self { jobs }
+        Self { jobs, project_dir }
     }
 
     pub(crate) async fn submit(&self, edit: Edit) -> Result<(), ApiError> {
@@ -362,6 +365,13 @@ impl ConfigWatcher {
         std::fs::create_dir_all(&dir)?;
         let name = path.file_name().map(std::ffi::OsStr::to_os_string);
         let watched = path.clone();
+        // Seed 004's registries (`registries`) are part of the configuration: an edit of one
+        // reloads it too. Those named when the server starts are watched.
+        let registries: Vec<PathBuf> = files
+            .load()
+            .map(|l| toolmux_config::registry_paths(&l.config, &l.project_dir))
+            .unwrap_or_default();
+        let registry_events = registries.clone();
         let mut debouncer = notify_debouncer_full::new_debouncer(
             DEBOUNCE,
             None,
@@ -375,11 +385,10 @@ impl ConfigWatcher {
                     !matches!(
                         e.event.kind,
                         notify::EventKind::Access(_) | notify::EventKind::Other
-                    ) && e
-                        .event
-                        .paths
-                        .iter()
-                        .any(|p| p.file_name().map(std::ffi::OsStr::to_os_string) == name)
+                    ) && e.event.paths.iter().any(|p| {
+                        p.file_name().map(std::ffi::OsStr::to_os_string) == name
+                            || registry_events.contains(p)
+                    })
                 });
                 if !touched {
                     return;
@@ -405,6 +414,14 @@ impl ConfigWatcher {
             },
         )?;
         debouncer.watch(&dir, RecursiveMode::NonRecursive)?;
+        for folder in registries.iter().filter_map(|p| p.parent()) {
+            if let Err(e) = debouncer.watch(folder, RecursiveMode::NonRecursive) {
+                tracing::warn!(
+                    "cannot watch the registry folder `{}`: {e}",
+                    folder.display()
+                );
+            }
+        }
         Ok(Self {
             _debouncer: debouncer,
         })

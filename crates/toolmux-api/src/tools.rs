@@ -10,7 +10,7 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolmux_core::{
-    CallContext, CallError, Channel, Content, NamePattern, Policy, ToolEntry, ToolResult,
+    CallContext, CallError, Catalog, Channel, Content, NamePattern, Policy, ToolEntry, ToolResult,
 };
 use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
 use utoipa::{IntoParams, ToSchema};
@@ -40,6 +40,10 @@ pub struct ToolFilter {
     /// Include internal tools; needs a valid API key.
     #[serde(default)]
     pub include_internal: bool,
+    /// Also list the tools switched off by configuration (by name or by source), with
+    /// `"enabled": false`, after the others: what a person may switch on again.
+    #[serde(default)]
+    pub disabled: bool,
 }
 
 /// A policy: `allow` runs a call, `ask` asks a person first, `deny` never runs it.
@@ -113,6 +117,68 @@ pub struct ToolView {
     /// The effective rate limit.
     #[schema(value_type = Option<Object>)]
     rate_limit: Option<Value>,
+    /// `false` for a tool switched off by configuration (listed only with `disabled=true`).
+    enabled: bool,
+    /// The family of its source.
+    source_kind: SourceKindName,
+    /// Where its source's tool list stands: always `success` for built-in and script tools.
+    discovery_status: DiscoveryStatusName,
+    /// When its source last tried to discover tools (an upstream server's), successfully or not.
+    last_discovered: Option<String>,
+}
+
+/// The family of a tool's source.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)] // documents the serialization of `SourceKind` for the OpenAPI document
+pub enum SourceKindName {
+    /// A pack compiled into toolmux.
+    Builtin,
+    /// A script tool of the configuration (or of a seed registry).
+    Script,
+    /// An upstream MCP server.
+    Mcp,
+}
+
+/// Where a source's tool list stands.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)] // documents the serialization of `SourceState` for the OpenAPI document
+pub enum DiscoveryStatusName {
+    /// Never discovered.
+    Never,
+    /// Discovery is running.
+    Discovering,
+    /// The tool list is known.
+    Success,
+    /// The last discovery failed; the tools shown are from an earlier success, if any.
+    Failed,
+}
+
+/// One tool as listings show it: the entry (descriptor, effective policy and limits) plus
+/// seed 002's `ToolInfo` fields — whether it is `enabled`, its `sourceKind`, and its source's
+/// `discoveryStatus` and `lastDiscovered` — from the catalog's snapshot of its source. The
+/// command line's `tools list --json` shows the same.
+pub fn tool_info(catalog: &Catalog, entry: &ToolEntry, enabled: bool) -> Value {
+    let mut value = serde_json::to_value(entry).unwrap_or_else(|_| Value::Object(Map::new()));
+    if let Some(fields) = value.as_object_mut() {
+        fields.insert("enabled".into(), Value::Bool(enabled));
+        if let Some(source) = catalog
+            .sources()
+            .iter()
+            .find(|s| s.id == entry.descriptor.source)
+        {
+            fields.insert("sourceKind".into(), serde_json::json!(source.kind));
+            fields.insert(
+                "discoveryStatus".into(),
+                serde_json::json!(source.status.state),
+            );
+            if let Some(at) = source.status.last_discovery {
+                fields.insert("lastDiscovered".into(), Value::String(at.to_rfc3339()));
+            }
+        }
+    }
+    value
 }
 
 /// The outcome of a call: the same result the MCP channel returns for it.
@@ -197,7 +263,12 @@ pub(crate) async fn list(
     let mut body = Vec::with_capacity(rendered.bytes + 64);
     body.extend_from_slice(format!("{{\"version\":{},\"tools\":[", rendered.version).as_bytes());
     let mut first = true;
-    for (entry, json) in &rendered.tools {
+    let switched_off: &[(Arc<ToolEntry>, Vec<u8>)] = if filter.disabled {
+        &rendered.switched_off[..]
+    } else {
+        &[]
+    };
+    for (entry, json) in rendered.tools.iter().chain(switched_off) {
         let wanted = (filter.include_internal || !entry.descriptor.internal)
             && filter
                 .source
@@ -226,6 +297,8 @@ pub(crate) async fn list(
 pub(crate) struct RenderedCatalog {
     version: u64,
     tools: Vec<(Arc<ToolEntry>, Vec<u8>)>,
+    /// The tools switched off, rendered with `"enabled": false`.
+    switched_off: Vec<(Arc<ToolEntry>, Vec<u8>)>,
     bytes: usize,
 }
 
@@ -242,21 +315,31 @@ impl ApiState {
         {
             return Arc::clone(rendered);
         }
-        let tools: Vec<(Arc<ToolEntry>, Vec<u8>)> = catalog
-            .all_tools()
-            .iter()
-            .filter_map(|e| match serde_json::to_vec(e) {
-                Ok(json) => Some((Arc::clone(e), json)),
-                Err(error) => {
-                    tracing::warn!(tool = %e.descriptor.name, %error, "tool left out of the listing: it cannot be serialized");
-                    None
-                }
-            })
-            .collect();
+        let render = |entries: &[Arc<ToolEntry>],
+                      enabled: bool|
+         -> Vec<(Arc<ToolEntry>, Vec<u8>)> {
+            entries
+                .iter()
+                .filter_map(|e| match serde_json::to_vec(&tool_info(&catalog, e, enabled)) {
+                    Ok(json) => Some((Arc::clone(e), json)),
+                    Err(error) => {
+                        tracing::warn!(tool = %e.descriptor.name, %error, "tool left out of the listing: it cannot be serialized");
+                        None
+                    }
+                })
+                .collect()
+        };
+        let tools = render(catalog.all_tools(), true);
+        let switched_off = render(catalog.switched_off(), false);
         let rendered = Arc::new(RenderedCatalog {
             version: catalog.version(),
-            bytes: tools.iter().map(|(_, j)| j.len() + 1).sum(),
+            bytes: tools
+                .iter()
+                .chain(&switched_off)
+                .map(|(_, j)| j.len() + 1)
+                .sum(),
             tools,
+            switched_off,
         });
         *cached = Some(Arc::clone(&rendered));
         rendered
@@ -277,10 +360,10 @@ pub(crate) async fn show(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
-) -> Result<Json<Arc<ToolEntry>>, ApiError> {
+) -> Result<Json<Value>, ApiError> {
     let catalog = state.inner.hub.catalog();
     match catalog.resolve(&name, &state.context(caller)) {
-        Ok(entry) => Ok(Json(Arc::clone(entry))),
+        Ok(entry) => Ok(Json(tool_info(&catalog, entry, true))),
         Err(refused) => Err(lookup_refusal(refused)),
     }
 }
@@ -339,6 +422,8 @@ impl ApiState {
         if caller.authenticated {
             context = context.trusted();
         }
+        // A request authenticated by an access token is its subject's call.
+        context.caller = toolmux_http::Principal::current().map(|p| p.caller());
         context
     }
 }
@@ -380,7 +465,7 @@ pub struct ScriptToolDefinition {
 fn current(state: &ApiState, name: &str) -> Value {
     let catalog = state.inner.hub.catalog();
     match catalog.get(name) {
-        Some(entry) => serde_json::to_value(entry).unwrap_or(Value::Null),
+        Some(entry) => tool_info(&catalog, entry, true),
         None => serde_json::json!({
             "name": name,
             "hidden": catalog.hidden_reason(name).map(ToString::to_string),

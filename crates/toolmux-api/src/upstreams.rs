@@ -25,19 +25,26 @@ use crate::registry::{Edit, Section, no_server_named};
 /// The running server's upstream servers, as the API shows them.
 #[async_trait]
 pub trait UpstreamServers: Send + Sync {
-    /// Every configured server, by name: `name`, `prefix`, `discovery` (status, last discovery,
-    /// error, config hash) and `tools` (registry names in the catalog).
+    /// Every configured server, by name: `name`, `prefix`, `transport` (`stdio`, `http` or
+    /// `sse`), `enabled`, `discovery` (status, last discovery, error, config hash) and `tools`
+    /// (registry names in the catalog).
     fn list(&self) -> Vec<Value>;
 
     /// One server, or `None` when none has that name.
     fn get(&self, name: &str) -> Option<Value>;
 
+    /// The end of a server's stderr log (stdio servers; toolmux's notes about any server), at
+    /// most 200 lines. `None` when no server has that name.
+    async fn stderr_tail(&self, name: &str) -> Option<Vec<String>>;
+
     /// Runs discovery now. `None` when no server has that name; `Err` holds the discovery error.
     async fn refresh(&self, name: &str) -> Option<Result<Value, String>>;
 
-    /// Every prompt of every enabled server, from the discovery caches (starting nothing), as
-    /// MCP lists it but named as served (`PREFIX__prompt`) and with its `server`.
-    fn prompts(&self) -> Vec<Value>;
+    /// toolmux's own prompts (the skills', `skill__NAME`, without `server`), then every prompt
+    /// of every enabled server, from the discovery caches (starting nothing), as MCP lists it
+    /// but named as served (`PREFIX__prompt`) and with its `server`. Async because toolmux's
+    /// own are read from disk.
+    async fn prompts(&self) -> Vec<Value>;
 
     /// Gets a prompt by its served name, starting its server when needed: MCP's `prompts/get`
     /// result (`description`, `messages`).
@@ -63,6 +70,23 @@ pub trait UpstreamServers: Send + Sync {
     /// Completes an argument of a prompt (by served name) or resource template: `request` and
     /// the result are MCP's `completion/complete` params and result.
     async fn complete(&self, request: Value) -> Result<Value, RelayError>;
+
+    /// Starts signing in to a server (`crate::oauth`): the URL to open, or `None` when it was
+    /// signed in to without a person. `None` when no server has that name.
+    async fn login(&self, name: &str) -> Option<Result<Option<String>, crate::SignInError>> {
+        let _ = name;
+        Some(Err(crate::SignInError::Unavailable(
+            "this server cannot sign in to MCP servers".to_string(),
+        )))
+    }
+
+    /// Forgets a server's tokens. `None` when no server has that name.
+    async fn logout(&self, name: &str) -> Option<Result<(), crate::SignInError>> {
+        let _ = name;
+        Some(Err(crate::SignInError::Unavailable(
+            "this server cannot sign in to MCP servers".to_string(),
+        )))
+    }
 }
 
 /// Why a prompt, resource or completion could not be relayed. Each maps to one status.
@@ -132,12 +156,14 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<Value>, A
     Ok(Json(serde_json::json!({ "servers": list })))
 }
 
-/// One upstream server.
+/// One upstream server, as the list shows it, plus `stderrTail`: the last lines (at most 200)
+/// of its stderr log — a stdio server's stderr, with a `--- … started pid …` line per start,
+/// and toolmux's notes about it.
 #[utoipa::path(
     get, path = "/api/mcp-servers/{name}", tag = "mcp-servers",
     params(("name" = String, Path, description = "The server's name")),
     responses(
-        (status = 200, description = "The server", body = Object),
+        (status = 200, description = "The server, with `stderrTail`", body = Object),
         (status = 404, description = "No such server", body = ErrorBody),
     )
 )]
@@ -145,10 +171,13 @@ pub(crate) async fn show(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    servers(&state)?
-        .get(&name)
-        .map(Json)
-        .ok_or_else(|| no_server_named(&name))
+    let servers = servers(&state)?;
+    let mut view = servers.get(&name).ok_or_else(|| no_server_named(&name))?;
+    let tail = servers.stderr_tail(&name).await.unwrap_or_default();
+    if let Some(fields) = view.as_object_mut() {
+        fields.insert("stderrTail".into(), Value::from(tail));
+    }
+    Ok(Json(view))
 }
 
 /// Discovers a server's tools now (starting it if needed).

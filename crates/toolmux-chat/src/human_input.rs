@@ -238,6 +238,12 @@ fn fill_form(schema: &Value, reply: Reply) -> Result<Reply, String> {
             }
         },
     };
+    // A field left empty means its default (SEP-1034), so a required field with a default is
+    // not refused for being empty.
+    let mut content = content;
+    if let Some(fields) = content.as_object_mut() {
+        toolmux_core::fill_form_defaults(schema, fields);
+    }
     let validator = jsonschema::validator_for(schema)
         .map_err(|e| format!("the server's form schema is invalid: {e}"))?;
     let problems: Vec<String> = validator
@@ -441,5 +447,18 @@ mod tests {
         assert!(fill_form(&form, Reply::Text("many".into())).is_err());
         assert_eq!(fill_form(&form, Reply::Cancel), Ok(Reply::Cancel));
         assert!(fill_form(&user_form(), Reply::Text("ada".into())).is_err());
+    }
+
+    #[test]
+    fn a_required_field_left_empty_takes_its_default() {
+        let form = json!({"type": "object", "properties": {
+            "name": {"type": "string"},
+            "plan": {"type": "string", "enum": ["free", "pro"], "default": "free"}
+        }, "required": ["name", "plan"]});
+        assert_eq!(
+            fill_form(&form, Reply::Form(json!({"name": "Ada", "plan": null}))),
+            Ok(Reply::Form(json!({"name": "Ada", "plan": "free"})))
+        );
+        assert!(fill_form(&form, Reply::Form(json!({"plan": "pro"}))).is_err());
     }
 }

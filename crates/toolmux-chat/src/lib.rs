@@ -9,6 +9,7 @@
 //! never offered to a model.
 
 mod backchannel;
+mod delegate;
 mod error;
 mod eval;
 mod events;
@@ -25,6 +26,7 @@ mod store;
 mod turn;
 
 pub use backchannel::SamplingSettings;
+pub use delegate::{DELEGATE_SOURCE_ID, DELEGATE_TOOL, DelegateSource};
 pub use error::{ChatError, ProviderError, StoreError};
 pub use eval::{CaseResult, EvalCase, EvalReport, GoldSet, ToolScore, evaluate};
 pub use events::{EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest};

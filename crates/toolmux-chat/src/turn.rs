@@ -110,6 +110,44 @@ fn skill_scope_of(output: &ToolOutput, catalog: &Catalog) -> Option<Arc<ToolScop
     }))
 }
 
+/// The scope a step's calls go through: the turn's own (a delegated task's), a loaded skill's,
+/// or — when there are both — the tools both admit, by name (entry points included only when
+/// both admit them, so a skill cannot widen a delegated task).
+fn both(
+    turn: Option<&Arc<ToolScope>>,
+    skill: Option<&Arc<ToolScope>>,
+    catalog: &Catalog,
+) -> Option<Arc<ToolScope>> {
+    match (turn, skill) {
+        (None, None) => None,
+        (Some(only), None) | (None, Some(only)) => Some(Arc::clone(only)),
+        (Some(turn), Some(skill)) => Some(Arc::new(only_tools(
+            catalog
+                .tools()
+                .filter(|e| turn.admits(&e.descriptor) && skill.admits(&e.descriptor))
+                .map(|e| e.descriptor.name.as_str()),
+            skill.served_by.clone(),
+        ))),
+    }
+}
+
+/// A scope admitting exactly these tool names (none at all when there are none: an empty
+/// `include` would admit everything).
+pub(crate) fn only_tools<'a>(names: impl Iterator<Item = &'a str>, served_by: String) -> ToolScope {
+    let include: Vec<NamePattern> = names.filter_map(|n| NamePattern::new(n).ok()).collect();
+    let exclude = if include.is_empty() {
+        NamePattern::new("*").into_iter().collect()
+    } else {
+        Vec::new()
+    };
+    ToolScope {
+        include,
+        exclude,
+        served_by,
+        ..ToolScope::default()
+    }
+}
+
 /// Resolved choices of a turn.
 struct Turn {
     conversation: String,
@@ -122,6 +160,18 @@ struct Turn {
     /// Tokens the turn's model spent answering servers' sampling requests, which run inside
     /// tool calls, away from the loop's own count.
     sampled: Arc<TurnUsage>,
+    /// What every call of the turn starts from: the chat channel with the conversation as
+    /// session and the process's queue as approver — or, for a delegated task, its `delegate`
+    /// call's own context (same channel, session and approver, its id as parent).
+    context: CallContext,
+    /// The most model calls.
+    max_steps: u32,
+    /// Whether the turn's messages are kept in the conversation store; a delegated task keeps
+    /// none (its answer is its `delegate` call's result, in the log).
+    saved: bool,
+    /// The tools the turn may be offered and call besides what a skill narrows (a delegated
+    /// task's); the hub enforces it on every call.
+    scope: Option<Arc<ToolScope>>,
 }
 
 impl Turn {
@@ -319,6 +369,9 @@ impl ChatEngine {
         let approvals = self.approvals.subscribe();
         let inputs = self.inputs.subscribe();
         let turn = Turn {
+            context: CallContext::new(Channel::Chat)
+                .with_session(conversation.clone())
+                .with_approver(self.approvals.clone()),
             conversation: conversation.clone(),
             kind,
             provider,
@@ -327,6 +380,9 @@ impl ChatEngine {
             cancel: cancel.clone(),
             events: tx,
             sampled: Arc::default(),
+            max_steps: self.settings.max_steps,
+            saved: true,
+            scope: None,
         };
         let engine = Arc::clone(self);
         tokio::spawn(async move {
@@ -379,6 +435,9 @@ impl ChatEngine {
     /// Saves `messages` to the conversation and hands them back, so that the history gets them
     /// without a copy (a tool's result may be large).
     async fn persist(&self, turn: &Turn, messages: Vec<Message>) -> Result<Vec<Message>, String> {
+        if !turn.saved {
+            return Ok(messages);
+        }
         let conversation = turn.conversation.clone();
         let provider = turn.provider.name().to_string();
         let model = turn.model.clone();
@@ -393,13 +452,16 @@ impl ChatEngine {
 
     async fn run_steps(&self, turn: &Turn) -> Result<(FinishReason, Usage, u32), String> {
         let conversation = turn.conversation.clone();
-        let mut history: Vec<Message> = self
-            .with_store(move |store| store.messages(&conversation))
-            .await
-            .map_err(|e| format!("cannot read the conversation: {e}"))?
-            .into_iter()
-            .map(|m| m.message)
-            .collect();
+        let mut history: Vec<Message> = if turn.saved {
+            self.with_store(move |store| store.messages(&conversation))
+                .await
+                .map_err(|e| format!("cannot read the conversation: {e}"))?
+                .into_iter()
+                .map(|m| m.message)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let user = Message::User {
             text: turn.text.clone(),
         };
@@ -410,18 +472,17 @@ impl ChatEngine {
             model: turn.model.clone(),
         })
         .await;
-        let context = CallContext::new(Channel::Chat)
-            .with_session(turn.conversation.clone())
-            .with_approver(self.approvals.clone());
+        let context = turn.context.clone();
         let mut usage = Usage::default();
         let skills = self.skill_summaries(&self.hub.catalog()).await;
         // The tools a loaded skill allows, for the rest of the turn (see `skill_scope`).
         let mut skill_scope: Option<Arc<ToolScope>> = None;
-        for step in 1..=self.settings.max_steps {
+        for step in 1..=turn.max_steps {
             turn.emit(TurnEvent::StepStart { step }).await;
             let catalog = self.hub.catalog();
             let surface = self.surface(&catalog, turn.kind, &skills);
-            let tools = match &skill_scope {
+            let scope = both(turn.scope.as_ref(), skill_scope.as_ref(), &catalog);
+            let tools = match &scope {
                 Some(scope) => surface
                     .tools
                     .iter()
@@ -470,7 +531,7 @@ impl ChatEngine {
             }
             // The scope goes with the calls too, so a tool the skill leaves out is refused by the
             // hub even when the model names it anyway.
-            let step_context = match &skill_scope {
+            let step_context = match &scope {
                 Some(scope) => context.clone().with_scope(Arc::clone(scope)),
                 None => context.clone(),
             };
@@ -516,6 +577,10 @@ impl ChatEngine {
                 return Ok((FinishReason::Cancelled, usage, step));
             }
             turn.emit(TurnEvent::StepFinish { step }).await;
+        }
+        if !turn.saved {
+            // A delegated task reports the limit in its result (`truncated`), not as chat text.
+            return Ok((FinishReason::StepLimit, usage, turn.max_steps));
         }
         let notice = format!(
             "I stopped after {} steps, the limit for one request (`chat.maxSteps`). Ask me to \
@@ -706,6 +771,111 @@ impl ChatEngine {
             log_id,
             duration_ms: duration_ms(report.duration),
         }
+    }
+}
+
+/// A delegated task, as `delegate` asks for it.
+pub(crate) struct Delegation {
+    /// The instruction, the sub-conversation's one user message.
+    pub(crate) task: String,
+    /// The model; the default provider's default model when `None`.
+    pub(crate) model: Option<String>,
+    /// The most model calls.
+    pub(crate) max_steps: u32,
+    /// The tools it may be offered and call.
+    pub(crate) scope: Arc<ToolScope>,
+    /// What its calls start from: the `delegate` call's channel, session and approver, that
+    /// call's id as parent, never trusted.
+    pub(crate) context: CallContext,
+}
+
+/// How a delegated task ended.
+pub(crate) struct Delegated {
+    /// The last text the model wrote.
+    pub(crate) answer: String,
+    /// Why it ended.
+    pub(crate) reason: FinishReason,
+    /// Model calls made.
+    pub(crate) steps: u32,
+    /// Tokens of every model call.
+    pub(crate) usage: Usage,
+    /// Every tool call it made, in the order they finished.
+    pub(crate) calls: Vec<ToolOutput>,
+    /// The provider and model used.
+    pub(crate) provider: String,
+    pub(crate) model: String,
+}
+
+impl ChatEngine {
+    /// Runs a delegated task: the same loop as a turn, with the default provider, a tool scope
+    /// of its own and its caller's context, keeping no conversation. Dropping the future stops
+    /// it (its tool calls are cancelled as a turn's are).
+    pub(crate) async fn run_delegated(&self, delegation: Delegation) -> Result<Delegated, String> {
+        let (kind, provider) = self.providers.resolve(None).map_err(|e| e.to_string())?;
+        let model = delegation
+            .model
+            .or_else(|| provider.default_model().map(str::to_string))
+            .ok_or_else(|| ChatError::NoModel(provider.name().to_string()).to_string())?;
+        // Questions and forms of its calls go where its caller's conversation shows them (a
+        // chat's), else under a name of its own that nobody's stream shows.
+        let conversation = delegation
+            .context
+            .session
+            .clone()
+            .unwrap_or_else(|| format!("delegate-{}", uuid::Uuid::now_v7()));
+        let (events, mut received) = mpsc::channel(256);
+        let cancel = CancellationToken::new();
+        let _stop = cancel.clone().drop_guard();
+        let turn = Turn {
+            conversation,
+            kind,
+            provider,
+            model,
+            text: delegation.task,
+            cancel,
+            events,
+            sampled: Arc::default(),
+            context: delegation.context,
+            max_steps: delegation.max_steps,
+            saved: false,
+            scope: Some(delegation.scope),
+        };
+        let collect = async {
+            let mut answer = String::new();
+            let mut step_text = String::new();
+            let mut calls = Vec::new();
+            while let Some(event) = received.recv().await {
+                match event {
+                    TurnEvent::StepStart { .. } => step_text.clear(),
+                    TurnEvent::TextDelta(delta) => {
+                        step_text.push_str(&delta);
+                        if !step_text.trim().is_empty() {
+                            answer.clone_from(&step_text);
+                        }
+                    }
+                    TurnEvent::ToolOutput(output) => calls.push(output),
+                    TurnEvent::Finished {
+                        reason,
+                        usage,
+                        steps,
+                    } => return Ok((answer, calls, reason, usage, steps)),
+                    TurnEvent::Error { message } => return Err(message),
+                    _ => {}
+                }
+            }
+            Err("the delegated task ended without an answer".to_string())
+        };
+        let ((), ended) = tokio::join!(self.run(&turn), collect);
+        let (answer, calls, reason, usage, steps) = ended?;
+        Ok(Delegated {
+            answer,
+            reason,
+            steps,
+            usage,
+            calls,
+            provider: turn.provider.name().to_string(),
+            model: turn.model.clone(),
+        })
     }
 }
 

@@ -343,7 +343,8 @@ fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, EditError> {
     if text.trim().is_empty() {
         return Ok(Some(Map::new()));
     }
-    match serde_json::from_str(text) {
+    // A commented file (`toolmux init`'s) is edited as its JSON; the edit writes no comments.
+    match serde_json::from_str(&crate::jsonc::without_comments(text)) {
         // An edit writes the list form of `mcpServers` back as the object form, the one form
         // the editor changes entries of.
         Ok(Value::Object(mut map)) => {

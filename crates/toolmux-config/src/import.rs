@@ -111,7 +111,8 @@ pub fn read_import(
     };
     match format {
         ImportFormat::ClaudeCode | ImportFormat::Cursor | ImportFormat::VsCode => {
-            let value: Value = serde_json::from_str(&strip_jsonc(&text))
+            // VS Code's and Cursor's files allow comments and trailing commas.
+            let value: Value = serde_json::from_str(&crate::jsonc::without_comments(&text))
                 .map_err(|e| bad(format!("invalid JSON: {e}")))?;
             let key = if format == ImportFormat::VsCode {
                 "servers"
@@ -355,82 +356,53 @@ fn toml_to_json(value: &toml::Value) -> Value {
     }
 }
 
-/// Removes `//` and `/* */` comments and trailing commas, which VS Code's and Cursor's files
-/// allow, outside strings.
-fn strip_jsonc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let mut in_string = false;
-    while let Some(c) = chars.next() {
-        if in_string {
-            out.push(c);
-            if c == '\\' {
-                if let Some(next) = chars.next() {
-                    out.push(next);
-                }
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match c {
-            '"' => {
-                in_string = true;
-                out.push(c);
-            }
-            '/' if chars.peek() == Some(&'/') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
-            }
-            '/' if chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut last = ' ';
-                for c in chars.by_ref() {
-                    if last == '*' && c == '/' {
-                        break;
-                    }
-                    last = c;
-                }
-            }
-            _ => out.push(c),
-        }
-    }
-    remove_trailing_commas(&out)
+/// What `toolmux import --registry FILE` copies from one of seed 004's registries: its script
+/// tools as `tools` entries (the script's path relative to the project when it is inside it)
+/// and its servers as `mcpServers` entries, read exactly as the configuration's `registries`
+/// reads them in place (the seed's key names translated, `${VAR}` references kept).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RegistryImport {
+    /// `tools` entries by name, in the registry's order.
+    pub tools: Vec<(String, Value)>,
+    /// `mcpServers` entries.
+    pub servers: Vec<ImportedServer>,
 }
 
-fn remove_trailing_commas(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    let chars: Vec<char> = text.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        if c == '"' {
-            in_string = true;
-        }
-        if c == ',' {
-            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
-            if matches!(next, Some('}') | Some(']')) {
-                continue;
-            }
-        }
-        out.push(c);
-    }
-    out
+/// Reads one of seed 004's registries for import; its mistakes are reported with file, line
+/// and field as when the configuration names it.
+pub fn read_registry_import(
+    path: &Path,
+    project_dir: &Path,
+) -> Result<RegistryImport, crate::ConfigError> {
+    // Every `${VAR}` is looked up as itself, so the imported entries keep the references
+    // (never the values) as the configuration should.
+    let keep = |name: &str| Some(format!("${{{name}}}"));
+    let found = crate::registries::read_registry(path, project_dir, &keep)?;
+    let relative = |arg: &String| {
+        Path::new(arg)
+            .strip_prefix(project_dir)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| arg.clone())
+    };
+    let tools = found
+        .tools
+        .into_iter()
+        .map(|(name, mut tool)| {
+            tool.command = tool.command.iter().map(relative).collect();
+            let entry = serde_json::to_value(&tool).unwrap_or_else(|_| json!({}));
+            (name.as_str().to_string(), entry)
+        })
+        .collect();
+    let servers = found
+        .servers
+        .into_iter()
+        .map(|(name, server)| ImportedServer {
+            name: name.as_str().to_string(),
+            entry: serde_json::to_value(&server).unwrap_or_else(|_| json!({})),
+            notes: Vec::new(),
+        })
+        .collect();
+    Ok(RegistryImport { tools, servers })
 }
 
 /// One server found by [`read_import`], with where it was found.
@@ -630,10 +602,10 @@ env_http_headers = { "X-Key" = "REMOTE_KEY" }
 
     #[test]
     fn comments_inside_strings_are_kept() {
-        assert_eq!(
-            strip_jsonc(r#"{"a": "http://x//y", /* c */ "b": [1,],}"#),
-            r#"{"a": "http://x//y",  "b": [1]}"#
-        );
+        let text = r#"{"a": "http://x//y", /* c */ "b": [1,],}"#;
+        let value: Value =
+            serde_json::from_str(&crate::jsonc::without_comments(text)).expect("JSON");
+        assert_eq!(value, json!({"a": "http://x//y", "b": [1]}));
     }
 
     fn found(format: ImportFormat, file: &str, name: &str, entry: Value) -> FoundServer {

@@ -34,14 +34,18 @@ mod error;
 mod exec;
 mod fields;
 mod import;
+mod jsonc;
 mod load;
 mod model;
+mod oauth;
 mod providers;
+mod registries;
 mod runners;
 mod schema;
 mod scripts;
 mod secret_refs;
 mod server;
+mod server_auth;
 mod server_list;
 mod upstream;
 mod web;
@@ -53,7 +57,8 @@ pub use error::ConfigError;
 pub use exec::ShellSettings;
 pub use fields::{Period, ToolName, ToolPattern};
 pub use import::{
-    FoundServer, ImportError, ImportFormat, ImportPlan, ImportedServer, plan_import, read_import,
+    FoundServer, ImportError, ImportFormat, ImportPlan, ImportedServer, RegistryImport,
+    plan_import, read_import, read_registry_import,
 };
 pub use load::{
     LoadedConfig, check_config_text, find_project_dir, load, load_with_env, project_config_path,
@@ -63,12 +68,15 @@ pub use model::{
     Config, Defaults, FilterSettings, LogSettings, Policies, RateLimitSetting, SkillsSettings,
     SourceSettings, ToolSettings, WorkspaceLimits,
 };
+pub use oauth::{OAuthGrant, OAuthSettings};
 pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers, SamplingPolicy};
+pub use registries::registry_paths;
 pub use runners::{RunnerProtocol, RunnerSettings};
 pub use schema::{schema, starter_config};
 pub use scripts::{SCRIPT_SOURCE_ID, ScriptTool};
 pub use secret_refs::{SecretLookup, set_secret_lookup, unexpanded_config};
 pub use server::ServerSettings;
+pub use server_auth::ServerAuth;
 pub use upstream::{
     DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_STARTUP_TIMEOUT,
     Prefix, RetryMode, ServerEntry, ServerName, SessionMode, TransportKind, UpstreamServer,

@@ -130,13 +130,14 @@ pub(crate) fn load_merged(
 
     // Each file was checked alone and merging two valid files gives a valid one, so this only
     // fails if that reasoning breaks; the project file is then the one to blame.
-    let config: Config = serde_path_to_error::deserialize(merged).map_err(|e| {
+    let mut config: Config = serde_path_to_error::deserialize(merged).map_err(|e| {
         ConfigError::new(
             &project_file,
             field_path(e.path()),
             e.into_inner().to_string(),
         )
     })?;
+    crate::registries::read_into(&mut config, project_dir, env)?;
     let root_file = root_file.unwrap_or(project_file);
     let root = resolve_root(project_dir, config.root.as_deref(), &root_file)?;
     Ok(LoadedConfig {
@@ -177,6 +178,7 @@ pub fn check_config_text(path: &Path, text: &str) -> Result<Config, ConfigError>
 /// The checks of one file's text; returns its raw value with references expanded.
 fn check_text(path: &Path, text: &str, env: Env<'_>) -> Result<Value, ConfigError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = &*crate::jsonc::without_comments(text);
 
     let mut de = serde_json::Deserializer::from_str(text);
     let checked: Result<Config, _> = serde_path_to_error::deserialize(Expand::new(&mut de, env));
@@ -204,6 +206,7 @@ pub fn unexpanded_upstreams(loaded: &LoadedConfig) -> Map<String, Value> {
             continue;
         };
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let text = &*crate::jsonc::without_comments(text);
         if let Ok(Value::Object(mut file)) = serde_json::from_str::<Value>(text)
             && let Some(servers) = {
                 crate::server_list::normalise(&mut file);

@@ -85,6 +85,13 @@ pub struct Config {
     /// another name defines one (`command`, `args` with `{prompt}`, `env`, `model`, `protocol`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub runners: BTreeMap<String, crate::runners::RunnerSettings>,
+    /// Seed 004's registries, read in place and reloaded when they change: a `tools.json` of
+    /// script tools (`description`, `inputSchema`, `outputSchema`, `parallel_capable`,
+    /// `timeout` in seconds, `script`) or an `mcp.json` of servers (`mcpServers`), by path
+    /// relative to the project (`"backend/src/tools/tools.json"`). Their tools and servers join
+    /// `tools` and `mcpServers`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub registries: Vec<PathBuf>,
 }
 
 /// Where Agent Skills are found besides the standard places.

@@ -59,6 +59,7 @@ pub fn unexpanded_config(files: &[PathBuf]) -> Value {
             continue;
         };
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let text = &*crate::jsonc::without_comments(text);
         if let Ok(file @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
             merge(&mut merged, file);
         }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
     default,
     rename_all = "camelCase",
     deny_unknown_fields,
-    expecting = "an object with `apiKeys`, `allowedHosts`, `allowedOrigins` and \
+    expecting = "an object with `apiKeys`, `allowedHosts`, `allowedOrigins`, `auth` and \
                  `sessionIdleTimeoutMs`"
 )]
 pub struct ServerSettings {
@@ -36,6 +36,11 @@ pub struct ServerSettings {
     /// starts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_idle_timeout_ms: Option<NonZeroU64>,
+    /// Accept OAuth access tokens (JWTs) from an issuer beside the keys: `issuer`, `audience`,
+    /// optional `requiredScopes` and `jwksUrl`. toolmux then publishes its protected-resource
+    /// metadata (`/.well-known/oauth-protected-resource`), so MCP clients can sign in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<crate::server_auth::ServerAuth>,
 }
 
 impl ServerSettings {

@@ -30,6 +30,10 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// How many upstream sessions a `per-client` server may have open at once, when it sets nothing.
 pub const DEFAULT_MAX_SESSIONS: usize = 32;
+/// How long one client's connection to a `per-client` server may sit unused before it is
+/// stopped, when the server sets nothing: shorter than a shared server's idle time, since an
+/// abandoned client's process is a whole process per client.
+pub const DEFAULT_CLIENT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Whether toolmux's callers share one connection to a server or each get their own.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -113,6 +117,9 @@ pub struct ServerEntry {
     /// HTTP headers sent with every request (`http`, `sse`); keep secrets as `${VAR}`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// How toolmux signs in to the server when it asks for OAuth (`http`, `sse`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<crate::oauth::OAuthSettings>,
     /// `false` keeps the server configured but unused: it is never started and none of its
     /// tools are offered.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,6 +171,12 @@ pub struct ServerEntry {
     /// client beyond them gets an error saying so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_sessions: Option<NonZeroU64>,
+    /// How long one client's connection to a per-client server (its process, its upstream
+    /// session) may sit unused before it is stopped, in milliseconds (default 300000; 0 keeps
+    /// it until the client's session ends). The client's next request opens a new one, with its
+    /// log level and subscriptions; a connection with subscriptions is never stopped as idle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_idle_timeout_ms: Option<u64>,
     /// When a call whose connection dropped while it ran is made again (up to 3 more times,
     /// after the server is restarted or a new session opened): `safe` (default) for tools
     /// annotated `readOnlyHint` or `idempotentHint`, `always`, or `never`. Otherwise the call
@@ -257,12 +270,16 @@ pub struct UpstreamServer {
     pub session_mode: SessionMode,
     /// The most per-client sessions open at once.
     pub max_sessions: usize,
+    /// Idle limit of one client's connection to a per-client server; `None` keeps it.
+    pub client_idle_timeout: Option<Duration>,
     /// The retry rule of all its tools, when set.
     pub retry: Option<RetryMode>,
     /// Retry rules by its own tool name or glob.
     pub tool_retry: BTreeMap<ToolPattern, RetryMode>,
     /// Globs over its own tool names; matching tools are internal.
     pub internal_tools: Vec<ToolPattern>,
+    /// How toolmux signs in to it (HTTP and SSE servers), when configured.
+    pub oauth: Option<crate::oauth::OAuthSettings>,
 }
 
 impl UpstreamServer {
@@ -330,6 +347,7 @@ impl TryFrom<ServerEntry> for UpstreamServer {
             inherit_env,
             url,
             headers,
+            oauth,
             enabled,
             enabled_tools,
             disabled_tools,
@@ -343,6 +361,7 @@ impl TryFrom<ServerEntry> for UpstreamServer {
             sampling,
             session_mode,
             max_sessions,
+            client_idle_timeout_ms,
             retry,
             tool_retry,
             internal_tools,
@@ -376,6 +395,9 @@ impl TryFrom<ServerEntry> for UpstreamServer {
                                 server takes `env`"
                         .to_string());
                 }
+                if oauth.is_some() {
+                    return Err("`oauth` only applies to `http` and `sse` servers".to_string());
+                }
                 UpstreamTransport::Stdio {
                     command,
                     args,
@@ -404,6 +426,9 @@ impl TryFrom<ServerEntry> for UpstreamServer {
                     return Err(format!(
                         "`inheritEnv` only applies to stdio servers, not to an `{name}` server"
                     ));
+                }
+                if let Some(oauth) = &oauth {
+                    oauth.check()?;
                 }
                 if kind == TransportKind::Sse {
                     UpstreamTransport::Sse { url, headers }
@@ -434,9 +459,15 @@ impl TryFrom<ServerEntry> for UpstreamServer {
             max_sessions: max_sessions.map_or(DEFAULT_MAX_SESSIONS, |n| {
                 usize::try_from(n.get()).unwrap_or(usize::MAX)
             }),
+            client_idle_timeout: match client_idle_timeout_ms {
+                None => Some(DEFAULT_CLIENT_IDLE_TIMEOUT),
+                Some(0) => None,
+                Some(ms) => Some(Duration::from_millis(ms)),
+            },
             retry,
             tool_retry,
             internal_tools,
+            oauth,
         })
     }
 }
@@ -469,9 +500,15 @@ impl From<UpstreamServer> for ServerEntry {
             max_sessions: (server.max_sessions != DEFAULT_MAX_SESSIONS)
                 .then(|| NonZeroU64::new(server.max_sessions as u64))
                 .flatten(),
+            client_idle_timeout_ms: match server.client_idle_timeout {
+                None => Some(0),
+                Some(d) if d == DEFAULT_CLIENT_IDLE_TIMEOUT => None,
+                Some(d) => Some(d.as_millis() as u64),
+            },
             retry: server.retry,
             tool_retry: server.tool_retry,
             internal_tools: server.internal_tools,
+            oauth: server.oauth,
             ..ServerEntry::default()
         };
         match server.transport {
@@ -703,6 +740,7 @@ mod tests {
             "command": "srv",
             "sessionMode": "per-client",
             "maxSessions": 4,
+            "clientIdleTimeoutMs": 1500,
             "retry": "never",
             "toolRetry": {"search_*": "always", "search_exact": "safe"},
             "internalTools": ["admin_*"],
@@ -710,6 +748,10 @@ mod tests {
         let server: UpstreamServer = serde_json::from_value(written.clone()).expect("valid");
         assert_eq!(server.session_mode, SessionMode::PerClient);
         assert_eq!(server.max_sessions, 4);
+        assert_eq!(
+            server.client_idle_timeout,
+            Some(Duration::from_millis(1500))
+        );
         assert_eq!(server.retry_for("search_all"), RetryMode::Always);
         assert_eq!(server.retry_for("search_exact"), RetryMode::Safe);
         assert_eq!(server.retry_for("delete"), RetryMode::Never);

@@ -67,15 +67,19 @@ fn missing_files_give_the_defaults() {
 }
 
 #[test]
-fn trailing_comma_is_reported_with_file_line_and_column() {
+fn comments_and_trailing_commas_are_accepted_and_errors_keep_their_position() {
+    // JSON with comments, as `toolmux init` writes it: comments and trailing commas are blanked
+    // out, so a mistake after them is still reported where it is in the file.
     let project = Project::new();
-    let (file, err) = project.error("{\n  \"defaults\": {\"timeoutMs\": 5,}\n}\n");
-    assert_eq!(
-        err.to_string(),
-        format!("{}:2:31: trailing comma", file.display())
+    let (file, err) = project.error(
+        "// the project's settings\n{\n  /* limits */ \"defaults\": {\"timeoutMs\": 5,},\n  \"logs\": {\"retentionDays\": \"x\"}\n}\n",
     );
-    assert_eq!((err.line, err.column), (Some(2), Some(31)));
-    assert_eq!(err.field, "");
+    assert_eq!((err.line, err.column), (Some(4), Some(31)), "{err}");
+    assert_eq!(err.field, "logs.retentionDays");
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}:4:31: ", file.display()))
+    );
 }
 
 #[test]
@@ -149,7 +153,7 @@ fn unknown_top_level_key_lists_the_valid_fields_when_none_is_close() {
             "{}:1:6: unknown field `zzz`; valid fields are `$schema`, `root`, `defaults`, \
              `policies`, `toolSettings`, `filters`, `sources`, `workspace`, `logs`, `mcpServers`, \
              `providers`, `chat`, `server`, `tools`, `urlFetch`, `webSearch`, `skills`, `shell`, \
-             `runners`",
+             `runners`, `registries`",
             file.display()
         )
     );

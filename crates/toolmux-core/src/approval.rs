@@ -80,6 +80,88 @@ pub trait Approver: Send + Sync {
             "nobody can answer questions on this channel".to_string(),
         ))
     }
+
+    /// An earlier answer that already allows this call, so nobody is asked again: the id of the
+    /// approval a person answered "allow for this conversation" for the same tool in the same
+    /// chat conversation ([`ApprovalQueue::answer_scoped`]). The pipeline records it as the
+    /// call's `approvedBy`. `None` — ask — by default.
+    fn standing_approval(&self, request: &ApprovalRequest) -> Option<uuid::Uuid> {
+        let _ = request;
+        None
+    }
+}
+
+/// How far a person's "allow" reaches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ApprovalScope {
+    /// This call only.
+    #[default]
+    Once,
+    /// This call and every later call of the same tool in the same chat conversation.
+    Conversation,
+}
+
+/// Why an answer to an approval was not taken.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AnswerApprovalError {
+    /// Nothing waits under that id.
+    #[error(transparent)]
+    NotWaiting(#[from] NoSuchApproval),
+    /// "For this conversation" was asked of a call that belongs to no chat conversation; the
+    /// approval still waits.
+    #[error(
+        "approval `{0}` is for a call outside a chat conversation, so it can only be answered once \
+         (leave `scope` out, or send \"once\")"
+    )]
+    NoConversation(uuid::Uuid),
+    /// "For this conversation" was sent with a denial: a denial is never remembered, so the
+    /// answer is refused rather than half taken; the approval still waits.
+    #[error("a denial is never remembered: deny with `scope` \"once\" or without `scope`")]
+    DenialNotRemembered,
+}
+
+/// The chat conversation an approval request belongs to, if any: "for this conversation"
+/// grants are kept by it.
+fn conversation_of(request: &ApprovalRequest) -> Option<&str> {
+    match request.channel {
+        Channel::Chat => request.session.as_deref(),
+        _ => None,
+    }
+}
+
+/// How many conversations keep "for this conversation" grants at once: a grant is a few bytes,
+/// but they come from requests, so their number is bounded; past it the oldest conversation's
+/// grants are forgotten (its calls ask again — the safe side).
+const GRANT_CONVERSATIONS: usize = 4096;
+
+/// Tools a person allowed for the rest of a chat conversation, by conversation, with the id of
+/// the approval that allowed each, oldest conversation first.
+#[derive(Default)]
+struct Grants {
+    by_conversation:
+        std::collections::HashMap<String, std::collections::HashMap<String, uuid::Uuid>>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl Grants {
+    fn grant(&mut self, conversation: &str, tool: &str, approval: uuid::Uuid) {
+        if !self.by_conversation.contains_key(conversation) {
+            if self.order.len() >= GRANT_CONVERSATIONS
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.by_conversation.remove(&oldest);
+            }
+            self.order.push_back(conversation.to_string());
+        }
+        self.by_conversation
+            .entry(conversation.to_string())
+            .or_default()
+            .insert(tool.to_string(), approval);
+    }
+
+    fn get(&self, conversation: &str, tool: &str) -> Option<uuid::Uuid> {
+        self.by_conversation.get(conversation)?.get(tool).copied()
+    }
 }
 
 /// Approvals waiting on a person who answers out of band: through the REST API
@@ -96,6 +178,8 @@ pub struct ApprovalQueue {
     inputs: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, WaitingInput>>,
     people: tokio::sync::broadcast::Sender<PersonEvent>,
     closed: tokio::sync::watch::Sender<bool>,
+    /// "Allow for this conversation" answers, kept in memory for the process's life.
+    grants: std::sync::Mutex<Grants>,
 }
 
 struct Waiting {
@@ -128,6 +212,7 @@ impl Default for ApprovalQueue {
             inputs: std::sync::Mutex::new(std::collections::HashMap::new()),
             people: tokio::sync::broadcast::channel(256).0,
             closed: tokio::sync::watch::channel(false).0,
+            grants: std::sync::Mutex::new(Grants::default()),
         }
     }
 }
@@ -167,7 +252,38 @@ impl ApprovalQueue {
 
     /// Answers one waiting call.
     pub fn answer(&self, id: uuid::Uuid, approval: Approval) -> Result<(), NoSuchApproval> {
-        let waiting = self.lock().remove(&id).ok_or(NoSuchApproval(id))?;
+        match self.answer_scoped(id, approval, ApprovalScope::Once) {
+            Ok(()) => Ok(()),
+            Err(AnswerApprovalError::NotWaiting(e)) => Err(e),
+            Err(_) => unreachable!("an answer for this call only is always taken"),
+        }
+    }
+
+    /// Answers one waiting call, for this call only or — an "allow" for a call of a chat
+    /// conversation — for every later call of the same tool in that conversation, which
+    /// [`Approver::standing_approval`] then allows without asking. A refused scope leaves the
+    /// approval waiting, so the person can answer again.
+    pub fn answer_scoped(
+        &self,
+        id: uuid::Uuid,
+        approval: Approval,
+        scope: ApprovalScope,
+    ) -> Result<(), AnswerApprovalError> {
+        let mut pending = self.lock();
+        let request = &pending.get(&id).ok_or(NoSuchApproval(id))?.approval.request;
+        if scope == ApprovalScope::Conversation {
+            if !matches!(approval, Approval::Allow) {
+                return Err(AnswerApprovalError::DenialNotRemembered);
+            }
+            let conversation =
+                conversation_of(request).ok_or(AnswerApprovalError::NoConversation(id))?;
+            self.grants
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .grant(conversation, &request.tool, id);
+        }
+        let waiting = pending.remove(&id).ok_or(NoSuchApproval(id))?;
+        drop(pending);
         let outcome = match approval {
             Approval::Allow => Outcome::Allowed,
             Approval::Deny { .. } => Outcome::Denied,
@@ -300,6 +416,14 @@ impl Drop for WithdrawInput<'_> {
 
 #[async_trait]
 impl Approver for ApprovalQueue {
+    fn standing_approval(&self, request: &ApprovalRequest) -> Option<uuid::Uuid> {
+        let conversation = conversation_of(request)?;
+        self.grants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(conversation, &request.tool)
+    }
+
     async fn approve(&self, request: &ApprovalRequest) -> Approval {
         let approval = PendingApproval {
             id: uuid::Uuid::now_v7(),
@@ -696,6 +820,82 @@ mod tests {
             Err(TemplateError { at: 18 })
         );
         assert!(ApprovalTemplate::new("no placeholders, }} alone is text").is_ok());
+    }
+
+    fn write_request(channel: Channel, session: Option<&str>) -> ApprovalRequest {
+        ApprovalRequest {
+            tool: "file_write".into(),
+            source: "workspace".into(),
+            arguments: json!({}),
+            channel,
+            session: session.map(str::to_string),
+            message: "Allow?".into(),
+            preview: None,
+            configured_message: false,
+            time_limit: std::time::Duration::from_secs(60),
+        }
+    }
+
+    /// Waits until `queue` has a pending approval and returns its id.
+    async fn waiting_id(queue: &ApprovalQueue) -> uuid::Uuid {
+        loop {
+            if let Some(first) = queue.pending(None).first() {
+                return first.id;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn allow_for_a_conversation_stands_for_that_conversation_and_tool_only() {
+        let queue = std::sync::Arc::new(ApprovalQueue::new());
+        let chat = write_request(Channel::Chat, Some("c-1"));
+        let asker = std::sync::Arc::clone(&queue);
+        let asked = tokio::spawn(async move { asker.approve(&chat).await });
+        let id = waiting_id(&queue).await;
+        // A denial is never remembered: refused, and the approval still waits.
+        let denial = queue.answer_scoped(
+            id,
+            Approval::Deny {
+                reason: "no".into(),
+            },
+            ApprovalScope::Conversation,
+        );
+        assert!(matches!(
+            denial,
+            Err(AnswerApprovalError::DenialNotRemembered)
+        ));
+        assert_eq!(queue.pending(None).len(), 1);
+        queue
+            .answer_scoped(id, Approval::Allow, ApprovalScope::Conversation)
+            .expect("taken");
+        assert_eq!(asked.await.expect("joined"), Approval::Allow);
+
+        let standing = |request: &ApprovalRequest| queue.standing_approval(request);
+        assert_eq!(
+            standing(&write_request(Channel::Chat, Some("c-1"))),
+            Some(id)
+        );
+        assert_eq!(standing(&write_request(Channel::Chat, Some("c-2"))), None);
+        assert_eq!(standing(&write_request(Channel::Mcp, Some("c-1"))), None);
+        let other_tool = ApprovalRequest {
+            tool: "shell".into(),
+            ..write_request(Channel::Chat, Some("c-1"))
+        };
+        assert_eq!(standing(&other_tool), None);
+
+        // A call outside a conversation can be answered once only.
+        let rest = write_request(Channel::Rest, None);
+        let asker = std::sync::Arc::clone(&queue);
+        let asked = tokio::spawn(async move { asker.approve(&rest).await });
+        let id = waiting_id(&queue).await;
+        let refused = queue.answer_scoped(id, Approval::Allow, ApprovalScope::Conversation);
+        assert!(matches!(
+            refused,
+            Err(AnswerApprovalError::NoConversation(_))
+        ));
+        queue.answer(id, Approval::Allow).expect("taken once");
+        assert_eq!(asked.await.expect("joined"), Approval::Allow);
     }
 
     #[tokio::test]

@@ -171,6 +171,9 @@ pub struct Catalog {
     entries: Vec<Arc<ToolEntry>>,
     index: HashMap<String, usize>,
     hidden: HashMap<String, HiddenReason>,
+    /// The tools switched off by configuration (by name or by source), for listings that show
+    /// them to a person (`GET /api/tools?disabled=true`).
+    switched_off: Vec<Arc<ToolEntry>>,
     sources: Vec<SourceInfo>,
     pub(crate) approval_timeout: Duration,
 }
@@ -182,6 +185,7 @@ impl Catalog {
             entries: Vec::new(),
             index: HashMap::new(),
             hidden: HashMap::new(),
+            switched_off: Vec::new(),
             sources: Vec::new(),
             approval_timeout: HubSettings::default().approval_timeout,
         }
@@ -196,17 +200,26 @@ impl Catalog {
         let mut entries: Vec<Arc<ToolEntry>> = Vec::new();
         let mut taken: HashMap<String, String> = HashMap::new();
         let mut hidden = HashMap::new();
+        let mut switched_off = Vec::new();
         let mut infos = Vec::with_capacity(sources.len());
         for source in sources {
             let source_id = source.id().to_string();
             let enabled = !settings.disabled_sources.contains(&source_id);
             let mut count = 0;
             for descriptor in source.tools() {
-                if let Some(reason) = hidden_reason(&descriptor, settings, &taken) {
+                let hidden_as = hidden_reason(&descriptor, settings, &taken);
+                // A tool switched off is still described whole (policy, limits) for a person
+                // who may switch it on again; any other hidden one is only named.
+                let off = matches!(
+                    hidden_as,
+                    Some(HiddenReason::DisabledTool | HiddenReason::DisabledSource(_))
+                );
+                if let Some(reason) = hidden_as.clone()
+                    && !off
+                {
                     hidden.insert(descriptor.name.clone(), reason);
                     continue;
                 }
-                taken.insert(descriptor.name.clone(), source_id.clone());
                 let overrides = settings.overrides.get(&descriptor.name);
                 let timeout = overrides
                     .and_then(|o| o.timeout)
@@ -217,11 +230,11 @@ impl Catalog {
                     .or_else(|| descriptor.rate_limit.clone());
                 let limiter = rate_limit
                     .as_ref()
+                    .filter(|_| !off)
                     .map(|limit| limiter_for(&descriptor.name, limit));
                 let (policy, policy_origin) = settings.policies.resolve(&descriptor);
                 let approval_message = overrides.and_then(|o| o.approval_message.clone());
-                count += 1;
-                entries.push(Arc::new(ToolEntry {
+                let entry = Arc::new(ToolEntry {
                     descriptor,
                     policy,
                     policy_origin,
@@ -232,7 +245,15 @@ impl Catalog {
                     limiter,
                     input_schema: OnceLock::new(),
                     output_schema: OnceLock::new(),
-                }));
+                });
+                if let Some(reason) = hidden_as {
+                    hidden.insert(entry.descriptor.name.clone(), reason);
+                    switched_off.push(entry);
+                    continue;
+                }
+                taken.insert(entry.descriptor.name.clone(), source_id.clone());
+                count += 1;
+                entries.push(entry);
             }
             infos.push(SourceInfo {
                 id: source_id,
@@ -253,6 +274,7 @@ impl Catalog {
             entries,
             index,
             hidden,
+            switched_off,
             sources: infos,
             approval_timeout: settings.approval_timeout,
         }
@@ -296,6 +318,12 @@ impl Catalog {
             name: name.to_string(),
             suggestion: self.suggest_among(name, self.tools()),
         })
+    }
+
+    /// The tools configuration switched off (by name or by source), in source order: what a
+    /// person may switch on again. Never offered or callable.
+    pub fn switched_off(&self) -> &[Arc<ToolEntry>] {
+        &self.switched_off
     }
 
     /// Why a tool its source provides is missing from the catalog.

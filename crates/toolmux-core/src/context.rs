@@ -59,6 +59,12 @@ pub struct CallContext {
     /// The part of the catalog the channel serves. The hub refuses calls to tools outside it,
     /// and a code-mode script inherits it, so a filtered-out tool has no second door.
     pub scope: Option<Arc<ToolScope>>,
+    /// This call's execution-log id, set by the hub as the call starts, so that a source whose
+    /// work makes calls of its own (`delegate`) can name it as their parent.
+    pub call: Option<uuid::Uuid>,
+    /// The execution-log id of the call this one is made for (a delegated task's calls name
+    /// their `delegate` call), recorded in the log as `parent`.
+    pub parent: Option<uuid::Uuid>,
 }
 
 impl CallContext {
@@ -72,6 +78,8 @@ impl CallContext {
             trusted: false,
             backchannel: None,
             scope: None,
+            call: None,
+            parent: None,
         }
     }
 
@@ -121,6 +129,8 @@ impl fmt::Debug for CallContext {
             .field("trusted", &self.trusted)
             .field("backchannel", &self.backchannel.is_some())
             .field("scope", &self.scope)
+            .field("call", &self.call)
+            .field("parent", &self.parent)
             .finish()
     }
 }

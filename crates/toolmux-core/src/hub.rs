@@ -271,10 +271,18 @@ impl Hub {
                 error: Some(CANCELLED.to_string()),
                 duration_us: 0,
                 result: None,
+                parent: context.parent,
+                approved_by: None,
             }),
         };
+        // The source sees its own call's id, to name it as the parent of calls it makes.
+        let context = &CallContext {
+            call: pending.record.as_ref().map(|r| r.id),
+            ..context.clone()
+        };
+        let mut approved_by = None;
         let result = match entry {
-            Ok(entry) => run(&entry, &catalog, arguments, context).await,
+            Ok(entry) => run(&entry, &catalog, arguments, context, &mut approved_by).await,
             Err(refused) => Err(refused),
         };
         let duration = started.elapsed();
@@ -287,6 +295,7 @@ impl Hub {
         record.error = error_of(&result);
         record.duration_us = duration.as_micros() as u64;
         record.result = result.as_ref().ok().cloned();
+        record.approved_by = approved_by;
         self.inner.sink.record(record);
         CallReport {
             id,
@@ -390,6 +399,7 @@ async fn run(
     catalog: &Catalog,
     arguments: Value,
     context: &CallContext,
+    approved_by: &mut Option<Uuid>,
 ) -> Result<ToolResult, CallError> {
     let name = &entry.descriptor.name;
     // A policy that refuses without asking anyone refuses first: a denied tool's schema is
@@ -428,7 +438,7 @@ async fn run(
         }
     }
     if let Some(approver) = approver {
-        ask(approver, entry, catalog, &arguments, context).await?;
+        *approved_by = ask(approver, entry, catalog, &arguments, context).await?;
     }
     let Value::Object(arguments) = arguments else {
         unreachable!("checked to be an object above")
@@ -529,14 +539,15 @@ fn refuse_unasked<'a>(
     }
 }
 
-/// Asks a person about an `ask` call, within the approval time limit.
+/// Asks a person about an `ask` call, within the approval time limit — unless an earlier answer
+/// already allows it, whose approval id is returned for the log.
 async fn ask(
     approver: &Arc<dyn Approver>,
     entry: &ToolEntry,
     catalog: &Catalog,
     arguments: &Value,
     context: &CallContext,
-) -> Result<(), CallError> {
+) -> Result<Option<Uuid>, CallError> {
     let name = &entry.descriptor.name;
     // The tool's configured message, rendered with the call's arguments, stands in for the
     // generic question on every channel.
@@ -573,8 +584,11 @@ async fn ask(
         configured_message: entry.approval_message.is_some(),
         time_limit: catalog.approval_timeout,
     };
+    if let Some(earlier) = approver.standing_approval(&request) {
+        return Ok(Some(earlier));
+    }
     match approve_within(approver.as_ref(), &request).await {
-        Some(Approval::Allow) => Ok(()),
+        Some(Approval::Allow) => Ok(None),
         Some(Approval::Deny { reason }) => Err(CallError::Denied {
             name: name.clone(),
             reason,

@@ -34,6 +34,24 @@ pub fn free_text_schema() -> Value {
     })
 }
 
+/// Fills the fields a form's answer leaves out (or sends as `null`) with the `default` their
+/// schema gives (SEP-1034): a person who leaves a field empty means its default. Every place
+/// toolmux takes an answer to a form — the chat, and the way back to an upstream server from
+/// any channel — fills them in here, before the answer is checked against the schema.
+pub fn fill_form_defaults(schema: &Value, content: &mut serde_json::Map<String, Value>) {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, field) in properties {
+        let Some(default) = field.get("default") else {
+            continue;
+        };
+        if content.get(name).is_none_or(Value::is_null) {
+            content.insert(name.clone(), default.clone());
+        }
+    }
+}
+
 /// The person reading a conversation of toolmux's own chat, who answers questions asked in it.
 #[async_trait]
 pub trait ConversationQuestions: Send + Sync {

@@ -24,10 +24,10 @@ mod source;
 mod validate;
 
 pub use approval::{
-    AnswerError, Approval, ApprovalQueue, ApprovalRequest, ApprovalTemplate, Approver, CannotAsk,
-    HumanAnswer, HumanQuestion, NoSuchApproval, Outcome as WaitOutcome, PendingApproval,
-    PendingInput, PersonEvent, PersonEvents, Resolved, TemplateError, WaitingItem, Watched,
-    approve_within, ask_within,
+    AnswerApprovalError, AnswerError, Approval, ApprovalQueue, ApprovalRequest, ApprovalScope,
+    ApprovalTemplate, Approver, CannotAsk, HumanAnswer, HumanQuestion, NoSuchApproval,
+    Outcome as WaitOutcome, PendingApproval, PendingInput, PersonEvent, PersonEvents, Resolved,
+    TemplateError, WaitingItem, Watched, approve_within, ask_within,
 };
 pub use backchannel::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
 pub use bytes::human_bytes;
@@ -38,7 +38,7 @@ pub use error::{CallError, SourceError};
 pub use hub::{BatchCall, CallReport, Hub, HubSettings, WeakHub};
 pub use human::{
     ANSWER_FIELD, ConversationQuestions, HUMAN_INPUT_TOOL, HUMAN_SOURCE_ID, HumanInputSource,
-    free_text_schema,
+    fill_form_defaults, free_text_schema,
 };
 pub use model::{
     Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor,
@@ -48,8 +48,8 @@ pub use pattern::{NamePattern, PatternError, admitted_by};
 pub use policy::{Policy, PolicyOrigin, PolicyRules};
 pub use record::{ExecutionRecord, ExecutionSink, NullSink, Outcome};
 pub use resources::{
-    BuiltinResources, RESOURCE_POLL_INTERVAL, ResourceContents, ResourceError, ResourceInfo,
-    ResourceProvider,
+    BuiltinResources, PromptContents, PromptInfo, RESOURCE_POLL_INTERVAL, ResourceContents,
+    ResourceError, ResourceInfo, ResourceProvider,
 };
 pub use scope::ToolScope;
 pub use source::{

@@ -81,6 +81,11 @@ pub struct ExecutionRecord {
     pub duration_us: u64,
     /// The result, when the tool returned one.
     pub result: Option<ToolResult>,
+    /// The call this one was made for (a delegated task's `delegate` call).
+    pub parent: Option<Uuid>,
+    /// The earlier approval that allowed this call without asking ("allow for this
+    /// conversation").
+    pub approved_by: Option<Uuid>,
 }
 
 /// Where the pipeline sends records. `record` is called on the hot path of every call, so an

@@ -99,6 +99,46 @@ pub trait ResourceProvider: Send + Sync {
     /// A number that changes whenever what [`ResourceProvider::resources`] lists or what a
     /// resource holds may have changed. It must be cheap: it is polled while anyone listens.
     fn version(&self) -> Result<u64, ResourceError>;
+
+    /// The prompts the pack offers beside its resources (the skills pack's `skill__NAME`),
+    /// under the names they are served by, in a stable order; served where its resources are.
+    /// [`ResourceProvider::version`] changes with them too. None by default.
+    fn prompts(&self) -> Result<Vec<PromptInfo>, ResourceError> {
+        Ok(Vec::new())
+    }
+
+    /// One of [`ResourceProvider::prompts`] by name; `Ok(None)` for a name that is not this
+    /// pack's, so that the next provider (or an upstream server) can answer it.
+    fn prompt(&self, name: &str) -> Result<Option<PromptContents>, ResourceError> {
+        let _ = name;
+        Ok(None)
+    }
+}
+
+/// One prompt of a built-in pack as MCP's `prompts/list` shows it (no arguments: a pack's
+/// prompts are texts to start from).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptInfo {
+    /// The name to get it by (`skill__csv-summary`).
+    pub name: String,
+    /// A display title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// What getting a built-in pack's prompt gives: one user message of text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptContents {
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The message's text.
+    pub text: String,
 }
 
 /// Every built-in resource provider of a process. Cheap to clone; clones share one change
@@ -163,6 +203,29 @@ impl BuiltinResources {
                 Vec::new()
             }
         }
+    }
+
+    /// `provider`'s prompts, read on the blocking pool; like [`BuiltinResources::list`], a
+    /// provider that cannot list now lists nothing, with a warning.
+    pub async fn list_prompts(provider: &Arc<dyn ResourceProvider>) -> Vec<PromptInfo> {
+        let listing = Arc::clone(provider);
+        match blocking(move || listing.prompts()).await {
+            Ok(prompts) => prompts,
+            Err(e) => {
+                tracing::warn!(source = provider.source(), error = %e, "cannot list prompts");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Gets the prompt `name` from `provider`, on the blocking pool (`None`: not its prompt).
+    pub async fn prompt(
+        provider: &Arc<dyn ResourceProvider>,
+        name: &str,
+    ) -> Result<Option<PromptContents>, ResourceError> {
+        let provider = Arc::clone(provider);
+        let name = name.to_string();
+        blocking(move || provider.prompt(&name)).await
     }
 
     /// Reads `uri` from `provider`, on the blocking pool.

@@ -33,6 +33,13 @@ pub struct LogEntry {
     /// Who called, when the channel knows (an MCP client's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
+    /// The call this one was made for: a delegated task's calls name their `delegate` call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Uuid>,
+    /// The earlier approval that allowed this call without asking (a person's "allow for this
+    /// conversation").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<Uuid>,
     /// The arguments, with secrets redacted; when `arguments_truncated`, a string holding the
     /// start of their serialization; `null` in an abridged line.
     #[serde(default)]
@@ -105,6 +112,10 @@ struct Line<'a> {
     session: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     caller: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approved_by: Option<Uuid>,
     arguments: Stored<'a, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments_bytes: Option<u64>,
@@ -325,6 +336,8 @@ pub(crate) fn write_line(
         channel: record.channel,
         session: record.session.as_deref().map(|s| cut(s, NAME_CAP_BYTES)),
         caller: record.caller.as_deref().map(|s| cut(s, NAME_CAP_BYTES)),
+        parent: record.parent,
+        approved_by: record.approved_by,
         arguments: arguments.stored,
         arguments_bytes: (arguments.truncated || caps.abridged).then_some(arguments.size),
         arguments_truncated: arguments.truncated,
@@ -393,6 +406,8 @@ mod tests {
             error: None,
             duration_us: 42,
             result,
+            parent: None,
+            approved_by: None,
         }
     }
 

@@ -22,6 +22,8 @@
 //! | `channel` | always | `cli`, `mcp`, `rest`, `chat` or `code` |
 //! | `session` | when known | the session or conversation id |
 //! | `caller` | when known | who called (an MCP client's name) |
+//! | `parent` | when the call was made for another | that call's id: a delegated task's calls name their `delegate` call |
+//! | `approvedBy` | when an earlier answer allowed it | the id of the approval a person answered "allow for this conversation" |
 //! | `arguments` | always | the arguments, with secret-looking keys redacted ([`redact`]); if capped, a string; `null` if abridged |
 //! | `argumentsBytes` | if capped or abridged | size of the full serialized (redacted) arguments |
 //! | `argumentsTruncated` | if capped | `true`; absent otherwise |

@@ -42,6 +42,8 @@ fn record(tool: &str, timestamp: DateTime<Utc>) -> ExecutionRecord {
         error: None,
         duration_us: 125,
         result: Some(ToolResult::text("done")),
+        parent: None,
+        approved_by: None,
     }
 }
 

@@ -44,6 +44,8 @@ pub enum Via {
     Token,
     /// The session cookie.
     Cookie,
+    /// An access token (JWT) from the issuer `server.auth` names.
+    Jwt,
 }
 
 /// What a process keeps beside the [`crate::ApiOptions`]: the local token and the sessions.
@@ -178,7 +180,7 @@ pub struct SessionRequest {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionStatus {
     pub authenticated: bool,
-    /// How: `key`, `token` or `cookie`; absent when not authenticated.
+    /// How: `key`, `token`, `cookie` or `jwt`; absent when not authenticated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub via: Option<Via>,
 }

@@ -29,6 +29,10 @@ pub struct ConnectionLimits {
     /// wait in the listen backlog until one closes, so that the process never runs out of file
     /// descriptors for its own files, logs and MCP servers.
     pub max_connections: usize,
+    /// How long a stopping server waits for open requests to finish before it closes their
+    /// connections anyway. A long-lived stream (an event stream a page keeps open, a chat turn
+    /// still thinking) would otherwise hold the stop forever.
+    pub shutdown_grace: Duration,
 }
 
 /// The most connections served at once by default, when the file-descriptor limit allows it.
@@ -43,6 +47,7 @@ impl Default for ConnectionLimits {
         Self {
             header_timeout: Duration::from_secs(20),
             max_connections: DEFAULT_MAX_CONNECTIONS.min(descriptor_budget()),
+            shutdown_grace: Duration::from_secs(5),
         }
     }
 }
@@ -59,7 +64,8 @@ fn descriptor_budget() -> usize {
 
 /// Serves `router` on `listener` until `shutdown` resolves, then stops accepting and waits for
 /// the open connections to finish their requests (idle ones are closed at once), as
-/// `axum::serve(..).with_graceful_shutdown(..)` does. Works on any listener axum knows (TCP,
+/// `axum::serve(..).with_graceful_shutdown(..)` does, but for at most `limits.shutdown_grace`:
+/// the connections still open then are dropped with the process. Works on any listener axum knows (TCP,
 /// Unix sockets, one wrapped with `tap_io` to set `TCP_NODELAY`).
 pub async fn serve<L>(
     mut listener: L,
@@ -103,7 +109,15 @@ pub async fn serve<L>(
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace = ?limits.shutdown_grace,
+            "connections still open after the shutdown grace were closed"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -158,6 +172,7 @@ mod tests {
         let limits = ConnectionLimits {
             header_timeout: Duration::from_millis(300),
             max_connections: 16,
+            ..ConnectionLimits::default()
         };
         let (address, _stop) = started(limits).await;
         let mut half = TcpStream::connect(address).await.expect("connect");
@@ -183,6 +198,7 @@ mod tests {
         let limits = ConnectionLimits {
             header_timeout: Duration::from_millis(600),
             max_connections: 2,
+            ..ConnectionLimits::default()
         };
         let (address, _stop) = started(limits).await;
         let mut held = Vec::new();
@@ -227,5 +243,47 @@ mod tests {
             .expect("the server stopped")
             .expect("no panic");
         assert!(TcpStream::connect(address).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_never_ends_holds_the_stop_only_for_the_grace() {
+        let limits = ConnectionLimits {
+            shutdown_grace: Duration::from_millis(300),
+            ..ConnectionLimits::default()
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        let endless = || async {
+            axum::body::Body::from_stream(
+                futures::stream::pending::<Result<String, std::io::Error>>(),
+            )
+        };
+        let router = Router::new().route("/", get(endless));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, router, limits, async {
+            let _ = stopped.await;
+        }));
+        let mut stream = TcpStream::connect(address).await.expect("connect");
+        stream
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("send");
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).await.expect("the head");
+        assert_eq!(&head, b"HTTP/1.1 200");
+
+        let stopping = Instant::now();
+        stop.send(()).expect("the server is running");
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("the server stopped despite the open stream")
+            .expect("the server task");
+        let took = stopping.elapsed();
+        assert!(
+            took >= Duration::from_millis(250),
+            "the grace was not given: {took:?}"
+        );
     }
 }

@@ -6,7 +6,9 @@
 //! A credential is a configured API key or the project's local token, sent as
 //! `Authorization: Bearer <key>` or `X-API-Key: <key>` and checked in constant time
 //! ([`key_is_valid`]), or the web app's session cookie, which holds neither but names a session
-//! made with one of them ([`crate::auth`]). One rule for `/api`, `/mcp` and `/metrics`: once
+//! made with one of them ([`crate::auth`]), or, with `server.auth`, an access token (a JWT) from
+//! the configured issuer ([`crate::bearer`]), whose refusals carry the OAuth challenge MCP
+//! clients sign in by. One rule for `/api`, `/mcp` and `/metrics`: once
 //! the server has a key or a local token, every request needs a credential except `GET
 //! /api/health` and the auth routes ([`OPEN_ROUTES`]). Without either (a Unix socket, which its
 //! file mode guards, with no key configured), reads and MCP are open and a change is refused
@@ -23,7 +25,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::{Credentials, Via, session_cookie};
+use crate::bearer;
 use crate::error::ApiError;
+use crate::token_issuer::Principal;
 
 /// Who may use the HTTP routes.
 #[derive(Clone, Debug, Default)]
@@ -37,6 +41,9 @@ pub struct ApiOptions {
     pub allowed_hosts: Vec<String>,
     /// Accepted `Origin` values; `scheme://host:*` takes any port.
     pub allowed_origins: Vec<String>,
+    /// The issuer whose JWT access tokens count as credentials too (`server.auth`); with one,
+    /// every request needs a credential, and refusals carry an OAuth challenge.
+    pub token_issuer: Option<Arc<crate::token_issuer::TokenIssuer>>,
 }
 
 /// The [`ApiOptions`] in force, shared by every HTTP route and replaced as a whole when the
@@ -127,20 +134,27 @@ async fn guard(State(live): State<LiveOptions>, mut request: Request, next: Next
     if let Err(e) = check_host_and_origin(request.headers(), &options) {
         return e.into_response();
     }
-    let via = match authenticate(request.headers(), &live, &options) {
-        Ok(via) => via,
-        Err(e) => return e.into_response(),
+    let (via, principal) = match bearer::authenticate(request.headers(), &live, &options).await {
+        Ok(found) => found,
+        Err(refusal) => {
+            return bearer::refused(refusal, request.headers(), request.uri().path(), &options);
+        }
     };
     if via.is_none()
         && let Some(message) = credential_needed(&request, &live, &options)
     {
-        return ApiError::unauthorized(message).into_response();
+        return bearer::credential_missing(
+            message,
+            request.headers(),
+            request.uri().path(),
+            &options,
+        );
     }
     request.extensions_mut().insert(Caller {
         authenticated: via.is_some(),
         via,
     });
-    next.run(request).await
+    Principal::scope(principal, next.run(request)).await
 }
 
 /// What a request without a credential is told.
@@ -167,7 +181,10 @@ fn credential_needed(
              `Authorization: Bearer <key>` or `X-API-Key: <key>`",
         );
     }
-    if !options.api_keys.is_empty() || live.credentials().required() {
+    if !options.api_keys.is_empty()
+        || live.credentials().required()
+        || options.token_issuer.is_some()
+    {
         return Some(SEND_A_CREDENTIAL);
     }
     // No key and no local token: a Unix socket, which its file mode guards. Reads stay open;
@@ -208,18 +225,29 @@ pub fn mcp_guarded(options: LiveOptions, routes: Router) -> Router {
 /// MCP's rules: a foreign Host or Origin is refused (against DNS rebinding, like rmcp's check),
 /// and once the server has a key or a local token every request needs a credential — an MCP
 /// client has no notion of "reads".
-async fn mcp_guard(State(live): State<LiveOptions>, request: Request, next: Next) -> Response {
+async fn mcp_guard(State(live): State<LiveOptions>, mut request: Request, next: Next) -> Response {
     let options = live.current();
     if let Err(e) = check_host_and_origin(request.headers(), &options) {
         return e.into_response();
     }
-    let via = match authenticate(request.headers(), &live, &options) {
-        Ok(via) => via,
-        Err(e) => return e.into_response(),
+    let (via, principal) = match bearer::authenticate(request.headers(), &live, &options).await {
+        Ok(found) => found,
+        Err(refusal) => {
+            return bearer::refused(refusal, request.headers(), request.uri().path(), &options);
+        }
     };
     let needed = !options.api_keys.is_empty()
         || options.require_key_for_reads
-        || live.credentials().required();
+        || live.credentials().required()
+        || options.token_issuer.is_some();
+    if via.is_none() && needed && options.token_issuer.is_some() {
+        return bearer::credential_missing(
+            SEND_A_CREDENTIAL,
+            request.headers(),
+            request.uri().path(),
+            &options,
+        );
+    }
     if via.is_none() && needed {
         let mut refused = ApiError::unauthorized(SEND_A_CREDENTIAL).into_response();
         // What an MCP client that knows only OAuth looks for; toolmux takes a bearer token.
@@ -228,6 +256,11 @@ async fn mcp_guard(State(live): State<LiveOptions>, request: Request, next: Next
             HeaderValue::from_static("Bearer realm=\"toolmux\""),
         );
         return refused;
+    }
+    // rmcp hands the request's parts, extensions included, to the handler: the MCP channel
+    // names the token's principal as the caller of its calls.
+    if let Some(principal) = principal {
+        request.extensions_mut().insert(principal);
     }
     next.run(request).await
 }
@@ -248,7 +281,7 @@ pub(crate) fn credential_kind(secret: &str, live: &LiveOptions) -> Option<Via> {
 /// `Ok(None)` when it sent none. A key that is sent must be valid (a client that sends one
 /// expects it to be checked); a cookie whose session is gone counts as none, so that the page
 /// is asked to log in again.
-fn authenticate(
+pub(crate) fn authenticate(
     headers: &HeaderMap,
     live: &LiveOptions,
     options: &ApiOptions,
@@ -301,7 +334,7 @@ fn authenticate_key(
 }
 
 /// The token of an `Authorization: Bearer <token>` header.
-fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())

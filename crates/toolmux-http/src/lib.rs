@@ -9,11 +9,14 @@
 //! [`guarded`] or [`mcp_guarded`] and answer with [`ApiError`].
 
 mod auth;
+mod bearer;
 mod connections;
 mod error;
 mod extract;
 mod guard;
 mod local_token;
+mod resource_metadata;
+mod token_issuer;
 
 pub use auth::{SESSION_COOKIE, SESSION_IDLE, SessionRequest, SessionStatus, Via, auth_routes};
 pub use connections::{ConnectionLimits, serve};
@@ -23,6 +26,8 @@ pub use guard::{
     API_KEY_HEADER, ApiOptions, Caller, LiveOptions, guarded, mcp_guarded, page_guarded,
 };
 pub use local_token::{LOCAL_TOKEN_FILE, LocalToken, LocalTokenError, load_or_create};
+pub use resource_metadata::{RESOURCE_METADATA_PATH, protected_resource_routes};
+pub use token_issuer::{Principal, TokenIssuer, TokenRefusal};
 /// Route registration: a route is added with its OpenAPI operation (`routes!` reads the
 /// handler's `#[utoipa::path]`), so none can exist without its entry in the document.
 pub use utoipa_axum::{router::OpenApiRouter, routes};

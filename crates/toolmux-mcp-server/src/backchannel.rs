@@ -7,6 +7,11 @@
 //! progress that arrives after the result. Sources send from wherever they run (an upstream
 //! server's notifications arrive on its connection's task), so the handler drains the queue
 //! while it waits for the call, and empties it before answering.
+//!
+//! A session has a way back outside its calls too ([`for_session`]): what a server served per
+//! client sends on the session's own upstream connection while no call of it runs (a log line
+//! between calls, a request beside a relayed read) is the session's alone, so it goes to the
+//! session's client on its standalone stream, through the same queue and the same filters.
 
 // rmcp marks sampling and MCP logging deprecated (SEP-2577, protocol 2026-07-28); the
 // handshake-era revisions toolmux serves still define both.
@@ -110,7 +115,49 @@ pub(crate) fn for_call(
     )
 }
 
+/// The session's way back outside any call: a queue delivered by a task of its own until
+/// every holder of the queue (the session, the upstream servers it is attached to) lets go.
+pub(crate) fn for_session(
+    peer: Peer<RoleServer>,
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
+) -> Arc<dyn Backchannel> {
+    let (back, delivery) = for_call(peer, None, log_level);
+    tokio::spawn(delivery.serve());
+    back
+}
+
 impl Delivery {
+    /// Delivers what is queued until the queue's senders are gone, asking the client's
+    /// requests concurrently (no call waits here, so nothing bounds them but the client).
+    async fn serve(mut self) {
+        let mut asking: FuturesUnordered<futures::future::BoxFuture<'static, ()>> =
+            FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                outgoing = self.rx.recv() => match outgoing {
+                    None => break,
+                    // Progress names a request; outside one there is no token to send it under.
+                    Some(Outgoing::Progress(_)) => {}
+                    Some(Outgoing::Log(message)) => self.log(message).await,
+                    Some(Outgoing::Sample(request, answer)) => {
+                        let peer = self.peer.clone();
+                        asking.push(Box::pin(async move {
+                            let _ = answer.send(sample(&peer, request).await);
+                        }));
+                    }
+                    Some(Outgoing::Elicit(request, answer)) => {
+                        let peer = self.peer.clone();
+                        asking.push(Box::pin(async move {
+                            let _ = answer.send(elicit(&peer, request).await);
+                        }));
+                    }
+                },
+                Some(()) = asking.next(), if !asking.is_empty() => {}
+            }
+        }
+        while asking.next().await.is_some() {}
+    }
+
     /// Runs `call` to its end while delivering what its source sends meanwhile; everything
     /// queued before the call ended is delivered before this returns.
     pub(crate) async fn run<T>(mut self, call: impl Future<Output = T>) -> T {

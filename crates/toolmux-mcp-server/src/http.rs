@@ -60,6 +60,7 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
             require_key_for_reads: false,
             allowed_hosts: options.effective_allowed_hosts(),
             allowed_origins: options.effective_allowed_origins(),
+            token_issuer: None,
         })
     });
     let shared = Shared::new(hub, options);

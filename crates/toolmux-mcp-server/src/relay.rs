@@ -4,21 +4,32 @@
 //! failures; here the serve-time filters become its scope and its errors become JSON-RPC
 //! errors. Subscriptions, which only MCP has, are held per session: a relayed resource's by the
 //! server that lists it, one of toolmux's own by the shared poll of its provider.
+//!
+//! Every request names its session ([`Relay::session`]), so a server served per client
+//! (`serve --pass-through`, `sessionMode: "per-client"`) answers it on that session's own
+//! upstream connection, and the session's [`SessionLink`] gives those servers the way back to
+//! this client for what they send outside its calls. `logging/setLevel` is passed on too: to the
+//! session's own upstream session, or, for a shared server, as the most verbose level any
+//! session asked for, each session's deliveries filtered by its own level.
+
+// rmcp marks MCP logging deprecated (SEP-2577); the revisions toolmux serves still define
+// `logging/setLevel`, which this relays.
+#![allow(deprecated)]
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResult,
-    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate,
-    ResourceUpdatedNotificationParam,
+    LoggingLevel, Prompt, ReadResourceRequestParams, ReadResourceResult, Resource,
+    ResourceTemplate, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
-use toolmux_core::{BuiltinResources, Hub, ToolScope};
+use toolmux_core::{Backchannel, BuiltinResources, Hub, ToolScope};
 use toolmux_upstream::{RelayError, Relayed, Unknown, UpstreamSource, Upstreams};
 
 /// JSON-RPC's "resource not found", which MCP prescribes for an unknown URI.
@@ -33,16 +44,32 @@ pub(crate) struct Relay<'a> {
     pub(crate) resources: &'a BuiltinResources,
     /// Whose catalog says whether the tool that reads a built-in resource is offered.
     pub(crate) hub: &'a Hub,
+    /// The calling session, for the servers served per client; `None` for listings.
+    pub(crate) session: Option<String>,
 }
 
 impl Relay<'_> {
     fn relay(&self) -> toolmux_upstream::Relay<'_> {
-        toolmux_upstream::Relay::new(self.upstreams.map(Arc::as_ref), Some(self.scope))
-            .with_builtin(self.resources, self.hub.catalog())
+        let relay = toolmux_upstream::Relay::new(self.upstreams.map(Arc::as_ref), Some(self.scope))
+            .with_builtin(self.resources, self.hub.catalog());
+        match &self.session {
+            Some(session) => relay.in_session(session),
+            None => relay,
+        }
     }
 
-    pub(crate) fn prompts(&self) -> Vec<Prompt> {
-        items(self.relay().prompts())
+    /// Passes the session's log level on to the servers it reaches. The client's request
+    /// succeeds whatever they answer (its own messages and toolmux's are filtered by it
+    /// anyway); a server that refused is noted in toolmux's log.
+    pub(crate) async fn set_level(&self, level: LoggingLevel) {
+        let level = toolmux_upstream::wire::log_level_from_wire(level);
+        for (server, error) in self.relay().set_level(level).await {
+            tracing::info!(server, %error, "an upstream server did not take logging/setLevel");
+        }
+    }
+
+    pub(crate) async fn prompts(&self) -> Vec<Prompt> {
+        items(self.relay().prompts().await)
     }
 
     pub(crate) async fn resources(&self) -> Vec<Resource> {
@@ -145,7 +172,7 @@ impl Subscriptions {
         // Listen before subscribing, so that no change notice falls in between.
         let updates = source.resource_updates();
         source
-            .subscribe(&uri)
+            .subscribe(relay.session.as_deref(), &uri)
             .await
             .map_err(|e| wire_error(e.into()))?;
         let stop = self.hold(&uri, session_end);
@@ -177,12 +204,14 @@ impl Subscriptions {
 }
 
 /// What a subscription reads the relay through after the request that made it: the URI's
-/// server now (when its server is replaced), or its provider's current contents.
+/// server now (when its server is replaced), or its provider's current contents; for the
+/// session that subscribed.
 struct Follow {
     upstreams: Option<Arc<Upstreams>>,
     scope: Arc<ToolScope>,
     resources: BuiltinResources,
     hub: Hub,
+    session: Option<String>,
 }
 
 impl Follow {
@@ -192,6 +221,7 @@ impl Follow {
             scope: Arc::clone(relay.scope),
             resources: relay.resources.clone(),
             hub: relay.hub.clone(),
+            session: relay.session.clone(),
         }
     }
 
@@ -201,6 +231,37 @@ impl Follow {
             scope: &self.scope,
             resources: &self.resources,
             hub: &self.hub,
+            session: self.session.clone(),
+        }
+    }
+}
+
+/// One MCP session's link to the upstream servers served per client: the way back to its
+/// client that their connections for this session use outside its calls (made on the
+/// session's first request, when its peer is known), given to every such server on each
+/// request so that a server added by a reload gets it too.
+#[derive(Default)]
+pub(crate) struct SessionLink {
+    way_back: OnceLock<Arc<dyn Backchannel>>,
+}
+
+impl SessionLink {
+    /// Attaches `session` to the per-client servers among `upstreams`.
+    pub(crate) fn attach(
+        &self,
+        upstreams: Option<&Arc<Upstreams>>,
+        session: &str,
+        peer: &Peer<RoleServer>,
+        log_level: &Arc<Mutex<Option<LoggingLevel>>>,
+    ) {
+        let Some(upstreams) = upstreams else { return };
+        let way_back = self
+            .way_back
+            .get_or_init(|| crate::backchannel::for_session(peer.clone(), Arc::clone(log_level)));
+        for source in upstreams.servers() {
+            if source.is_per_client() {
+                source.attach_session(session, Arc::clone(way_back));
+            }
         }
     }
 }
@@ -253,7 +314,7 @@ async fn forward_updates(
     follow: Follow,
     mut source: UpstreamSource,
     uri: String,
-    mut updates: tokio::sync::broadcast::Receiver<String>,
+    mut updates: tokio::sync::broadcast::Receiver<toolmux_upstream::ResourceUpdate>,
     peer: Peer<RoleServer>,
     stop: CancellationToken,
 ) {
@@ -262,6 +323,7 @@ async fn forward_updates(
         let notice = ResourceUpdatedNotificationParam::new(uri.clone());
         async move { peer.notify_resource_updated(notice).await.is_ok() }
     };
+    let session = follow.session.clone();
     loop {
         let retired = source.retirement();
         let updated = tokio::select! {
@@ -272,7 +334,7 @@ async fn forward_updates(
                 }
                 let Ok(next) = follow.relay().relay().subscription_server(&uri) else { return };
                 updates = next.resource_updates();
-                if let Err(e) = next.subscribe(&uri).await {
+                if let Err(e) = next.subscribe(session.as_deref(), &uri).await {
                     tracing::debug!(error = %e, uri, "cannot move a subscription to the new server");
                     return;
                 }
@@ -282,7 +344,8 @@ async fn forward_updates(
             updated = updates.recv() => updated,
         };
         let changed = match updated {
-            Ok(changed) => changed == uri,
+            // Another session's news (on its own upstream connection) is not this one's.
+            Ok(changed) => changed.is_for(session.as_deref(), &uri),
             // Missed notices still mean "it changed": tell the client once.
             Err(RecvError::Lagged(_)) => true,
             Err(RecvError::Closed) => break,
@@ -291,7 +354,7 @@ async fn forward_updates(
             break; // the client is gone
         }
     }
-    if let Err(e) = source.unsubscribe(&uri).await {
+    if let Err(e) = source.unsubscribe(session.as_deref(), &uri).await {
         tracing::debug!(error = %e, uri, "could not unsubscribe upstream");
     }
 }

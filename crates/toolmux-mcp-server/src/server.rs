@@ -97,6 +97,7 @@ impl Shared {
             scope: &self.scope,
             resources: &self.options.resources,
             hub: &self.hub,
+            session: None,
         })
     }
 
@@ -116,7 +117,7 @@ impl Shared {
             return Some(Arc::clone(listings));
         }
         let listings = Arc::new(RelayedListings {
-            prompts: relay.prompts().into_iter().map(|p| p.name).collect(),
+            prompts: relay.prompts().await.into_iter().map(|p| p.name).collect(),
             resources: relay.resources().await,
             templates: relay
                 .resource_templates()
@@ -149,6 +150,8 @@ struct Session {
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
     /// Resources the client subscribed to.
     subscriptions: Subscriptions,
+    /// The way back the upstream servers served per client use for this session.
+    link: crate::relay::SessionLink,
     /// Stops this session's catalog watcher when the session ends (the server value is dropped).
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
@@ -181,6 +184,7 @@ impl McpServer {
                 grants: Arc::default(),
                 log_level: Arc::default(),
                 subscriptions: Subscriptions::default(),
+                link: crate::relay::SessionLink::default(),
                 _stop_on_drop: stop.clone().drop_guard(),
                 stop,
                 _live: live,
@@ -205,12 +209,37 @@ impl McpServer {
         })
     }
 
-    fn call_context(&self, context: &RequestContext<RoleServer>, served_name: &str) -> CallContext {
+    /// The relay for one request of this session: servers served per client answer it on the
+    /// session's own upstream connection.
+    fn relay_in(&self, context: &RequestContext<RoleServer>) -> Result<Relay<'_>, McpError> {
+        let mut relay = self.relay()?;
+        relay.session = Some(self.session_of(context));
+        Ok(relay)
+    }
+
+    /// The request's session id (the transport's, else this server's own), with the session
+    /// attached to the servers served per client.
+    fn session_of(&self, context: &RequestContext<RoleServer>) -> String {
         let session = http_session_id(context).unwrap_or_else(|| self.session.id.clone());
+        let upstreams = self.shared.options.upstreams.as_ref();
+        let level = &self.session.log_level;
+        (self.session.link).attach(upstreams, &session, &context.peer, level);
+        session
+    }
+
+    fn call_context(&self, context: &RequestContext<RoleServer>, served_name: &str) -> CallContext {
+        let session = self.session_of(context);
         let mut call = CallContext::new(Channel::Mcp)
             .with_session(session)
             .with_scope(Arc::clone(&self.shared.scope));
-        call.caller = context.client_info().map(|info| info.name);
+        // The subject of the request's access token, when it came with one, else the name the
+        // client gave itself.
+        call.caller = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<toolmux_http::Principal>())
+            .map(toolmux_http::Principal::caller)
+            .or_else(|| context.client_info().map(|info| info.name));
         let elicits = context
             .peer
             .supported_elicitation_modes()
@@ -326,8 +355,12 @@ impl ServerHandler for McpServer {
                 .enable_resources()
                 .enable_resources_subscribe()
                 .enable_resources_list_changed()
+                .enable_prompts()
+                .enable_prompts_list_changed()
                 .build();
             capabilities.resources = resources.resources;
+            // toolmux's own packs offer prompts too (skills as `skill__NAME`).
+            capabilities.prompts = resources.prompts;
         }
         let catalog = self.shared.hub.catalog();
         let sources: Vec<String> = catalog
@@ -436,13 +469,16 @@ impl ServerHandler for McpServer {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         *self
             .session
             .log_level
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        if let Ok(relay) = self.relay_in(&context) {
+            relay.set_level(request.level).await;
+        }
         Ok(())
     }
 
@@ -451,15 +487,17 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(self.relay()?.prompts()))
+        Ok(ListPromptsResult::with_all_items(
+            self.relay()?.prompts().await,
+        ))
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let result = self.relay()?.get_prompt(request).await?;
+        let result = self.relay_in(&context)?.get_prompt(request).await?;
         Ok(GetPromptResponse::Complete(result))
     }
 
@@ -486,9 +524,9 @@ impl ServerHandler for McpServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let result = self.relay()?.read_resource(request).await?;
+        let result = self.relay_in(&context)?.read_resource(request).await?;
         Ok(ReadResourceResponse::Complete(result))
     }
 
@@ -497,7 +535,7 @@ impl ServerHandler for McpServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let relay = self.relay()?;
+        let relay = self.relay_in(&context)?;
         self.session
             .subscriptions
             .subscribe(&relay, request.uri, context.peer, &self.session.stop)
@@ -517,9 +555,9 @@ impl ServerHandler for McpServer {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        self.relay()?.complete(request).await
+        self.relay_in(&context)?.complete(request).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

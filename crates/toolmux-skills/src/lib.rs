@@ -6,10 +6,12 @@
 //! with errors that name file, line and field (`skill`), and offers them with progressive
 //! disclosure as the built-in source `skills`: `skill_list` gives names and descriptions only,
 //! `skill_load` the instructions and the list of bundled files, which the workspace tools then
-//! read. Skills are read from disk on every call: a few small files, and an edit is seen at once.
+//! read, and each skill a model may load is also the MCP prompt `skill__NAME` (`prompts`).
+//! Skills are read from disk on every call: a few small files, and an edit is seen at once.
 
 mod discovery;
 mod error;
+mod prompts;
 mod skill;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +26,7 @@ use toolmux_core::{
 
 pub use discovery::{Found, SkillRoot, bundled_files, default_roots, discover};
 pub use error::SkillError;
+pub use prompts::PROMPT_PREFIX;
 pub use skill::{Origin, SKILL_FILE, Skill, parse};
 
 /// Who a tool call answers: what a skill with `disable-model-invocation: true` hides from.

@@ -84,17 +84,38 @@ fn slot(name: &str, encoding: Encoding) -> Slot {
         .clone()
 }
 
+/// The files whose brotli copy is being made in the background.
+static MAKING: LazyLock<Mutex<std::collections::HashSet<String>>> = LazyLock::new(Mutex::default);
+
 /// The brotli copy of `name` if it is made; otherwise `None`, and it is made in the background.
 /// Brotli at its best ratio takes a while for a large bundle (seconds in a debug build), which
-/// the first page load should not wait for: it gets gzip, the next ones brotli.
+/// the first page load should not wait for: it gets gzip, the next ones brotli. It is made on a
+/// thread of its own, not tokio's blocking pool, because the runtime waits for that pool's
+/// tasks when it shuts down: a server stopped just after a first page load would otherwise
+/// stop only once the bundle is compressed, for nobody.
 pub(crate) fn brotli_if_ready(name: &str, data: &'static [u8]) -> Option<Option<Bytes>> {
     let slot = slot(name, Encoding::Brotli);
     if let Some(done) = slot.get() {
         return Some(done.clone());
     }
-    tokio::task::spawn_blocking(move || {
-        slot.get_or_init(|| smaller(data, Encoding::Brotli));
-    });
+    let mut making = MAKING.lock().unwrap_or_else(PoisonError::into_inner);
+    if making.insert(name.to_string()) {
+        let owned = name.to_string();
+        let started = std::thread::Builder::new()
+            .name("toolmux-brotli".into())
+            .spawn(move || {
+                slot.get_or_init(|| smaller(data, Encoding::Brotli));
+                MAKING
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&owned);
+            });
+        if let Err(e) = started {
+            // Gzip goes on serving; the next request tries again.
+            tracing::warn!(error = %e, "cannot start compressing the web app with brotli");
+            making.remove(name);
+        }
+    }
     None
 }
 

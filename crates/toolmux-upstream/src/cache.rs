@@ -32,6 +32,10 @@ pub enum DiscoveryStatus {
     Success,
     /// The last discovery failed; `tools` are from an earlier success, if any.
     Failed,
+    /// The server refused toolmux until a person signs in (`toolmux mcp login NAME`); shown
+    /// as `needs-sign-in`, never as `failed`.
+    #[serde(rename = "needs-sign-in")]
+    NeedsSignIn,
 }
 
 /// What a server said about itself in the handshake.
@@ -89,7 +93,7 @@ pub struct DiscoveryRecord {
     pub config_hash: String,
     /// Where discovery stands.
     pub discovery_status: DiscoveryStatus,
-    /// When tools were last discovered successfully.
+    /// When discovery was last attempted, successfully or not (`discoveryStatus` says which).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_discovery: Option<DateTime<Utc>>,
     /// Why the last discovery failed.

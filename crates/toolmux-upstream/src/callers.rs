@@ -20,6 +20,12 @@
 //!   each, a request to the oldest. Otherwise log messages go to toolmux's own log and requests
 //!   are refused with a message saying why: one client's prompt or question must never reach
 //!   another.
+//!
+//! A per-client connection (see `source::clients`) speaks for one downstream session only, so
+//! it has an [`Outlet`] as well: the way to that session's client outside any call. What the
+//! rules above cannot hand to a call in flight — a log line sent between calls or beside a
+//! relayed read, a request sent while no call runs — goes there instead of toolmux's log or a
+//! refusal: it can only be that session's.
 
 // rmcp marks MCP logging deprecated (SEP-2577, protocol 2026-07-28); the handshake-era
 // revisions toolmux speaks to upstream servers still define it, and it relays it.
@@ -27,7 +33,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::RoleClient;
@@ -48,6 +54,27 @@ const EARLY_WINDOW: Duration = Duration::from_secs(1);
 pub(crate) struct Callers {
     next: AtomicU64,
     state: Mutex<State>,
+    /// The downstream session a per-client connection speaks for; `None` on a shared one.
+    outlet: Option<Arc<Outlet>>,
+}
+
+/// The way back to one downstream session outside any call, filled when the channel attaches
+/// the session (an MCP session's client); shared by every connection opened for that session,
+/// so that one attached later still reaches a connection opened before.
+#[derive(Default)]
+pub(crate) struct Outlet(RwLock<Option<Arc<dyn Backchannel>>>);
+
+impl Outlet {
+    pub(crate) fn set(&self, session: Arc<dyn Backchannel>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(session);
+    }
+
+    pub(crate) fn get(&self) -> Option<Arc<dyn Backchannel>> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 #[derive(Default)]
@@ -116,6 +143,19 @@ impl Drop for Registration {
 }
 
 impl Callers {
+    /// The callers of a per-client connection, whose other messages go to `outlet`.
+    pub(crate) fn for_session(outlet: Arc<Outlet>) -> Self {
+        Self {
+            outlet: Some(outlet),
+            ..Self::default()
+        }
+    }
+
+    /// The session's own way back, on a per-client connection once attached.
+    fn session(&self) -> Option<Arc<dyn Backchannel>> {
+        self.outlet.as_ref().and_then(|o| o.get())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -184,14 +224,16 @@ impl Callers {
                 .waiting
                 .iter()
                 .find(|w| w.sent.as_ref().is_some_and(|(_, r)| r == request));
-            return waiting
-                .and_then(|w| w.backchannel.clone())
-                .ok_or(Unattributable::NoCaller);
+            if let Some(caller) = waiting.and_then(|w| w.backchannel.clone()) {
+                return Ok(caller);
+            }
+            return self.session().ok_or(Unattributable::NoCaller);
         }
-        self.attributable()?
-            .into_iter()
-            .next()
-            .ok_or(Unattributable::NoCaller)
+        match self.attributable() {
+            Ok(callers) => callers.into_iter().next().ok_or(Unattributable::NoCaller),
+            // On a per-client connection, whatever the calls in flight, it is the session's.
+            Err(why) => self.session().ok_or(why),
+        }
     }
 
     /// Every caller waiting now, oldest first, when a message with no call reference can only
@@ -252,13 +294,16 @@ impl Callers {
                             caller.log(message.clone());
                         }
                     }
-                    Err(why) => tracing::info!(
-                        server,
-                        level = ?message.level,
-                        data = %message.data,
-                        unrelayed = ?why,
-                        "log message from the server"
-                    ),
+                    Err(why) => match self.session() {
+                        Some(session) => session.log(message),
+                        None => tracing::info!(
+                            server,
+                            level = ?message.level,
+                            data = %message.data,
+                            unrelayed = ?why,
+                            "log message from the server"
+                        ),
+                    },
                 }
                 None
             }
@@ -464,6 +509,32 @@ mod tests {
         );
         let _two = callers.register(named("two"));
         assert!(callers.attributable().is_err());
+    }
+
+    #[test]
+    fn a_per_client_connection_hands_what_no_call_takes_to_its_session() {
+        let log = Heard::default();
+        let outlet = Arc::new(Outlet::default());
+        let callers = Arc::new(Callers::for_session(Arc::clone(&outlet)));
+        assert_eq!(
+            callers.requester(None).err(),
+            Some(Unattributable::NoCaller),
+            "no session attached yet"
+        );
+        outlet.set(Arc::new(Named("session", Arc::clone(&log))));
+        callers
+            .requester(None)
+            .expect("the session")
+            .progress(at(1.0));
+        // A relayed read (no way back) beside a call: ambiguous on a shared connection, but
+        // everything on this one is the session's.
+        let _read = callers.register(None);
+        let _call = callers.register(caller("a", "call", &log));
+        callers
+            .requester(None)
+            .expect("the session")
+            .progress(at(2.0));
+        assert_eq!(heard(&log), vec![("session", 1.0), ("session", 2.0)]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
@@ -28,7 +28,8 @@ use rmcp::model::{
     ElicitationCapability, ErrorCode, GetPromptRequestParams, GetPromptResult, Implementation,
     JsonObject, PaginatedRequestParams, Prompt, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResult, RequestId, Resource, ResourceTemplate, ResourceUpdatedNotificationParam,
-    ServerCapabilities, ServerResult, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    ServerCapabilities, ServerResult, SetLevelRequestParams, SubscribeRequestParams, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{
     InboundStreamOrigin, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
@@ -47,7 +48,6 @@ use crate::callers::{Callers, InOrder, Unattributable};
 use crate::error::UpstreamError;
 use crate::sse::{SseTransport, header_map};
 use crate::stdio::{Launch, SHUTDOWN_GRACE, StdioProcess};
-use crate::streamable::OrderedClient;
 
 /// Calls in a row abandoned by their callers, with no answer from the server meanwhile, after
 /// which the server counts as hung and its connection is given up on.
@@ -71,6 +71,8 @@ pub(crate) struct Endpoint {
     pub log: PathBuf,
     /// How long start-up may take.
     pub startup_timeout: Duration,
+    /// How toolmux signs in to an HTTP server (`toolmux_oauth`), when configured.
+    pub oauth: Option<toolmux_config::OAuthSettings>,
 }
 
 /// Why toolmux gave up on a connection whose server may still run: raised once, by the first
@@ -261,8 +263,10 @@ impl ClientHandler for Handler {
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
         let caller = self.requester("elicitation", &context)?;
-        let request = relay_json(&request, "elicitation request")?;
+        let request: serde_json::Value = relay_json(&request, "elicitation request")?;
+        let schema = request.get("requestedSchema").cloned();
         let answer = caller.elicit(request).await.map_err(refused)?;
+        let answer = crate::elicitation::with_defaults(schema.as_ref(), answer);
         relay_json(&answer, "elicitation result")
     }
 }
@@ -317,6 +321,8 @@ pub(crate) struct Connection {
     capabilities: ServerCapabilities,
     callers: Arc<Callers>,
     in_flight: AtomicUsize,
+    /// When a request last began or ended on it, for a per-client connection's idle stop.
+    last_active: Mutex<Instant>,
     closed: AtomicBool,
     fault: Arc<Fault>,
 }
@@ -338,6 +344,7 @@ impl std::ops::Deref for InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.0.mark_active();
     }
 }
 
@@ -393,9 +400,10 @@ impl Connection {
             UpstreamTransport::Http { url, headers } => {
                 let headers = http_headers(headers).map_err(start_error)?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(headers);
-                let client = OrderedClient::new()
-                    .map_err(|e| start_error(format!("cannot set up the HTTP client: {e}")))?;
+                    .custom_headers(headers.clone());
+                let client = crate::streamable::client_for(endpoint, url, &headers)
+                    .await
+                    .map_err(start_error)?;
                 let transport = InOrder::new(
                     StreamableHttpClientTransport::with_client(client, config),
                     Arc::clone(&callers),
@@ -403,6 +411,11 @@ impl Connection {
                 );
                 match tokio::time::timeout(timeout, serve_client(handler, transport)).await {
                     Ok(Ok(service)) => (service, None),
+                    Ok(Err(e)) if crate::streamable::refused(&e) => {
+                        return Err(UpstreamError::NeedsSignIn {
+                            server: server.clone(),
+                        });
+                    }
                     Ok(Err(e)) => {
                         return Err(start_error(format!(
                             "cannot connect to {url}: {}",
@@ -420,20 +433,33 @@ impl Connection {
             }
             UpstreamTransport::Sse { url, headers } => {
                 let opened = tokio::time::timeout(timeout, async {
-                    let transport = SseTransport::connect(url, headers)
+                    let sign_in = toolmux_oauth::Target::new(
+                        &endpoint.project_dir,
+                        &server,
+                        url,
+                        endpoint.oauth.as_ref(),
+                    );
+                    let transport = SseTransport::connect_signed(url, headers, Some(sign_in))
                         .await
-                        .map_err(|e| format!("cannot open the event stream at {url}: {e}"))?;
+                        .map_err(|e| match e {
+                            crate::sse::SseError::NeedsSignIn => UpstreamError::NeedsSignIn {
+                                server: server.clone(),
+                            },
+                            e => start_error(format!("cannot open the event stream at {url}: {e}")),
+                        })?;
                     serve_client(
                         handler,
                         InOrder::new(transport, Arc::clone(&callers), &server),
                     )
                     .await
-                    .map_err(|e| format!("the MCP handshake over SSE at {url} failed: {e}"))
+                    .map_err(|e| {
+                        start_error(format!("the MCP handshake over SSE at {url} failed: {e}"))
+                    })
                 })
                 .await;
                 match opened {
                     Ok(Ok(service)) => (service, None),
-                    Ok(Err(message)) => return Err(start_error(message)),
+                    Ok(Err(e)) => return Err(e),
                     Err(_) => return Err(timed_out()),
                 }
             }
@@ -471,6 +497,7 @@ impl Connection {
             capabilities,
             callers,
             in_flight: AtomicUsize::new(0),
+            last_active: Mutex::new(Instant::now()),
             closed: AtomicBool::new(false),
             fault,
         })
@@ -506,7 +533,23 @@ impl Connection {
     /// Marks a request in flight until the guard is dropped.
     pub(crate) fn begin(self: &Arc<Self>) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.mark_active();
         InFlight(Arc::clone(self))
+    }
+
+    fn mark_active(&self) {
+        *self
+            .last_active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    /// How long since a request last began or ended on it.
+    pub(crate) fn idle_for(&self) -> Duration {
+        self.last_active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .elapsed()
     }
 
     /// What the server offers besides tools.
@@ -568,9 +611,15 @@ impl Connection {
         let mut seen = HashSet::new();
         for _ in 0..MAX_TOOL_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-            let (listed, next) = page(params)
-                .await
-                .map_err(|e| self.protocol(format!("{method} failed: {}", describe(&e))))?;
+            let (listed, next) = page(params).await.map_err(|e| {
+                if crate::streamable::refused_request(&e) {
+                    UpstreamError::NeedsSignIn {
+                        server: self.server.clone(),
+                    }
+                } else {
+                    self.protocol(format!("{method} failed: {}", describe(&e)))
+                }
+            })?;
             items.extend(listed);
             match next {
                 None => return Ok(items),
@@ -667,6 +716,20 @@ impl Connection {
         self.peer
             .unsubscribe(UnsubscribeRequestParams::new(uri.to_string()))
             .await
+    }
+
+    /// Asks the server for log messages at `level` and above (`logging/setLevel`), when it
+    /// offers logging. toolmux's own request, like a subscription: it speaks for the session
+    /// (or, on a shared connection, for every session) and is renewed on a new connection.
+    pub(crate) async fn set_level(
+        &self,
+        level: toolmux_core::LogLevel,
+    ) -> Result<(), ServiceError> {
+        if self.capabilities.logging.is_none() {
+            return Ok(()); // nothing to set: the server sends no log messages
+        }
+        let level = crate::wire::log_level_to_wire(level);
+        self.peer.set_level(SetLevelRequestParams::new(level)).await
     }
 
     /// Asks for completions of a prompt or resource-template argument.

@@ -72,6 +72,16 @@ pub enum UpstreamError {
         /// The server's name.
         server: String,
     },
+    /// The server refused toolmux for want of sign-in (401, or 403 `insufficient_scope`), and
+    /// the kept tokens (if any) could not be refreshed.
+    #[error(
+        "MCP server `{server}` needs sign-in: run `toolmux mcp login {server}` (or use Sign in \
+         on its card in the web app)"
+    )]
+    NeedsSignIn {
+        /// The server's name.
+        server: String,
+    },
     /// The server is switched off in configuration.
     #[error("MCP server `{server}` is disabled in configuration")]
     Disabled {

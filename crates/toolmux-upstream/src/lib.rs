@@ -17,6 +17,7 @@
 mod cache;
 mod callers;
 mod connection;
+mod elicitation;
 mod error;
 mod names;
 mod relay;
@@ -38,5 +39,9 @@ pub use names::{MAX_NAME_LEN, registry_names};
 pub use relay::{Relay, RelayError, Relayed, Unknown};
 pub use schema::{MAX_SCHEMA_BYTES, Sanitised, input_schema, output_schema};
 pub use servers::{ApplyReport, Upstreams, state_dir};
-pub use source::{Backoff, CALL_RETRIES, DiscoveryOutcome, ServerSpec, UpstreamSource};
+pub use source::{
+    Backoff, CALL_RETRIES, DiscoveryOutcome, ResourceUpdate, ServerSpec, UpstreamSource,
+};
 pub use sse::{SseError, SseTransport};
+/// The OAuth client this crate signs in to servers with (`toolmux mcp login`, the REST API).
+pub use toolmux_oauth;

@@ -6,6 +6,12 @@
 //! errors at their edge. Listing reads the discovery caches and starts nothing; getting, reading,
 //! completing and subscribing start the server when it is not running.
 //!
+//! A channel with sessions (MCP) names the calling session ([`Relay::in_session`]): a server
+//! served per client then answers on that session's own connection, so a prompt, a read, a
+//! completion or a log level is that client's alone. Listings stay the discovery cache's for
+//! every session: listing never starts anything, and a per-client server is one server whose
+//! lists toolmux shows once, as it shows its tools.
+//!
 //! It is also where toolmux's own resources (`spec://…`, from the built-in packs'
 //! [`ResourceProvider`]s) join the relayed ones, so that every channel lists and reads them
 //! alike: listed first, read by their provider (which owns its URI scheme), and served where
@@ -17,12 +23,13 @@ use std::time::Duration;
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
-    ReadResourceRequestParams, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResult, Reference, Resource,
+    ResourceContents, ResourceTemplate, Role,
 };
 
 use toolmux_core::{
-    BuiltinResources, Catalog, Policy, ResourceError, ResourceInfo, ResourceProvider, ToolScope,
+    BuiltinResources, Catalog, Policy, PromptContents, PromptInfo, ResourceError, ResourceInfo,
+    ResourceProvider, ToolScope,
 };
 
 use crate::error::UpstreamError;
@@ -140,6 +147,7 @@ impl From<UpstreamError> for RelayError {
             | UpstreamError::Retired { .. }
             | UpstreamError::TooManySessions { .. }
             | UpstreamError::SessionEnded { .. }
+            | UpstreamError::NeedsSignIn { .. }
             | UpstreamError::Cache { .. } => RelayError::Unavailable(error),
         }
     }
@@ -161,6 +169,8 @@ pub struct Relay<'a> {
     scope: Option<&'a ToolScope>,
     /// toolmux's own resources, with the catalog that says whether their read tool is offered.
     builtin: Option<(&'a BuiltinResources, Arc<Catalog>)>,
+    /// The calling downstream session, when the channel has sessions.
+    session: Option<&'a str>,
 }
 
 impl<'a> Relay<'a> {
@@ -171,7 +181,43 @@ impl<'a> Relay<'a> {
             upstreams,
             scope,
             builtin: None,
+            session: None,
         }
+    }
+
+    /// Relays for one downstream `session`: servers served per client answer on its own
+    /// connection.
+    pub fn in_session(mut self, session: &'a str) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// The calling session, if any.
+    pub fn session(&self) -> Option<&'a str> {
+        self.session
+    }
+
+    /// Passes the session's `logging/setLevel` to every server the scope serves (see
+    /// [`UpstreamSource::set_level`]); without a session there is nobody to set it for. A
+    /// server that cannot take it is named in the answer; the others still got it.
+    pub async fn set_level(&self, level: toolmux_core::LogLevel) -> Vec<(String, UpstreamError)> {
+        let (Some(session), Some(upstreams)) = (self.session, self.upstreams) else {
+            return Vec::new();
+        };
+        let mut failed = Vec::new();
+        for source in relayable(upstreams) {
+            let served = self
+                .scope
+                .and_then(|s| s.source.as_deref())
+                .is_none_or(|only| only == source.name());
+            if !served {
+                continue;
+            }
+            if let Err(e) = source.set_level(session, level).await {
+                failed.push((source.name().to_string(), e));
+            }
+        }
+        failed
     }
 
     /// Serves toolmux's own `resources` beside the relayed ones, each provider's where
@@ -221,11 +267,27 @@ impl<'a> Relay<'a> {
         self.scope.and_then(|s| s.source.as_deref())
     }
 
-    /// Every served prompt.
-    pub fn prompts(&self) -> Vec<Relayed<Prompt>> {
-        self.served(self.listed(UpstreamSource::prompts, |p| &p.name), |p| {
-            (&mut p.name, &mut p.title)
-        })
+    /// Every served prompt: toolmux's own first (the skills pack's `skill__NAME`, read on the
+    /// blocking pool, served where the pack's resources are), then the servers'.
+    pub async fn prompts(&self) -> Vec<Relayed<Prompt>> {
+        let mut served = Vec::new();
+        for provider in self.served_providers() {
+            served.extend(
+                BuiltinResources::list_prompts(provider)
+                    .await
+                    .into_iter()
+                    .map(|info| Relayed {
+                        server: None,
+                        item: wire_prompt(info),
+                    }),
+            );
+        }
+        served.extend(
+            self.served(self.listed(UpstreamSource::prompts, |p| &p.name), |p| {
+                (&mut p.name, &mut p.title)
+            }),
+        );
+        served
     }
 
     /// Every served resource: toolmux's own first (read on the blocking pool), then the
@@ -272,14 +334,25 @@ impl<'a> Relay<'a> {
         )
     }
 
-    /// Gets a prompt by its served name from its server.
+    /// Gets a prompt by its served name: one of toolmux's own from its provider, else from its
+    /// server.
     pub async fn get_prompt(
         &self,
         mut request: GetPromptRequestParams,
     ) -> Result<GetPromptResult, RelayError> {
+        for provider in self.served_providers() {
+            match BuiltinResources::prompt(provider, &request.name).await {
+                Ok(Some(contents)) => return Ok(wire_prompt_result(contents)),
+                Ok(None) => {}
+                Err(ResourceError::NotFound(_)) => {
+                    return Err(RelayError::NotFound(Unknown::Prompt(request.name)));
+                }
+                Err(ResourceError::Failed(message)) => return Err(RelayError::Unreadable(message)),
+            }
+        }
         let (source, own) = self.prompt(&request.name)?;
         request.name = own;
-        Ok(source.get_prompt(request).await?)
+        Ok(source.get_prompt(self.session, request).await?)
     }
 
     /// Reads a resource: one of toolmux's own from its provider, else from the server that
@@ -305,7 +378,7 @@ impl<'a> Relay<'a> {
             };
         }
         let source = self.resource_server(&request.uri)?;
-        Ok(source.read_resource(request).await?)
+        Ok(source.read_resource(self.session, request).await?)
     }
 
     /// Completes an argument of a prompt (by served name) or resource template. A server that
@@ -333,7 +406,7 @@ impl<'a> Relay<'a> {
             empty.result_type = None;
             return Ok(empty);
         }
-        Ok(source.complete(request).await?)
+        Ok(source.complete(self.session, request).await?)
     }
 
     /// The server to subscribe to `uri` at: the one that lists it, when it offers
@@ -451,6 +524,22 @@ impl<'a> Relay<'a> {
             .map(|upstreams| listed(upstreams, items, own_name))
             .unwrap_or_default()
     }
+}
+
+/// One of toolmux's own prompts as MCP lists it: a field-for-field copy, with no arguments.
+fn wire_prompt(info: PromptInfo) -> Prompt {
+    let mut prompt = Prompt::new(info.name, info.description, None);
+    prompt.title = info.title;
+    prompt
+}
+
+/// What getting one of toolmux's own prompts gave: one user message of text.
+fn wire_prompt_result(contents: PromptContents) -> GetPromptResult {
+    let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, contents.text)]);
+    result.description = contents.description;
+    // Without `resultType`, as every protocol version reads a result.
+    result.result_type = None;
+    result
 }
 
 /// One of toolmux's own resources as MCP lists it. The core's type has MCP's fields, so this

@@ -137,13 +137,9 @@ impl Upstreams {
     /// per client closes that session's connection, ending its upstream session or process.
     pub async fn end_session(&self, session: &str) {
         let servers = self.servers();
-        join_all(
-            servers
-                .iter()
-                .filter(|s| s.client_sessions() > 0)
-                .map(|s| s.end_session(session)),
-        )
-        .await;
+        // Every server: one whose per-client connection was stopped as idle, or a shared one,
+        // still keeps the session's log level and subscriptions.
+        join_all(servers.iter().map(|s| s.end_session(session))).await;
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<UpstreamSource>> {

@@ -52,6 +52,10 @@ pub enum SseError {
     /// The event stream ended before the server named its message endpoint.
     #[error("the event stream ended before the server sent its `endpoint` event")]
     NoEndpoint,
+    /// The server refused the event stream for want of (enough) sign-in: 401, or 403 with a
+    /// challenge.
+    #[error("the server asks for sign-in")]
+    NeedsSignIn,
     /// A message could not be encoded (cannot happen for rmcp's types).
     #[error("cannot encode a message: {0}")]
     Encode(#[from] serde_json::Error),
@@ -69,8 +73,35 @@ pub struct SseTransport {
 impl SseTransport {
     /// Opens the event stream at `url` and waits for the `endpoint` event.
     pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Self, SseError> {
+        Self::connect_signed(url, headers, None).await
+    }
+
+    /// [`SseTransport::connect`], signed with the tokens kept for `sign_in` (unless `headers`
+    /// carry an `Authorization` of their own). The token is taken (refreshed when it is about
+    /// to expire) once, when the stream opens: rmcp's `AuthClient`, which renews it per request,
+    /// speaks only streamable HTTP. A refusal is recorded as "needs sign-in".
+    pub async fn connect_signed(
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        sign_in: Option<toolmux_oauth::Target>,
+    ) -> Result<Self, SseError> {
         let base = Url::parse(url).map_err(|_| SseError::Url(url.to_string()))?;
-        let headers = header_map(headers)?;
+        let mut headers = header_map(headers)?;
+        let sign_in = sign_in.filter(|_| !headers.contains_key(http::header::AUTHORIZATION));
+        if let Some(target) = &sign_in {
+            match toolmux_oauth::connection_manager(target).await {
+                Ok(manager) => {
+                    if let Ok(token) = manager.get_access_token().await
+                        && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {token}"))
+                    {
+                        // Kept out of every Debug print of the request.
+                        value.set_sensitive(true);
+                        headers.insert(http::header::AUTHORIZATION, value);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "the event stream opens without OAuth"),
+            }
+        }
         // Redirects could carry the configured headers to another host: only the same origin.
         let client = reqwest::Client::builder()
             .redirect(crate::streamable::same_origin_redirects())
@@ -81,6 +112,16 @@ impl SseTransport {
             .header(http::header::ACCEPT, "text/event-stream")
             .send()
             .await?;
+        let challenge = response
+            .headers()
+            .get(http::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok());
+        let refused = response.status() == reqwest::StatusCode::UNAUTHORIZED
+            || (response.status() == reqwest::StatusCode::FORBIDDEN && challenge.is_some());
+        if refused && let Some(target) = &sign_in {
+            toolmux_oauth::record_challenge(&target.project_dir, &target.server, challenge);
+            return Err(SseError::NeedsSignIn);
+        }
         if !response.status().is_success() {
             return Err(SseError::Status {
                 method: "GET",

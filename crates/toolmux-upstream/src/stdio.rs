@@ -186,6 +186,50 @@ impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
     }
 }
 
+/// The most lines of a server's stderr log [`stderr_tail`] returns.
+pub(crate) const STDERR_TAIL_LINES: usize = 200;
+/// The most bytes of a server's stderr log [`stderr_tail`] reads.
+pub(crate) const STDERR_TAIL_BYTES: u64 = 64 * 1024;
+
+/// The end of a server's stderr log (`log`, where [`spawn`](crate::connection) appends it with
+/// a `--- … started pid …` line per start, and whose previous part a rotation left in
+/// `.log.1`): the last [`STDERR_TAIL_LINES`] lines of its last [`STDERR_TAIL_BYTES`]. Read from
+/// the file rather than kept in memory, because the file is already bounded and holds every
+/// start, also those of another toolmux process (`toolmux mcp`) and those before a restart;
+/// what the page needs is its end, read on demand. No log yet is no lines.
+pub(crate) fn stderr_tail(log: &Path) -> io::Result<Vec<String>> {
+    let current = read_end(log, STDERR_TAIL_BYTES)?;
+    let mut bytes = match STDERR_TAIL_BYTES.checked_sub(current.len() as u64) {
+        Some(room) if room > 0 => read_end(&log.with_extension("log.1"), room)?,
+        _ => Vec::new(),
+    };
+    let cut = bytes.len() as u64 + current.len() as u64 >= STDERR_TAIL_BYTES;
+    bytes.extend_from_slice(&current);
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.lines().collect();
+    // A read that started inside a line shows it from its start or not at all.
+    if cut && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let start = lines.len().saturating_sub(STDERR_TAIL_LINES);
+    Ok(lines[start..].iter().map(|l| (*l).to_string()).collect())
+}
+
+/// The last `at_most` bytes of a file; nothing when it does not exist.
+fn read_end(path: &Path, at_most: u64) -> io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(at_most)))?;
+    let mut bytes = Vec::new();
+    file.take(at_most).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 fn oversized(limit: usize) -> String {
     format!(
         "the server sent a message larger than {}, the most toolmux reads",
@@ -207,6 +251,27 @@ mod tests {
             fault: Arc::clone(&fault),
         };
         (reader, fault)
+    }
+
+    #[test]
+    fn the_stderr_tail_is_the_end_of_the_log_and_its_rotated_part() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("server.log");
+        assert!(stderr_tail(&log).expect("no log").is_empty());
+        // The rotated part's end comes first when the current file is short.
+        std::fs::write(log.with_extension("log.1"), "old 1\nold 2\n").expect("write");
+        std::fs::write(&log, "--- started pid 7\nnew 1\n").expect("write");
+        assert_eq!(
+            stderr_tail(&log).expect("tail"),
+            ["old 1", "old 2", "--- started pid 7", "new 1"]
+        );
+        // A long log: only its last lines, none of them cut at the front.
+        let long: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(&log, long).expect("write");
+        let tail = stderr_tail(&log).expect("tail");
+        assert_eq!(tail.len(), STDERR_TAIL_LINES);
+        assert_eq!(tail.last().map(String::as_str), Some("line 19999"));
+        assert_eq!(tail[0], "line 19800");
     }
 
     #[tokio::test]

@@ -7,8 +7,14 @@
 //! `retry:` / `Last-Event-ID` resumption; any server-initiated message sent while the GET is
 //! still in flight is delivered late. So the first request of a session waits (briefly, at most
 //! [`STANDALONE_STREAM_WAIT`]) until the standalone stream has been answered.
+//!
+//! It is also where a server's OAuth happens: requests go through rmcp's `AuthClient` (a token
+//! when one is kept, refreshed before it expires and once on a 401), and a 401 or 403
+//! `insufficient_scope` that refreshing could not answer is recorded as "needs sign-in" with
+//! its challenge (`toolmux_oauth::record_challenge`), which `toolmux mcp login` starts from.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +26,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 use tokio::sync::watch;
+use toolmux_oauth::{AuthClient, AuthorizationManager};
 
 /// The longest the first request of a session waits for the standalone stream; a server that
 /// is slow to answer the GET delays one request by this much, never more.
@@ -31,9 +38,35 @@ const MAX_REDIRECTS: usize = 10;
 /// the session's standalone GET stream has been answered (opened or refused).
 #[derive(Clone)]
 pub(crate) struct OrderedClient {
-    inner: reqwest::Client,
+    inner: Signed,
     /// `true` once the first standalone GET of this transport has been answered.
     standalone_answered: Arc<watch::Sender<bool>>,
+    /// Where a refusal (401, 403 `insufficient_scope`) is recorded.
+    refusals: Option<Arc<Refusals>>,
+}
+
+/// reqwest alone, or under rmcp's `AuthClient` for a server toolmux signs in to.
+#[derive(Clone)]
+enum Signed {
+    Plain(reqwest::Client),
+    OAuth(AuthClient<reqwest::Client>),
+}
+
+/// The server whose refusals are recorded, and its project.
+pub(crate) struct Refusals {
+    pub project_dir: PathBuf,
+    pub server: String,
+}
+
+/// Calls the same method on whichever client signs the requests.
+macro_rules! via {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {{
+        let result = match &$self.inner {
+            Signed::Plain(client) => client.$method($($arg),*).await,
+            Signed::OAuth(client) => client.$method($($arg),*).await,
+        };
+        $self.watch(result)
+    }};
 }
 
 /// The redirect policy of every HTTP transport toolmux speaks to an upstream with: only
@@ -60,7 +93,12 @@ pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
 }
 
 impl OrderedClient {
-    pub(crate) fn new() -> reqwest::Result<Self> {
+    /// A client that signs its requests with `oauth` (when given) and records refusals for
+    /// `refusals` (when given).
+    pub(crate) fn new(
+        oauth: Option<AuthorizationManager>,
+        refusals: Option<Refusals>,
+    ) -> reqwest::Result<Self> {
         // As rmcp's default client: no idle pooling (avoids delayed-ACK stalls on reused
         // connections), and only same-origin 307/308 redirects, which keep method and body
         // and do not hand the session id to another host.
@@ -68,10 +106,37 @@ impl OrderedClient {
             .pool_max_idle_per_host(0)
             .redirect(same_origin_redirects())
             .build()?;
+        let inner = match oauth {
+            Some(manager) => Signed::OAuth(AuthClient::new(inner, manager)),
+            None => Signed::Plain(inner),
+        };
         Ok(Self {
             inner,
             standalone_answered: Arc::new(watch::channel(false).0),
+            refusals: refusals.map(Arc::new),
         })
+    }
+
+    /// Records a refusal that signing in (again) can answer, and passes the result on.
+    fn watch<T>(
+        &self,
+        result: Result<T, StreamableHttpError<reqwest::Error>>,
+    ) -> Result<T, StreamableHttpError<reqwest::Error>> {
+        if let (Err(error), Some(refusals)) = (&result, &self.refusals) {
+            let challenge = match error {
+                StreamableHttpError::AuthRequired(e) => Some(&e.www_authenticate_header),
+                StreamableHttpError::InsufficientScope(e) => Some(&e.www_authenticate_header),
+                _ => None,
+            };
+            if let Some(challenge) = challenge {
+                toolmux_oauth::record_challenge(
+                    &refusals.project_dir,
+                    &refusals.server,
+                    Some(challenge),
+                );
+            }
+        }
+        result
     }
 
     /// Waits until the standalone stream has been answered, if `message` is a request of an
@@ -108,9 +173,7 @@ impl StreamableHttpClient for OrderedClient {
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         self.hold_first_request(&message, session_id.is_some())
             .await;
-        self.inner
-            .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await
+        via!(self.post_message(uri, message, session_id, auth_header, custom_headers))
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -124,16 +187,14 @@ impl StreamableHttpClient for OrderedClient {
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         self.hold_first_request(&message, session_id.is_some())
             .await;
-        self.inner
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await
+        via!(self.post_message_with_max_sse_event_size(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size
+        ))
     }
 
     async fn delete_session(
@@ -143,9 +204,7 @@ impl StreamableHttpClient for OrderedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        self.inner
-            .delete_session(uri, session_id, auth_header, custom_headers)
-            .await
+        via!(self.delete_session(uri, session_id, auth_header, custom_headers))
     }
 
     async fn get_stream(
@@ -157,10 +216,8 @@ impl StreamableHttpClient for OrderedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
         let standalone = last_event_id.is_none();
-        let stream = self
-            .inner
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await;
+        let stream =
+            via!(self.get_stream(uri, session_id, last_event_id, auth_header, custom_headers));
         if standalone {
             self.answered();
         }
@@ -177,20 +234,111 @@ impl StreamableHttpClient for OrderedClient {
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
         let standalone = last_event_id.is_none();
-        let stream = self
-            .inner
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await;
+        let stream = via!(self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size
+        ));
         if standalone {
             self.answered();
         }
         stream
     }
+}
+
+/// The client of one connection to the streamable-HTTP server of `endpoint`: signed with the
+/// server's OAuth tokens, unless its configured headers carry an `Authorization` of their own
+/// (a static key, which OAuth must not replace).
+pub(crate) async fn client_for(
+    endpoint: &crate::connection::Endpoint,
+    url: &str,
+    headers: &HashMap<HeaderName, HeaderValue>,
+) -> Result<OrderedClient, String> {
+    let own_authorization = headers.contains_key(&http::header::AUTHORIZATION);
+    let oauth = if own_authorization {
+        None
+    } else {
+        let target = toolmux_oauth::Target::new(
+            &endpoint.project_dir,
+            &endpoint.server,
+            url,
+            endpoint.oauth.as_ref(),
+        );
+        match toolmux_oauth::connection_manager(&target).await {
+            Ok(manager) => Some(manager),
+            // A server that needs no sign-in must still be reachable when the secret store or
+            // the authorization server is not; one that does will answer 401 and say so.
+            Err(e) => {
+                tracing::warn!(server = %endpoint.server, error = %e, "requests go out without OAuth");
+                None
+            }
+        }
+    };
+    let refusals = (!own_authorization).then(|| Refusals {
+        project_dir: endpoint.project_dir.clone(),
+        server: endpoint.server.clone(),
+    });
+    OrderedClient::new(oauth, refusals).map_err(|e| format!("cannot set up the HTTP client: {e}"))
+}
+
+/// Whether a failed handshake was the server refusing toolmux for want of (enough) sign-in: a
+/// 401, or a 403 `insufficient_scope`, that the stored tokens could not answer.
+pub(crate) fn refused(error: &rmcp::service::ClientInitializeError) -> bool {
+    let rmcp::service::ClientInitializeError::TransportError { error, .. } = error else {
+        return false;
+    };
+    refusal_in(error.error.as_ref())
+}
+
+/// Whether a request failed because the server refused toolmux for want of (enough) sign-in —
+/// a server may let the handshake through and refuse what follows.
+pub(crate) fn refused_request(error: &rmcp::ServiceError) -> bool {
+    match error {
+        rmcp::ServiceError::TransportSend(e) => refusal_in(e.error.as_ref()),
+        _ => false,
+    }
+}
+
+fn refusal_in(error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        if let Some(http) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            return matches!(
+                http,
+                StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_)
+            );
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// Whether `source` reads `needs-sign-in`: its last discovery was refused, or a call was
+/// refused since (a revoked token, a step-up), as recorded by [`OrderedClient`].
+pub(crate) fn needs_sign_in(project_dir: &std::path::Path, source: &crate::UpstreamSource) -> bool {
+    source.record().discovery_status == crate::DiscoveryStatus::NeedsSignIn
+        || toolmux_oauth::needs_sign_in(project_dir, source.name())
+}
+
+/// What signing in to `source` needs: its name, endpoint and `oauth` settings, and the project
+/// that keeps its tokens. `None` for a stdio server, which has no sign-in.
+pub(crate) fn sign_in_target(
+    project_dir: &std::path::Path,
+    source: &crate::UpstreamSource,
+) -> Option<toolmux_oauth::Target> {
+    let server = source.server();
+    let url = match &server.transport {
+        toolmux_config::UpstreamTransport::Http { url, .. }
+        | toolmux_config::UpstreamTransport::Sse { url, .. } => url,
+        toolmux_config::UpstreamTransport::Stdio { .. } => return None,
+    };
+    Some(toolmux_oauth::Target::new(
+        project_dir,
+        source.name(),
+        url,
+        server.oauth.as_ref(),
+    ))
 }

@@ -60,7 +60,7 @@ impl Access {
             }
             api_keys.push(key.trim().to_string());
         }
-        if self.beyond_loopback && api_keys.is_empty() {
+        if self.beyond_loopback && api_keys.is_empty() && server.auth.is_none() {
             return Err(AccessError::NoKey);
         }
         Ok(ApiOptions {
@@ -68,7 +68,23 @@ impl Access {
             require_key_for_reads: self.beyond_loopback,
             allowed_hosts: allow_list(&LOOPBACK_HOSTS, &server.allowed_hosts, &self.hosts),
             allowed_origins: allow_list(&LOOPBACK_ORIGINS, &server.allowed_origins, &self.origins),
+            token_issuer: self.token_issuer(server.auth.as_ref()),
         })
+    }
+
+    /// The issuer of `server.auth`: the one in force when its settings did not change, so that
+    /// an edit of the keys or hosts keeps the issuer's cached signing keys.
+    fn token_issuer(
+        &self,
+        auth: Option<&toolmux_config::ServerAuth>,
+    ) -> Option<std::sync::Arc<toolmux_http::TokenIssuer>> {
+        let auth = auth?;
+        match self.live.current().token_issuer.clone() {
+            Some(issuer) if issuer.settings() == auth => Some(issuer),
+            _ => Some(std::sync::Arc::new(toolmux_http::TokenIssuer::new(
+                auth.clone(),
+            ))),
+        }
     }
 }
 

@@ -182,8 +182,14 @@ impl Assembly {
         }
         if old.is_none() {
             hub.add_source(Arc::new(self.workspace()?));
-            self.add_specs();
-            hub.add_source(Arc::new(self.skills()));
+            let skills = Arc::new(self.skills());
+            hub.add_source(skills.clone());
+            // One set for the process, so that every MCP session shares one poll of it. Set
+            // once: the packs are added only when the assembly opens. Skills offer prompts.
+            let mut providers: Vec<Arc<dyn ResourceProvider>> =
+                self.add_specs().into_iter().collect();
+            providers.push(skills);
+            let _ = self.resources.set(BuiltinResources::new(providers));
         }
         if changed(|before, after| before.tools != after.tools) {
             if after.tools.is_empty() {
@@ -229,6 +235,19 @@ impl Assembly {
             // the others whoever their approver reaches (within the hub's approval limit).
             hub.add_source(Arc::new(
                 toolmux_chat::HumanInputSource::new(self.inputs.clone()).with_hub(hub.downgrade()),
+            ));
+            // `delegate`, on every channel: a sub-conversation of the chat with the providers
+            // opened at start; a missing or broken `providers` section is said when it is called.
+            hub.add_source(Arc::new(
+                toolmux_chat::DelegateSource::new(
+                    hub.downgrade(),
+                    Providers::from_config(&after.providers, &after.chat)
+                        .map_err(|e| e.to_string()),
+                    self.approvals.clone(),
+                    self.inputs.clone(),
+                    EngineSettings::from_config(after, &project_name(&self.loaded)),
+                )
+                .with_skills(self.skills()),
             ));
         }
         if old.is_none() {
@@ -312,7 +331,7 @@ impl Assembly {
     /// `.lean-spec/config.json` says): its tools in the hub, its specs as resources. Looked for
     /// at start, like the root. A specs setup that cannot be read leaves the pack out with a
     /// warning: the rest of toolmux works without it.
-    fn add_specs(&self) {
+    fn add_specs(&self) -> Option<Arc<dyn ResourceProvider>> {
         let project = match ProjectRoot::with_state_dir(
             &self.loaded.root,
             toolmux_config::state_dir(&self.loaded.project_dir),
@@ -320,20 +339,20 @@ impl Assembly {
             Ok(project) => project,
             Err(e) => {
                 tracing::warn!("the spec tools are not available: {e}");
-                return;
+                return None;
             }
         };
         match toolmux_specs::SpecsSource::open(&project) {
             Ok(Some(specs)) => {
                 let specs = Arc::new(specs);
                 self.hub.add_source(specs.clone());
-                let provider: Arc<dyn ResourceProvider> = specs;
-                // One set for the process, so that every MCP session shares one poll of it.
-                // Set once: the pack is added only when the assembly opens.
-                let _ = self.resources.set(BuiltinResources::new(vec![provider]));
+                Some(specs)
             }
-            Ok(None) => {}
-            Err(e) => tracing::warn!("the spec tools are not available: {e}"),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!("the spec tools are not available: {e}");
+                None
+            }
         }
     }
 
@@ -383,12 +402,7 @@ impl Assembly {
         // Held while the engine is built, so that a reload cannot slip between reading the
         // sampling settings and the engine becoming the one reloads update.
         let in_force = self.in_force.lock().unwrap_or_else(PoisonError::into_inner);
-        let name = self
-            .loaded
-            .root
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "project".into());
+        let name = project_name(&self.loaded);
         let engine = Arc::new(
             ChatEngine::new(
                 self.hub.clone(),
@@ -418,7 +432,8 @@ impl Assembly {
         )
     }
 
-    /// toolmux's own resources: the spec pack's, when the project has specs.
+    /// toolmux's own resources and prompts: the spec pack's, when the project has specs, and
+    /// the skills'.
     pub fn resources(&self) -> BuiltinResources {
         self.resources.get().cloned().unwrap_or_default()
     }
@@ -500,6 +515,15 @@ impl Assembly {
 
 /// The web pack (`url_fetch`, `web_search`) with the configuration's caps, allowlist and
 /// search service.
+/// The project's name for the chat's system prompt: its root folder's.
+fn project_name(loaded: &LoadedConfig) -> String {
+    loaded
+        .root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "project".into())
+}
+
 fn web_pack(config: &Config) -> Result<toolmux_web::WebPack, String> {
     let settings = toolmux_web::FetchSettings::from(&config.url_fetch);
     let search =

@@ -144,6 +144,9 @@ pub enum ToolsCommand {
         /// Include internal tools.
         #[arg(long)]
         all: bool,
+        /// Also list the tools switched off by configuration (`enabled: false`).
+        #[arg(long)]
+        disabled: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

@@ -27,6 +27,10 @@ impl UpstreamView {
         // The cached tool list is the catalog's business; show registry names instead.
         if let Some(record) = discovery.as_object_mut() {
             record.remove("tools");
+            // A call refused since the last discovery (a revoked token) counts too.
+            if source.needs_sign_in() {
+                record.insert("discoveryStatus".into(), json!("needs-sign-in"));
+            }
         }
         let tools: Vec<String> = self
             .hub
@@ -36,9 +40,17 @@ impl UpstreamView {
             .filter(|e| e.descriptor.source == source.name())
             .map(|e| e.descriptor.name.clone())
             .collect();
+        let server = source.server();
+        let transport = match server.transport {
+            toolmux_config::UpstreamTransport::Stdio { .. } => "stdio",
+            toolmux_config::UpstreamTransport::Http { .. } => "http",
+            toolmux_config::UpstreamTransport::Sse { .. } => "sse",
+        };
         serde_json::json!({
             "name": source.name(),
             "prefix": source.prefix(),
+            "transport": transport,
+            "enabled": server.enabled,
             "discovery": discovery,
             "tools": tools,
         })
@@ -59,6 +71,10 @@ impl toolmux_api::UpstreamServers for UpstreamView {
         self.upstreams.get(name).map(|s| self.view(&s))
     }
 
+    async fn stderr_tail(&self, name: &str) -> Option<Vec<String>> {
+        Some(self.upstreams.get(name)?.stderr_tail().await)
+    }
+
     async fn refresh(&self, name: &str) -> Option<Result<Value, String>> {
         let source = self.upstreams.get(name)?;
         Some(match source.discover().await {
@@ -67,8 +83,8 @@ impl toolmux_api::UpstreamServers for UpstreamView {
         })
     }
 
-    fn prompts(&self) -> Vec<Value> {
-        served(self.relay().prompts())
+    async fn prompts(&self) -> Vec<Value> {
+        served(self.relay().prompts().await)
     }
 
     async fn get_prompt(
@@ -109,6 +125,61 @@ impl toolmux_api::UpstreamServers for UpstreamView {
         let request = from_json(request)?;
         to_json(self.relay().complete(request).await)
     }
+
+    async fn login(&self, name: &str) -> Option<Result<Option<String>, toolmux_api::SignInError>> {
+        let source = self.upstreams.get(name)?;
+        Some(sign_in(source).await)
+    }
+
+    async fn logout(&self, name: &str) -> Option<Result<(), toolmux_api::SignInError>> {
+        let source = self.upstreams.get(name)?;
+        let Some(target) = source.sign_in_target() else {
+            return Some(Err(stdio_has_no_sign_in(name)));
+        };
+        Some(
+            toolmux_upstream::toolmux_oauth::logout(&target.project_dir, name)
+                .await
+                .map(|_| ())
+                .map_err(|e| toolmux_api::SignInError::Failed(e.to_string())),
+        )
+    }
+}
+
+/// Starts signing in to `source` and lets the flow finish in the background: the browser's
+/// redirect, the tokens kept, the tools discovered (which publishes a new catalog).
+async fn sign_in(source: UpstreamSource) -> Result<Option<String>, toolmux_api::SignInError> {
+    /// How long the loopback listener waits for the person.
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+    let target = source
+        .sign_in_target()
+        .ok_or_else(|| stdio_has_no_sign_in(source.name()))?;
+    let pending = toolmux_upstream::toolmux_oauth::start_login(&target)
+        .await
+        .map_err(|e| toolmux_api::SignInError::Failed(e.to_string()))?;
+    let url = pending.authorization_url().map(str::to_string);
+    let finish = async move {
+        match pending.finish(WAIT).await {
+            Ok(()) => {
+                if let Err(e) = source.discover().await {
+                    tracing::warn!(server = source.name(), error = %e, "discovery after sign-in failed");
+                }
+            }
+            Err(e) => tracing::warn!(server = source.name(), error = %e, "sign-in did not finish"),
+        }
+    };
+    if url.is_some() {
+        tokio::spawn(finish);
+    } else {
+        // Nobody to wait for (client credentials): the tools are there when this answers.
+        finish.await;
+    }
+    Ok(url)
+}
+
+fn stdio_has_no_sign_in(name: &str) -> toolmux_api::SignInError {
+    toolmux_api::SignInError::NotHttp(format!(
+        "MCP server `{name}` is a stdio server; only HTTP and SSE servers sign in"
+    ))
 }
 
 impl UpstreamView {

@@ -48,6 +48,8 @@ fn arguments_for(tool: &str) -> Value {
         "cancel_session" | "session_status" | "session_logs" => json!({"id": "no-such-session"}),
         "list_sessions" | "list_runners" | "detect_runners" => json!({}),
         "run_session" | "run_subagent" => json!({"runner": "no-such-runner", "prompt": "x"}),
+        // No chat provider is configured: the same refusal, naming `providers`, on both.
+        "delegate" => json!({"task": "x", "tools": ["file_*"]}),
         other => panic!("the parity test has no arguments for `{other}`; add them"),
     }
 }
@@ -68,7 +70,7 @@ fn every_tool_is_listed_and_callable_with_an_equal_result_over_mcp_and_rest() {
     let project = toolmux_project();
     // The write tools ask by default, and nobody answers in this test.
     project.config(&config_with_key(
-        r#""policies": {"tools": {"file_write": "allow", "file_edit": "allow", "apply_patch": "allow", "shell": "allow", "code_execution": "allow", "run_session": "allow", "run_subagent": "allow"}}"#,
+        r#""policies": {"tools": {"file_write": "allow", "file_edit": "allow", "apply_patch": "allow", "shell": "allow", "code_execution": "allow", "run_session": "allow", "run_subagent": "allow", "delegate": "allow"}}"#,
     ));
     project.write(
         ".toolmux/skills/shopping/SKILL.md",

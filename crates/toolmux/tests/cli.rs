@@ -13,7 +13,7 @@ fn init_writes_a_starter_config_that_checks_and_refuses_to_overwrite() {
     assert!(project.path().join(".toolmux/.gitignore").exists());
     let check = project.run(&["config", "check"]).ok();
     assert!(check.starts_with("configuration ok: "), "{check}");
-    assert!(check.contains("31 tools from 9 sources"), "{check}");
+    assert!(check.contains("32 tools from 10 sources"), "{check}");
 
     let again = project.run(&["init"]);
     assert_eq!(again.code(), 2);
@@ -56,6 +56,7 @@ fn tools_list_shows_the_workspace_pack_as_a_table_and_as_json() {
             "apply_patch",
             "cancel_session",
             "code_execution",
+            "delegate",
             "detect_runners",
             "directory_list",
             "file_edit",
@@ -86,15 +87,17 @@ fn tools_list_shows_the_workspace_pack_as_a_table_and_as_json() {
             "web_search"
         ]
     );
-    assert_eq!(json[4]["name"], "directory_list");
-    assert_eq!(json[4]["policy"], "allow");
-    assert_eq!(json[4]["policyOrigin"], "tool annotations");
-    assert!(json[4]["inputSchema"]["properties"]["path"].is_object());
-    // The tools that act on the machine ask by default.
+    assert_eq!(json[5]["name"], "directory_list");
+    assert_eq!(json[5]["policy"], "allow");
+    assert_eq!(json[5]["policyOrigin"], "tool annotations");
+    assert!(json[5]["inputSchema"]["properties"]["path"].is_object());
+    // The tools that act on the machine, or spend model tokens, ask by default.
     assert_eq!(json[2]["name"], "code_execution");
     assert_eq!(json[2]["policy"], "ask");
-    assert_eq!(json[14]["name"], "run_session");
-    assert_eq!(json[14]["policy"], "ask");
+    assert_eq!(json[3]["name"], "delegate");
+    assert_eq!(json[3]["policy"], "ask");
+    assert_eq!(json[15]["name"], "run_session");
+    assert_eq!(json[15]["policy"], "ask");
 }
 
 #[test]
@@ -259,6 +262,7 @@ fn filters_hide_tools_from_listing_and_calls() {
             json!("apply_patch"),
             json!("cancel_session"),
             json!("code_execution"),
+            json!("delegate"),
             json!("detect_runners"),
             json!("directory_list"),
             json!("grep"),
@@ -296,13 +300,16 @@ fn filters_hide_tools_from_listing_and_calls() {
 #[test]
 fn a_malformed_config_names_file_line_and_column() {
     let project = toolmux_project();
-    let path = project.config("{\n  \"defaults\": {\n    \"timeoutMs\": 5000,\n  }\n}\n");
+    // A missing comma (trailing commas and comments are allowed: the file is JSON with comments).
+    let path = project.config(
+        "{\n  \"defaults\": {\n    \"timeoutMs\": 5000\n    \"approvalTimeoutMs\": 1\n  }\n}\n",
+    );
     let run = project.run(&["tools", "list"]);
     assert_eq!(run.code(), 3);
     let err = run.stderr();
     assert!(
         err.starts_with(&format!(
-            "toolmux: invalid configuration: {}:4:3",
+            "toolmux: invalid configuration: {}:4:5",
             path.display()
         )),
         "{err}"

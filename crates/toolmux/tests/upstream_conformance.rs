@@ -1,7 +1,13 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, client mode) with
 //! the real `toolmux` binary as the client: for each scenario the suite starts its test server
-//! and runs `tests/peers/upstream/conformance-client.sh URL`, which drives `toolmux mcp add`
-//! and `toolmux tools call`; the suite then judges what it saw on the wire.
+//! and runs `tests/peers/upstream/conformance-client.sh URL`, which drives `toolmux mcp add`,
+//! `toolmux mcp login` (the auth scenarios, with a follower script as the browser) and
+//! `toolmux tools call`; the suite then judges what it saw on the wire.
+//!
+//! Every client scenario of the suite's 0.1.13 is here: the core ones (`initialize`,
+//! `tools_call`, `sse-retry`, `elicitation-sep1034-client-defaults` and every `auth/*` one), the
+//! back-compatibility ones (`auth/2025-03-26-*`) and the extensions
+//! (`auth/client-credentials-*`); none is marked draft.
 //!
 //! A scenario passes when the suite exits 0 and none of its checks is a FAILURE or a WARNING
 //! (the suite counts a warning as a failure). Known failures are listed, with their reasons,
@@ -109,10 +115,15 @@ fn run_scenario(dir: &Path, scenario: &str) -> Outcome {
     }
 }
 
-/// The checks the suite saved under `results/<scenario>-<timestamp>/checks.json`.
+/// The checks the suite saved under `results/<scenario>-<timestamp>/checks.json` (a scenario
+/// named `auth/x` under `results/auth/x-<timestamp>/`).
 fn checks(results: &Path, scenario: &str) -> Result<Vec<Value>, String> {
-    let prefix = format!("{}-", scenario.replace('/', "-"));
-    let dir = std::fs::read_dir(results)
+    let (results, name) = match scenario.rsplit_once('/') {
+        Some((group, name)) => (results.join(group), name),
+        None => (results.to_path_buf(), scenario),
+    };
+    let prefix = format!("{name}-");
+    let dir = std::fs::read_dir(&results)
         .map_err(|e| e.to_string())?
         .filter_map(Result::ok)
         .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
@@ -156,4 +167,104 @@ fn tool_call_is_conformant() {
 #[test]
 fn interrupted_response_stream_is_resumed_after_the_retry_delay() {
     assert_scenario("sse-retry");
+}
+
+#[test]
+fn elicitation_defaults_are_filled_in_for_fields_left_empty() {
+    assert_scenario("elicitation-sep1034-client-defaults");
+}
+
+#[test]
+fn protected_resource_metadata_is_found_at_the_default_path() {
+    assert_scenario("auth/metadata-default");
+}
+
+#[test]
+fn authorization_server_metadata_is_found_by_openid_discovery() {
+    assert_scenario("auth/metadata-var1");
+}
+
+#[test]
+fn a_path_based_authorization_server_is_discovered() {
+    assert_scenario("auth/metadata-var2");
+}
+
+#[test]
+fn metadata_named_by_the_challenge_is_used() {
+    assert_scenario("auth/metadata-var3");
+}
+
+#[test]
+fn a_client_id_metadata_document_is_used_when_supported() {
+    assert_scenario("auth/basic-cimd");
+}
+
+#[test]
+fn scopes_come_from_the_challenge() {
+    assert_scenario("auth/scope-from-www-authenticate");
+}
+
+#[test]
+fn scopes_come_from_scopes_supported_without_a_challenge_scope() {
+    assert_scenario("auth/scope-from-scopes-supported");
+}
+
+#[test]
+fn scope_is_omitted_when_nothing_names_one() {
+    assert_scenario("auth/scope-omitted-when-undefined");
+}
+
+#[test]
+fn insufficient_scope_leads_to_a_step_up_sign_in() {
+    assert_scenario("auth/scope-step-up");
+}
+
+#[test]
+fn repeated_insufficient_scope_is_not_retried_without_bound() {
+    assert_scenario("auth/scope-retry-limit");
+}
+
+#[test]
+fn a_confidential_client_authenticates_with_basic() {
+    assert_scenario("auth/token-endpoint-auth-basic");
+}
+
+#[test]
+fn a_confidential_client_authenticates_with_post() {
+    assert_scenario("auth/token-endpoint-auth-post");
+}
+
+#[test]
+fn a_public_client_sends_no_secret() {
+    assert_scenario("auth/token-endpoint-auth-none");
+}
+
+#[test]
+fn a_resource_that_does_not_match_the_server_is_refused() {
+    assert_scenario("auth/resource-mismatch");
+}
+
+#[test]
+fn a_pre_registered_client_is_preferred() {
+    assert_scenario("auth/pre-registration");
+}
+
+#[test]
+fn authorization_server_metadata_at_the_server_root_is_used() {
+    assert_scenario("auth/2025-03-26-oauth-metadata-backcompat");
+}
+
+#[test]
+fn default_endpoints_are_used_without_metadata() {
+    assert_scenario("auth/2025-03-26-oauth-endpoint-fallback");
+}
+
+#[test]
+fn client_credentials_with_a_private_key_jwt() {
+    assert_scenario("auth/client-credentials-jwt");
+}
+
+#[test]
+fn client_credentials_with_a_client_secret() {
+    assert_scenario("auth/client-credentials-basic");
 }

@@ -16,7 +16,8 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 use support::toolmux_project;
 use toolmux_testkit::aimock::Aimock;
-use toolmux_testkit::peers::{node_peer, peer_file};
+use toolmux_testkit::peers::{mcp_python, node_peer, peer_file};
+use toolmux_testkit::processes::{Background, free_port};
 use toolmux_testkit::project::TestProject;
 use toolmux_testkit::served::Served;
 
@@ -78,6 +79,11 @@ fn fixtures(dir: &std::path::Path) -> PathBuf {
          "response": {"toolCalls": many}},
         {"match": {"toolCallId": "call_many_50"},
          "response": {"content": long_answer()}, "chunkSize": 64, "latency": 1},
+        {"match": {"userMessage": "Run the long operation", "hasToolResult": false},
+         "response": {"toolCalls": [call("call_long", "everything__trigger-long-running-operation",
+                                         json!({"duration": 4, "steps": 4}))]}},
+        {"match": {"toolCallId": "call_long", "toolResultContains": "completed"},
+         "response": {"content": "The long operation is done."}},
     ]});
     let path = dir.join("webapp-fixtures.json");
     std::fs::write(&path, fixtures.to_string()).expect("write the fixtures");
@@ -196,27 +202,52 @@ fn an_ask_tool_is_denied_or_allowed_for_the_conversation_inline() {
     );
     let found = browse(&flow, "approvals", &[]);
     assert_eq!(found["badge"], "built-in · workspace");
-    assert_eq!(found["approvals"], 2);
-    // Allowed once by the person and once by the page: both calls ran; the denied one did not.
+    assert_eq!(found["approvals"], 1);
+    // Allowed by the person for the conversation: toolmux ran the second call without asking
+    // and says which approval allowed it; the denied one did not run.
     let log = flow.served.get("/api/logs?tool=file_read");
-    let outcomes: Vec<String> = log.json()["entries"]
+    let entries = log.json()["entries"].clone();
+    let outcomes: Vec<String> = entries
         .as_array()
         .expect("entries")
         .iter()
         .map(|e| e["outcome"].as_str().unwrap_or_default().to_string())
         .collect();
     assert_eq!(outcomes, ["denied", "ok", "ok"], "{}", log.body);
+    assert!(entries[1].get("approvedBy").is_none(), "{}", log.body);
+    assert!(entries[2]["approvedBy"].is_string(), "{}", log.body);
 }
 
 #[test]
 fn a_policy_changed_in_the_catalog_is_written_to_the_config_and_survives_a_restart() {
-    let flow = start("tools", "");
+    let flow = start(
+        "tools",
+        r#""toolSettings": {"file_search": {"enabled": false}}"#,
+    );
+    let before = flow.served.get("/api/tools/file_search");
+    assert_ne!(
+        before.status, 200,
+        "file_search is not off: {}",
+        before.body
+    );
     let found = browse(&flow, "tools", &[]);
     assert_eq!(
         flow.project.saved_config()["policies"]["tools"]["grep"],
         "deny",
         "{found}"
     );
+    // The switched-off tool was listed greyed with its kind's badge, and its switch turned it
+    // on again in the configuration and the running catalog.
+    assert_eq!(found["offBadge"], "off", "{found}");
+    assert_eq!(found["offKind"], "built-in · workspace", "{found}");
+    assert_ne!(
+        flow.project.saved_config()["toolSettings"]["file_search"]["enabled"],
+        false,
+        "{found}"
+    );
+    let after = flow.served.get("/api/tools/file_search");
+    assert_eq!(after.status, 200, "{}", after.body);
+    assert_ne!(after.json()["enabled"], false, "{}", after.body);
     let Flow {
         served, project, ..
     } = flow;
@@ -232,7 +263,32 @@ fn a_pasted_mcp_servers_block_adds_the_server_and_discovers_its_tools() {
     let flow = start("servers", "");
     let everything = node_peer("upstream", "mcp-server-everything");
     let block = json!({"mcpServers": {"everything": {"command": everything}}}).to_string();
+    // Claude Code's file, for the Import button.
+    let memory = node_peer("upstream", "mcp-server-memory");
+    flow.project.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"memory": {"command": memory}}}).to_string(),
+    );
     let found = browse(&flow, "servers", &[("PASTE", &block)]);
+    // Its transport, on/off state and stderr log are shown.
+    assert_eq!(found["transport"], "stdio", "{found}");
+    assert_eq!(found["enabled"], "enabled", "{found}");
+    assert!(
+        found["stderr"]
+            .as_str()
+            .is_some_and(|t| t.contains(" started pid ")),
+        "no stderr tail: {found}"
+    );
+    // Import found the memory server, wrote it and discovered its tools.
+    assert!(
+        found["imported"]
+            .as_str()
+            .is_some_and(|t| t.contains("added 1 server")),
+        "{found}"
+    );
+    assert!(flow.project.saved_config()["mcpServers"]["memory"].is_object());
+    assert_eq!(found["importedDiscovery"], "success", "{found}");
+    assert!(!flow.served.tool_names("memory").is_empty());
     let tools = flow.served.tool_names("everything");
     assert!(tools.len() > 3, "{tools:?} {found}");
     assert_eq!(
@@ -250,7 +306,179 @@ fn the_activity_page_shows_a_call_made_from_the_command_line() {
     flow.project
         .run(&["tools", "call", "file_search", "-a", "pattern=**/*.md"])
         .ok();
-    browse(&flow, "activity", &[]);
+    // Once the page's live tail is connected (the script leaves a mark), a second call from
+    // the command line must reach the open page through the event stream.
+    let mark = flow.scratch.join("tail-live");
+    let found = std::thread::scope(|scope| {
+        let cli = scope.spawn(|| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+            while !mark.exists() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the page never said its tail was live"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            let run =
+                flow.project
+                    .run(&["tools", "call", "file_read", "-a", "path=notes/release.md"]);
+            assert_eq!(run.code(), 0, "{}", run.stderr());
+        });
+        let found = browse(&flow, "activity", &[]);
+        cli.join().expect("the CLI call");
+        found
+    });
+    assert_eq!(found["liveRow"], true, "{found}");
+    assert_eq!(
+        found["listReadsAfterLive"], 0,
+        "the page read the list again instead of following the stream: {found}"
+    );
+}
+
+#[test]
+fn a_session_is_started_followed_live_and_cancelled_from_the_sessions_page() {
+    let fake = |name: &str| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../toolmux-sessions/tests/fixtures/bin")
+            .join(name)
+    };
+    let extra = format!(
+        r#""runners": {{"claude": {{"command": {}}}}},
+            "policies": {{"tools": {{"run_session": "allow"}}}}"#,
+        Value::from(fake("claude").display().to_string())
+    );
+    let flow = start("sessions", &extra);
+    let found = browse(&flow, "sessions", &[]);
+    assert_eq!(found["finished"], "completed", "{found}");
+    assert_eq!(found["cancelled"], "cancelled", "{found}");
+    // Both sessions are the server's, as every channel sees them.
+    let list = flow.served.get("/api/sessions");
+    assert_eq!(list.status, 200, "{}", list.body);
+    let statuses: Vec<String> = list.json()["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|s| s["status"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(statuses.len(), 2, "{}", list.body);
+    assert!(statuses.contains(&"cancelled".to_string()), "{statuses:?}");
+    assert!(statuses.contains(&"completed".to_string()), "{statuses:?}");
+    assert_eq!(found["rows"], 2, "{found}");
+}
+
+#[test]
+fn a_long_running_mcp_tool_shows_its_progress_on_its_card() {
+    let everything = node_peer("upstream", "mcp-server-everything");
+    let extra = format!(
+        r#""mcpServers": {{"everything": {{"command": {}}}}}"#,
+        Value::from(everything.display().to_string())
+    );
+    let flow = start("progress", &extra);
+    // The model may only call what the catalog has: discover the server first.
+    let refreshed = flow.served.post("/api/mcp-servers/everything/refresh", "");
+    assert_eq!(refreshed.status, 200, "{}", refreshed.body);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !flow
+        .served
+        .tool_names("everything")
+        .iter()
+        .any(|t| t == "everything__trigger-long-running-operation")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "everything's tools were never discovered: {}",
+            flow.served.stderr()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let found = browse(&flow, "progress", &[]);
+    assert_eq!(found["badge"], "via everything", "{found}");
+    let seen: Vec<f64> = found["progress"]
+        .as_array()
+        .expect("progress values")
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    // At least one step between the start and the end was shown live, with its total.
+    assert!(
+        seen.iter().any(|p| *p >= 1.0 && *p < 4.0),
+        "no live progress: {found}"
+    );
+    assert_eq!(found["max"], "4", "{found}");
+}
+
+/// A real authorization server (`oauth2-mock-server`, which approves at once) in front of a
+/// real MCP server that checks every token: the peers `tests/oauth_client.rs` drives from the
+/// command line.
+fn oauth_peers() -> (String, Background, Background) {
+    let script = peer_file("upstream/oauth-server.mjs");
+    assert!(
+        peer_file("upstream/node_modules/oauth2-mock-server/package.json").is_file(),
+        "run `npm ci` in tests/peers/upstream"
+    );
+    let auth_port = free_port();
+    let mut auth = Background::start(
+        "node",
+        &[script.to_str().expect("a UTF-8 path")],
+        &[("PORT", auth_port.to_string())],
+    );
+    auth.wait_for_port(auth_port);
+    let mcp_port = free_port();
+    let server = peer_file("upstream/oauth_mcp_server.py");
+    let mut mcp = Background::start(
+        mcp_python(),
+        &[
+            server.to_str().expect("a UTF-8 path"),
+            "--port",
+            &mcp_port.to_string(),
+            "--issuer",
+            &format!("http://127.0.0.1:{auth_port}"),
+        ],
+        &[],
+    );
+    mcp.wait_for_port(mcp_port);
+    (format!("http://127.0.0.1:{mcp_port}/mcp"), auth, mcp)
+}
+
+#[test]
+fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
+    let (mcp_url, _auth, _mcp) = oauth_peers();
+    let fixtures_dir = tempfile::tempdir().expect("a folder for the fixtures");
+    let aimock = Aimock::start(
+        fixtures(fixtures_dir.path())
+            .to_str()
+            .expect("a UTF-8 path"),
+    );
+    let extra = format!(
+        r#""mcpServers": {{"oauthy": {{"url": {}, "oauth": {{"clientId": "toolmux-test"}}}}}}"#,
+        Value::from(mcp_url)
+    );
+    let project = project(&aimock, &extra);
+    // The tokens go to the encrypted-file store: the machine has no keyring.
+    let served = Served::start_with_env(&project, &[], &[("TOOLMUX_SECRET_BACKEND", "file")]);
+    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("webapp-e2e")
+        .join("signin");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).expect("create the scratch folder");
+    // Discovery is refused until someone signs in: the server reads `needs-sign-in`.
+    let _ = served.post("/api/mcp-servers/oauthy/refresh", "");
+    let view = served.get("/api/mcp-servers/oauthy").json();
+    assert_eq!(
+        view["discovery"]["discoveryStatus"], "needs-sign-in",
+        "{view}"
+    );
+    let flow = Flow {
+        _aimock: aimock,
+        project,
+        served,
+        scratch,
+        _fixtures: fixtures_dir,
+    };
+    let found = browse(&flow, "signin", &[]);
+    assert_eq!(found["before"], "needs-sign-in", "{found}");
+    assert_eq!(found["after"], "success", "{found}");
+    assert_eq!(flow.served.tool_names("oauthy").len(), 1, "{found}");
 }
 
 #[test]
@@ -259,7 +487,7 @@ fn every_page_has_no_serious_accessibility_violation_in_light_or_dark() {
     let found = browse(&flow, "a11y", &[]);
     assert_eq!(found["serious"], json!([]), "{}", found["findings"]);
     assert_eq!(found["first"], "Skip to content");
-    assert_eq!(found["screenshots"].as_array().map(Vec::len), Some(6));
+    assert_eq!(found["screenshots"].as_array().map(Vec::len), Some(7));
 }
 
 /// The sizes the issue budgets, asserted: ≤ 300 KB of compressed JavaScript on the first load,

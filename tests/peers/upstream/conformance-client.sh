@@ -26,7 +26,35 @@ run() {
     "$toolmux" "$@"
 }
 
-run mcp add conf --url "$url"
+# The auth scenarios hand the client what it would have been given out of band, as JSON in
+# MCP_CONFORMANCE_CONTEXT: a pre-registered client's id and secret. The secret stays a `${VAR}`
+# reference in the config file.
+context() {
+    node -e 'const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}"); process.stdout.write(String(c[process.argv[1]] ?? ""))' "$1"
+}
+add=(mcp add conf --url "$url")
+case "$scenario" in
+auth/*)
+    # The suite's authorization servers accept this Client ID Metadata Document URL when they
+    # advertise support for such documents (auth/basic-cimd); the others ignore it.
+    add+=(--client-metadata-url https://conformance-test.local/client-metadata.json)
+    client_id="$(context client_id)"
+    export CONF_CLIENT_SECRET="$(context client_secret)"
+    if [[ -n "$client_id" ]]; then
+        add+=(--client-id "$client_id")
+        if [[ -n "$CONF_CLIENT_SECRET" ]]; then
+            add+=(--client-secret '${CONF_CLIENT_SECRET}')
+        fi
+    fi
+    if [[ "$scenario" == auth/client-credentials-* ]]; then
+        add+=(--client-credentials)
+    fi
+    # The browser: follows the authorization URL and its redirects back to toolmux.
+    export TOOLMUX_BROWSER="node $(dirname "$(realpath "${BASH_SOURCE[0]}")")/follow-sign-in.mjs"
+    ;;
+esac
+# A server that asks for sign-in is added all the same, reading `needs-sign-in`.
+run "${add[@]}"
 
 case "$scenario" in
 initialize)
@@ -40,6 +68,33 @@ sse-retry)
     # The server closes the call's event stream after a priming event; the client must resume
     # it with a GET carrying Last-Event-ID after the advertised `retry:` delay.
     run tools call conf__test_reconnection
+    ;;
+auth/*)
+    run mcp list
+    run mcp login conf --wait 30
+    # A 403 `insufficient_scope` (auth/scope-step-up) leaves the server needing sign-in with
+    # the scopes the server named; one more sign-in asks for them. Bounded: one step-up.
+    if ! run tools call conf__test-tool; then
+        run mcp list
+        run mcp login conf --wait 30
+        run tools call conf__test-tool
+    fi
+    ;;
+elicitation-sep1034-client-defaults)
+    # toolmux answers the server's form for a person who filled in nothing: a real MCP client
+    # (the Python SDK's, tests/peers/mcp/client.py) on `toolmux serve` accepts the form with no
+    # content, and toolmux puts the schema's defaults in on the way back to the server.
+    "$toolmux" serve --port 0 2>"$work/serve.log" &
+    serve_pid=$!
+    trap 'kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null; rm -rf "$work"' EXIT
+    for _ in $(seq 300); do
+        grep -q '^toolmux web app: ' "$work/serve.log" && break
+        sleep 0.1
+    done
+    mcp_url="$(sed -n 's/^toolmux: serving MCP at //p' "$work/serve.log")"
+    token="$(cat .toolmux/state/local-token)"
+    plan="$(printf '{"transport": "http", "url": "%s", "headers": {"Authorization": "Bearer %s"}, "elicitation": [{}], "steps": [{"op": "call", "name": "conf__test_client_elicitation_defaults", "arguments": {}}]}' "$mcp_url" "$token")"
+    "${TOOLMUX_TEST_PYTHON:-python3}" "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/../mcp/client.py" "$plan"
     ;;
 *)
     echo "conformance-client.sh: no client steps for scenario '$scenario'" >&2

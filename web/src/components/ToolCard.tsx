@@ -31,9 +31,19 @@ export function sourceOf(part: DynamicToolUIPart): string | undefined {
 /// The badge's words: built-in packs say so, scripts are scripts, an MCP server is named.
 const BUILT_IN = new Set(["workspace", "codemode", "chat", "human", "specs", "web", "skills", "internal", "tasks", "shell", "secrets"]);
 
-export function SourceBadge({ source }: { source?: string }) {
+/// `kind` is the catalog's `sourceKind` where the page has it; the stream's cards and the log's
+/// entries carry only the source's name.
+export function SourceBadge({ source, kind: given }: { source?: string; kind?: "builtin" | "script" | "mcp" }) {
   if (!source) return <span className="badge">unknown source</span>;
-  const kind = source === "script" || source === "scripts" ? "script" : BUILT_IN.has(source) ? "built-in" : "mcp";
+  const kind = given
+    ? given === "builtin"
+      ? "built-in"
+      : given
+    : source === "script" || source === "scripts"
+      ? "script"
+      : BUILT_IN.has(source)
+        ? "built-in"
+        : "mcp";
   const words = kind === "mcp" ? `via ${source}` : kind === "script" ? "script" : `built-in · ${source}`;
   return (
     <span className={`badge source-${kind}`} data-source={source}>

@@ -1,5 +1,7 @@
-// The execution log: filters, a live tail, and a call's details. toolmux has no event stream
-// for the log yet, so the tail polls `GET /api/logs` every two seconds while it is on.
+// The execution log: filters, a live tail, and a call's details. The tail is the server's
+// event stream of the log (`GET /api/logs/stream`, which also sees calls made by other toolmux
+// processes, the CLI's included); each time it (re)connects, the page reads the newest entries
+// again, so nothing falls between the list and the stream.
 import { useCallback, useEffect, useState } from "react";
 import { api, describe } from "../api";
 import { JsonTree } from "../components/JsonTree";
@@ -32,6 +34,7 @@ export default function Activity() {
   const [entries, setEntries] = useState<LogEntry[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [selected, setSelected] = useState<string | null>(params.get("id"));
+  const [live, setLive] = useState<"connecting" | "live" | "stopped">("connecting");
   const load = useCallback(async () => {
     const q = new URLSearchParams({ limit: "500" });
     if (tool) q.set("tool", tool);
@@ -48,9 +51,21 @@ export default function Activity() {
   useEffect(() => {
     void load();
     if (!tail) return;
-    const timer = window.setInterval(() => void load(), 2000);
-    return () => window.clearInterval(timer);
-  }, [load, tail]);
+    const q = new URLSearchParams();
+    if (tool) q.set("tool", tool);
+    if (outcome) q.set("outcome", outcome);
+    // Same origin: the session cookie goes with it.
+    const events = new EventSource(`/api/logs/stream?${q}`);
+    setLive("connecting");
+    // "live" once the list read on (re)connecting is in, so nothing that came before is missing.
+    events.onopen = () => void load().then(() => setLive("live"));
+    events.addEventListener("entry", (e) => {
+      const entry = JSON.parse((e as MessageEvent<string>).data) as LogEntry;
+      setEntries((old) => (old.some((o) => o.id === entry.id) ? old : [entry, ...old].slice(0, 500)));
+    });
+    events.onerror = () => setLive(events.readyState === EventSource.CLOSED ? "stopped" : "connecting");
+    return () => events.close();
+  }, [load, tail, tool, outcome]);
   const shown = entries.filter((e) => (!source || e.source === source) && (!channel || e.channel === channel));
   const sources = [...new Set(entries.map((e) => e.source).filter((s): s is string => !!s))].sort();
   const channels = [...new Set(entries.map((e) => e.channel))].sort();
@@ -102,6 +117,11 @@ export default function Activity() {
         <label className="check">
           <input type="checkbox" checked={tail} onChange={(e) => setTail(e.target.checked)} /> Live tail
         </label>
+        {tail && (
+          <span className="muted" role="status" data-testid="tail-state">
+            {live === "live" ? "live" : live === "connecting" ? "connecting…" : "the live tail stopped"}
+          </span>
+        )}
       </div>
       {error && (
         <p role="alert" className="error">

@@ -193,30 +193,26 @@ interface ApprovalData {
   message?: string | null;
 }
 
-function ApprovalCard(props: { data: ApprovalData; autoAllow: boolean; onAllowAlways: (tool: string) => void }) {
-  const { data, autoAllow, onAllowAlways } = props;
+function ApprovalCard({ data }: { data: ApprovalData }) {
   const [done, setDone] = useState<string | null>(null);
   const [reason, setReason] = useState("");
   const [error, setError] = useState<string | null>(null);
   const answer = async (decision: "allow" | "deny", always = false) => {
     try {
-      await answerApproval(data.approvalId, decision, decision === "deny" && reason ? reason : undefined);
-      if (always) onAllowAlways(data.tool);
+      await answerApproval(
+        data.approvalId,
+        decision,
+        decision === "deny" && reason ? reason : undefined,
+        always ? "conversation" : undefined,
+      );
       setDone(decision === "allow" ? (always ? "Allowed for this conversation" : "Allowed once") : "Denied");
       window.dispatchEvent(new Event("toolmux:approvals-changed"));
     } catch (e) {
       setError(describe(e));
     }
   };
-  // toolmux's approvals are one answer per call; "for this conversation" is kept here, so the
-  // page answers the tool's next calls in this conversation itself and the person is not asked.
-  useEffect(() => {
-    if (autoAllow && done === null) {
-      void answerApproval(data.approvalId, "allow")
-        .then(() => setDone("Allowed for this conversation"))
-        .catch((e) => setError(describe(e)));
-    }
-  }, [autoAllow, data.approvalId, done]);
+  // "For this conversation" is toolmux's to keep (`scope: "conversation"`): the tool's later
+  // calls in this conversation run without asking, so no card comes for them.
   return (
     <section className="approval-card" aria-label={`Approval for ${data.tool}`}>
       <header>
@@ -324,8 +320,6 @@ function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean;
   const [model, setModel] = useState("");
   const [progress, setProgress] = useState<Record<string, Progress>>({});
   const [draft, setDraft] = useState("");
-  const allowedKey = `toolmux.allowed.${id}`;
-  const [alwaysAllowed, setAlwaysAllowed] = useState<string[]>(() => JSON.parse(sessionStorage.getItem(allowedKey) ?? "[]"));
   const modelRef = useRef(model);
   modelRef.current = model;
   const transport = useMemo(
@@ -438,20 +432,7 @@ function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean;
               if (p.type === "dynamic-tool") return <ToolCard key={p.toolCallId} part={p} progress={progress[p.toolCallId]} />;
               if (p.type === "data-approval") {
                 const data = p.data as ApprovalData;
-                return (
-                  <ApprovalCard
-                    key={data.approvalId}
-                    data={data}
-                    autoAllow={alwaysAllowed.includes(data.tool)}
-                    onAllowAlways={(tool) =>
-                      setAlwaysAllowed((old) => {
-                        const next = [...new Set([...old, tool])];
-                        sessionStorage.setItem(allowedKey, JSON.stringify(next));
-                        return next;
-                      })
-                    }
-                  />
-                );
+                return <ApprovalCard key={data.approvalId} data={data} />;
               }
               if (p.type === "data-input-request") {
                 const data = p.data as InputData;

@@ -1,15 +1,189 @@
-// The upstream MCP servers: their discovery state and tools; add one by form or by pasting an
-// `mcpServers` block as other clients keep it; replace, remove, refresh; their prompts and
-// resources.
-import { useCallback, useEffect, useState, type FormEvent } from "react";
+// The upstream MCP servers: transport, on/off, discovery state and tools, the end of each one's
+// stderr log; add one by form or by pasting an `mcpServers` block as other clients keep it, or
+// import those other clients' files; replace, remove, refresh, sign in (OAuth); their prompts
+// and resources.
+import { useCallback, useEffect, useRef, useState, type FormEvent } from "react";
 import { api, describe } from "../api";
 import { JsonTree } from "../components/JsonTree";
 
 interface Server {
   name: string;
   prefix: string;
+  transport?: "stdio" | "http" | "sse";
+  enabled?: boolean;
   discovery: Record<string, unknown> | null;
   tools: string[];
+  stderrTail?: string[];
+}
+
+/// A server's discovery status; `needs-sign-in` asks for the Sign in button.
+const statusOf = (s: Server) => String(s.discovery?.discoveryStatus ?? s.discovery?.status ?? "never");
+
+/// How long the page waits for a sign-in finished in the other tab.
+const SIGN_IN_WAIT_MS = 5 * 60_000;
+
+function StderrTail({ server }: { server: Server }) {
+  const [lines, setLines] = useState<string[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = async () => {
+    try {
+      const view = await api<Server>(`/api/mcp-servers/${encodeURIComponent(server.name)}`);
+      setLines(view.stderrTail ?? []);
+      setError(null);
+    } catch (e) {
+      setError(describe(e));
+    }
+  };
+  return (
+    <details
+      className="stderr"
+      onToggle={(e) => {
+        if ((e.target as HTMLDetailsElement).open) void load();
+      }}
+    >
+      <summary>Log (stderr)</summary>
+      {error && <p className="error">{error}</p>}
+      {lines === null ? (
+        <p className="muted">Loading…</p>
+      ) : lines.length === 0 ? (
+        <p className="muted">Nothing logged yet.</p>
+      ) : (
+        <pre className="stderr-tail" tabIndex={0} aria-label={`Log of ${server.name}`}>
+          {lines.join("\n")}
+        </pre>
+      )}
+      <button type="button" onClick={() => void load()}>
+        Reload the log of {server.name}
+      </button>
+    </details>
+  );
+}
+
+/// Sign in to a server that needs OAuth: toolmux gives the authorization URL, the person signs
+/// in in a new tab, and the page looks at the server until its status moves on.
+function SignIn({ server, onChanged }: { server: Server; onChanged: () => Promise<void> }) {
+  const [state, setState] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const cancelled = useRef(false);
+  useEffect(() => () => void (cancelled.current = true), []);
+  const path = `/api/mcp-servers/${encodeURIComponent(server.name)}`;
+  const signIn = async () => {
+    setError(null);
+    // Opened while the click is still being handled, so no pop-up blocker stops it; it gets
+    // its address once toolmux has made one.
+    const tab = window.open("", "_blank");
+    try {
+      const { authorizationUrl } = await api<{ authorizationUrl: string | null }>(`${path}/login`, { method: "POST" });
+      if (!authorizationUrl) {
+        // Signed in without a person (client credentials): nothing to open.
+        tab?.close();
+        setState("Signed in.");
+        await onChanged();
+        return;
+      }
+      if (tab) {
+        tab.opener = null;
+        tab.location.href = authorizationUrl;
+      } else window.open(authorizationUrl, "_blank", "noopener");
+      setState("Waiting for the sign-in in the other tab…");
+      const until = Date.now() + SIGN_IN_WAIT_MS;
+      while (!cancelled.current && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 1500));
+        const view = await api<Server>(path);
+        if (statusOf(view) !== "needs-sign-in") {
+          setState(`Signed in: ${statusOf(view)}.`);
+          await onChanged();
+          return;
+        }
+      }
+      setState(null);
+      if (!cancelled.current) setError("The sign-in did not finish; try again.");
+    } catch (e) {
+      tab?.close();
+      setState(null);
+      setError(describe(e));
+    }
+  };
+  return (
+    <div className="actions">
+      <button type="button" onClick={() => void signIn()} disabled={state !== null}>
+        Sign in to {server.name}
+      </button>
+      {state && <span role="status">{state}</span>}
+      {error && (
+        <span role="alert" className="error">
+          {error}
+        </span>
+      )}
+    </div>
+  );
+}
+
+interface ImportReport {
+  files: string[];
+  servers: string[];
+  added: string[];
+  skipped: string[];
+}
+
+/// `toolmux import` from the page: the MCP servers of Claude Code, Cursor, VS Code and Codex.
+function Import({ onImported }: { onImported: () => Promise<void> }) {
+  const [report, setReport] = useState<ImportReport | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      setReport(await api<ImportReport>("/api/import", { method: "POST", body: {} }));
+      await onImported();
+    } catch (e) {
+      setError(describe(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section className="import" aria-labelledby="import-title">
+      <h2 id="import-title">Import from other clients</h2>
+      <p className="muted">
+        The servers of Claude Code (<code>.mcp.json</code>), Cursor (<code>.cursor/mcp.json</code>), VS Code (
+        <code>.vscode/mcp.json</code>) and Codex (<code>~/.codex/config.toml</code>); a name toolmux has already is
+        kept.
+      </p>
+      <button type="button" onClick={() => void run()} disabled={busy}>
+        {busy ? "Importing…" : "Import"}
+      </button>
+      {error && (
+        <p role="alert" className="error">
+          {error}
+        </p>
+      )}
+      {report && (
+        <div role="status" className="import-report">
+          <p>
+            {report.files.length === 0
+              ? "Found no file of another client."
+              : `Read ${report.files.join(", ")}: added ${report.servers.length} server(s).`}
+          </p>
+          {report.added.length > 0 && (
+            <ul className="import-added">
+              {report.added.map((line) => (
+                <li key={line}>{line}</li>
+              ))}
+            </ul>
+          )}
+          {report.skipped.length > 0 && (
+            <ul className="import-skipped muted">
+              {report.skipped.map((line) => (
+                <li key={line}>skipped {line}</li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+    </section>
+  );
 }
 
 /// Entries to add, from what was pasted: `{"mcpServers": {...}}`, the bare map of servers, or
@@ -124,6 +298,7 @@ function ServerRow({ server, onChanged }: { server: Server; onChanged: () => Pro
   const [editing, setEditing] = useState(false);
   const [entry, setEntry] = useState("");
   const d = server.discovery ?? {};
+  const status = statusOf(server);
   const act = async (f: () => Promise<unknown>) => {
     setError(null);
     try {
@@ -138,13 +313,24 @@ function ServerRow({ server, onChanged }: { server: Server; onChanged: () => Pro
     <li className="server" aria-label={`Server ${server.name}`} data-server={server.name}>
       <header>
         <h2>{server.name}</h2>
-        <span className={`badge status-${String(d.discoveryStatus ?? "never")}`}>{String(d.discoveryStatus ?? "never")}</span>
+        <span className={`badge status-${status}`} data-testid="status">
+          {status}
+        </span>
+        {server.transport && (
+          <span className="badge" data-testid="transport">
+            {server.transport}
+          </span>
+        )}
+        <span className={server.enabled === false ? "badge off" : "badge"} data-testid="enabled">
+          {server.enabled === false ? "disabled" : "enabled"}
+        </span>
         <span className="muted" data-testid="tool-count">
           {server.tools.length} tools
         </span>
         {typeof d.lastDiscovery === "string" && <span className="muted">discovered {new Date(d.lastDiscovery).toLocaleString()}</span>}
       </header>
       {typeof d.discoveryError === "string" && <p className="error">{d.discoveryError}</p>}
+      {status === "needs-sign-in" && <SignIn server={server} onChanged={onChanged} />}
       <div className="actions">
         <button type="button" onClick={() => void act(() => api(`${path}/refresh`, { method: "POST" }))}>
           Refresh {server.name}
@@ -198,6 +384,7 @@ function ServerRow({ server, onChanged }: { server: Server; onChanged: () => Pro
         <summary>Discovery</summary>
         <JsonTree value={d} />
       </details>
+      <StderrTail server={server} />
       {error && (
         <p role="alert" className="error">
           {error}
@@ -261,12 +448,10 @@ function Offered() {
 export default function Servers() {
   const [servers, setServers] = useState<Server[] | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [loads, setLoads] = useState(0);
   const load = useCallback(async () => {
     try {
       const r = await api<{ servers?: Server[] } | Server[]>("/api/mcp-servers");
       setServers(Array.isArray(r) ? r : (r.servers ?? []));
-      setLoads((n) => n + 1);
       setError(null);
     } catch (e) {
       setError(describe(e));
@@ -274,7 +459,8 @@ export default function Servers() {
   }, []);
   useEffect(() => void load(), [load]);
   // While a server is being discovered, look again each second until it is done.
-  const discovering = servers?.some((s) => s.discovery?.discoveryStatus === "discovering");
+  // A server added or imported a moment ago is "never" until its discovery starts.
+  const discovering = servers?.some((s) => statusOf(s) === "discovering" || (s.enabled !== false && statusOf(s) === "never"));
   useEffect(() => {
     if (!discovering) return;
     const timer = window.setInterval(() => void load(), 1000);
@@ -295,8 +481,9 @@ export default function Servers() {
         ))}
       </ul>
       <AddServer onAdded={load} />
-      {/* Read again whenever the servers change: a new server brings its prompts. */}
-      <Offered key={loads} />
+      <Import onImported={load} />
+      {/* Read again whenever the servers or their discovery change: a new server brings its prompts. */}
+      <Offered key={servers?.map((s) => `${s.name}:${statusOf(s)}`).join(",") ?? ""} />
     </div>
   );
 }

@@ -1,6 +1,8 @@
 // The catalog: a virtualised list (only the rows in view are in the DOM, so 1,000 tools scroll
 // as smoothly as ten), search as you type, filters; a tool's details with its schemas, why its
 // policy is what it is, policy and on/off through `PATCH /api/tools/{name}`, and *Try it*.
+// Switched-off tools are listed too (`?disabled=true`), greyed and marked "off", with a switch
+// in their row that turns them on again.
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { useDeferredValue, useEffect, useMemo, useRef, useState } from "react";
 import { api, describe, type CallResponse, type ToolEntry } from "../api";
@@ -16,7 +18,7 @@ function useCatalog(): [ToolEntry[] | null, string | null, () => Promise<void>] 
   const load = async () => {
     try {
       // Switched-off tools are listed too, so they can be switched on again here.
-      const list = await api<{ tools: ToolEntry[] }>("/api/tools");
+      const list = await api<{ tools: ToolEntry[] }>("/api/tools?disabled=true");
       setTools(list.tools);
       setError(null);
     } catch (e) {
@@ -27,10 +29,33 @@ function useCatalog(): [ToolEntry[] | null, string | null, () => Promise<void>] 
   return [tools, error, load];
 }
 
-function Catalog({ tools }: { tools: ToolEntry[] }) {
+/// A tool is on unless the catalog says `enabled: false`.
+const isOn = (t: ToolEntry) => t.enabled !== false;
+
+/// Switches a tool on or off (the one config editor writes it; the catalog follows at once).
+async function setEnabled(name: string, enabled: boolean) {
+  await api(`/api/tools/${encodeURIComponent(name)}`, { method: "PATCH", body: { enabled } });
+}
+
+function Catalog({ tools, onChanged }: { tools: ToolEntry[]; onChanged: () => Promise<void> }) {
   const [query, setQuery] = useState("");
   const [source, setSource] = useState("");
   const [policy, setPolicy] = useState("");
+  const [state, setState] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
+  const toggle = async (t: ToolEntry) => {
+    setBusy(t.name);
+    setError(null);
+    try {
+      await setEnabled(t.name, !isOn(t));
+      await onChanged();
+    } catch (e) {
+      setError(describe(e));
+    } finally {
+      setBusy(null);
+    }
+  };
   const deferred = useDeferredValue(query.toLowerCase());
   const sources = useMemo(() => [...new Set(tools.map((t) => t.source))].sort(), [tools]);
   const shown = useMemo(
@@ -39,9 +64,10 @@ function Catalog({ tools }: { tools: ToolEntry[] }) {
         (t) =>
           (!source || t.source === source) &&
           (!policy || t.policy === policy) &&
+          (!state || (state === "on") === isOn(t)) &&
           (!deferred || t.name.toLowerCase().includes(deferred) || t.description.toLowerCase().includes(deferred)),
       ),
-    [tools, source, policy, deferred],
+    [tools, source, policy, state, deferred],
   );
   const scroller = useRef<HTMLDivElement>(null);
   const rows = useVirtualizer({ count: shown.length, getScrollElement: () => scroller.current, estimateSize: () => 64, overscan: 8 });
@@ -70,26 +96,53 @@ function Catalog({ tools }: { tools: ToolEntry[] }) {
             <option value="deny">deny</option>
           </select>
         </label>
+        <label>
+          <span className="visually-hidden">On or off</span>
+          <select value={state} onChange={(e) => setState(e.target.value)}>
+            <option value="">On and off</option>
+            <option value="on">On</option>
+            <option value="off">Off</option>
+          </select>
+        </label>
         <span className="muted" role="status" data-testid="tool-count">
           {shown.length} of {tools.length} tools
         </span>
       </div>
+      {error && (
+        <p role="alert" className="error">
+          {error}
+        </p>
+      )}
       {/* Focusable, so the list scrolls from the keyboard too. */}
       <div className="tool-list" ref={scroller} role="region" aria-label="Tool list" tabIndex={0}>
         <div role="list" aria-label="Tools" style={{ height: rows.getTotalSize(), position: "relative" }}>
           {rows.getVirtualItems().map((row) => {
             const t = shown[row.index]!;
+            const on = isOn(t);
             return (
               <div
                 key={t.name}
                 role="listitem"
-                className="tool-row"
+                className={on ? "tool-row" : "tool-row off"}
+                data-tool={t.name}
                 style={{ position: "absolute", top: 0, left: 0, right: 0, height: row.size, transform: `translateY(${row.start}px)` }}
               >
+                <button
+                  type="button"
+                  role="switch"
+                  className="switch"
+                  aria-checked={on}
+                  aria-label={`${t.name} on`}
+                  disabled={busy === t.name}
+                  onClick={() => void toggle(t)}
+                >
+                  <span aria-hidden="true">{on ? "on" : "off"}</span>
+                </button>{" "}
                 <Link href={`/tools/${encodeURIComponent(t.name)}`}>
                   <strong>{t.name}</strong>
                 </Link>{" "}
-                <SourceBadge source={t.source} /> <span className={`policy ${t.policy}`}>{t.policy}</span>
+                <SourceBadge source={t.source} kind={t.sourceKind} /> <span className={`policy ${t.policy}`}>{t.policy}</span>
+                {!on && <span className="badge off">off</span>}
                 <div className="muted ellipsis">{t.description}</div>
               </div>
             );
@@ -135,7 +188,8 @@ function Details({ tool, onChanged }: { tool: ToolEntry; onChanged: () => Promis
         <Link href="/tools">← All tools</Link>
       </p>
       <h2 id="tool-title">
-        {tool.name} <SourceBadge source={tool.source} />
+        {tool.name} <SourceBadge source={tool.source} kind={tool.sourceKind} />
+        {tool.enabled === false && <span className="badge off">off</span>}
       </h2>
       <p>{tool.description}</p>
       <dl className="facts">
@@ -147,6 +201,17 @@ function Details({ tool, onChanged }: { tool: ToolEntry; onChanged: () => Promis
         <dd>{tool.effectiveTimeoutMs} ms</dd>
         <dt>Runs in parallel</dt>
         <dd>{tool.parallel ? "yes" : "no"}</dd>
+        <dt>Switched</dt>
+        <dd data-testid="tool-enabled">{isOn(tool) ? "on" : "off"}</dd>
+        {tool.discoveryStatus && (
+          <>
+            <dt>Discovery</dt>
+            <dd>
+              {tool.discoveryStatus}
+              {tool.lastDiscovered ? ` · ${new Date(tool.lastDiscovered).toLocaleString()}` : ""}
+            </dd>
+          </>
+        )}
       </dl>
       <div className="actions">
         <label>
@@ -166,12 +231,15 @@ function Details({ tool, onChanged }: { tool: ToolEntry; onChanged: () => Promis
             <option value="inherit">as its rules say</option>
           </select>
         </label>
-        <button type="button" onClick={() => void patch({ enabled: false }, "Switched off")}>
-          Switch off
-        </button>
-        <button type="button" onClick={() => void patch({ enabled: true }, "Switched on")}>
-          Switch on
-        </button>
+        {isOn(tool) ? (
+          <button type="button" onClick={() => void patch({ enabled: false }, "Switched off")}>
+            Switch off
+          </button>
+        ) : (
+          <button type="button" onClick={() => void patch({ enabled: true }, "Switched on")}>
+            Switch on
+          </button>
+        )}
       </div>
       {saved && (
         <p role="status" className="ok">
@@ -225,7 +293,7 @@ export default function Tools({ path }: { path: string }) {
           {error}
         </p>
       )}
-      {!tools ? <p className="muted">Loading…</p> : tool ? <Details tool={tool} onChanged={reload} /> : <Catalog tools={tools} />}
+      {!tools ? <p className="muted">Loading…</p> : tool ? <Details tool={tool} onChanged={reload} /> : <Catalog tools={tools} onChanged={reload} />}
     </div>
   );
 }

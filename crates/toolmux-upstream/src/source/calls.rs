@@ -148,6 +148,15 @@ impl Inner {
                 self.name
             ))));
         }
+        if let CallFailure::Sent(e) | CallFailure::NotSent(e) = &failure
+            && crate::streamable::refused_request(e)
+        {
+            // Refused for want of sign-in: no retry can change that, a person signing in can.
+            let refused = UpstreamError::NeedsSignIn {
+                server: self.name.clone(),
+            };
+            return Attempt::Done(Err(SourceError::Unavailable(refused.to_string())));
+        }
         let dropped = match failure {
             CallFailure::Sent(ServiceError::McpError(e)) => {
                 return Attempt::Done(Err(SourceError::Failed(format!(

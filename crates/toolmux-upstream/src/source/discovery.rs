@@ -123,8 +123,14 @@ impl Inner {
                     })
                 }
                 Err(e) => {
-                    record.discovery_status = DiscoveryStatus::Failed;
+                    record.discovery_status = match e {
+                        UpstreamError::NeedsSignIn { .. } => DiscoveryStatus::NeedsSignIn,
+                        _ => DiscoveryStatus::Failed,
+                    };
                     record.discovery_error = Some(e.to_string());
+                    // The attempt's time too, so that a failure is seen as recent (seed 002's
+                    // `lastDiscovery`); the tools kept are the earlier success's.
+                    record.last_discovery = Some(Utc::now());
                     Err(e)
                 }
             };
@@ -299,6 +305,11 @@ pub(super) fn descriptors(
         .map(|(tool, name)| {
             let mut descriptor =
                 ToolDescriptor::new(source, name, &tool.description, tool.input_schema.clone());
+            // A model chooses tools by their descriptions: one the server left without gets
+            // at least where it comes from and what it is called (seed 002's rule).
+            if tool.description.trim().is_empty() {
+                descriptor.description = format!("{source} tool: {}", tool.name);
+            }
             descriptor.original_name = tool.name.clone();
             descriptor.title = tool.title.clone();
             descriptor.output_schema = tool.output_schema.clone().map(Arc::new);

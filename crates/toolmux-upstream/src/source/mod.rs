@@ -24,7 +24,7 @@ use chrono::Utc;
 use serde_json::Value;
 use toolmux_config::UpstreamServer;
 use toolmux_core::{
-    ChangeNotifier, Content, Source, SourceCall, SourceError, SourceKind, SourceState,
+    ChangeNotifier, Content, LogLevel, Source, SourceCall, SourceError, SourceKind, SourceState,
     SourceStatus, ToolDescriptor, ToolResult,
 };
 
@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cache::{
     CachedTool, DiscoveryRecord, DiscoveryStatus, ServerIdentity, ServerOffers, ServerPaths,
 };
-use crate::callers::Callers;
+use crate::callers::{Callers, Outlet};
 use crate::connection::{Connection, Endpoint, Handler, InFlight, ServerHooks, describe};
 use crate::error::UpstreamError;
 use crate::names::registry_names;
@@ -50,6 +50,7 @@ pub use discovery::DiscoveryOutcome;
 pub use supervisor::Backoff;
 
 use clients::Clients;
+pub use clients::ResourceUpdate;
 
 use discovery::{descriptors, lists_changed};
 use supervisor::{Health, watch_idle};
@@ -88,8 +89,8 @@ struct Inner {
     /// Resources someone subscribed to, with how many subscriptions each; they keep the server
     /// running and are renewed when it restarts.
     subscriptions: Mutex<BTreeMap<String, usize>>,
-    /// URIs of subscribed resources the server says changed.
-    updates: broadcast::Sender<String>,
+    /// Subscribed resources the server says changed.
+    updates: broadcast::Sender<ResourceUpdate>,
     /// Connections of downstream sessions, when the server is served per client.
     clients: Clients,
 }
@@ -169,6 +170,7 @@ impl UpstreamSource {
             project_dir: project_dir.to_path_buf(),
             log: paths.log.clone(),
             startup_timeout: server.startup_timeout,
+            oauth: server.oauth.clone(),
         };
         Self {
             inner: Arc::new(Inner {
@@ -266,9 +268,33 @@ impl UpstreamSource {
         &self.inner.paths.log
     }
 
+    /// The end of its stderr log (a stdio server's stderr and toolmux's notes about it), at
+    /// most 200 lines: what `GET /api/mcp-servers/{name}` shows as `stderrTail`.
+    pub async fn stderr_tail(&self) -> Vec<String> {
+        let log = self.inner.paths.log.clone();
+        match tokio::task::spawn_blocking(move || crate::stdio::stderr_tail(&log)).await {
+            Ok(Ok(lines)) => lines,
+            Ok(Err(e)) => {
+                tracing::warn!(server = %self.name(), error = %e, "cannot read a server's stderr log");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// Its discovery cache file.
     pub fn cache_path(&self) -> &std::path::Path {
         &self.inner.paths.cache
+    }
+
+    /// What signing in to it needs (`toolmux_oauth`); `None` for a stdio server.
+    pub fn sign_in_target(&self) -> Option<toolmux_oauth::Target> {
+        crate::streamable::sign_in_target(&self.inner.endpoint.project_dir, self)
+    }
+
+    /// Whether it reads `needs-sign-in`: its last discovery, or a call since, was refused.
+    pub fn needs_sign_in(&self) -> bool {
+        crate::streamable::needs_sign_in(&self.inner.endpoint.project_dir, self)
     }
 
     /// The cache record as it stands.
@@ -323,12 +349,14 @@ impl UpstreamSource {
         read(&self.inner.view).record.offers
     }
 
-    /// Gets one of its prompts (under its own name), starting it when needed.
+    /// Gets one of its prompts (under its own name), starting it when needed; through
+    /// `session`'s own connection when served per client (so for the rest of these).
     pub async fn get_prompt(
         &self,
+        session: Option<&str>,
         params: GetPromptRequestParams,
     ) -> Result<GetPromptResult, UpstreamError> {
-        self.request("prompts/get", |conn| async move {
+        self.request(session, "prompts/get", |conn| async move {
             conn.get_prompt(params).await
         })
         .await
@@ -337,9 +365,10 @@ impl UpstreamSource {
     /// Reads one of its resources, starting it when needed.
     pub async fn read_resource(
         &self,
+        session: Option<&str>,
         params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, UpstreamError> {
-        self.request("resources/read", |conn| async move {
+        self.request(session, "resources/read", |conn| async move {
             conn.read_resource(params).await
         })
         .await
@@ -348,9 +377,10 @@ impl UpstreamSource {
     /// Asks it to complete a prompt or resource-template argument, starting it when needed.
     pub async fn complete(
         &self,
+        session: Option<&str>,
         params: CompleteRequestParams,
     ) -> Result<CompleteResult, UpstreamError> {
-        self.request("completion/complete", |conn| async move {
+        self.request(session, "completion/complete", |conn| async move {
             conn.complete(params).await
         })
         .await
@@ -359,8 +389,12 @@ impl UpstreamSource {
     /// Subscribes to changes of one of its resources; they arrive on
     /// [`UpstreamSource::resource_updates`]. Subscriptions are counted: the server is asked once
     /// per URI, and keeps running while any is held. Pair with
-    /// [`UpstreamSource::unsubscribe`].
-    pub async fn subscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+    /// [`UpstreamSource::unsubscribe`]. Served per client, the subscription is `session`'s
+    /// own, on its own connection, and so are its updates.
+    pub async fn subscribe(&self, session: Option<&str>, uri: &str) -> Result<(), UpstreamError> {
+        if let Some(session) = self.inner.client_of(session) {
+            return self.subscribe_client(session, uri).await;
+        }
         let first = {
             let mut subscriptions = lock(&self.inner.subscriptions);
             let count = subscriptions.entry(uri.to_string()).or_default();
@@ -371,7 +405,7 @@ impl UpstreamSource {
             return Ok(());
         }
         let asked = self
-            .request("resources/subscribe", |conn| async move {
+            .request(None, "resources/subscribe", |conn| async move {
                 conn.subscribe(uri).await
             })
             .await;
@@ -382,7 +416,10 @@ impl UpstreamSource {
     }
 
     /// Drops one subscription to `uri`; the last one unsubscribes at the server if it runs.
-    pub async fn unsubscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+    pub async fn unsubscribe(&self, session: Option<&str>, uri: &str) -> Result<(), UpstreamError> {
+        if let Some(session) = self.inner.client_of(session) {
+            return self.unsubscribe_client(session, uri).await;
+        }
         if !self.release(uri) {
             return Ok(());
         }
@@ -412,20 +449,28 @@ impl UpstreamSource {
         }
     }
 
-    /// URIs of subscribed resources as the server reports them changed.
-    pub fn resource_updates(&self) -> broadcast::Receiver<String> {
+    /// Subscribed resources as the server reports them changed, with whose news each is.
+    pub fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdate> {
         self.inner.updates.subscribe()
     }
 
-    /// Runs one relayed request on the server's connection, starting it when needed, within
-    /// the server's tool timeout.
-    async fn request<T, F, Fut>(&self, method: &'static str, send: F) -> Result<T, UpstreamError>
+    /// Runs one relayed request on the server's connection (`session`'s own when served per
+    /// client), starting it when needed, within the server's tool timeout.
+    async fn request<T, F, Fut>(
+        &self,
+        session: Option<&str>,
+        method: &'static str,
+        send: F,
+    ) -> Result<T, UpstreamError>
     where
         F: FnOnce(Arc<Connection>) -> Fut,
         Fut: std::future::Future<Output = Result<T, ServiceError>>,
     {
         let inner = &self.inner;
-        let conn = inner.connection().await?;
+        let conn = match inner.client_of(session) {
+            Some(session) => inner.client_connection(session).await?,
+            None => inner.connection().await?,
+        };
         let limit = inner.server().tool_timeout.unwrap_or(RELAY_TIMEOUT);
         inner.touch();
         let answered = tokio::time::timeout(limit, send(Arc::clone(&conn))).await;
@@ -554,7 +599,7 @@ impl Source for UpstreamSource {
                 DiscoveryStatus::Never => SourceState::Never,
                 DiscoveryStatus::Discovering => SourceState::Discovering,
                 DiscoveryStatus::Success => SourceState::Success,
-                DiscoveryStatus::Failed => SourceState::Failed,
+                DiscoveryStatus::Failed | DiscoveryStatus::NeedsSignIn => SourceState::Failed,
             }
         };
         SourceStatus {

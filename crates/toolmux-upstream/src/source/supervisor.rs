@@ -1,6 +1,6 @@
 //! Starting a server and keeping it running: the connection opened on demand with retries,
 //! the health that makes a server that will not start unavailable for a while, the idle stop,
-//! and what a fresh connection must be told again (subscriptions).
+//! and what a fresh connection must be told again (subscriptions, the log level).
 //!
 //! # Faults
 //! A call that finds the server down (never started, crashed, stopped when idle) starts it,
@@ -56,7 +56,7 @@ impl Inner {
                 dead.close().await;
             }
         }
-        let conn = self.start().await?;
+        let conn = self.start(None).await?;
         let in_flight = conn.begin();
         *slot = Some(Arc::clone(&conn));
         drop(slot);
@@ -65,8 +65,9 @@ impl Inner {
             tokio::spawn(watch_idle(Arc::downgrade(self), Arc::downgrade(&conn)));
         }
         let held: Vec<String> = lock(&self.subscriptions).keys().cloned().collect();
-        if !held.is_empty() {
-            tokio::spawn(renew_subscriptions(conn.begin(), held));
+        let level = *lock(&self.clients.shared_level);
+        if !held.is_empty() || level.is_some() {
+            tokio::spawn(async move { renew(&conn.begin(), level, &held).await });
         }
         // A discovery running now (which may have started this connection) covers it.
         let stale = read(&self.view).record.discovery_status != DiscoveryStatus::Success
@@ -80,8 +81,13 @@ impl Inner {
 
     /// Opens a new connection, trying up to [`Backoff::tries`] times, unless the server is
     /// retired, disabled or unavailable; keeps the server's health. The shared connection and
-    /// every per-client one are opened here (the caller holds the slot it fills).
-    pub(super) async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, UpstreamError> {
+    /// every per-client one are opened here (the caller holds the slot it fills); a per-client
+    /// one (`client`: its session and that session's way back) hands what the server sends
+    /// outside calls to that session alone.
+    pub(super) async fn start(
+        self: &Arc<Self>,
+        client: Option<(&str, &Arc<Outlet>)>,
+    ) -> Result<Arc<Connection>, UpstreamError> {
         if self.retired.is_cancelled() {
             return Err(UpstreamError::Retired {
                 server: self.name.clone(),
@@ -110,11 +116,18 @@ impl Inner {
         let open = || {
             let hooks = ServerHooks {
                 on_list_changed: lists_changed(weak.clone()),
-                on_resource_updated: resource_updated(weak.clone()),
+                on_resource_updated: resource_updated(
+                    weak.clone(),
+                    client.map(|c| c.0.to_string()),
+                ),
             };
             // Each connection has its own: rmcp's progress tokens and request ids are per
             // connection, and start again after a restart.
-            let handler = Handler::new(&self.name, hooks, Arc::new(Callers::default()));
+            let callers = match client {
+                Some((_, outlet)) => Callers::for_session(Arc::clone(outlet)),
+                None => Callers::default(),
+            };
+            let handler = Handler::new(&self.name, hooks, Arc::new(callers));
             let endpoint = self.endpoint.clone();
             async move { Connection::open(&endpoint, handler).await }
         };
@@ -125,6 +138,8 @@ impl Inner {
                     .with_min_delay(self.backoff.first_delay)
                     .with_max_times(retries),
             )
+            // A server that wants sign-in says so at once; asking again changes nothing.
+            .when(|e| !matches!(e, UpstreamError::NeedsSignIn { .. }))
             .notify(|e, pause| {
                 tracing::debug!(error = %e, retry_in_ms = pause.as_millis() as u64, "start failed; retrying");
             })
@@ -142,6 +157,8 @@ impl Inner {
                 }
                 Ok(Arc::new(conn))
             }
+            // Not a failure to back off from: it works as soon as a person signs in.
+            Err(e @ UpstreamError::NeedsSignIn { .. }) => Err(e),
             Err(e) => {
                 {
                     let mut health = lock(&self.health);
@@ -156,21 +173,34 @@ impl Inner {
     }
 }
 
-/// Asks a restarted server again for the resource changes someone still subscribes to.
-async fn renew_subscriptions(conn: InFlight, uris: Vec<String>) {
+/// Tells a new connection what the one before was told: the log level asked for and the
+/// resources someone still subscribes to.
+pub(super) async fn renew(conn: &Connection, level: Option<LogLevel>, uris: &[String]) {
+    if let Some(level) = level
+        && let Err(e) = conn.set_level(level).await
+    {
+        tracing::warn!(?level, error = %describe(&e), "cannot renew the log level");
+    }
     for uri in uris {
-        if let Err(e) = conn.subscribe(&uri).await {
+        if let Err(e) = conn.subscribe(uri).await {
             tracing::warn!(uri, error = %describe(&e), "cannot renew a resource subscription");
         }
     }
 }
 
-/// The callback for a server's `resources/updated`: tell the subscribers.
-fn resource_updated(source: Weak<Inner>) -> Arc<dyn Fn(String) + Send + Sync> {
+/// The callback for a server's `resources/updated`: tell the subscribers — on a per-client
+/// connection, only those of its `session`.
+fn resource_updated(
+    source: Weak<Inner>,
+    session: Option<String>,
+) -> Arc<dyn Fn(String) + Send + Sync> {
     Arc::new(move |uri| {
         if let Some(inner) = source.upgrade() {
             // No receiver means no session subscribes any more; nothing to tell.
-            let _ = inner.updates.send(uri);
+            let _ = inner.updates.send(ResourceUpdate {
+                session: session.clone(),
+                uri,
+            });
         }
     })
 }

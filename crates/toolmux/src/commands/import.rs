@@ -1,14 +1,16 @@
 //! `toolmux import`: copy the upstream servers another client already has (Claude Code's
 //! `.mcp.json`, Cursor's `.cursor/mcp.json`, VS Code's `.vscode/mcp.json`, Codex's
-//! `~/.codex/config.toml`) into the project's `.toolmux/config.json`, saying what was added and
-//! never replacing a server of the same name without `--force`. The translation and the plan
+//! `~/.codex/config.toml`), and with `--registry` the script tools and servers of seed 004's
+//! `tools.json` / `mcp.json`, into the project's `.toolmux/config.json`, saying what was added
+//! and never replacing a server or tool of the same name without `--force`. The translation and the plan
 //! are `toolmux_config`'s ([`read_import`], [`plan_import`]); this module picks the files from
 //! the flags, writes the plan through the one config editor and reports it.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use toolmux_config::{FoundServer, ImportFormat, plan_import, read_import};
+use serde_json::Value;
+use toolmux_config::{FoundServer, ImportFormat, plan_import, read_import, read_registry_import};
 
 use crate::exit::{Failure, OK};
 use crate::output::emit;
@@ -22,7 +24,11 @@ pub struct ImportArgs {
     /// Read this file instead of the client's usual one (needs --from).
     #[arg(long, value_name = "FILE", requires = "from")]
     pub file: Option<PathBuf>,
-    /// Replace upstream servers that toolmux already has under the same name.
+    /// Import seed 004's registry FILE (a `tools.json` of script tools or an `mcp.json` of
+    /// servers) instead of another client's servers; may be repeated.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["from", "file"])]
+    pub registry: Vec<PathBuf>,
+    /// Replace upstream servers (and script tools) that toolmux already has under the same name.
     #[arg(long)]
     pub force: bool,
     /// Show what would be added without writing anything.
@@ -56,6 +62,9 @@ impl Client {
 
 pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure> {
     let dir = locate(project)?;
+    if !args.registry.is_empty() {
+        return import_registries(&dir, &args);
+    }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let sources: Vec<(ImportFormat, PathBuf)> = match (args.from, &args.file) {
         (Some(client), Some(file)) => vec![(client.format(), file.clone())],
@@ -128,6 +137,65 @@ pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure
         } else {
             "; discover their tools with `toolmux mcp refresh`".to_string()
         }
+    ))?;
+    Ok(OK)
+}
+
+/// `toolmux import --registry FILE...`: seed 004's registries, read as the configuration's
+/// `registries` reads them; their servers join `mcpServers` and their script tools `tools`, an
+/// entry of a name the file already has replaced only with `--force`, all in one edit.
+fn import_registries(dir: &Path, args: &ImportArgs) -> Result<u8, Failure> {
+    // (section, what it is called in the report, name, entry, registry)
+    let mut found: Vec<(&str, &str, String, Value, PathBuf)> = Vec::new();
+    for path in &args.registry {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        let read = read_registry_import(&path, dir).map_err(|e| Failure::Config(e.to_string()))?;
+        for server in read.servers {
+            found.push((
+                "mcpServers",
+                "MCP server",
+                server.name,
+                server.entry,
+                path.clone(),
+            ));
+        }
+        for (name, tool) in read.tools {
+            found.push(("tools", "script tool", name, tool, path.clone()));
+        }
+    }
+    let editor = editor(dir);
+    let (added, skipped) = editor
+        .edit(|doc| {
+            let (mut added, mut skipped) = (Vec::new(), Vec::new());
+            for (section, what, name, entry, path) in found {
+                let exists = doc.section(section)?.is_some_and(|s| s.contains_key(&name));
+                if exists && !args.force {
+                    skipped.push(format!(
+                        "{what} {name}: toolmux already has one of that name; use --force to replace it"
+                    ));
+                    continue;
+                }
+                let verb = if exists { "replaced" } else { "added" };
+                added.push(format!("{verb} {what} {name} from {}", path.display()));
+                if !args.dry_run {
+                    doc.section_mut(section)?.insert(name, entry);
+                }
+            }
+            Ok::<_, Failure>((added, skipped))
+        })?
+        .value;
+    for line in &added {
+        emit(line)?;
+    }
+    for line in &skipped {
+        emit(&format!("skipped {line}"))?;
+    }
+    let what = if args.dry_run { "would add" } else { "added" };
+    emit(&format!(
+        "{what} {} entr{} to {}",
+        added.len(),
+        if added.len() == 1 { "y" } else { "ies" },
+        editor.path().display()
     ))?;
     Ok(OK)
 }

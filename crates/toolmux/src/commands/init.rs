@@ -1,4 +1,7 @@
-//! `toolmux init`: a starter configuration.
+//! `toolmux init`: a starter configuration that explains itself — every section of the file,
+//! set to its default or empty, each with a commented-out example (`starter_config.jsonc`; the
+//! loader accepts comments). A test checks that it loads as written and with every example
+//! switched on.
 
 use std::path::Path;
 
@@ -6,6 +9,9 @@ use anyhow::Context;
 
 use crate::exit::{Failure, OK};
 use crate::output::emit;
+
+/// The file `init` writes: JSON with comments, loaded as it is.
+const STARTER_CONFIG: &str = include_str!("starter_config.jsonc");
 
 pub fn run(project: Option<&Path>, force: bool) -> Result<u8, Failure> {
     let dir = match project {
@@ -24,8 +30,7 @@ pub fn run(project: Option<&Path>, force: bool) -> Result<u8, Failure> {
         .with_context(|| format!("cannot create `{}`", toolmux_dir.display()))?;
     // Through the editor's lock, so that `init --force` never lands in the middle of another
     // command's edit (or a running server's).
-    toolmux_config::ConfigEditor::new(&dir, None)
-        .overwrite(toolmux_config::starter_config().as_bytes())?;
+    toolmux_config::ConfigEditor::new(&dir, None).overwrite(STARTER_CONFIG.as_bytes())?;
     // The starter config points editors at this schema for completion and checking.
     let schema_path = toolmux_config::project_schema_path(&dir);
     let schema = serde_json::to_vec_pretty(&toolmux_config::schema())

@@ -107,8 +107,11 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
     let mcp = http_router(assembly.hub.clone(), options, shutdown.clone());
     // The web app is the fallback: every path the API and MCP do not own.
     let page = page_guarded(live.clone(), toolmux_ui::router());
+    // `server.auth`'s protected-resource metadata, which OAuth clients read before signing in.
+    let oauth = toolmux_http::protected_resource_routes(live.clone());
     let router = mcp_guarded(live, mcp)
         .merge(api_router_with(api, chat))
+        .merge(oauth)
         .merge(page);
     let web = WebApp {
         token: local_token,

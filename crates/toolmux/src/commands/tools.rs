@@ -24,7 +24,12 @@ pub async fn run(project: Option<&Path>, cmd: ToolsCommand) -> Result<u8, Failur
     };
     let project = Assembly::open(project)?;
     match cmd {
-        ToolsCommand::List { source, all, json } => list(&project, source.as_deref(), all, json),
+        ToolsCommand::List {
+            source,
+            all,
+            disabled,
+            json,
+        } => list(&project, source.as_deref(), all, disabled, json),
         ToolsCommand::Show { name, json } => show(&project, &name, json),
         ToolsCommand::Call(args) => call(&project, args).await,
         ToolsCommand::Enable { name } => set_state(&project, &name, StateChange::Enabled(true)),
@@ -250,16 +255,35 @@ fn remove(project: Option<&Path>, name: &str) -> Result<u8, Failure> {
     Ok(OK)
 }
 
-fn list(project: &Assembly, source: Option<&str>, all: bool, json: bool) -> Result<u8, Failure> {
+/// `toolmux tools list`: the catalog, and with `--disabled` the tools switched off after it,
+/// each as `GET /api/tools` shows it (`toolmux_api::tool_info`).
+fn list(
+    project: &Assembly,
+    source: Option<&str>,
+    all: bool,
+    disabled: bool,
+    json: bool,
+) -> Result<u8, Failure> {
     let catalog = project.hub.catalog();
-    let tools: Vec<&Arc<ToolEntry>> = catalog
+    let switched_off: &[Arc<ToolEntry>] = if disabled {
+        catalog.switched_off()
+    } else {
+        &[]
+    };
+    let tools: Vec<(&Arc<ToolEntry>, bool)> = catalog
         .all_tools()
         .iter()
-        .filter(|e| all || !e.descriptor.internal)
-        .filter(|e| source.is_none_or(|s| e.descriptor.source == s))
+        .map(|e| (e, true))
+        .chain(switched_off.iter().map(|e| (e, false)))
+        .filter(|(e, _)| all || !e.descriptor.internal)
+        .filter(|(e, _)| source.is_none_or(|s| e.descriptor.source == s))
         .collect();
     if json {
-        emit(&pretty(&tools)?)?;
+        let listed: Vec<Value> = tools
+            .iter()
+            .map(|(e, enabled)| toolmux_api::tool_info(&catalog, e, *enabled))
+            .collect();
+        emit(&pretty(&listed)?)?;
         return Ok(OK);
     }
     let mut table = Table::new();
@@ -267,11 +291,17 @@ fn list(project: &Assembly, source: Option<&str>, all: bool, json: bool) -> Resu
         .load_preset(presets::NOTHING)
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(["NAME", "SOURCE", "POLICY", "DESCRIPTION"]);
-    for entry in &tools {
+    for (entry, enabled) in &tools {
+        // A switched-off tool runs under no policy: `off` says why it is not offered.
+        let policy = if *enabled {
+            entry.policy.to_string()
+        } else {
+            "off".to_string()
+        };
         table.add_row([
             entry.descriptor.name.as_str(),
             entry.descriptor.source.as_str(),
-            &entry.policy.to_string(),
+            &policy,
             &summary(&entry.descriptor.description),
         ]);
     }

@@ -1,4 +1,4 @@
-//! `toolmux mcp list | add | remove | enable | disable | refresh | logs`: the upstream servers
+//! `toolmux mcp list | add | remove | enable | disable | refresh | logs | login | logout`: the upstream servers
 //! (the `mcpServers` section) whose tools toolmux aggregates. Edits go to the project's `.toolmux/config.json`
 //! through [`toolmux_config::ConfigEditor`], keeping every other key (and every `${VAR}`
 //! reference) as written.
@@ -17,6 +17,8 @@ use crate::exit::{Failure, OK, TOOL_FAILED};
 use crate::output::{emit, pretty};
 use crate::project::{editor, locate};
 
+mod oauth;
+
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
     /// List the upstream servers: transport, status, tools, last discovery, error.
@@ -27,7 +29,7 @@ pub enum McpCommand {
     },
     /// Add an upstream server and discover its tools: `toolmux mcp add NAME -- COMMAND ARGS...` for a
     /// local (stdio) server, `toolmux mcp add NAME --url URL` for an HTTP one.
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// Remove an upstream server from the project configuration (and its discovery cache).
     Remove {
         /// The server's name.
@@ -47,6 +49,21 @@ pub enum McpCommand {
     Refresh {
         /// The server's name; all enabled servers when left out.
         name: Option<String>,
+    },
+    /// Sign in to an HTTP server that asks for OAuth: prints the URL to open and opens it
+    /// (`TOOLMUX_BROWSER`, else `xdg-open`/`open`), waits for the browser to come back, keeps
+    /// the tokens in the secret store and discovers the server's tools.
+    Login {
+        /// The server's name.
+        name: String,
+        /// How long to wait for the browser, in seconds.
+        #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+        wait: u64,
+    },
+    /// Forget the tokens of a server toolmux signed in to; it needs sign-in again.
+    Logout {
+        /// The server's name.
+        name: String,
     },
     /// Print an upstream server's log (its stderr, and when it was started).
     Logs {
@@ -78,6 +95,23 @@ pub struct AddArgs {
     /// The working directory of a stdio server, relative to the project directory.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// OAuth: a client id registered with the server's authorization server beforehand.
+    #[arg(long, value_name = "ID", requires = "url")]
+    pub client_id: Option<String>,
+    /// OAuth: the secret of --client-id, written as given (keep it as `${VAR}` or
+    /// `${secret:NAME}`).
+    #[arg(long, value_name = "SECRET", requires = "client_id")]
+    pub client_secret: Option<String>,
+    /// OAuth: the https:// URL of toolmux's Client ID Metadata Document.
+    #[arg(long, value_name = "URL", requires = "url")]
+    pub client_metadata_url: Option<String>,
+    /// OAuth: a scope to ask for (default: those the server names). Repeatable.
+    #[arg(long = "scope", value_name = "SCOPE", requires = "url")]
+    pub scopes: Vec<String>,
+    /// OAuth: use the client credentials grant (machine to machine; needs --client-id and
+    /// --client-secret) instead of a person signing in.
+    #[arg(long, requires = "client_secret")]
+    pub client_credentials: bool,
     /// Replace a server of the same name.
     #[arg(long)]
     pub force: bool,
@@ -92,12 +126,16 @@ pub struct AddArgs {
 pub async fn run(project: Option<&Path>, cmd: McpCommand) -> Result<u8, Failure> {
     match cmd {
         McpCommand::List { json } => list(project, json),
-        McpCommand::Add(args) => add(project, args).await,
+        McpCommand::Add(args) => add(project, *args).await,
         McpCommand::Remove { name } => remove(project, &name),
         McpCommand::Enable { name } => set_enabled(project, &name, true),
         McpCommand::Disable { name } => set_enabled(project, &name, false),
         McpCommand::Refresh { name } => refresh(project, name.as_deref()).await,
         McpCommand::Logs { name, lines } => logs(project, &name, lines),
+        McpCommand::Login { name, wait } => {
+            oauth::login(project, &name, Duration::from_secs(wait)).await
+        }
+        McpCommand::Logout { name } => oauth::logout(project, &name).await,
     }
 }
 
@@ -116,11 +154,12 @@ fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
                 .find(|s| s.id == server.name())
                 .map_or(0, |s| s.tool_count);
             let record = server.record();
+            let needs_sign_in = server.needs_sign_in();
             json!({
                 "name": server.name(),
                 "transport": server.server().transport.kind(),
                 "enabled": server.server().enabled,
-                "status": state_name(status.state),
+                "status": if needs_sign_in { "needs-sign-in" } else { state_name(status.state) },
                 "tools": offered,
                 "discovered": record.tools.len(),
                 "lastDiscovery": status.last_discovery,
@@ -199,6 +238,9 @@ async fn add(project: Option<&Path>, args: AddArgs) -> Result<u8, Failure> {
             entry.insert("url".into(), json!(url));
             if !args.headers.is_empty() {
                 entry.insert("headers".into(), pairs("--header", &args.headers)?);
+            }
+            if let Some(oauth) = oauth::settings_from(&args) {
+                entry.insert("oauth".into(), oauth);
             }
             if !args.env.is_empty() || args.cwd.is_some() {
                 return Err(Failure::Usage(
@@ -347,7 +389,7 @@ async fn refresh(project: Option<&Path>, name: Option<&str>) -> Result<u8, Failu
 
 /// Discovers several servers at once, with a progress bar when there is more than one, and
 /// prints one line per server.
-async fn discover_all(servers: &[UpstreamSource]) -> u8 {
+pub(super) async fn discover_all(servers: &[UpstreamSource]) -> u8 {
     let bar = (servers.len() > 1).then(|| {
         let bar = indicatif::ProgressBar::new(servers.len() as u64);
         if let Ok(style) =
@@ -397,6 +439,10 @@ async fn discover_all(servers: &[UpstreamSource]) -> u8 {
                 "{name}: {} tools ({} listed, the others filtered by enabledTools/disabledTools)",
                 found.offered, found.listed
             ),
+            // Not a failure of `add` or `refresh`: the server is there, waiting for a person.
+            Err(toolmux_upstream::UpstreamError::NeedsSignIn { .. }) => {
+                format!("{name}: needs sign-in: run `toolmux mcp login {name}`")
+            }
             Err(e) => {
                 code = TOOL_FAILED;
                 format!("{name}: discovery failed: {e}")
@@ -436,7 +482,7 @@ fn logs(project: Option<&Path>, name: &str, lines: Option<usize>) -> Result<u8, 
     Ok(OK)
 }
 
-fn unknown(project: &Assembly, name: &str) -> Failure {
+pub(super) fn unknown(project: &Assembly, name: &str) -> Failure {
     let servers = project.upstreams.servers();
     let known: Vec<&str> = servers.iter().map(|s| s.name()).collect();
     if known.is_empty() {

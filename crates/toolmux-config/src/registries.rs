@@ -1,0 +1,390 @@
+//! Seed 004's registries, read in place: a `tools.json` of script tools and an `mcp.json` of
+//! upstream servers, named in the configuration's `registries` (paths relative to the project)
+//! and joined to its `tools` and `mcpServers` sections whenever the configuration is loaded —
+//! so a reload (and `serve`'s watcher, which watches them too) picks up their edits.
+//!
+//! The seed's own key names are accepted here, and only here: a tool has `description`,
+//! `inputSchema` / `outputSchema` (or `input_schema` / `output_schema`, `parameters`),
+//! `parallel_capable`, `timeout` in seconds and `script` (or `script_path`, `path`, `file`),
+//! given as a list (with `name`), an object by name, or either under `tools`; a server is an
+//! `mcpServers` (or `servers`) entry, whose `transport` is toolmux's `type`. A script runs with
+//! the interpreter its extension names (`.py` python3, `.sh` bash, `.js` node), with the
+//! arguments as JSON on stdin like every script tool; its path is taken from the registry's
+//! folder, else from the project. Errors name the registry file, line and field.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::env::{Env, expand_env};
+use crate::error::{ConfigError, field_path};
+use crate::fields::ToolName;
+use crate::model::Config;
+use crate::scripts::ScriptTool;
+use crate::upstream::{ServerName, UpstreamServer};
+
+/// One tool of a seed `tools.json`.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a tool with `description`, `script` and optionally `name`, `inputSchema`, \
+                 `outputSchema`, `parallel_capable`, `timeout` (seconds)"
+)]
+struct SeedTool {
+    /// Its name (in the list form; the object form takes the key).
+    #[serde(default)]
+    name: Option<String>,
+    description: String,
+    #[serde(
+        default,
+        rename = "inputSchema",
+        alias = "input_schema",
+        alias = "parameters"
+    )]
+    input_schema: Option<Value>,
+    #[serde(default, rename = "outputSchema", alias = "output_schema")]
+    output_schema: Option<Value>,
+    #[serde(default, alias = "parallelCapable")]
+    parallel_capable: bool,
+    /// Seconds.
+    #[serde(default)]
+    timeout: Option<f64>,
+    #[serde(
+        alias = "script_path",
+        alias = "scriptPath",
+        alias = "path",
+        alias = "file"
+    )]
+    script: PathBuf,
+}
+
+/// `{"tools": ...}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wrapped<T> {
+    tools: T,
+}
+
+/// What a registry holds, in toolmux's terms.
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    pub(crate) tools: Vec<(ToolName, ScriptTool)>,
+    pub(crate) servers: Vec<(ServerName, UpstreamServer)>,
+}
+
+/// Reads every registry `config` names and adds its tools and servers to `config`. A name
+/// that the configuration (or an earlier registry) already has is an error of the registry.
+pub(crate) fn read_into(
+    config: &mut Config,
+    project_dir: &Path,
+    env: Env<'_>,
+) -> Result<(), ConfigError> {
+    for relative in config.registries.clone() {
+        let path = project_dir.join(&relative);
+        let found = read_registry(&path, project_dir, env)?;
+        for (name, tool) in found.tools {
+            if config.tools.contains_key(&name) {
+                return Err(ConfigError::new(
+                    &path,
+                    name.as_str(),
+                    format!(
+                        "the script tool `{}` is defined twice (also in the configuration or an earlier registry)",
+                        name.as_str()
+                    ),
+                ));
+            }
+            config.tools.insert(name, tool);
+        }
+        for (name, server) in found.servers {
+            if config.upstreams.contains_key(&name) {
+                return Err(ConfigError::new(
+                    &path,
+                    name.as_str(),
+                    format!(
+                        "the MCP server `{}` is defined twice (also in the configuration or an earlier registry)",
+                        name.as_str()
+                    ),
+                ));
+            }
+            config.upstreams.insert(name, server);
+        }
+    }
+    Ok(())
+}
+
+/// The registry files `config` names, as paths: what a watcher watches besides the
+/// configuration files.
+pub fn registry_paths(config: &Config, project_dir: &Path) -> Vec<PathBuf> {
+    config
+        .registries
+        .iter()
+        .map(|p| project_dir.join(p))
+        .collect()
+}
+
+/// One registry: servers when it holds `mcpServers` or `servers` (seed 004's `mcp.json`),
+/// else tools (its `tools.json`). A missing or malformed registry is an error, as the seed
+/// asks: a registry named in the configuration is expected to be there.
+pub(crate) fn read_registry(
+    path: &Path,
+    project_dir: &Path,
+    env: Env<'_>,
+) -> Result<Found, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::new(path, "", format!("cannot read the registry: {e}")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let text = &*crate::jsonc::without_comments(text);
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| ConfigError::from_json(path, None, &e))?;
+    let servers_key = ["mcpServers", "servers"]
+        .into_iter()
+        .find(|k| value.get(k).is_some());
+    match servers_key {
+        Some(key) => read_servers(path, text, value, key, env),
+        None => read_tools(path, text, &value, project_dir),
+    }
+}
+
+fn read_tools(
+    path: &Path,
+    text: &str,
+    value: &Value,
+    project_dir: &Path,
+) -> Result<Found, ConfigError> {
+    // The shape decides the type to read the text as again, so errors keep their line.
+    let listed: Vec<(String, SeedTool)> = match value {
+        Value::Array(_) => with_names(typed::<Vec<SeedTool>>(path, text)?, path)?,
+        Value::Object(map) => match map.get("tools") {
+            Some(Value::Array(_)) => {
+                with_names(typed::<Wrapped<Vec<SeedTool>>>(path, text)?.tools, path)?
+            }
+            Some(Value::Object(_)) => {
+                by_key(typed::<Wrapped<BTreeMap<String, SeedTool>>>(path, text)?.tools)
+            }
+            _ => by_key(typed::<BTreeMap<String, SeedTool>>(path, text)?),
+        },
+        _ => {
+            return Err(ConfigError::new(
+                path,
+                "",
+                "a tools registry is a list of tools or an object of tools by name",
+            ));
+        }
+    };
+    let folder = path.parent().unwrap_or(project_dir);
+    let mut found = Found::default();
+    for (name, seed) in listed {
+        let tool_name = ToolName::new(&name).map_err(|e| ConfigError::new(path, &name, e))?;
+        let tool = script_tool(&seed, folder, project_dir)
+            .map_err(|message| ConfigError::new(path, &name, message))?;
+        found.tools.push((tool_name, tool));
+    }
+    Ok(found)
+}
+
+/// Reads `text` as `T`, with the error's line, column and field.
+fn typed<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, ConfigError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| ConfigError::from_json(path, Some(e.path()), e.inner()))
+}
+
+fn with_names(tools: Vec<SeedTool>, path: &Path) -> Result<Vec<(String, SeedTool)>, ConfigError> {
+    tools
+        .into_iter()
+        .enumerate()
+        .map(|(i, tool)| match tool.name.clone() {
+            Some(name) => Ok((name, tool)),
+            None => Err(ConfigError::new(
+                path,
+                format!("[{i}]"),
+                "a tool in a list needs its `name`",
+            )),
+        })
+        .collect()
+}
+
+fn by_key(tools: BTreeMap<String, SeedTool>) -> Vec<(String, SeedTool)> {
+    tools.into_iter().collect()
+}
+
+/// The script tool a seed tool stands for.
+fn script_tool(seed: &SeedTool, folder: &Path, project_dir: &Path) -> Result<ScriptTool, String> {
+    let script = [folder.join(&seed.script), project_dir.join(&seed.script)]
+        .into_iter()
+        .find(|p| p.is_file())
+        // A missing script is the call's error (the seed's `ToolExecutionError`), not the
+        // registry's: the other tools still load.
+        .unwrap_or_else(|| folder.join(&seed.script));
+    let script = script.display().to_string();
+    let interpreter = match seed.script.extension().and_then(|e| e.to_str()) {
+        Some("py") => Some("python3"),
+        Some("sh") => Some("bash"),
+        Some("js" | "mjs") => Some("node"),
+        _ => None,
+    };
+    let command: Vec<String> = interpreter
+        .map(str::to_string)
+        .into_iter()
+        .chain([script])
+        .collect();
+    let mut tool = json!({
+        "description": seed.description,
+        "command": command,
+        "parallel": seed.parallel_capable,
+    });
+    if let Some(schema) = &seed.input_schema {
+        tool["inputSchema"] = schema.clone();
+    }
+    if let Some(schema) = &seed.output_schema {
+        tool["outputSchema"] = schema.clone();
+    }
+    if let Some(seconds) = seed.timeout {
+        if !(seconds.is_finite() && seconds > 0.0) {
+            return Err(format!(
+                "`timeout` is in seconds and must be more than 0, not {seconds}"
+            ));
+        }
+        tool["timeoutMs"] = json!((seconds * 1000.0).ceil() as u64);
+    }
+    serde_json::from_value(tool).map_err(|e| e.to_string())
+}
+
+fn read_servers(
+    path: &Path,
+    text: &str,
+    value: Value,
+    key: &str,
+    env: Env<'_>,
+) -> Result<Found, ConfigError> {
+    let Value::Object(mut file) = value else {
+        return Err(ConfigError::new(path, "", "an MCP registry is an object"));
+    };
+    // The list form (`[{name, command, …}]`) becomes the object form, as in the config.
+    if key == "servers"
+        && let Some(servers) = file.remove("servers")
+    {
+        file.insert(crate::server_list::KEY.to_string(), servers);
+    }
+    crate::server_list::normalise(&mut file);
+    let servers = match file.remove(crate::server_list::KEY) {
+        Some(Value::Object(servers)) => servers,
+        _ => {
+            return Err(ConfigError::new(
+                path,
+                key,
+                "must be an object of servers by name, or a list of servers with their `name`",
+            ));
+        }
+    };
+    let mut found = Found::default();
+    for (name, entry) in servers {
+        let at = |field: String, message: String| {
+            let mut error = ConfigError::new(path, field, message);
+            error.line = line_of(text, &name);
+            error
+        };
+        let server_name = ServerName::new(&name).map_err(|e| at(format!("{key}.{name}"), e))?;
+        let entry = seed_server(entry);
+        let entry = expand_env(entry, env)
+            .map_err(|e| at(format!("{key}.{name}{}", e.path), e.problem.to_string()))?;
+        let server: UpstreamServer = serde_path_to_error::deserialize(entry).map_err(|e| {
+            let field = field_path(e.path().iter());
+            let field = if field.is_empty() {
+                format!("{key}.{name}")
+            } else {
+                format!("{key}.{name}.{field}")
+            };
+            at(field, e.into_inner().to_string())
+        })?;
+        found.servers.push((server_name, server));
+    }
+    Ok(found)
+}
+
+/// A seed server entry in toolmux's terms: `transport` is `type`.
+fn seed_server(entry: Value) -> Value {
+    let Value::Object(mut entry) = entry else {
+        return entry;
+    };
+    if !entry.contains_key("type")
+        && let Some(transport) = entry.remove("transport")
+    {
+        entry.insert("type".into(), transport);
+    }
+    Value::Object(entry.into_iter().collect::<Map<String, Value>>())
+}
+
+/// The line a server's name is first written on, for errors about its entry.
+fn line_of(text: &str, name: &str) -> Option<usize> {
+    let quoted = format!("\"{name}\"");
+    text.lines()
+        .position(|l| l.contains(&quoted))
+        .map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn registry(text: &str, name: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("backend/src/tools").join(name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("folders");
+        std::fs::write(&path, text).expect("write");
+        (dir, path)
+    }
+
+    #[test]
+    fn seed_tools_become_script_tools() {
+        let (dir, path) = registry(
+            r#"{"tools": [{"name": "hello_world", "description": "Say hello.",
+                "inputSchema": {"type": "object", "properties": {"who": {"type": "string"}}},
+                "parallel_capable": true, "timeout": 2.5, "script": "hello_world.py"}]}"#,
+            "tools.json",
+        );
+        let found = read_registry(&path, dir.path(), &no_env).expect("read");
+        let (name, tool) = &found.tools[0];
+        assert_eq!(name.as_str(), "hello_world");
+        assert_eq!(tool.command[0], "python3");
+        assert!(tool.command[1].ends_with("backend/src/tools/hello_world.py"));
+        assert!(tool.parallel);
+        assert_eq!(tool.timeout_ms.map(|t| t.get()), Some(2500));
+    }
+
+    #[test]
+    fn a_mistake_names_the_registry_its_line_and_field() {
+        let (dir, path) = registry(
+            "{\n  \"hello\": {\n    \"description\": \"x\",\n    \"script\": \"h.py\",\n    \"timeoutMs\": 5\n  }\n}\n",
+            "tools.json",
+        );
+        let error = read_registry(&path, dir.path(), &no_env).expect_err("unknown key");
+        assert_eq!(error.file, path);
+        assert_eq!(error.line, Some(5), "{error}");
+        assert_eq!(error.field, "hello", "{error}");
+    }
+
+    #[test]
+    fn seed_servers_take_transport_as_type() {
+        let (dir, path) = registry(
+            r#"{"mcpServers": {"search": {"transport": "sse", "url": "http://127.0.0.1:9/sse"},
+                "local": {"command": "python3", "args": ["server.py"]}}}"#,
+            "mcp.json",
+        );
+        let found = read_registry(&path, dir.path(), &no_env).expect("read");
+        assert_eq!(found.servers.len(), 2);
+        let bad = registry(
+            r#"{"mcpServers": {"x": {"transport": "pigeon", "url": "u"}}}"#,
+            "mcp.json",
+        );
+        let error = read_registry(&bad.1, bad.0.path(), &no_env).expect_err("bad transport");
+        assert!(error.field.starts_with("mcpServers.x"), "{error}");
+        assert_eq!(error.line, Some(1));
+    }
+}
