@@ -54,14 +54,26 @@ impl Served {
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start toolmux serve");
         let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        stderr.read_line(&mut line).expect("read the first line");
-        let address = line
-            .trim()
-            .strip_prefix("toolmux: serving MCP at http://")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-            .to_string();
+        // The serving line, after whatever the server logged while starting (a warning about
+        // an upstream server discovered in the background may come first).
+        let mut before = String::new();
+        let address = loop {
+            let mut line = String::new();
+            let read = stderr.read_line(&mut line).expect("read stderr");
+            assert!(read > 0, "toolmux serve ended before serving:\n{before}");
+            if let Some(address) = line
+                .trim()
+                .strip_prefix("toolmux: serving MCP at http://")
+                .and_then(|rest| rest.strip_suffix("/mcp"))
+            {
+                break address.to_string();
+            }
+            before.push_str(&line);
+            assert!(
+                before.len() < 64 * 1024,
+                "no serving line in what toolmux serve printed:\n{before}"
+            );
+        };
         // The lines up to the web app's URL, which names the local token.
         let mut head = String::new();
         let web_url = loop {

@@ -14,6 +14,7 @@ use toolmux_config::LoadedConfig;
 use toolmux_core::{Hub, Source};
 
 use crate::cache::config_hash;
+use crate::error::UpstreamError;
 use crate::source::{Backoff, ServerSpec, UpstreamSource};
 
 /// The configured MCP servers of one project. Shared (`Arc<Upstreams>`) between the commands
@@ -261,8 +262,14 @@ impl Upstreams {
                     // Dropping a discovery half-way stops the process it was starting.
                     () = stopping.cancelled() => {}
                     discovered = server.discover() => {
-                        if let Err(e) = discovered {
-                            tracing::warn!(error = %e, "background discovery failed");
+                        match discovered {
+                            Ok(_) => {}
+                            // Waiting for a person to sign in is a state, shown as
+                            // `needs-sign-in` wherever servers are listed, not a failure.
+                            Err(e @ UpstreamError::NeedsSignIn { .. }) => {
+                                tracing::info!(error = %e, "discovery waits for a sign-in");
+                            }
+                            Err(e) => tracing::warn!(error = %e, "background discovery failed"),
                         }
                     }
                 }

@@ -365,3 +365,24 @@ fn the_rest_api_signs_in_and_out_for_the_web_app() {
         assert!(!started.body.contains(token.as_str()));
     }
 }
+
+#[test]
+fn a_server_imported_from_another_client_that_asks_for_oauth_arrives_needing_sign_in() {
+    let peers = Peers::start();
+    let project = toolmux_project();
+    let mut printed = Vec::new();
+    std::fs::write(
+        project.path().join(".mcp.json"),
+        serde_json::json!({"mcpServers": {"hosted": {"type": "http", "url": peers.mcp_url}}})
+            .to_string(),
+    )
+    .expect("write Claude Code's .mcp.json");
+    let imported = toolmux(&project, &mut printed, &["import", "--from", "claude"]);
+    let out = imported.ok();
+    assert!(out.contains("hosted"), "{out}");
+    assert!(
+        out.contains("needs sign-in") && out.contains("toolmux mcp login hosted"),
+        "the import says how to sign in: {out}"
+    );
+    assert_eq!(status(&project, &mut printed), "needs-sign-in");
+}

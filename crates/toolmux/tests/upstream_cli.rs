@@ -283,6 +283,10 @@ fn import_reads_other_clients_files_and_refuses_to_overwrite_without_force() {
     assert!(out.contains("added fs from VS Code"), "{out}");
     assert!(out.contains("added docs from Codex"), "{out}");
     assert!(out.contains("added 4 server(s)"), "{out}");
+    assert!(
+        out.contains("remote: discovery failed"),
+        "an imported remote server is checked at once, and one that cannot be reached still imports: {out}"
+    );
     let config: Value = serde_json::from_str(
         &std::fs::read_to_string(project.path().join(".toolmux/config.json")).expect("config"),
     )

