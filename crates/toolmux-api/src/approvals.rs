@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody};
+use crate::sse;
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -177,7 +178,7 @@ impl Watching {
     fn catch_up(&mut self) {
         for item in self.queue.waiting() {
             if self.seen.insert(item.id()) {
-                self.backlog.push_back(frame("pending", &item));
+                self.backlog.push_back(sse::frame("pending", &item));
             }
         }
     }
@@ -195,22 +196,16 @@ impl Watching {
             match watched? {
                 Watched::Event(PersonEvent::Pending(item)) => {
                     if self.seen.insert(item.id()) {
-                        return Some(frame("pending", &item));
+                        return Some(sse::frame("pending", &item));
                     }
                 }
                 Watched::Event(PersonEvent::Resolved(resolved)) => {
                     self.seen.remove(&resolved.id);
-                    return Some(frame("resolved", &resolved));
+                    return Some(sse::frame("resolved", &resolved));
                 }
                 // Fell behind: what waits now is sent again (those already seen are not).
                 Watched::Missed => self.catch_up(),
             }
         }
     }
-}
-
-/// One server-sent event.
-fn frame(event: &str, data: &impl Serialize) -> String {
-    let data = serde_json::to_string(data).unwrap_or_else(|_| "null".to_string());
-    format!("event: {event}\ndata: {data}\n\n")
 }

@@ -26,6 +26,7 @@ mod runners;
 mod sessions;
 mod skills;
 mod specs;
+mod sse;
 mod tasks;
 mod tools;
 mod upstreams;

@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody};
+use crate::sse;
 use toolmux_http::ApiQuery;
 
 /// The most entries one request returns.
@@ -194,7 +195,7 @@ impl Tail {
         let started = tokio::time::Instant::now();
         loop {
             if let Some(entry) = self.backlog.pop_front() {
-                return Some(frame("entry", &entry));
+                return Some(sse::frame("entry", &entry));
             }
             if started.elapsed() >= KEEP_ALIVE {
                 return Some(": keep-alive\n\n".to_string());
@@ -227,10 +228,4 @@ impl Tail {
             }
         }
     }
-}
-
-/// One server-sent event.
-fn frame(event: &str, data: &impl Serialize) -> String {
-    let data = serde_json::to_string(data).unwrap_or_else(|_| "null".to_string());
-    format!("event: {event}\ndata: {data}\n\n")
 }

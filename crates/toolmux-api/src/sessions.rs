@@ -19,6 +19,7 @@ use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, CallFailures, ErrorBody};
+use crate::sse;
 use crate::{ApiState, arguments};
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
@@ -238,8 +239,8 @@ pub(crate) async fn stream(
         .map_err(|e| ApiError::not_found(e.to_string()))?;
     let body = futures::stream::unfold(follower, |mut follower| async move {
         let frame = match follower.next().await? {
-            toolmux_sessions::FollowEvent::Entry(entry) => frame("log", &entry),
-            toolmux_sessions::FollowEvent::Ended(end) => frame("status", &end),
+            toolmux_sessions::FollowEvent::Entry(entry) => sse::frame("log", &entry),
+            toolmux_sessions::FollowEvent::Ended(end) => sse::frame("status", &end),
         };
         Some((Ok::<_, std::convert::Infallible>(frame), follower))
     });
@@ -252,10 +253,4 @@ pub(crate) async fn stream(
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
-}
-
-/// One server-sent event.
-fn frame(event: &str, data: &impl Serialize) -> String {
-    let data = serde_json::to_string(data).unwrap_or_else(|_| "null".to_string());
-    format!("event: {event}\ndata: {data}\n\n")
 }
