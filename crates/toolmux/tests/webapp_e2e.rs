@@ -333,6 +333,10 @@ fn the_activity_page_shows_a_call_made_from_the_command_line() {
         found["listReadsAfterLive"], 0,
         "the page read the list again instead of following the stream: {found}"
     );
+    assert_eq!(
+        found["streamOpens"], 1,
+        "typing a tool filter opens the stream once, after the typing: {found}"
+    );
 }
 
 #[test]

@@ -287,9 +287,20 @@ const phases = {
     // The test's other thread makes a CLI call once it sees this mark.
     writeFileSync(join(scratch, "tail-live"), "");
     await page.locator('tr[data-tool="file_read"]', { hasText: "cli" }).first().waitFor({ timeout: 60_000 });
+    const readsWhileLive = listReadsAfterLive;
     const screenshot = await shot(page, "activity");
+    // Typing a filter reloads the list and reopens the stream once, when the typing pauses,
+    // not once per key.
+    let streamOpens = 0;
+    page.on("request", (r) => {
+      if (new URL(r.url()).pathname === "/api/logs/stream") streamOpens++;
+    });
+    await page.getByPlaceholder("Tool (name or glob)").pressSequentially("file_read", { delay: 40 });
+    await page.locator('tr[data-tool="file_search"]').first().waitFor({ state: "detached" });
+    await page.getByTestId("tail-state").filter({ hasText: /^live$/ }).waitFor();
+    check(streamOpens === 1, `typing a 9-letter filter opened the stream ${streamOpens} times`);
     await context.close();
-    return { liveRow: true, listReadsAfterLive, screenshots: [screenshot], problems };
+    return { liveRow: true, listReadsAfterLive: readsWhileLive, streamOpens, screenshots: [screenshot], problems };
   },
 
   // Coding sessions: one started from the page and followed live to its end, one cancelled.

@@ -23,6 +23,17 @@ interface LogEntry {
   resultTruncated?: boolean;
 }
 
+/** `value` once it has stopped changing for `ms`: typing a filter reloads the list and reopens
+ * the stream once, when the typing pauses, not once per key. */
+function useSettled<T>(value: T, ms: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(value), ms);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return settled;
+}
+
 export default function Activity() {
   const params = new URLSearchParams(location.search);
   const [tool, setTool] = useState("");
@@ -35,9 +46,10 @@ export default function Activity() {
   const [error, setError] = useState<string | null>(null);
   const [selected, setSelected] = useState<string | null>(params.get("id"));
   const [live, setLive] = useState<"connecting" | "live" | "stopped">("connecting");
+  const toolFilter = useSettled(tool, 300);
   const load = useCallback(async () => {
     const q = new URLSearchParams({ limit: "500" });
-    if (tool) q.set("tool", tool);
+    if (toolFilter) q.set("tool", toolFilter);
     if (outcome) q.set("outcome", outcome);
     if (since) q.set("since", since);
     try {
@@ -47,12 +59,12 @@ export default function Activity() {
     } catch (e) {
       setError(describe(e));
     }
-  }, [tool, outcome, since]);
+  }, [toolFilter, outcome, since]);
   useEffect(() => {
     void load();
     if (!tail) return;
     const q = new URLSearchParams();
-    if (tool) q.set("tool", tool);
+    if (toolFilter) q.set("tool", toolFilter);
     if (outcome) q.set("outcome", outcome);
     // Same origin: the session cookie goes with it.
     const events = new EventSource(`/api/logs/stream?${q}`);
@@ -65,7 +77,7 @@ export default function Activity() {
     });
     events.onerror = () => setLive(events.readyState === EventSource.CLOSED ? "stopped" : "connecting");
     return () => events.close();
-  }, [load, tail, tool, outcome]);
+  }, [load, tail, toolFilter, outcome]);
   const shown = entries.filter((e) => (!source || e.source === source) && (!channel || e.channel === channel));
   const sources = [...new Set(entries.map((e) => e.source).filter((s): s is string => !!s))].sort();
   const channels = [...new Set(entries.map((e) => e.channel))].sort();
