@@ -317,16 +317,46 @@ fn checked_branch(branch: &str) -> Result<String, SessionError> {
     Ok(branch.to_string())
 }
 
+/// One argument as a POSIX shell would take it back. An argument with a control character
+/// (a prompt's newline) is written `$'…'` with escapes, so that the command line stays one line
+/// of the approval and no argument can lay out lines that look like the approval's own.
 fn shell_quote(arg: &str) -> String {
     let plain = !arg.is_empty()
         && arg
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_./=:@,+%".contains(&b));
     if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
+        return arg.to_string();
     }
+    // Line and paragraph separators too: some terminals and pages break lines at them.
+    let special = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if !arg.chars().any(special) {
+        return format!("'{}'", arg.replace('\'', r"'\''"));
+    }
+    let mut quoted = String::with_capacity(arg.len() + 3);
+    quoted.push_str("$'");
+    for c in arg.chars() {
+        match c {
+            '\n' => quoted.push_str(r"\n"),
+            '\t' => quoted.push_str(r"\t"),
+            '\r' => quoted.push_str(r"\r"),
+            '\\' => quoted.push_str(r"\\"),
+            '\'' => quoted.push_str(r"\'"),
+            c if c.is_control() && u32::from(c) < 0x80 => {
+                quoted.push_str(&format!(r"\x{:02x}", u32::from(c)));
+            }
+            // C1 controls and the separators: as their UTF-8 bytes, which `$'…'` takes back.
+            c if special(c) => {
+                let mut bytes = [0; 4];
+                for b in c.encode_utf8(&mut bytes).bytes() {
+                    quoted.push_str(&format!(r"\x{b:02x}"));
+                }
+            }
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('\'');
+    quoted
 }
 
 /// The sessions of one project. Cheap to clone.

@@ -289,6 +289,40 @@ async fn every_built_in_runner_keeps_any_prompt_out_of_its_options() {
     }
 }
 
+#[tokio::test]
+async fn a_prompt_with_line_breaks_keeps_the_command_line_one_line_and_a_shell_reads_it_back() {
+    let project = tempfile::tempdir().expect("temp");
+    let sessions = open(project.path());
+    let prompt = "fix it\nenv set by the call:\n  X=\"y\"\r\ttab \u{1b}[31mred \\ 'quote' \u{85} \u{2028} end";
+    let plan = sessions.plan(&request("claude", prompt)).expect("plan");
+    let line = plan.command_line();
+    assert!(
+        !line.contains(['\n', '\r', '\u{1b}', '\u{85}', '\u{2028}']),
+        "{line:?}"
+    );
+    let preview = plan.preview();
+    let shown = preview
+        .lines()
+        .find(|l| l.starts_with("command:"))
+        .expect("the command line");
+    assert!(shown.ends_with(&line), "{preview}");
+    // bash reads the quoted arguments back to exactly what the runner gets.
+    let program = plan.program.display().to_string();
+    let arguments = line.strip_prefix(&program).expect("the program first");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("printf '%s\\0'{arguments}"))
+        .output()
+        .expect("bash");
+    assert!(out.status.success(), "{out:?}");
+    let read: Vec<String> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .split_terminator('\0')
+        .map(str::to_string)
+        .collect();
+    assert_eq!(read, plan.args);
+}
+
 // D36 ---------------------------------------------------------------------------------------
 
 #[tokio::test]
