@@ -373,7 +373,10 @@ fn an_ask_call_waits_in_approvals_until_a_person_answers() {
             &address,
             "POST",
             "/api/tools/grep/call",
-            &[("Authorization", &auth)],
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
             Some(r#"{"pattern": "milk"}"#),
         )
     };
