@@ -46,10 +46,12 @@ pub(crate) fn is_json(content_type: &str) -> bool {
 }
 
 /// A JSON body parsed into `T`. An empty body without a `Content-Type` counts as `{}`, so
-/// that a call without arguments needs no body; anything else must say it is JSON
-/// (`Content-Type: application/json`) and be JSON. A body of another type is refused with 415
-/// before it is read as JSON: a `text/plain` or form body is what a page of another origin can
-/// send without the browser asking first.
+/// that a call without arguments needs no body; anything else must be JSON and say so
+/// (`Content-Type: application/json`). A body of another type is refused with 415 before it is
+/// read: a `text/plain`, form or multipart body is what a page of another origin can send
+/// without the browser asking first. A body with no type at all is read as JSON only from a
+/// client that sent a credential header (a key, which no page of another origin can send
+/// without a preflight), so that scripts which leave the type out keep working.
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
@@ -66,7 +68,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         };
         let json = match content_type {
             Some(value) if !is_json(value) => return Err(not_json(Some(value))),
-            declared => declared.is_some(),
+            Some(_) => true,
+            None => crate::guard::carries_preflighted_header(request.headers()),
         };
         let bytes = axum::body::Bytes::from_request(request, state)
             .await
@@ -167,6 +170,25 @@ mod tests {
                 "{refused}"
             );
         }
+        // A key holder's script that leaves the type out is read as JSON; a declared type that
+        // is not JSON is refused whoever sends it.
+        let keyed = |content_type: Option<&str>| {
+            let mut request = Request::post("/").header("authorization", "Bearer k");
+            if let Some(t) = content_type {
+                request = request.header(header::CONTENT_TYPE, t);
+            }
+            request.body(Body::from(body.to_string())).expect("request")
+        };
+        assert!(
+            ApiJson::<serde_json::Value>::from_request(keyed(None), &())
+                .await
+                .is_ok()
+        );
+        assert!(
+            ApiJson::<serde_json::Value>::from_request(keyed(Some("text/plain")), &())
+                .await
+                .is_err()
+        );
         // No body and no type is an empty object; a declared type must still be JSON.
         assert_eq!(parse(None, "").await.ok(), Some(serde_json::json!({})));
         assert_eq!(

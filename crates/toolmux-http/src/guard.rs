@@ -248,6 +248,12 @@ const PREFLIGHTED_HEADERS: [&str; 4] = [
     "mcp-session-id",
 ];
 
+/// Whether the request carries one of [`PREFLIGHTED_HEADERS`]: it comes from a same-origin
+/// page or from a program that is no browser.
+pub(crate) fn carries_preflighted_header(headers: &HeaderMap) -> bool {
+    PREFLIGHTED_HEADERS.iter().any(|h| headers.contains_key(*h))
+}
+
 /// Refuses a request that changes something unless a browser would have preflighted it: its
 /// `Content-Type` is JSON, or it carries one of [`PREFLIGHTED_HEADERS`]. A "simple" request
 /// (`text/plain`, a form, `multipart/form-data`, no type at all; `mode: "no-cors"`) is one any
@@ -261,7 +267,7 @@ pub(crate) fn check_preflighted(method: &Method, headers: &HeaderMap) -> Result<
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(crate::extract::is_json);
-    if json || PREFLIGHTED_HEADERS.iter().any(|h| headers.contains_key(*h)) {
+    if json || carries_preflighted_header(headers) {
         return Ok(());
     }
     Err(ApiError::unsupported_media_type(

@@ -373,10 +373,7 @@ fn an_ask_call_waits_in_approvals_until_a_person_answers() {
             &address,
             "POST",
             "/api/tools/grep/call",
-            &[
-                ("Authorization", &auth),
-                ("Content-Type", "application/json"),
-            ],
+            &[("Authorization", &auth)],
             Some(r#"{"pattern": "milk"}"#),
         )
     };
