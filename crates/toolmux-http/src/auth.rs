@@ -397,6 +397,28 @@ mod tests {
         assert_eq!(cookie_name(&headers), "toolmux_session");
     }
 
+    /// Cookies and `Host` are outside input: huge and odd ones find nothing, and never panic.
+    #[test]
+    fn odd_cookies_and_hosts_find_no_session() {
+        for size in [0usize, 1, 100, 10_000, 200_000] {
+            for piece in [";", "=", "toolmux_session=", ":", "[", "]:", "\u{7f}"] {
+                let value = piece.repeat(size);
+                let mut headers = HeaderMap::new();
+                if let Ok(v) = HeaderValue::from_str(&value) {
+                    headers.insert(header::HOST, v.clone());
+                    headers.insert(header::COOKIE, v.clone());
+                    headers.insert(SESSION_HEADER, v);
+                }
+                let _ = cookie_name(&headers);
+                assert_eq!(
+                    session_secret(&headers, &Credentials::default()),
+                    None,
+                    "{size} {piece:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_session_needs_its_key_and_is_kept_until_closed() {
         let credentials = Credentials::default();

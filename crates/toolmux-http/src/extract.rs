@@ -146,6 +146,31 @@ mod tests {
         }
     }
 
+    /// A `Content-Type` is outside input: odd and huge ones are told apart without panicking.
+    #[test]
+    fn any_content_type_is_judged_without_panicking() {
+        let pieces = [
+            ";",
+            "/",
+            "\"",
+            "=",
+            "+json",
+            "application",
+            " ",
+            "\\",
+            "*",
+            ",",
+        ];
+        for size in [0usize, 1, 7, 64, 1000, 100_000] {
+            for piece in pieces {
+                let value = piece.repeat(size);
+                assert!(!is_json(&value) || value.contains("json"), "{size} {piece}");
+                let prefixed = format!("application/json;{value}");
+                let _ = is_json(&prefixed);
+            }
+        }
+    }
+
     /// D26: a body is read as JSON only when it says it is JSON; a plain-text or form body,
     /// which any page can send without a preflight, is a 415.
     #[tokio::test]
