@@ -370,6 +370,24 @@ fn generated_frontmatter_never_panics_and_never_passes_nesting_the_parser_would_
             );
         }
     }
+    // Deep nesting after random text: no prefix hides from the check what the parser then
+    // reads as nesting past its own limit (a quote, comment or scalar the check took to run on
+    // where the parser saw it end).
+    let deep = ["[", "{a: ", "- ", "{? "];
+    for _ in 0..20_000 {
+        let prefix: String = (0..rng.below(40)).map(|_| rng.pick(PIECES)).collect();
+        let open = rng.pick(&deep);
+        let doc = format!("{prefix}{}x", open.repeat(130 + rng.below(70)));
+        if check_yaml_bounds(&doc).is_ok()
+            && !doc.contains('*')
+            && let Err(e) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&doc)
+        {
+            assert!(
+                !e.to_string().contains("recursion limit exceeded"),
+                "the check missed nesting the parser refused: {doc:?}"
+            );
+        }
+    }
     // Known shapes at depths around the limit and far past it: refused exactly when deeper
     // than the limit.
     for depth in (0..=200).chain([1_000, 10_000, 30_000]) {
