@@ -32,6 +32,10 @@ pub struct TaskFilter {
     pub status: Option<String>,
     /// Only the steps (at any depth) of this task.
     pub parent: Option<u64>,
+    /// How many tasks to answer with (100 when omitted, at most 1000).
+    pub limit: Option<u64>,
+    /// How many matching tasks to skip, in plan order (the previous page's `nextOffset`).
+    pub offset: Option<u64>,
 }
 
 /// A new task: `task_create`'s arguments.
@@ -92,12 +96,12 @@ fn id_argument(id: u64) -> Map<String, Value> {
     arguments([("id", Some(Value::from(id)))])
 }
 
-/// Lists the tasks in plan order (each followed by its steps), with counts by status (the
-/// `task_list` tool).
+/// Lists the tasks in plan order (each followed by its steps), with counts by status, a page
+/// at a time (the `task_list` tool).
 #[utoipa::path(
     get, path = "/api/tasks", tag = "tasks", params(TaskFilter),
     responses(
-        (status = 200, description = "`task_list`'s structured result: `tasks`, `counts`", body = Object),
+        (status = 200, description = "`task_list`'s structured result: `tasks` (one page), `counts`, `total`, `offset`, `limit`, `nextOffset`", body = Object),
         CallFailures,
     )
 )]
@@ -109,6 +113,8 @@ pub(crate) async fn list(
     let args = arguments([
         ("status", filter.status.map(Value::from)),
         ("parent", filter.parent.map(Value::from)),
+        ("limit", filter.limit.map(Value::from)),
+        ("offset", filter.offset.map(Value::from)),
     ]);
     state.run_tool(caller, "task_list", args).await.map(Json)
 }

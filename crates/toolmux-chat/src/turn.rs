@@ -131,6 +131,27 @@ fn both(
     }
 }
 
+/// The skill scope after one more skill is loaded in a turn: the tools both the earlier
+/// skills and the new one admit (entry points included, which every skill scope has). A skill
+/// that narrows nothing (no `allowed-tools`, or none of this catalog's) leaves the earlier
+/// narrowing as it was: loading it must not lift another skill's limit.
+fn narrowed(
+    earlier: Option<Arc<ToolScope>>,
+    loaded: Option<Arc<ToolScope>>,
+    catalog: &Catalog,
+) -> Option<Arc<ToolScope>> {
+    match (earlier, loaded) {
+        (None, only) | (only, None) => only,
+        (Some(earlier), Some(loaded)) => Some(Arc::new(only_tools(
+            catalog
+                .tools()
+                .filter(|e| earlier.admits(&e.descriptor) && loaded.admits(&e.descriptor))
+                .map(|e| e.descriptor.name.as_str()),
+            format!("{} and {}", earlier.served_by, loaded.served_by),
+        ))),
+    }
+}
+
 /// A scope admitting exactly these tool names (none at all when there are none: an empty
 /// `include` would admit everything).
 pub(crate) fn only_tools<'a>(names: impl Iterator<Item = &'a str>, served_by: String) -> ToolScope {
@@ -475,7 +496,7 @@ impl ChatEngine {
         let context = turn.context.clone();
         let mut usage = Usage::default();
         let skills = self.skill_summaries(&self.hub.catalog()).await;
-        // The tools a loaded skill allows, for the rest of the turn (see `skill_scope`).
+        // The tools the loaded skills allow, for the rest of the turn (`skill_scope_of`, `narrowed`).
         let mut skill_scope: Option<Arc<ToolScope>> = None;
         for step in 1..=turn.max_steps {
             turn.emit(TurnEvent::StepStart { step }).await;
@@ -544,7 +565,13 @@ impl ChatEngine {
                     .iter()
                     .filter(|o| o.name == SKILL_LOAD && !o.is_error)
                 {
-                    skill_scope = skill_scope_of(output, &catalog);
+                    // A later skill narrows further and never widens: its scope meets the
+                    // earlier ones', as a skill meets a delegated task's (`both`).
+                    skill_scope = narrowed(
+                        skill_scope.take(),
+                        skill_scope_of(output, &catalog),
+                        &catalog,
+                    );
                 }
             }
             let cancelled = results.is_none();

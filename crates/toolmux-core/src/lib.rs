@@ -22,6 +22,7 @@ mod resources;
 mod scope;
 mod source;
 mod validate;
+mod yaml_bounds;
 
 pub use approval::{
     AnswerApprovalError, AnswerError, Approval, ApprovalQueue, ApprovalRequest, ApprovalScope,
@@ -56,3 +57,4 @@ pub use source::{
     ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,
 };
 pub use validate::Violation;
+pub use yaml_bounds::{MAX_YAML_BYTES, MAX_YAML_DEPTH, YamlBoundsError, check_yaml_bounds};

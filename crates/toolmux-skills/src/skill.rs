@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_yaml_ng::Value as Yaml;
+use toolmux_core::{MAX_YAML_BYTES, check_yaml_bounds, human_bytes};
 
 use crate::error::SkillError;
 
@@ -106,6 +107,17 @@ pub fn parse(dir: &Path, origin: Origin, text: &str) -> Result<Skill, SkillError
             break;
         }
         yaml.push_str(line);
+        if yaml.len() > MAX_YAML_BYTES {
+            // Refused without reading further: a frontmatter has a bounded size.
+            return Err(fail(
+                1,
+                None,
+                format!(
+                    "frontmatter is not accepted: it is longer than {}",
+                    human_bytes(MAX_YAML_BYTES as u64)
+                ),
+            ));
+        }
     }
     let Some(close_line) = closed_at else {
         return Err(fail(
@@ -114,6 +126,15 @@ pub fn parse(dir: &Path, origin: Origin, text: &str) -> Result<Skill, SkillError
             "unclosed frontmatter: no closing `---` line".into(),
         ));
     };
+    // Depth first, in one linear pass: the parser takes quadratic time on deep nesting before
+    // it refuses it. The same check as a spec's frontmatter.
+    check_yaml_bounds(&yaml).map_err(|e| {
+        fail(
+            e.line() + 1,
+            None,
+            format!("frontmatter is not accepted: {e}"),
+        )
+    })?;
     let fields: Yaml = serde_yaml_ng::from_str(&yaml).map_err(|e| {
         // The YAML starts on line 2 of the file.
         let line = e.location().map_or(2, |l| l.line() + 1);

@@ -60,13 +60,17 @@ impl Config {
         let json = root.join(".lean-spec/config.json");
         let yaml = root.join(".lean-spec/config.yaml");
         let value: Value = if json.is_file() {
-            let text = fs::read_to_string(&json).map_err(|e| SpecsError::io(&json, e))?;
+            let text = crate::file::read_config(&json)?;
             serde_json::from_str(&text).map_err(|e| SpecsError::Config {
                 path: json.clone(),
                 message: e.to_string(),
             })?
         } else if yaml.is_file() {
-            let text = fs::read_to_string(&yaml).map_err(|e| SpecsError::io(&yaml, e))?;
+            let text = crate::file::read_config(&yaml)?;
+            toolmux_core::check_yaml_bounds(&text).map_err(|e| SpecsError::Config {
+                path: yaml.clone(),
+                message: format!("line {}: {e}", e.line()),
+            })?;
             let parsed: serde_yaml_ng::Value =
                 serde_yaml_ng::from_str(&text).map_err(|e| SpecsError::Config {
                     path: yaml.clone(),

@@ -27,6 +27,14 @@ pub enum SpecsError {
         /// What is wrong.
         message: String,
     },
+    /// A spec file the pack does not read: larger than it reads, or not text.
+    #[error("{}: {message}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
     /// The project's `.lean-spec/config.json` or `config.yaml` does not parse.
     #[error("{path}: {message}")]
     Config {
@@ -78,9 +86,10 @@ impl SpecsError {
         match self {
             Self::NotFound(_) => Some(ToolErrorKind::NotFound),
             Self::Conflict { .. } | Self::Ambiguous { .. } => Some(ToolErrorKind::Conflict),
-            Self::Invalid(_) | Self::Query(_) | Self::Frontmatter { .. } => {
-                Some(ToolErrorKind::Invalid)
-            }
+            Self::Invalid(_)
+            | Self::Query(_)
+            | Self::Frontmatter { .. }
+            | Self::Unreadable { .. } => Some(ToolErrorKind::Invalid),
             Self::Io { .. } | Self::Config { .. } | Self::Internal(_) => None,
         }
     }

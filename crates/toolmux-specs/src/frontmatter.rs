@@ -9,6 +9,7 @@
 //! ones — so an edit that would change anything else is refused instead of written.
 
 use serde_yaml_ng::{Mapping, Value as Yaml};
+use toolmux_core::{MAX_YAML_BYTES, check_yaml_bounds, human_bytes};
 
 use crate::model::{Meta, Priority, Status, Transition};
 
@@ -31,6 +32,9 @@ pub(crate) struct Split<'a> {
 /// A problem with a file's frontmatter: the 1-based file line and a message.
 pub(crate) type Problem = (usize, String);
 
+/// What closes a frontmatter: a line starting with `---`.
+const CLOSE: &[u8] = b"\n---";
+
 /// Splits a file as LeanSpec's parser does: leading whitespace skipped, `---` opens, the
 /// first `\n---` closes.
 pub(crate) fn split(text: &str) -> Result<Split<'_>, Problem> {
@@ -44,11 +48,19 @@ pub(crate) fn split(text: &str) -> Result<Split<'_>, Problem> {
         ));
     }
     let after = &trimmed[3..];
-    let Some(close) = after.find("\n---") else {
-        return Err((
-            open_line,
-            "unclosed frontmatter block (no closing `---` line)".into(),
-        ));
+    // The closing line is looked for in a bounded prefix only: a frontmatter is at most
+    // `MAX_YAML_BYTES`, however long the body.
+    let window = &after.as_bytes()[..after.len().min(MAX_YAML_BYTES + CLOSE.len())];
+    let Some(close) = window.windows(CLOSE.len()).position(|w| w == CLOSE) else {
+        let message = if window.len() < after.len() {
+            format!(
+                "the frontmatter is longer than {} (no closing `---` line within it)",
+                human_bytes(MAX_YAML_BYTES as u64)
+            )
+        } else {
+            "unclosed frontmatter block (no closing `---` line)".into()
+        };
+        return Err((open_line, message));
     };
     let yaml_start = lead + 3;
     let yaml = &text[yaml_start..yaml_start + close];
@@ -159,6 +171,14 @@ pub(crate) fn parse_meta(split: &Split<'_>) -> Result<Meta, Problem> {
 
 /// The YAML as a mapping, or the parser's error at its file line.
 pub(crate) fn parse_mapping(split: &Split<'_>) -> Result<Mapping, Problem> {
+    // Size and depth first, in one linear pass: the parser takes quadratic time on deep
+    // nesting before it refuses it.
+    check_yaml_bounds(split.yaml).map_err(|e| {
+        (
+            split.open_line + e.line() - 1,
+            format!("invalid YAML in frontmatter: {e}"),
+        )
+    })?;
     let value: Yaml = serde_yaml_ng::from_str(split.yaml).map_err(|e| {
         let line = e
             .location()
@@ -515,6 +535,9 @@ impl Editor {
             out.push_str(&line.text);
             out.push_str(&line.term);
         }
+        check_yaml_bounds(&out).map_err(|e| {
+            format!("the edited frontmatter would be refused ({e}); nothing was written")
+        })?;
         let after: Yaml = serde_yaml_ng::from_str(&out).map_err(|e| {
             format!("the edited frontmatter would not parse ({e}); nothing was written")
         })?;

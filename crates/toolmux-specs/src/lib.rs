@@ -29,6 +29,7 @@
 mod body;
 mod discovery;
 mod error;
+mod file;
 mod frontmatter;
 mod model;
 mod read;
@@ -121,9 +122,9 @@ impl SpecsSource {
         Ok(Some(Self {
             inner: Arc::new(Inner {
                 root,
+                store: store::Store::new(dir, project.clone()),
                 project,
                 config,
-                store: store::Store::new(dir),
                 locks: write::Locks::default(),
                 tools: tools::descriptors(),
             }),

@@ -280,6 +280,9 @@ pub struct BrokenSpec {
     pub rel_file: String,
     /// The 1-based line of the problem.
     pub line: usize,
+    /// The validation rule it breaks: `frontmatter`, or `size` for a file larger than the pack
+    /// reads.
+    pub rule: &'static str,
     /// What is wrong.
     pub message: String,
 }

@@ -8,6 +8,7 @@ use toolmux_workspace::ProjectRoot;
 
 use crate::discovery::Limits;
 use crate::error::SpecsError;
+use crate::file::{self, MAX_SPEC_FILE_BYTES};
 use crate::model::{Priority, Spec, Status};
 use crate::search::{self, Query};
 use crate::store::Snapshot;
@@ -536,7 +537,7 @@ pub(crate) fn tokens(
     let mut items = Vec::new();
     if let Some(file) = file {
         let text = project
-            .read_text(file, MAX_TOKENS_FILE_BYTES)
+            .read_text(file, MAX_SPEC_FILE_BYTES)
             .map_err(|e| SpecsError::Invalid(e.to_string()))?;
         items.push(entry(None, file, count(&text)?));
     } else if let Some(reference) = reference {
@@ -547,7 +548,7 @@ pub(crate) fn tokens(
         if let Some(folder) = spec.file.parent() {
             for sub in &spec.sub_specs {
                 let path = folder.join(&sub.name);
-                let text = std::fs::read_to_string(&path).map_err(|e| SpecsError::io(&path, e))?;
+                let text = file::read_spec_text(project, &path)?;
                 let n = count(&text)?;
                 total += n;
                 subs.push(json!({"name": sub.name, "tokens": n}));
@@ -583,6 +584,3 @@ pub(crate) fn tokens(
         text,
     ))
 }
-
-/// The largest file `spec_tokens` counts: far past any spec's token limit.
-const MAX_TOKENS_FILE_BYTES: u64 = 16 * 1024 * 1024;

@@ -15,6 +15,7 @@
 use toolmux_core::{ResourceContents, ResourceError, ResourceInfo, ResourceProvider};
 
 use crate::SpecsSource;
+use crate::file::MAX_SPEC_FILE_BYTES;
 use crate::model::Spec;
 use crate::tools::SOURCE_ID;
 
@@ -23,10 +24,6 @@ pub const SPEC_SCHEME: &str = "spec";
 
 /// What every spec resource holds.
 const MARKDOWN: &str = "text/markdown";
-
-/// The largest sub-spec file read as a resource: far above any spec LeanSpec would call
-/// readable (its error threshold is 5,000 tokens), far below what an MCP message can carry.
-const MAX_SUB_SPEC_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The URI of a spec's README.
 pub fn spec_uri(id: &str) -> String {
@@ -87,7 +84,17 @@ impl ResourceProvider for SpecsSource {
             None => (path, None),
         };
         let snapshot = self.snapshot().map_err(failed)?;
-        let spec = snapshot.get(id).ok_or_else(not_found)?;
+        let Some(spec) = snapshot.get(id) else {
+            // A spec the pack cannot read (too large, bad frontmatter) says why, as `spec_view`
+            // does, rather than seeming absent.
+            return Err(match snapshot.broken.iter().find(|b| b.id == id) {
+                Some(b) => ResourceError::Failed(format!(
+                    "cannot read `{uri}`: {}",
+                    crate::store::broken_error(b)
+                )),
+                None => not_found(),
+            });
+        };
         let text = match file {
             None => spec.doc.raw.clone(),
             Some(file) => {
@@ -107,7 +114,7 @@ impl ResourceProvider for SpecsSource {
                     .ok_or_else(not_found)?;
                 self.inner
                     .project
-                    .read_text(&rel, MAX_SUB_SPEC_BYTES)
+                    .read_text(&rel, MAX_SPEC_FILE_BYTES)
                     .map_err(|e| ResourceError::Failed(format!("cannot read `{uri}`: {e}")))?
             }
         };

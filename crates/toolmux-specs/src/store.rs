@@ -17,9 +17,11 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use toolmux_workspace::ProjectRoot;
 
 use crate::discovery::{self, Found, WalkCache};
 use crate::error::SpecsError;
+use crate::file::{self, Capped};
 use crate::frontmatter;
 use crate::model::{BrokenSpec, Doc, SearchText, Spec};
 
@@ -157,8 +159,26 @@ pub(crate) fn number_of(id: &str) -> Option<u32> {
     id.split('-').next()?.parse().ok()
 }
 
-/// A README's parse: the document, or the line and message of why it is not a spec.
-type Parsed = Result<Arc<Doc>, (usize, String)>;
+/// Why a README is not a spec: the line, the validation rule it breaks and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Unreadable {
+    line: usize,
+    rule: &'static str,
+    message: String,
+}
+
+impl Unreadable {
+    fn frontmatter((line, message): (usize, String)) -> Self {
+        Self {
+            line,
+            rule: "frontmatter",
+            message,
+        }
+    }
+}
+
+/// A README's parse: the document, or why it is not a spec.
+type Parsed = Result<Arc<Doc>, Unreadable>;
 
 /// One README's parse, valid while its size and modification time stay the same.
 #[derive(Debug)]
@@ -189,15 +209,23 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Store {
     specs_dir: PathBuf,
+    /// What spec files are opened beneath.
+    project: ProjectRoot,
     state: Mutex<State>,
 }
 
 impl Store {
-    pub(crate) fn new(specs_dir: PathBuf) -> Self {
+    pub(crate) fn new(specs_dir: PathBuf, project: ProjectRoot) -> Self {
         Self {
             specs_dir,
+            project,
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// The project root spec files are read beneath.
+    pub(crate) fn project(&self) -> &ProjectRoot {
+        &self.project
     }
 
     pub(crate) fn specs_dir(&self) -> &Path {
@@ -225,7 +253,7 @@ impl Store {
                 continue;
             }
             let read_at = SystemTime::now();
-            let parsed = read_doc(&found.readme, &found.id)?;
+            let parsed = read_doc(&self.project, &found.readme, &found.id)?;
             // A file read again only because its time was not yet settled keeps its parse
             // (and the snapshot its version) when its text is the same.
             let parsed = match known {
@@ -301,18 +329,24 @@ fn same_parse(a: &Parsed, b: &Parsed) -> bool {
     }
 }
 
-/// Reads and parses one README. An unreadable file is an error of the call; a file that is
-/// not a valid spec is a broken spec, reported with its line.
-fn read_doc(path: &Path, id: &str) -> Result<Result<Arc<Doc>, (usize, String)>, SpecsError> {
-    let raw = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) => return Err(SpecsError::io(path, e)),
+/// Reads and parses one README, never more of it than the pack reads (see `file`). A file
+/// that cannot be opened is an error of the call; one that is not a valid spec (too large, not
+/// text, bad frontmatter) is a broken spec, reported with its line.
+fn read_doc(project: &ProjectRoot, path: &Path, id: &str) -> Result<Parsed, SpecsError> {
+    let unreadable = |rule, message| {
+        Ok(Err(Unreadable {
+            line: 1,
+            rule,
+            message,
+        }))
     };
-    let raw = match String::from_utf8(raw) {
-        Ok(text) => text,
-        Err(_) => return Ok(Err((1, "the file is not valid UTF-8".into()))),
-    };
-    Ok(parse_doc(raw, id).map(Arc::new))
+    match file::read_spec_file(project, path)? {
+        Capped::Text(raw) => Ok(parse_doc(raw, id)
+            .map(Arc::new)
+            .map_err(Unreadable::frontmatter)),
+        Capped::TooLarge(size) => unreadable("size", file::too_large(size)),
+        Capped::NotUtf8 => unreadable("frontmatter", "the file is not valid UTF-8".into()),
+    }
 }
 
 /// Parses a README's text.
@@ -370,10 +404,15 @@ fn build(walk: &[Found], docs: Vec<Option<Parsed>>, version: u64) -> Snapshot {
                 parent: doc.meta.parent.clone(),
                 doc,
             }),
-            Some(Err((line, message))) => broken.push(BrokenSpec {
+            Some(Err(Unreadable {
+                line,
+                rule,
+                message,
+            })) => broken.push(BrokenSpec {
                 id: found.id.clone(),
                 rel_file: found.rel.clone(),
                 line,
+                rule,
                 message,
             }),
             None => {}

@@ -72,7 +72,7 @@ pub(crate) fn edit_spec(
         message,
     };
     let written = locks.with(folder, || {
-        let raw = fs::read_to_string(&spec.file).map_err(|e| SpecsError::io(&spec.file, e))?;
+        let raw = crate::file::read_spec_text(store.project(), &spec.file)?;
         let split = frontmatter::split(&raw).map_err(frontmatter_error)?;
         let meta = frontmatter::parse_meta(&split).map_err(frontmatter_error)?;
         let previous_hash = hash_body(split.body);
@@ -505,6 +505,7 @@ pub(crate) fn create(
         Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
     ));
     let text = fm + &body;
+    crate::write::check_size(&text)?;
     // Check what we are about to write reads back as the spec we mean.
     crate::store::parse_doc(text.clone(), &id).map_err(|(line, message)| {
         SpecsError::Invalid(format!(

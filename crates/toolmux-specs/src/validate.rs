@@ -55,12 +55,7 @@ fn finding(severity: Severity, rule: &'static str, line: usize, message: String)
 
 /// The finding for a spec whose frontmatter cannot be read.
 pub fn broken(b: &BrokenSpec) -> Vec<Finding> {
-    vec![finding(
-        Severity::Error,
-        "frontmatter",
-        b.line,
-        b.message.clone(),
-    )]
+    vec![finding(Severity::Error, b.rule, b.line, b.message.clone())]
 }
 
 /// Validates one spec.

@@ -12,7 +12,10 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use toolmux_core::human_bytes;
+
 use crate::error::SpecsError;
+use crate::file::MAX_SPEC_FILE_BYTES;
 
 /// The per-folder mutexes of one pack.
 #[derive(Debug, Default)]
@@ -47,10 +50,23 @@ impl Locks {
     }
 }
 
+/// Refuses a spec text the pack would then refuse to read (see `file`).
+pub(crate) fn check_size(text: &str) -> Result<(), SpecsError> {
+    if text.len() as u64 > MAX_SPEC_FILE_BYTES {
+        return Err(SpecsError::Invalid(format!(
+            "the spec would be {}, more than the {} the spec pack reads; nothing was written (put long parts in sub-spec files)",
+            human_bytes(text.len() as u64),
+            human_bytes(MAX_SPEC_FILE_BYTES)
+        )));
+    }
+    Ok(())
+}
+
 /// Writes `text` to `path` through toolmux's one atomic writer (temp file, fsync, rename, fsync
 /// of the folder; the old file's permissions kept). `create_new` refuses to replace an existing
 /// file (for a new spec), also one created concurrently under the same name.
 pub(crate) fn write_atomic(path: &Path, text: &str, create_new: bool) -> Result<(), SpecsError> {
+    check_size(text)?;
     let written = if create_new {
         toolmux_config::write_new_atomic(path, text.as_bytes())
     } else {

@@ -3,8 +3,23 @@
 //!
 //! [`StateStore`]: crate::StateStore
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use toolmux_core::human_bytes;
+
+/// The longest task title: a line, generously.
+pub const MAX_TITLE_BYTES: usize = 4 * 1024;
+/// The longest task description.
+pub const MAX_DESCRIPTION_BYTES: usize = 64 * 1024;
+/// The longest note.
+pub const MAX_NOTE_BYTES: usize = 64 * 1024;
+/// The most tasks a list holds: a plan far longer than any agent keeps, small enough that the
+/// list (read and rewritten whole on every change) stays small.
+pub const MAX_TASKS: usize = 10_000;
+/// The most notes one task holds.
+pub const MAX_NOTES_PER_TASK: usize = 500;
 
 /// Where a task stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,21 +186,52 @@ impl TaskBook {
         out
     }
 
+    /// Depth first with an explicit stack (a chain of steps is as deep as the list is long),
+    /// each task's children found in one index instead of a scan of the list per task.
     fn walk<'a>(&'a self, parent: Option<u64>, out: &mut Vec<&'a Task>) {
-        for task in self.tasks.iter().filter(|t| t.parent == parent) {
+        let children = self.children();
+        let mut pending: Vec<&Task> = children
+            .get(&parent)
+            .map(|c| c.iter().rev().copied().collect())
+            .unwrap_or_default();
+        let mut seen = std::collections::HashSet::new();
+        while let Some(task) = pending.pop() {
+            // A hand-edited file could make a cycle of parents: each task once.
+            if !seen.insert(task.id) {
+                continue;
+            }
             out.push(task);
-            self.walk(Some(task.id), out);
+            if let Some(steps) = children.get(&Some(task.id)) {
+                pending.extend(steps.iter().rev());
+            }
         }
+    }
+
+    /// Each parent's children, in stored order.
+    fn children(&self) -> HashMap<Option<u64>, Vec<&Task>> {
+        let mut children: HashMap<Option<u64>, Vec<&Task>> = HashMap::new();
+        for task in &self.tasks {
+            children.entry(task.parent).or_default().push(task);
+        }
+        children
     }
 
     /// The ids of `id`'s descendants.
     pub fn descendants(&self, id: u64) -> Vec<u64> {
+        let children = self.children();
         let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::from([id]);
         let mut frontier = vec![id];
         while let Some(next) = frontier.pop() {
-            for child in self.tasks.iter().filter(|t| t.parent == Some(next)) {
-                out.push(child.id);
-                frontier.push(child.id);
+            for child in children
+                .get(&Some(next))
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                if seen.insert(child.id) {
+                    out.push(child.id);
+                    frontier.push(child.id);
+                }
             }
         }
         out
@@ -229,6 +275,15 @@ impl TaskBook {
         if new.title.trim().is_empty() {
             return Err(BookError::Invalid("a task needs a title".into()));
         }
+        check_size("a task title", &new.title, MAX_TITLE_BYTES)?;
+        if let Some(description) = &new.description {
+            check_size("a task description", description, MAX_DESCRIPTION_BYTES)?;
+        }
+        if self.tasks.len() >= MAX_TASKS {
+            return Err(BookError::Invalid(format!(
+                "the task list already holds {MAX_TASKS} tasks, as many as it may; delete finished ones first"
+            )));
+        }
         self.check_parent(None, new.parent)?;
         let id = self.next_id.max(1);
         self.next_id = id + 1;
@@ -266,6 +321,12 @@ impl TaskBook {
         {
             return Err(BookError::Invalid("a task needs a title".into()));
         }
+        if let Some(title) = &changes.title {
+            check_size("a task title", title, MAX_TITLE_BYTES)?;
+        }
+        if let Some(Some(description)) = &changes.description {
+            check_size("a task description", description, MAX_DESCRIPTION_BYTES)?;
+        }
         let task = &mut self.tasks[i];
         if let Some(title) = changes.title {
             task.title = title;
@@ -295,7 +356,13 @@ impl TaskBook {
         if text.trim().is_empty() {
             return Err(BookError::Invalid("a note needs text".into()));
         }
+        check_size("a note", &text, MAX_NOTE_BYTES)?;
         let i = self.index(id)?;
+        if self.tasks[i].notes.len() >= MAX_NOTES_PER_TASK {
+            return Err(BookError::Invalid(format!(
+                "task {id} already has {MAX_NOTES_PER_TASK} notes, as many as a task may; sum them up in its description"
+            )));
+        }
         self.tasks[i].notes.push(Note { at: now, text });
         self.tasks[i].updated_at = now;
         Ok(())
@@ -309,6 +376,18 @@ impl TaskBook {
         self.tasks.retain(|t| !gone.contains(&t.id));
         Ok(gone)
     }
+}
+
+/// Refuses a text longer than `max` bytes, naming what it is and both sizes.
+fn check_size(what: &str, text: &str, max: usize) -> Result<(), BookError> {
+    if text.len() > max {
+        return Err(BookError::Invalid(format!(
+            "{what} may be at most {}; this one is {}",
+            human_bytes(max as u64),
+            human_bytes(text.len() as u64)
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

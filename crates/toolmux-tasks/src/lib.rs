@@ -7,7 +7,10 @@
 //! [`StateStore`] interface: every change reads, changes and writes it atomically under the
 //! store's lock, so concurrent callers (several MCP clients, the CLI, REST) are serialised and
 //! none loses another's change. The tools only touch toolmux's own state, so they ask for the
-//! `allow` policy (a configured rule still wins).
+//! `allow` policy (a configured rule still wins). Because any caller may add to it and it is
+//! rewritten whole on every change, the list is bounded: titles, descriptions and notes by size,
+//! tasks and notes per task by count, the whole document by [`MAX_DOCUMENT_BYTES`]; `task_list`
+//! answers a page at a time.
 
 mod book;
 mod storage;
@@ -23,8 +26,16 @@ use toolmux_core::{
     ToolErrorKind, ToolResult,
 };
 
-pub use book::{BookError, Changes, NewTask, Note, Status, Task, TaskBook};
-pub use storage::{Change, JsonFile, StateStore, StorageError};
+pub use book::{
+    BookError, Changes, MAX_DESCRIPTION_BYTES, MAX_NOTE_BYTES, MAX_NOTES_PER_TASK, MAX_TASKS,
+    MAX_TITLE_BYTES, NewTask, Note, Status, Task, TaskBook,
+};
+pub use storage::{Change, JsonFile, MAX_DOCUMENT_BYTES, StateStore, StorageError};
+
+/// How many tasks `task_list` answers with when no `limit` is given.
+pub const DEFAULT_PAGE: usize = 100;
+/// The most tasks one `task_list` answer holds.
+pub const MAX_PAGE: usize = 1_000;
 
 /// The source id.
 pub const SOURCE_ID: &str = "tasks";
@@ -108,8 +119,16 @@ fn descriptors() -> Vec<ToolDescriptor> {
         "tasks": {"type": "array", "items": task_schema()},
         "counts": {"type": "object", "properties": {
             "pending": {"type": "integer"}, "in_progress": {"type": "integer"},
-            "completed": {"type": "integer"}}, "required": ["pending", "in_progress", "completed"]}
-    }, "required": ["tasks", "counts"]});
+            "completed": {"type": "integer"}}, "required": ["pending", "in_progress", "completed"]},
+        "total": {"type": "integer", "description": "How many tasks match, on every page"},
+        "offset": {"type": "integer"},
+        "limit": {"type": "integer"},
+        "nextOffset": {"type": "integer", "description": "The offset of the next page; absent on the last"}
+    }, "required": ["tasks", "counts", "total", "offset", "limit"]});
+    let limit = json!({"type": "integer", "minimum": 1, "maximum": MAX_PAGE,
+        "description": format!("How many tasks to answer with ({DEFAULT_PAGE} when omitted)")});
+    let offset = json!({"type": "integer", "minimum": 0,
+        "description": "How many matching tasks to skip, in plan order (a page's `nextOffset`)"});
     let deleted = json!({"type": "object", "properties": {
         "deleted": {"type": "array", "items": {"type": "integer"}}}, "required": ["deleted"]});
     vec![
@@ -127,8 +146,11 @@ fn descriptors() -> Vec<ToolDescriptor> {
         ),
         tool(
             "task_list",
-            "The project's tasks in plan order (each task followed by its steps), with counts by status.",
-            object(json!({"status": status, "parent": id}), &[]),
+            "The project's tasks in plan order (each task followed by its steps), with counts by status, a page at a time: `nextOffset` is where the next page starts.",
+            object(
+                json!({"status": status, "parent": id, "limit": limit, "offset": offset}),
+                &[],
+            ),
             &list,
             &reads,
         ),
@@ -197,10 +219,20 @@ fn run(store: &dyn StateStore, tool: &str, args: &Map<String, Value>) -> ToolRes
             Err(e) => return ToolResult::error(e.to_string()),
         };
         return if tool == "task_list" {
+            let number = |key: &str| {
+                args.get(key)
+                    .and_then(Value::as_u64)
+                    .and_then(|n| usize::try_from(n).ok())
+            };
+            let page = Page {
+                offset: number("offset").unwrap_or(0),
+                limit: number("limit").unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE),
+            };
             list(
                 &book,
                 status("status"),
                 args.get("parent").and_then(Value::as_u64),
+                page,
             )
         } else {
             match book.get(id) {
@@ -276,7 +308,19 @@ fn run(store: &dyn StateStore, tool: &str, args: &Map<String, Value>) -> ToolRes
                 return None;
             }
         }
-        Some(book.to_bytes())
+        let bytes = book.to_bytes();
+        if bytes.len() > MAX_DOCUMENT_BYTES {
+            answer = Some(ToolResult::kind_error(
+                ToolErrorKind::Invalid,
+                format!(
+                    "the task list would be {}, more than the {} it may be; nothing was changed (delete finished tasks, shorten notes)",
+                    toolmux_core::human_bytes(bytes.len() as u64),
+                    toolmux_core::human_bytes(MAX_DOCUMENT_BYTES as u64)
+                ),
+            ));
+            return None;
+        }
+        Some(bytes)
     });
     match outcome {
         Ok(()) => answer.unwrap_or_else(|| ToolResult::error("the change gave no answer")),
@@ -292,7 +336,14 @@ fn refusal(e: &BookError) -> ToolResult {
     ToolResult::kind_error(kind, e.to_string())
 }
 
-fn list(book: &TaskBook, status: Option<Status>, parent: Option<u64>) -> ToolResult {
+/// Which matching tasks one `task_list` answer holds.
+#[derive(Clone, Copy, Debug)]
+struct Page {
+    offset: usize,
+    limit: usize,
+}
+
+fn list(book: &TaskBook, status: Option<Status>, parent: Option<u64>, page: Page) -> ToolResult {
     let all = book.ordered();
     let count = |s: Status| all.iter().filter(|t| t.status == s).count();
     let counts = json!({
@@ -300,13 +351,31 @@ fn list(book: &TaskBook, status: Option<Status>, parent: Option<u64>) -> ToolRes
         "in_progress": count(Status::InProgress),
         "completed": count(Status::Completed),
     });
-    let under = parent.map(|p| book.descendants(p));
-    let tasks: Vec<&Task> = all
+    let under: Option<std::collections::HashSet<u64>> =
+        parent.map(|p| book.descendants(p).into_iter().collect());
+    let matching: Vec<&Task> = all
         .into_iter()
         .filter(|t| status.is_none_or(|s| t.status == s))
         .filter(|t| under.as_ref().is_none_or(|ids| ids.contains(&t.id)))
         .collect();
-    ToolResult::structured(json!({ "tasks": tasks, "counts": counts }))
+    let total = matching.len();
+    let tasks: Vec<&Task> = matching
+        .into_iter()
+        .skip(page.offset)
+        .take(page.limit)
+        .collect();
+    let mut answer = json!({
+        "tasks": tasks,
+        "counts": counts,
+        "total": total,
+        "offset": page.offset,
+        "limit": page.limit,
+    });
+    let next = page.offset.saturating_add(page.limit);
+    if next < total {
+        answer["nextOffset"] = json!(next);
+    }
+    ToolResult::structured(answer)
 }
 
 #[async_trait]

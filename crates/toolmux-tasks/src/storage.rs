@@ -3,8 +3,13 @@
 //! the packs noticing.
 
 use std::fs::{self, File};
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+
+/// The largest document a store keeps: it is read and rewritten whole on every change, so it
+/// stays small; a change that would pass it is refused (the tasks pack says so), and a file
+/// larger than it is not read.
+pub const MAX_DOCUMENT_BYTES: usize = 8 * 1024 * 1024;
 
 /// A failure of the store itself (not of the change).
 #[derive(Debug, thiserror::Error)]
@@ -71,11 +76,23 @@ impl JsonFile {
 
 impl StateStore for JsonFile {
     fn read(&self) -> Result<Option<Vec<u8>>, StorageError> {
-        match fs::read(&self.path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.error("read", &self.path)(e)),
+        let file = match File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.error("read", &self.path)(e)),
+        };
+        // Never buffered past the cap, whatever wrote the file.
+        let mut bytes = Vec::new();
+        file.take(MAX_DOCUMENT_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(self.error("read", &self.path))?;
+        if bytes.len() > MAX_DOCUMENT_BYTES {
+            return Err(self.error("read", &self.path)(io::Error::other(format!(
+                "it is larger than the {} a state document may be",
+                toolmux_core::human_bytes(MAX_DOCUMENT_BYTES as u64)
+            ))));
         }
+        Ok(Some(bytes))
     }
 
     fn update(&self, change: &mut Change<'_>) -> Result<(), StorageError> {
@@ -91,6 +108,12 @@ impl StateStore for JsonFile {
         lock.lock().map_err(self.error("lock", &self.lock))?;
         let current = self.read()?;
         if let Some(bytes) = change(current.as_deref()) {
+            if bytes.len() > MAX_DOCUMENT_BYTES {
+                return Err(self.error("write", &self.path)(io::Error::other(format!(
+                    "it would be larger than the {} a state document may be",
+                    toolmux_core::human_bytes(MAX_DOCUMENT_BYTES as u64)
+                ))));
+            }
             toolmux_config::write_atomic(&self.path, &bytes)
                 .map_err(self.error("write", &self.path))?;
         }
