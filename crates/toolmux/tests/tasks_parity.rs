@@ -106,6 +106,20 @@ fn mcp_rest_and_cli_share_one_task_list() {
     assert_eq!(mcp, &rest);
     let cli = keyed(&project, &["tasks", "list", "--json"]).json();
     assert_eq!(cli, rest);
+    // A page on the command line is the REST API's page, and the text says where the rest is.
+    let page = keyed(
+        &project,
+        &["tasks", "list", "--limit", "1", "--offset", "1", "--json"],
+    )
+    .json();
+    assert_eq!(page, served.get("/api/tasks?limit=1&offset=1").json());
+    assert_eq!(page["tasks"].as_array().map(Vec::len), Some(1), "{page}");
+    let first = keyed(&project, &["tasks", "list", "--limit", "1"]).ok();
+    assert_eq!(first.lines().count(), 2, "{first}");
+    assert!(
+        first.trim_end().ends_with("… 2 more: toolmux tasks list --offset 1"),
+        "{first}"
+    );
     let shown = keyed(&project, &["tasks", "show", &note_id.to_string()]).ok();
     assert!(
         shown.contains("[x]") && shown.contains("draft in docs/"),

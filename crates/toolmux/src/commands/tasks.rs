@@ -29,6 +29,13 @@ pub enum TasksCommand {
         /// Only tasks with this status: `pending`, `in_progress` or `completed`.
         #[arg(long)]
         status: Option<String>,
+        /// How many tasks to show (the tool's page size when left out).
+        #[arg(long)]
+        limit: Option<u64>,
+        /// How many matching tasks to skip, in plan order (where the last page said the next
+        /// one starts).
+        #[arg(long)]
+        offset: Option<u64>,
     },
     /// Add a task.
     Add {
@@ -56,10 +63,20 @@ pub enum TasksCommand {
 pub async fn run(project: Option<&Path>, args: TasksArgs) -> Result<u8, Failure> {
     let assembly = Assembly::open(project)?;
     let (tool, arguments) = match args.command {
-        TasksCommand::List { status } => {
+        TasksCommand::List {
+            status,
+            limit,
+            offset,
+        } => {
             let mut arguments = Map::new();
             if let Some(status) = status {
                 arguments.insert("status".into(), Value::from(status));
+            }
+            if let Some(limit) = limit {
+                arguments.insert("limit".into(), Value::from(limit));
+            }
+            if let Some(offset) = offset {
+                arguments.insert("offset".into(), Value::from(offset));
             }
             ("task_list", Value::Object(arguments))
         }
@@ -139,7 +156,7 @@ fn list_text(list: &Value) -> String {
         .iter()
         .filter_map(|t| Some((t["id"].as_u64()?, t["parent"].as_u64()?)))
         .collect();
-    tasks
+    let mut lines: Vec<String> = tasks
         .iter()
         .map(|task| {
             let mut depth = 0;
@@ -150,6 +167,14 @@ fn list_text(list: &Value) -> String {
             }
             format!("{}{}", "  ".repeat(depth), task_text(task, false))
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    // The tool answers a page at a time; say where the rest is rather than let a cut list pass
+    // for the whole one.
+    if let (Some(next), Some(total)) = (list["nextOffset"].as_u64(), list["total"].as_u64()) {
+        lines.push(format!(
+            "… {} more: toolmux tasks list --offset {next}",
+            total.saturating_sub(next)
+        ));
+    }
+    lines.join("\n")
 }
