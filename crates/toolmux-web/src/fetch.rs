@@ -228,6 +228,7 @@ async fn render_page(body: &[u8], url: &str) -> Result<Rendered, WebError> {
         .name("url-fetch-render".into())
         .stack_size(html::RENDER_STACK_BYTES)
         .spawn(move || {
+            let _running = html::Running::start();
             let _slot = slot;
             let rendered = html::render_on_this_thread(&html, &url, &cancel);
             // The receiver is gone only when the fetch was dropped (its time cap passed):

@@ -65,20 +65,20 @@ pub const RENDER_STACK_BYTES: usize = 256 * 1024 * 1024;
 /// How much input the parsers take between two looks at the limits and the cancellation flag.
 const PIECE_BYTES: usize = 4 * 1024;
 
-/// How many renders are running now, on any thread.
+/// How many of the fetcher's renders are running now.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
-/// How many renders are running now: the fetcher's abandoned ones included, which is how a
-/// test sees that they stop.
+/// How many of the fetcher's render threads are running now, the ones whose fetch gave up
+/// included: how a test (or a look at a busy process) sees that they stop.
 pub fn renders_running() -> usize {
     RUNNING.load(Ordering::SeqCst)
 }
 
-/// Counts one render as running while it lives (a panic included).
-struct Running;
+/// Counts one of the fetcher's renders as running while it lives (a panic included).
+pub(crate) struct Running;
 
 impl Running {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         RUNNING.fetch_add(1, Ordering::SeqCst);
         Self
     }
@@ -143,7 +143,6 @@ pub(crate) fn render_on_this_thread(
     url: &str,
     cancel: &AtomicBool,
 ) -> Result<Rendered, Cancelled> {
-    let _running = Running::start();
     if html.len() > MAX_MARKDOWN_HTML_BYTES {
         let why = format!(
             "the page is larger than {} KiB of HTML",
@@ -686,6 +685,8 @@ const MAX_TITLE_CHARS: usize = 1000;
 struct TextState {
     text: String,
     title: Option<String>,
+    /// The characters of `title`, counted as they come (a title arrives in many pieces).
+    title_chars: usize,
     in_title: bool,
     /// Inside `<script>`, `<style>` and their kind: their text is not the page's.
     in_code: bool,
@@ -705,8 +706,13 @@ impl TextState {
     fn add(&mut self, chunk: &str) {
         if self.in_title {
             let title = self.title.get_or_insert_with(String::new);
-            let room = MAX_TITLE_CHARS.saturating_sub(title.chars().count());
-            title.extend(chunk.chars().filter(|c| !c.is_control()).take(room));
+            for c in chunk.chars().filter(|c| !c.is_control()) {
+                if self.title_chars == MAX_TITLE_CHARS {
+                    break;
+                }
+                title.push(c);
+                self.title_chars += 1;
+            }
             return;
         }
         if self.in_code || self.hidden > 0 {
