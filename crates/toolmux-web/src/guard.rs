@@ -383,6 +383,17 @@ mod tests {
             "::ffff:169.254.169.254",
             "64:ff9b::a00:5",
             "2002:a00:5::1",
+            // Documentation and benchmarking ranges (D23).
+            "192.0.2.2",
+            "198.51.100.7",
+            "203.0.113.255",
+            "198.18.0.1",
+            "198.19.255.254",
+            "2001:db8::1",
+            "2001:db8:ffff::1",
+            "3fff:fff::1",
+            "2001:2::1",
+            "::ffff:192.0.2.2",
         ] {
             assert!(kind(ip).is_some(), "{ip} should be refused");
         }
@@ -391,11 +402,37 @@ mod tests {
             "1.1.1.1",
             "2606:4700::1111",
             "::ffff:8.8.8.8",
+            "192.0.3.1",
+            "198.51.101.1",
+            "203.0.114.1",
+            "198.20.0.1",
+            "2001:db9::1",
+            "3fff:1000::1",
         ] {
             assert_eq!(kind(ip), None, "{ip} is public");
         }
         assert_eq!(kind("169.254.169.254"), Some("a cloud metadata address"));
         assert_eq!(kind("fd00:ec2::254"), Some("a cloud metadata address"));
+    }
+
+    #[test]
+    fn this_machines_own_addresses_are_named_as_such_except_loopback() {
+        let own = own_addresses().expect("the interfaces");
+        assert!(!own.is_empty());
+        for ip in &own {
+            let kind = refused_kind_here(*ip, &own).expect("refused");
+            if ip.is_loopback() {
+                assert_eq!(kind, LOOPBACK);
+            } else {
+                assert_eq!(kind, OWN, "{ip}");
+            }
+        }
+        // A public address becomes refused when an interface has it, also wrapped in IPv6.
+        let public: IpAddr = "93.184.215.14".parse().expect("ip");
+        assert_eq!(refused_kind_here(public, &[]), None);
+        assert_eq!(refused_kind_here(public, &[public]), Some(OWN));
+        let mapped: IpAddr = "::ffff:93.184.215.14".parse().expect("ip");
+        assert_eq!(refused_kind_here(mapped, &[public]), Some(OWN));
     }
 
     #[test]
