@@ -3,14 +3,17 @@
 //! text as they are, anything else described (type and size) rather than shown.
 
 use std::error::Error as _;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
 
 use crate::guard::{Allowlist, GuardedResolver, Refused, check_url};
+use crate::html::{self, Cancelled, Rendered};
 use crate::{FetchSettings, WebError};
 
 /// What a fetch gives back; also the tool's structured content.
@@ -32,6 +35,9 @@ pub struct Fetched {
     pub title: Option<String>,
     /// The content.
     pub content: String,
+    /// Why an HTML page came back as plain text rather than Markdown (it was over a limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// The bytes of body read (after decompression).
     pub bytes: usize,
     /// True when the body was longer than the cap and was cut there.
@@ -51,6 +57,7 @@ pub(crate) fn output_schema() -> Value {
             "format": {"enum": ["markdown", "json", "text", "binary"]},
             "title": {"type": "string"},
             "content": {"type": "string"},
+            "note": {"type": "string", "description": "Why an HTML page is plain text, not Markdown."},
             "bytes": {"type": "integer", "minimum": 0},
             "truncated": {"type": "boolean"},
             "headers": {"type": "object", "additionalProperties": {"type": "string"}}
@@ -114,7 +121,8 @@ impl Fetcher {
     }
 
     /// Fetches `url`, reading at most `max_bytes` (never more than the configured cap), all
-    /// within the configured time cap.
+    /// within the configured time cap: connecting, redirects, the body and turning it into
+    /// Markdown.
     pub async fn fetch(&self, url: &str, max_bytes: Option<usize>) -> Result<Fetched, WebError> {
         let url = Url::parse(url).map_err(|e| WebError::BadUrl(format!("`{url}`: {e}")))?;
         check_url(&self.allow, &url)?;
@@ -122,13 +130,17 @@ impl Fetcher {
             .unwrap_or(self.settings.max_bytes)
             .min(self.settings.max_bytes);
         let limit = self.settings.timeout;
-        let (head, body, truncated) = tokio::time::timeout(limit, self.get(url, cap))
+        let work = async {
+            let (head, body, truncated) = self.get(url, cap).await?;
+            let page = match head.format() {
+                "markdown" => Some(render_page(&body, &head.url).await?),
+                _ => None,
+            };
+            Ok(finish(head, body, truncated, page))
+        };
+        tokio::time::timeout(limit, work)
             .await
-            .map_err(|_| WebError::TimedOut(limit))??;
-        let fetched = tokio::task::spawn_blocking(move || render(head, body, truncated))
-            .await
-            .map_err(|e| WebError::Client(format!("rendering the page crashed: {e}")))?;
-        Ok(fetched)
+            .map_err(|_| WebError::TimedOut(limit))?
     }
 
     /// Sends the request and reads the body up to `cap` bytes.
@@ -157,19 +169,79 @@ impl Fetcher {
         if head.format() == "binary" && head.length.is_some() {
             return Ok((head, Vec::new(), false));
         }
-        let mut body = Vec::new();
-        let mut truncated = false;
-        // `chunk` yields decompressed bytes, so the cap bounds what a gzip bomb expands to.
-        while let Some(chunk) = response.chunk().await.map_err(explain)? {
-            let room = cap - body.len();
-            if chunk.len() > room {
-                body.extend_from_slice(&chunk[..room]);
-                truncated = true;
-                break;
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let (body, truncated) = read_capped(&mut response, cap).await.map_err(explain)?;
         Ok((head, body, truncated))
+    }
+}
+
+/// Reads a response's body up to `cap` bytes; true when there was more. `chunk` yields
+/// decompressed bytes, so the cap bounds what a gzip bomb expands to, and nothing past the cap
+/// is ever buffered.
+pub(crate) async fn read_capped(
+    response: &mut reqwest::Response,
+    cap: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = cap.saturating_sub(body.len());
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}
+
+/// How many pages are rendered at once, whoever is waiting for them: a render outlives a
+/// caller that gave up until it reaches its next check, and with this it cannot pile up.
+static RENDER_SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    Arc::new(Semaphore::new(cores))
+});
+
+/// Sets the render's cancellation flag when the fetch that waits for it is dropped (its time
+/// cap passed, or its caller went away).
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Renders an HTML body on a thread of its own, with a stack sized for the deepest tree the
+/// limits let through ([`html::RENDER_STACK_BYTES`]); the async caller only waits, so its time
+/// cap covers the render. When the wait is dropped, the thread stops at its next check; what
+/// runs between two checks is bounded by the HTML limits.
+async fn render_page(body: &[u8], url: &str) -> Result<Rendered, WebError> {
+    let slot = Arc::clone(&RENDER_SLOTS)
+        .acquire_owned()
+        .await
+        .map_err(|e| WebError::Render(format!("no rendering slot: {e}")))?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancel));
+    let html = String::from_utf8_lossy(body).into_owned();
+    let url = url.to_string();
+    let (send, receive) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("url-fetch-render".into())
+        .stack_size(html::RENDER_STACK_BYTES)
+        .spawn(move || {
+            let _running = html::Running::start();
+            let _slot = slot;
+            let rendered = html::render_on_this_thread(&html, &url, &cancel);
+            // The receiver is gone only when the fetch was dropped (its time cap passed):
+            // nobody is left to tell.
+            let _gone = send.send(rendered);
+        })
+        .map_err(|e| WebError::Render(format!("cannot start a thread to render the page: {e}")))?;
+    match receive.await {
+        Ok(Ok(rendered)) => Ok(rendered),
+        Ok(Err(Cancelled)) => Err(WebError::Render("the render was cancelled".into())),
+        Err(_) => Err(WebError::Render(
+            "the render stopped without an answer".into(),
+        )),
     }
 }
 
@@ -215,17 +287,21 @@ impl Head {
     }
 }
 
-/// Turns a body into the result's content.
-fn render(head: Head, body: Vec<u8>, truncated: bool) -> Fetched {
-    let format = head.format();
+/// The result: the rendered page for HTML, the body as it came for JSON and text, a
+/// description for anything else.
+fn finish(head: Head, body: Vec<u8>, truncated: bool, page: Option<Rendered>) -> Fetched {
+    let mut format = head.format();
     let bytes = body.len();
-    let (title, content) = match format {
-        "markdown" => {
-            let html = String::from_utf8_lossy(&body);
-            let (title, markdown) = html_to_markdown(&html, &head.url);
-            (title, markdown)
+    let mut note = None;
+    let (title, content) = match (format, page) {
+        ("markdown", Some(page)) => {
+            if !page.markdown {
+                format = "text";
+            }
+            note = page.note;
+            (page.title, page.content)
         }
-        "binary" => {
+        ("binary", _) => {
             let size = match head.length {
                 Some(n) => format!("{n} bytes"),
                 None if truncated => format!("more than {bytes} bytes"),
@@ -248,49 +324,20 @@ fn render(head: Head, body: Vec<u8>, truncated: bool) -> Fetched {
         format,
         title,
         content,
+        note,
         bytes,
         truncated,
         headers: head.headers,
     }
 }
 
-/// The tags that are page chrome or code, never content, when the whole page is converted.
-const CHROME: [&str; 12] = [
-    "script", "style", "noscript", "nav", "header", "footer", "aside", "form", "iframe", "svg",
-    "button", "template",
-];
-
 /// The main content of a page as Markdown, with its title: readability's extraction first
 /// (the article, without navigation, sidebars and footers), and the whole page without its
-/// chrome when readability finds no article (a short page, a listing).
-pub fn html_to_markdown(html: &str, url: &str) -> (Option<String>, String) {
-    // Built once: the converter holds only its rules, and building them is most of the cost
-    // of converting a short page.
-    static CONVERTER: std::sync::LazyLock<htmd::HtmlToMarkdown> = std::sync::LazyLock::new(|| {
-        htmd::HtmlToMarkdown::builder()
-            .skip_tags(CHROME.to_vec())
-            .build()
-    });
-    let article = dom_smoothie::Readability::new(html, Some(url), None)
-        .or_else(|_| dom_smoothie::Readability::new(html, None, None))
-        .and_then(|mut r| r.parse());
-    let (title, main_html) = match article {
-        Ok(article) => (
-            Some(article.title).filter(|t| !t.trim().is_empty()),
-            article.content.to_string(),
-        ),
-        Err(e) => {
-            tracing::debug!(error = %e, "no article found; converting the whole page");
-            (None, html.to_string())
-        }
-    };
-    let markdown = CONVERTER.convert(&main_html).unwrap_or_else(|e| {
-        // htmd fails only on I/O of its own writer; the page is then shown as it came rather
-        // than lost, and the log says why.
-        tracing::warn!(error = %e, url, "converting a page to Markdown failed; returning its HTML");
-        main_html.clone()
-    });
-    (title, markdown.trim().to_string())
+/// chrome when readability finds no article (a short page, a listing). A page over the HTML
+/// limits ([`html::MAX_MARKDOWN_HTML_BYTES`], [`html::MAX_DEPTH`], [`html::MAX_ELEMENTS`])
+/// comes back as plain text, and says why. Blocks until done, on a thread of its own.
+pub fn html_to_markdown(html: &str, url: &str) -> Rendered {
+    html::render_html(html, url)
 }
 
 /// A client error as the guard's refusal when that is what it is (reqwest wraps the
@@ -340,7 +387,9 @@ mod tests {
              <footer>Copyright footer text</footer><script>var tracker = 1;</script>\
              </body></html>"
         );
-        let (title, markdown) = html_to_markdown(&html, "http://example.com/foxes");
+        let page = html_to_markdown(&html, "http://example.com/foxes");
+        assert!(page.markdown, "{page:?}");
+        let (title, markdown) = (page.title, page.content);
         assert_eq!(title.as_deref(), Some("Foxes"));
         assert!(markdown.contains("quick brown fox"), "{markdown}");
         assert!(!markdown.contains("About us"), "{markdown}");

@@ -86,6 +86,14 @@ pub enum Refused {
     NoHost(String),
     /// More redirects than `urlFetch.maxRedirects`.
     TooManyRedirects(usize),
+    /// The machine's own addresses could not be listed, so an address could not be checked
+    /// against them (the guard fails closed).
+    OwnAddresses {
+        /// The address being checked.
+        ip: IpAddr,
+        /// Why listing failed.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Refused {
@@ -99,9 +107,9 @@ impl fmt::Display for Refused {
                 let entry = host.clone().unwrap_or_else(|| ip.to_string());
                 write!(
                     f,
-                    "; url_fetch does not reach loopback, private, link-local or cloud \
-                     metadata addresses unless allowed: add \"{entry}\" to `urlFetch.allow` \
-                     in the configuration to allow it"
+                    "; url_fetch does not reach loopback, private, link-local, cloud \
+                     metadata, documentation or this machine's own addresses unless allowed: \
+                     add \"{entry}\" to `urlFetch.allow` in the configuration to allow it"
                 )
             }
             Refused::Scheme(url) => write!(f, "refused: {url} is not an http or https URL"),
@@ -109,6 +117,11 @@ impl fmt::Display for Refused {
             Refused::TooManyRedirects(max) => write!(
                 f,
                 "refused: more than {max} redirects (`urlFetch.maxRedirects`)"
+            ),
+            Refused::OwnAddresses { ip, reason } => write!(
+                f,
+                "refused: cannot list this machine's own addresses to check {ip} against them: \
+                 {reason}"
             ),
         }
     }
@@ -128,34 +141,40 @@ const METADATA: [IpAddr; 5] = [
     IpAddr::V6(Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254)),
 ];
 
-/// What kind of refused address `ip` is, or `None` for an ordinary (public) address.
+const METADATA_KIND: &str = "a cloud metadata address";
+const UNSPECIFIED: &str = "the unspecified address";
+const LOOPBACK: &str = "a loopback address";
+const DOCUMENTATION: &str = "a documentation (TEST-NET) address";
+const BENCHMARKING: &str = "a reserved (benchmarking) address";
+const OWN: &str = "an address of this machine (one of its network interfaces)";
+
+/// What kind of refused address `ip` is by its range alone, or `None` for an ordinary (public)
+/// address. The guard also refuses this machine's own addresses ([`own_addresses`]), whatever
+/// their range.
 pub fn refused_kind(ip: IpAddr) -> Option<&'static str> {
     if METADATA.contains(&ip) {
-        return Some("a cloud metadata address");
+        return Some(METADATA_KIND);
     }
     match ip {
         IpAddr::V4(v4) => refused_v4(v4),
         IpAddr::V6(v6) => {
             // An IPv4 address wrapped in IPv6 (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`,
             // 6to4 `2002::/16`) reaches the IPv4 address: judge that one.
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = carried_v4(v6) {
                 return refused_kind(IpAddr::V4(v4));
             }
             let s = v6.segments();
-            if s[0] == 0x0064 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-                let v4 =
-                    Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-                return refused_kind(IpAddr::V4(v4));
+            if (s[0] == 0x2001 && s[1] == 0x0db8) || (s[0] == 0x3fff && s[1] & 0xf000 == 0) {
+                // 2001:db8::/32 and 3fff::/20 (RFC 3849, RFC 9637).
+                return Some(DOCUMENTATION);
             }
-            if s[0] == 0x2002 {
-                let v4 =
-                    Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8);
-                return refused_kind(IpAddr::V4(v4));
+            if s[0] == 0x2001 && s[1] == 0x0002 && s[2] == 0 {
+                return Some(BENCHMARKING);
             }
             if v6.is_unspecified() {
-                Some("the unspecified address")
+                Some(UNSPECIFIED)
             } else if v6.is_loopback() {
-                Some("a loopback address")
+                Some(LOOPBACK)
             } else if v6.is_unique_local() {
                 Some("a private (unique local) address")
             } else if v6.is_unicast_link_local() || (s[0] & 0xffc0) == 0xfec0 {
@@ -173,11 +192,11 @@ pub fn refused_kind(ip: IpAddr) -> Option<&'static str> {
 }
 
 fn refused_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, ..] = ip.octets();
+    let [a, b, c, _] = ip.octets();
     if a == 0 {
-        Some("the unspecified address")
+        Some(UNSPECIFIED)
     } else if ip.is_loopback() {
-        Some("a loopback address")
+        Some(LOOPBACK)
     } else if ip.is_private() {
         Some("a private address")
     } else if ip.is_link_local() {
@@ -188,24 +207,95 @@ fn refused_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("a multicast address")
     } else if ip.is_broadcast() || a >= 240 {
         Some("a reserved address")
-    } else if a == 192 && b == 0 && ip.octets()[2] == 0 {
+    } else if a == 192 && b == 0 && c == 0 {
         Some("a reserved (IETF protocol) address")
     } else if a == 198 && (b & 0xfe) == 18 {
-        Some("a reserved (benchmarking) address")
+        Some(BENCHMARKING)
+    } else if (a, b, c) == (192, 0, 2) || (a, b, c) == (198, 51, 100) || (a, b, c) == (203, 0, 113)
+    {
+        // TEST-NET-1, -2 and -3 (RFC 5737): never on the internet, so a machine using one
+        // is using it for itself.
+        Some(DOCUMENTATION)
     } else {
         None
     }
 }
 
-/// Checks one address against the defaults and the allowlist.
+/// The addresses of this machine's network interfaces (`getifaddrs`), read again on every
+/// call: an interface can come up or change address while toolmux runs, and reading the list
+/// is one netlink round trip, nothing next to the fetch it guards.
+#[cfg(unix)]
+pub fn own_addresses() -> std::io::Result<Vec<IpAddr>> {
+    let interfaces = nix::ifaddrs::getifaddrs().map_err(std::io::Error::from)?;
+    Ok(interfaces
+        .filter_map(|interface| {
+            let address = interface.address?;
+            if let Some(v4) = address.as_sockaddr_in() {
+                Some(IpAddr::V4(v4.ip()))
+            } else {
+                address.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip()))
+            }
+        })
+        .collect())
+}
+
+/// Elsewhere there is no `getifaddrs`: only the ranges are refused.
+#[cfg(not(unix))]
+pub fn own_addresses() -> std::io::Result<Vec<IpAddr>> {
+    Ok(Vec::new())
+}
+
+/// The IPv4 address an IPv6 address carries and reaches (mapped, NAT64, 6to4), as
+/// [`refused_kind`] reads them.
+fn carried_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
+    if s[0] == 0x0064 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+        Some(v4(s[6], s[7]))
+    } else if s[0] == 0x2002 {
+        Some(v4(s[1], s[2]))
+    } else {
+        None
+    }
+}
+
+/// What kind of refused address `ip` is, this machine's own addresses `own` included.
+/// Loopback, unspecified and metadata keep their names (loopback is an interface too); any
+/// other own address is named as one, whatever its range, so the message says what it is.
+fn refused_kind_here(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
+    let by_range = refused_kind(ip);
+    if matches!(by_range, Some(METADATA_KIND | UNSPECIFIED | LOOPBACK)) {
+        return by_range;
+    }
+    let carried = match ip {
+        IpAddr::V6(v6) => carried_v4(v6).map(IpAddr::V4),
+        IpAddr::V4(_) => None,
+    };
+    if own.contains(&ip) || carried.is_some_and(|v4| own.contains(&v4)) {
+        return Some(OWN);
+    }
+    by_range
+}
+
+/// Checks one address against the defaults, this machine's own addresses and the allowlist.
 fn check_ip(allow: &Allowlist, host: Option<&str>, ip: IpAddr) -> Result<(), Refused> {
-    match refused_kind(ip) {
-        Some(kind) if !allow.allows_ip(ip) => Err(Refused::Address {
+    if allow.allows_ip(ip) {
+        return Ok(());
+    }
+    let own = own_addresses().map_err(|e| Refused::OwnAddresses {
+        ip,
+        reason: e.to_string(),
+    })?;
+    match refused_kind_here(ip, &own) {
+        Some(kind) => Err(Refused::Address {
             host: host.map(str::to_string),
             ip,
             kind,
         }),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 
@@ -293,6 +383,17 @@ mod tests {
             "::ffff:169.254.169.254",
             "64:ff9b::a00:5",
             "2002:a00:5::1",
+            // Documentation and benchmarking ranges (D23).
+            "192.0.2.2",
+            "198.51.100.7",
+            "203.0.113.255",
+            "198.18.0.1",
+            "198.19.255.254",
+            "2001:db8::1",
+            "2001:db8:ffff::1",
+            "3fff:fff::1",
+            "2001:2::1",
+            "::ffff:192.0.2.2",
         ] {
             assert!(kind(ip).is_some(), "{ip} should be refused");
         }
@@ -301,11 +402,37 @@ mod tests {
             "1.1.1.1",
             "2606:4700::1111",
             "::ffff:8.8.8.8",
+            "192.0.3.1",
+            "198.51.101.1",
+            "203.0.114.1",
+            "198.20.0.1",
+            "2001:db9::1",
+            "3fff:1000::1",
         ] {
             assert_eq!(kind(ip), None, "{ip} is public");
         }
         assert_eq!(kind("169.254.169.254"), Some("a cloud metadata address"));
         assert_eq!(kind("fd00:ec2::254"), Some("a cloud metadata address"));
+    }
+
+    #[test]
+    fn this_machines_own_addresses_are_named_as_such_except_loopback() {
+        let own = own_addresses().expect("the interfaces");
+        assert!(!own.is_empty());
+        for ip in &own {
+            let kind = refused_kind_here(*ip, &own).expect("refused");
+            if ip.is_loopback() {
+                assert_eq!(kind, LOOPBACK);
+            } else {
+                assert_eq!(kind, OWN, "{ip}");
+            }
+        }
+        // A public address becomes refused when an interface has it, also wrapped in IPv6.
+        let public: IpAddr = "93.184.215.14".parse().expect("ip");
+        assert_eq!(refused_kind_here(public, &[]), None);
+        assert_eq!(refused_kind_here(public, &[public]), Some(OWN));
+        let mapped: IpAddr = "::ffff:93.184.215.14".parse().expect("ip");
+        assert_eq!(refused_kind_here(mapped, &[public]), Some(OWN));
     }
 
     #[test]

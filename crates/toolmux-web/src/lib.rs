@@ -6,11 +6,15 @@
 //!
 //! - every address the client would connect to — the URL's, each redirect target's, after
 //!   DNS — is checked by the guard ([`guard`]): loopback, private, link-local, shared (CGNAT),
-//!   multicast, unspecified and cloud metadata addresses are refused unless
-//!   `urlFetch.allow` names them;
+//!   multicast, unspecified, documentation and benchmarking, cloud metadata addresses and
+//!   every address of this machine's own interfaces are refused unless `urlFetch.allow`
+//!   names them;
 //! - a body is read under a byte cap (decompressed bytes, so a gzip bomb is cut too) and the
-//!   whole fetch, redirects and body included, under a time cap, so a slow-loris server
-//!   costs at most that; redirects are limited;
+//!   whole fetch, redirects, body and rendering included, under a time cap, so a slow-loris
+//!   server costs at most that; redirects are limited;
+//! - HTML is measured before readability and htmd see it ([`html`]): a page too large, too
+//!   deep or with too many elements becomes plain text, so no page can overflow a stack or
+//!   keep a core busy after its caller has gone;
 //! - only `GET`, only http and https.
 //!
 //! The tool is annotated read-only and open-world, so policy allows it by default like the
@@ -21,6 +25,7 @@
 
 pub mod fetch;
 pub mod guard;
+pub mod html;
 pub mod search;
 
 use std::sync::Arc;
@@ -33,7 +38,8 @@ use toolmux_core::{
 };
 
 pub use fetch::{Fetched, Fetcher, html_to_markdown};
-pub use guard::{Allowlist, Refused, refused_kind};
+pub use guard::{Allowlist, Refused, own_addresses, refused_kind};
+pub use html::{Rendered, render_html};
 pub use search::{SearchBackend, SearchHit, SearchSettings, Searcher};
 
 /// The id of the pack's source in the registry.
@@ -98,6 +104,9 @@ pub enum WebError {
     /// The HTTP client failed (connection refused, TLS, a broken body).
     #[error("{0}")]
     Client(String),
+    /// Turning a page into text failed (its thread could not start or stopped).
+    #[error("rendering the page: {0}")]
+    Render(String),
 }
 
 /// The `web` source. Cheap to clone.
@@ -195,6 +204,9 @@ fn summary(fetched: &Fetched) -> String {
         head.push_str(&format!("\n# {title}"));
     }
     let mut text = format!("{head}\n\n{}", fetched.content);
+    if let Some(note) = &fetched.note {
+        text.push_str(&format!("\n\n[plain text, not Markdown: {note}]"));
+    }
     if fetched.truncated {
         text.push_str(&format!(
             "\n\n[cut: the body is longer than {} bytes (`maxBytes`, `urlFetch.maxBytes`)]",
@@ -212,7 +224,8 @@ fn url_fetch_descriptor(settings: &FetchSettings) -> ToolDescriptor {
             "Fetches a web page (http or https, GET) and returns its main content as Markdown; \
              JSON and text come back as they are, other types are described (type and size). \
              At most {} bytes are read (longer bodies are cut and say so) within {} s. \
-             Loopback, private, link-local and cloud metadata addresses are refused.",
+             Loopback, private, link-local, cloud metadata and this machine's own addresses \
+             are refused.",
             settings.max_bytes,
             settings.timeout.as_secs()
         ),

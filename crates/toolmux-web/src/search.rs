@@ -13,6 +13,11 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::WebError;
+use crate::fetch::read_capped;
+
+/// The most of a search service's answer read: twenty results with snippets are some tens of
+/// kilobytes.
+pub const MAX_ANSWER_BYTES: usize = 2 * 1024 * 1024;
 
 /// Which service, where, with which key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,11 +164,19 @@ impl Searcher {
             .send()
             .await
             .map_err(|e| WebError::Client(format!("{name}: {e}")))?;
+        let mut response = response;
         let status = response.status();
-        let body = response
-            .bytes()
+        // The service is chosen by the user but answers what it likes (a public SearXNG
+        // instance, or one taken over): its answer is read under a cap like any fetched page.
+        let (body, truncated) = read_capped(&mut response, MAX_ANSWER_BYTES)
             .await
             .map_err(|e| WebError::Client(format!("{name}: {e}")))?;
+        if truncated && status.is_success() {
+            return Err(WebError::Client(format!(
+                "{name} answered more than {} KiB; refusing to read the rest",
+                MAX_ANSWER_BYTES / 1024
+            )));
+        }
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body);
             let text: String = text.chars().take(300).collect();
