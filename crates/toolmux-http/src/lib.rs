@@ -19,7 +19,7 @@ mod resource_metadata;
 mod token_issuer;
 
 pub use auth::{SESSION_COOKIE, SESSION_IDLE, SessionRequest, SessionStatus, Via, auth_routes};
-pub use connections::{ConnectionLimits, serve};
+pub use connections::{ConnectionLimits, PeerAddress, serve};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use extract::{ApiJson, ApiPath, ApiQuery};
 pub use guard::{
