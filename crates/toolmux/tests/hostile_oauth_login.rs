@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use support::toolmux_project;
+use toolmux_testkit::eventually::wait_until;
 use toolmux_testkit::peers::{mcp_python, node_peer, peer_file};
 use toolmux_testkit::processes::{Background, free_port};
 use toolmux_testkit::project::{Run, TestProject};
@@ -104,7 +105,9 @@ fn login(project: &TestProject, browser_args: &str) -> (Run, Value) {
     (run, read_report(&report))
 }
 
+/// The browser's report, once written: toolmux may end before its browser does.
 fn read_report(path: &Path) -> Value {
+    wait_until("the browser's report", || path.exists());
     let text = std::fs::read_to_string(path).expect("the browser wrote its report");
     serde_json::from_str(&text).expect("the report is JSON")
 }

@@ -4,8 +4,8 @@
 // an error with a wrong state. Then it follows the authorization URL as follow-sign-in.mjs does,
 // or, with `deny`, comes back with `error=access_denied` and the right state, as a browser
 // whose person declined. Every answer (status and page) is written to the JSON file named by
-// BROWSER_REPORT.
-import { writeFileSync } from "node:fs";
+// BROWSER_REPORT, once the last one came.
+import { renameSync, writeFileSync } from "node:fs";
 
 const url = process.argv[process.argv.length - 1];
 const deny = process.argv.length > 3 && process.argv[2] === "deny";
@@ -33,4 +33,6 @@ try {
 } catch (error) {
   report.error = String(error);
 }
-writeFileSync(process.env.BROWSER_REPORT, JSON.stringify(report));
+// Whole or not at all: the test reads it as soon as it exists.
+writeFileSync(`${process.env.BROWSER_REPORT}.part`, JSON.stringify(report));
+renameSync(`${process.env.BROWSER_REPORT}.part`, process.env.BROWSER_REPORT);
