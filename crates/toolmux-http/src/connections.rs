@@ -1,14 +1,18 @@
 //! Serving a router on a listener, one HTTP/1.1 connection at a time per task, with limits
 //! `axum::serve` does not offer: a deadline for each request's head, which also closes a
-//! keep-alive connection left idle, and a cap on open connections.
+//! keep-alive connection left idle, a cap on open connections, and a smaller cap on those of
+//! one peer.
 //!
 //! Without them a client that opens connections and never finishes a request (or never closes
 //! an idle one) keeps each of them, and their file descriptors, forever: enough of them and the
 //! process can accept nobody, keys or not, since a connection is taken before any request is
-//! read.
+//! read. The global cap keeps the descriptors; the per-peer cap keeps one client (one address)
+//! from taking every slot of it while the others wait.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::Router;
@@ -16,6 +20,7 @@ use axum::serve::Listener;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
 use tokio::sync::Semaphore;
 
 /// How long and how many connections the server keeps.
@@ -29,6 +34,13 @@ pub struct ConnectionLimits {
     /// wait in the listen backlog until one closes, so that the process never runs out of file
     /// descriptors for its own files, logs and MCP servers.
     pub max_connections: usize,
+    /// How many of those one peer may hold at once; `None` for a quarter of
+    /// `max_connections` ([`ConnectionLimits::per_peer`]). A peer is a source address, an IPv6
+    /// one by its /64 (which one host usually holds whole). Past it, the peer's new
+    /// connections are answered `503` and closed at once, so that one client cannot take every
+    /// slot while the others wait. Unix-socket peers are not counted: the socket's mode admits
+    /// only its owner.
+    pub max_connections_per_peer: Option<usize>,
     /// How long a stopping server waits for open requests to finish before it closes their
     /// connections anyway. A long-lived stream (an event stream a page keeps open, a chat turn
     /// still thinking) would otherwise hold the stop forever.
@@ -47,10 +59,106 @@ impl Default for ConnectionLimits {
         Self {
             header_timeout: Duration::from_secs(20),
             max_connections: DEFAULT_MAX_CONNECTIONS.min(descriptor_budget()),
+            max_connections_per_peer: None,
             shutdown_grace: Duration::from_secs(5),
         }
     }
 }
+
+impl ConnectionLimits {
+    /// The most connections one peer holds at once: `max_connections_per_peer`, else a quarter
+    /// of `max_connections` (1,024 of the default 4,096): far more than a browser (six per
+    /// host) or a busy local agent opens, and it leaves three quarters for everyone else. Every
+    /// local client shares the loopback address; raise it (`--max-connections-per-peer`)
+    /// behind a reverse proxy on the same host.
+    pub fn per_peer(&self) -> usize {
+        self.max_connections_per_peer
+            .unwrap_or(self.max_connections / 4)
+            .max(1)
+    }
+}
+
+/// A listener's peer address, as the per-peer cap counts it.
+pub trait PeerAddress {
+    /// The peer this connection counts against; `None` for one that is not counted.
+    fn peer(&self) -> Option<IpAddr>;
+}
+
+impl PeerAddress for SocketAddr {
+    fn peer(&self) -> Option<IpAddr> {
+        Some(match self.ip() {
+            IpAddr::V4(v4) => IpAddr::V4(v4),
+            // A dual-stack socket shows IPv4 peers as mapped addresses: the same peer.
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                // One host gets a /64; counting each of its addresses would count nothing.
+                None => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !((1u128 << 64) - 1))),
+            },
+        })
+    }
+}
+
+#[cfg(unix)]
+impl PeerAddress for tokio::net::unix::SocketAddr {
+    fn peer(&self) -> Option<IpAddr> {
+        None
+    }
+}
+
+/// The connections each peer holds, and the cap.
+struct PeerCounts {
+    cap: usize,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+impl PeerCounts {
+    /// One more connection of `peer`, held until the returned slot drops; `None` when the peer
+    /// holds its cap already.
+    fn take(self: &Arc<Self>, peer: IpAddr) -> Option<PeerSlot> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = open.entry(peer).or_insert(0);
+        if *held >= self.cap {
+            return None;
+        }
+        *held += 1;
+        Some(PeerSlot {
+            counts: Arc::clone(self),
+            peer,
+        })
+    }
+}
+
+/// One connection of a peer, counted until it closes.
+struct PeerSlot {
+    counts: Arc<PeerCounts>,
+    peer: IpAddr,
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut open = self
+            .counts
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = open.get_mut(&self.peer) {
+            *held -= 1;
+            if *held == 0 {
+                // Peers come and go: the map holds only those with a connection open.
+                open.remove(&self.peer);
+            }
+        }
+    }
+}
+
+/// What a peer past its cap gets before its connection is closed: `503` with the one error
+/// body, so that a client sees why rather than a reset.
+const PEER_CAP_REFUSAL: &str = "{\"error\":{\"code\":\"unavailable\",\"message\":\"this \
+    address holds as many connections as the server gives one client; close one and try \
+    again\",\"details\":{}}}";
+/// How long writing that refusal may take: it fits a fresh socket's buffer, so only a peer
+/// that is gone makes it wait.
+const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Half the soft limit on open file descriptors, at least 16; the default cap when it cannot be
 /// read.
@@ -74,8 +182,13 @@ pub async fn serve<L>(
     shutdown: impl Future<Output = ()> + Send,
 ) where
     L: Listener,
+    L::Addr: PeerAddress,
 {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let peers = Arc::new(PeerCounts {
+        cap: limits.per_peer(),
+        open: Mutex::default(),
+    });
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -93,9 +206,36 @@ pub async fn serve<L>(
             break;
         };
         // `Listener::accept` retries by itself on errors such as running out of descriptors.
-        let (io, _address) = tokio::select! {
+        let (mut io, address) = tokio::select! {
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
+        };
+        let slot = match address.peer() {
+            Some(peer) => match peers.take(peer) {
+                Some(slot) => Some(slot),
+                None => {
+                    tracing::debug!(%peer, cap = peers.cap, "a peer past its connection cap was refused");
+                    tokio::spawn(async move {
+                        let refusal = format!(
+                            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n\
+                             Retry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{}",
+                            PEER_CAP_REFUSAL.len(),
+                            PEER_CAP_REFUSAL
+                        );
+                        let written = tokio::time::timeout(REFUSAL_WRITE_TIMEOUT, async {
+                            io.write_all(refusal.as_bytes()).await?;
+                            io.shutdown().await
+                        })
+                        .await;
+                        if let Ok(Err(e)) = written {
+                            tracing::debug!(error = %e, "cannot tell a peer past its cap why");
+                        }
+                        drop(permit);
+                    });
+                    continue;
+                }
+            },
+            None => None,
         };
         let connection =
             http.serve_connection(TokioIo::new(io), TowerToHyperService::new(router.clone()));
@@ -105,6 +245,7 @@ pub async fn serve<L>(
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "HTTP connection ended with an error");
             }
+            drop(slot);
             drop(permit);
         });
     }
@@ -198,6 +339,8 @@ mod tests {
         let limits = ConnectionLimits {
             header_timeout: Duration::from_millis(600),
             max_connections: 2,
+            // Every connection here comes from one address: the global cap is under test.
+            max_connections_per_peer: Some(2),
             ..ConnectionLimits::default()
         };
         let (address, _stop) = started(limits).await;

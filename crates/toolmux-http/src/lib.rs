@@ -23,7 +23,7 @@ pub use auth::{
     SESSION_COOKIE, SESSION_HEADER, SESSION_IDLE, SessionOpened, SessionRequest, SessionStatus,
     Via, auth_routes,
 };
-pub use connections::{ConnectionLimits, serve};
+pub use connections::{ConnectionLimits, PeerAddress, serve};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use extract::{ApiJson, ApiPath, ApiQuery};
 pub use guard::{

@@ -12,14 +12,22 @@
 //! names a key id the cache does not know (a rotation), at most once per
 //! [`UNKNOWN_KID_REFRESH`] so that tokens with made-up key ids cannot make toolmux hammer the
 //! issuer.
+//!
+//! A refresh never runs under the cache's lock, and only one runs at a time: it is a task of its
+//! own, whose end the tokens that need it wait for (at most [`REFRESH_TIMEOUT`]). A token whose
+//! key is cached never waits for it: a slow or unreachable issuer, or a stream of tokens with
+//! made-up key ids, delays no valid token. A stale key set is refreshed in the background while
+//! its keys go on checking tokens, and a failed refresh is not retried sooner than the same
+//! interval, whatever the number of requests.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::Value;
+use tokio::sync::watch;
 use toolmux_config::ServerAuth;
 
 /// Clock skew tolerated on `exp` and `nbf`.
@@ -30,6 +38,12 @@ pub const MAX_KEY_AGE: Duration = Duration::from_secs(60 * 60);
 pub const UNKNOWN_KID_REFRESH: Duration = Duration::from_secs(30);
 /// How long one fetch of metadata or keys may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one refresh (discovery and the key set) may take in all: the longest a token whose
+/// key is not cached waits.
+pub const REFRESH_TIMEOUT: Duration = Duration::from_secs(20);
+/// While no key set was ever fetched, the shortest time between two attempts: every token is
+/// refused until one succeeds, and a down issuer is not asked once per request.
+const RETRY_WITHOUT_KEYS: Duration = Duration::from_secs(2);
 /// The largest metadata document or key set read: real ones are a few KiB.
 const MAX_DOCUMENT_BYTES: usize = 1 << 20;
 
@@ -92,11 +106,22 @@ pub enum TokenRefusal {
 /// setting; kept across reloads that leave that setting as it was.
 #[derive(Debug)]
 pub struct TokenIssuer {
+    /// Shared with the refresh task, which outlives the request that started it.
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
     settings: ServerAuth,
     client: reqwest::Client,
-    keys: tokio::sync::Mutex<KeyCache>,
+    /// Held only to read or update the cache, never across a fetch.
+    cache: Mutex<KeyCache>,
     /// [`UNKNOWN_KID_REFRESH`]; shorter in tests.
-    unknown_kid_refresh: Duration,
+    refresh_interval: Duration,
+    /// [`MAX_KEY_AGE`]; shorter in tests.
+    max_key_age: Duration,
+    /// [`RETRY_WITHOUT_KEYS`]; longer in tests.
+    retry_without_keys: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -105,8 +130,34 @@ struct KeyCache {
     jwks_uri: Option<String>,
     keys: Arc<Vec<Jwk>>,
     fetched: Option<Instant>,
-    /// The last fetch, successful or not, for the rate limit on unknown key ids.
+    /// When the last refresh started, successful or not: the rate limit.
     attempted: Option<Instant>,
+    /// Why the last refresh failed, until one succeeds.
+    failure: Option<String>,
+    /// The refresh under way, which says `true` when it has ended.
+    refreshing: Option<watch::Receiver<bool>>,
+}
+
+/// What a token's key lookup does next.
+enum Lookup {
+    Found(Jwk),
+    /// Waits for the refresh under way, then looks again.
+    Wait(watch::Receiver<bool>),
+    Refused(TokenRefusal),
+}
+
+/// Marks the refresh as over when its task ends, however it ends (even cancelled at the
+/// runtime's shutdown), so that waiting tokens look again and a later refresh may start.
+struct InFlight {
+    inner: Arc<Inner>,
+    done: watch::Sender<bool>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.inner.lock().refreshing = None;
+        self.done.send_replace(true);
+    }
 }
 
 /// The claims toolmux reads beside the ones `jsonwebtoken` validates.
@@ -122,6 +173,20 @@ struct Claims {
 impl TokenIssuer {
     /// An issuer from its settings; nothing is fetched until the first token arrives.
     pub fn new(settings: ServerAuth) -> Self {
+        Self::with_intervals(settings, UNKNOWN_KID_REFRESH, MAX_KEY_AGE)
+    }
+
+    /// An issuer whose keys are refreshed for an unknown key id at most once per `interval`
+    /// (rather than [`UNKNOWN_KID_REFRESH`]).
+    pub fn with_unknown_kid_refresh(settings: ServerAuth, interval: Duration) -> Self {
+        Self::with_intervals(settings, interval, MAX_KEY_AGE)
+    }
+
+    fn with_intervals(
+        settings: ServerAuth,
+        refresh_interval: Duration,
+        max_key_age: Duration,
+    ) -> Self {
         install_crypto();
         let client = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
@@ -131,23 +196,28 @@ impl TokenIssuer {
             // fails each fetch with the reason, which the refusal reports.
             .unwrap_or_default();
         Self {
-            keys: tokio::sync::Mutex::new(KeyCache {
-                jwks_uri: settings.jwks_url.clone(),
-                ..KeyCache::default()
+            inner: Arc::new(Inner {
+                cache: Mutex::new(KeyCache {
+                    jwks_uri: settings.jwks_url.clone(),
+                    ..KeyCache::default()
+                }),
+                settings,
+                client,
+                refresh_interval,
+                max_key_age,
+                retry_without_keys: RETRY_WITHOUT_KEYS,
             }),
-            settings,
-            client,
-            unknown_kid_refresh: UNKNOWN_KID_REFRESH,
         }
     }
 
     /// The settings it was made from.
     pub fn settings(&self) -> &ServerAuth {
-        &self.settings
+        &self.inner.settings
     }
 
     /// Checks `token`; the principal it names, or why it is refused.
     pub async fn verify(&self, token: &str) -> Result<Principal, TokenRefusal> {
+        let settings = self.settings();
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| TokenRefusal::Invalid(format!("not a signed JWT ({e})")))?;
         if matches!(
@@ -172,15 +242,14 @@ impl TokenIssuer {
         let mut validation = Validation::new(header.alg);
         validation.leeway = LEEWAY.as_secs();
         validation.validate_nbf = true;
-        validation.set_issuer(&[&self.settings.issuer]);
-        validation.set_audience(&[&self.settings.audience]);
+        validation.set_issuer(&[&settings.issuer]);
+        validation.set_audience(&[&settings.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation)
-            .map_err(|e| TokenRefusal::Invalid(describe(&e, &self.settings)))?
+            .map_err(|e| TokenRefusal::Invalid(describe(&e, settings)))?
             .claims;
         let granted = granted_scopes(&claims);
-        let missing: Vec<String> = self
-            .settings
+        let missing: Vec<String> = settings
             .required_scopes
             .iter()
             .filter(|s| !granted.iter().any(|g| g == *s))
@@ -195,47 +264,135 @@ impl TokenIssuer {
         })
     }
 
-    /// The key a token names: from the cache, refreshed when stale or when the id is unknown
-    /// (rate-limited).
+    /// The key a token names: from the cache; else, when nothing is cached or the id is
+    /// unknown, after the one refresh under way or a new one (rate-limited). The wait is for a
+    /// refresh that ends within [`REFRESH_TIMEOUT`], and happens at most once per token.
     async fn key_for(&self, kid: Option<&str>) -> Result<Jwk, TokenRefusal> {
-        let mut cache = self.keys.lock().await;
-        let stale = cache.fetched.is_none_or(|at| at.elapsed() >= MAX_KEY_AGE);
-        if stale && let Err(e) = self.refresh(&mut cache).await {
-            if cache.fetched.is_none() {
-                return Err(TokenRefusal::KeysUnavailable(e));
+        let mut waited = false;
+        loop {
+            match self.lookup(kid, waited) {
+                Lookup::Found(jwk) => return Ok(jwk),
+                Lookup::Refused(refusal) => return Err(refusal),
+                Lookup::Wait(mut refreshing) => {
+                    // An error means the refresh's task is gone without saying so, which its
+                    // guard rules out; either way the refresh is over and the cache says how.
+                    if refreshing.wait_for(|done| *done).await.is_err() {
+                        tracing::debug!("the key refresh ended without a word");
+                    }
+                    waited = true;
+                }
             }
-            // The issuer is unreachable for now: the keys it published last still vouch.
-            tracing::warn!(error = %e, "cannot refresh the token issuer's keys; using the cached ones");
+        }
+    }
+
+    /// Decides, under the cache's lock and without waiting for anything, what a token with key
+    /// id `kid` gets now; starts a refresh when one is due.
+    fn lookup(&self, kid: Option<&str>, waited: bool) -> Lookup {
+        let inner = &self.inner;
+        let mut cache = inner.lock();
+        let since_attempt = |cache: &KeyCache| cache.attempted.map(|at| at.elapsed());
+        if cache.fetched.is_none() {
+            if waited {
+                return Lookup::Refused(keys_unavailable(&cache));
+            }
+            if let Some(refreshing) = &cache.refreshing {
+                return Lookup::Wait(refreshing.clone());
+            }
+            if since_attempt(&cache).is_some_and(|since| since < inner.retry_without_keys) {
+                return Lookup::Refused(keys_unavailable(&cache));
+            }
+            return Lookup::Wait(inner.start_refresh(&mut cache));
+        }
+        let may_refresh = cache.refreshing.is_none()
+            && since_attempt(&cache).is_none_or(|since| since >= inner.refresh_interval);
+        let stale = cache
+            .fetched
+            .is_some_and(|at| at.elapsed() >= inner.max_key_age);
+        if stale && may_refresh {
+            // In the background: the keys the issuer published last still vouch meanwhile.
+            drop(inner.start_refresh(&mut cache));
         }
         if let Some(jwk) = find(&cache.keys, kid) {
-            return Ok(jwk);
+            return Lookup::Found(jwk);
         }
-        let may_refresh = cache
-            .attempted
-            .is_none_or(|at| at.elapsed() >= self.unknown_kid_refresh);
-        if kid.is_some() && may_refresh {
-            if let Err(e) = self.refresh(&mut cache).await {
-                tracing::warn!(error = %e, "cannot refresh the token issuer's keys");
+        if kid.is_some() && !waited {
+            if let Some(refreshing) = &cache.refreshing {
+                return Lookup::Wait(refreshing.clone());
             }
-            if let Some(jwk) = find(&cache.keys, kid) {
-                return Ok(jwk);
+            if may_refresh {
+                return Lookup::Wait(inner.start_refresh(&mut cache));
             }
         }
-        Err(TokenRefusal::Invalid(match kid {
+        Lookup::Refused(TokenRefusal::Invalid(match kid {
             Some(kid) => format!("its key id `{kid}` is not one of the issuer's keys"),
             None => "it names no key id, and the issuer has more than one key".to_string(),
         }))
     }
+}
 
-    async fn refresh(&self, cache: &mut KeyCache) -> Result<(), String> {
+/// `503`: no key set was ever fetched, with why the last attempt failed.
+fn keys_unavailable(cache: &KeyCache) -> TokenRefusal {
+    TokenRefusal::KeysUnavailable(
+        cache
+            .failure
+            .clone()
+            .unwrap_or_else(|| "the issuer's keys were not fetched yet".to_string()),
+    )
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, KeyCache> {
+        // The cache is consistent between statements: a panic elsewhere leaves it usable.
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts the one refresh (the caller checked none is under way) in a task of its own, so
+    /// that it ends, and is recorded, even when the request that started it is gone.
+    fn start_refresh(self: &Arc<Self>, cache: &mut KeyCache) -> watch::Receiver<bool> {
+        let (done, refreshing) = watch::channel(false);
         cache.attempted = Some(Instant::now());
-        let uri = match &cache.jwks_uri {
-            Some(uri) => uri.clone(),
-            None => {
-                let uri = self.discover_jwks_uri().await?;
-                cache.jwks_uri = Some(uri.clone());
-                uri
+        cache.refreshing = Some(refreshing.clone());
+        let jwks_uri = cache.jwks_uri.clone();
+        let inner = Arc::clone(self);
+        tokio::spawn(async move {
+            let in_flight = InFlight {
+                inner: Arc::clone(&inner),
+                done,
+            };
+            let fetched =
+                match tokio::time::timeout(REFRESH_TIMEOUT, inner.fetch_keys(jwks_uri)).await {
+                    Ok(fetched) => fetched,
+                    Err(_) => Err(format!(
+                        "the issuer's keys did not arrive within {}s",
+                        REFRESH_TIMEOUT.as_secs()
+                    )),
+                };
+            {
+                let mut cache = inner.lock();
+                match fetched {
+                    Ok((uri, keys)) => {
+                        tracing::debug!(keys = keys.len(), %uri, "fetched the token issuer's keys");
+                        cache.jwks_uri = Some(uri);
+                        cache.keys = Arc::new(keys);
+                        cache.fetched = Some(Instant::now());
+                        cache.failure = None;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot refresh the token issuer's keys");
+                        cache.failure = Some(e);
+                    }
+                }
             }
+            drop(in_flight);
+        });
+        refreshing
+    }
+
+    /// The key set, and where it is (discovered first when not known yet).
+    async fn fetch_keys(&self, jwks_uri: Option<String>) -> Result<(String, Vec<Jwk>), String> {
+        let uri = match jwks_uri {
+            Some(uri) => uri,
+            None => self.discover_jwks_uri().await?,
         };
         let set = self.fetch_json(&uri).await?;
         let keys: Vec<Jwk> = set
@@ -246,10 +403,7 @@ impl TokenIssuer {
             // A key of a type this server does not know is skipped, not the whole set.
             .filter_map(|key| serde_json::from_value(key.clone()).ok())
             .collect();
-        tracing::debug!(keys = keys.len(), %uri, "fetched the token issuer's keys");
-        cache.keys = Arc::new(keys);
-        cache.fetched = Some(Instant::now());
-        Ok(())
+        Ok((uri, keys))
     }
 
     /// The issuer's `jwks_uri`, from its metadata: RFC 8414 first, then OpenID Connect
@@ -490,7 +644,8 @@ mod tests {
 
     /// An issuer on loopback that publishes RFC 8414 metadata and an empty key set, counting
     /// the fetches of the key set.
-    async fn counting_issuer() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    /// The first `answered` fetches of the key set get it; the later ones `500`.
+    async fn counting_issuer(answered: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
         use axum::routing::get;
         use std::sync::atomic::{AtomicUsize, Ordering};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -508,8 +663,11 @@ mod tests {
             .route(
                 "/keys",
                 get(move || async move {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    axum::Json(serde_json::json!({"keys": []}))
+                    let earlier = counter.fetch_add(1, Ordering::SeqCst);
+                    if earlier >= answered {
+                        return Err(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+                    }
+                    Ok(axum::Json(serde_json::json!({"keys": []})))
                 }),
             );
         tokio::spawn(async move { axum::serve(listener, app).await });
@@ -531,13 +689,8 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_key_id_refreshes_the_keys_at_most_once_per_interval() {
         use std::sync::atomic::Ordering;
-        let (base, fetches) = counting_issuer().await;
-        let settings = ServerAuth {
-            issuer: base,
-            audience: "a".into(),
-            required_scopes: Vec::new(),
-            jwks_url: None,
-        };
+        let (base, fetches) = counting_issuer(usize::MAX).await;
+        let settings = settings(&base);
         let issuer = TokenIssuer::new(settings.clone());
         for _ in 0..3 {
             let refused = issuer.verify(&unknown_kid_token()).await;
@@ -551,16 +704,84 @@ mod tests {
             1,
             "found through RFC 8414 metadata, fetched once, and not again within the interval"
         );
-        let eager = TokenIssuer {
-            unknown_kid_refresh: Duration::ZERO,
-            ..TokenIssuer::new(settings)
-        };
-        let _ = eager.verify(&unknown_kid_token()).await;
+        let eager = TokenIssuer::with_intervals(settings, Duration::ZERO, MAX_KEY_AGE);
+        for _ in 0..2 {
+            let _ = eager.verify(&unknown_kid_token()).await;
+        }
         assert_eq!(
             fetches.load(Ordering::SeqCst),
             3,
-            "the first fetch, then one more for the unknown key id"
+            "the first fetch (which the first token waited for, once), then one more for the \
+             second token's unknown key id"
         );
+    }
+
+    fn settings(base: &str) -> ServerAuth {
+        ServerAuth {
+            issuer: base.to_string(),
+            audience: "a".into(),
+            required_scopes: Vec::new(),
+            jwks_url: None,
+        }
+    }
+
+    /// Issue 28, D28: with a stale key set and an issuer that fails, every request tried the
+    /// refresh again, in turn, under the cache's lock. Now a failed refresh is retried once per
+    /// interval, and the tokens are checked against the cached keys meanwhile.
+    #[tokio::test]
+    async fn a_stale_key_set_whose_issuer_fails_is_refreshed_once_per_interval_not_per_request() {
+        use std::sync::atomic::Ordering;
+        let (base, fetches) = counting_issuer(1).await;
+        // Every key set is stale at once; a failed refresh waits the usual interval.
+        let issuer =
+            TokenIssuer::with_intervals(settings(&base), UNKNOWN_KID_REFRESH, Duration::ZERO);
+        let first = issuer.verify(&unknown_kid_token()).await;
+        assert!(matches!(first, Err(TokenRefusal::Invalid(_))), "{first:?}");
+        assert_eq!(
+            fetches.load(Ordering::SeqCst),
+            1,
+            "the first fetch succeeds"
+        );
+        // As if that fetch were an interval ago: the next request may refresh.
+        issuer.inner.lock().attempted = Instant::now().checked_sub(UNKNOWN_KID_REFRESH);
+        for _ in 0..10 {
+            let refused = issuer.verify(&unknown_kid_token()).await;
+            // Checked against the cached (empty) set: refused as a token, not as `503`.
+            assert!(
+                matches!(refused, Err(TokenRefusal::Invalid(_))),
+                "{refused:?}"
+            );
+        }
+        // The one refresh the second request started in the background has failed (or is
+        // failing); no request after it started another.
+        let refreshing = issuer.inner.lock().refreshing.clone();
+        if let Some(mut refreshing) = refreshing {
+            let _ = refreshing.wait_for(|done| *done).await;
+        }
+        assert_eq!(fetches.load(Ordering::SeqCst), 2);
+        assert!(issuer.inner.lock().failure.is_some(), "the failure is kept");
+    }
+
+    /// With no key set ever fetched and an issuer that fails, a token is refused with `503`
+    /// and why, without asking the issuer again before [`RETRY_WITHOUT_KEYS`].
+    #[tokio::test]
+    async fn without_keys_a_failing_issuer_is_not_asked_once_per_request() {
+        use std::sync::atomic::Ordering;
+        let (base, fetches) = counting_issuer(0).await;
+        let issuer = TokenIssuer {
+            inner: Arc::new(Inner {
+                retry_without_keys: Duration::from_secs(3600),
+                ..Arc::into_inner(TokenIssuer::new(settings(&base)).inner).expect("one owner")
+            }),
+        };
+        for _ in 0..5 {
+            let refused = issuer.verify(&unknown_kid_token()).await;
+            assert!(
+                matches!(&refused, Err(TokenRefusal::KeysUnavailable(why)) if why.contains("HTTP 500")),
+                "{refused:?}"
+            );
+        }
+        assert_eq!(fetches.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
     let sessions = SessionTable::new(idle, shutdown.clone(), options.upstreams.clone());
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
         .disable_allowed_hosts()
         .disable_allowed_origins();
     let own_guard = (!options.guarded_in_front).then(|| {
@@ -88,16 +89,17 @@ struct Answers {
     sessions: Arc<SessionTable>,
 }
 
-/// Gives two answers the way JSON-RPC and MCP's transport specify them, where rmcp 3.9 does
-/// not (and cannot be configured to): a body that is not JSON is `400` with a JSON-RPC parse
-/// error (-32700), where rmcp answers `415` ("fail to deserialize request body …"), and a
-/// `DELETE` of a session that does not exist is `404`, as every other request naming an
-/// unknown session is, not `202`. Everything else is rmcp's.
+/// Gives the answers JSON-RPC and MCP's transport specify where rmcp 3.9 does not (and cannot
+/// be configured to): a body rmcp cannot read is `400` with a JSON-RPC error where rmcp answers
+/// `415` ("fail to deserialize request body …") — a parse error (-32700) for one that is not
+/// JSON, nested too deep included, and an invalid request (-32600) for JSON that is not a
+/// JSON-RPC message; a body over rmcp's size cap keeps its `413` but says so as a JSON-RPC
+/// error too; and a `DELETE` of a session that does not exist is `404`, as every other request
+/// naming an unknown session is, not `202`. Everything else is rmcp's.
 ///
 /// A JSON body goes to rmcp as it comes, parsed once, by rmcp; its chunks are kept on the side
 /// (shared, not copied) only so that rmcp's `415` for a body it could not read can be told
-/// apart — a syntax error, which becomes the parse error, from JSON that is not a JSON-RPC
-/// message, which keeps rmcp's answer. Only that failing request parses its body a second time.
+/// apart. Only that failing request parses its body a second time, allocating nothing.
 async fn answer_as_json_rpc(
     State(answers): State<Answers>,
     request: Request,
@@ -142,8 +144,16 @@ async fn answer_as_json_rpc(
         }
     }));
     let answer = next.run(Request::from_parts(parts, body)).await;
-    if answer.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
-        return answer;
+    match answer.status() {
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {}
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            return json_rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                INVALID_REQUEST,
+                format!("Invalid Request: the body is larger than {MAX_BODY_BYTES} bytes"),
+            );
+        }
+        _ => return answer,
     }
     let chunks = std::mem::take(
         &mut *kept
@@ -151,21 +161,100 @@ async fn answer_as_json_rpc(
             .unwrap_or_else(std::sync::PoisonError::into_inner),
     );
     let bytes = chunks.concat();
-    match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+    match serde_json::from_slice::<AnyJson>(&bytes) {
         Err(e) if !e.is_data() => parse_error(&e),
-        _ => answer,
+        // A JSON value that rmcp could not read as a message: its error is about the shape.
+        Ok(AnyJson) => json_rpc_error(
+            StatusCode::BAD_REQUEST,
+            INVALID_REQUEST,
+            "Invalid Request: the body is JSON but not a JSON-RPC request, notification or \
+             response (or a batch of them)"
+                .to_string(),
+        ),
+        // `AnyJson` accepts every kind of value, so serde_json has no data error to give.
+        Err(_) => answer,
+    }
+}
+
+/// The largest body rmcp reads (its own default, set here so that the answer to a larger one
+/// names the true figure).
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// JSON-RPC's code for JSON that is not a valid request object.
+const INVALID_REQUEST: i64 = -32600;
+
+/// Any JSON value, read and kept nowhere, as `serde::de::IgnoredAny` does, but through
+/// `deserialize_any`, so that serde_json's nesting limit (127 levels) applies: `IgnoredAny` skips
+/// values with a loop of serde_json's own that has none, and took a body nested too deep for
+/// rmcp for well-formed JSON.
+struct AnyJson;
+
+impl<'de> serde::Deserialize<'de> for AnyJson {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(AnyJsonVisitor)
+    }
+}
+
+struct AnyJsonVisitor;
+
+impl<'de> serde::de::Visitor<'de> for AnyJsonVisitor {
+    type Value = AnyJson;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_unit<E>(self) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<AnyJson, A::Error> {
+        while seq.next_element::<AnyJson>()?.is_some() {}
+        Ok(AnyJson)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<AnyJson, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, AnyJson>()?
+            .is_some()
+        {}
+        Ok(AnyJson)
     }
 }
 
 /// What `/mcp` answers a request naming (or deleting) a session it does not have: rmcp's words.
 const SESSION_NOT_FOUND: &str = "Not Found: Session not found";
 
-/// JSON-RPC's answer to a body that is not JSON: `400`, code -32700, no id.
+/// JSON-RPC's answer to a body that is not JSON: `400`, code -32700, no id. Nesting past
+/// serde_json's limit is said in words: "recursion limit exceeded" names the parser's guard,
+/// not what the client did.
 fn parse_error(e: &serde_json::Error) -> Response {
+    let reason = e.to_string();
+    let message = match reason.strip_prefix("recursion limit exceeded") {
+        Some(at) => format!("Parse error: the JSON is nested deeper than 127 levels{at}"),
+        None => format!("Parse error: {reason}"),
+    };
+    json_rpc_error(StatusCode::BAD_REQUEST, -32700, message)
+}
+
+/// A JSON-RPC error answer without an id (the request's could not be read).
+fn json_rpc_error(status: StatusCode, code: i64, message: String) -> Response {
     let body = json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": {"code": -32700, "message": format!("Parse error: {e}")},
+        "error": {"code": code, "message": message},
     });
-    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+    (status, axum::Json(body)).into_response()
 }

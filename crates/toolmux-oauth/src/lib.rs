@@ -94,6 +94,18 @@ pub enum OAuthError {
         /// What went wrong.
         message: String,
     },
+    /// The authorization server sent the person back with an error (RFC 6749 §4.1.2.1): they
+    /// declined, or it refused the request.
+    #[error("MCP server `{server}`: the authorization server refused the sign-in: {error}{}",
+        .description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Refused {
+        /// The server's name.
+        server: String,
+        /// Its `error` code (`access_denied`, `invalid_scope`, ...).
+        error: String,
+        /// Its `error_description`, cleaned of control characters and shortened.
+        description: Option<String>,
+    },
     /// The server does not ask for OAuth at all.
     #[error("MCP server `{server}` did not ask for sign-in (it answered without a 401)")]
     NotProtected {

@@ -7,13 +7,19 @@
 //! [`PendingLogin`] whose [`PendingLogin::finish`] waits for the browser to come back, exchanges
 //! the code and stores the tokens. The CLI opens the URL and waits; the REST API answers with
 //! the URL and lets the flow finish in the background.
+//!
+//! The listener's port is no secret: any local process or web page may request it. Only a
+//! redirect carrying this sign-in's `state` (unguessable, compared in constant time) ends the
+//! wait, with its `code` or its `error`; every other request is answered and ignored, so that
+//! nobody but the authorization server can end or spoil the sign-in. The browser's page says
+//! how the sign-in really ended, once the code has been exchanged (or refused).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::Uri;
+use axum::http::{StatusCode, Uri};
 use axum::response::Html;
 use axum::routing::get;
 use rmcp::transport::auth::{
@@ -30,6 +36,10 @@ use crate::{OAuthError, OAuthGrant, Target, state};
 const CALLBACK_PATH: &str = "/callback";
 /// How long a probe of the server for its 401 challenge may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the browser's page waits to say how the sign-in ended (the code's exchange).
+const OUTCOME_WAIT: Duration = Duration::from_secs(60);
+/// The most of an authorization server's `error_description` repeated in an error.
+const MAX_DESCRIPTION_CHARS: usize = 300;
 
 /// A sign-in under way: the URL a person opens, and the flow to finish once they come back.
 pub struct PendingLogin {
@@ -42,9 +52,15 @@ pub struct PendingLogin {
 
 struct Flow {
     session: AuthorizationSession,
-    redirect: oneshot::Receiver<String>,
+    redirect: oneshot::Receiver<Redirect>,
     shutdown: oneshot::Sender<()>,
     target: Target,
+}
+
+/// The redirect that carried this sign-in's `state`, and where its page learns the outcome.
+struct Redirect {
+    url: String,
+    outcome: oneshot::Sender<Result<(), String>>,
 }
 
 impl std::fmt::Debug for PendingLogin {
@@ -62,36 +78,94 @@ impl PendingLogin {
         self.authorization_url.as_deref()
     }
 
-    /// Waits (at most `wait`) for the browser's redirect, exchanges the code for tokens and
-    /// keeps them in the secret store.
+    /// Waits (at most `wait`) for the browser's redirect with this sign-in's `state`, exchanges
+    /// the code for tokens and keeps them in the secret store. A redirect with an `error` ends
+    /// the sign-in with that error. Either way the browser's page says how it ended.
     pub async fn finish(self, wait: Duration) -> Result<(), OAuthError> {
-        let Some(flow) = self.flow else {
+        let Some(Flow {
+            session,
+            redirect,
+            shutdown,
+            target,
+        }) = self.flow
+        else {
             return Ok(());
         };
         let redirect_error = |message: String| OAuthError::Redirect {
-            server: flow.target.server.clone(),
+            server: target.server.clone(),
             message,
         };
-        let redirected = tokio::time::timeout(wait, flow.redirect).await;
-        let _ = flow.shutdown.send(());
-        let url = match redirected {
-            Ok(Ok(url)) => url,
-            Ok(Err(_)) => return Err(redirect_error("the redirect listener stopped".into())),
+        let redirected = tokio::time::timeout(wait, redirect).await;
+        let redirect = match redirected {
+            Ok(Ok(redirect)) => redirect,
+            Ok(Err(_)) => {
+                let _ = shutdown.send(());
+                return Err(redirect_error("the redirect listener stopped".into()));
+            }
             Err(_) => {
+                let _ = shutdown.send(());
                 return Err(redirect_error(format!(
                     "nobody finished signing in within {}s; run `toolmux mcp login {}` again",
                     wait.as_secs(),
-                    flow.target.server
+                    target.server
                 )));
             }
         };
-        flow.session
-            .handle_callback_url(&url)
-            .await
-            .map_err(|e| OAuthError::flow(&flow.target.server, e))?;
-        state::signed_in(&flow.target.project_dir, &flow.target.server);
-        Ok(())
+        let outcome = complete(&session, &redirect.url, &target).await;
+        // The page is waiting for this; a browser closed meanwhile leaves nobody to tell.
+        let _ = redirect
+            .outcome
+            .send(outcome.as_ref().map(|_| ()).map_err(ToString::to_string));
+        let _ = shutdown.send(());
+        outcome
     }
+}
+
+/// The sign-in's end, from the redirect that carried its `state`: the authorization server's
+/// refusal (`error`), or the code exchanged for tokens, which are kept.
+async fn complete(
+    session: &AuthorizationSession,
+    url: &str,
+    target: &Target,
+) -> Result<(), OAuthError> {
+    if let Some(refusal) = refusal(url) {
+        let (error, description) = refusal;
+        return Err(OAuthError::Refused {
+            server: target.server.clone(),
+            error,
+            description,
+        });
+    }
+    session
+        .handle_callback_url(url)
+        .await
+        .map_err(|e| OAuthError::flow(&target.server, e))?;
+    state::signed_in(&target.project_dir, &target.server);
+    Ok(())
+}
+
+/// The authorization server's `error` and `error_description` (RFC 6749 §4.1.2.1), when the
+/// redirect carries one, made fit for a terminal: no control characters, a bounded length.
+fn refusal(url: &str) -> Option<(String, Option<String>)> {
+    let url = url::Url::parse(url).ok()?;
+    let param = |name: &str| {
+        url.query_pairs()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| printable(&value))
+    };
+    Some((param("error")?, param("error_description")))
+}
+
+fn printable(text: &str) -> String {
+    let mut clean: String = text
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_DESCRIPTION_CHARS)
+        .collect();
+    if text.chars().count() > MAX_DESCRIPTION_CHARS {
+        clean.push('…');
+    }
+    clean
 }
 
 /// Starts signing in to `target`: discovery from the server's 401 challenge (or the one it gave
@@ -169,12 +243,27 @@ pub async fn start_login(target: &Target) -> Result<PendingLogin, OAuthError> {
         .map_err(|(_, e)| flow_error(e))?;
     let authorization_url = session.get_authorization_url().to_string();
 
+    // rmcp puts the CSRF state it will check in the URL; the listener waits for that one.
+    let expected_state = url::Url::parse(&authorization_url)
+        .ok()
+        .and_then(|url| {
+            url.query_pairs()
+                .find(|(key, _)| key == "state")
+                .map(|(_, value)| value.into_owned())
+        })
+        .filter(|state| !state.is_empty())
+        .ok_or_else(|| OAuthError::Redirect {
+            server: server.clone(),
+            message: "the authorization URL carries no `state` to recognise the redirect by"
+                .to_string(),
+        })?;
     let (redirect_tx, redirect) = oneshot::channel();
     let (shutdown, stop) = oneshot::channel::<()>();
     let app = Router::new()
         .route(CALLBACK_PATH, get(callback))
         .with_state(Callback {
             base,
+            state: Arc::from(expected_state),
             sender: Arc::new(Mutex::new(Some(redirect_tx))),
         });
     tokio::spawn(async move {
@@ -199,30 +288,80 @@ pub async fn start_login(target: &Target) -> Result<PendingLogin, OAuthError> {
     })
 }
 
-/// The redirect listener's state: where it listens, and where the one redirect goes.
+/// The redirect listener's state: where it listens, the `state` it waits for, and where that
+/// one redirect goes.
 #[derive(Clone)]
 struct Callback {
     base: String,
-    sender: Arc<Mutex<Option<oneshot::Sender<String>>>>,
+    state: Arc<str>,
+    sender: Arc<Mutex<Option<oneshot::Sender<Redirect>>>>,
 }
 
-async fn callback(State(callback): State<Callback>, uri: Uri) -> Html<&'static str> {
+/// A request to the redirect listener. Without this sign-in's `state` it is ignored (the
+/// sign-in goes on waiting); with it, it ends the wait, and the page says how the sign-in
+/// ended: signed in, or the error.
+async fn callback(State(callback): State<Callback>, uri: Uri) -> (StatusCode, Html<String>) {
+    let state = uri.query().and_then(|query| {
+        url::form_urlencoded::parse(query.as_bytes())
+            .find(|(key, _)| key == "state")
+            .map(|(_, value)| value.into_owned())
+    });
+    let ours = state.is_some_and(|state| {
+        bool::from(subtle::ConstantTimeEq::ct_eq(
+            state.as_bytes(),
+            callback.state.as_bytes(),
+        ))
+    });
+    if !ours {
+        tracing::warn!(
+            "a request to the sign-in redirect listener without this sign-in's state was ignored"
+        );
+        return page(
+            StatusCode::BAD_REQUEST,
+            "This is not the sign-in toolmux is waiting for; it was ignored.",
+        );
+    }
     let sender = callback
         .sender
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .take();
-    match sender {
-        Some(sender) => {
-            let _ = sender.send(format!("{}{uri}", callback.base));
-            Html(
-                "<!doctype html><title>toolmux</title><p>Signed in: you can close this window and return to toolmux.</p>",
-            )
-        }
-        None => {
-            Html("<!doctype html><title>toolmux</title><p>This sign-in has already finished.</p>")
-        }
+    let Some(sender) = sender else {
+        return page(StatusCode::OK, "This sign-in has already finished.");
+    };
+    let (outcome, told) = oneshot::channel();
+    let redirect = Redirect {
+        url: format!("{}{uri}", callback.base),
+        outcome,
+    };
+    if sender.send(redirect).is_err() {
+        return page(
+            StatusCode::GONE,
+            "toolmux stopped waiting for this sign-in; sign in again from toolmux.",
+        );
     }
+    match tokio::time::timeout(OUTCOME_WAIT, told).await {
+        Ok(Ok(Ok(()))) => page(
+            StatusCode::OK,
+            "Signed in: you can close this window and return to toolmux.",
+        ),
+        Ok(Ok(Err(why))) => page(StatusCode::BAD_REQUEST, &format!("Sign-in failed: {why}")),
+        Ok(Err(_)) | Err(_) => page(
+            StatusCode::GATEWAY_TIMEOUT,
+            "toolmux has not said how the sign-in ended; see its output.",
+        ),
+    }
+}
+
+/// The listener's page: one sentence, escaped (it may repeat an authorization server's words).
+fn page(status: StatusCode, sentence: &str) -> (StatusCode, Html<String>) {
+    let sentence = html_escape::encode_text(sentence);
+    (
+        status,
+        Html(format!(
+            "<!doctype html><meta charset=\"utf-8\"><title>toolmux</title><p>{sentence}</p>"
+        )),
+    )
 }
 
 /// The scopes of a step-up: those granted before and those a 403 `insufficient_scope`
@@ -331,4 +470,38 @@ async fn probe(url: &str) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_redirect_is_read_and_cleaned_for_a_terminal() {
+        assert_eq!(
+            refusal("http://127.0.0.1:1/callback?code=c&state=s"),
+            None,
+            "a code is no refusal"
+        );
+        assert_eq!(
+            refusal("http://127.0.0.1:1/callback?error=access_denied&state=s"),
+            Some(("access_denied".to_string(), None))
+        );
+        let long = "x".repeat(MAX_DESCRIPTION_CHARS + 50);
+        let (error, description) = refusal(&format!(
+            "http://127.0.0.1:1/callback?error=bad%1b%5B31m&error_description=a%0Ab{long}&state=s"
+        ))
+        .expect("a refusal");
+        assert_eq!(error, "bad[31m", "no escape sequence reaches the terminal");
+        let description = description.expect("a description");
+        assert!(description.starts_with("ab") && description.ends_with('…'));
+        assert_eq!(description.chars().count(), MAX_DESCRIPTION_CHARS + 1);
+    }
+
+    #[test]
+    fn the_page_escapes_what_it_repeats() {
+        let (status, Html(page)) = page(StatusCode::BAD_REQUEST, "Sign-in failed: <script>");
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
+    }
 }

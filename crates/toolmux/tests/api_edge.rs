@@ -115,9 +115,16 @@ fn d17_truncated_json_on_mcp_is_a_400_with_a_json_rpc_parse_error() {
         body["error"]["message"], "Parse error: EOF while parsing a string at line 1 column 40",
         "{body}"
     );
-    // JSON that is not a JSON-RPC message is not a parse error: rmcp's own answer stands.
+    // JSON that is not a JSON-RPC message is not a parse error but an invalid request (issue
+    // 28: it was rmcp's bare 415).
     let not_a_message = mcp(&served, "POST", &[], Some("[1, 2]"));
-    assert_eq!(not_a_message.status, 415, "{}", not_a_message.body);
+    assert_eq!(not_a_message.status, 400, "{}", not_a_message.body);
+    assert_eq!(
+        not_a_message.json()["error"]["code"],
+        -32600,
+        "{}",
+        not_a_message.body
+    );
     // A whole request still reaches rmcp.
     assert_eq!(mcp(&served, "POST", &[], Some(INITIALIZE)).status, 200);
     served.stop();

@@ -299,7 +299,8 @@ async fn serve_unix(
 }
 
 /// The connection limits: the defaults, or `--header-timeout` (how long a request's head and an
-/// idle keep-alive connection may take) and `--max-connections` where given.
+/// idle keep-alive connection may take), `--max-connections` and `--max-connections-per-peer`
+/// where given.
 fn connection_limits(args: &ServeArgs) -> ConnectionLimits {
     let mut limits = ConnectionLimits::default();
     if let Some(timeout) = args.header_timeout {
@@ -307,6 +308,9 @@ fn connection_limits(args: &ServeArgs) -> ConnectionLimits {
     }
     if let Some(n) = args.max_connections {
         limits.max_connections = n.get();
+    }
+    if let Some(n) = args.max_connections_per_peer {
+        limits.max_connections_per_peer = Some(n.get());
     }
     limits
 }

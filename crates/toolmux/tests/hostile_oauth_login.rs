@@ -1,0 +1,179 @@
+//! Hostile requests to `toolmux mcp login`'s loopback redirect listener, against the real peers
+//! of `oauth_client.rs`: `oauth2-mock-server` as the authorization server and the Python SDK's
+//! resource server as the MCP server. The "browser" (`forge-then-follow-sign-in.mjs`) first
+//! sends what any local process or page could send to the listener's port, then comes back as
+//! the authorization server sends it.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::Value;
+use support::toolmux_project;
+use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::peers::{mcp_python, node_peer, peer_file};
+use toolmux_testkit::processes::{Background, free_port};
+use toolmux_testkit::project::{Run, TestProject};
+
+/// The authorization server and the MCP server it guards, on free ports.
+struct Peers {
+    mcp_url: String,
+    _auth: Background,
+    _mcp: Background,
+    _dir: tempfile::TempDir,
+}
+
+impl Peers {
+    fn start() -> Self {
+        node_peer("upstream", "conformance"); // the npm peers of the area are installed
+        let script = peer_file("upstream/oauth-server.mjs");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let auth_port = free_port();
+        let mut auth = Background::start(
+            "node",
+            &[script.to_str().expect("a UTF-8 path")],
+            &[
+                ("PORT", auth_port.to_string()),
+                (
+                    "EVENTS",
+                    dir.path().join("events.jsonl").display().to_string(),
+                ),
+            ],
+        );
+        auth.wait_for_port(auth_port);
+        let mcp_port = free_port();
+        let server = peer_file("upstream/oauth_mcp_server.py");
+        let mut mcp = Background::start(
+            mcp_python(),
+            &[
+                server.to_str().expect("a UTF-8 path"),
+                "--port",
+                &mcp_port.to_string(),
+                "--issuer",
+                &format!("http://127.0.0.1:{auth_port}"),
+            ],
+            &[],
+        );
+        mcp.wait_for_port(mcp_port);
+        Self {
+            mcp_url: format!("http://127.0.0.1:{mcp_port}/mcp"),
+            _auth: auth,
+            _mcp: mcp,
+            _dir: dir,
+        }
+    }
+}
+
+/// A project with the peers' server added as `remote`.
+fn project_with_remote(peers: &Peers) -> TestProject {
+    let project = toolmux_project();
+    let added = project
+        .cmd()
+        .args([
+            "mcp",
+            "add",
+            "remote",
+            "--url",
+            &peers.mcp_url,
+            "--client-id",
+            "toolmux-test",
+        ])
+        .env("TOOLMUX_SECRET_BACKEND", "file")
+        .output()
+        .expect("run toolmux");
+    assert!(added.status.success(), "{added:?}");
+    project
+}
+
+/// `toolmux mcp login remote` with the hostile browser (`deny` to decline at the end); what it
+/// did, and the browser's report.
+fn login(project: &TestProject, browser_args: &str) -> (Run, Value) {
+    let report = project.path().join("browser-report.json");
+    // From the source tree, not the installed peers: it needs no package, only node.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/peers/upstream/forge-then-follow-sign-in.mjs");
+    assert!(script.is_file(), "{} is missing", script.display());
+    let browser = format!("node {} {browser_args}", script.display());
+    let run = Run(project
+        .cmd()
+        .args(["mcp", "login", "remote", "--wait", "60"])
+        .env("TOOLMUX_BROWSER", browser)
+        .env("TOOLMUX_SECRET_BACKEND", "file")
+        .env("BROWSER_REPORT", &report)
+        .output()
+        .expect("run toolmux"));
+    (run, read_report(&report))
+}
+
+/// The browser's report, once written: toolmux may end before its browser does.
+fn read_report(path: &Path) -> Value {
+    wait_until("the browser's report", || path.exists());
+    let text = std::fs::read_to_string(path).expect("the browser wrote its report");
+    serde_json::from_str(&text).expect("the report is JSON")
+}
+
+/// Every forged request was answered as ignored, and none ended the sign-in.
+fn assert_forgeries_ignored(report: &Value) {
+    let forged = report["forged"].as_array().expect("forged requests");
+    assert_eq!(forged.len(), 3, "{report}");
+    for answer in forged {
+        assert_eq!(answer["status"], 400, "{answer}");
+        let page = answer["page"].as_str().unwrap_or_default();
+        assert!(
+            page.contains("not the sign-in toolmux is waiting for") && !page.contains("Signed in"),
+            "{answer}"
+        );
+    }
+}
+
+/// Issue 28, D29: the first request to the redirect listener — a wrong state, a bare
+/// `/callback` — ended the sign-in (`Authorization state not found`), the genuine redirect a
+/// moment later was lost, and each page said "Signed in". Now forged requests are ignored, the
+/// genuine redirect signs in, and only its page says so.
+#[test]
+fn d29_forged_redirects_are_ignored_and_the_genuine_one_signs_in() {
+    let peers = Peers::start();
+    let project = project_with_remote(&peers);
+    let (run, report) = login(&project, "");
+    assert!(report.get("error").is_none(), "{report}");
+    assert_forgeries_ignored(&report);
+    let genuine = &report["genuine"];
+    assert_eq!(genuine["status"], 200, "{genuine}");
+    assert!(
+        genuine["page"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Signed in"),
+        "{genuine}"
+    );
+    let out = run.ok();
+    assert!(out.contains("signed in to `remote`"), "{out}");
+}
+
+/// Issue 28, D29: a redirect with the right state and `error=access_denied` is how the sign-in
+/// ended: the command fails with the authorization server's words, and the page says the same,
+/// not "Signed in".
+#[test]
+fn d29_an_error_redirect_with_the_right_state_ends_the_sign_in_with_that_error() {
+    let peers = Peers::start();
+    let project = project_with_remote(&peers);
+    let (run, report) = login(&project, "deny");
+    assert!(report.get("error").is_none(), "{report}");
+    assert_forgeries_ignored(&report);
+    let genuine = &report["genuine"];
+    assert_eq!(genuine["status"], 400, "{genuine}");
+    let page = genuine["page"].as_str().unwrap_or_default();
+    assert!(
+        page.contains("Sign-in failed")
+            && page.contains("access_denied (The person said no)")
+            && !page.contains("Signed in"),
+        "{page}"
+    );
+    assert_ne!(run.code(), 0, "{}", run.stdout());
+    assert!(
+        run.stderr()
+            .contains("refused the sign-in: access_denied (The person said no)"),
+        "{}",
+        run.stderr()
+    );
+}
