@@ -65,6 +65,9 @@ pub struct Assembly {
     in_force: Mutex<LoadedConfig>,
     /// Coding sessions (the `sessions` source's), kept to put a changed `runners` in force.
     sessions: OnceLock<toolmux_sessions::Sessions>,
+    /// What `shell` and `code_execution` may never change or reach: the configuration's files
+    /// (kept current by every reload) and, under `serve --socket`, the socket.
+    pub exec_protected: toolmux_exec::Protected,
 }
 
 /// How long stopping waits for one coding session to be recorded as ended: its runner's
@@ -112,6 +115,7 @@ impl Assembly {
             chat: OnceLock::new(),
             access: OnceLock::new(),
             sessions: OnceLock::new(),
+            exec_protected: toolmux_exec::Protected::default(),
         };
         assembly.put_in_force(None, &assembly.loaded)?;
         Ok(assembly)
@@ -213,14 +217,17 @@ impl Assembly {
                 Err(e) => tracing::warn!("`urlFetch`/`webSearch` changed but was not applied: {e}"),
             }
         }
+        // Every load, whatever changed: a reload may name other registries or skill folders.
+        self.exec_protected.set_read_only(exec_read_only(new));
         if changed(|before, after| before.shell != after.shell) {
             // `shell` and `code_execution` run in the root the assembly was opened with.
             let state = toolmux_config::state_dir(&self.loaded.project_dir);
             match ProjectRoot::with_state_dir(&self.loaded.root, state) {
-                Ok(root) => hub.add_source(Arc::new(toolmux_exec::ExecPack::new(
+                Ok(root) => hub.add_source(Arc::new(toolmux_exec::ExecPack::with_protected(
                     root,
                     toolmux_exec::ExecSettings::from_config(&after.shell),
                     Some(hub.downgrade()),
+                    self.exec_protected.clone(),
                 ))),
                 Err(e) => tracing::warn!("`shell` and `code_execution` are not available: {e}"),
             }
@@ -594,6 +601,35 @@ fn needs_restart(old: &LoadedConfig, new: &LoadedConfig) -> Vec<&'static str> {
     .filter(|(_, changed)| *changed)
     .map(|(field, _)| field)
     .collect()
+}
+
+/// What `shell` and `code_execution` may read but never change, although it may lie beneath
+/// the project root: the files that decide what toolmux runs and how — `.toolmux/` (the
+/// configuration, state, secrets, project skills), the configuration files read, the
+/// registries, the configured skill folders, and where present `.claude/skills` and
+/// `.lean-spec/config.{json,yaml}`. A command that could rewrite them could switch its own
+/// sandbox off for the next call, or add a server that runs unsandboxed.
+fn exec_read_only(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
+    let project = &loaded.project_dir;
+    let config = toolmux_config::project_config_path(project);
+    let mut paths: Vec<_> = config
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .into_iter()
+        .collect();
+    paths.extend(loaded.files.iter().cloned());
+    paths.extend(toolmux_config::registry_paths(&loaded.config, project));
+    paths.extend(loaded.config.skills.paths.iter().map(|p| project.join(p)));
+    for optional in [
+        project.join(".claude/skills"),
+        loaded.root.join(".lean-spec/config.json"),
+        loaded.root.join(".lean-spec/config.yaml"),
+    ] {
+        if optional.symlink_metadata().is_ok() {
+            paths.push(optional);
+        }
+    }
+    paths
 }
 
 #[cfg(test)]
