@@ -21,7 +21,8 @@
 //!   `writablePaths` (plus the harmless devices such as `/dev/null`), and no device node may be
 //!   made anywhere. From ABI 6 the command also cannot signal processes outside its sandbox
 //!   (toolmux, say) or connect to abstract Unix sockets made outside it; from ABI 1 it cannot
-//!   trace them, which keeps `/proc/<toolmux>/environ` and `mem` closed.
+//!   trace them — and without `CAP_SYS_PTRACE` nothing lifts that — which keeps
+//!   `/proc/<toolmux>/environ` and `mem` closed although the command runs as toolmux's user.
 //! - **Network: a network namespace of its own** (`CLONE_NEWNET` with the others). It has no
 //!   interface but a downed loopback, so nothing is reachable — TCP, UDP, raw sockets, abstract
 //!   Unix sockets, loopback servers — whatever the syscall used to get there. A seccomp filter
