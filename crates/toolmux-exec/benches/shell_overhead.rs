@@ -14,6 +14,10 @@ const RUNS: usize = 200;
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
+    // A project as `shell` meets it: `.toolmux/` and a registry, both kept read-only.
+    std::fs::create_dir(dir.path().join(".toolmux")).expect(".toolmux");
+    std::fs::write(dir.path().join(".toolmux/config.json"), "{}").expect("config");
+    std::fs::write(dir.path().join("mcp.json"), "{}").expect("registry");
     println!("shell start-to-exit, {RUNS} runs each (after 10 warm-up runs)");
     for sandbox in [false, true] {
         let pack = ExecPack::new(
@@ -72,13 +76,18 @@ fn main() {
                     args: Vec::new(),
                     cwd: dir.path().to_path_buf(),
                     env: Vec::new(),
+                    pass_env: Vec::new(),
                     timeout: Duration::from_secs(10),
                     max_output: 1024,
                     sandbox: SandboxPolicy {
                         enabled: sandbox,
                         network: false,
                         writable: vec![dir.path().to_path_buf()],
+                        // As a project has them: `.toolmux/` and one registry read-only.
+                        read_only: vec![dir.path().join(".toolmux"), dir.path().join("mcp.json")],
+                        hidden: Vec::new(),
                     },
+                    require_sandbox: sandbox,
                 };
                 let started = Instant::now();
                 let finished = run(spec).await.expect("run");

@@ -25,6 +25,9 @@ const MAX_INLINE_FILE: u64 = 16 * 1024;
 const MAX_INLINE_TOTAL: u64 = 64 * 1024;
 /// How deep the output dir is walked.
 const MAX_DEPTH: usize = 16;
+/// The most directory entries looked at: a command that made a million folders does not keep
+/// the listing (and a blocking thread) busy after its time limit.
+const MAX_ENTRIES: usize = 20_000;
 
 /// A file the code wrote under `$OUTPUT_DIR`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -134,9 +137,11 @@ impl ExecPack {
             args: vec![script.to_string_lossy().into_owned()],
             cwd: self.inner.root.path().to_path_buf(),
             env,
+            pass_env: self.inner.settings.env.clone(),
             timeout: self.timeout(arguments),
             max_output: self.inner.settings.max_output_bytes,
             sandbox: self.policy(network, temp.path()),
+            require_sandbox: self.inner.settings.require_sandbox,
         };
         let limit = spec.timeout;
         let finished = match run(spec).await {
@@ -252,8 +257,146 @@ fn split_logs(logs: &Value) -> (String, String) {
     (stdout, stderr)
 }
 
-/// The files under `dir` (links not followed, at most [`MAX_FILES`]), small text ones with
-/// their text; and whether more were there.
+/// The files under `dir` (links listed, never followed; at most [`MAX_FILES`]), small text
+/// ones with their text; and whether more were there.
+///
+/// A process the command left running can swap a listed file for a link to anything (a
+/// 200 MB file, `/etc/shadow`) between any two steps of the listing, so no step trusts a
+/// path: every directory and file is opened beneath its parent's descriptor with
+/// `O_NOFOLLOW` (a link in its place fails the open), a file is read only through a
+/// descriptor `fstat` says is a regular file (`O_NONBLOCK`: a FIFO swapped in cannot hold the
+/// open), and never more than the inline budget has left, whatever it grew to.
+#[cfg(unix)]
+fn list_files(dir: &Path) -> (Vec<OutputFile>, bool) {
+    use std::ffi::CString;
+    use std::io::Read;
+    use std::os::fd::OwnedFd;
+    use std::rc::Rc;
+
+    use nix::dir::Dir;
+    use nix::fcntl::{AtFlags, OFlag};
+    use nix::sys::stat::{Mode, SFlag, fstat, fstatat};
+
+    let directory = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let file = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let is = |mode: nix::libc::mode_t, kind: SFlag| {
+        SFlag::from_bits_truncate(mode) & SFlag::S_IFMT == kind
+    };
+    let mut files: Vec<(OutputFile, Option<OwnedFd>)> = Vec::new();
+    let mut truncated = false;
+    let Ok(top) = nix::fcntl::open(dir, directory, Mode::empty()) else {
+        return (Vec::new(), false);
+    };
+    /// A folder waiting to be walked: its parent's descriptor and its name (none: the output
+    /// dir itself), opened only when its turn comes, so that thousands of folders hold no
+    /// thousands of descriptors; its path relative to the output dir; its depth.
+    struct Pending {
+        at: Option<(Rc<OwnedFd>, CString)>,
+        prefix: String,
+        depth: usize,
+    }
+    let mut pending = vec![Pending {
+        at: None,
+        prefix: String::new(),
+        depth: 0,
+    }];
+    let top = Rc::new(top);
+    let mut seen = 0usize;
+    while let Some(Pending { at, prefix, depth }) = pending.pop() {
+        let opened = match &at {
+            None => top.try_clone(),
+            Some((parent, name)) => {
+                nix::fcntl::openat(&**parent, name.as_c_str(), directory, Mode::empty())
+                    .map_err(std::io::Error::from)
+            }
+        };
+        let Ok(fd) = opened else { continue };
+        let Ok(parent) = fd.try_clone().map(Rc::new) else {
+            continue;
+        };
+        let Ok(mut entries) = Dir::from_fd(fd) else {
+            continue;
+        };
+        for entry in entries.iter().filter_map(Result::ok) {
+            let name = entry.file_name();
+            if name == c"." || name == c".." {
+                continue;
+            }
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                truncated = true;
+                break;
+            }
+            let Ok(stat) = fstatat(&*parent, name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            let relative = format!("{prefix}{}", name.to_string_lossy());
+            if is(stat.st_mode, SFlag::S_IFDIR) {
+                if depth < MAX_DEPTH {
+                    pending.push(Pending {
+                        at: Some((Rc::clone(&parent), name.to_owned())),
+                        prefix: format!("{relative}/"),
+                        depth: depth + 1,
+                    });
+                }
+                continue;
+            }
+            if files.len() == MAX_FILES {
+                truncated = true;
+                continue;
+            }
+            let size = u64::try_from(stat.st_size).unwrap_or(0);
+            // Only what was a regular file a moment ago is opened (opening a device or a FIFO
+            // has effects of its own); the descriptor is checked again below.
+            let opened = is(stat.st_mode, SFlag::S_IFREG)
+                .then(|| nix::fcntl::openat(&*parent, name, file, Mode::empty()).ok())
+                .flatten();
+            files.push((
+                OutputFile {
+                    path: relative,
+                    size,
+                    text: None,
+                },
+                opened,
+            ));
+        }
+    }
+    files.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+    let mut budget = MAX_INLINE_TOTAL;
+    let files = files
+        .into_iter()
+        .map(|(mut listed, opened)| {
+            let Some(fd) = opened else { return listed };
+            let Ok(stat) = fstat(&fd) else { return listed };
+            let size = u64::try_from(stat.st_size).unwrap_or(u64::MAX);
+            listed.size = size;
+            let allowed = MAX_INLINE_FILE.min(budget);
+            if !is(stat.st_mode, SFlag::S_IFREG) || size > allowed {
+                return listed;
+            }
+            // One byte more than allowed tells a file that grew after `fstat` from one that
+            // did not; it is listed, not inlined.
+            let mut bytes = Vec::new();
+            let read = std::fs::File::from(fd)
+                .take(allowed + 1)
+                .read_to_end(&mut bytes);
+            let read = read.ok().and_then(|n| u64::try_from(n).ok());
+            if let Some(n) = read
+                && n <= allowed
+                && let Ok(text) = String::from_utf8(bytes)
+            {
+                budget -= n;
+                listed.text = Some(text);
+            }
+            listed
+        })
+        .collect();
+    (files, truncated)
+}
+
+/// The files under `dir` without their text: where there is no `O_NOFOLLOW` open beneath a
+/// directory's descriptor, a path cannot be read without trusting it.
+#[cfg(not(unix))]
 fn list_files(dir: &Path) -> (Vec<OutputFile>, bool) {
     let mut files = Vec::new();
     let mut truncated = false;
@@ -263,13 +406,10 @@ fn list_files(dir: &Path) -> (Vec<OutputFile>, bool) {
             continue;
         };
         for entry in entries.filter_map(Result::ok) {
-            let Ok(meta) = entry
-                .file_type()
-                .and_then(|_| entry.path().symlink_metadata())
-            else {
+            let path = entry.path();
+            let Ok(meta) = path.symlink_metadata() else {
                 continue;
             };
-            let path = entry.path();
             if meta.is_dir() {
                 if depth < MAX_DEPTH {
                     pending.push((path, depth + 1));
@@ -284,32 +424,13 @@ fn list_files(dir: &Path) -> (Vec<OutputFile>, bool) {
                 .strip_prefix(dir)
                 .map(|p| p.to_string_lossy().replace('\\', "/"))
                 .unwrap_or_default();
-            files.push((
-                OutputFile {
-                    path: relative,
-                    size: meta.len(),
-                    text: None,
-                },
-                meta.is_file(),
-                path,
-            ));
+            files.push(OutputFile {
+                path: relative,
+                size: meta.len(),
+                text: None,
+            });
         }
     }
-    files.sort_by(|a, b| a.0.path.cmp(&b.0.path));
-    let mut budget = MAX_INLINE_TOTAL;
-    let files = files
-        .into_iter()
-        .map(|(mut file, regular, path)| {
-            if regular
-                && file.size <= MAX_INLINE_FILE
-                && file.size <= budget
-                && let Ok(Ok(text)) = std::fs::read(&path).map(String::from_utf8)
-            {
-                budget -= file.size;
-                file.text = Some(text);
-            }
-            file
-        })
-        .collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
     (files, truncated)
 }

@@ -5,9 +5,11 @@
 //! - Every call asks a person first by default (the tools are annotated destructive), and the
 //!   approval shows the command or the code ([`Source::preview`]).
 //! - A command runs in a directory inside the project root (resolved by the workspace's
-//!   [`ProjectRoot`] rules), in the sandbox of [`sandbox`] (Landlock: write only in the root and
-//!   a per-call temp dir; no network unless the configuration allows it), with toolmux's
-//!   secrets scrubbed from its environment ([`run::is_secret`]).
+//!   [`ProjectRoot`] rules), in the sandbox of [`sandbox`] (no capabilities; Landlock: write
+//!   only in the root and a per-call temp dir, never in `.toolmux/`, `.git/`, the registries;
+//!   toolmux's socket hidden; no network unless the configuration allows it), with only the
+//!   allowlisted part of toolmux's environment and the variables `shell.env` names
+//!   ([`run::passed_env`]).
 //! - It runs under a time limit, in a process group of its own that is stopped when the call
 //!   ends, times out or is cancelled — with whatever it left running ([`run`]); its output is
 //!   kept under a cap, head and tail ([`output`]).
@@ -15,8 +17,8 @@
 //!   caller's context, so there is one TypeScript sandbox and its calls keep their policies.
 //!
 //! What the sandbox does not defend: reading (a command may read anything toolmux may, so the
-//! person approving it should read it), writes to `.git/` and `.toolmux/state/` inside the
-//! root (Landlock cannot except them), and a command that is allowed the network.
+//! person approving it should read it), a protected path that does not exist yet (the result
+//! names it), and a command that is allowed the network.
 
 pub mod code;
 pub mod output;
@@ -37,7 +39,10 @@ use toolmux_workspace::ProjectRoot;
 
 pub use output::{Capture, Captured};
 pub use run::{CommandSpec, Finished, RunError, run};
-pub use sandbox::{Landlock, Network, Prepared, SandboxPolicy, SandboxReport};
+pub use sandbox::{
+    Landlock, Namespaces, Network, Prepared, Protected, ProtectedPaths, SandboxPolicy,
+    SandboxReport,
+};
 
 /// The id of the pack's source in the registry.
 pub const SOURCE_ID: &str = "exec";
@@ -63,8 +68,12 @@ pub struct ExecSettings {
     pub network_per_call: bool,
     /// Whether the sandbox is on.
     pub sandbox: bool,
+    /// Whether a call is refused when the sandbox is on but this system cannot give all of it.
+    pub require_sandbox: bool,
     /// More directories commands may write in (absolute, or relative to the root).
     pub writable_paths: Vec<PathBuf>,
+    /// toolmux's variables passed to commands besides the allowlist every child gets.
+    pub env: Vec<String>,
 }
 
 impl Default for ExecSettings {
@@ -76,23 +85,30 @@ impl Default for ExecSettings {
             network: false,
             network_per_call: false,
             sandbox: true,
+            require_sandbox: true,
             writable_paths: Vec::new(),
+            env: Vec::new(),
         }
     }
 }
 
 impl ExecSettings {
-    /// The settings of the configuration's `shell` section.
+    /// The settings of the configuration's `shell` section. A default time limit above the
+    /// maximum is lowered to it: the maximum is the promise (`at most maxTimeoutMs`), never
+    /// raised.
     pub fn from_config(shell: &toolmux_config::ShellSettings) -> Self {
         let millis = |n: std::num::NonZeroU64| Duration::from_millis(n.get());
+        let max_timeout = millis(shell.max_timeout_ms);
         Self {
-            timeout: millis(shell.timeout_ms),
-            max_timeout: millis(shell.max_timeout_ms).max(millis(shell.timeout_ms)),
+            timeout: millis(shell.timeout_ms).min(max_timeout),
+            max_timeout,
             max_output_bytes: usize::try_from(shell.max_output_bytes.get()).unwrap_or(usize::MAX),
             network: shell.network,
             network_per_call: shell.network_per_call,
             sandbox: shell.sandbox,
+            require_sandbox: shell.require_sandbox,
             writable_paths: shell.writable_paths.clone(),
+            env: shell.env.clone(),
         }
     }
 }
@@ -109,19 +125,35 @@ struct Inner {
     root: ProjectRoot,
     /// For TypeScript, which runs in code mode (held weakly: the hub owns the pack).
     hub: Option<WeakHub>,
+    /// What the caller keeps from commands besides the pack's own (the configuration's
+    /// files, toolmux's socket).
+    protected: Protected,
     tools: Vec<ToolDescriptor>,
 }
 
 impl ExecPack {
     /// The pack running commands in `root` as `settings` say; `hub` is where `run_code` is,
-    /// for TypeScript (without one, TypeScript is refused).
+    /// for TypeScript (without one, TypeScript is refused). Commands cannot change the root's
+    /// `.toolmux/` and `.git/`; [`ExecPack::with_protected`] names more.
     pub fn new(root: ProjectRoot, settings: ExecSettings, hub: Option<WeakHub>) -> Self {
+        Self::with_protected(root, settings, hub, Protected::default())
+    }
+
+    /// [`ExecPack::new`], keeping what `protected` names from commands too, as it says at
+    /// each call.
+    pub fn with_protected(
+        root: ProjectRoot,
+        settings: ExecSettings,
+        hub: Option<WeakHub>,
+        protected: Protected,
+    ) -> Self {
         let tools = vec![shell_descriptor(&settings), code::descriptor(&settings)];
         Self {
             inner: Arc::new(Inner {
                 settings,
                 root,
                 hub,
+                protected,
                 tools,
             }),
         }
@@ -143,10 +175,24 @@ impl ExecPack {
                 .iter()
                 .map(|p| root.join(p)),
         );
+        let protected = self.inner.protected.paths();
+        let mut read_only = protected.read_only;
+        // toolmux's own directory (its configuration, state, secrets) and the repository's,
+        // whose hooks and configuration run commands outside any sandbox. `.git` may be let
+        // back in by naming it in `writablePaths` (for `git commit`); `.toolmux` may not.
+        let git = root.join(".git");
+        let git_writable = writable.iter().skip(2).any(|p| *p == git);
+        for (own, kept) in [(root.join(".toolmux"), true), (git, !git_writable)] {
+            if kept && own.symlink_metadata().is_ok() && !read_only.contains(&own) {
+                read_only.push(own);
+            }
+        }
         SandboxPolicy {
             enabled: self.inner.settings.sandbox,
             network,
             writable,
+            read_only,
+            hidden: protected.hidden,
         }
     }
 
@@ -225,9 +271,11 @@ impl ExecPack {
             args: vec!["-lc".to_string(), command.to_string()],
             cwd,
             env: common_env(temp.path()),
+            pass_env: self.inner.settings.env.clone(),
             timeout: self.timeout(arguments),
             max_output: self.inner.settings.max_output_bytes,
             sandbox: self.policy(network, temp.path()),
+            require_sandbox: self.inner.settings.require_sandbox,
         };
         let limit = spec.timeout;
         match run(spec).await {
@@ -294,9 +342,10 @@ pub(crate) fn render(finished: &Finished, limit: Duration) -> String {
         }
     }
     text.push_str(&format!(
-        "sandbox: landlock {}, network {}\n",
+        "sandbox: landlock {}, network {}, namespaces {}\n",
         finished.sandbox.landlock.as_str(),
-        finished.sandbox.network.as_str()
+        finished.sandbox.network.as_str(),
+        finished.sandbox.namespaces.as_str()
     ));
     for note in finished.sandbox.notes.iter().chain(&finished.notes) {
         text.push_str(&format!("note: {note}\n"));
@@ -312,9 +361,13 @@ pub(crate) fn sandbox_schema() -> Value {
         "properties": {
             "landlock": {"enum": ["full", "partial", "unavailable", "off"]},
             "network": {"enum": ["blocked", "allowed", "unavailable"]},
+            "namespaces": {
+                "enum": ["full", "unavailable", "off"],
+                "description": "`full`: a user namespace without capabilities, `.toolmux/`, `.git/` and the registries read-only, toolmux's socket hidden, SysV IPC of its own."
+            },
             "notes": {"type": "array", "items": {"type": "string"}}
         },
-        "required": ["landlock", "network", "notes"]
+        "required": ["landlock", "network", "namespaces", "notes"]
     })
 }
 
@@ -370,7 +423,8 @@ fn shell_descriptor(settings: &ExecSettings) -> ToolDescriptor {
         format!(
             "Run a command line with `bash -lc` in the project (or a directory inside it). \
              Returns its exit code, stdout and stderr (each capped at {} bytes: head and tail \
-             kept). It runs sandboxed: it may write only inside the project and $TMPDIR, {}; \
+             kept). It runs sandboxed: it may write only inside the project (not `.toolmux/` or `.git/`) \
+             and $TMPDIR, {}; \
              it is stopped, with everything it started, after its time limit ({} s unless \
              `timeoutMs` says otherwise) and when it ends.",
             settings.max_output_bytes,

@@ -37,14 +37,20 @@ pub struct CommandSpec {
     pub args: Vec<String>,
     /// Where it runs (inside the project root).
     pub cwd: PathBuf,
-    /// Variables set on top of the scrubbed environment ([`scrubbed_env`]).
+    /// Variables set on top of the environment every child gets (see [`run`]).
     pub env: Vec<(OsString, OsString)>,
+    /// Names of toolmux's own variables passed on besides the allowlist every child gets
+    /// (`shell.env`).
+    pub pass_env: Vec<String>,
     /// The time limit.
     pub timeout: Duration,
     /// The most bytes kept of each of stdout and stderr.
     pub max_output: usize,
     /// The sandbox.
     pub sandbox: SandboxPolicy,
+    /// Whether to refuse to run when the sandbox is on but some of it cannot be applied here
+    /// (`shell.requireSandbox`).
+    pub require_sandbox: bool,
 }
 
 /// How a command ended, and what it printed.
@@ -80,35 +86,36 @@ pub enum RunError {
     /// Waiting for it failed.
     #[error("cannot wait for the command: {0}")]
     Wait(std::io::Error),
+    /// The sandbox is on and required, and this system cannot give all of it.
+    #[error(
+        "not run: the sandbox is required (`shell.requireSandbox`) but this system cannot give \
+         {}. {} Set `\"shell\": {{\"requireSandbox\": false}}` to run with the protections \
+         that are available (each result names them)",
+        missing.join(", "),
+        notes.join(" ")
+    )]
+    Unconfined {
+        /// The protections missing.
+        missing: Vec<&'static str>,
+        /// The report's notes: why.
+        notes: Vec<String>,
+        /// What could be applied.
+        report: SandboxReport,
+    },
 }
 
-/// Whether a variable of toolmux's environment stays out of a command's: toolmux's own
-/// (`TOOLMUX_*`), and anything named like a secret — API keys of the chat's providers, tokens,
-/// passwords, credentials, an SSH agent's socket.
-pub fn is_secret(name: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "KEY",
-        "SECRET",
-        "TOKEN",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "AUTH",
-        "COOKIE",
-    ];
-    let upper = name.to_ascii_uppercase();
-    upper.starts_with("TOOLMUX_") || WORDS.iter().any(|w| upper.contains(w))
-}
-
-/// toolmux's environment without its secrets ([`is_secret`]) or exported shell functions,
-/// which a shell would run: what a command gets before the call's own variables. Wider than
-/// the allowlist script tools get, because a shell is expected to see the user's toolchain
-/// variables (`CARGO_HOME`, `VIRTUAL_ENV`, `JAVA_HOME`…).
-pub fn scrubbed_env() -> Vec<(OsString, OsString)> {
-    std::env::vars_os()
-        .filter(|(name, value)| {
-            name.to_str().is_some_and(|n| !is_secret(n))
-                && !value.as_encoded_bytes().starts_with(b"()")
+/// The values of toolmux's variables named in `names` (`shell.env`), when set and not an
+/// exported shell function, which a shell would run. Everything else of toolmux's environment
+/// stays out but for the allowlist every child gets
+/// ([`toolmux_scripts::child::is_inherited`]: `PATH`, `HOME`, the locale…), which
+/// [`child::spawn_prepared`] applies: a secret reaches a command only when the configuration
+/// names it, whatever it is called.
+pub fn passed_env(names: &[String]) -> Vec<(OsString, OsString)> {
+    names
+        .iter()
+        .filter_map(|name| {
+            let value = std::env::var_os(name)?;
+            (!value.as_encoded_bytes().starts_with(b"()")).then(|| (OsString::from(name), value))
         })
         .collect()
 }
@@ -117,7 +124,15 @@ pub fn scrubbed_env() -> Vec<(OsString, OsString)> {
 pub async fn run(spec: CommandSpec) -> Result<Finished, RunError> {
     let prepared = Prepared::new(&spec.sandbox);
     let sandbox = prepared.report().clone();
-    let mut env = scrubbed_env();
+    let missing = sandbox.missing();
+    if spec.require_sandbox && !missing.is_empty() {
+        return Err(RunError::Unconfined {
+            missing,
+            notes: sandbox.notes.clone(),
+            report: sandbox,
+        });
+    }
+    let mut env = passed_env(&spec.pass_env);
     env.extend(spec.env.iter().cloned());
     let (mut started, guard) = child::spawn_prepared(
         &spec.program,
@@ -125,7 +140,7 @@ pub async fn run(spec: CommandSpec) -> Result<Finished, RunError> {
         &spec.cwd,
         env,
         false,
-        |command| prepared.install(command),
+        |command| prepared.install(command, &spec.cwd),
     )
     .map_err(|source| RunError::Spawn {
         program: spec.program.to_string_lossy().into_owned(),

@@ -1,28 +1,45 @@
 //! The sandbox a command runs in, applied in the child between `fork` and `exec` (a
 //! `pre_exec` hook), so that toolmux itself is never restricted.
 //!
+//! - **Namespaces of its own, without capabilities.** The child enters a user namespace that
+//!   maps only toolmux's own user and group (root stays root by id, but every capability it
+//!   holds there counts for nothing outside: no device nodes, no module loading, no other
+//!   user's files, no `/proc` of toolmux where toolmux is not dumpable), a mount namespace and
+//!   an IPC namespace (SysV queues, semaphores and shared memory of its own). Before `exec` it
+//!   drops every capability — bounding set, ambient, effective, permitted, inheritable — and
+//!   locks the securebits so that running a program as uid 0 gives none back. Root where no
+//!   user namespace can be made enters the same namespaces directly and drops the same
+//!   capabilities.
+//! - **Protected paths.** In the mount namespace, the paths the caller names ([`Protected`]:
+//!   `.toolmux/`, the registries, `.git/`…) are bound read-only onto themselves and toolmux's
+//!   own Unix socket is covered by `/dev/null`, although they lie beneath the writable project
+//!   root: Landlock grants whole hierarchies and cannot subtract from one. The binds cannot be
+//!   undone from inside (no capabilities; Landlock forbids mount changes), a protected path
+//!   cannot be renamed away (a mount point) or hard-linked out (another mount).
 //! - **Files: Landlock.** Everything may be read and executed; files may be written, created,
 //!   removed and renamed only beneath the project root, the call's temp dir and the configured
-//!   `writablePaths` (plus the harmless devices such as `/dev/null`). Landlock grants rights to
-//!   whole hierarchies and has no exceptions beneath a granted directory, so it cannot keep a
-//!   command out of `.git/` or `.toolmux/state/` inside the root; the result says so. From ABI
-//!   6 the command also cannot signal processes outside its sandbox (toolmux, say) or connect
-//!   to abstract Unix sockets made outside it.
-//! - **Network: a network namespace of its own** (`unshare(CLONE_NEWNET)`; for a user without
-//!   `CAP_SYS_ADMIN`, with a user namespace that maps only their own ids). It has no interface
-//!   but a downed loopback, so nothing is reachable — TCP, UDP, raw sockets, abstract Unix
-//!   sockets, loopback servers — whatever the syscall used to get there. A seccomp filter on
-//!   `socket(2)` would have to know every address family and the syscalls that make sockets
+//!   `writablePaths` (plus the harmless devices such as `/dev/null`), and no device node may be
+//!   made anywhere. From ABI 6 the command also cannot signal processes outside its sandbox
+//!   (toolmux, say) or connect to abstract Unix sockets made outside it; from ABI 1 it cannot
+//!   trace them — and without `CAP_SYS_PTRACE` nothing lifts that — which keeps
+//!   `/proc/<toolmux>/environ` and `mem` closed although the command runs as toolmux's user.
+//! - **Network: a network namespace of its own** (`CLONE_NEWNET` with the others). It has no
+//!   interface but a downed loopback, so nothing is reachable — TCP, UDP, raw sockets, abstract
+//!   Unix sockets, loopback servers — whatever the syscall used to get there. A seccomp filter
+//!   on `socket(2)` would have to know every address family and the syscalls that make sockets
 //!   (`socketcall` on 32-bit entry points, `io_uring`), and answers only "denied"; the
-//!   namespace is the smaller thing to get right. Unix sockets on the file system (a Docker
-//!   socket, say) are not networking and stay reachable where the files are.
+//!   namespace is the smaller thing to get right. Unix sockets on the file system stay
+//!   reachable where the files are, except toolmux's own (hidden, above).
 //!
-//! Both are probed once per process (Landlock by the crate's own negotiation on a throwaway
-//! thread, the namespace by starting `bash -c :` in one) and every result reports what was in
-//! force, degrading with a note where the kernel lacks a protection rather than failing.
+//! Landlock and the namespaces are probed once per process (Landlock by the crate's own
+//! negotiation on a throwaway thread, the namespaces by starting `bash -c :` in them) and every
+//! result reports what was in force. A protection the kernel lacks is named in the report;
+//! with `shell.requireSandbox` (the default) the call is then refused rather than run with less
+//! than was asked for ([`SandboxReport::missing`]).
 #![allow(unsafe_code)] // `pre_exec` is unsafe: the hook runs between fork and exec.
 
 use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::Serialize;
 
@@ -75,6 +92,32 @@ impl Network {
     }
 }
 
+/// Whether the command ran in namespaces of its own, without capabilities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Namespaces {
+    /// A user namespace (or root's own namespaces where none can be made) with every
+    /// capability dropped, a mount namespace with the protected paths read-only and toolmux's
+    /// socket hidden, and SysV IPC of its own.
+    Full,
+    /// The system cannot make them here: the command keeps toolmux's capabilities, and the
+    /// protected paths beneath the root are writable.
+    Unavailable,
+    /// The sandbox is switched off by configuration.
+    Off,
+}
+
+impl Namespaces {
+    /// The word the result uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Unavailable => "unavailable",
+            Self::Off => "off",
+        }
+    }
+}
+
 /// Which protections were in force for one call, as its result reports them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SandboxReport {
@@ -82,13 +125,38 @@ pub struct SandboxReport {
     pub landlock: Landlock,
     /// Whether the network was reachable.
     pub network: Network,
-    /// What the two words do not say: a protection the kernel lacks, what Landlock cannot
-    /// express.
+    /// Whether the command ran in namespaces of its own, without capabilities.
+    pub namespaces: Namespaces,
+    /// What the words do not say: a protection the kernel lacks, a protected path that does
+    /// not exist.
     pub notes: Vec<String>,
 }
 
+impl SandboxReport {
+    /// The protections that were asked for and that this system cannot give (empty when the
+    /// sandbox is complete, or switched off): what `shell.requireSandbox` refuses to run without.
+    /// Landlock `partial` counts as given: writes are confined, the older kernel lacks only the
+    /// later rights, which the notes name.
+    pub fn missing(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        if self.landlock == Landlock::Unavailable {
+            missing.push("Landlock (writes outside the project)");
+        }
+        if self.network == Network::Unavailable {
+            missing.push("a network namespace (no network)");
+        }
+        if self.namespaces == Namespaces::Unavailable {
+            missing.push(
+                "user and mount namespaces (no capabilities, read-only `.toolmux/` and \
+                 registries, toolmux's socket hidden, SysV IPC of its own)",
+            );
+        }
+        missing
+    }
+}
+
 /// What one call asks of the sandbox.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct SandboxPolicy {
     /// Whether to sandbox at all (`shell.sandbox`).
     pub enabled: bool,
@@ -97,6 +165,52 @@ pub struct SandboxPolicy {
     /// The directories it may write in: the project root, the call's temp dir, the
     /// configured `writablePaths`.
     pub writable: Vec<PathBuf>,
+    /// Paths it may read but never change, although they may lie beneath a writable directory
+    /// (`.toolmux/`, the registries, `.git/`). One that does not exist is named in the report.
+    pub read_only: Vec<PathBuf>,
+    /// Paths it may not reach at all (toolmux's own Unix socket): covered by `/dev/null`.
+    pub hidden: Vec<PathBuf>,
+}
+
+/// The paths a caller keeps from commands, shared with the packs that run them, so that what
+/// is learnt later counts from the next call: a reloaded configuration names other
+/// registries, and `serve` makes its socket after the packs exist. Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct Protected(Arc<RwLock<ProtectedPaths>>);
+
+/// What [`Protected`] holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProtectedPaths {
+    /// Read, never changed ([`SandboxPolicy::read_only`]).
+    pub read_only: Vec<PathBuf>,
+    /// Never reached ([`SandboxPolicy::hidden`]).
+    pub hidden: Vec<PathBuf>,
+}
+
+impl Protected {
+    /// Replaces the read-only paths (the configuration's files, as a reload names them).
+    pub fn set_read_only(&self, paths: Vec<PathBuf>) {
+        self.0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .read_only = paths;
+    }
+
+    /// Hides `path` from every later command (toolmux's own socket).
+    pub fn hide(&self, path: PathBuf) {
+        let mut paths = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        if !paths.hidden.contains(&path) {
+            paths.hidden.push(path);
+        }
+    }
+
+    /// What is protected now.
+    pub fn paths(&self) -> ProtectedPaths {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 /// The sandbox prepared for one child, in the parent (opening the paths, building the
@@ -124,6 +238,7 @@ impl Prepared {
                 report: SandboxReport {
                     landlock: Landlock::Off,
                     network: Network::Allowed,
+                    namespaces: Namespaces::Off,
                     notes: vec![
                         "the sandbox is switched off (`shell.sandbox: false`): the command \
                          runs with toolmux's own rights"
@@ -149,6 +264,7 @@ impl Prepared {
                     } else {
                         Network::Unavailable
                     },
+                    namespaces: Namespaces::Unavailable,
                     notes: vec![
                         "the sandbox exists on Linux only: the command runs with toolmux's \
                          own rights"
@@ -164,18 +280,23 @@ impl Prepared {
         &self.report
     }
 
-    /// Installs the sandbox into `command`, to be applied in the child before it runs.
-    pub fn install(self, command: &mut tokio::process::Command) {
+    /// Installs the sandbox into `command`, to be applied in the child before it runs. `cwd`
+    /// is the command's directory, entered again once the protected paths are bound, so that a
+    /// command started inside one sees it read-only too.
+    pub fn install(self, command: &mut tokio::process::Command, cwd: &std::path::Path) {
         #[cfg(target_os = "linux")]
-        self.hook.install(command);
+        self.hook.install(command, cwd);
         #[cfg(not(target_os = "linux"))]
-        let _ = command;
+        let _ = (command, cwd);
     }
 }
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use std::ffi::{CStr, CString};
     use std::io;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::{Path, PathBuf};
     use std::sync::OnceLock;
 
     use landlock::{
@@ -183,10 +304,12 @@ mod linux {
         RulesetCreatedAttr, RulesetStatus, Scope,
     };
     use nix::fcntl::OFlag;
+    use nix::libc;
+    use nix::mount::MsFlags;
     use nix::sched::CloneFlags;
     use nix::sys::stat::Mode;
 
-    use super::{Landlock, Network, SandboxPolicy, SandboxReport};
+    use super::{Landlock, Namespaces, Network, SandboxPolicy, SandboxReport};
 
     /// The file rights handled: ABI 5's (writes, truncation, device ioctls). Older kernels
     /// enforce what they know (`partial`).
@@ -202,52 +325,83 @@ mod linux {
         "/dev/urandom",
         "/dev/tty",
     ];
+    /// The securebits set before `exec`, each with its lock: uid 0 gets no capabilities from
+    /// running a program (`NOROOT`), changing uids neither drops nor grants any
+    /// (`NO_SETUID_FIXUP`), `KEEP_CAPS` stays off, and no ambient capability can be raised.
+    const SECUREBITS: libc::c_ulong = 0b1110_1111;
+    /// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
+    const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    /// `MOUNT_ATTR_RDONLY` of `mount_setattr(2)`.
+    const MOUNT_ATTR_RDONLY: u64 = 1;
 
-    /// How the child leaves the network.
+    /// How the child enters namespaces of its own.
     #[derive(Clone, Debug)]
-    enum Isolation {
-        /// `unshare(CLONE_NEWNET)` (toolmux has `CAP_SYS_ADMIN`).
-        Namespace,
-        /// `unshare(CLONE_NEWUSER | CLONE_NEWNET)`, then map the user's own ids, so files keep
-        /// their owner and `id` says who the user is.
-        UserNamespace { uid_map: Vec<u8>, gid_map: Vec<u8> },
+    enum Method {
+        /// `unshare(CLONE_NEWUSER | …)`, then map only the user's own ids, so files keep their
+        /// owner and `id` says who the user is — and capabilities held in the namespace count
+        /// for nothing outside it.
+        User { uid_map: Vec<u8>, gid_map: Vec<u8> },
+        /// Root where no user namespace can be made: the namespaces directly, with
+        /// `CAP_SYS_ADMIN`; the capabilities are dropped before `exec` all the same.
+        Root,
+    }
+
+    /// What the child does before Landlock: enter the namespaces, bind the protected paths,
+    /// drop every capability. Everything is prepared in the parent, so the child only makes
+    /// system calls.
+    struct Enter {
+        method: Method,
+        /// Whether the command keeps the network (no network namespace).
+        network: bool,
+        /// The writable folders that lead to a read-only path, outermost first: bound onto
+        /// themselves (still writable) so that they cannot be renamed away and replaced by a
+        /// folder holding a file of the command's own at the protected path.
+        pinned: Vec<CString>,
+        read_only: Vec<CString>,
+        hidden: Vec<CString>,
+        /// The command's directory, entered again after the binds.
+        cwd: Option<CString>,
     }
 
     /// What the child does before `exec`.
     pub(super) struct Hook {
         ruleset: Option<RulesetCreated>,
-        isolation: Option<Isolation>,
+        enter: Option<Enter>,
     }
 
     impl Hook {
         pub(super) fn none() -> Self {
             Self {
                 ruleset: None,
-                isolation: None,
+                enter: None,
             }
         }
 
-        pub(super) fn install(self, command: &mut tokio::process::Command) {
-            if self.ruleset.is_none() && self.isolation.is_none() {
-                return;
-            }
+        pub(super) fn install(self, command: &mut tokio::process::Command, cwd: &Path) {
             let Hook {
                 mut ruleset,
-                isolation,
+                mut enter,
             } = self;
+            if ruleset.is_none() && enter.is_none() {
+                return;
+            }
+            if let Some(enter) = &mut enter {
+                enter.cwd = Some(c_path(cwd));
+            }
             // SAFETY: between fork and exec only async-signal-safe work is allowed. The hook
-            // makes system calls (unshare, open, write, prctl, landlock_restrict_self) on
-            // values prepared in the parent, and allocates nothing on success; on failure it
-            // returns an error built from an errno, which allocates nothing either.
+            // makes system calls (unshare, open, write, mount, chdir, prctl, capset,
+            // landlock_restrict_self) on values prepared in the parent, and allocates nothing
+            // on success; on failure it returns an error built from an errno, which allocates
+            // nothing either.
             unsafe {
                 command.pre_exec(move || {
-                    if let Some(isolation) = &isolation {
-                        isolate(isolation)?;
+                    if let Some(enter) = &enter {
+                        enter.apply()?;
                     }
                     if let Some(ruleset) = ruleset.take() {
                         ruleset
                             .restrict_self()
-                            .map_err(|_| io::Error::from_raw_os_error(nix::libc::EPERM))?;
+                            .map_err(|_| io::Error::from_raw_os_error(libc::EPERM))?;
                     }
                     Ok(())
                 });
@@ -255,26 +409,201 @@ mod linux {
         }
     }
 
-    /// Leaves the network, in the child. Landlock comes after: the id maps are written under
-    /// `/proc`, which the ruleset does not let the command write.
-    fn isolate(isolation: &Isolation) -> io::Result<()> {
-        match isolation {
-            Isolation::Namespace => nix::sched::unshare(CloneFlags::CLONE_NEWNET)?,
-            Isolation::UserNamespace { uid_map, gid_map } => {
-                nix::sched::unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET)?;
-                // Without `deny` here an unprivileged process may not write its gid map.
-                match write_proc(c"/proc/self/setgroups", b"deny") {
-                    Err(e) if e.raw_os_error() == Some(nix::libc::ENOENT) => {}
-                    other => other?,
+    /// A path as the system calls take it (a path never holds a NUL byte; one that did would
+    /// name nothing, so the empty string, which the calls refuse, stands for it).
+    fn c_path(path: &Path) -> CString {
+        CString::new(path.as_os_str().as_bytes()).unwrap_or_default()
+    }
+
+    impl Enter {
+        /// In the child: the namespaces, the id maps, the binds, the directory, the
+        /// capabilities. Landlock comes after: the id maps are written under `/proc` and
+        /// the binds are mounts, which a Landlock domain may not make.
+        fn apply(&self) -> io::Result<()> {
+            let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC;
+            if !self.network {
+                flags |= CloneFlags::CLONE_NEWNET;
+            }
+            match &self.method {
+                Method::Root => nix::sched::unshare(flags)?,
+                Method::User { uid_map, gid_map } => {
+                    nix::sched::unshare(flags | CloneFlags::CLONE_NEWUSER)?;
+                    // Without `deny` here an unprivileged process may not write its gid map.
+                    match write_proc(c"/proc/self/setgroups", b"deny") {
+                        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                        other => other?,
+                    }
+                    write_proc(c"/proc/self/uid_map", uid_map)?;
+                    write_proc(c"/proc/self/gid_map", gid_map)?;
                 }
-                write_proc(c"/proc/self/uid_map", uid_map)?;
-                write_proc(c"/proc/self/gid_map", gid_map)?;
+            }
+            // The binds below must never propagate back into toolmux's namespace.
+            nix::mount::mount(
+                None::<&CStr>,
+                c"/",
+                None::<&CStr>,
+                MsFlags::MS_REC | MsFlags::MS_SLAVE,
+                None::<&CStr>,
+            )?;
+            for path in &self.pinned {
+                nix::mount::mount(
+                    Some(path.as_c_str()),
+                    path.as_c_str(),
+                    None::<&CStr>,
+                    MsFlags::MS_BIND | MsFlags::MS_REC,
+                    None::<&CStr>,
+                )?;
+            }
+            for path in &self.read_only {
+                bind_read_only(path)?;
+            }
+            for path in &self.hidden {
+                nix::mount::mount(
+                    Some(c"/dev/null"),
+                    path.as_c_str(),
+                    None::<&CStr>,
+                    MsFlags::MS_BIND,
+                    None::<&CStr>,
+                )?;
+            }
+            // The directory was entered before the binds: entered again, a protected one is
+            // seen through its read-only bind.
+            if let Some(cwd) = &self.cwd {
+                nix::unistd::chdir(cwd.as_c_str())?;
+            }
+            drop_capabilities()
+        }
+    }
+
+    /// Binds `path` onto itself and makes the bind (and every mount beneath it) read-only.
+    fn bind_read_only(path: &CStr) -> io::Result<()> {
+        nix::mount::mount(
+            Some(path),
+            path,
+            None::<&CStr>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&CStr>,
+        )?;
+        #[repr(C)]
+        struct MountAttr {
+            attr_set: u64,
+            attr_clr: u64,
+            propagation: u64,
+            userns_fd: u64,
+        }
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        // SAFETY: `mount_setattr(AT_FDCWD, path, AT_RECURSIVE, &attr, size)`: a valid C string
+        // and a `struct mount_attr` of the size given, both alive for the call.
+        let set = unsafe {
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::AT_RECURSIVE as libc::c_uint,
+                &raw const attr,
+                std::mem::size_of::<MountAttr>(),
+            )
+        };
+        if set == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::ENOSYS) {
+            return Err(error);
+        }
+        // Before Linux 5.12: remount the bind read-only, repeating the flags the mount has,
+        // which a mount namespace owned by a user namespace may not change (they are locked).
+        use nix::sys::statvfs::FsFlags;
+        let have = nix::sys::statvfs::statvfs(path)?.flags();
+        let mut flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY;
+        for (has, flag) in [
+            (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+            (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+            (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+            (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+            (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+            (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+        ] {
+            if have.contains(has) {
+                flags |= flag;
             }
         }
+        if !have.intersects(FsFlags::ST_NOATIME | FsFlags::ST_RELATIME) {
+            flags |= MsFlags::MS_STRICTATIME;
+        }
+        nix::mount::mount(None::<&CStr>, path, None::<&CStr>, flags, None::<&CStr>)?;
         Ok(())
     }
 
-    fn write_proc(path: &std::ffi::CStr, contents: &[u8]) -> io::Result<()> {
+    /// Drops every capability for good: the securebits (locked), the ambient set, the bounding
+    /// set (so `exec` as uid 0 grants nothing), then effective, permitted and inheritable.
+    fn drop_capabilities() -> io::Result<()> {
+        let check = |r: libc::c_int| {
+            if r == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        };
+        // SAFETY: prctl with integer arguments only.
+        check(unsafe { libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0) })?;
+        // SAFETY: as above. EINVAL: a kernel before 4.3, which has no ambient set to clear.
+        match check(unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            )
+        }) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+            other => other?,
+        }
+        for capability in 0..64 {
+            // SAFETY: as above. EINVAL: past the last capability this kernel knows.
+            match check(unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) }) {
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => break,
+                other => other?,
+            }
+        }
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: libc::c_int,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        let header = Header {
+            version: CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let none = [Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        // SAFETY: `capset(&header, data)` with a version 3 header and its two data words,
+        // alive for the call.
+        let set = unsafe { libc::syscall(libc::SYS_capset, &raw const header, none.as_ptr()) };
+        if set == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    fn write_proc(path: &CStr, contents: &[u8]) -> io::Result<()> {
         let fd = nix::fcntl::open(path, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())?;
         nix::unistd::write(&fd, contents)?;
         Ok(())
@@ -311,36 +640,47 @@ mod linux {
         })
     }
 
-    /// How this process can take a child off the network, tried once: a child that unshares
-    /// its network namespace and exits.
-    fn isolation_support() -> &'static Result<Isolation, String> {
-        static SUPPORT: OnceLock<Result<Isolation, String>> = OnceLock::new();
+    /// How this process can give a child namespaces of its own, tried once: a child that
+    /// enters them (network included), binds `/dev/null` onto itself, drops its
+    /// capabilities and runs `bash -c :`.
+    fn namespace_support() -> &'static Result<Method, String> {
+        static SUPPORT: OnceLock<Result<Method, String>> = OnceLock::new();
         SUPPORT.get_or_init(|| {
             let uid = nix::unistd::getuid().as_raw();
             let gid = nix::unistd::getgid().as_raw();
-            let mut candidates = Vec::new();
-            if nix::unistd::geteuid().is_root() {
-                candidates.push(Isolation::Namespace);
-            }
-            candidates.push(Isolation::UserNamespace {
+            let mut candidates = vec![Method::User {
                 uid_map: format!("{uid} {uid} 1").into_bytes(),
                 gid_map: format!("{gid} {gid} 1").into_bytes(),
-            });
-            let mut last = String::new();
+            }];
+            if nix::unistd::geteuid().is_root() {
+                candidates.push(Method::Root);
+            }
+            let mut failures = Vec::new();
             for candidate in candidates {
-                match try_isolation(&candidate) {
+                match try_method(&candidate) {
                     Ok(()) => return Ok(candidate),
-                    Err(e) => last = e,
+                    Err(e) => failures.push(e),
                 }
             }
-            Err(last)
+            Err(failures.join("; "))
         })
     }
 
-    /// Starts `bash -c :` isolated as `isolation` says; whether it ran.
-    fn try_isolation(isolation: &Isolation) -> Result<(), String> {
+    /// Starts `bash -c :` in namespaces entered by `method`; whether it ran.
+    fn try_method(method: &Method) -> Result<(), String> {
         use std::os::unix::process::CommandExt;
-        let owned = isolation.clone();
+        let what = match method {
+            Method::User { .. } => "a user namespace",
+            Method::Root => "root's namespaces",
+        };
+        let enter = Enter {
+            method: method.clone(),
+            network: false,
+            pinned: Vec::new(),
+            read_only: Vec::new(),
+            hidden: vec![c"/dev/null".to_owned()],
+            cwd: None,
+        };
         let mut probe = std::process::Command::new("bash");
         probe
             .args(["-c", ":"])
@@ -349,13 +689,57 @@ mod linux {
             .stderr(std::process::Stdio::null());
         // SAFETY: as in `Hook::install`: system calls on prepared values only.
         unsafe {
-            probe.pre_exec(move || isolate(&owned));
+            probe.pre_exec(move || enter.apply());
         }
         match probe.status() {
             Ok(status) if status.success() => Ok(()),
-            Ok(status) => Err(format!("the probe exited with {status}")),
-            Err(e) => Err(e.to_string()),
+            Ok(status) => Err(format!("{what}: the probe exited with {status}")),
+            Err(e) => Err(format!("{what}: {e}")),
         }
+    }
+
+    /// The paths of `paths` that exist, canonical (as the binds will find them); a note for
+    /// each that does not.
+    fn existing(paths: &[PathBuf], notes: &mut Vec<String>, what: &str) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        for path in paths {
+            match std::fs::canonicalize(path) {
+                Ok(real) => {
+                    if !found.contains(&real) {
+                        found.push(real);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => notes.push(format!(
+                    "`{}` does not exist, so it could not be {what}: a command may create it",
+                    path.display()
+                )),
+                Err(e) => notes.push(format!("`{}` could not be {what}: {e}", path.display())),
+            }
+        }
+        found
+    }
+
+    /// The folders between a writable folder (itself included) and each of `read_only`,
+    /// outermost first. A read-only bind keeps its own path from being renamed, not its
+    /// parents': `mv backend old && mkdir backend` would put a fresh `backend/mcp.json` where
+    /// toolmux reads the registry. Bound onto themselves, they are mount points too.
+    fn pinned(read_only: &[PathBuf], writable: &[PathBuf]) -> Vec<PathBuf> {
+        let writable: Vec<PathBuf> = writable
+            .iter()
+            .map(|w| std::fs::canonicalize(w).unwrap_or_else(|_| w.clone()))
+            .collect();
+        let mut pinned: Vec<PathBuf> = Vec::new();
+        for path in read_only {
+            for folder in path.ancestors().skip(1) {
+                if writable.iter().any(|w| folder.starts_with(w))
+                    && !pinned.iter().any(|p| p == folder)
+                {
+                    pinned.push(folder.to_path_buf());
+                }
+            }
+        }
+        pinned.sort_by_key(|p| p.components().count());
+        pinned
     }
 
     /// The hook and the report for `policy` (enabled).
@@ -389,11 +773,6 @@ mod linux {
                         );
                         Landlock::Partial
                     };
-                    notes.push(
-                        "Landlock cannot make exceptions beneath a writable directory: \
-                         `.git/` and `.toolmux/state/` inside the project root are writable too"
-                            .to_string(),
-                    );
                     (level, Some(ruleset))
                 }
                 Err(e) => {
@@ -404,33 +783,60 @@ mod linux {
                 }
             },
         };
-        let (network, isolation) = if policy.network {
-            (Network::Allowed, None)
-        } else {
-            match isolation_support() {
-                Ok(isolation) => (Network::Blocked, Some(isolation.clone())),
-                Err(e) => {
-                    notes.push(format!(
-                        "no network namespace can be made here ({e}): the command can reach \
-                         the network"
-                    ));
-                    (Network::Unavailable, None)
-                }
+        let (namespaces, enter) = match namespace_support() {
+            Ok(method) => {
+                let read_only = existing(&policy.read_only, &mut notes, "made read-only");
+                let hidden = existing(&policy.hidden, &mut notes, "hidden");
+                let pinned = pinned(&read_only, &policy.writable);
+                let c = |paths: &[PathBuf]| paths.iter().map(|p| c_path(p)).collect();
+                (
+                    Namespaces::Full,
+                    Some(Enter {
+                        method: method.clone(),
+                        network: policy.network,
+                        pinned: c(&pinned),
+                        read_only: c(&read_only),
+                        hidden: c(&hidden),
+                        cwd: None,
+                    }),
+                )
+            }
+            Err(e) => {
+                notes.push(format!(
+                    "no user or mount namespace can be made here ({e}): the command keeps \
+                     toolmux's capabilities and SysV IPC, and `.toolmux/`, the registries and \
+                     toolmux's socket are not protected from it"
+                ));
+                (Namespaces::Unavailable, None)
+            }
+        };
+        let network = match (policy.network, &enter) {
+            (true, _) => Network::Allowed,
+            (false, Some(_)) => Network::Blocked,
+            (false, None) => {
+                notes.push(
+                    "no network namespace can be made here: the command can reach the network"
+                        .to_string(),
+                );
+                Network::Unavailable
             }
         };
         (
-            Hook { ruleset, isolation },
+            Hook { ruleset, enter },
             SandboxReport {
                 landlock,
                 network,
+                namespaces,
                 notes,
             },
         )
     }
 
-    /// Read and execute everywhere; write beneath `writable` and to the harmless devices.
+    /// Read and execute everywhere; write beneath `writable` and to the harmless devices;
+    /// make no device node anywhere (a block device bound to a disk or a loop file would
+    /// write around every rule).
     fn ruleset_for(
-        writable: &[std::path::PathBuf],
+        writable: &[PathBuf],
         notes: &mut Vec<String>,
     ) -> Result<RulesetCreated, String> {
         let text = |e: landlock::RulesetError| e.to_string();
@@ -439,12 +845,14 @@ mod linux {
             .and_then(|r| r.create())
             .and_then(|r| r.add_rule(PathBeneath::new(everywhere, AccessFs::from_read(FS_ABI))))
             .map_err(text)?;
+        let in_directories =
+            AccessFs::from_all(FS_ABI) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
         for path in writable {
             let is_dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
             match PathFd::new(path) {
                 Ok(fd) => {
                     let rights = if is_dir {
-                        AccessFs::from_all(FS_ABI)
+                        in_directories
                     } else {
                         AccessFs::from_file(FS_ABI)
                     };
@@ -463,5 +871,52 @@ mod linux {
             }
         }
         Ok(ruleset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(landlock: Landlock, network: Network, namespaces: Namespaces) -> SandboxReport {
+        SandboxReport {
+            landlock,
+            network,
+            namespaces,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn what_is_missing_is_named_and_partial_landlock_is_not_missing() {
+        let complete = report(Landlock::Partial, Network::Blocked, Namespaces::Full);
+        assert!(complete.missing().is_empty());
+        let off = report(Landlock::Off, Network::Allowed, Namespaces::Off);
+        assert!(off.missing().is_empty(), "switched off is not missing");
+        let bare = report(
+            Landlock::Unavailable,
+            Network::Unavailable,
+            Namespaces::Unavailable,
+        );
+        let missing = bare.missing().join("; ");
+        for word in ["Landlock", "network namespace", "user and mount namespaces"] {
+            assert!(missing.contains(word), "{missing}");
+        }
+    }
+
+    #[test]
+    fn the_protected_paths_are_shared_and_hidden_ones_kept_once() {
+        let protected = Protected::default();
+        let seen_by_pack = protected.clone();
+        protected.set_read_only(vec![PathBuf::from("/p/.toolmux")]);
+        protected.hide(PathBuf::from("/p/tm.sock"));
+        protected.hide(PathBuf::from("/p/tm.sock"));
+        assert_eq!(
+            seen_by_pack.paths(),
+            ProtectedPaths {
+                read_only: vec![PathBuf::from("/p/.toolmux")],
+                hidden: vec![PathBuf::from("/p/tm.sock")],
+            }
+        );
     }
 }

@@ -69,6 +69,9 @@ pub struct Assembly {
     /// protected paths (`.toolmux/`, the registries, LeanSpec's configuration: what no write
     /// may change) is in force for all of them and a reload's `registries` reach them all.
     project_root: ProjectRoot,
+    /// What `shell` and `code_execution` may never change or reach: the configuration's files
+    /// (kept current by every reload) and, under `serve --socket`, the socket.
+    pub exec_protected: toolmux_exec::Protected,
 }
 
 /// How long stopping waits for one coding session to be recorded as ended: its runner's
@@ -124,6 +127,7 @@ impl Assembly {
             access: OnceLock::new(),
             sessions: OnceLock::new(),
             project_root,
+            exec_protected: toolmux_exec::Protected::default(),
         };
         assembly.put_in_force(None, &assembly.loaded)?;
         Ok(assembly)
@@ -233,12 +237,15 @@ impl Assembly {
                 Err(e) => tracing::warn!("`urlFetch`/`webSearch` changed but was not applied: {e}"),
             }
         }
+        // Every load, whatever changed: a reload may name other registries or skill folders.
+        self.exec_protected.set_read_only(exec_read_only(new));
         if changed(|before, after| before.shell != after.shell) {
             // `shell` and `code_execution` run in the root the assembly was opened with.
-            hub.add_source(Arc::new(toolmux_exec::ExecPack::new(
+            hub.add_source(Arc::new(toolmux_exec::ExecPack::with_protected(
                 self.project_root.clone(),
                 toolmux_exec::ExecSettings::from_config(&after.shell),
                 Some(hub.downgrade()),
+                self.exec_protected.clone(),
             )));
         }
         if old.is_none() {
@@ -594,6 +601,41 @@ fn needs_restart(old: &LoadedConfig, new: &LoadedConfig) -> Vec<&'static str> {
     .filter(|(_, changed)| *changed)
     .map(|(field, _)| field)
     .collect()
+}
+
+/// What `shell` and `code_execution` may read but never change, although it may lie beneath
+/// the project root: the files that decide what toolmux runs and how — `.toolmux/` (the
+/// configuration, state, secrets, project skills), the configuration files read, the
+/// registries, the configured skill folders, and where present `.claude/skills` and
+/// `.lean-spec/config.{json,yaml}`. A command that could rewrite them could switch its own
+/// sandbox off for the next call, or add a server that runs unsandboxed.
+fn exec_read_only(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
+    let project = &loaded.project_dir;
+    let config = toolmux_config::project_config_path(project);
+    let mut paths: Vec<_> = config
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .into_iter()
+        .collect();
+    paths.extend(loaded.files.iter().cloned());
+    paths.extend(toolmux_config::registry_paths(&loaded.config, project));
+    // What no write tool may change either (the registries' link targets among them): one list
+    // for both, with the sandbox's own additions around it.
+    let writes = ProtectedPaths::for_project(&loaded.root, project, &loaded.config);
+    paths.extend(writes.iter().map(|protected| protected.path.clone()));
+    paths.extend(loaded.config.skills.paths.iter().map(|p| project.join(p)));
+    for optional in [
+        project.join(".claude/skills"),
+        loaded.root.join(".lean-spec/config.json"),
+        loaded.root.join(".lean-spec/config.yaml"),
+    ] {
+        if optional.symlink_metadata().is_ok() {
+            paths.push(optional);
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 #[cfg(test)]

