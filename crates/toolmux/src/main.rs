@@ -19,8 +19,26 @@ use clap::Parser;
 use crate::cli::Cli;
 
 fn main() -> ExitCode {
+    // First, while toolmux has a single thread: its secrets (API keys, tokens, passwords)
+    // leave the process environment and the block `/proc/<pid>/environ` shows, kept for
+    // toolmux's own lookups (`${VAR}` in the configuration, `--api-key-env`), and the process
+    // becomes not dumpable, so no child reads them from toolmux.
+    #[allow(unsafe_code)]
+    // SAFETY: no other thread exists yet (nothing before this line starts one), so nothing
+    // reads or changes the environment while it is rewritten.
+    let hidden = unsafe { toolmux_scripts::environ::hide_secrets() };
     let cli = Cli::parse();
     init_tracing(cli.verbose);
+    if !hidden.names.is_empty() {
+        tracing::debug!(
+            names = %hidden.names.join(" "),
+            overwritten = hidden.overwritten,
+            "secrets taken out of toolmux's environment (children get them only through a configured `env`)"
+        );
+    }
+    for problem in &hidden.problems {
+        tracing::warn!("{problem}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -32,9 +50,9 @@ fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(commands::run(cli));
-    // Whatever left the process groups of what this command started (a script's or a
-    // server's `setsid` daemon) dies now: nothing toolmux started outlives it, whichever
-    // command ran.
+    // Whatever is left in the cgroups of what this command started, and whatever left the
+    // process groups of what it started where there are no cgroups (a script's or a server's
+    // `setsid` daemon), dies now: nothing toolmux started outlives it, whichever command ran.
     toolmux_scripts::child::sweep_escaped();
     match outcome {
         Ok(code) => ExitCode::from(code),
