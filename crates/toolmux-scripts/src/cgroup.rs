@@ -127,6 +127,7 @@ struct Place {
 
 impl Place {
     fn make(self) -> Result<Tree, String> {
+        self.end_stale();
         let base = self.dir.join(format!("toolmux-{}", std::process::id()));
         match std::fs::create_dir(&base) {
             Ok(()) => {}
@@ -165,6 +166,44 @@ impl Place {
                     self.dir.display()
                 ))
             }
+        }
+    }
+}
+
+impl Place {
+    /// Ends the trees of toolmux processes that are gone (killed before their exit could
+    /// end their children, or a test process, which never runs that exit): what is left in
+    /// them dies, and they are removed. A tree whose process still runs is never touched.
+    fn end_stale(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("toolmux-"))
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+                continue;
+            }
+            let base = entry.path();
+            let kind = match self.kind {
+                Kind::V1Freezer => Kind::V1Freezer,
+                _ if base.join("cgroup.kill").exists() => Kind::V2Kill,
+                _ => Kind::V2Freeze,
+            };
+            let stale = Tree {
+                kind,
+                base_name: format!("{}/toolmux-{pid}", self.name.trim_end_matches('/')),
+                base,
+                line_prefix: self.line_prefix.clone(),
+            };
+            tracing::debug!(cgroup = %stale.base.display(), "ending what a toolmux process that is gone left");
+            end_tree(&stale);
         }
     }
 }
@@ -499,7 +538,13 @@ fn reap_members(line_prefix: &str, name: &str, leader: Option<u32>) {
 /// `toolmux-<pid>`: what toolmux does when it exits, so that nothing it started outlives it
 /// even where a child's own end was never reached.
 pub(crate) fn end_all() {
-    let Some(tree) = made_tree() else { return };
+    if let Some(tree) = made_tree() {
+        end_tree(tree);
+    }
+}
+
+/// Kills everything below `tree`'s base, removes each child's cgroup, then the base.
+fn end_tree(tree: &Tree) {
     if tree.kind == Kind::V2Kill {
         // One write kills the whole subtree.
         let _ = write_file(&tree.base.join("cgroup.kill"), "1");
@@ -522,7 +567,7 @@ pub(crate) fn end_all() {
             procs: None,
         };
         if let Err(e) = cgroup.end(None) {
-            tracing::warn!(error = %e, "a child's processes could not all be stopped as toolmux exits");
+            tracing::warn!(error = %e, "what a child left running could not all be stopped");
         }
     }
     if let Err(e) = std::fs::remove_dir(&tree.base)
@@ -629,7 +674,10 @@ mod tests {
         let fd = group.procs_fd().expect("open");
         let marker = unique_sleep();
         let mut command = std::process::Command::new("sh");
-        command.args(["-c", &format!("setsid env -i sleep {marker} & exit 0")]);
+        command.args([
+            "-c",
+            &format!("setsid env -i sleep {marker} & sleep 0.2; exit 0"),
+        ]);
         // SAFETY: one async-signal-safe write.
         unsafe {
             command.pre_exec(move || join(fd));
@@ -642,5 +690,50 @@ mod tests {
         assert!(sleeping().is_empty(), "the daemon outlived its v1 cgroup");
         assert!(!group.dir.exists());
         std::fs::remove_dir(&tree.base).expect("remove the tree");
+    }
+
+    /// A toolmux killed before its exit leaves its children's cgroups behind, with whatever
+    /// runs in them; the next toolmux to start a child in the same place ends them.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn what_a_toolmux_that_is_gone_left_is_ended_by_the_next_one() {
+        use std::os::unix::process::CommandExt;
+        use toolmux_testkit::processes::{processes_with, unique_sleep};
+
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+        let own = std::fs::read_to_string("/proc/self/cgroup").expect("cgroup");
+        let place = v2_place(&mounts, &own).expect("a cgroup2 hierarchy");
+        // A pid that no process has now: one that just exited.
+        let gone = std::process::Command::new("true")
+            .spawn()
+            .and_then(|mut c| c.wait().map(|_| c.id()))
+            .expect("run true");
+        let stale = place.dir.join(format!("toolmux-{gone}"));
+        let left = stale.join("c1");
+        std::fs::create_dir_all(&left).expect("a stale cgroup");
+        let procs = OpenOptions::new()
+            .write(true)
+            .open(left.join("cgroup.procs"))
+            .expect("open");
+        let fd = procs.as_raw_fd();
+        let marker = unique_sleep();
+        let mut command = std::process::Command::new("sh");
+        command.args([
+            "-c",
+            &format!("setsid env -i sleep {marker} & sleep 0.2; exit 0"),
+        ]);
+        // SAFETY: one async-signal-safe write.
+        unsafe {
+            command.pre_exec(move || join(fd));
+        }
+        assert!(command.status().expect("run sh").success());
+        drop(procs);
+        let sleeping = || processes_with(&format!("sleep\0{marker}"));
+        assert_eq!(sleeping().len(), 1, "the leftover runs");
+
+        let tree = place.make().expect("a tree");
+        assert!(sleeping().is_empty(), "the leftover survived");
+        assert!(!stale.exists(), "the stale tree is still there");
+        assert!(tree.base.exists());
     }
 }

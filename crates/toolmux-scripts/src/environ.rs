@@ -112,6 +112,41 @@ fn needed_in_process(name: &str) -> bool {
     PROXY_VARS.iter().any(|p| p.eq_ignore_ascii_case(name))
 }
 
+/// The variables `${NAME}` and `${NAME:-default}` references in a configuration file's text
+/// name (not `${secret:NAME}`, nor an escaped `$${`), in order, without repeats. A plain scan
+/// of the text: comments are looked at too, which at worst hides one variable more.
+pub fn references(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let bytes = text.as_bytes();
+    for (at, _) in text.match_indices("${") {
+        if at > 0 && bytes[at - 1] == b'$' {
+            continue;
+        }
+        let rest = &text[at + 2..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let name = &rest[..end];
+        let closes = matches!(rest[end..].chars().next(), Some('}' | ':'));
+        let secret_ref = name == "secret" && rest[end..].starts_with(':');
+        if !name.is_empty() && closes && !secret_ref && !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// Whether a variable named by the configuration (or `--api-key-env`) is taken out of the
+/// process environment: all but the basics every program needs and toolmux reads itself
+/// (the child allowlist, `XDG_*`, the working directory).
+fn named_is_hidden(name: &str) -> bool {
+    !(crate::child::is_inherited(name)
+        || name.starts_with("XDG_")
+        || name == "PWD"
+        || name == "OLDPWD"
+        || name.starts_with("TOOLMUX_") && !is_secret_name(name))
+}
+
 /// What [`hide_secrets`] did, for a log line (names only, never values).
 #[derive(Debug, Default)]
 pub struct Hidden {
@@ -128,15 +163,24 @@ pub struct Hidden {
 /// `/proc/<toolmux>/environ` shows, keeps them for toolmux's own lookups, and makes the
 /// process not dumpable (see the module's documentation). Called once, first thing in `main`.
 ///
+/// The secrets are the variables [`is_secret`] finds, and those in `named`: what the
+/// configuration's `${VAR}` references ([`references`]) and `--api-key-env` name — values
+/// toolmux hands to the places its configuration says, not to every child — except the
+/// basics (`HOME`, `PATH`, locale, `XDG_*`…).
+///
 /// # Safety
 /// No other thread may exist, or at least none that reads or changes the environment: like
 /// [`std::env::remove_var`], this changes the process environment, and it also overwrites
 /// the original strings of the removed variables, which any copy of a pointer into the
 /// environment taken before would see change.
-pub unsafe fn hide_secrets() -> Hidden {
+pub unsafe fn hide_secrets(named: &[String]) -> Hidden {
     let mut hidden = Hidden::default();
     let secrets: Vec<(OsString, OsString)> = std::env::vars_os()
-        .filter(|(name, value)| name.to_str().is_some_and(|n| is_secret(n, value)))
+        .filter(|(name, value)| {
+            name.to_str().is_some_and(|n| {
+                is_secret(n, value) || (named.iter().any(|m| m == n) && named_is_hidden(n))
+            })
+        })
         .collect();
     // Where their original strings are, found before the environment changes.
     let originals = original_entries(&secrets, &mut hidden.problems);
@@ -345,5 +389,50 @@ mod tests {
         }
         let huge = "a://".repeat(100_000) + "@";
         assert!(secret("X", &huge));
+    }
+
+    #[test]
+    fn references_are_found_but_not_secret_store_ones_or_escapes() {
+        let text = r#"{"apiKey": "${OPENAI_API_KEY}", "h": "Bearer ${DOCS_KEY:-none}",
+            "s": "${secret:STORED}", "lit": "$${NOT_A_REF}", "again": "${OPENAI_API_KEY}",
+            "odd": "${", "open": "${UNCLOSED", "x": "${A-B}", "home": "${HOME}/bin"}"#;
+        assert_eq!(references(text), ["OPENAI_API_KEY", "DOCS_KEY", "HOME"]);
+        for text in [
+            "${",
+            "$${",
+            "${}",
+            "${:",
+            "\u{e9}${\u{e9}}",
+            "${secret",
+            "${secret}",
+        ] {
+            let _ = references(text);
+        }
+        assert_eq!(references("${secret}"), ["secret"]);
+        let huge = "${A}".repeat(100_000);
+        assert_eq!(references(&huge), ["A"]);
+    }
+
+    #[test]
+    fn named_variables_are_hidden_but_the_basics() {
+        for name in [
+            "MY_SERVICE_URL",
+            "PYTHONPATH",
+            "SERVE_CRED",
+            "TOOLMUX_TEST_KEY",
+        ] {
+            assert!(named_is_hidden(name), "{name}");
+        }
+        for name in [
+            "HOME",
+            "PATH",
+            "LANG",
+            "LC_ALL",
+            "XDG_CONFIG_HOME",
+            "PWD",
+            "TOOLMUX_PROJECT",
+        ] {
+            assert!(!named_is_hidden(name), "{name}");
+        }
     }
 }

@@ -36,6 +36,14 @@ const PROXY: (&str, &str) = (
     "http://proxyuser:proxy-pw-1123@proxy.example:3128",
 );
 
+/// A variable the configuration names (`${SERVICE_CREDENTIAL_VAR}`, `--api-key-env`), whose
+/// name says nothing, and one that names a basic every program needs.
+const NAMED: (&str, &str) = ("SERVE_ACCESS", "named-value-5150");
+
+fn named() -> Vec<String> {
+    vec![NAMED.0.to_string(), "HOME".to_string()]
+}
+
 /// Plain settings, which stay.
 const PLAIN: (&str, &str) = ("PLAIN_SETTING", "plain-value-4242");
 
@@ -48,7 +56,7 @@ fn main() {
     let output = Command::new(exe)
         .env(CHILD, "1")
         .envs(SECRETS.iter().copied())
-        .envs([PROXY, PLAIN])
+        .envs([PROXY, PLAIN, NAMED])
         .output()
         .expect("run the test again");
     print!("{}", String::from_utf8_lossy(&output.stdout));
@@ -63,19 +71,19 @@ fn main() {
 fn checks() {
     // SAFETY: first thing in `main` of a run without a harness: no other thread exists.
     #[allow(unsafe_code)]
-    let hidden = unsafe { toolmux_scripts::environ::hide_secrets() };
+    let hidden = unsafe { toolmux_scripts::environ::hide_secrets(&named()) };
     assert!(hidden.problems.is_empty(), "{:?}", hidden.problems);
     // These, and any secret the environment running the tests holds.
-    assert!(hidden.overwritten > SECRETS.len(), "{hidden:?}");
+    assert!(hidden.overwritten > SECRETS.len() + 1, "{hidden:?}");
 
     let own_environ = std::fs::read("/proc/self/environ").expect("read /proc/self/environ");
     let shown = String::from_utf8_lossy(&own_environ);
-    for (name, value) in SECRETS.iter().chain([&PROXY]) {
+    for (name, value) in SECRETS.iter().chain([&PROXY, &NAMED]) {
         assert!(!shown.contains(value), "/proc/self/environ shows {name}");
     }
     assert!(shown.contains(&format!("{}={}", PLAIN.0, PLAIN.1)));
 
-    for (name, value) in SECRETS {
+    for (name, value) in SECRETS.iter().chain([&NAMED]) {
         assert!(
             std::env::var_os(name).is_none(),
             "{name} is still in the process"
@@ -89,6 +97,10 @@ fn checks() {
     }
     assert_eq!(std::env::var(PROXY.0).as_deref(), Ok(PROXY.1));
     assert_eq!(std::env::var(PLAIN.0).as_deref(), Ok(PLAIN.1));
+    assert!(
+        std::env::var_os("HOME").is_some(),
+        "a basic named by the configuration stays"
+    );
 
     #[cfg(target_os = "linux")]
     assert_eq!(nix::sys::prctl::get_dumpable(), Ok(false));
@@ -101,7 +113,7 @@ fn checks() {
         .expect("runtime");
     for inherit_all in [false, true] {
         let seen = runtime.block_on(child_sees(inherit_all));
-        for (name, value) in SECRETS.iter().chain([&PROXY]) {
+        for (name, value) in SECRETS.iter().chain([&PROXY, &NAMED]) {
             assert!(
                 !seen.contains(value),
                 "a child (inherit_all {inherit_all}) sees {name}:\n{seen}"
