@@ -35,6 +35,8 @@ fn main() {
         }
         times
     });
+    // As the binary does on exit: removes this process's cgroups.
+    child::sweep_escaped();
     times.sort_unstable();
     let at = |p: usize| times[(times.len() * p / 100).min(times.len() - 1)];
     let mean = times.iter().sum::<Duration>() / u32::try_from(times.len()).unwrap_or(1);
