@@ -1,6 +1,12 @@
-// The one way the app talks to toolmux's REST API: same origin, the session cookie (set by
-// `POST /api/auth/session`) rides along, and every failure becomes an `ApiFailure` carrying the
-// server's one error body (`{"error": {"code", "message", "details"}}`).
+// The one way the app talks to toolmux's REST API: same origin, and every failure becomes an
+// `ApiFailure` carrying the server's one error body (`{"error": {"code", "message", "details"}}`).
+//
+// Signed in, a request carries the session's two halves: the HttpOnly cookie the browser sends
+// by itself, and the session key, which the page keeps in its origin's storage and sends as
+// `X-Toolmux-Session`. The server takes neither alone: a browser sends the cookie to every port
+// of the host (a page or server on another port gets it too), while the key is readable only by
+// this origin's scripts, and no other origin can make the browser send the header.
+import { createParser } from "eventsource-parser";
 
 export class ApiFailure extends Error {
   constructor(
@@ -13,6 +19,38 @@ export class ApiFailure extends Error {
   }
 }
 
+const SESSION_KEY = "toolmux.sessionKey";
+/// Where the key lives when the browser keeps no storage for the page (then a reload signs out).
+let keptInMemory: string | null = null;
+
+/// Keeps the session key `POST /api/auth/session` answered with, or forgets it (`null`). In
+/// `localStorage`, which only this origin (scheme, host and port) reads: a reload or a new tab of
+/// this address stays signed in, as long as the server keeps the session.
+export function keepSessionKey(key: string | null) {
+  keptInMemory = key;
+  try {
+    if (key === null) localStorage.removeItem(SESSION_KEY);
+    else localStorage.setItem(SESSION_KEY, key);
+  } catch {
+    // No storage: the key stays in memory only.
+  }
+}
+
+function sessionKey(): string | null {
+  try {
+    // Read each time: another tab's sign-in replaced the cookie, and its key with it.
+    return localStorage.getItem(SESSION_KEY) ?? keptInMemory;
+  } catch {
+    return keptInMemory;
+  }
+}
+
+/// The header that makes the session cookie count; none before signing in.
+export function sessionHeaders(): Record<string, string> {
+  const key = sessionKey();
+  return key ? { "x-toolmux-session": key } : {};
+}
+
 export async function api<T = unknown>(
   path: string,
   init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
@@ -20,7 +58,7 @@ export async function api<T = unknown>(
   const response = await fetch(path, {
     method: init.method ?? "GET",
     credentials: "same-origin",
-    headers: init.body !== undefined ? { "content-type": "application/json" } : {},
+    headers: { ...sessionHeaders(), ...(init.body !== undefined ? { "content-type": "application/json" } : {}) },
     body: init.body !== undefined ? JSON.stringify(init.body) : undefined,
     signal: init.signal,
   });
@@ -42,6 +80,84 @@ export async function api<T = unknown>(
     );
   }
   return json as T;
+}
+
+/// What an event stream reports: each event by name (`message` when it has none), and its state.
+export interface StreamHandlers {
+  /// Connected (again): whatever came before may have been missed.
+  onOpen?: () => void;
+  onEvent: (event: string, data: string) => void;
+  /// `connecting` while (re)connecting, `open`, or `closed` for good (an HTTP error).
+  onState?: (state: "connecting" | "open" | "closed") => void;
+}
+
+/// The most an event stream may hold of one unfinished event before it is dropped and read again.
+const MAX_EVENT_CHARS = 8 * 1024 * 1024;
+
+/// Follows one of the API's event streams (server-sent events), read with `fetch` so that it
+/// carries the session key, which `EventSource` cannot send. Like `EventSource`, it reconnects
+/// after the server's `retry` (3 s unless it says otherwise) when the stream drops, and stops for
+/// good on an HTTP error (a 401 also signs the page out).
+export function openStream(path: string, on: StreamHandlers): { close: () => void } {
+  const controller = new AbortController();
+  let closed = false;
+  let retry = 3000;
+  let timer: number | undefined;
+  const again = () => {
+    if (closed) return;
+    on.onState?.("connecting");
+    timer = window.setTimeout(() => void connect(), retry);
+  };
+  const connect = async () => {
+    let response: Response;
+    try {
+      response = await fetch(path, {
+        credentials: "same-origin",
+        cache: "no-store",
+        headers: { ...sessionHeaders(), accept: "text/event-stream" },
+        signal: controller.signal,
+      });
+    } catch {
+      again();
+      return;
+    }
+    if (response.status === 401) window.dispatchEvent(new Event("toolmux:signed-out"));
+    if (!response.ok || !response.body) {
+      closed = true;
+      on.onState?.("closed");
+      return;
+    }
+    on.onState?.("open");
+    on.onOpen?.();
+    const parser = createParser({
+      onEvent: (e) => on.onEvent(e.event ?? "message", e.data),
+      onRetry: (ms) => {
+        retry = ms;
+      },
+      maxBufferSize: MAX_EVENT_CHARS,
+    });
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        parser.feed(value);
+      }
+    } catch {
+      // Dropped, closed, or an event past the limit: read the stream again.
+      reader.cancel().catch(() => undefined);
+    }
+    again();
+  };
+  on.onState?.("connecting");
+  void connect();
+  return {
+    close: () => {
+      closed = true;
+      window.clearTimeout(timer);
+      controller.abort();
+    },
+  };
 }
 
 /// A failure in plain words, for the page.

@@ -4,7 +4,7 @@
 // `pending`, `resolved`) says something changed, and every few seconds besides, so the count
 // stays right if the stream drops.
 import { useEffect, useState } from "react";
-import { api, type JsonSchema, type PendingApproval } from "./api";
+import { api, openStream, type JsonSchema, type PendingApproval } from "./api";
 
 export interface PendingInput {
   id: string;
@@ -41,9 +41,11 @@ export function useWaiting(): Waiting {
         if (live) timer = window.setTimeout(poll, 5000);
       });
     };
-    const source = new EventSource("/api/approvals/stream");
-    source.addEventListener("pending", () => void load());
-    source.addEventListener("resolved", () => void load());
+    const source = openStream("/api/approvals/stream", {
+      onEvent: (event) => {
+        if (event === "pending" || event === "resolved") void load();
+      },
+    });
     poll();
     const changed = () => void load();
     window.addEventListener("toolmux:approvals-changed", changed);

@@ -1,13 +1,15 @@
 // Signing in, as `toolmux serve` hands out access: it prints `http://127.0.0.1:PORT/#token=…`;
-// the page trades the token for an HttpOnly, SameSite=Strict session cookie and takes the token
+// the page trades the token for a session — an HttpOnly, SameSite=Strict cookie and a session
+// key the page keeps for its origin and sends as a header (see `api.ts`) — and takes the token
 // out of the address bar at once, so it is neither kept in history nor sent anywhere else.
 import { useEffect, useState, type FormEvent } from "react";
-import { ApiFailure, api, describe } from "./api";
+import { ApiFailure, api, describe, keepSessionKey } from "./api";
 
 type State = "checking" | "signed-in" | "signed-out";
 
 async function exchange(token: string) {
-  await api("/api/auth/session", { method: "POST", body: { token } });
+  const opened = await api<{ sessionKey: string }>("/api/auth/session", { method: "POST", body: { token } });
+  keepSessionKey(opened.sessionKey);
 }
 
 export function useSession(): [State, (token: string) => Promise<void>] {
@@ -31,7 +33,9 @@ export function useSession(): [State, (token: string) => Promise<void>] {
       } catch (e) {
         // A server without the session route (an older toolmux, or a key-less setup) answers
         // 404: there is nothing to sign in to.
-        if (live) setState(e instanceof ApiFailure && e.status === 401 ? "signed-out" : "signed-in");
+        const out = e instanceof ApiFailure && e.status === 401;
+        if (out) keepSessionKey(null);
+        if (live) setState(out ? "signed-out" : "signed-in");
       }
     })();
     const out = () => setState("signed-out");
@@ -95,6 +99,7 @@ export async function signOut() {
   try {
     await api("/api/auth/logout", { method: "POST" });
   } finally {
+    keepSessionKey(null);
     window.dispatchEvent(new Event("toolmux:signed-out"));
   }
 }

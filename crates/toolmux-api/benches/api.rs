@@ -221,6 +221,7 @@ fn main() {
                 allowed_hosts: vec!["127.0.0.1".to_string()],
                 allowed_origins: Vec::new(),
                 token_issuer: None,
+                admin_scopes: Vec::new(),
             },
             None,
             None,

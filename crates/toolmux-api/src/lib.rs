@@ -8,6 +8,7 @@
 //! [`ApprovalQueue`] as approver, so that policies, validation, limits and the log apply exactly
 //! as they do for MCP.
 
+mod access;
 mod approvals;
 mod completions;
 mod error;
@@ -39,6 +40,7 @@ use serde_json::{Map, Value, json};
 use toolmux_core::{ApprovalQueue, Hub};
 use toolmux_http::{Caller, OpenApiRouter, guarded, routes};
 
+pub use access::{Access, route_access};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use metrics::CallMetrics;
 pub use oauth::SignInError;
@@ -133,7 +135,8 @@ pub(crate) fn arguments<const N: usize>(pairs: [(&str, Option<Value>); N]) -> Ma
 }
 
 /// The API's router: `/api/...`, `/metrics` and `/api/openapi.json`, behind the one guard of
-/// every HTTP route (`toolmux_http::guarded`: Host, Origin and API-key checks).
+/// every HTTP route (`toolmux_http::guarded`: Host, Origin and API-key checks) and the one
+/// table of who may use each route ([`route_access`]).
 pub fn api_router(state: ApiState) -> Router {
     api_router_with(state, OpenApiRouter::new())
 }
@@ -146,12 +149,16 @@ pub fn api_router_with(state: ApiState, more: OpenApiRouter) -> Router {
     let (more, more_operations) = more.split_for_parts();
     let mut document = openapi::described(operations);
     document.merge(more_operations);
+    access::document_refusals(&mut document);
     // Any other path under `/api` is answered with the error body, not an empty 404.
     let routes = routes
         .nest(API_PATH, Router::new().fallback(not_found))
         .layer(axum::Extension(openapi::Document::new(&document)))
         .with_state(state.clone())
-        .merge(more);
+        .merge(more)
+        // Inside the guard, which records the caller: who may use each route, by the kind of
+        // credential (one table, `access::ROUTES`).
+        .layer(axum::middleware::from_fn(access::enforce));
     guarded(state.inner.options.clone(), routes)
 }
 

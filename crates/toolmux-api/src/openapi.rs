@@ -63,6 +63,7 @@ pub(crate) fn described(operations: utoipa::openapi::OpenApi) -> utoipa::openapi
     let mut doc = ApiDoc::openapi();
     doc.merge(operations);
     doc.info.version = env!("CARGO_PKG_VERSION").to_string();
+    crate::access::document_refusals(&mut doc);
     doc
 }
 

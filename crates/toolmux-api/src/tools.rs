@@ -37,7 +37,7 @@ pub struct ToolFilter {
     pub pattern: Option<String>,
     /// Only tools with this effective policy.
     pub policy: Option<PolicyName>,
-    /// Include internal tools; needs a valid API key.
+    /// Include internal tools; needs the owner's credential (or an admin scope).
     #[serde(default)]
     pub include_internal: bool,
     /// Also list the tools switched off by configuration (by name or by source), with
@@ -241,6 +241,7 @@ impl CallResponse {
         (status = 200, description = "The catalog", body = ToolList),
         (status = 400, description = "A bad filter", body = ErrorBody),
         (status = 401, description = "`includeInternal` without a valid key", body = ErrorBody),
+        (status = 403, description = "`includeInternal` with an access token without an admin scope", body = ErrorBody),
     )
 )]
 pub(crate) async fn list(
@@ -251,6 +252,12 @@ pub(crate) async fn list(
     if filter.include_internal && !caller.authenticated {
         return Err(ApiError::unauthorized(
             "`includeInternal=true` needs a valid API key",
+        ));
+    }
+    if filter.include_internal && !caller.owner {
+        return Err(ApiError::forbidden(
+            "`includeInternal=true` needs the owner's credential or an access token with one of \
+             `server.adminScopes`",
         ));
     }
     let pattern = filter
@@ -415,11 +422,12 @@ pub(crate) async fn call(
 
 impl ApiState {
     /// The context of a call made through the API: the REST channel, the approval queue as
-    /// approver, trusted when the request carried a valid key.
+    /// approver, trusted (internal tools) only when the credential is the owner's — an access
+    /// token without an admin scope is authenticated, not trusted (D27).
     pub(crate) fn context(&self, caller: Caller) -> CallContext {
         let mut context =
             CallContext::new(Channel::Rest).with_approver(self.inner.approvals.clone());
-        if caller.authenticated {
+        if caller.owner {
             context = context.trusted();
         }
         // A request authenticated by an access token is its subject's call.

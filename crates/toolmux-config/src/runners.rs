@@ -36,6 +36,9 @@ pub struct RunnerSettings {
     pub command: Option<String>,
     /// Its arguments. `{prompt}` is replaced by the prompt (as one argument, or inside one);
     /// with no `{prompt}` anywhere the prompt is passed last. `{model}` is replaced by `model`.
+    /// A prompt that starts with `-` is refused where it would be an argument of its own with
+    /// no `--` before it (the program would read it as an option): put `--` before `{prompt}`,
+    /// or stick it to its option (`--message={prompt}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     /// Environment variables for the runner (use `${VAR}` references for secrets: they are

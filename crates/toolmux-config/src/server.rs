@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
     default,
     rename_all = "camelCase",
     deny_unknown_fields,
-    expecting = "an object with `apiKeys`, `allowedHosts`, `allowedOrigins`, `auth` and \
-                 `sessionIdleTimeoutMs`"
+    expecting = "an object with `apiKeys`, `allowedHosts`, `allowedOrigins`, `auth`, \
+                 `adminScopes` and `sessionIdleTimeoutMs`"
 )]
 pub struct ServerSettings {
     /// Accepted API keys, as `${VAR}` references (`"${TOOLMUX_API_KEY}"`), never literal
@@ -25,8 +25,9 @@ pub struct ServerSettings {
     /// `Host` values accepted besides loopback names (`tools.example.com`, `10.0.0.5:7700`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_hosts: Vec<String>,
-    /// Browser origins accepted besides loopback ones (`https://app.example.com`,
-    /// `http://intranet:*`).
+    /// Browser origins accepted besides the server's own (the scheme, host and port a page
+    /// was served from): `https://app.example.com`. `http://intranet:*` takes every port of
+    /// a host, so every other server there could drive toolmux: list exact origins.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_origins: Vec<String>,
     /// How long an MCP session over HTTP (`/mcp`) may sit idle before toolmux closes it, in
@@ -41,6 +42,12 @@ pub struct ServerSettings {
     /// metadata (`/.well-known/oauth-protected-resource`), so MCP clients can sign in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth: Option<crate::server_auth::ServerAuth>,
+    /// Scopes of `auth`'s access tokens that make their holder the owner's equal: internal
+    /// tools (secrets, `config_set`), registry and configuration writes (`/api/tools`,
+    /// `/api/mcp-servers`, `/api/import`), the execution log, approvals, sessions and the
+    /// chat (`["toolmux:admin"]`). A token without one lists and calls tools only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub admin_scopes: Vec<String>,
 }
 
 impl ServerSettings {
@@ -120,5 +127,17 @@ mod tests {
         let before = server.access();
         server.session_idle_timeout_ms = std::num::NonZeroU64::new(1000);
         assert_eq!(server.access(), before);
+    }
+
+    #[test]
+    fn admin_scopes_are_read_and_in_the_schema() {
+        let server = load(r#"{"server": {"adminScopes": ["toolmux:admin"]}}"#).expect("loads");
+        assert_eq!(server.admin_scopes, ["toolmux:admin"]);
+        assert!(load("{}").expect("loads").admin_scopes.is_empty());
+        let error = load(r#"{"server": {"adminScopes": "toolmux:admin"}}"#).expect_err("a list");
+        assert!(error.contains("server.adminScopes"), "{error}");
+        let validator = jsonschema::validator_for(&schema()).expect("a valid schema");
+        assert!(validator.is_valid(&json!({"server": {"adminScopes": ["a"]}})));
+        assert!(!validator.is_valid(&json!({"server": {"adminScopes": [1]}})));
     }
 }

@@ -65,6 +65,15 @@ pub struct CallContext {
     /// The execution-log id of the call this one is made for (a delegated task's calls name
     /// their `delegate` call), recorded in the log as `parent`.
     pub parent: Option<uuid::Uuid>,
+    /// The id of the approval this call was asked under, set by the hub (never by a caller:
+    /// the hub clears it as a call starts) on the context it hands [`Source::preview`] and,
+    /// once the approval lets the call run, [`Source::call`]. A source keys what its preview
+    /// showed by it, so that the call carries out exactly what was approved or nothing
+    /// (THREATS.md rule 6). `None` for a call nobody was asked about.
+    ///
+    /// [`Source::preview`]: crate::Source::preview
+    /// [`Source::call`]: crate::Source::call
+    pub approval: Option<uuid::Uuid>,
 }
 
 impl CallContext {
@@ -80,6 +89,7 @@ impl CallContext {
             scope: None,
             call: None,
             parent: None,
+            approval: None,
         }
     }
 
@@ -131,6 +141,7 @@ impl fmt::Debug for CallContext {
             .field("scope", &self.scope)
             .field("call", &self.call)
             .field("parent", &self.parent)
+            .field("approval", &self.approval)
             .finish()
     }
 }

@@ -275,9 +275,11 @@ impl Hub {
                 approved_by: None,
             }),
         };
-        // The source sees its own call's id, to name it as the parent of calls it makes.
+        // The source sees its own call's id, to name it as the parent of calls it makes. An
+        // approval id comes only from this call's own approval (`run`), never from a caller.
         let context = &CallContext {
             call: pending.record.as_ref().map(|r| r.id),
+            approval: None,
             ..context.clone()
         };
         let mut approved_by = None;
@@ -437,9 +439,23 @@ async fn run(
             });
         }
     }
+    // An `ask` call's approval has an id of its own, which its preview and (once allowed) its
+    // run both see, so that the run can carry out what the preview showed; the source hears
+    // when the approval is over, however this function ends (a drop guard).
+    let mut asked = None;
     if let Some(approver) = approver {
-        *approved_by = ask(approver, entry, catalog, &arguments, context).await?;
+        let approval = ApprovalInForce {
+            source: &entry.source,
+            id: Uuid::now_v7(),
+        };
+        let context = CallContext {
+            approval: Some(approval.id),
+            ..context.clone()
+        };
+        *approved_by = ask(approver, entry, catalog, &arguments, &context).await?;
+        asked = Some((approval, context));
     }
+    let context = asked.as_ref().map_or(context, |(_, approved)| approved);
     let Value::Object(arguments) = arguments else {
         unreachable!("checked to be an object above")
     };
@@ -509,6 +525,20 @@ async fn run(
         }
     }
     Ok(result)
+}
+
+/// An approval the hub asked, until its call ends or will never run: then its source hears
+/// that it is over ([`Source::approval_ended`]), whichever way `run` ends (a cancelled call
+/// included).
+struct ApprovalInForce<'a> {
+    source: &'a SharedSource,
+    id: Uuid,
+}
+
+impl Drop for ApprovalInForce<'_> {
+    fn drop(&mut self) {
+        self.source.approval_ended(self.id);
+    }
 }
 
 /// The policy's answer where nobody needs to be asked: `Ok(None)` to run, `Ok(Some(approver))`

@@ -96,10 +96,20 @@ pub trait Source: Send + Sync + 'static {
 
     /// What the call would change, shown to the person asked to approve it (a diff, say);
     /// `None` when the source has nothing to show. It must change nothing: the hub calls it
-    /// before asking about an `ask` call, within the tool's time limit.
+    /// before asking about an `ask` call, within the tool's time limit. Its context carries
+    /// the approval's id ([`CallContext::approval`]), which the call gets too if the approval
+    /// lets it run: what the preview planned from is kept under that id, never under the
+    /// call's arguments (an identical call is another approval).
     async fn preview(&self, _call: SourceCall<'_>) -> Option<String> {
         None
     }
+
+    /// The approval `approval` (the [`CallContext::approval`] its preview got) is over: its
+    /// call has ended, or will never run (denied, unanswered, cancelled, refused after the
+    /// answer). The hub says so exactly once per approval it asked; a source drops here what
+    /// it kept for the call, so what a preview keeps lives as long as its approval and no
+    /// longer.
+    fn approval_ended(&self, _approval: uuid::Uuid) {}
 
     /// Called once when the source joins a hub, with a handle to report that its tool list
     /// changed (after a discovery, say). Sources whose tools never change ignore it.

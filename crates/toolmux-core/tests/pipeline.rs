@@ -807,3 +807,98 @@ async fn a_denied_tool_is_denied_before_its_arguments_are_checked() {
         .expect_err("denied");
     assert!(matches!(err, CallError::Denied { .. }), "{err}");
 }
+
+/// A source that records which approval id its preview and call saw, and which approvals the
+/// hub said were over: in the order they happened.
+#[derive(Default)]
+struct ApprovalWitness(Mutex<Vec<(&'static str, Option<uuid::Uuid>)>>);
+
+#[async_trait]
+impl Source for ApprovalWitness {
+    fn id(&self) -> &str {
+        "witness"
+    }
+    fn kind(&self) -> SourceKind {
+        SourceKind::Builtin
+    }
+    fn tools(&self) -> Vec<ToolDescriptor> {
+        vec![ToolDescriptor::new(
+            "witness",
+            "write",
+            "writes",
+            json!({"type": "object"}),
+        )]
+    }
+    async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
+        self.0
+            .lock()
+            .expect("lock")
+            .push(("call", call.context.approval));
+        Ok(ToolResult::text("done"))
+    }
+    async fn preview(&self, call: SourceCall<'_>) -> Option<String> {
+        self.0
+            .lock()
+            .expect("lock")
+            .push(("preview", call.context.approval));
+        Some("the diff".into())
+    }
+    fn approval_ended(&self, approval: uuid::Uuid) {
+        self.0.lock().expect("lock").push(("ended", Some(approval)));
+    }
+}
+
+#[tokio::test]
+async fn d30_preview_and_call_share_their_approvals_own_id_and_hear_when_it_is_over() {
+    let witness = Arc::new(ApprovalWitness::default());
+    let seen = || std::mem::take(&mut *witness.0.lock().expect("lock"));
+    let forged = uuid::Uuid::now_v7();
+
+    // Nobody asked: no approval id reaches the source, not even one the caller put there.
+    let hub = Hub::new(
+        rules(&[("write", Policy::Allow)]),
+        Arc::new(toolmux_core::NullSink),
+    );
+    hub.add_source(witness.clone());
+    let mut context = ctx();
+    context.approval = Some(forged);
+    hub.call("write", json!({}), &context).await.expect("runs");
+    assert_eq!(seen(), [("call", None)]);
+
+    // Asked and allowed: the preview and the call see the same, fresh id; then it is over.
+    hub.configure(rules(&[("write", Policy::Ask)]));
+    let allow = Arc::new(Fixed(Approval::Allow, AtomicUsize::new(0)));
+    let asked = context.clone().with_approver(allow);
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        hub.call("write", json!({}), &asked).await.expect("runs");
+        let events = seen();
+        let id = events[0].1.expect("an approval id");
+        assert_ne!(id, forged);
+        assert_eq!(
+            events,
+            [
+                ("preview", Some(id)),
+                ("call", Some(id)),
+                ("ended", Some(id))
+            ]
+        );
+        ids.push(id);
+    }
+    assert_ne!(ids[0], ids[1], "an identical call is another approval");
+
+    // Denied: no call, and the approval is over all the same.
+    let deny = Arc::new(Fixed(
+        Approval::Deny {
+            reason: "no".into(),
+        },
+        AtomicUsize::new(0),
+    ));
+    let denied = hub
+        .call("write", json!({}), &context.clone().with_approver(deny))
+        .await;
+    assert!(matches!(denied, Err(CallError::Denied { .. })));
+    let events = seen();
+    let id = events[0].1.expect("an approval id");
+    assert_eq!(events, [("preview", Some(id)), ("ended", Some(id))]);
+}

@@ -1,8 +1,17 @@
 //! The credentials besides configured keys: the per-project *local token* (made by `serve` on
-//! loopback when no key is configured, see [`crate::local_token`]) and the web app's *session
-//! cookie*, which a page gets for the token or a key at `POST /api/auth/session` so that it never
-//! keeps the secret itself. Sessions live in this process's memory only: a restart logs every
-//! page out, and the page asks for the token again.
+//! loopback when no key is configured, see [`crate::local_token`]) and the web app's *session*,
+//! which a page gets for the token or a key at `POST /api/auth/session` so that it never keeps
+//! the secret itself. Sessions live in this process's memory only: a restart logs every page
+//! out, and the page asks for the token again.
+//!
+//! A session is two halves, and only both together are a credential: an `HttpOnly` cookie, and
+//! a session key the page keeps in its origin's storage and sends as [`SESSION_HEADER`]. Cookies
+//! are not bound to a port: a browser sends `127.0.0.1`'s cookies to every port of `127.0.0.1`,
+//! so any other server on the machine receives this one's cookie whenever the browser visits
+//! it, and a page on another port can make the browser send it here. Neither gets the key,
+//! which only a same-origin script can read, and which a browser sends from another origin only
+//! after a preflight this server never grants. So a received cookie is useless on its own, and
+//! a forged request that rides on it is refused.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,8 +33,14 @@ use crate::guard::Caller;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-/// The session cookie's name.
+/// The session cookie's name, followed by `_<port>` when the page was reached on an explicit
+/// port ([`cookie_name`]), so that servers on two ports of one host do not overwrite each
+/// other's cookie.
 pub const SESSION_COOKIE: &str = "toolmux_session";
+
+/// The header that carries the session key, the half of a session the page holds and a cookie
+/// never carries.
+pub const SESSION_HEADER: &str = "x-toolmux-session";
 
 /// A session unused for this long is forgotten; the page then asks for the token again.
 pub const SESSION_IDLE: Duration = Duration::from_secs(12 * 60 * 60);
@@ -42,7 +57,8 @@ pub enum Via {
     Key,
     /// The project's local token, sent as a key.
     Token,
-    /// The session cookie.
+    /// The web app's session: its cookie together with the session key in
+    /// `X-Toolmux-Session`.
     Cookie,
     /// An access token (JWT) from the issuer `server.auth` names.
     Jwt,
@@ -65,7 +81,16 @@ struct Session {
     /// The token or key the session was made with, checked again on every use, so that a key
     /// removed from the configuration ends the sessions made with it at once.
     secret: String,
+    /// The half the page keeps and sends as [`SESSION_HEADER`]; the cookie names the session,
+    /// this proves the request comes from the page that opened it.
+    key: String,
     last_used: Instant,
+}
+
+/// What a new session gives the page: the id its cookie carries and the key it keeps.
+pub(crate) struct Opened {
+    pub(crate) id: String,
+    pub(crate) key: String,
 }
 
 impl Credentials {
@@ -92,9 +117,10 @@ impl Credentials {
             .clone()
     }
 
-    /// A new session for `secret`; returns its id.
-    pub(crate) fn open(&self, secret: &str) -> Result<String, ApiError> {
+    /// A new session for `secret`.
+    pub(crate) fn open(&self, secret: &str) -> Result<Opened, ApiError> {
         let id = random_token().map_err(|e| ApiError::internal(e.to_string()))?;
+        let key = random_token().map_err(|e| ApiError::internal(e.to_string()))?;
         let now = Instant::now();
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         sessions.retain(|_, s| now.duration_since(s.last_used) < SESSION_IDLE);
@@ -110,14 +136,16 @@ impl Credentials {
             id.clone(),
             Session {
                 secret: secret.to_string(),
+                key: key.clone(),
                 last_used: now,
             },
         );
-        Ok(id)
+        Ok(Opened { id, key })
     }
 
-    /// The secret behind a live session, marking it used; an idle one is forgotten.
-    pub(crate) fn session_secret(&self, id: &str) -> Option<String> {
+    /// The secret behind a live session whose key is `key`, marking it used; an idle one is
+    /// forgotten. A wrong key leaves the session as it was: the cookie alone proves nothing.
+    pub(crate) fn session_secret(&self, id: &str, key: &str) -> Option<String> {
         let now = Instant::now();
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         let session = sessions.get_mut(id)?;
@@ -125,15 +153,22 @@ impl Credentials {
             sessions.remove(id);
             return None;
         }
+        if !crate::guard::constant_time_eq(session.key.as_bytes(), key.as_bytes()) {
+            return None;
+        }
         session.last_used = now;
         Some(session.secret.clone())
     }
 
-    fn close(&self, id: &str) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(id);
+    /// Forgets the session, when `key` is its key.
+    fn close(&self, id: &str, key: &str) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if sessions
+            .get(id)
+            .is_some_and(|s| crate::guard::constant_time_eq(s.key.as_bytes(), key.as_bytes()))
+        {
+            sessions.remove(id);
+        }
     }
 }
 
@@ -144,16 +179,48 @@ pub(crate) fn random_token() -> Result<String, getrandom::Error> {
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
+/// The name of the session cookie for a request: [`SESSION_COOKIE`], followed by `_<port>`
+/// when its `Host` names a port.
+pub(crate) fn cookie_name(headers: &HeaderMap) -> String {
+    let port = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|host| host.rsplit_once(':'))
+        .map(|(_, port)| port)
+        .filter(|port| !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()));
+    match port {
+        Some(port) => format!("{SESSION_COOKIE}_{port}"),
+        None => SESSION_COOKIE.to_string(),
+    }
+}
+
 /// The session id a request's `Cookie` headers carry, if any.
 pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+    let name = cookie_name(headers);
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_COOKIE)
+        .find(|(n, _)| *n == name)
         .map(|(_, value)| value.trim())
+}
+
+/// The session key a request sends, if any.
+pub(crate) fn session_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+}
+
+/// The secret behind the request's session: its cookie and its key, both, naming a live
+/// session.
+pub(crate) fn session_secret(headers: &HeaderMap, credentials: &Credentials) -> Option<String> {
+    let id = session_cookie(headers)?;
+    let key = session_key(headers)?;
+    credentials.session_secret(id, key)
 }
 
 /// The auth routes, open to requests without a credential (the guard lets them through):
@@ -185,16 +252,31 @@ pub struct SessionStatus {
     pub via: Option<Via>,
 }
 
-/// Exchanges the local token or a configured key for a session cookie
-/// (`toolmux_session`, `HttpOnly; SameSite=Strict; Path=/`), kept in the server's memory and
-/// forgotten after 12 hours unused, at logout, or when the server restarts.
+/// What `POST /api/auth/session` answers besides the cookie: the session key, which the page
+/// keeps in its origin's storage and sends as `X-Toolmux-Session` on every request.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionOpened {
+    pub authenticated: bool,
+    /// Always `cookie`: the session's cookie together with its key.
+    pub via: Via,
+    /// The session key: send it as `X-Toolmux-Session` with the cookie. Either alone is
+    /// refused.
+    pub session_key: String,
+}
+
+/// Exchanges the local token or a configured key for a session: a cookie (`toolmux_session`,
+/// or `toolmux_session_<port>` on an explicit port; `HttpOnly; SameSite=Strict; Path=/`) and
+/// a session key in the body, which the page sends as `X-Toolmux-Session`. Kept in the server's
+/// memory and forgotten after 12 hours unused, at logout, or when the server restarts.
 #[utoipa::path(
     post, path = "/api/auth/session", tag = "auth",
     request_body = SessionRequest,
     responses(
-        (status = 204, description = "The session cookie is set", headers(("Set-Cookie" = String))),
+        (status = 200, description = "The session cookie is set; the body has its key", body = SessionOpened, headers(("Set-Cookie" = String))),
         (status = 400, description = "The body is not `{\"token\": \"...\"}`", body = ErrorBody),
         (status = 401, description = "The token is not valid", body = ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = ErrorBody),
     )
 )]
 async fn open_session(
@@ -209,7 +291,7 @@ async fn open_session(
              `.toolmux/state/local-token`) or a configured API key",
         ));
     }
-    let id = live.credentials().open(secret)?;
+    let opened = live.credentials().open(secret)?;
     // Plain HTTP is what toolmux serves; behind a TLS proxy that says so, the cookie is kept
     // to HTTPS as well.
     let secure = headers
@@ -217,15 +299,31 @@ async fn open_session(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("https"));
     let cookie = format!(
-        "{SESSION_COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/{}",
+        "{}={}; HttpOnly; SameSite=Strict; Path=/{}",
+        cookie_name(&headers),
+        opened.id,
         if secure { "; Secure" } else { "" }
     );
     let cookie = HeaderValue::from_str(&cookie).map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
+    let body = SessionOpened {
+        authenticated: true,
+        via: Via::Cookie,
+        session_key: opened.key,
+    };
+    Ok((
+        StatusCode::OK,
+        [
+            (header::SET_COOKIE, cookie),
+            // The key is a credential's half: no cache keeps it.
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        Json(body),
+    )
+        .into_response())
 }
 
-/// Whether this request is authenticated (by cookie, key or token). The page asks this first:
-/// a 401 means it must log in with the token.
+/// Whether this request is authenticated (by the session, a key or a token). The page asks
+/// this first: a 401 means it must log in with the token.
 #[utoipa::path(
     get, path = "/api/auth/session", tag = "auth",
     responses(
@@ -246,18 +344,22 @@ async fn session_status(Extension(caller): Extension<Caller>) -> Response {
     (code, Json(status)).into_response()
 }
 
-/// Forgets the request's session and clears its cookie.
+/// Forgets the request's session (its cookie and its key, both) and clears the cookie.
 #[utoipa::path(
     post, path = "/api/auth/logout", tag = "auth",
     responses((status = 204, description = "Logged out; the cookie is cleared"))
 )]
-async fn logout(State(live): State<LiveOptions>, request: Request) -> Response {
-    if let Some(id) = session_cookie(request.headers()) {
-        live.credentials().close(id);
+async fn logout(State(live): State<LiveOptions>, request: Request) -> Result<Response, ApiError> {
+    let headers = request.headers();
+    if let (Some(id), Some(key)) = (session_cookie(headers), session_key(headers)) {
+        live.credentials().close(id, key);
     }
-    let cleared =
-        HeaderValue::from_static("toolmux_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
-    (StatusCode::NO_CONTENT, [(header::SET_COOKIE, cleared)]).into_response()
+    let cleared = format!(
+        "{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+        cookie_name(headers)
+    );
+    let cleared = HeaderValue::from_str(&cleared).map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cleared)]).into_response())
 }
 
 #[cfg(test)]
@@ -280,12 +382,67 @@ mod tests {
     }
 
     #[test]
-    fn a_session_is_kept_until_closed() {
+    fn the_cookie_is_named_after_the_port_the_page_was_reached_on() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:7700"));
+        assert_eq!(cookie_name(&headers), "toolmux_session_7700");
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("toolmux_session_7701=other; toolmux_session_7700=mine"),
+        );
+        assert_eq!(session_cookie(&headers), Some("mine"));
+        headers.insert(header::HOST, HeaderValue::from_static("[::1]:8080"));
+        assert_eq!(cookie_name(&headers), "toolmux_session_8080");
+        headers.insert(header::HOST, HeaderValue::from_static("tools.example.com"));
+        assert_eq!(cookie_name(&headers), "toolmux_session");
+    }
+
+    /// Cookies and `Host` are outside input: huge and odd ones find nothing, and never panic.
+    #[test]
+    fn odd_cookies_and_hosts_find_no_session() {
+        for size in [0usize, 1, 100, 10_000, 200_000] {
+            for piece in [";", "=", "toolmux_session=", ":", "[", "]:", "\u{7f}"] {
+                let value = piece.repeat(size);
+                let mut headers = HeaderMap::new();
+                if let Ok(v) = HeaderValue::from_str(&value) {
+                    headers.insert(header::HOST, v.clone());
+                    headers.insert(header::COOKIE, v.clone());
+                    headers.insert(SESSION_HEADER, v);
+                }
+                let _ = cookie_name(&headers);
+                assert_eq!(
+                    session_secret(&headers, &Credentials::default()),
+                    None,
+                    "{size} {piece:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_session_needs_its_key_and_is_kept_until_closed() {
         let credentials = Credentials::default();
-        let id = credentials.open("secret").expect("open");
-        assert_eq!(id.len(), 43);
-        assert_eq!(credentials.session_secret(&id).as_deref(), Some("secret"));
-        credentials.close(&id);
-        assert_eq!(credentials.session_secret(&id), None);
+        let opened = credentials.open("secret").expect("open");
+        assert_eq!(opened.id.len(), 43);
+        assert_eq!(opened.key.len(), 43);
+        assert_ne!(opened.id, opened.key);
+        assert_eq!(
+            credentials
+                .session_secret(&opened.id, &opened.key)
+                .as_deref(),
+            Some("secret")
+        );
+        // The cookie alone, or with a wrong key, is nothing.
+        assert_eq!(credentials.session_secret(&opened.id, ""), None);
+        assert_eq!(credentials.session_secret(&opened.id, &opened.id), None);
+        // A logout without the key does not end the session; with it, it does.
+        credentials.close(&opened.id, "wrong");
+        assert!(
+            credentials
+                .session_secret(&opened.id, &opened.key)
+                .is_some()
+        );
+        credentials.close(&opened.id, &opened.key);
+        assert_eq!(credentials.session_secret(&opened.id, &opened.key), None);
     }
 }

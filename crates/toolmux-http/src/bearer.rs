@@ -21,12 +21,24 @@ pub(crate) enum Refusal {
     Token(TokenRefusal),
 }
 
-/// How the request is authenticated, and the token's principal when it was by a token.
+/// What the guard learned from a request's credential.
+pub(crate) struct Found {
+    /// How the request proved who it is; `None` when it sent no credential.
+    pub(crate) via: Option<Via>,
+    /// The token's principal, when it was an access token.
+    pub(crate) principal: Option<Principal>,
+    /// The credential is the owner's: the local token, a configured key, the web app's session
+    /// made with one of them, or an access token granting one of `server.adminScopes`.
+    pub(crate) owner: bool,
+}
+
+/// How the request is authenticated, the token's principal when it was by a token, and whether
+/// the credential is the owner's.
 pub(crate) async fn authenticate(
     headers: &HeaderMap,
     live: &LiveOptions,
     options: &ApiOptions,
-) -> Result<(Option<Via>, Option<Principal>), Refusal> {
+) -> Result<Found, Refusal> {
     if let Some(issuer) = &options.token_issuer
         && !headers.contains_key(API_KEY_HEADER)
         && let Some(token) = crate::guard::bearer_token(headers)
@@ -34,11 +46,61 @@ pub(crate) async fn authenticate(
         && looks_like_jwt(token)
     {
         let principal = issuer.verify(token).await.map_err(Refusal::Token)?;
-        return Ok((Some(Via::Jwt), Some(principal)));
+        return Ok(Found {
+            via: Some(Via::Jwt),
+            principal: Some(principal),
+            owner: grants_any(token, &options.admin_scopes),
+        });
     }
     crate::guard::authenticate(headers, live, options)
-        .map(|via| (via, None))
+        .map(|via| Found {
+            via,
+            principal: None,
+            // Every credential but an access token is the owner's (`Via::Jwt` never comes
+            // from here).
+            owner: via.is_some_and(|v| v != Via::Jwt),
+        })
         .map_err(Refusal::Key)
+}
+
+/// Whether a verified access token grants one of `scopes` (in its `scope` claim, separated by
+/// spaces, or its `scp`, a list or a string). Read from the token's own payload, which
+/// [`crate::TokenIssuer::verify`] has checked; anything unreadable grants nothing.
+fn grants_any(token: &str, scopes: &[String]) -> bool {
+    use base64::Engine as _;
+
+    #[derive(serde::Deserialize)]
+    struct Scopes {
+        scope: Option<String>,
+        scp: Option<serde_json::Value>,
+    }
+    if scopes.is_empty() {
+        return false;
+    }
+    let Some(payload) = token.split('.').nth(1) else {
+        return false;
+    };
+    let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload) else {
+        return false;
+    };
+    let Ok(claims) = serde_json::from_slice::<Scopes>(&bytes) else {
+        return false;
+    };
+    let mut granted: Vec<&str> = claims
+        .scope
+        .as_deref()
+        .map(|s| s.split_whitespace().collect())
+        .unwrap_or_default();
+    match &claims.scp {
+        Some(serde_json::Value::String(s)) => granted.extend(s.split_whitespace()),
+        Some(serde_json::Value::Array(list)) => {
+            granted.extend(list.iter().filter_map(serde_json::Value::as_str));
+        }
+        _ => {}
+    }
+    scopes
+        .iter()
+        .any(|wanted| granted.contains(&wanted.as_str()))
 }
 
 /// Whether `token` has a JWS's shape (three dot-separated parts): anything else that is not a
@@ -101,5 +163,59 @@ fn with_challenge(
             challenge(response, headers, path, issuer, kind)
         }
         _ => response,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(claims: serde_json::Value) -> String {
+        use base64::Engine as _;
+        let b64 = |v: &serde_json::Value| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+        };
+        format!(
+            "{}.{}.sig",
+            b64(&serde_json::json!({"alg": "RS256"})),
+            b64(&claims)
+        )
+    }
+
+    #[test]
+    fn an_admin_scope_is_read_from_scope_or_scp() {
+        let admin = ["toolmux:admin".to_string()];
+        let granted = |claims| grants_any(&token(claims), &admin);
+        assert!(granted(serde_json::json!({"scope": "tools toolmux:admin"})));
+        assert!(granted(serde_json::json!({"scp": ["toolmux:admin"]})));
+        assert!(granted(serde_json::json!({"scp": "a toolmux:admin"})));
+        assert!(!granted(
+            serde_json::json!({"scope": "tools toolmux:administrator"})
+        ));
+        assert!(!granted(
+            serde_json::json!({"scope": "tools", "scp": [1, "x"]})
+        ));
+        assert!(!granted(serde_json::json!({"scope": 5})));
+        assert!(!grants_any("not-a-token", &admin));
+        assert!(!grants_any(
+            &token(serde_json::json!({"scope": "toolmux:admin"})),
+            &[]
+        ));
+    }
+
+    /// The payload of an access token is outside input even after its signature is checked
+    /// (the issuer may put anything in it): deep nesting and huge sizes never panic.
+    #[test]
+    fn any_payload_grants_nothing_without_panicking() {
+        let admin = ["a".to_string()];
+        for depth in [1usize, 64, 200, 10_000, 100_000] {
+            let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let claims = format!("{{\"scp\": {nested}, \"scope\": \"b\"}}");
+            use base64::Engine as _;
+            let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(claims);
+            assert!(!grants_any(&format!("h.{payload}.s"), &admin), "{depth}");
+        }
+        let wide = format!("h.{}.s", "A".repeat(1 << 20));
+        assert!(!grants_any(&wide, &admin));
     }
 }

@@ -1,14 +1,22 @@
-//! Who may use the HTTP routes: Host and Origin checks against DNS rebinding, and credentials.
-//! Every HTTP route of `toolmux serve` passes this guard: the REST API's and the chat's through
-//! [`guarded`], the MCP endpoint's through [`mcp_guarded`], the web app's page through
-//! [`page_guarded`] (Host and Origin only: the page itself holds no data).
+//! Who may use the HTTP routes: Host and Origin checks against DNS rebinding and other
+//! origins, and credentials. Every HTTP route of `toolmux serve` passes this guard: the REST
+//! API's and the chat's through [`guarded`], the MCP endpoint's through [`mcp_guarded`], the web
+//! app's page through [`page_guarded`] (Host and Origin only: the page itself holds no data).
+//!
+//! An `Origin` must be the request's own (the scheme, host *and port* it was sent to: another
+//! port on the same host is another origin) or one configured exactly; a request that changes
+//! something must be one a browser preflights ([`check_preflighted`]): `Content-Type:
+//! application/json`, or a credential header, which no page of another origin can send without
+//! a preflight this server never grants.
 //!
 //! A credential is a configured API key or the project's local token, sent as
 //! `Authorization: Bearer <key>` or `X-API-Key: <key>` and checked in constant time
-//! ([`key_is_valid`]), or the web app's session cookie, which holds neither but names a session
-//! made with one of them ([`crate::auth`]), or, with `server.auth`, an access token (a JWT) from
+//! ([`key_is_valid`]), or the web app's session — its cookie *and* the session key the page
+//! sends as `X-Toolmux-Session`; the cookie alone is nothing, since cookies are not bound to a
+//! port ([`crate::auth`]) — or, with `server.auth`, an access token (a JWT) from
 //! the configured issuer ([`crate::bearer`]), whose refusals carry the OAuth challenge MCP
-//! clients sign in by. One rule for `/api`, `/mcp` and `/metrics`: once
+//! clients sign in by. Each credential is the owner's but an access token, which is the
+//! owner's only with one of `server.adminScopes` ([`Caller::owner`]). One rule for `/api`, `/mcp` and `/metrics`: once
 //! the server has a key or a local token, every request needs a credential except `GET
 //! /api/health` and the auth routes ([`OPEN_ROUTES`]). Without either (a Unix socket, which its
 //! file mode guards, with no key configured), reads and MCP are open and a change is refused
@@ -24,7 +32,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::{Credentials, Via, session_cookie};
+use crate::auth::{Credentials, Via, session_secret};
 use crate::bearer;
 use crate::error::ApiError;
 use crate::token_issuer::Principal;
@@ -39,11 +47,17 @@ pub struct ApiOptions {
     pub require_key_for_reads: bool,
     /// Accepted `Host` values (name, or name and port); loopback names belong here too.
     pub allowed_hosts: Vec<String>,
-    /// Accepted `Origin` values; `scheme://host:*` takes any port.
+    /// `Origin` values accepted besides the request's own origin (the scheme, host and port
+    /// it was sent to, which is always accepted); `scheme://host:*` takes any port, and is never
+    /// a default.
     pub allowed_origins: Vec<String>,
     /// The issuer whose JWT access tokens count as credentials too (`server.auth`); with one,
     /// every request needs a credential, and refusals carry an OAuth challenge.
     pub token_issuer: Option<Arc<crate::token_issuer::TokenIssuer>>,
+    /// Scopes of the issuer's access tokens that make their holder the owner's equal
+    /// (`server.adminScopes`): internal tools, registry and configuration writes. Without one,
+    /// a token holder may list and call tools only.
+    pub admin_scopes: Vec<String>,
 }
 
 /// The [`ApiOptions`] in force, shared by every HTTP route and replaced as a whole when the
@@ -111,10 +125,16 @@ const OPEN_ROUTES: [&str; 3] = [
 /// What the middleware learned about a request's caller; handlers read it as an extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Caller {
-    /// The request carried a valid credential (a key, the local token or a session cookie).
+    /// The request carried a valid credential (a key, the local token, the web app's session
+    /// or an access token).
     pub authenticated: bool,
     /// Which one.
     pub via: Option<Via>,
+    /// The credential is the owner's: a configured key, the local token, the web app's session
+    /// made with one of them, or an access token that grants one of `server.adminScopes`. Only
+    /// the owner is trusted with internal tools, secrets, and registry and configuration
+    /// writes; trust comes from the kind of credential, never from being authenticated at all.
+    pub owner: bool,
 }
 
 /// Puts `routes` (the REST API's, the chat's) behind the guard: Host and Origin checks, and
@@ -134,13 +154,13 @@ async fn guard(State(live): State<LiveOptions>, mut request: Request, next: Next
     if let Err(e) = check_host_and_origin(request.headers(), &options) {
         return e.into_response();
     }
-    let (via, principal) = match bearer::authenticate(request.headers(), &live, &options).await {
+    let found = match bearer::authenticate(request.headers(), &live, &options).await {
         Ok(found) => found,
         Err(refusal) => {
             return bearer::refused(refusal, request.headers(), request.uri().path(), &options);
         }
     };
-    if via.is_none()
+    if found.via.is_none()
         && let Some(message) = credential_needed(&request, &live, &options)
     {
         return bearer::credential_missing(
@@ -150,11 +170,15 @@ async fn guard(State(live): State<LiveOptions>, mut request: Request, next: Next
             &options,
         );
     }
+    if let Err(e) = check_preflighted(request.method(), request.headers()) {
+        return e.into_response();
+    }
     request.extensions_mut().insert(Caller {
-        authenticated: via.is_some(),
-        via,
+        authenticated: found.via.is_some(),
+        via: found.via,
+        owner: found.owner,
     });
-    Principal::scope(principal, next.run(request)).await
+    Principal::scope(found.principal, next.run(request)).await
 }
 
 /// What a request without a credential is told.
@@ -214,6 +238,45 @@ fn check_host_and_origin(headers: &HeaderMap, options: &ApiOptions) -> Result<()
     check_origin(headers, &options.allowed_origins)
 }
 
+/// The headers a page of another origin cannot make a browser send without a preflight, which
+/// this server never grants (it answers no CORS): a request that carries one was sent by a
+/// same-origin page or by a program that is no browser.
+const PREFLIGHTED_HEADERS: [&str; 4] = [
+    "authorization",
+    API_KEY_HEADER,
+    crate::auth::SESSION_HEADER,
+    "mcp-session-id",
+];
+
+/// Whether the request carries one of [`PREFLIGHTED_HEADERS`]: it comes from a same-origin
+/// page or from a program that is no browser.
+pub(crate) fn carries_preflighted_header(headers: &HeaderMap) -> bool {
+    PREFLIGHTED_HEADERS.iter().any(|h| headers.contains_key(*h))
+}
+
+/// Refuses a request that changes something unless a browser would have preflighted it: its
+/// `Content-Type` is JSON, or it carries one of [`PREFLIGHTED_HEADERS`]. A "simple" request
+/// (`text/plain`, a form, `multipart/form-data`, no type at all; `mode: "no-cors"`) is one any
+/// page can send anywhere, with the browser's cookies and without asking; it never changes
+/// anything here, whatever it carries. Reads (`GET`, `HEAD`) and preflights (`OPTIONS`) pass.
+pub(crate) fn check_preflighted(method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        return Ok(());
+    }
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(crate::extract::is_json);
+    if json || carries_preflighted_header(headers) {
+        return Ok(());
+    }
+    Err(ApiError::unsupported_media_type(
+        "a request that changes something must send `Content-Type: application/json` or a \
+         credential header (`Authorization`, `X-API-Key`, or the web app's `X-Toolmux-Session`): \
+         a form or plain-text request could come from any web page",
+    ))
+}
+
 /// Puts the MCP endpoint's router (`toolmux_mcp_server::http_router`, built with
 /// `guarded_in_front`) behind the Host, Origin and key checks of `options`, read on every
 /// request. rmcp's own checks take their lists once, when the router is built; these follow
@@ -230,12 +293,13 @@ async fn mcp_guard(State(live): State<LiveOptions>, mut request: Request, next: 
     if let Err(e) = check_host_and_origin(request.headers(), &options) {
         return e.into_response();
     }
-    let (via, principal) = match bearer::authenticate(request.headers(), &live, &options).await {
+    let found = match bearer::authenticate(request.headers(), &live, &options).await {
         Ok(found) => found,
         Err(refusal) => {
             return bearer::refused(refusal, request.headers(), request.uri().path(), &options);
         }
     };
+    let (via, principal) = (found.via, found.principal);
     let needed = !options.api_keys.is_empty()
         || options.require_key_for_reads
         || live.credentials().required()
@@ -257,6 +321,9 @@ async fn mcp_guard(State(live): State<LiveOptions>, mut request: Request, next: 
         );
         return refused;
     }
+    if let Err(e) = check_preflighted(request.method(), request.headers()) {
+        return e.into_response();
+    }
     // rmcp hands the request's parts, extensions included, to the handler: the MCP channel
     // names the token's principal as the caller of its calls.
     if let Some(principal) = principal {
@@ -277,10 +344,10 @@ pub(crate) fn credential_kind(secret: &str, live: &LiveOptions) -> Option<Via> {
         .then_some(Via::Token)
 }
 
-/// How the request is authenticated: a key or the local token it sent, or its session cookie;
-/// `Ok(None)` when it sent none. A key that is sent must be valid (a client that sends one
-/// expects it to be checked); a cookie whose session is gone counts as none, so that the page
-/// is asked to log in again.
+/// How the request is authenticated: a key or the local token it sent, or its session (the
+/// cookie and the session key, both); `Ok(None)` when it sent none. A key that is sent must be
+/// valid (a client that sends one expects it to be checked); a session that is gone, or a cookie
+/// without its key, counts as none, so that the page is asked to log in again.
 pub(crate) fn authenticate(
     headers: &HeaderMap,
     live: &LiveOptions,
@@ -291,8 +358,7 @@ pub(crate) fn authenticate(
     if sent {
         return authenticate_key(headers, x_api_key, live, options).map(Some);
     }
-    Ok(session_cookie(headers)
-        .and_then(|id| live.credentials().session_secret(id))
+    Ok(session_secret(headers, live.credentials())
         .and_then(|secret| credential_kind(&secret, live))
         .map(|_| Via::Cookie))
 }
@@ -357,7 +423,7 @@ fn key_is_valid(token: &str, keys: &[String]) -> bool {
 
 /// Compares in time that does not depend on where the bytes differ (`subtle`'s comparison,
 /// which the optimiser cannot turn into an early exit). Only the length may leak.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     use subtle::ConstantTimeEq;
     a.len() == b.len() && bool::from(a.ct_eq(b))
 }
@@ -433,6 +499,19 @@ fn without_default_port(origin: &str) -> &str {
     origin.strip_suffix(default).unwrap_or(origin)
 }
 
+/// The origin a request was sent to: `http://` and its `Host` (already checked against the
+/// allowed hosts), `https://` behind a proxy that says so with `X-Forwarded-Proto` (a header no
+/// page of another origin can set). A page served by this server sends exactly this as its
+/// `Origin`; a page on any other port, scheme or host sends something else.
+fn own_origin(headers: &HeaderMap) -> Option<String> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let https = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"));
+    Some(format!("{}://{host}", if https { "https" } else { "http" }))
+}
+
 fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), ApiError> {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return Ok(());
@@ -440,7 +519,12 @@ fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), ApiError>
     let origin = origin
         .to_str()
         .map_err(|_| ApiError::forbidden("the Origin header is not valid text"))?;
-    if allowed.iter().any(|p| origin_matches(p, origin)) {
+    // Compared exactly (never as a pattern, whatever the `Host` says), with or without the
+    // scheme's default port.
+    let own = own_origin(headers).is_some_and(|own| {
+        without_default_port(&own).eq_ignore_ascii_case(without_default_port(origin))
+    });
+    if own || allowed.iter().any(|p| origin_matches(p, origin)) {
         Ok(())
     } else {
         Err(ApiError::forbidden(format!(
@@ -597,26 +681,111 @@ mod tests {
     }
 
     #[test]
-    fn a_cookie_counts_while_its_session_and_its_secret_do() {
+    fn a_session_counts_with_its_cookie_and_key_while_its_secret_does() {
         let live = live(&[], Some("tok"));
-        let id = live.credentials().open("tok").expect("session");
-        let cookie = format!("toolmux_session={id}");
-        let sent = headers(&[("cookie", &cookie)]);
+        let opened = live.credentials().open("tok").expect("session");
+        let cookie = format!("toolmux_session={}", opened.id);
+        let sent = headers(&[("cookie", &cookie), ("x-toolmux-session", &opened.key)]);
         assert_eq!(
             authenticate(&sent, &live, &live.current()).ok(),
             Some(Some(Via::Cookie))
         );
+        // D26: the cookie is sent to every port of the host, so on its own it is nothing; the
+        // key without the cookie is nothing either.
+        for half in [
+            headers(&[("cookie", &cookie)]),
+            headers(&[("cookie", &cookie), ("x-toolmux-session", "guess")]),
+            headers(&[("x-toolmux-session", &opened.key)]),
+        ] {
+            assert_eq!(authenticate(&half, &live, &live.current()).ok(), Some(None));
+        }
         // A key configured since: the token, and the sessions made with it, no longer count.
         live.replace(ApiOptions {
             api_keys: vec!["key".into()],
             ..ApiOptions::default()
         });
         assert_eq!(authenticate(&sent, &live, &live.current()).ok(), Some(None));
-        let stranger = headers(&[("cookie", "toolmux_session=made-up")]);
+        let stranger = headers(&[
+            ("cookie", "toolmux_session=made-up"),
+            ("x-toolmux-session", "made-up"),
+        ]);
         assert_eq!(
             authenticate(&stranger, &live, &live.current()).ok(),
             Some(None)
         );
+    }
+
+    /// D26: the default origin is the request's own — scheme, host and port — and a page on
+    /// another port of the same host is another origin.
+    #[test]
+    fn d26_the_only_default_origin_is_the_requests_own_with_its_port() {
+        let own = |host: &str, origin: &str| {
+            check_origin(&headers(&[("host", host), ("origin", origin)]), &[]).is_ok()
+        };
+        assert!(own("127.0.0.1:7700", "http://127.0.0.1:7700"));
+        assert!(own("localhost:7700", "http://LOCALHOST:7700"));
+        assert!(own("[::1]:7700", "http://[::1]:7700"));
+        assert!(own("intranet", "http://intranet:80"));
+        assert!(!own("127.0.0.1:7700", "http://127.0.0.1:18090"));
+        assert!(!own("127.0.0.1:7700", "http://localhost:7700"));
+        assert!(!own("127.0.0.1:7700", "https://127.0.0.1:7700"));
+        assert!(!own("127.0.0.1:7700", "http://127.0.0.1"));
+        assert!(!own("127.0.0.1:7700", "null"));
+        // A `Host` that looks like a pattern is compared as text, never as a pattern.
+        assert!(!own("127.0.0.1:*", "http://127.0.0.1:18090"));
+        // Behind a TLS proxy that says so, the own origin is `https://`.
+        let proxied = headers(&[
+            ("host", "tools.example.com"),
+            ("x-forwarded-proto", "https"),
+            ("origin", "https://tools.example.com"),
+        ]);
+        assert!(check_origin(&proxied, &[]).is_ok());
+        // Configured origins still count, exactly or with their port pattern.
+        let configured = vec!["https://app.example.com".to_string()];
+        let from_app = headers(&[
+            ("host", "127.0.0.1:7700"),
+            ("origin", "https://app.example.com"),
+        ]);
+        assert!(check_origin(&from_app, &configured).is_ok());
+        let refused = check_origin(&from_app, &[]).expect_err("refused");
+        assert!(refused.to_string().contains("--allow-origin"), "{refused}");
+    }
+
+    /// D26: what changes something must be a request a browser preflights.
+    #[test]
+    fn d26_a_change_needs_json_or_a_credential_header() {
+        let post = |pairs: &[(&'static str, &str)]| {
+            check_preflighted(&Method::POST, &headers(pairs)).map_err(|e| e.status().as_u16())
+        };
+        assert_eq!(post(&[("content-type", "application/json")]), Ok(()));
+        assert_eq!(post(&[("authorization", "Bearer k")]), Ok(()));
+        assert_eq!(post(&[("x-api-key", "k")]), Ok(()));
+        assert_eq!(post(&[("x-toolmux-session", "k")]), Ok(()));
+        for simple in [
+            &[][..],
+            &[("content-type", "text/plain")][..],
+            &[("content-type", "text/plain; application/json")][..],
+            &[("content-type", "application/x-www-form-urlencoded")][..],
+            &[("content-type", "multipart/form-data; boundary=x")][..],
+            &[
+                ("cookie", "toolmux_session=abc"),
+                ("content-type", "text/plain"),
+            ][..],
+        ] {
+            assert_eq!(post(simple), Err(415), "{simple:?}");
+        }
+        for method in [Method::PUT, Method::PATCH, Method::DELETE] {
+            assert!(
+                check_preflighted(&method, &headers(&[])).is_err(),
+                "{method}"
+            );
+        }
+        for method in [Method::GET, Method::HEAD, Method::OPTIONS] {
+            assert!(
+                check_preflighted(&method, &headers(&[])).is_ok(),
+                "{method}"
+            );
+        }
     }
 
     /// Issue 12, D8, as issue 14 narrowed it: once a key is configured, a request without one

@@ -1,6 +1,7 @@
 //! toolmux's HTTP edge, shared by every HTTP channel (the REST API, the chat routes, the MCP
-//! endpoint, the web app's page): the one guard (Host and Origin checks against DNS rebinding,
-//! API keys, the local token and the web app's session cookie), the one
+//! endpoint, the web app's page): the one guard (exact Host and Origin checks against DNS
+//! rebinding and other origins, API keys, the local token and the web app's session, and
+//! whether a credential is the owner's), the one
 //! error type and its JSON body, extractors whose rejections are that error, and how
 //! connections are served, with the limits that keep one client from holding the server's
 //! sockets and file descriptors.
@@ -18,7 +19,10 @@ mod local_token;
 mod resource_metadata;
 mod token_issuer;
 
-pub use auth::{SESSION_COOKIE, SESSION_IDLE, SessionRequest, SessionStatus, Via, auth_routes};
+pub use auth::{
+    SESSION_COOKIE, SESSION_HEADER, SESSION_IDLE, SessionOpened, SessionRequest, SessionStatus,
+    Via, auth_routes,
+};
 pub use connections::{ConnectionLimits, serve};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use extract::{ApiJson, ApiPath, ApiQuery};

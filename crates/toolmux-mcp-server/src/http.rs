@@ -61,6 +61,7 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
             allowed_hosts: options.effective_allowed_hosts(),
             allowed_origins: options.effective_allowed_origins(),
             token_issuer: None,
+            admin_scopes: Vec::new(),
         })
     });
     let shared = Shared::new(hub, options);

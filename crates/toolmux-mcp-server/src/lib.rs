@@ -20,7 +20,7 @@ mod sessions;
 
 pub use approval::{ALLOW_ONCE, ALLOW_SESSION, DECISION_FIELD, DENY};
 pub use http::{MCP_PATH, http_router};
-pub use options::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS, ServeOptions};
+pub use options::{LOOPBACK_HOSTS, ServeOptions};
 pub use server::McpServer;
 pub use sessions::{DEFAULT_SESSION_IDLE_TIMEOUT, LiveSessions};
 pub use tokio_util::sync::CancellationToken;

@@ -85,16 +85,6 @@ impl std::fmt::Debug for ServeOptions {
 /// The loopback names every HTTP server accepts in `Host`.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
-/// The loopback origins every HTTP server accepts, on any port.
-pub const LOOPBACK_ORIGINS: [&str; 6] = [
-    "http://localhost:*",
-    "http://127.0.0.1:*",
-    "http://[::1]:*",
-    "https://localhost:*",
-    "https://127.0.0.1:*",
-    "https://[::1]:*",
-];
-
 impl ServeOptions {
     /// The name a tool is served under, or `None` when these options do not serve it. Filters
     /// match registry names; in pass-through mode the tool is served under the name its source
@@ -141,13 +131,11 @@ impl ServeOptions {
             .collect()
     }
 
-    /// The `Origin` values accepted over HTTP: loopback plus the configured ones.
+    /// The `Origin` values accepted over HTTP besides a request's own origin (the scheme,
+    /// host and port it was sent to, which the guard always accepts): the configured ones. No
+    /// other loopback origin is a default, since another port is another origin (D26).
     pub fn effective_allowed_origins(&self) -> Vec<String> {
-        LOOPBACK_ORIGINS
-            .iter()
-            .map(|o| (*o).to_string())
-            .chain(self.allowed_origins.iter().cloned())
-            .collect()
+        self.allowed_origins.clone()
     }
 }
 

@@ -84,6 +84,10 @@ pub struct AcpLaunch {
     /// The session's directory: the agent runs there, its session is opened there, and its
     /// file reads and writes are confined to it.
     pub cwd: PathBuf,
+    /// toolmux's state directory, which the agent never reads or writes even when it lies
+    /// inside `cwd` (a project whose `root` is `..` has it deeper inside; a session started
+    /// in the project directory has it at `cwd/.toolmux/state`).
+    pub state_dir: PathBuf,
     /// The prompt, sent as one text block.
     pub prompt: String,
 }
@@ -183,9 +187,11 @@ pub async fn run_acp(
     approver: Arc<dyn Approver>,
     cancel: CancellationToken,
 ) -> Result<AcpOutcome, AcpError> {
-    let root = ProjectRoot::new(&launch.cwd).map_err(|source| AcpError::Cwd {
-        path: launch.cwd.clone(),
-        source,
+    let root = ProjectRoot::with_state_dir(&launch.cwd, &launch.state_dir).map_err(|source| {
+        AcpError::Cwd {
+            path: launch.cwd.clone(),
+            source,
+        }
     })?;
     let agent = launch.program.file_name().map_or_else(
         || launch.program.display().to_string(),

@@ -46,6 +46,7 @@ pub(crate) async fn launch(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         cwd: plan.cwd.clone(),
+        state_dir: sessions.state_dir().to_path_buf(),
         prompt: plan.prompt.clone(),
     };
     record.status = Status::Running;

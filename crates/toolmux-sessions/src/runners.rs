@@ -29,7 +29,14 @@ struct Builtin {
     install: &'static str,
 }
 
-/// The built-in runners. Flags checked against each CLI's own documentation (2026-11):
+/// The built-in runners. Flags checked against each CLI's own documentation (2026-11).
+///
+/// The prompt comes from a caller (a model, over MCP or REST), so it must never be read as an
+/// option: a prompt `--dangerously-skip-permissions` placed bare would switch the agent's own
+/// approvals off. Each runner therefore takes it either after `--` (a positional prompt; every
+/// one of these CLIs parses with clap, commander or yargs, which end the options at `--`) or
+/// stuck to its option as `--option={prompt}` (a value option; clap, commander, yargs and
+/// argparse all take everything after the `=` as the value, dashes included).
 const BUILTINS: &[Builtin] = &[
     // Claude Code headless mode: `-p/--print`, `--output-format stream-json` (needs
     // `--verbose` with `-p`), `--permission-mode acceptEdits` so edits need no person;
@@ -37,14 +44,16 @@ const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "claude",
         command: "claude",
+        // `-p` is a flag; the prompt is Claude Code's positional argument (commander).
         args: &[
             "-p",
-            "{prompt}",
             "--output-format",
             "stream-json",
             "--verbose",
             "--permission-mode",
             "acceptEdits",
+            "--",
+            "{prompt}",
         ],
         model_flag: Some("--model"),
         protocol: RunnerProtocol::Shell,
@@ -56,7 +65,15 @@ const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "codex",
         command: "codex",
-        args: &["exec", "--json", "--sandbox", "workspace-write", "{prompt}"],
+        // `codex exec [OPTIONS] [PROMPT]` (clap).
+        args: &[
+            "exec",
+            "--json",
+            "--sandbox",
+            "workspace-write",
+            "--",
+            "{prompt}",
+        ],
         model_flag: Some("--model"),
         protocol: RunnerProtocol::Shell,
         install: "Install it with `npm install -g @openai/codex`",
@@ -66,9 +83,10 @@ const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "gemini",
         command: "gemini",
+        // yargs: a value starting with `-` after a separate `--prompt` would be read as an
+        // option, the stuck form never is.
         args: &[
-            "--prompt",
-            "{prompt}",
+            "--prompt={prompt}",
             "--output-format",
             "stream-json",
             "--yolo",
@@ -77,13 +95,14 @@ const BUILTINS: &[Builtin] = &[
         protocol: RunnerProtocol::Shell,
         install: "Install it with `npm install -g @google/gemini-cli`",
     },
-    // Copilot CLI programmatic mode: `-p PROMPT`, `--allow-all-tools` (required without a
-    // person), `--no-ask-user`;
+    // Copilot CLI programmatic mode: `-p/--prompt PROMPT` (stuck to `--prompt=` so that no
+    // parser reads it as an option), `--allow-all-tools` (required without a person),
+    // `--no-ask-user`;
     // https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-programmatic-reference
     Builtin {
         name: "copilot",
         command: "copilot",
-        args: &["-p", "{prompt}", "--allow-all-tools", "--no-ask-user"],
+        args: &["--prompt={prompt}", "--allow-all-tools", "--no-ask-user"],
         model_flag: Some("--model"),
         protocol: RunnerProtocol::Shell,
         install: "Install it with `npm install -g @github/copilot`",
@@ -94,7 +113,8 @@ const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "aider",
         command: "aider",
-        args: &["--message", "{prompt}", "--yes-always", "--no-auto-commits"],
+        // argparse refuses a separate value that starts with `-`; the stuck form takes it.
+        args: &["--message={prompt}", "--yes-always", "--no-auto-commits"],
         model_flag: Some("--model"),
         protocol: RunnerProtocol::Shell,
         install: "Install it with `python -m pip install aider-install && aider-install`",
@@ -104,7 +124,8 @@ const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "goose",
         command: "goose",
-        args: &["run", "--no-session", "--text", "{prompt}"],
+        // clap: the stuck form takes a value that starts with `-`.
+        args: &["run", "--no-session", "--text={prompt}"],
         model_flag: Some("--model"),
         protocol: RunnerProtocol::Shell,
         install: "Install it with `curl -fsSL https://github.com/block/goose/releases/download/stable/download_cli.sh | bash`",
@@ -114,7 +135,8 @@ const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "opencode",
         command: "opencode",
-        args: &["run", "--format", "json", "{prompt}"],
+        // `opencode run [message..]` (yargs): the message after `--`.
+        args: &["run", "--format", "json", "--", "{prompt}"],
         model_flag: Some("--model"),
         protocol: RunnerProtocol::Shell,
         install: "Install it with `npm install -g opencode-ai`",
@@ -124,12 +146,14 @@ const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "cursor-agent",
         command: "cursor-agent",
+        // `-p` is a flag; the prompt is positional (commander).
         args: &[
             "-p",
-            "{prompt}",
             "--output-format",
             "stream-json",
             "--force",
+            "--",
+            "{prompt}",
         ],
         model_flag: Some("--model"),
         protocol: RunnerProtocol::Shell,
@@ -212,38 +236,110 @@ impl Runner {
     /// appended when no argument names it, the model flag added when a model is set and no
     /// argument names it. An ACP runner gets its prompt over the protocol, never on its
     /// command line.
-    pub fn argv(&self, prompt: &str, model: Option<&str>) -> Vec<String> {
+    ///
+    /// Refused: a model that starts with `-`, and a prompt that starts with `-` where it would
+    /// be an argument of its own (a bare `{prompt}`, or appended) with no `--` before it, since
+    /// the program would read it as an option (`--dangerously-skip-permissions`).
+    pub fn argv(&self, prompt: &str, model: Option<&str>) -> Result<Vec<String>, SessionError> {
         let model = model.or(self.model.as_deref());
+        if let Some(model) = model.filter(|m| m.starts_with('-')) {
+            return Err(SessionError::Invalid(format!(
+                "the model `{model}` starts with `-`, which runner `{}` would read as an option",
+                self.name
+            )));
+        }
+        let optionlike = prompt.starts_with('-');
+        let option_error = || {
+            SessionError::Invalid(format!(
+                "the prompt starts with `-`, and runner `{name}` passes it as an argument of \
+                 its own with no `--` before it, so `{command}` would read it as an option; \
+                 start the prompt with something else, or put `--` before `{{prompt}}` in \
+                 `runners.{name}.args` if `{command}` accepts it",
+                name = self.name,
+                command = self.command,
+            ))
+        };
         let mut args: Vec<String> = Vec::with_capacity(self.args.len() + 3);
         let mut prompt_placed = self.protocol == RunnerProtocol::Acp;
         let mut model_placed = model.is_none();
-        for arg in &self.args {
-            let mut arg = arg.clone();
-            if arg.contains("{prompt}") {
-                arg = arg.replace("{prompt}", prompt);
+        // Where options end: the first `--` of the template.
+        let mut options_end = None;
+        for template in &self.args {
+            if template == "--" && options_end.is_none() {
+                options_end = Some(args.len());
+            }
+            let filled = fill(template, prompt, model.unwrap_or_default());
+            if filled.prompt {
                 prompt_placed = true;
+                if filled.starts_with_prompt && optionlike && options_end.is_none() {
+                    return Err(option_error());
+                }
             }
-            if arg.contains("{model}") {
-                arg = arg.replace("{model}", model.unwrap_or_default());
-                model_placed = true;
-            }
-            args.push(arg);
+            model_placed |= filled.model;
+            args.push(filled.text);
         }
         if let (false, Some(model), Some(flag)) = (model_placed, model, &self.model_flag) {
-            // Before a trailing positional prompt, where every CLI takes its options.
-            let at = if self.args.last().is_some_and(|a| a == "{prompt}") {
-                args.len() - 1
-            } else {
-                args.len()
-            };
+            // Among the options: before `--`, else before a trailing positional prompt, where
+            // every CLI takes its options.
+            let at = options_end.unwrap_or_else(|| {
+                if self.args.last().is_some_and(|a| a == "{prompt}") {
+                    args.len() - 1
+                } else {
+                    args.len()
+                }
+            });
             args.insert(at, model.to_string());
             args.insert(at, flag.clone());
         }
         if !prompt_placed {
+            if optionlike && options_end.is_none() {
+                return Err(option_error());
+            }
             args.push(prompt.to_string());
         }
-        args
+        Ok(args)
     }
+}
+
+/// One argument of a runner's template with its placeholders replaced.
+struct Filled {
+    text: String,
+    /// It held `{prompt}`.
+    prompt: bool,
+    /// It starts with the prompt (`{prompt}` first), so a prompt's leading `-` leads it.
+    starts_with_prompt: bool,
+    /// It held `{model}`.
+    model: bool,
+}
+
+/// Replaces `{prompt}` and `{model}` in one template argument in a single pass, so that a
+/// prompt that itself contains `{model}` is left as it was written.
+fn fill(template: &str, prompt: &str, model: &str) -> Filled {
+    let mut filled = Filled {
+        text: String::with_capacity(template.len() + prompt.len()),
+        prompt: false,
+        starts_with_prompt: template.starts_with("{prompt}"),
+        model: false,
+    };
+    let mut rest = template;
+    while let Some(at) = rest.find('{') {
+        filled.text.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("{prompt}") {
+            filled.text.push_str(prompt);
+            filled.prompt = true;
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("{model}") {
+            filled.text.push_str(model);
+            filled.model = true;
+            rest = after;
+        } else {
+            filled.text.push('{');
+            rest = &tail[1..];
+        }
+    }
+    filled.text.push_str(rest);
+    filled
 }
 
 /// Every runner: the built-in ones with the configuration applied, then the configured ones,
@@ -545,15 +641,15 @@ mod tests {
             .iter()
             .find(|r| r.name == "claude")
             .expect("built in");
-        let argv = claude.argv("fix it", Some("opus"));
-        assert_eq!(&argv[..2], ["-p", "fix it"]);
+        let argv = claude.argv("fix it", Some("opus")).expect("argv");
+        assert_eq!(argv[0], "-p");
+        assert_eq!(&argv[argv.len() - 2..], ["--", "fix it"]);
         assert!(argv.windows(2).any(|w| w == ["--model", "opus"]));
         let codex = runners
             .iter()
             .find(|r| r.name == "codex")
             .expect("built in");
-        let argv = codex.argv("fix it", Some("o3"));
-        assert_eq!(argv.last().map(String::as_str), Some("fix it"));
-        assert_eq!(&argv[argv.len() - 3..argv.len() - 1], ["--model", "o3"]);
+        let argv = codex.argv("fix it", Some("o3")).expect("argv");
+        assert_eq!(&argv[argv.len() - 4..], ["--model", "o3", "--", "fix it"]);
     }
 }

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use toolmux_config::{RunnerProtocol, RunnerSettings};
 use toolmux_core::Approver;
 use toolmux_specs::SpecsSource;
+use toolmux_workspace::{PathError, ProjectRoot};
 
 use crate::error::SessionError;
 use crate::record::{Owner, SessionRecord, Status, Worktree};
@@ -21,6 +22,102 @@ use crate::store::{DirStore, LogPage, SessionStore};
 /// The environment variable every session's processes carry: the session's id. It tells a
 /// lost session's leftovers from anything else at the next start.
 pub const SESSION_ID_VAR: &str = "TOOLMUX_SESSION_ID";
+
+/// The environment variables a caller of `run_session` (a model, over MCP or REST) may not set:
+/// those that change what the runner runs, or where its credentials go, rather than what it
+/// works on. A person reading the approval cannot be expected to see that `NODE_OPTIONS` loads
+/// a script into the agent, so these are refused outright; a project that needs one sets it in
+/// the runner's configuration (`runners.NAME.env`), which stays allowed. Matched without regard
+/// to case; `X*` is a prefix, `*X` a suffix.
+pub const CALLER_ENV_REFUSED: &[&str] = &[
+    // The dynamic loader: a library preloaded or found first runs inside every program.
+    "LD_*",
+    "DYLD_*",
+    // Which programs a name means.
+    "PATH",
+    // Options read by interpreters and VMs, where `--require x.js`, `-javaagent:x.jar` or
+    // `-Mx` load code: NODE_OPTIONS, JAVA_TOOL_OPTIONS, _JAVA_OPTIONS, JDK_JAVA_OPTIONS,
+    // MAVEN_OPTS, GRADLE_OPTS, JAVA_OPTS, PERL5OPT, RUBYOPT.
+    "*_OPTIONS",
+    "*_OPTS",
+    "PERL5OPT",
+    "RUBYOPT",
+    // Where interpreters find modules and start-up files.
+    "PYTHON*",
+    "NODE_PATH",
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5DB",
+    "RUBYLIB",
+    // Shell start-up: files a non-interactive shell runs, exported functions it defines,
+    // options (`xtrace` with a `PS4` that runs commands).
+    "BASH_ENV",
+    "ENV",
+    "BASH_FUNC_*",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "ZDOTDIR",
+    "SHELL",
+    // git reads dozens of variables; several run programs (GIT_SSH_COMMAND, GIT_EXTERNAL_DIFF,
+    // GIT_PAGER, GIT_EDITOR, GIT_ASKPASS, GIT_PROXY_COMMAND) or point at configuration and
+    // hooks that do (GIT_CONFIG_*, GIT_DIR, GIT_EXEC_PATH, GIT_TEMPLATE_DIR).
+    "GIT_*",
+    // Programs that tools start on their own.
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "BROWSER",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    // Where the agent reads its own settings (hooks, permission modes, sandbox off).
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    // Where its traffic, and the API key it sends, go.
+    "*_PROXY",
+    "*_BASE_URL",
+    "*_API_BASE",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+];
+
+/// Whether `name` is in [`CALLER_ENV_REFUSED`].
+pub fn caller_env_refused(name: &str) -> bool {
+    let name = name.to_ascii_uppercase();
+    CALLER_ENV_REFUSED.iter().any(|pattern| {
+        if let Some(prefix) = pattern.strip_suffix('*') {
+            name.starts_with(prefix)
+        } else if let Some(suffix) = pattern.strip_prefix('*') {
+            name.ends_with(suffix)
+        } else {
+            name == *pattern
+        }
+    })
+}
+
+/// Whether a variable's name looks like it holds a secret, so that the approval shows its name
+/// but not its value. The words are those toolmux keeps out of a command's inherited
+/// environment (`toolmux_exec::run::is_secret`); erring towards hiding costs a person one
+/// unread value, a shown token costs a rotation.
+fn secret_looking(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "KEY",
+        "SECRET",
+        "TOKEN",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+    ];
+    let upper = name.to_ascii_uppercase();
+    WORDS.iter().any(|w| upper.contains(w))
+}
 
 /// What `run_session` asks for.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -43,7 +140,8 @@ pub struct RunRequest {
     /// The new branch's name (default `toolmux/session-<id>`).
     #[serde(default)]
     pub branch: Option<String>,
-    /// More environment variables (names are recorded, values are not).
+    /// More environment variables (names are recorded, values are not). Names in
+    /// [`CALLER_ENV_REFUSED`] are refused.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// The time limit in milliseconds (default: the runner's, one hour unless configured).
@@ -75,6 +173,8 @@ pub struct Plan {
     pub worktree: Option<Worktree>,
     /// Its environment besides the allowlist.
     pub env: BTreeMap<String, String>,
+    /// The part of `env` the caller set (the approval shows their values).
+    pub caller_env: BTreeMap<String, String>,
     /// Its time limit.
     pub timeout: Duration,
     /// The model asked for.
@@ -114,25 +214,149 @@ impl Plan {
             self.timeout.as_secs(),
             self.command_line()
         ));
-        if !self.env.is_empty() {
-            let names: Vec<&str> = self.env.keys().map(String::as_str).collect();
+        // The variables set by the configuration and by toolmux are named (the configuration's
+        // values may hold secrets); the caller's are shown with their values, since a value is
+        // what a person approves.
+        let names: Vec<&str> = self
+            .env
+            .keys()
+            .filter(|name| !self.caller_env.contains_key(*name))
+            .map(String::as_str)
+            .collect();
+        if !names.is_empty() {
             text.push_str(&format!("env:       {}\n", names.join(" ")));
+        }
+        if !self.caller_env.is_empty() {
+            text.push_str("env set by the call:\n");
+            for (name, value) in &self.caller_env {
+                if secret_looking(name) {
+                    text.push_str(&format!(
+                        "  {name}=(hidden: the name looks like a secret)\n"
+                    ));
+                } else {
+                    // Quoted and escaped: a newline in a value cannot forge a line of this text.
+                    text.push_str(&format!("  {name}={value:?}\n"));
+                }
+            }
         }
         text.push_str(&format!("prompt:\n{}", self.prompt));
         text
     }
 }
 
+/// The caller's variables, refused when a name is not a plain variable name (an `=` in it
+/// would set another variable than the one named) or is in [`CALLER_ENV_REFUSED`], or a value
+/// holds a NUL byte (no process can get it).
+fn checked_caller_env(
+    env: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, SessionError> {
+    for (name, value) in env {
+        let plain = name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !plain {
+            return Err(SessionError::Invalid(format!(
+                "`env`: {name:?} is not a variable name (letters, digits and `_`, not starting \
+                 with a digit)"
+            )));
+        }
+        if caller_env_refused(name) {
+            return Err(SessionError::Invalid(format!(
+                "`env.{name}` is refused: a call may not set variables that change what the \
+                 runner runs or where its traffic goes ({}); a project that needs it sets it in \
+                 `runners.NAME.env` in .toolmux/config.json",
+                CALLER_ENV_REFUSED.join(" ")
+            )));
+        }
+        if value.contains('\0') {
+            return Err(SessionError::Invalid(format!(
+                "`env.{name}` holds a NUL byte"
+            )));
+        }
+    }
+    Ok(env.clone())
+}
+
+/// A branch name for `git worktree add -b`, checked before the approval shows it: git's own
+/// rules for a branch name (`git check-ref-format --branch`), so that a name starting with
+/// `-` is never an option of git and a control character cannot forge a line of the approval.
+fn checked_branch(branch: &str) -> Result<String, SessionError> {
+    let bad = |why: &str| {
+        SessionError::Invalid(format!("`branch` {branch:?} is not a branch name: {why}"))
+    };
+    if branch.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    if branch.starts_with('-') {
+        return Err(bad("it starts with `-`"));
+    }
+    if branch
+        .chars()
+        .any(|c| c.is_control() || " ~^:?*[\\".contains(c))
+    {
+        return Err(bad(
+            "it holds a space, a control character or one of ~ ^ : ? * [ \\",
+        ));
+    }
+    if branch.contains("..") || branch.contains("@{") || branch == "@" {
+        return Err(bad("it holds `..` or `@{`, or is `@`"));
+    }
+    if branch.ends_with('.') || branch.ends_with(".lock") {
+        return Err(bad("it ends with `.` or `.lock`"));
+    }
+    if branch
+        .split('/')
+        .any(|part| part.is_empty() || part.starts_with('.') || part.ends_with(".lock"))
+    {
+        return Err(bad(
+            "a part between slashes is empty, starts with `.` or ends with `.lock`",
+        ));
+    }
+    Ok(branch.to_string())
+}
+
+/// One argument as a POSIX shell would take it back. An argument with a control character
+/// (a prompt's newline) is written `$'…'` with escapes, so that the command line stays one line
+/// of the approval and no argument can lay out lines that look like the approval's own.
 fn shell_quote(arg: &str) -> String {
     let plain = !arg.is_empty()
         && arg
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_./=:@,+%".contains(&b));
     if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
+        return arg.to_string();
     }
+    // Line and paragraph separators too: some terminals and pages break lines at them.
+    let special = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if !arg.chars().any(special) {
+        return format!("'{}'", arg.replace('\'', r"'\''"));
+    }
+    let mut quoted = String::with_capacity(arg.len() + 3);
+    quoted.push_str("$'");
+    for c in arg.chars() {
+        match c {
+            '\n' => quoted.push_str(r"\n"),
+            '\t' => quoted.push_str(r"\t"),
+            '\r' => quoted.push_str(r"\r"),
+            '\\' => quoted.push_str(r"\\"),
+            '\'' => quoted.push_str(r"\'"),
+            c if c.is_control() && u32::from(c) < 0x80 => {
+                quoted.push_str(&format!(r"\x{:02x}", u32::from(c)));
+            }
+            // C1 controls and the separators: as their UTF-8 bytes, which `$'…'` takes back.
+            c if special(c) => {
+                let mut bytes = [0; 4];
+                for b in c.encode_utf8(&mut bytes).bytes() {
+                    quoted.push_str(&format!(r"\x{b:02x}"));
+                }
+            }
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('\'');
+    quoted
 }
 
 /// The sessions of one project. Cheap to clone.
@@ -144,6 +368,9 @@ pub struct Sessions {
 pub(crate) struct Inner {
     /// The canonical project root: sessions run inside it.
     pub(crate) root: PathBuf,
+    /// The root as the workspace tools confine paths to it: a session's `cwd` is resolved by
+    /// the same rule (no link out, never toolmux's state).
+    confine: ProjectRoot,
     pub(crate) state_dir: PathBuf,
     pub(crate) store: Arc<dyn SessionStore>,
     runners: RwLock<Vec<Runner>>,
@@ -208,9 +435,12 @@ impl Sessions {
         approver: Option<Arc<dyn Approver>>,
     ) -> Result<Self, SessionError> {
         let root = root.canonicalize().map_err(|e| SessionError::io(root, e))?;
+        let confine = ProjectRoot::with_state_dir(&root, state_dir)
+            .map_err(|e| SessionError::Failed(e.to_string()))?;
         let sessions = Self {
             inner: Arc::new(Inner {
                 root,
+                confine,
                 state_dir: state_dir.to_path_buf(),
                 store,
                 runners: RwLock::new(crate::runners::resolve(runners)),
@@ -317,24 +547,29 @@ impl Sessions {
         )?;
         let id = uuid::Uuid::now_v7().to_string();
         let relative = self.relative_cwd(request.cwd.as_deref())?;
-        let worktree = request.worktree.then(|| Worktree {
-            path: self.inner.root.join(".toolmux").join("worktrees").join(&id),
-            branch: request
-                .branch
-                .clone()
-                .unwrap_or_else(|| format!("toolmux/session-{id}")),
-        });
+        let caller_env = checked_caller_env(&request.env)?;
+        let worktree = if request.worktree {
+            Some(Worktree {
+                path: self.inner.root.join(".toolmux").join("worktrees").join(&id),
+                branch: match &request.branch {
+                    Some(branch) => checked_branch(branch)?,
+                    None => format!("toolmux/session-{id}"),
+                },
+            })
+        } else {
+            None
+        };
         let base = worktree.as_ref().map_or(&self.inner.root, |w| &w.path);
         let cwd = base.join(&relative);
         let mut env = runner.env.clone();
-        env.extend(request.env.clone());
+        env.extend(caller_env.clone());
         env.insert("LEANSPEC_PROJECT_PATH".into(), base.display().to_string());
         if !specs.is_empty() {
             env.insert("LEANSPEC_SPEC_IDS".into(), specs.join(","));
         }
         env.insert(SESSION_ID_VAR.into(), id.clone());
         let timeout = Duration::from_millis(request.timeout_ms.unwrap_or(runner.timeout_ms).max(1));
-        let args = runner.argv(&prompt, request.model.as_deref());
+        let args = runner.argv(&prompt, request.model.as_deref())?;
         Ok(Plan {
             id,
             model: request.model.clone().or(runner.model.clone()),
@@ -346,46 +581,63 @@ impl Sessions {
             cwd,
             worktree,
             env,
+            caller_env,
             timeout,
         })
     }
 
-    /// `cwd` checked to stay inside the root: relative, no `..`, and (when it exists) still
-    /// inside once links are resolved.
+    /// `cwd` resolved as the workspace tools resolve a path ([`ProjectRoot::resolve`]: no `..`
+    /// above the root, no link leading out, never toolmux's state), then refused inside `.git`
+    /// (git's data and hooks) or `.toolmux` (toolmux's configuration, state and worktrees): one
+    /// rule for where a model may point a tool, and an ACP agent's files are confined to this
+    /// folder. Returns the folder relative to the root, with no link left in it.
     fn relative_cwd(&self, cwd: Option<&str>) -> Result<PathBuf, SessionError> {
         let Some(cwd) = cwd.filter(|c| !c.is_empty() && *c != ".") else {
             return Ok(PathBuf::new());
         };
-        let path = Path::new(cwd);
         let outside = || {
             SessionError::Invalid(format!(
                 "`cwd` must be a folder inside the project root `{}`: `{cwd}` is not",
                 self.inner.root.display()
             ))
         };
-        let relative = if path.is_absolute() {
-            path.strip_prefix(&self.inner.root)
-                .map_err(|_| outside())?
-                .to_path_buf()
-        } else {
-            path.to_path_buf()
+        let reserved = || {
+            SessionError::Invalid(format!(
+                "`cwd` `{cwd}` is inside `.git` or `.toolmux` (git's and toolmux's own data); \
+                 a session runs in a folder of the project"
+            ))
         };
+        let path = Path::new(cwd);
+        let relative = if path.is_absolute() {
+            path.strip_prefix(&self.inner.root).map_err(|_| outside())?
+        } else {
+            path
+        };
+        let text = relative.to_str().ok_or_else(outside)?;
+        let real = match self.inner.confine.resolve(text) {
+            Ok(real) => real,
+            Err(PathError::State { .. }) => return Err(reserved()),
+            Err(
+                PathError::Absolute { .. }
+                | PathError::Escapes { .. }
+                | PathError::SymlinkEscapes { .. }
+                | PathError::Tilde { .. },
+            ) => return Err(outside()),
+            Err(e) => return Err(SessionError::Invalid(format!("`cwd`: {e}"))),
+        };
+        let relative = real.strip_prefix(&self.inner.root).map_err(|_| outside())?;
         if relative.components().any(|c| {
-            !matches!(
-                c,
-                std::path::Component::Normal(_) | std::path::Component::CurDir
-            )
+            let name = c.as_os_str();
+            name.eq_ignore_ascii_case(".git") || name.eq_ignore_ascii_case(".toolmux")
         }) {
-            return Err(outside());
+            return Err(reserved());
         }
-        let full = self.inner.root.join(&relative);
-        let real = full
-            .canonicalize()
-            .map_err(|e| SessionError::Invalid(format!("`cwd` `{cwd}`: {e}")))?;
-        if !real.starts_with(&self.inner.root) || !real.is_dir() {
-            return Err(outside());
+        if !real.is_dir() {
+            return Err(SessionError::Invalid(format!(
+                "`cwd` `{cwd}` is not a folder"
+            )));
         }
-        Ok(relative)
+        Ok(relative.to_path_buf())
     }
 
     /// Starts a session: creates its worktree, starts its process, and leaves it running in

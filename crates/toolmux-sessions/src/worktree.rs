@@ -13,11 +13,14 @@ pub async fn create(root: &Path, worktree: &Worktree) -> Result<(), SessionError
     if let Some(parent) = worktree.path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| SessionError::io(parent, e))?;
     }
+    // The branch is stuck to `-b` and the paths come after `--`, so that nothing here is
+    // read as another option of git whatever the names (the plan refuses a branch starting
+    // with `-` already; this holds for any caller of `create`).
     let args = vec![
         "worktree".to_string(),
         "add".to_string(),
-        "-b".to_string(),
-        worktree.branch.clone(),
+        format!("-b{}", worktree.branch),
+        "--".to_string(),
         worktree.path.display().to_string(),
         "HEAD".to_string(),
     ];

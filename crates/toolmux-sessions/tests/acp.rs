@@ -56,6 +56,7 @@ fn launch(cwd: &Path, prompt: &str) -> AcpLaunch {
         args: Vec::new(),
         env: Vec::new(),
         cwd: cwd.to_path_buf(),
+        state_dir: cwd.join(".toolmux/state"),
         prompt: prompt.to_string(),
     }
 }

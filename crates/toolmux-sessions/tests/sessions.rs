@@ -161,7 +161,9 @@ async fn a_session_runs_the_runner_with_its_prompt_and_logs_its_json_events() {
     // The approval shows the exact command line, with the built-in flags.
     let preview = plan.preview();
     assert!(
-        preview.contains("-p 'add a login page' --output-format stream-json"),
+        preview.contains(
+            "-p --output-format stream-json --verbose --permission-mode acceptEdits -- 'add a login page'"
+        ),
         "{preview}"
     );
     let id = sessions.start(plan, None, None).await.expect("start").id;

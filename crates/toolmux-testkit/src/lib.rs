@@ -2,8 +2,8 @@
 //! for something a process does on its own time ([`eventually`]), watching the processes a test
 //! starts ([`processes`]), scratch projects ([`project`]), FIFOs ([`fifo`]), the Python MCP
 //! servers several tests start ([`servers`]), the Python MCP client ([`python_client`]), aimock
-//! ([`aimock`]), a plain HTTP/1.1 client ([`http`]) and `toolmux serve` in the background
-//! ([`served`]).
+//! ([`aimock`]), a plain HTTP/1.1 client ([`http`]), `toolmux serve` in the background
+//! ([`served`]) and an OAuth authorization server for `server.auth` ([`issuer`]).
 //!
 //! A dev-only library: a crate's tests take what they need from it, and what is specific to one
 //! crate's tests stays in that crate. It depends on no toolmux crate, since every one of them
@@ -14,6 +14,7 @@ pub mod conformance;
 pub mod eventually;
 pub mod fifo;
 pub mod http;
+pub mod issuer;
 pub mod peers;
 pub mod processes;
 pub mod project;

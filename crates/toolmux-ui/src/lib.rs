@@ -19,27 +19,36 @@
 //!
 //! **Logging in.** Every route under `/api`, `/mcp` and `/metrics` needs a credential, except
 //! `GET /api/health` and the three auth routes:
-//! - `GET /api/auth/session` → 200 `{"authenticated": true, "via": "cookie"|"key"|"token"}`, or
-//!   401 `{"authenticated": false}`: the page asks this first.
-//! - `POST /api/auth/session` with `{"token": "..."}` (the local token or a configured API key)
-//!   → 204 with `Set-Cookie: toolmux_session=<id>; HttpOnly; SameSite=Strict; Path=/`; a wrong
-//!   token → 401 with the error body `{"error": {"code": "unauthorized", ...}}`.
-//! - `POST /api/auth/logout` → 204; the session is forgotten and the cookie cleared.
+//! - `GET /api/auth/session` → 200 `{"authenticated": true, "via": "cookie"|"key"|"token"|"jwt"}`,
+//!   or 401 `{"authenticated": false}`: the page asks this first.
+//! - `POST /api/auth/session` with `{"token": "..."}` (the local token or a configured API key,
+//!   as `Content-Type: application/json`) → 200 `{"authenticated": true, "via": "cookie",
+//!   "sessionKey": "..."}` with `Set-Cookie: toolmux_session_<port>=<id>; HttpOnly;
+//!   SameSite=Strict; Path=/` (`toolmux_session` when the address has no port); a wrong token →
+//!   401 with the error body `{"error": {"code": "unauthorized", ...}}`.
+//! - `POST /api/auth/logout` (with the session's cookie and key) → 204; the session is
+//!   forgotten and the cookie cleared.
 //!
 //! `toolmux serve` prints (and `--open` opens) `http://127.0.0.1:PORT/#token=TOKEN`. The page
 //! reads `token` from `location.hash`, removes it at once (`history.replaceState`), and posts it
-//! to `POST /api/auth/session`; from then on the browser sends the cookie by itself (same-origin
-//! `fetch`, the default `credentials: "same-origin"`), so the page keeps no secret. The session
-//! lives in the server's memory: it ends at logout, after 12 hours unused, when the key it was
-//! made with is removed, or when the server restarts. **Any 401 from `/api`** (or a 401 from
-//! `GET /api/auth/session` at start, with no `#token=` in the URL) means the page must show its
-//! login form: a field for the token (in `.toolmux/state/local-token`, or the URL `toolmux
-//! serve` printed) or an API key, posted to `POST /api/auth/session`. When the server has
-//! configured keys, there is no local token: the printed URL has no fragment and the person
-//! logs in with a key.
+//! to `POST /api/auth/session`. From then on every request carries both halves of the session:
+//! the cookie, which the browser sends by itself, and the session key, which the page keeps in
+//! `localStorage` (its own origin's: scheme, host and port) and sends as `X-Toolmux-Session` —
+//! event streams too, which the page reads with `fetch` since `EventSource` cannot send a
+//! header. Neither half works alone: a browser sends the cookie to every port of the host, so
+//! any other server there receives it, but only this origin's scripts can read the key. A reload
+//! or a new tab of the same address stays signed in. The session lives in the server's memory:
+//! it ends at logout, after 12 hours unused, when the key it was made with is removed, or when
+//! the server restarts. **Any 401 from `/api`** (or a 401 from `GET /api/auth/session` at
+//! start, with no `#token=` in the URL) means the page must show its login form: a field for the
+//! token (in `.toolmux/state/local-token`, or the URL `toolmux serve` printed) or an API key,
+//! posted to `POST /api/auth/session`. When the server has configured keys, there is no local
+//! token: the printed URL has no fragment and the person logs in with a key.
 //!
-//! Requests that change something from another origin are refused (403) even with the cookie:
-//! the Origin check comes first, and the cookie is `SameSite=Strict`.
+//! A page of another origin — another port of the same host included — gets nothing: its
+//! `Origin` is refused (403) unless it is this server's own (or configured), a request that
+//! changes something must be `application/json` or carry a credential header (so a browser
+//! preflights it, and no preflight is granted), and the cookie alone is no credential.
 
 mod compress;
 mod open;

@@ -34,7 +34,10 @@
 //!   FIFO between that check and the crate's open can still block one walk;
 //! - toolmux's own state directory (the execution log holds every call's arguments and
 //!   results) is refused by every tool and skipped by every walker, compared canonical with
-//!   canonical, wherever the project directory and a symbolic `.toolmux` put it.
+//!   canonical, wherever the project directory and a symbolic `.toolmux` put it;
+//! - the write tools (and [`ProjectRoot::write_text`]) never write the files that define what
+//!   toolmux runs and how it is sandboxed ([`ProtectedPaths`]: `.toolmux/`, the registries,
+//!   LeanSpec's configuration), nor `.git`.
 //!
 //! So confinement holds against a concurrent writer too: another process swapping a checked
 //! directory for a link to elsewhere while a call runs makes the open fail (the call says the
@@ -65,6 +68,7 @@ mod file_write;
 mod grep;
 mod output;
 mod pins;
+mod protected;
 mod reads;
 mod root;
 mod walk;
@@ -81,7 +85,9 @@ use toolmux_core::{
     Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolErrorKind,
     ToolResult,
 };
+use uuid::Uuid;
 
+pub use protected::{ProtectedKind, ProtectedPath, ProtectedPaths};
 pub use root::{PathError, ProjectRoot};
 
 /// The id of the pack's source in the registry.
@@ -192,6 +198,12 @@ impl WorkspacePack {
         Self::make(ProjectRoot::with_state_dir(root, state_dir), limits)
     }
 
+    /// A pack serving `root` as it was opened: the same root (and so the same protected
+    /// paths, [`ProjectRoot::protect`]) as the other packs given clones of it.
+    pub fn on_root(root: ProjectRoot, limits: WorkspaceLimits) -> Result<Self, WorkspaceError> {
+        Self::make(Ok(root), limits)
+    }
+
     fn make(
         root: Result<ProjectRoot, PathError>,
         limits: WorkspaceLimits,
@@ -237,25 +249,33 @@ impl WorkspacePack {
     pub fn root(&self) -> &Path {
         self.inner.root.path()
     }
+
+    /// The project root the pack works in, with its protected paths.
+    pub fn project_root(&self) -> &ProjectRoot {
+        &self.inner.root
+    }
 }
 
 impl Workspace {
     /// Runs one tool; a message the caller can act on becomes a tool-level error. The walks of
     /// `grep`, `file_search` and `directory_list` stop early once `abandoned` is set (the
-    /// caller gave up).
+    /// caller gave up). A write asked about (`approval`, [`CallContext::approval`]) carries out what that
+    /// approval's preview showed, or nothing.
+    ///
+    /// [`CallContext::approval`]: toolmux_core::CallContext::approval
     fn run(
         &self,
         tool: &str,
         arguments: &Map<String, Value>,
         session: Option<&str>,
+        approval: Option<Uuid>,
         abandoned: &AtomicBool,
     ) -> Option<ToolResult> {
         if let Some(plan) = self.plan(tool, arguments, session) {
             return Some(match plan {
                 Ok(plan) => {
-                    let key = pins::key(session, tool, arguments);
                     let shown = || write::preview(&plan.reports, PREVIEW_BYTES);
-                    match self.pins.check(key, &plan.stamps(), shown) {
+                    match self.pins.check(approval, &plan.stamps(), shown) {
                         Ok(()) => plan.carry_out(self, session),
                         Err(moved) => ToolResult::failure(Some(ToolErrorKind::Conflict), moved),
                     }
@@ -317,22 +337,35 @@ impl Source for WorkspacePack {
         let arguments = call.arguments;
         let session = call.context.session.clone();
         let turn = Arc::clone(&self.inner.running).acquire_owned().await.ok()?;
-        tokio::task::spawn_blocking(move || {
+        let planned = tokio::task::spawn_blocking(move || {
             let plan = workspace.plan(&tool, &arguments, session.as_deref())?;
             drop(turn);
             Some(match plan {
-                Ok(plan) => {
-                    let shown = write::preview(&plan.reports, PREVIEW_BYTES);
-                    let key = pins::key(session.as_deref(), &tool, &arguments);
-                    workspace.pins.pin(key, plan.stamps(), shown.clone());
-                    shown
-                }
-                Err(refused) => format!("(the call would fail: {})", refused.text_content()),
+                Ok(plan) => Ok((write::preview(&plan.reports, PREVIEW_BYTES), plan.stamps())),
+                Err(refused) => Err(refused.text_content()),
             })
         })
         .await
         .ok()
-        .flatten()
+        .flatten()?;
+        // Pinned here, not on the blocking thread: a preview the hub stopped waiting for (its
+        // time limit) is dropped at this await and pins nothing, so no pin outlives the
+        // approval's end, which the hub reports only after this future is gone.
+        Some(match planned {
+            Ok((shown, stamps)) => match call.context.approval {
+                Some(approval) => match self.inner.pins.pin(approval, stamps, &shown) {
+                    Ok(()) => shown,
+                    Err(full) => format!("(the call would fail: {full})"),
+                },
+                // Nobody is asked under an id: nothing to pin for.
+                None => shown,
+            },
+            Err(refused) => format!("(the call would fail: {refused})"),
+        })
+    }
+
+    fn approval_ended(&self, approval: Uuid) {
+        self.inner.pins.forget(approval);
     }
 
     async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
@@ -354,8 +387,10 @@ impl Source for WorkspacePack {
         let abandoned = Arc::new(AtomicBool::new(false));
         let _abandon = Abandon(Arc::clone(&abandoned));
         let session = call.context.session.clone();
+        let approval = call.context.approval;
         let outcome = tokio::task::spawn_blocking(move || {
-            let outcome = workspace.run(&name, &arguments, session.as_deref(), &abandoned);
+            let outcome =
+                workspace.run(&name, &arguments, session.as_deref(), approval, &abandoned);
             drop(turn);
             outcome
         })
@@ -438,14 +473,14 @@ mod tests {
         let list = arguments(json!({}));
         // Not abandoned: everything is found.
         let live = AtomicBool::new(false);
-        let found = ws.run("grep", &grep, None, &live).unwrap();
+        let found = ws.run("grep", &grep, None, None, &live).unwrap();
         assert_eq!(found.structured_content.unwrap()["filesSearched"], 50);
         assert!(
-            !ws.run("file_search", &search, None, &live)
+            !ws.run("file_search", &search, None, None, &live)
                 .unwrap()
                 .is_error
         );
-        let listed = ws.run("directory_list", &list, None, &live).unwrap();
+        let listed = ws.run("directory_list", &list, None, None, &live).unwrap();
         assert_eq!(
             listed.structured_content.unwrap()["entries"]
                 .as_array()
@@ -460,7 +495,7 @@ mod tests {
             ("file_search", &search),
             ("directory_list", &list),
         ] {
-            let result = ws.run(tool, args, None, &gone).unwrap();
+            let result = ws.run(tool, args, None, None, &gone).unwrap();
             assert!(result.is_error, "{tool}");
             assert_eq!(result.text_content(), ABANDONED, "{tool}");
             assert_eq!(ABANDONED, "the call was abandoned by its caller");
@@ -486,6 +521,61 @@ mod tests {
             WorkspaceLimits::from_read_bytes(usize::MAX).max_line_bytes,
             usize::MAX
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_pin_lives_as_long_as_its_approval_denied_or_cancelled() {
+        use toolmux_core::{Approval, ApprovalQueue, CallContext, Channel, Hub, NullSink};
+        let dir = tempfile::tempdir().unwrap();
+        let pack = WorkspacePack::new(dir.path(), WorkspaceLimits::default()).unwrap();
+        let hub = Hub::new(Default::default(), Arc::new(NullSink));
+        hub.add_source(Arc::new(pack.clone()));
+        let queue = Arc::new(ApprovalQueue::new());
+        let context = CallContext::new(Channel::Rest).with_approver(queue.clone());
+        let waiting = |count: usize| {
+            let queue = Arc::clone(&queue);
+            async move {
+                // Polled, not timed: the bound only turns a hang into a failure.
+                for _ in 0..20_000 {
+                    let pending = queue.pending(None);
+                    if pending.len() >= count {
+                        return pending;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+                panic!("no approval waited");
+            }
+        };
+        let write = json!({"path": "a.txt", "content": "x"});
+        // Denied: the call never runs, and its pin goes with the approval.
+        let call = {
+            let (hub, context, write) = (hub.clone(), context.clone(), write.clone());
+            tokio::spawn(async move { hub.call("file_write", write, &context).await })
+        };
+        let id = waiting(1).await[0].id;
+        assert_eq!(pack.inner.pins.len(), 1);
+        queue
+            .answer(
+                id,
+                Approval::Deny {
+                    reason: "no".into(),
+                },
+            )
+            .unwrap();
+        assert!(call.await.unwrap().is_err());
+        assert_eq!(pack.inner.pins.len(), 0);
+        // Cancelled while waiting (the caller went away): the same.
+        let call = {
+            let (hub, context) = (hub.clone(), context.clone());
+            tokio::spawn(async move { hub.call("file_write", write, &context).await })
+        };
+        waiting(1).await;
+        assert_eq!(pack.inner.pins.len(), 1);
+        call.abort();
+        assert!(call.await.unwrap_err().is_cancelled());
+        assert_eq!(pack.inner.pins.len(), 0);
+        assert!(queue.pending(None).is_empty());
+        assert!(!dir.path().join("a.txt").exists());
     }
 
     #[test]

@@ -18,12 +18,14 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use toolmux_config::{Commit, stage_in};
+
+use crate::protected::{ProtectedKind, ProtectedPaths};
 
 /// The longest path accepted, in bytes (Linux's `PATH_MAX`).
 const MAX_PATH_BYTES: usize = 4096;
@@ -110,6 +112,19 @@ pub enum PathError {
         /// The path as given.
         path: String,
     },
+    /// The path is one of the files that define what toolmux runs and how it sandboxes it
+    /// ([`ProtectedPaths`]): `.toolmux/`, a registry, LeanSpec's configuration. A write
+    /// there would change toolmux's own settings, so no workspace tool writes it.
+    #[error(
+        "`{path}` is {kind}, which defines what toolmux runs and how it is sandboxed; the \
+         workspace tools never write it (a person edits it, or `toolmux config set` does)"
+    )]
+    Protected {
+        /// The path as given.
+        path: String,
+        /// What it is.
+        kind: ProtectedKind,
+    },
     /// The path names the project root itself, or a directory, where a file is needed.
     #[error("`{path}` is a directory, not a file")]
     NotAFile {
@@ -188,6 +203,9 @@ pub struct ProjectRoot {
     fd: Arc<OwnedFd>,
     /// toolmux's state directory, canonical, which no tool may read or list.
     state: PathBuf,
+    /// What no write may change, shared by every clone (so a reload that changes
+    /// `registries` reaches every pack holding the root): see [`ProjectRoot::protect`].
+    protected: Arc<RwLock<Arc<ProtectedPaths>>>,
 }
 
 impl ProjectRoot {
@@ -220,11 +238,43 @@ impl ProjectRoot {
         if !fd.metadata().map_err(root_error)?.is_dir() {
             return Err(PathError::RootNotDirectory { path: shown });
         }
+        let state_dir = state_dir.as_ref();
+        // The state directory is `<project>/.toolmux/state`; its parent is the `.toolmux`
+        // to protect until a configuration says more ([`ProjectRoot::protect`]).
+        let toolmux_dir = match state_dir.parent() {
+            Some(parent) if state_dir.ends_with(STATE_DIR) => parent.to_path_buf(),
+            _ => root.join(crate::protected::TOOLMUX_DIR),
+        };
+        let protected = ProtectedPaths::for_root(&root, &toolmux_dir);
         Ok(Self {
-            root,
             fd: Arc::new(fd.into()),
-            state: canonical_or_nearest(state_dir.as_ref()),
+            state: canonical_or_nearest(state_dir),
+            protected: Arc::new(RwLock::new(Arc::new(protected))),
+            root,
         })
+    }
+
+    /// Puts `protected` in force for this root and every clone of it: from now on no write
+    /// through it changes those paths. `toolmux` calls it with
+    /// [`ProtectedPaths::for_project`] where it builds the packs, and again when a reload
+    /// changes `registries`. Until then the project's `.toolmux/` and LeanSpec's
+    /// configuration are protected; a `.toolmux` component is refused always.
+    pub fn protect(&self, protected: ProtectedPaths) {
+        *self
+            .protected
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(protected);
+    }
+
+    /// The protected paths in force: for a sandbox that must keep its commands off the same
+    /// files the write tools refuse.
+    pub fn protected(&self) -> Arc<ProtectedPaths> {
+        Arc::clone(
+            &self
+                .protected
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The canonical root.
@@ -309,7 +359,8 @@ impl ProjectRoot {
     }
 
     /// Writes `text` to the file at `user_path` as the workspace's write tools write: resolved
-    /// beneath the root (never into `.git` or toolmux's state), missing directories made
+    /// beneath the root (never into `.git`, toolmux's state or a protected path such as
+    /// `.toolmux/` or a registry, see [`ProjectRoot::protect`]), missing directories made
     /// beneath it, the bytes staged beside the target and renamed over it, an existing file
     /// keeping its permissions. For packs other than the workspace's that write a file a
     /// caller names (an ACP agent's `fs/write_text_file`). Returns the absolute path written.
@@ -419,7 +470,7 @@ impl ProjectRoot {
     /// deepest existing directory is resolved the same way and whose missing directories are
     /// created only when the write is carried out ([`ProjectRoot::open_parent`]). Refused like
     /// a read, and also inside `.git` (any component of that name, a `.git` file too) and
-    /// for the root itself.
+    /// for the root itself, and for every protected path ([`ProjectRoot::protect`]).
     pub(crate) fn resolve_for_write(&self, user_path: &str) -> Result<WriteTarget, PathError> {
         let components = check_text(user_path)?;
         let not_a_file = || PathError::NotAFile {
@@ -480,6 +531,12 @@ impl ProjectRoot {
         {
             return Err(PathError::Git {
                 path: user_path.to_string(),
+            });
+        }
+        if let Some(kind) = self.protected().refusal(&path, rel) {
+            return Err(PathError::Protected {
+                path: user_path.to_string(),
+                kind,
             });
         }
         Ok(WriteTarget {
@@ -712,7 +769,7 @@ fn open_by_components(root: &OwnedFd, rel: &Path, flags: OFlags) -> Result<Owned
 /// `path` canonicalized; when it does not exist (yet), its nearest existing ancestor
 /// canonicalized with the rest appended, so that a state directory made after the pack is
 /// still recognised as long as the links above it stay as they are.
-fn canonical_or_nearest(path: &Path) -> PathBuf {
+pub(crate) fn canonical_or_nearest(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     let mut cursor = path;
     loop {

@@ -889,14 +889,21 @@ async fn writes_never_reach_into_git_or_toolmux_state() {
     );
     assert!(!f.root.join(".git/hooks").exists());
     assert!(!f.root.join(".toolmux/state/new.json").exists());
-    // The rest of `.toolmux` is the project's own, and may be written.
+    // The rest of `.toolmux` defines what toolmux runs and how it sandboxes it (finding D20):
+    // refused as well, nothing written.
     let config = call(
         &f.pack,
         "file_write",
         json!({"path": ".toolmux/config.json", "content": "{}\n"}),
     )
     .await;
-    ok_text(&config);
+    assert_eq!(
+        error_text(&config),
+        "`.toolmux/config.json` is inside `.toolmux`, toolmux's own configuration, which defines \
+         what toolmux runs and how it is sandboxed; the workspace tools never write it (a person \
+         edits it, or `toolmux config set` does)"
+    );
+    assert!(!f.root.join(".toolmux/config.json").exists());
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ use support::{call, pack};
 use toolmux_core::{CallContext, Channel, Source, SourceCall, ToolErrorKind, ToolResult};
 use toolmux_testkit::project::write_file;
 use toolmux_workspace::WorkspacePack;
+use uuid::Uuid;
 
 fn read(root: &Path, rel: &str) -> String {
     std::fs::read_to_string(root.join(rel)).expect("read back")
@@ -501,13 +502,14 @@ async fn a_write_carries_out_what_its_approval_showed_or_nothing() {
 
     // Previewed, then the file changes before the person's answer lets the call run: the
     // approved diff is not what would be written, so nothing is.
-    let shown = preview_in(&pack, "s", "file_edit", edit.clone()).await;
+    let approval = Uuid::now_v7();
+    let shown = preview_for(&pack, "s", Some(approval), "file_edit", edit.clone()).await;
     assert_eq!(
         shown.as_deref(),
         Some("--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-one\n+two\n keep\n")
     );
     write_file(dir.path(), "a.txt", "one\nchanged by others\n");
-    let refused = call_in(&pack, "s", "file_edit", edit.clone()).await;
+    let refused = call_for(&pack, "s", Some(approval), "file_edit", edit.clone()).await;
     assert_eq!(
         conflict_text(&refused),
         "`a.txt` changed after the approval showed this call's diff, so nothing was written: \
@@ -516,21 +518,32 @@ async fn a_write_carries_out_what_its_approval_showed_or_nothing() {
     );
     assert_eq!(read(dir.path(), "a.txt"), "one\nchanged by others\n");
 
-    // The pin is used once: the same call made again (previewed again, nothing changing in
-    // between) goes through.
-    preview_in(&pack, "s", "file_edit", edit.clone()).await;
-    let done = call_in(&pack, "s", "file_edit", edit.clone()).await;
+    // The pin is used once; a new approval of the same call, previewed with nothing changing
+    // in between, goes through.
+    let again = Uuid::now_v7();
+    preview_for(&pack, "s", Some(again), "file_edit", edit.clone()).await;
+    let done = call_for(&pack, "s", Some(again), "file_edit", edit.clone()).await;
     assert!(!done.is_error, "{}", done.text_content());
     assert_eq!(read(dir.path(), "a.txt"), "two\nchanged by others\n");
 
-    // A preview in another session pins nothing for this one.
+    // A call asked about whose approval pinned nothing (the preview was another approval's)
+    // is a conflict: nobody saw what it would write.
     write_file(dir.path(), "b.txt", "x\n");
     let other = json!({"path": "b.txt", "oldString": "x", "newString": "y"});
-    preview_in(&pack, "other", "file_edit", other.clone()).await;
-    write_file(dir.path(), "b.txt", "x\nmore\n");
-    let unpinned = call_in(&pack, "s", "file_edit", other).await;
-    assert!(!unpinned.is_error, "{}", unpinned.text_content());
-    assert_eq!(read(dir.path(), "b.txt"), "y\nmore\n");
+    preview_for(&pack, "s", Some(Uuid::now_v7()), "file_edit", other.clone()).await;
+    let unpinned = call_for(&pack, "s", Some(Uuid::now_v7()), "file_edit", other.clone()).await;
+    assert_eq!(
+        conflict_text(&unpinned),
+        "the approval of this call showed no diff that can be checked now (its preview was \
+         refused or did not finish, or it showed a failure), so nothing was written: nobody saw \
+         what would be written. Make the call again to see (and approve) the diff"
+    );
+    assert_eq!(read(dir.path(), "b.txt"), "x\n");
+
+    // A call nobody was asked about (its policy is `allow`) is carried out as planned.
+    let allowed = call_in(&pack, "s", "file_edit", other).await;
+    assert!(!allowed.is_error, "{}", allowed.text_content());
+    assert_eq!(read(dir.path(), "b.txt"), "y\n");
 }
 
 #[tokio::test]
@@ -547,14 +560,26 @@ async fn the_write_tools_are_destructive_and_declare_output_schemas() {
 }
 
 /// Calls `tool` of `pack` with `arguments` in `session` (an MCP session or a chat
-/// conversation), as the hub would.
+/// conversation), as the hub would for a call nobody was asked about.
 async fn call_in(pack: &WorkspacePack, session: &str, tool: &str, arguments: Value) -> ToolResult {
+    call_for(pack, session, None, tool, arguments).await
+}
+
+/// Calls `tool` as the hub does once the approval `approval` let it run.
+async fn call_for(
+    pack: &WorkspacePack,
+    session: &str,
+    approval: Option<Uuid>,
+    tool: &str,
+    arguments: Value,
+) -> ToolResult {
     let descriptor = pack
         .tools()
         .into_iter()
         .find(|t| t.name == tool)
         .unwrap_or_else(|| panic!("no tool {tool}"));
-    let context = CallContext::new(Channel::Mcp).with_session(session);
+    let mut context = CallContext::new(Channel::Mcp).with_session(session);
+    context.approval = approval;
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object")
     };
@@ -574,12 +599,24 @@ async fn preview_in(
     tool: &str,
     arguments: Value,
 ) -> Option<String> {
+    preview_for(pack, session, None, tool, arguments).await
+}
+
+/// What the pack shows for the approval `approval` (and pins under it).
+async fn preview_for(
+    pack: &WorkspacePack,
+    session: &str,
+    approval: Option<Uuid>,
+    tool: &str,
+    arguments: Value,
+) -> Option<String> {
     let descriptor = pack
         .tools()
         .into_iter()
         .find(|t| t.name == tool)
         .unwrap_or_else(|| panic!("no tool {tool}"));
-    let context = CallContext::new(Channel::Mcp).with_session(session);
+    let mut context = CallContext::new(Channel::Mcp).with_session(session);
+    context.approval = approval;
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object")
     };

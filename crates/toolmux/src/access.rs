@@ -3,7 +3,7 @@
 //! `/mcp` and `/api` reads the [`LiveOptions`] made from the two.
 
 use toolmux_http::{ApiOptions, LiveOptions};
-use toolmux_mcp_server::{LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
+use toolmux_mcp_server::LOOPBACK_HOSTS;
 
 /// Who may use the HTTP server: what the command line gave, fixed for the server's life, and
 /// the live options made from it and the configuration's `server` section, which every request
@@ -13,7 +13,7 @@ pub struct Access {
     pub env_keys: Vec<String>,
     /// `--allow-host`, and the bound address when it is a specific one beyond loopback.
     pub hosts: Vec<String>,
-    /// `--allow-origin`.
+    /// `--allow-origin`: origins besides the server's own, which is always accepted.
     pub origins: Vec<String>,
     /// The server is reachable from other machines: every request needs a key.
     pub beyond_loopback: bool,
@@ -46,7 +46,8 @@ impl std::fmt::Display for AccessError {
 
 impl Access {
     /// The options for `server`: its keys (expanded when the configuration was read) after the
-    /// command line's, loopback names and origins plus the configured and command-line ones. An
+    /// command line's, loopback names plus the configured and command-line hosts, the
+    /// configured and command-line origins, and the admin scopes of `server.auth`'s tokens. An
     /// empty configured key is an error, because dropping it silently would leave the server
     /// open to requests it was meant to refuse.
     pub fn options(
@@ -67,8 +68,11 @@ impl Access {
             api_keys,
             require_key_for_reads: self.beyond_loopback,
             allowed_hosts: allow_list(&LOOPBACK_HOSTS, &server.allowed_hosts, &self.hosts),
-            allowed_origins: allow_list(&LOOPBACK_ORIGINS, &server.allowed_origins, &self.origins),
+            // Only what was configured or given: the guard always accepts a request's own
+            // origin (scheme, host and port), and no other port of loopback is trusted (D26).
+            allowed_origins: allow_list(&[], &server.allowed_origins, &self.origins),
             token_issuer: self.token_issuer(server.auth.as_ref()),
+            admin_scopes: server.admin_scopes.clone(),
         })
     }
 
@@ -88,7 +92,8 @@ impl Access {
     }
 }
 
-/// Loopback is always allowed; the configuration and the command line can only add to it.
+/// Loopback names are always allowed (origins are checked exactly instead: the request's own is
+/// always allowed); the configuration and the command line can only add to them.
 fn allow_list(loopback: &[&str], configured: &[String], given: &[String]) -> Vec<String> {
     loopback
         .iter()

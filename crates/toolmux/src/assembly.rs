@@ -21,7 +21,7 @@ use toolmux_core::{BuiltinResources, Hub, HubSettings, NamePattern, ResourceProv
 use toolmux_execlog::{ExecutionLog, LogBudget, LogSettings};
 use toolmux_http::LiveOptions;
 use toolmux_mcp_server::ServeOptions;
-use toolmux_workspace::{ProjectRoot, WorkspaceLimits, WorkspacePack};
+use toolmux_workspace::{ProjectRoot, ProtectedPaths, WorkspaceLimits, WorkspacePack};
 
 use crate::access::{Access, AccessError};
 use crate::cli::ServeFilterArgs;
@@ -65,6 +65,10 @@ pub struct Assembly {
     in_force: Mutex<LoadedConfig>,
     /// Coding sessions (the `sessions` source's), kept to put a changed `runners` in force.
     sessions: OnceLock<toolmux_sessions::Sessions>,
+    /// The project root every pack that works in it is given a clone of, so that one set of
+    /// protected paths (`.toolmux/`, the registries, LeanSpec's configuration: what no write
+    /// may change) is in force for all of them and a reload's `registries` reach them all.
+    project_root: ProjectRoot,
 }
 
 /// How long stopping waits for one coding session to be recorded as ended: its runner's
@@ -99,6 +103,13 @@ impl Assembly {
             &loaded,
             &toolmux_config::state_dir(&loaded.project_dir),
         ));
+        // The state directory is the project directory's, which with `"root": ".."` (or a
+        // symbolic `.toolmux`) is not `<root>/.toolmux/state`.
+        let project_root = ProjectRoot::with_state_dir(
+            &loaded.root,
+            toolmux_config::state_dir(&loaded.project_dir),
+        )
+        .with_context(|| format!("cannot open the project root `{}`", loaded.root.display()))?;
         let assembly = Self {
             in_force: Mutex::new(loaded.clone()),
             loaded,
@@ -112,6 +123,7 @@ impl Assembly {
             chat: OnceLock::new(),
             access: OnceLock::new(),
             sessions: OnceLock::new(),
+            project_root,
         };
         assembly.put_in_force(None, &assembly.loaded)?;
         Ok(assembly)
@@ -177,6 +189,14 @@ impl Assembly {
                 ),
             }
         }
+        // Before any source: what no write may change is known before anything can write.
+        if changed(|before, after| before.registries != after.registries) {
+            self.project_root.protect(ProtectedPaths::for_project(
+                &self.loaded.root,
+                &self.loaded.project_dir,
+                after,
+            ));
+        }
         if changed(Config::hub_settings_differ) {
             hub.configure(after.hub_settings());
         }
@@ -215,15 +235,11 @@ impl Assembly {
         }
         if changed(|before, after| before.shell != after.shell) {
             // `shell` and `code_execution` run in the root the assembly was opened with.
-            let state = toolmux_config::state_dir(&self.loaded.project_dir);
-            match ProjectRoot::with_state_dir(&self.loaded.root, state) {
-                Ok(root) => hub.add_source(Arc::new(toolmux_exec::ExecPack::new(
-                    root,
-                    toolmux_exec::ExecSettings::from_config(&after.shell),
-                    Some(hub.downgrade()),
-                ))),
-                Err(e) => tracing::warn!("`shell` and `code_execution` are not available: {e}"),
-            }
+            hub.add_source(Arc::new(toolmux_exec::ExecPack::new(
+                self.project_root.clone(),
+                toolmux_exec::ExecSettings::from_config(&after.shell),
+                Some(hub.downgrade()),
+            )));
         }
         if old.is_none() {
             // Code mode calls back into the hub, so it holds it weakly (no reference cycle).
@@ -332,17 +348,7 @@ impl Assembly {
     /// at start, like the root. A specs setup that cannot be read leaves the pack out with a
     /// warning: the rest of toolmux works without it.
     fn add_specs(&self) -> Option<Arc<dyn ResourceProvider>> {
-        let project = match ProjectRoot::with_state_dir(
-            &self.loaded.root,
-            toolmux_config::state_dir(&self.loaded.project_dir),
-        ) {
-            Ok(project) => project,
-            Err(e) => {
-                tracing::warn!("the spec tools are not available: {e}");
-                return None;
-            }
-        };
-        match toolmux_specs::SpecsSource::open(&project) {
+        match toolmux_specs::SpecsSource::open(&self.project_root) {
             Ok(Some(specs)) => {
                 let specs = Arc::new(specs);
                 self.hub.add_source(specs.clone());
@@ -366,14 +372,8 @@ impl Assembly {
             max_output_bytes: limits.max_output_bytes,
             ..WorkspaceLimits::from_read_bytes(limits.max_read_bytes)
         };
-        // The state directory is the project directory's, which with `"root": ".."` (or a
-        // symbolic `.toolmux`) is not `<root>/.toolmux/state`.
-        let workspace = WorkspacePack::with_state_dir(
-            &loaded.root,
-            toolmux_config::state_dir(&loaded.project_dir),
-            limits,
-        )
-        .with_context(|| format!("cannot open the project root `{}`", loaded.root.display()))?;
+        let workspace = WorkspacePack::on_root(self.project_root.clone(), limits)
+            .with_context(|| format!("cannot open the project root `{}`", loaded.root.display()))?;
         Ok(workspace)
     }
 

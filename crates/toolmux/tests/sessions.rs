@@ -607,3 +607,79 @@ fn an_acp_agents_permission_request_is_answered_over_rest_and_a_denial_reaches_i
     assert!(!project.path().join("out.txt").exists());
     served.stop();
 }
+
+#[test]
+fn a_hostile_session_request_over_rest_cannot_steer_the_runner() {
+    let project = toolmux_project();
+    project.config(
+        &json!({
+            "runners": {"codex": {"command": fake("codex").display().to_string()}},
+            "policies": {"tools": {"run_session": "allow"}},
+        })
+        .to_string(),
+    );
+    std::fs::create_dir_all(project.path().join(".git")).expect(".git");
+    let served = Served::start(&project, &[]);
+    // D35: the finding's request; the fake codex reads its command line as clap does.
+    let prompt = "--dangerously-bypass-approvals-and-sandbox";
+    let started = served.send(
+        "POST",
+        "/api/sessions",
+        Some(&json!({"runner": "codex", "prompt": prompt}).to_string()),
+    );
+    assert_eq!(started.status, 201, "{}", started.body);
+    let id = started.json()["id"].as_str().expect("id").to_string();
+    toolmux_testkit::eventually::wait_until("the session's end", || {
+        served
+            .send("GET", &format!("/api/sessions/{id}"), None)
+            .json()["status"]
+            == "completed"
+    });
+    let logs = served
+        .send("GET", &format!("/api/sessions/{id}/logs"), None)
+        .json();
+    let argv = logs["entries"]
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["json"]["type"] == "argv"))
+        .map(|e| e["json"].clone())
+        .unwrap_or_else(|| panic!("no argv event: {logs}"));
+    assert_eq!(argv["prompt"], prompt, "{argv}");
+    assert!(
+        !argv["options"]
+            .as_array()
+            .is_some_and(|o| o.iter().any(|o| o == prompt)),
+        "{argv}"
+    );
+    // D36, D37 and the branch: refused before anything runs (or anyone is asked).
+    for (request, what) in [
+        (
+            json!({"runner": "codex", "prompt": "hi", "env": {"LD_PRELOAD": "/tmp/evil.so"}}),
+            "env.LD_PRELOAD",
+        ),
+        (
+            json!({"runner": "codex", "prompt": "hi", "env": {"NODE_OPTIONS": "--require x.js"}}),
+            "env.NODE_OPTIONS",
+        ),
+        (
+            json!({"runner": "codex", "prompt": "hi", "cwd": ".toolmux/state"}),
+            ".toolmux",
+        ),
+        (
+            json!({"runner": "codex", "prompt": "hi", "cwd": ".git"}),
+            ".git",
+        ),
+        (
+            json!({"runner": "codex", "prompt": "hi", "worktree": true, "branch": "--force"}),
+            "not a branch name",
+        ),
+    ] {
+        let refused = served.send("POST", "/api/sessions", Some(&request.to_string()));
+        let error = refused.error(422, "invalid");
+        assert!(
+            error["message"].as_str().is_some_and(|m| m.contains(what)),
+            "{what}: {error}"
+        );
+    }
+    assert_eq!(served.send("GET", "/api/sessions", None).json()["count"], 1);
+    served.stop();
+}

@@ -1,5 +1,6 @@
 //! Issue 14: `toolmux serve` serves the web app at `/`, and one auth rule covers `/api`, `/mcp`
-//! and `/metrics`: a configured key, the project's local token, or the page's session cookie.
+//! and `/metrics`: a configured key, the project's local token, or the page's session (its
+//! cookie and its key, both: issue 28, D26).
 //! Every test drives the real binary over real HTTP.
 
 mod support;
@@ -212,6 +213,17 @@ fn cookie_of(response: &Response) -> String {
     set[0].split(';').next().expect("name=value").to_string()
 }
 
+/// The session key a sign-in answered with.
+fn key_of(response: &Response) -> String {
+    let body = response.json();
+    assert_eq!(body["authenticated"], true, "{body}");
+    assert_eq!(body["via"], "cookie", "{body}");
+    body["sessionKey"]
+        .as_str()
+        .expect("a session key")
+        .to_string()
+}
+
 #[test]
 fn the_page_exchanges_the_token_for_a_session_cookie_and_logs_out() {
     let project = toolmux_project();
@@ -228,19 +240,34 @@ fn the_page_exchanges_the_token_for_a_session_cookie_and_logs_out() {
 
     let body = json!({"token": served.credential()}).to_string();
     let login = served.request("POST", "/api/auth/session", &json, Some(&body));
-    assert_eq!(login.status, 204, "{}", login.body);
+    assert_eq!(login.status, 200, "{}", login.body);
+    assert_eq!(login.header("cache-control"), Some("no-store"));
     let set = login.headers_named("set-cookie");
     for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(set[0].contains(attribute), "{attribute} in {set:?}");
     }
     let cookie = cookie_of(&login);
-    assert!(cookie.starts_with("toolmux_session="), "{cookie}");
+    // Named after the port, so two servers on one host keep their own sessions.
     assert!(
-        !cookie.contains(served.credential()),
-        "the cookie holds no secret"
+        cookie.starts_with(&format!("toolmux_session_{}=", served.port())),
+        "{cookie}"
     );
+    let key = key_of(&login);
+    for half in [&cookie, &key] {
+        assert!(
+            !half.contains(served.credential()),
+            "a half holds the token"
+        );
+    }
 
-    let with_cookie = [("Cookie", cookie.as_str())];
+    // The cookie alone is nothing (D26): a browser sends it to every port of the host.
+    served
+        .request("GET", "/api/tools", &[("Cookie", cookie.as_str())], None)
+        .error(401, "unauthorized");
+    let with_cookie = [
+        ("Cookie", cookie.as_str()),
+        ("X-Toolmux-Session", key.as_str()),
+    ];
     assert_eq!(
         served
             .request("GET", "/api/tools", &with_cookie, None)
@@ -327,9 +354,15 @@ fn configured_keys_work_as_before_and_no_token_is_made() {
         &[("Content-Type", "application/json")],
         Some(&body),
     );
-    assert_eq!(login.status, 204, "{}", login.body);
+    assert_eq!(login.status, 200, "{}", login.body);
     let cookie = cookie_of(&login);
-    let status = served.request("GET", "/api/auth/session", &[("Cookie", &cookie)], None);
+    let key = key_of(&login);
+    let status = served.request(
+        "GET",
+        "/api/auth/session",
+        &[("Cookie", &cookie), ("X-Toolmux-Session", &key)],
+        None,
+    );
     assert_eq!(
         status.json(),
         json!({"authenticated": true, "via": "cookie"})

@@ -3,7 +3,7 @@
 // processes, the CLI's included); each time it (re)connects, the page reads the newest entries
 // again, so nothing falls between the list and the stream.
 import { useCallback, useEffect, useState } from "react";
-import { api, describe } from "../api";
+import { api, describe, openStream } from "../api";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge } from "../components/ToolCard";
 import { Link } from "../router";
@@ -66,16 +66,19 @@ export default function Activity() {
     const q = new URLSearchParams();
     if (toolFilter) q.set("tool", toolFilter);
     if (outcome) q.set("outcome", outcome);
-    // Same origin: the session cookie goes with it.
-    const events = new EventSource(`/api/logs/stream?${q}`);
     setLive("connecting");
-    // "live" once the list read on (re)connecting is in, so nothing that came before is missing.
-    events.onopen = () => void load().then(() => setLive("live"));
-    events.addEventListener("entry", (e) => {
-      const entry = JSON.parse((e as MessageEvent<string>).data) as LogEntry;
-      setEntries((old) => (old.some((o) => o.id === entry.id) ? old : [entry, ...old].slice(0, 500)));
+    const events = openStream(`/api/logs/stream?${q}`, {
+      // "live" once the list read on (re)connecting is in, so nothing that came before is missing.
+      onOpen: () => void load().then(() => setLive("live")),
+      onEvent: (event, data) => {
+        if (event !== "entry") return;
+        const entry = JSON.parse(data) as LogEntry;
+        setEntries((old) => (old.some((o) => o.id === entry.id) ? old : [entry, ...old].slice(0, 500)));
+      },
+      onState: (state) => {
+        if (state !== "open") setLive(state === "closed" ? "stopped" : "connecting");
+      },
     });
-    events.onerror = () => setLive(events.readyState === EventSource.CLOSED ? "stopped" : "connecting");
     return () => events.close();
   }, [load, tail, toolFilter, outcome]);
   const shown = entries.filter((e) => (!source || e.source === source) && (!channel || e.channel === channel));

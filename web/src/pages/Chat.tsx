@@ -6,7 +6,7 @@ import "../zodJitless";
 import { Chat as ChatSession, useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type DynamicToolUIPart, type UIMessage } from "ai";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { answerApproval, api, describe, type JsonSchema } from "../api";
+import { answerApproval, api, describe, sessionHeaders, type JsonSchema } from "../api";
 import { Markdown } from "../components/Markdown";
 import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
@@ -327,6 +327,8 @@ function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean;
       new DefaultChatTransport({
         api: "/api/chat",
         credentials: "same-origin",
+        // Read on every request: the session key, without which the cookie is nothing.
+        headers: () => sessionHeaders(),
         body: () => {
           const [provider, m] = modelRef.current.split("\u0000");
           return modelRef.current ? { provider, model: m } : {};

@@ -4,7 +4,7 @@
 // session's page follows its log live over `GET /api/sessions/{id}/stream` (`log` events, then
 // one `status`), with Cancel while it runs.
 import { useCallback, useEffect, useState, type FormEvent } from "react";
-import { api, describe } from "../api";
+import { api, describe, openStream } from "../api";
 import { Link, navigate } from "../router";
 
 interface Session {
@@ -144,17 +144,19 @@ function SessionView({ id, onChanged }: { id: string; onChanged: () => Promise<v
     setLines([]);
     setEnd(null);
     // The stream sends the log from its first entry, so a reconnect starts over.
-    const events = new EventSource(`/api/sessions/${encodeURIComponent(id)}/stream`);
-    events.onopen = () => setLines([]);
-    events.addEventListener("log", (e) => {
-      const line = JSON.parse((e as MessageEvent<string>).data) as LogLine;
-      setLines((old) => (old.length > 0 && old[old.length - 1]!.seq >= line.seq ? old : [...old, line]));
-    });
-    events.addEventListener("status", (e) => {
-      setEnd(JSON.parse((e as MessageEvent<string>).data) as Final);
-      events.close();
-      void loadRecord();
-      void onChanged();
+    const events = openStream(`/api/sessions/${encodeURIComponent(id)}/stream`, {
+      onOpen: () => setLines([]),
+      onEvent: (event, data) => {
+        if (event === "log") {
+          const line = JSON.parse(data) as LogLine;
+          setLines((old) => (old.length > 0 && old[old.length - 1]!.seq >= line.seq ? old : [...old, line]));
+        } else if (event === "status") {
+          setEnd(JSON.parse(data) as Final);
+          events.close();
+          void loadRecord();
+          void onChanged();
+        }
+      },
     });
     return () => events.close();
   }, [id, loadRecord, onChanged]);

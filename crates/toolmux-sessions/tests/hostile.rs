@@ -1,0 +1,590 @@
+//! Hostile `run_session` arguments, as a model (over MCP or REST) may send them, against the
+//! real planner and real processes (the fake runners under `fixtures/bin` read their command
+//! line as the real CLIs' parsers do): a prompt that looks like an option (D35), environment
+//! variables that change what runs and values the approval must show (D36), a session folder
+//! in `.git` or toolmux's own directory (D37), a branch or model that looks like an option,
+//! and an ACP agent whose folder holds toolmux's state.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolmux_config::{RunnerProtocol, RunnerSettings};
+use toolmux_core::{Approval, ApprovalRequest, Approver};
+use toolmux_sessions::acp::{AcpEvent, AcpLaunch, run_acp};
+use toolmux_sessions::{
+    CALLER_ENV_REFUSED, RunRequest, SessionError, Sessions, Status, caller_env_refused,
+};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/bin")
+        .join(name)
+}
+
+fn settings(command: &Path) -> RunnerSettings {
+    RunnerSettings {
+        command: Some(command.display().to_string()),
+        ..Default::default()
+    }
+}
+
+/// The built-in `claude` and `codex` pointed at the fakes, plus `extra`.
+fn open_with(root: &Path, extra: BTreeMap<String, RunnerSettings>) -> Sessions {
+    let mut runners = BTreeMap::new();
+    for name in ["claude", "codex"] {
+        runners.insert(name.to_string(), settings(&fixture(name)));
+    }
+    runners.extend(extra);
+    Sessions::for_project(root, &root.join(".toolmux/state"), &runners, None)
+        .expect("open the sessions")
+}
+
+fn open(root: &Path) -> Sessions {
+    open_with(root, BTreeMap::new())
+}
+
+fn request(runner: &str, prompt: &str) -> RunRequest {
+    RunRequest {
+        runner: runner.to_string(),
+        prompt: Some(prompt.to_string()),
+        ..Default::default()
+    }
+}
+
+fn invalid(result: Result<toolmux_sessions::Plan, SessionError>, what: &str) -> String {
+    match result {
+        Err(e @ SessionError::Invalid(_)) => e.to_string(),
+        Err(e) => panic!("{what}: refused, but not as invalid: {e}"),
+        Ok(plan) => panic!("{what}: accepted: {}", plan.preview()),
+    }
+}
+
+/// Runs `request` to its end and returns what the fake runner read from its command line:
+/// its `argv` event (`prompt`, `options`).
+async fn argv_read_by_the_runner(sessions: &Sessions, request: RunRequest) -> Value {
+    let plan = sessions.plan(&request).expect("a plan");
+    let id = sessions.start(plan, None, None).await.expect("started").id;
+    let record = sessions
+        .wait(&id, Duration::from_secs(30))
+        .await
+        .expect("wait");
+    assert_eq!(record.status, Status::Completed, "{record:?}");
+    let page = sessions.logs(&id, 0, 100).expect("logs");
+    page.entries
+        .iter()
+        .find_map(|e| e.json.clone().filter(|j| j["type"] == "argv"))
+        .unwrap_or_else(|| panic!("no argv event in {:?}", page.entries))
+}
+
+// D35 ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_prompt_that_looks_like_an_option_reaches_codex_and_claude_as_their_prompt() {
+    let project = tempfile::tempdir().expect("temp");
+    let sessions = open(project.path());
+    for (runner, prompt) in [
+        ("codex", "--dangerously-bypass-approvals-and-sandbox"),
+        ("claude", "--dangerously-skip-permissions"),
+        ("claude", "-rf /"),
+        ("codex", "--"),
+    ] {
+        let read = argv_read_by_the_runner(&sessions, request(runner, prompt)).await;
+        assert_eq!(read["prompt"], prompt, "{runner}: {read}");
+        let options = read["options"].as_array().expect("options");
+        assert!(
+            !options.iter().any(|o| o == prompt),
+            "{runner} read the prompt as an option: {read}"
+        );
+    }
+    // The approval shows the prompt where the runner takes it: after `--`.
+    let preview = sessions
+        .plan(&request(
+            "codex",
+            "--dangerously-bypass-approvals-and-sandbox",
+        ))
+        .expect("plan")
+        .preview();
+    assert!(
+        preview.contains("--sandbox workspace-write -- --dangerously-bypass-approvals-and-sandbox"),
+        "{preview}"
+    );
+}
+
+#[tokio::test]
+async fn a_configured_runner_with_a_bare_prompt_refuses_a_prompt_that_starts_with_a_dash() {
+    let project = tempfile::tempdir().expect("temp");
+    let mut extra = BTreeMap::new();
+    // Its own runner, `{prompt}` bare (the default for a configured runner).
+    extra.insert("bare".to_string(), settings(&fixture("codex")));
+    // The same program with `--` before the prompt.
+    extra.insert(
+        "separated".to_string(),
+        RunnerSettings {
+            args: Some(vec!["exec".into(), "--".into(), "{prompt}".into()]),
+            ..settings(&fixture("codex"))
+        },
+    );
+    // `{prompt}` appended (no placeholder), no `--`.
+    extra.insert(
+        "appended".to_string(),
+        RunnerSettings {
+            args: Some(vec!["exec".into(), "--json".into()]),
+            ..settings(&fixture("codex"))
+        },
+    );
+    let sessions = open_with(project.path(), extra);
+    for runner in ["bare", "appended"] {
+        let message = invalid(
+            sessions.plan(&request(
+                runner,
+                "--dangerously-bypass-approvals-and-sandbox",
+            )),
+            runner,
+        );
+        assert!(message.contains("starts with `-`"), "{message}");
+        assert!(
+            message.contains(&format!("`runners.{runner}.args`")),
+            "{message}"
+        );
+        // An ordinary prompt still runs.
+        let read = argv_read_by_the_runner(&sessions, request(runner, "fix the bug")).await;
+        assert_eq!(read["prompt"], "fix the bug");
+    }
+    let read = argv_read_by_the_runner(&sessions, request("separated", "-rf /")).await;
+    assert_eq!(read["prompt"], "-rf /");
+    assert_eq!(read["options"], serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn a_model_that_looks_like_an_option_is_refused() {
+    let project = tempfile::tempdir().expect("temp");
+    let sessions = open(project.path());
+    for model in ["--dangerously-bypass-approvals-and-sandbox", "-x"] {
+        let message = invalid(
+            sessions.plan(&RunRequest {
+                model: Some(model.into()),
+                ..request("codex", "hi")
+            }),
+            model,
+        );
+        assert!(message.contains("starts with `-`"), "{message}");
+    }
+    // A real model goes with its flag, among the options.
+    let plan = sessions
+        .plan(&RunRequest {
+            model: Some("o3".into()),
+            ..request("codex", "hi")
+        })
+        .expect("plan");
+    assert_eq!(
+        &plan.args[plan.args.len() - 4..],
+        ["--model", "o3", "--", "hi"]
+    );
+}
+
+/// Prompts a model could send, hostile and plain, small and huge.
+fn generated_prompts() -> Vec<String> {
+    let mut prompts: Vec<String> = [
+        "-",
+        "--",
+        "-p",
+        "--yolo",
+        "--model=x",
+        "--prompt=--yolo",
+        "-- x",
+        "{model}",
+        "{prompt}",
+        "{{prompt}}{model}{",
+        "--a\n--b",
+        "-é",
+        "fix the bug",
+        "\u{0}",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for size in [1usize, 10, 1_000, 100_000, 1 << 20] {
+        prompts.push(format!("-{}", "x".repeat(size)));
+        prompts.push("-".repeat(size));
+        prompts.push("{".repeat(size));
+        prompts.push("{prompt}".repeat(size / 8 + 1));
+    }
+    prompts
+}
+
+#[tokio::test]
+async fn every_built_in_runner_keeps_any_prompt_out_of_its_options() {
+    let project = tempfile::tempdir().expect("temp");
+    let sessions = Sessions::for_project(
+        project.path(),
+        &project.path().join(".toolmux/state"),
+        &BTreeMap::new(),
+        None,
+    )
+    .expect("open");
+    let prompts = generated_prompts();
+    let runners: Vec<_> = sessions
+        .runners()
+        .into_iter()
+        .map(|(r, _)| r)
+        .filter(|r| r.builtin)
+        .collect();
+    assert!(runners.len() >= 12, "{runners:?}");
+    for runner in &runners {
+        // The template: the prompt comes after `--`, or stuck to its option as `--name=`.
+        for (i, template) in runner.args.iter().enumerate() {
+            if template.contains("{prompt}") {
+                let after_separator = runner.args[..i].iter().any(|a| a == "--");
+                let stuck = template.starts_with("--") && template.ends_with("={prompt}");
+                assert!(
+                    after_separator || stuck,
+                    "{}: `{template}` could be read as an option",
+                    runner.name
+                );
+            }
+        }
+        for prompt in &prompts {
+            let argv = runner
+                .argv(prompt, Some("m"))
+                .unwrap_or_else(|e| panic!("{} refused {prompt:.40?}: {e}", runner.name));
+            if runner.protocol == RunnerProtocol::Acp {
+                assert!(
+                    !argv
+                        .iter()
+                        .any(|a| a.contains(prompt.as_str()) && prompt.len() > 2)
+                );
+                continue;
+            }
+            // The prompt is there exactly as written (placeholders in it left alone), once:
+            // alone after `--`, or as the value stuck to an option before it.
+            let separator = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
+            let (options, operands) = argv.split_at(separator);
+            let stuck = options
+                .iter()
+                .filter(|a| {
+                    a.starts_with("--") && a.split_once('=').is_some_and(|(_, v)| v == prompt)
+                })
+                .count();
+            let operands = operands.get(1..).unwrap_or_default();
+            assert!(
+                (stuck == 1 && operands.is_empty()) || (stuck == 0 && operands == [prompt.clone()]),
+                "{}: {prompt:.40?} in {argv:.200?}",
+                runner.name
+            );
+            // The model is among the options, before any `--`.
+            let model = argv
+                .windows(2)
+                .position(|w| w[0] == "--model" && w[1] == "m");
+            assert!(
+                model.is_some_and(|at| at < separator),
+                "{}: {argv:.200?}",
+                runner.name
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_with_line_breaks_keeps_the_command_line_one_line_and_a_shell_reads_it_back() {
+    let project = tempfile::tempdir().expect("temp");
+    let sessions = open(project.path());
+    let prompt = "fix it\nenv set by the call:\n  X=\"y\"\r\ttab \u{1b}[31mred \\ 'quote' \u{85} \u{2028} end";
+    let plan = sessions.plan(&request("claude", prompt)).expect("plan");
+    let line = plan.command_line();
+    assert!(
+        !line.contains(['\n', '\r', '\u{1b}', '\u{85}', '\u{2028}']),
+        "{line:?}"
+    );
+    let preview = plan.preview();
+    let shown = preview
+        .lines()
+        .find(|l| l.starts_with("command:"))
+        .expect("the command line");
+    assert!(shown.ends_with(&line), "{preview}");
+    // bash reads the quoted arguments back to exactly what the runner gets.
+    let program = plan.program.display().to_string();
+    let arguments = line.strip_prefix(&program).expect("the program first");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("printf '%s\\0'{arguments}"))
+        .output()
+        .expect("bash");
+    assert!(out.status.success(), "{out:?}");
+    let read: Vec<String> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .split_terminator('\0')
+        .map(str::to_string)
+        .collect();
+    assert_eq!(read, plan.args);
+}
+
+// D36 ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_call_may_not_set_variables_that_change_what_runs() {
+    let project = tempfile::tempdir().expect("temp");
+    let sessions = open(project.path());
+    for name in [
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "NODE_OPTIONS",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "PATH",
+        "path",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "BASH_ENV",
+        "ENV",
+        "PERL5OPT",
+        "RUBYOPT",
+        "GIT_SSH_COMMAND",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_CONFIG_COUNT",
+        "HOME",
+        "ANTHROPIC_BASE_URL",
+        "HTTPS_PROXY",
+    ] {
+        assert!(caller_env_refused(name), "{name}");
+        let message = invalid(
+            sessions.plan(&RunRequest {
+                env: BTreeMap::from([(name.to_string(), "x".to_string())]),
+                ..request("claude", "hi")
+            }),
+            name,
+        );
+        assert!(message.contains("runners.NAME.env"), "{message}");
+    }
+    // Names that are not variable names would set another variable than the one named
+    // (`PATH=/evil:` reaches the process as `PATH`).
+    for name in ["PATH=/evil:", "", "1X", "A B", "BASH_FUNC_ls%%", "X\0Y"] {
+        let message = invalid(
+            sessions.plan(&RunRequest {
+                env: BTreeMap::from([(name.to_string(), "x".to_string())]),
+                ..request("claude", "hi")
+            }),
+            name,
+        );
+        assert!(message.contains("`env`"), "{message}");
+    }
+    for harmless in ["RUST_LOG", "FEATURE_FLAG", "CI", "TERM"] {
+        assert!(!caller_env_refused(harmless), "{harmless}");
+    }
+    assert!(CALLER_ENV_REFUSED.contains(&"LD_*"));
+}
+
+#[tokio::test]
+async fn the_approval_shows_the_values_a_call_sets_and_hides_secret_looking_ones() {
+    let project = tempfile::tempdir().expect("temp");
+    let mut extra = BTreeMap::new();
+    // The configuration may set anything, and its values (secrets, often) are not shown.
+    extra.insert(
+        "configured".to_string(),
+        RunnerSettings {
+            env: BTreeMap::from([
+                ("LD_PRELOAD".to_string(), "/opt/configured.so".to_string()),
+                (
+                    "NODE_OPTIONS".to_string(),
+                    "--max-old-space-size=4096".to_string(),
+                ),
+            ]),
+            ..settings(&fixture("codex"))
+        },
+    );
+    let sessions = open_with(project.path(), extra);
+    let plan = sessions
+        .plan(&RunRequest {
+            env: BTreeMap::from([
+                (
+                    "FEATURE_FLAG".to_string(),
+                    "on\nprompt:\nforged".to_string(),
+                ),
+                ("MY_API_KEY".to_string(), "sk-live-123".to_string()),
+            ]),
+            ..request("configured", "hi")
+        })
+        .expect("plan");
+    let preview = plan.preview();
+    assert!(
+        preview.contains("FEATURE_FLAG=\"on\\nprompt:\\nforged\""),
+        "{preview}"
+    );
+    assert!(
+        !preview.lines().any(|l| l == "forged"),
+        "a value forged a line: {preview}"
+    );
+    assert!(preview.contains("MY_API_KEY=(hidden"), "{preview}");
+    assert!(!preview.contains("sk-live-123"), "{preview}");
+    assert!(preview.contains("LD_PRELOAD"), "{preview}");
+    assert!(!preview.contains("/opt/configured.so"), "{preview}");
+    assert_eq!(plan.env["LD_PRELOAD"], "/opt/configured.so");
+    assert_eq!(plan.env["MY_API_KEY"], "sk-live-123");
+}
+
+// D37 ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_session_may_not_run_in_git_or_toolmux_folders() {
+    let project = tempfile::tempdir().expect("temp");
+    let root = project.path();
+    for dir in [
+        ".toolmux/state/sessions",
+        ".toolmux/worktrees/x",
+        ".git/hooks",
+        "sub/.git",
+        "src",
+    ] {
+        std::fs::create_dir_all(root.join(dir)).expect("mkdir");
+    }
+    std::os::unix::fs::symlink(root.join(".toolmux/state"), root.join("state-link")).expect("link");
+    std::os::unix::fs::symlink(".git", root.join("git-link")).expect("link");
+    let sessions = open(root);
+    let absolute_git = root.canonicalize().expect("root").join(".git");
+    for cwd in [
+        ".toolmux/state",
+        ".toolmux/state/sessions",
+        "./.toolmux/state",
+        "src/../.toolmux/state",
+        ".toolmux",
+        ".toolmux/worktrees/x",
+        ".git",
+        ".git/hooks",
+        "sub/.git",
+        "state-link",
+        "git-link",
+        absolute_git.to_str().expect("utf-8"),
+    ] {
+        let message = invalid(
+            sessions.plan(&RunRequest {
+                cwd: Some(cwd.into()),
+                ..request("claude", "hi")
+            }),
+            cwd,
+        );
+        assert!(message.contains("`.git` or `.toolmux`"), "{cwd}: {message}");
+    }
+    for (cwd, outside) in [("..", true), ("/etc", true), ("missing", false)] {
+        let message = invalid(
+            sessions.plan(&RunRequest {
+                cwd: Some(cwd.into()),
+                ..request("claude", "hi")
+            }),
+            cwd,
+        );
+        assert_eq!(
+            message.contains("inside the project root"),
+            outside,
+            "{message}"
+        );
+    }
+    let plan = sessions
+        .plan(&RunRequest {
+            cwd: Some("src".into()),
+            ..request("claude", "hi")
+        })
+        .expect("a folder of the project");
+    assert!(plan.cwd.ends_with("src"), "{:?}", plan.cwd);
+}
+
+#[tokio::test]
+async fn a_branch_that_looks_like_an_option_is_refused_before_the_approval() {
+    let project = tempfile::tempdir().expect("temp");
+    let sessions = open(project.path());
+    for branch in [
+        "-D",
+        "--force",
+        "agent\nprompt: forged",
+        "a b",
+        "x..y",
+        "",
+        "a/",
+        "a//b",
+        ".hidden",
+        "a.lock",
+        "a@{1}",
+    ] {
+        let message = invalid(
+            sessions.plan(&RunRequest {
+                worktree: true,
+                branch: Some(branch.into()),
+                ..request("claude", "hi")
+            }),
+            branch,
+        );
+        assert!(message.contains("not a branch name"), "{message}");
+    }
+    let plan = sessions
+        .plan(&RunRequest {
+            worktree: true,
+            branch: Some("agent/login-2".into()),
+            ..request("claude", "hi")
+        })
+        .expect("a branch name");
+    assert_eq!(plan.worktree.expect("worktree").branch, "agent/login-2");
+}
+
+// ACP ---------------------------------------------------------------------------------------
+
+struct AllowAll;
+
+#[async_trait]
+impl Approver for AllowAll {
+    async fn approve(&self, _request: &ApprovalRequest) -> Approval {
+        Approval::Allow
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_agent_cannot_read_toolmux_state_that_lies_inside_its_folder() {
+    // A project whose root is its parent (`"root": ".."`): toolmux's state lies inside the
+    // folder the agent is given, not at that folder's own `.toolmux/state`.
+    let tmp = tempfile::tempdir().expect("temp");
+    let root = tmp.path();
+    let state = root.join("project/.toolmux/state");
+    std::fs::create_dir_all(&state).expect("state");
+    std::fs::write(state.join("local-token"), "the local token").expect("token");
+    std::fs::write(root.join("notes.txt"), "ordinary notes").expect("notes");
+    let launch = AcpLaunch {
+        program: env!("CARGO_BIN_EXE_toolmux-acp-test-agent").into(),
+        args: Vec::new(),
+        env: Vec::new(),
+        cwd: root.to_path_buf(),
+        state_dir: state.clone(),
+        prompt: "read project/.toolmux/state/local-token\nread notes.txt".into(),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let run = tokio::spawn(run_acp(
+        launch,
+        tx,
+        Arc::new(AllowAll),
+        CancellationToken::new(),
+    ));
+    let mut said = Vec::new();
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+        .await
+        .expect("the agent answers in time")
+    {
+        if let AcpEvent::MessageChunk(text) = event {
+            said.push(text);
+        }
+    }
+    let outcome = run.await.expect("no panic").expect("the run ends well");
+    assert_eq!(outcome.stop_reason, "end_turn");
+    assert!(
+        said.iter().any(|s| s.starts_with("read refused:")),
+        "{said:?}"
+    );
+    assert!(
+        !said.iter().any(|s| s.contains("the local token")),
+        "{said:?}"
+    );
+    assert!(
+        said.contains(&"read: ordinary notes".to_string()),
+        "{said:?}"
+    );
+}
