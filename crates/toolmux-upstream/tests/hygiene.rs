@@ -214,6 +214,7 @@ async fn d13_shutdown_stops_a_background_discovery_still_starting_its_server() {
 /// The reproduction of D21 (`esc.py`): forks a child that joins the process group of the
 /// process named by the second argument, closes its descriptors and execs `sleep MARKER` with
 /// an empty environment — no mark, no group of the server's: only the server's cgroup holds it.
+#[cfg(target_os = "linux")]
 const ESC_PY: &str = r#"
 import os, sys
 pg = int(open(f"/proc/{sys.argv[2]}/stat").read().rsplit(")", 1)[1].split()[2])
