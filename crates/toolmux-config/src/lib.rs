@@ -38,6 +38,7 @@ mod jsonc;
 mod load;
 mod model;
 mod oauth;
+pub mod process_env;
 mod providers;
 mod registries;
 mod runners;

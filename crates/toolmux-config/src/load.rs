@@ -76,8 +76,10 @@ pub(crate) fn user_config_path_with(env: Env<'_>) -> Option<PathBuf> {
     Some(config_home.join("toolmux").join(CONFIG_FILE_NAME))
 }
 
+/// toolmux's environment, secrets taken out of the process environment at start included
+/// ([`crate::process_env`]): what `${VAR}` references resolve against at every load and reload.
 pub(crate) fn std_env(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+    crate::process_env::var(name)
 }
 
 /// Loads the configuration of the project in `project_dir`, over the user file when given,

@@ -1,25 +1,35 @@
-//! What every child process toolmux starts has in common, script tools and stdio MCP servers
-//! alike: the environment it is given, and how everything it started is found and stopped
-//! when its work ends — also what left its process group with `setsid`.
+//! What every child process toolmux starts has in common — script tools, stdio MCP servers,
+//! the exec pack's commands and coding sessions alike: the environment it is given, and how
+//! everything it started is found and stopped when its work ends.
 //!
 //! # Environment
 //! A child gets an allowlist of toolmux's environment ([`INHERITED_VARS`] and `LC_*`, the
 //! variables the MCP SDKs' stdio clients pass, plus locale, time zone and temporary
 //! directory), then its configured `env`. API keys and tokens in toolmux's environment are not
 //! on the list, so they never reach a child unless its configuration names them. A child
-//! configured to inherit the whole environment gets it as before.
+//! configured to inherit the whole environment gets all of it but the secrets
+//! ([`crate::environ::is_secret`]): those reach a child only by name, through its `env`
+//! (`"GITHUB_TOKEN": "${GITHUB_TOKEN}"`), so that each goes only where it was given. (The
+//! binary also takes them out of its own environment at start, [`crate::environ`].)
 //!
-//! # What escaped the process group
-//! Each child ([`spawn`]) leads a process group of its own, killed with one `killpg`. A
-//! descendant that called `setsid` (or `setpgid`) is no longer in that group, and once its
-//! parent exits it would be re-parented to init and survive. So toolmux makes itself a
-//! *child subreaper* ([`become_subreaper`], before its first child starts): orphans below it are
-//! re-parented to toolmux instead. Every child is started with a mark in its environment
-//! ([`MARK_VAR`]), which its descendants inherit; when its work ends, its [`Guard`] kills
-//! the processes re-parented to toolmux that carry the mark (with the process group each one
-//! leads) and reaps them. The mark tells one call's or server's leftovers from another's,
-//! which the process tree no longer can. A descendant that both leaves the group and clears
-//! its environment cannot be told apart; [`sweep_escaped`] stops those when toolmux exits.
+//! # Containment
+//! Each child runs in a cgroup of its own where the system allows it ([`crate::cgroup`]): it
+//! joins the cgroup before its program starts, nothing it starts can leave it (`setsid`,
+//! `setpgid` into toolmux's own group and an empty environment included), and when its work
+//! ends the [`Guard`] kills the whole cgroup and removes it. [`Containment`] says which way a
+//! child is contained, for callers to report.
+//!
+//! Where no cgroup can be made, the fallback is the process group and a mark. Each child
+//! ([`spawn`]) leads a process group of its own, killed with one `killpg`. A descendant that
+//! called `setsid` (or `setpgid`) is no longer in that group, and once its parent exits it
+//! would be re-parented to init and survive. So toolmux makes itself a *child subreaper*
+//! ([`become_subreaper`], before its first child starts): orphans below it are re-parented to
+//! toolmux instead. Every child is started with a mark in its environment ([`MARK_VAR`]),
+//! which its descendants inherit; when its work ends, its [`Guard`] kills the processes
+//! re-parented to toolmux that carry the mark (with the process group each one leads) and
+//! reaps them. A descendant that both leaves the group and clears its environment cannot be
+//! told apart; [`sweep_escaped`] stops those that left toolmux's session or group when toolmux
+//! exits — but one that joins toolmux's own process group is missed: only a cgroup holds it.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -29,6 +39,9 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use crate::cgroup::{self, Cgroup};
+use crate::environ;
 
 /// toolmux's environment variables a child gets unless it inherits everything: those the MCP
 /// SDKs' stdio clients pass (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`), plus the
@@ -57,6 +70,51 @@ fn is_passed(name: &str, value: &OsStr) -> bool {
     is_inherited(name) && !value.as_encoded_bytes().starts_with(b"()")
 }
 
+/// Whether toolmux passes a variable to a child: on the allowlist ([`is_passed`]), or, for a
+/// child that inherits the whole environment, anything but a secret.
+fn passes(name: &OsStr, value: &OsStr, inherit_all: bool) -> bool {
+    if inherit_all {
+        !environ::is_secret(&name.to_string_lossy(), value)
+    } else {
+        name.to_str().is_some_and(|name| is_passed(name, value))
+    }
+}
+
+/// How a child, and everything it starts, is held together so that it all ends with its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Containment {
+    /// A cgroup of its own, which nothing it starts can leave.
+    Cgroup,
+    /// Its process group, the subreaper and its mark: a descendant that joins toolmux's own
+    /// process group with an empty environment is stopped only when toolmux exits.
+    ProcessGroup,
+}
+
+impl Containment {
+    /// The word callers report: `cgroup` or `process-group`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cgroup => "cgroup",
+            Self::ProcessGroup => "process-group",
+        }
+    }
+}
+
+impl std::fmt::Display for Containment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the children toolmux starts now are contained (the system is asked once).
+pub fn containment() -> Containment {
+    if cgroup::tree().is_some() {
+        Containment::Cgroup
+    } else {
+        Containment::ProcessGroup
+    }
+}
+
 /// Set once the first child is about to start (see [`become_subreaper`]).
 static SUBREAPER: std::sync::Once = std::sync::Once::new();
 
@@ -74,9 +132,10 @@ fn become_subreaper() {
 }
 
 /// Starts `program` as toolmux starts every child: in `cwd`, with stdin, stdout and stderr
-/// piped, leading a process group of its own, killed when dropped, with the allowlisted
-/// environment (all of toolmux's with `inherit_all`), then its `configured` variables and a
-/// fresh mark. The [`Guard`] stops the group and sweeps what escaped it.
+/// piped, in a cgroup of its own where the system allows it, leading a process group of its
+/// own, killed when dropped, with the allowlisted environment (all of toolmux's but its
+/// secrets with `inherit_all`), then its `configured` variables and a fresh mark. The
+/// [`Guard`] stops everything the child started when its work ends.
 pub fn spawn<K, V>(
     program: &OsStr,
     args: &[String],
@@ -117,39 +176,85 @@ where
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let configured: Vec<(K, V)> = configured.into_iter().collect();
-    if !inherit_all {
-        command.env_clear();
-        for (name, value) in std::env::vars_os() {
-            if let Some(name) = name.to_str()
-                && is_passed(name, &value)
-            {
-                command.env(name, value);
-            }
+    command.env_clear();
+    for (name, value) in std::env::vars_os() {
+        if passes(&name, &value, inherit_all) {
+            command.env(name, value);
         }
-        if tracing::enabled!(tracing::Level::DEBUG) {
-            log_dropped(program, &configured);
-        }
+    }
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        log_dropped(program, &configured, inherit_all);
     }
     command.envs(configured);
     command.env(MARK_VAR, &*mark.0);
     #[cfg(unix)]
     command.process_group(0);
+    let mut cgroup = own_cgroup();
+    // Joined first, before `prepare`'s steps: a sandbox that enters a user namespace could
+    // no longer move the child.
+    if let Some(group) = &cgroup
+        && let Err(e) = group.join_before_exec(&mut command)
+    {
+        tracing::warn!(error = %e, "cannot put a child in its cgroup; it is contained by its process group");
+        end_unused(cgroup.take());
+    }
     prepare(&mut command);
-    let child = command.spawn()?;
+    let child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            end_unused(cgroup);
+            return Err(e);
+        }
+    };
+    if let Some(group) = &mut cgroup {
+        group.joined();
+    }
     let pgid = child.id();
     if let Some(pgid) = pgid {
         leaders().insert(pgid);
     }
-    Ok((child, Guard { pgid, mark }))
+    let containment = if cgroup.is_some() {
+        Containment::Cgroup
+    } else {
+        Containment::ProcessGroup
+    };
+    Ok((
+        child,
+        Guard {
+            pgid,
+            mark,
+            cgroup,
+            containment,
+        },
+    ))
+}
+
+/// A new cgroup for a child, when children have cgroups here.
+fn own_cgroup() -> Option<Cgroup> {
+    match cgroup::tree()?.make_child() {
+        Ok(group) => Some(group),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot make a cgroup for a child; it is contained by its process group");
+            None
+        }
+    }
+}
+
+/// Removes a cgroup no child started in.
+fn end_unused(cgroup: Option<Cgroup>) {
+    if let Some(group) = cgroup
+        && let Err(e) = group.end(None)
+    {
+        tracing::debug!(error = %e, "cannot remove an unused cgroup");
+    }
 }
 
 /// Logs (at debug) the names of toolmux's variables a child does not get — a server that
 /// needs `PYTHONPATH` or `NODE_OPTIONS` must have it configured — never their values.
-fn log_dropped<K: AsRef<OsStr>, V>(program: &OsStr, configured: &[(K, V)]) {
+fn log_dropped<K: AsRef<OsStr>, V>(program: &OsStr, configured: &[(K, V)], inherit_all: bool) {
     let dropped: Vec<String> = std::env::vars_os()
         .filter(|(name, value)| {
-            !name.to_str().is_some_and(|n| is_passed(n, value))
-                && !configured.iter().any(|(k, _)| k.as_ref() == name)
+            !passes(name, value, inherit_all) && !configured.iter().any(|(k, _)| k.as_ref() == name)
         })
         .map(|(name, _)| name.to_string_lossy().into_owned())
         .collect();
@@ -196,6 +301,11 @@ fn leaders() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
     LEADERS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A copy of [`leaders`], for a pass that must not hold the lock.
+pub(crate) fn leader_ids() -> BTreeSet<u32> {
+    leaders().clone()
+}
+
 /// What stops a started child's process group, and everything that left it carrying the
 /// child's mark: [`Guard::sweep`] once the child was waited for, or dropping the guard (a
 /// call timed out or cancelled, a server dropped without a clean shutdown).
@@ -204,6 +314,9 @@ pub struct Guard {
     /// The group (the child's process id), until it was stopped.
     pgid: Option<u32>,
     mark: Mark,
+    /// The child's cgroup, until it was ended.
+    cgroup: Option<Cgroup>,
+    containment: Containment,
 }
 
 impl Guard {
@@ -212,14 +325,34 @@ impl Guard {
         self.pgid
     }
 
-    /// Kills what is left of the child: its process group (the child itself, which is never
-    /// reaped here: its owner waits for it), and every process re-parented to toolmux that
-    /// carries its mark, with the group it leads. Passes repeat while killing re-parents
-    /// more, for at most half a second; they read `/proc` on the blocking pool. Later calls,
-    /// and dropping the guard, do nothing.
+    /// How the child and everything it starts are contained.
+    pub fn containment(&self) -> Containment {
+        self.containment
+    }
+
+    /// Kills what is left of the child (the child itself is never reaped here: its owner
+    /// waits for it). In a cgroup: everything in it, then the cgroup is removed and its dead
+    /// members re-parented to toolmux are reaped. Otherwise: its process group, and every
+    /// process re-parented to toolmux that carries its mark, with the group it leads, in
+    /// passes that repeat while killing re-parents more, for at most half a second. Either
+    /// way the work runs on the blocking pool. Later calls, and dropping the guard, do
+    /// nothing.
     pub async fn sweep(&mut self) {
         let Some(pgid) = self.pgid.take() else { return };
-        self.mark.sweep(pgid).await;
+        match self.cgroup.take() {
+            Some(group) => {
+                // The cgroup is exact; the process group adds nothing (and its id may have
+                // been reused once the child was reaped).
+                match tokio::task::spawn_blocking(move || group.end(Some(pgid))).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "what a child left running could not all be stopped");
+                    }
+                    Err(e) => tracing::warn!(error = %e, "the end of a child's cgroup failed"),
+                }
+            }
+            None => self.mark.sweep(pgid).await,
+        }
         leaders().remove(&pgid);
     }
 }
@@ -227,8 +360,24 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         let Some(pgid) = self.pgid.take() else { return };
-        signal_group(pgid, Signal::Kill);
         leaders().remove(&pgid);
+        if let Some(group) = self.cgroup.take() {
+            // Killed now; emptied and removed on the blocking pool, since a drop cannot wait.
+            if let Err(e) = group.kill() {
+                tracing::debug!(error = %e, "cannot kill a child's cgroup");
+            }
+            let end = move || {
+                if let Err(e) = group.end(Some(pgid)) {
+                    tracing::warn!(error = %e, "what a child left running could not all be stopped");
+                }
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn_blocking(end)),
+                Err(_) => end(),
+            }
+            return;
+        }
+        signal_group(pgid, Signal::Kill);
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 // What the kill re-parents to toolmux arrives a moment later.
@@ -341,9 +490,9 @@ fn pass(_mark: &str, _leader: Option<u32>, _pending: &mut Vec<u32>) -> usize {
     0
 }
 
-/// Kills, when toolmux is about to exit, every process re-parented to it that left its
-/// process group and so cannot be attributed to a child (see the module's documentation):
-/// nothing toolmux started may outlive it. Passes repeat, for at most half a second, while
+/// Kills, when toolmux is about to exit, everything in its children's cgroups, then every
+/// process re-parented to it that left its process group and so cannot be attributed to a
+/// child (see the module's documentation): nothing toolmux started may outlive it. Passes repeat, for at most half a second, while
 /// killing re-parents more. The `toolmux` binary calls it once its command has ended.
 pub fn sweep_escaped() {
     // Nothing can have been re-parented to a process that never became a subreaper (no child
@@ -351,6 +500,9 @@ pub fn sweep_escaped() {
     if !SUBREAPER.is_completed() {
         return;
     }
+    // Every child's cgroup, whatever its guard did: a server whose guard is dropped only with
+    // the runtime, after this, or a guard that could not empty its cgroup.
+    cgroup::end_all();
     let deadline = std::time::Instant::now() + SWEEP_LIMIT;
     while escaped_pass() > 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(SWEEP_PAUSE);
@@ -466,7 +618,7 @@ impl Stat {
 
 /// The children of toolmux's threads: what it started, and orphans re-parented to it.
 #[cfg(target_os = "linux")]
-fn children_of_toolmux() -> Vec<u32> {
+pub(crate) fn children_of_toolmux() -> Vec<u32> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
@@ -485,6 +637,12 @@ fn children_of_toolmux() -> Vec<u32> {
     children
 }
 
+/// Whether process `pid` is dead but not reaped yet.
+#[cfg(target_os = "linux")]
+pub(crate) fn is_zombie(pid: u32) -> bool {
+    Stat::read(pid).is_some_and(|stat| stat.zombie)
+}
+
 /// Whether process `pid` was started with `mark` in its environment.
 #[cfg(target_os = "linux")]
 fn has_mark(pid: u32, mark: &str) -> bool {
@@ -500,7 +658,7 @@ fn has_mark(pid: u32, mark: &str) -> bool {
 /// Reaps a dead child of toolmux without waiting; whether it is gone (reaped now, or not a
 /// child any more).
 #[cfg(target_os = "linux")]
-fn reap(pid: u32) -> bool {
+pub(crate) fn reap(pid: u32) -> bool {
     use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
     let Ok(raw) = i32::try_from(pid) else {
         return true;

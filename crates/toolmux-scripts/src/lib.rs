@@ -1,12 +1,14 @@
 //! Script tools: user-defined tools backed by a command. A call runs the command with the
 //! arguments as JSON on stdin; a JSON object on stdout becomes structured content, anything
 //! else text; a non-zero exit is an error result with the end of stderr. Each call runs in a
-//! process group of its own, and the whole group is killed when the call ends, times out or is
-//! cancelled, and what left the group (with `setsid`) is found and killed too, so no
-//! descendant outlives its call. A command gets an allowlist of toolmux's environment plus its
+//! cgroup of its own where the system allows it (else a process group, with a mark and the
+//! subreaper), and everything in it is killed when the call ends, times out or is cancelled,
+//! so no descendant outlives its call ([`child`]). A command gets an allowlist of toolmux's environment plus its
 //! configured `env` ([`child`]), unless it is configured to inherit the whole environment.
 
+mod cgroup;
 pub mod child;
+pub mod environ;
 mod run;
 
 use std::path::{Path, PathBuf};

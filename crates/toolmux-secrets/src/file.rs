@@ -63,9 +63,11 @@ impl std::fmt::Debug for SecretKey {
 }
 
 impl SecretKey {
-    /// `$TOOLMUX_SECRET_KEY` when set, else the user's key file.
+    /// `$TOOLMUX_SECRET_KEY` when set, else the user's key file. Read from toolmux's kept
+    /// environment: the binary takes the key out of the process environment at start, so that
+    /// no child inherits it.
     pub fn from_environment() -> Self {
-        if let Ok(text) = std::env::var("TOOLMUX_SECRET_KEY")
+        if let Some(text) = toolmux_config::process_env::var("TOOLMUX_SECRET_KEY")
             && !text.is_empty()
         {
             return Self::Given(Zeroizing::new(text));

@@ -174,7 +174,8 @@ impl SecretStore {
     pub fn open(project_dir: &Path) -> Result<Self, SecretError> {
         let state = toolmux_config::state_dir(project_dir);
         let lock_path = state.join("secrets.lock");
-        let choice = std::env::var("TOOLMUX_SECRET_BACKEND").unwrap_or_default();
+        // Its name holds SECRET: the binary may have taken it out of the process environment.
+        let choice = toolmux_config::process_env::var("TOOLMUX_SECRET_BACKEND").unwrap_or_default();
         let file = || -> Arc<dyn Backend> {
             Arc::new(FileBackend::new(
                 secrets_file(project_dir),

@@ -210,3 +210,47 @@ async fn d13_shutdown_stops_a_background_discovery_still_starting_its_server() {
     )
     .await;
 }
+
+/// The reproduction of D21 (`esc.py`): forks a child that joins the process group of the
+/// process named by the second argument, closes its descriptors and execs `sleep MARKER` with
+/// an empty environment — no mark, no group of the server's: only the server's cgroup holds it.
+#[cfg(target_os = "linux")]
+const ESC_PY: &str = r#"
+import os, sys
+pg = int(open(f"/proc/{sys.argv[2]}/stat").read().rsplit(")", 1)[1].split()[2])
+if os.fork() == 0:
+    os.setpgid(0, pg)
+    os.closerange(0, 256)
+    os.execve("/bin/sleep", ["sleep", sys.argv[1]], {})
+"#;
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d21_what_a_stdio_server_left_in_toolmuxs_own_group_dies_with_the_server() {
+    let marker = unique_sleep();
+    let rogue = rogue(&[]);
+    // The server's shell leaves the process in toolmux's (here the test's) group, `$PPID`,
+    // then runs the server as usual.
+    let server = json!({
+        "command": "sh",
+        "args": [
+            "-c",
+            format!("\"$0\" esc.py {marker} $PPID && exec \"$0\" \"$@\""),
+            rogue["command"],
+            rogue["args"][0],
+        ],
+    });
+    let project = Project::new(&json!({"mcpServers": {"rogue": server}}));
+    std::fs::write(project.path().join("esc.py"), ESC_PY).expect("write esc.py");
+    let upstreams = project.upstreams();
+    let source = upstreams.get("rogue").expect("configured");
+    source.discover().await.expect("discovers");
+    let sleeping = || processes_with(&format!("sleep\0{marker}"));
+    assert_eq!(sleeping().len(), 1, "the escaped process runs");
+    upstreams.shutdown().await;
+    assert_eq!(
+        sleeping(),
+        Vec::<u32>::new(),
+        "what the server left in toolmux's own group outlived it"
+    );
+}

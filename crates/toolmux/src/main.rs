@@ -20,7 +20,28 @@ use crate::cli::Cli;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Then, while toolmux still has a single thread: its secrets (API keys, tokens,
+    // passwords, and what its configuration and `--api-key-env` name) leave the process
+    // environment and the block `/proc/<pid>/environ` shows, kept for toolmux's own lookups
+    // (`${VAR}` at every configuration load and reload), and the process becomes not
+    // dumpable, so no child reads them from toolmux.
+    let named = named_variables(&cli);
+    #[allow(unsafe_code)]
+    // SAFETY: no other thread exists yet (parsing the command line and reading the
+    // configuration files start none), so nothing reads or changes the environment while it
+    // is rewritten.
+    let hidden = unsafe { toolmux_scripts::environ::hide_secrets(&named) };
     init_tracing(cli.verbose);
+    if !hidden.names.is_empty() {
+        tracing::debug!(
+            names = %hidden.names.join(" "),
+            overwritten = hidden.overwritten,
+            "secrets taken out of toolmux's environment (children get them only through a configured `env`)"
+        );
+    }
+    for problem in &hidden.problems {
+        tracing::warn!("{problem}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -32,9 +53,9 @@ fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(commands::run(cli));
-    // Whatever left the process groups of what this command started (a script's or a
-    // server's `setsid` daemon) dies now: nothing toolmux started outlives it, whichever
-    // command ran.
+    // Whatever is left in the cgroups of what this command started, and whatever left the
+    // process groups of what it started where there are no cgroups (a script's or a server's
+    // `setsid` daemon), dies now: nothing toolmux started outlives it, whichever command ran.
     toolmux_scripts::child::sweep_escaped();
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -43,6 +64,38 @@ fn main() -> ExitCode {
             ExitCode::from(failure.code())
         }
     }
+}
+
+/// The most bytes of a configuration file read for its `${VAR}` references at start.
+const MAX_SCANNED_CONFIG: u64 = 4 * 1024 * 1024;
+
+/// The variables toolmux hands on only where its configuration says: those `${VAR}`
+/// references in the user's and the project's configuration files name, and those
+/// `--api-key-env` names. Read before the runtime starts; a file that cannot be read names
+/// nothing here (loading it reports the error).
+fn named_variables(cli: &Cli) -> Vec<String> {
+    use std::io::Read;
+
+    let mut names = Vec::new();
+    if let cli::Command::Serve(args) = &cli.command {
+        names.extend(args.api_key_env.iter().cloned());
+    }
+    let project = project::locate(cli.project.as_deref())
+        .ok()
+        .map(|dir| toolmux_config::project_config_path(&dir));
+    for file in [toolmux_config::user_config_path(), project]
+        .into_iter()
+        .flatten()
+    {
+        let mut text = String::new();
+        if std::fs::File::open(&file)
+            .and_then(|f| f.take(MAX_SCANNED_CONFIG).read_to_string(&mut text))
+            .is_ok()
+        {
+            names.extend(toolmux_scripts::environ::references(&text));
+        }
+    }
+    names
 }
 
 /// Logs go to stderr so stdout carries only results (and, for `toolmux mcp`, only protocol

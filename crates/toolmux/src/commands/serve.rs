@@ -337,8 +337,10 @@ impl Drop for RemoveOnDrop {
 fn api_keys(vars: &[String]) -> Result<Vec<String>, Failure> {
     let mut keys = Vec::new();
     for var in vars {
-        match std::env::var(var) {
-            Ok(key) if !key.trim().is_empty() => keys.push(key.trim().to_string()),
+        // From toolmux's kept environment: the key was taken out of the process environment
+        // at start, so that no child inherits it.
+        match toolmux_config::process_env::var(var) {
+            Some(key) if !key.trim().is_empty() => keys.push(key.trim().to_string()),
             _ => {
                 return Err(Failure::Usage(format!(
                     "--api-key-env {var}: the environment variable `{var}` is unset or empty"

@@ -1,0 +1,36 @@
+//! toolmux's own environment as it was when it started, for toolmux alone.
+//!
+//! At start the binary takes its secrets (API keys, tokens, passwords) out of the process
+//! environment, so that no child inherits them and `/proc/<toolmux>/environ` does not show them
+//! (`toolmux_scripts::environ`). toolmux itself still needs them afterwards: a configuration's
+//! `${OPENAI_API_KEY}` is expanded at every load and reload, `--api-key-env` names a variable,
+//! the secret store reads `TOOLMUX_SECRET_KEY`. Those reads go through [`var`], which finds
+//! what was taken out in a private copy kept here ([`keep_removed`]).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// The variables taken out of the process environment, with their values.
+static REMOVED: OnceLock<HashMap<String, String>> = OnceLock::new();
+
+/// Keeps `removed` — the variables taken out of the process environment — for [`var`]. Only
+/// the first call counts (the environment is scrubbed once, at start); later calls return
+/// `false` and change nothing.
+pub fn keep_removed(removed: HashMap<String, String>) -> bool {
+    REMOVED.set(removed).is_ok()
+}
+
+/// The value toolmux's environment gave `name`: the process environment's, else the value
+/// kept when it was taken out of it. `None` when unset or not valid Unicode.
+pub fn var(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .or_else(|| REMOVED.get()?.get(name).cloned())
+}
+
+/// Whether `name` was taken out of the process environment at start.
+pub fn was_removed(name: &str) -> bool {
+    REMOVED
+        .get()
+        .is_some_and(|removed| removed.contains_key(name))
+}

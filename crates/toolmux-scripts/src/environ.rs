@@ -1,0 +1,438 @@
+//! Taking toolmux's secrets out of its own environment, once, when the binary starts.
+//!
+//! A child that reads `/proc/$PPID/environ` sees toolmux's environment as it was at exec: the
+//! kernel shows the original block of `NAME=value` strings (between the process's `env_start`
+//! and `env_end`), whatever `unsetenv` did to the `environ` array since. So [`hide_secrets`]:
+//! 1. finds the secret variables ([`is_secret`]: a name that says key, token, password…, or a
+//!    value that carries credentials, such as a URL with a password in it);
+//! 2. keeps their values for toolmux alone (`toolmux_config::process_env`, which `${VAR}`
+//!    expansion reads at every configuration load and reload);
+//! 3. takes them out of the process environment, so no child inherits them, whichever way it
+//!    is started — except the proxy variables, which toolmux's own HTTP clients read from the
+//!    process environment; those stay there as a fresh copy, and the child recipe leaves them
+//!    out ([`crate::child`]);
+//! 4. overwrites their original bytes with zeros, so `/proc/<toolmux>/environ` no longer shows
+//!    them;
+//! 5. makes toolmux not dumpable (`PR_SET_DUMPABLE` 0): its `/proc` entries (`environ`, `mem`,
+//!    `maps`, …) then belong to root, and a child running as the same unprivileged user can
+//!    neither read them nor attach to toolmux. Core dumps of toolmux are off as a consequence.
+
+#![allow(unsafe_code)] // Overwriting the original environment block needs raw pointers.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+
+/// Words that make a variable's name a secret's, wherever they appear in it (`OPENAI_API_KEY`,
+/// `GITHUB_TOKEN`, `PGPASSWORD`, `SLACK_WEBHOOK_URL`, …).
+const SECRET_WORDS: &[&str] = &[
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "WEBHOOK",
+    "COOKIE",
+    "PRIVATE",
+];
+
+/// Words that make a variable's name a secret's when they are one of its `_`-separated parts:
+/// as substrings they are too common (`PWD` is the working directory, `PAT` is in `PATH`).
+const SECRET_PARTS: &[&str] = &["PWD", "PAT", "PASS", "AUTH", "DSN", "CREDS", "APIKEY"];
+
+/// Prefixes of well-known credentials (OpenAI, Stripe, GitHub, GitLab, Slack, AWS, Hugging
+/// Face, npm, PyPI, Google), for a secret kept under a name that does not say so.
+const SECRET_PREFIXES: &[&str] = &[
+    "sk-",
+    "sk_live_",
+    "rk_live_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xapp-",
+    "AKIA",
+    "ASIA",
+    "hf_",
+    "npm_",
+    "pypi-",
+    "AIza",
+];
+
+/// The shortest value [`SECRET_PREFIXES`] are looked for in: a credential is long, and a short
+/// value such as `hf_home` is a setting.
+const MIN_PREFIXED_SECRET: usize = 16;
+
+/// Proxy variables: toolmux's HTTP clients read them from its process environment, so a
+/// secret one (a proxy URL with a password) stays there, out of `/proc` and out of children.
+const PROXY_VARS: &[&str] = &["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "FTP_PROXY"];
+
+/// Whether the variable `name=value` holds a secret that no child may get unless its
+/// configuration names it: a name with a secret's word in it ([`SECRET_WORDS`],
+/// [`SECRET_PARTS`]), or a value that carries credentials — a URL with user information
+/// (`postgres://user:pass@db/app`, `https://key@sentry.io/1`) or a well-known key's prefix.
+pub fn is_secret(name: &str, value: &OsStr) -> bool {
+    is_secret_name(name) || holds_credentials(&value.to_string_lossy())
+}
+
+fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    if upper == "PWD" || upper == "OLDPWD" {
+        return false;
+    }
+    SECRET_WORDS.iter().any(|word| upper.contains(word))
+        || upper.split('_').any(|part| SECRET_PARTS.contains(&part))
+}
+
+/// Whether `value` carries credentials (see [`is_secret`]).
+fn holds_credentials(value: &str) -> bool {
+    let url_with_user = value.match_indices("://").any(|(at, _)| {
+        let authority = value[at + 3..]
+            .split(['/', '?', '#', ' ', ',', ';'])
+            .next()
+            .unwrap_or_default();
+        authority.contains('@')
+    });
+    url_with_user
+        || (value.len() >= MIN_PREFIXED_SECRET
+            && !value.contains(char::is_whitespace)
+            && SECRET_PREFIXES.iter().any(|p| value.starts_with(p)))
+}
+
+/// Whether toolmux's own code reads `name` from its process environment, so that a secret
+/// value must stay there (see [`PROXY_VARS`]).
+fn needed_in_process(name: &str) -> bool {
+    PROXY_VARS.iter().any(|p| p.eq_ignore_ascii_case(name))
+}
+
+/// The variables `${NAME}` and `${NAME:-default}` references in a configuration file's text
+/// name (not `${secret:NAME}`, nor an escaped `$${`), in order, without repeats. A plain scan
+/// of the text: comments are looked at too, which at worst hides one variable more.
+pub fn references(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let bytes = text.as_bytes();
+    for (at, _) in text.match_indices("${") {
+        if at > 0 && bytes[at - 1] == b'$' {
+            continue;
+        }
+        let rest = &text[at + 2..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let name = &rest[..end];
+        let closes = matches!(rest[end..].chars().next(), Some('}' | ':'));
+        let secret_ref = name == "secret" && rest[end..].starts_with(':');
+        if !name.is_empty() && closes && !secret_ref && !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// Whether a variable named by the configuration (or `--api-key-env`) is taken out of the
+/// process environment: all but the basics every program needs and toolmux reads itself
+/// (the child allowlist, `XDG_*`, the working directory).
+fn named_is_hidden(name: &str) -> bool {
+    !(crate::child::is_inherited(name)
+        || name.starts_with("XDG_")
+        || name == "PWD"
+        || name == "OLDPWD"
+        || name.starts_with("TOOLMUX_") && !is_secret_name(name))
+}
+
+/// What [`hide_secrets`] did, for a log line (names only, never values).
+#[derive(Debug, Default)]
+pub struct Hidden {
+    /// The secret variables taken out of the process environment (or, for a proxy variable,
+    /// only out of `/proc`).
+    pub names: Vec<String>,
+    /// How many of their original entries were overwritten in the block `/proc` shows.
+    pub overwritten: usize,
+    /// Why a step could not be done (no `/proc`, `prctl` refused), if one could not.
+    pub problems: Vec<String>,
+}
+
+/// Takes toolmux's secrets out of its process environment and out of what
+/// `/proc/<toolmux>/environ` shows, keeps them for toolmux's own lookups, and makes the
+/// process not dumpable (see the module's documentation). Called once, first thing in `main`.
+///
+/// The secrets are the variables [`is_secret`] finds, and those in `named`: what the
+/// configuration's `${VAR}` references ([`references`]) and `--api-key-env` name — values
+/// toolmux hands to the places its configuration says, not to every child — except the
+/// basics (`HOME`, `PATH`, locale, `XDG_*`…).
+///
+/// # Safety
+/// No other thread may exist, or at least none that reads or changes the environment: like
+/// [`std::env::remove_var`], this changes the process environment, and it also overwrites
+/// the original strings of the removed variables, which any copy of a pointer into the
+/// environment taken before would see change.
+pub unsafe fn hide_secrets(named: &[String]) -> Hidden {
+    let mut hidden = Hidden::default();
+    let secrets: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(name, value)| {
+            name.to_str().is_some_and(|n| {
+                is_secret(n, value) || (named.iter().any(|m| m == n) && named_is_hidden(n))
+            })
+        })
+        .collect();
+    // Where their original strings are, found before the environment changes.
+    let originals = original_entries(&secrets, &mut hidden.problems);
+    let mut kept = HashMap::new();
+    for (name, value) in secrets {
+        if needed_in_process(&name.to_string_lossy()) {
+            // SAFETY: no other thread reads or writes the environment (the caller's promise).
+            // The copy setenv makes is on the heap, which `/proc/PID/environ` never shows.
+            unsafe { std::env::set_var(&name, &value) };
+        } else {
+            // SAFETY: as above.
+            unsafe { std::env::remove_var(&name) };
+            // A value that is not Unicode could not be read by `${VAR}` before either.
+            if let (Some(name), Some(value)) = (name.to_str(), value.to_str()) {
+                kept.insert(name.to_string(), value.to_string());
+            }
+        }
+        hidden.names.push(name.to_string_lossy().into_owned());
+    }
+    for (start, len) in &originals {
+        // SAFETY: each range is one `NAME=value` string of the original block the kernel
+        // placed on the initial stack, checked to lie within `[env_start, env_end)`: memory
+        // this process owns, writable, never freed, and no longer in `environ` (the variable
+        // was removed, or replaced by a heap copy) — nothing reads it but `/proc`.
+        unsafe { std::ptr::write_bytes(*start, 0, *len) };
+    }
+    hidden.overwritten = originals.len();
+    toolmux_config::process_env::keep_removed(kept);
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        hidden
+            .problems
+            .push(format!("cannot make toolmux not dumpable: {e}"));
+    }
+    hidden
+}
+
+/// The original strings (start, length) of the `secrets` in the block `/proc/self/environ`
+/// shows, as the initial `environ` array points to them.
+#[cfg(target_os = "linux")]
+fn original_entries(
+    secrets: &[(OsString, OsString)],
+    problems: &mut Vec<String>,
+) -> Vec<(*mut u8, usize)> {
+    use std::os::unix::ffi::OsStrExt;
+
+    unsafe extern "C" {
+        /// The C library's environment: the array of `NAME=value` strings.
+        static environ: *const *mut std::ffi::c_char;
+    }
+
+    let Some((env_start, env_end)) = environment_block() else {
+        problems.push(
+            "cannot read where the environment block is (/proc/self/stat); /proc/self/environ \
+             still shows the secrets"
+                .to_string(),
+        );
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    // SAFETY: `environ` is a null-terminated array of null-terminated strings, which no other
+    // thread changes (the caller's promise).
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let start = *entry;
+            let bytes = std::ffi::CStr::from_ptr(start).to_bytes();
+            let name = bytes.split(|b| *b == b'=').next().unwrap_or_default();
+            let address = start as usize;
+            // Only the original block, which nothing ever frees: a string the C library
+            // allocated itself for an earlier setenv may be freed by it.
+            let original = address >= env_start && address + bytes.len() < env_end;
+            if original && secrets.iter().any(|(n, _)| n.as_bytes() == name) {
+                found.push((start.cast::<u8>(), bytes.len()));
+            }
+            entry = entry.add(1);
+        }
+    }
+    found
+}
+
+#[cfg(not(target_os = "linux"))]
+fn original_entries(
+    _secrets: &[(OsString, OsString)],
+    _problems: &mut Vec<String>,
+) -> Vec<(*mut u8, usize)> {
+    Vec::new()
+}
+
+/// `env_start` and `env_end` of this process (`/proc/self/stat` fields 50 and 51): the block
+/// `/proc/self/environ` shows.
+#[cfg(target_os = "linux")]
+fn environment_block() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name start after its last ')' with field 3 (the state).
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(50 - 3);
+    let start = fields.next()?.parse().ok()?;
+    let end = fields.next()?.parse().ok()?;
+    (start < end).then_some((start, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret(name: &str, value: &str) -> bool {
+        is_secret(name, OsStr::new(value))
+    }
+
+    #[test]
+    fn names_that_say_secret_are_secret() {
+        for name in [
+            "OPENAI_API_KEY",
+            "TOOLMUX_API_KEY",
+            "TOOLMUX_SECRET_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN",
+            "github_token",
+            "PGPASSWORD",
+            "MYSQL_PWD",
+            "GITHUB_PAT",
+            "GH_PAT",
+            "SLACK_WEBHOOK_URL",
+            "REDISCLI_AUTH",
+            "SENTRY_DSN",
+            "DOCKER_CREDS",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "BW_SESSION_COOKIE",
+            "SSH_PRIVATE_KEY",
+            "OPENAIAPIKEY",
+        ] {
+            assert!(secret(name, "x"), "{name}");
+        }
+    }
+
+    #[test]
+    fn ordinary_settings_are_not() {
+        for name in [
+            "PATH",
+            "PWD",
+            "OLDPWD",
+            "HOME",
+            "LANG",
+            "TERM",
+            "TOOLMUX_LOG",
+            "TOOLMUX_PROJECT",
+            "PYTHONPATH",
+            "XAUTHORITY",
+            "SSH_ASKPASS",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "HTTPS_PROXY",
+            "DATABASE_URL",
+            "COMPASS_DIR",
+        ] {
+            assert!(!secret(name, "/usr/bin:/bin"), "{name}");
+        }
+    }
+
+    #[test]
+    fn values_that_carry_credentials_are_secret_whatever_the_name() {
+        for value in [
+            "postgres://user:pass@db.example.com/app",
+            "mysql://root:hunter2@127.0.0.1:3306",
+            "https://0123abcd@o1.ingest.sentry.io/42",
+            "http://proxyuser:proxypass@proxy:3128",
+            "redis://:pw@cache:6379/0,redis://other",
+            "sk-proj-0123456789abcdefghij",
+            "ghp_0123456789abcdefghijklmnopqrstuvwxyz",
+            "github_pat_11ABCDEFG0123456789",
+            "xoxb-1234-5678-abcdefghijkl",
+            "AKIAIOSFODNN7EXAMPLE",
+        ] {
+            assert!(secret("DATABASE_URL", value), "{value}");
+        }
+        for value in [
+            "postgres://db.example.com/app",
+            "https://example.com/path?a=b@c",
+            "sk-short",
+            "hf_home",
+            "/home/user/.local/bin",
+            "user@example.com",
+        ] {
+            assert!(!secret("SETTING", value), "{value}");
+        }
+    }
+
+    #[test]
+    fn proxies_stay_in_the_process_for_its_http_clients() {
+        assert!(needed_in_process("https_proxy"));
+        assert!(needed_in_process("HTTP_PROXY"));
+        assert!(!needed_in_process("OPENAI_API_KEY"));
+    }
+
+    #[test]
+    fn odd_values_never_panic() {
+        for value in [
+            "://",
+            "://@",
+            "a://",
+            "@://",
+            "://\u{e9}@",
+            "\u{1F600}://x@y",
+        ] {
+            let _ = secret("X", value);
+        }
+        let huge = "a://".repeat(100_000) + "@";
+        assert!(secret("X", &huge));
+    }
+
+    #[test]
+    fn references_are_found_but_not_secret_store_ones_or_escapes() {
+        let text = r#"{"apiKey": "${OPENAI_API_KEY}", "h": "Bearer ${DOCS_KEY:-none}",
+            "s": "${secret:STORED}", "lit": "$${NOT_A_REF}", "again": "${OPENAI_API_KEY}",
+            "odd": "${", "open": "${UNCLOSED", "x": "${A-B}", "home": "${HOME}/bin"}"#;
+        assert_eq!(references(text), ["OPENAI_API_KEY", "DOCS_KEY", "HOME"]);
+        for text in [
+            "${",
+            "$${",
+            "${}",
+            "${:",
+            "\u{e9}${\u{e9}}",
+            "${secret",
+            "${secret}",
+        ] {
+            let _ = references(text);
+        }
+        assert_eq!(references("${secret}"), ["secret"]);
+        let huge = "${A}".repeat(100_000);
+        assert_eq!(references(&huge), ["A"]);
+    }
+
+    #[test]
+    fn named_variables_are_hidden_but_the_basics() {
+        for name in [
+            "MY_SERVICE_URL",
+            "PYTHONPATH",
+            "SERVE_CRED",
+            "TOOLMUX_TEST_KEY",
+        ] {
+            assert!(named_is_hidden(name), "{name}");
+        }
+        for name in [
+            "HOME",
+            "PATH",
+            "LANG",
+            "LC_ALL",
+            "XDG_CONFIG_HOME",
+            "PWD",
+            "TOOLMUX_PROJECT",
+        ] {
+            assert!(!named_is_hidden(name), "{name}");
+        }
+    }
+}
