@@ -117,7 +117,9 @@ fn mcp_rest_and_cli_share_one_task_list() {
     let first = keyed(&project, &["tasks", "list", "--limit", "1"]).ok();
     assert_eq!(first.lines().count(), 2, "{first}");
     assert!(
-        first.trim_end().ends_with("… 2 more: toolmux tasks list --offset 1"),
+        first
+            .trim_end()
+            .ends_with("… 2 more: toolmux tasks list --offset 1"),
         "{first}"
     );
     let shown = keyed(&project, &["tasks", "show", &note_id.to_string()]).ok();
