@@ -149,9 +149,15 @@ impl ExecPack {
             Err(e) => return ToolResult::error(e.to_string()),
         };
         let listing = output_dir.clone();
-        let (files, truncated) = tokio::task::spawn_blocking(move || list_files(&listing))
-            .await
-            .unwrap_or_default();
+        let (files, truncated) =
+            match tokio::task::spawn_blocking(move || list_files(&listing)).await {
+                Ok(listed) => listed,
+                Err(e) => {
+                    // The command's own result still stands; the files it wrote are said missing.
+                    tracing::warn!(error = %e, "listing code_execution's output files failed");
+                    Default::default()
+                }
+            };
         let mut text = render(&finished, limit);
         for file in &files {
             text.push_str(&format!("file {} ({} bytes)\n", file.path, file.size));

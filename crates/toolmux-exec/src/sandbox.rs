@@ -415,6 +415,25 @@ mod linux {
         CString::new(path.as_os_str().as_bytes()).unwrap_or_default()
     }
 
+    /// `prctl(PR_SET_DUMPABLE)` for the calling process: async-signal-safe, one system call.
+    fn set_dumpable(dumpable: bool) -> io::Result<()> {
+        // SAFETY: PR_SET_DUMPABLE takes one integer argument and touches no memory of ours.
+        let done = unsafe {
+            libc::prctl(
+                libc::PR_SET_DUMPABLE,
+                libc::c_ulong::from(dumpable),
+                0,
+                0,
+                0,
+            )
+        };
+        if done == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
     impl Enter {
         /// In the child: the namespaces, the id maps, the binds, the directory, the
         /// capabilities. Landlock comes after: the id maps are written under `/proc` and
@@ -428,6 +447,12 @@ mod linux {
                 Method::Root => nix::sched::unshare(flags)?,
                 Method::User { uid_map, gid_map } => {
                     nix::sched::unshare(flags | CloneFlags::CLONE_NEWUSER)?;
+                    // toolmux makes itself not dumpable at start (so that its children cannot
+                    // read its `/proc`), and a fork inherits that: its `/proc/self` files then
+                    // belong to root, who is not mapped in the new namespace, and writing the
+                    // maps fails. Dumpable just while the maps are written; `exec` decides
+                    // afresh for the command.
+                    set_dumpable(true)?;
                     // Without `deny` here an unprivileged process may not write its gid map.
                     match write_proc(c"/proc/self/setgroups", b"deny") {
                         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
@@ -435,6 +460,7 @@ mod linux {
                     }
                     write_proc(c"/proc/self/uid_map", uid_map)?;
                     write_proc(c"/proc/self/gid_map", gid_map)?;
+                    set_dumpable(false)?;
                 }
             }
             // The binds below must never propagate back into toolmux's namespace.

@@ -40,6 +40,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 const OUTCOME_WAIT: Duration = Duration::from_secs(60);
 /// The most of an authorization server's `error_description` repeated in an error.
 const MAX_DESCRIPTION_CHARS: usize = 300;
+/// How long a finished sign-in waits for its redirect listener to write its last page.
+const LISTENER_STOP: Duration = Duration::from_secs(3);
 
 /// A sign-in under way: the URL a person opens, and the flow to finish once they come back.
 pub struct PendingLogin {
@@ -54,6 +56,9 @@ struct Flow {
     session: AuthorizationSession,
     redirect: oneshot::Receiver<Redirect>,
     shutdown: oneshot::Sender<()>,
+    /// The listener's task: awaited after `shutdown`, so that the outcome's page is written
+    /// before a failed sign-in returns (and the command that started it exits).
+    listener: tokio::task::JoinHandle<()>,
     target: Target,
 }
 
@@ -86,6 +91,7 @@ impl PendingLogin {
             session,
             redirect,
             shutdown,
+            listener,
             target,
         }) = self.flow
         else {
@@ -117,6 +123,17 @@ impl PendingLogin {
             .outcome
             .send(outcome.as_ref().map(|_| ()).map_err(ToString::to_string));
         let _ = shutdown.send(());
+        // A graceful stop writes the answers in flight, the outcome's page among them; a
+        // browser that never reads it cannot hold the command longer than this.
+        match tokio::time::timeout(LISTENER_STOP, listener).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "the sign-in redirect listener failed"),
+            Err(_) => {
+                tracing::warn!(
+                    "the sign-in redirect listener did not stop within {LISTENER_STOP:?}"
+                )
+            }
+        }
         outcome
     }
 }
@@ -266,7 +283,7 @@ pub async fn start_login(target: &Target) -> Result<PendingLogin, OAuthError> {
             state: Arc::from(expected_state),
             sender: Arc::new(Mutex::new(Some(redirect_tx))),
         });
-    tokio::spawn(async move {
+    let listener = tokio::spawn(async move {
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(async {
                 let _ = stop.await;
@@ -283,6 +300,7 @@ pub async fn start_login(target: &Target) -> Result<PendingLogin, OAuthError> {
             session,
             redirect,
             shutdown,
+            listener,
             target: target.clone(),
         }),
     })

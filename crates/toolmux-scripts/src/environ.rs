@@ -208,7 +208,13 @@ pub unsafe fn hide_secrets(named: &[String]) -> Hidden {
         unsafe { std::ptr::write_bytes(*start, 0, *len) };
     }
     hidden.overwritten = originals.len();
-    toolmux_config::process_env::keep_removed(kept);
+    if !toolmux_config::process_env::keep_removed(kept) {
+        hidden.problems.push(
+            "the secrets were already hidden once; what this second pass took out is lost to \
+             the configuration"
+                .to_string(),
+        );
+    }
     #[cfg(target_os = "linux")]
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
         hidden

@@ -620,9 +620,16 @@ fn exec_read_only(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
     paths.extend(loaded.files.iter().cloned());
     paths.extend(toolmux_config::registry_paths(&loaded.config, project));
     // What no write tool may change either (the registries' link targets among them): one list
-    // for both, with the sandbox's own additions around it.
+    // for both, with the sandbox's own additions around it. The write tools refuse a protected
+    // name before it exists; a mount can only cover what exists, and the named registries
+    // above already report a missing one.
     let writes = ProtectedPaths::for_project(&loaded.root, project, &loaded.config);
-    paths.extend(writes.iter().map(|protected| protected.path.clone()));
+    paths.extend(
+        writes
+            .iter()
+            .map(|protected| protected.path.clone())
+            .filter(|path| path.symlink_metadata().is_ok()),
+    );
     paths.extend(loaded.config.skills.paths.iter().map(|p| project.join(p)));
     for optional in [
         project.join(".claude/skills"),

@@ -327,8 +327,9 @@ pub struct ServeArgs {
     /// always pass. Guards against DNS rebinding. Repeatable.
     #[arg(long, value_name = "HOST")]
     pub allow_host: Vec<String>,
-    /// Also accept browser requests from this origin (`https://app.example.com:443`,
-    /// `http://intranet:*`); loopback origins always pass. Repeatable.
+    /// Also accept browser requests from this origin (`https://app.example.com:443`). By
+    /// default only the server's own origin (scheme, host and port) passes: a page on another
+    /// port of the same host is another origin. Repeatable.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
     /// Listen on this Unix socket (created with mode 0600) instead of a TCP port.

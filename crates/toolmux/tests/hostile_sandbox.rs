@@ -21,6 +21,12 @@ fn shell(project: &toolmux_testkit::project::TestProject, command: &str) -> Opti
     if run.code() != 0 {
         let said = format!("{}{}", run.stdout(), run.stderr());
         assert!(said.contains("requireSandbox"), "{said}");
+        // A refusal is right only where the system really cannot: where this test process can
+        // make the namespaces itself, toolmux must too.
+        assert!(
+            !system_can_sandbox(),
+            "this system makes user, mount, IPC and network namespaces, but toolmux refused: {said}"
+        );
         eprintln!("this system cannot give the sandbox; refused as it must be: {said}");
         return None;
     }
@@ -134,4 +140,124 @@ fn a_shell_call_under_serve_cannot_reach_its_socket() {
     let out = &result["structuredContent"];
     assert_eq!(out["sandbox"]["namespaces"], "full", "{out}");
     assert_eq!(out["stdout"], " exit=7\n exit=7\n", "{out}");
+}
+
+/// Whether this system lets the test's own user make the namespaces the sandbox enters
+/// (util-linux's `unshare`, as that user).
+fn system_can_sandbox() -> bool {
+    std::process::Command::new("unshare")
+        .args([
+            "--user",
+            "--map-current-user",
+            "--mount",
+            "--ipc",
+            "--net",
+            "true",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// Found in review of issue 28: toolmux makes itself not dumpable at start (D19), a fork
+/// inherits that, and a child that is not root could then not write its user namespace's id
+/// maps — every `shell` call of a user who is not root was refused (or, with
+/// `requireSandbox: false`, ran unconfined). As root the other tests take root's path; this
+/// one runs the real binary as `nobody`, with toolmux's secrets-hiding start-up, and asks for
+/// the whole sandbox.
+#[test]
+fn a_user_who_is_not_root_gets_the_whole_sandbox() {
+    use std::os::unix::fs::PermissionsExt;
+    let whoami = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .expect("id -u");
+    if String::from_utf8_lossy(&whoami.stdout).trim() != "0" {
+        // Not root: every other test here already runs as a user who is not root.
+        eprintln!("not root: the other tests of this file run as a user who is not root");
+        return;
+    }
+    const NOBODY: u32 = 65534;
+    let place = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(place.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // The test's build lives under /root, where `nobody` may not go: a copy it may run.
+    let binary = place.path().join("toolmux");
+    std::fs::copy(env!("CARGO_BIN_EXE_toolmux"), &binary).expect("copy the binary");
+    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let project = place.path().join("project");
+    std::fs::create_dir_all(project.join(".toolmux")).expect("project");
+    std::fs::write(
+        project.join(".toolmux/config.json"),
+        r#"{"policies": {"tools": {"shell": "allow"}}}"#,
+    )
+    .expect("config");
+    for path in [
+        &project,
+        &project.join(".toolmux"),
+        &project.join(".toolmux/config.json"),
+    ] {
+        std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).expect("chown");
+    }
+    let arguments = json!({"command": "id -u; grep CapEff /proc/self/status"}).to_string();
+    let run = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "--",
+        ])
+        .arg(&binary)
+        .args(["tools", "call", "shell", "--json", "--args", &arguments])
+        .current_dir(&project)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &project)
+        .env("XDG_CONFIG_HOME", project.join(".config"))
+        // A secret in its environment makes the start-up hide it, as a real user's would.
+        .env("OPENAI_API_KEY", "sk-not-for-children")
+        .output()
+        .expect("run toolmux as nobody");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(run.status.success(), "{said}");
+    let out: Value = serde_json::from_slice(&run.stdout).expect("JSON result");
+    let out = &out["structuredContent"];
+    assert_eq!(out["sandbox"]["namespaces"], "full", "{out}");
+    assert_eq!(out["sandbox"]["network"], "blocked", "{out}");
+    let stdout = out["stdout"].as_str().unwrap_or_default();
+    assert!(
+        stdout.contains("CapEff:\t0000000000000000"),
+        "the command kept capabilities: {out}"
+    );
+}
+
+/// Found in review of issue 28: toolmux takes its secrets out of its environment at start (D19),
+/// and `shell.env`, the one way to hand a command a secret on purpose, read the process
+/// environment afterwards and found nothing. A variable `shell.env` names reaches the command;
+/// one it does not name does not.
+#[test]
+fn a_secret_shell_env_names_reaches_the_command_and_no_other_does() {
+    let project = toolmux_project();
+    project
+        .config(r#"{"policies": {"tools": {"shell": "allow"}}, "shell": {"env": ["MYSQL_PWD"]}}"#);
+    let arguments = json!({"command": "echo \"pwd=$MYSQL_PWD key=$OPENAI_API_KEY\""}).to_string();
+    let run = toolmux_testkit::project::Run(
+        project
+            .cmd()
+            .args(["tools", "call", "shell", "--json", "--args", &arguments])
+            .env("MYSQL_PWD", "named-on-purpose")
+            .env("OPENAI_API_KEY", "sk-not-named")
+            .output()
+            .expect("run toolmux"),
+    );
+    let said = format!("{}{}", run.stdout(), run.stderr());
+    assert_eq!(run.code(), 0, "{said}");
+    let out = run.json()["structuredContent"].clone();
+    assert_eq!(out["stdout"], "pwd=named-on-purpose key=\n", "{out}");
 }
