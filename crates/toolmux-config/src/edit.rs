@@ -328,7 +328,7 @@ fn write_config_file(path: &Path, bytes: &[u8]) -> Result<(), EditError> {
 
 /// The file's top-level object; `None` when there is no file.
 fn read_object(path: &Path) -> Result<Option<Map<String, Value>>, EditError> {
-    let text = match fs::read_to_string(path) {
+    let text = match crate::read::read_config_text(path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {

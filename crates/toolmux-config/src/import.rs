@@ -100,7 +100,7 @@ pub fn read_import(
     path: &Path,
     project_dir: &Path,
 ) -> Result<Vec<ImportedServer>, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ImportError::Read {
+    let text = crate::read::read_config_text(path).map_err(|e| ImportError::Read {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;

@@ -40,6 +40,7 @@ mod model;
 mod oauth;
 pub mod process_env;
 mod providers;
+mod read;
 mod registries;
 mod runners;
 mod schema;
@@ -71,6 +72,7 @@ pub use model::{
 };
 pub use oauth::{OAuthGrant, OAuthSettings};
 pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers, SamplingPolicy};
+pub use read::{MAX_CONFIG_FILE_BYTES, read_config_text};
 pub use registries::registry_paths;
 pub use runners::{RunnerProtocol, RunnerSettings};
 pub use schema::{schema, starter_config};

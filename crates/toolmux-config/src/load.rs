@@ -153,7 +153,7 @@ pub(crate) fn load_merged(
 /// Reads one file and checks it alone, so that every error names its own file and position;
 /// returns its raw value with references expanded, ready to merge. `None` when it is missing.
 fn read_file(path: &Path, env: Env<'_>) -> Result<Option<Value>, ConfigError> {
-    let text = match fs::read_to_string(path) {
+    let text = match crate::read::read_config_text(path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
@@ -204,7 +204,7 @@ fn check_text(path: &Path, text: &str, env: Env<'_>) -> Result<Value, ConfigErro
 pub fn unexpanded_upstreams(loaded: &LoadedConfig) -> Map<String, Value> {
     let mut merged = Value::Object(Map::new());
     for path in &loaded.files {
-        let Ok(text) = fs::read_to_string(path) else {
+        let Ok(text) = crate::read::read_config_text(path) else {
             continue;
         };
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);

@@ -132,7 +132,7 @@ pub(crate) fn read_registry(
     project_dir: &Path,
     env: Env<'_>,
 ) -> Result<Found, ConfigError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::read::read_config_text(path)
         .map_err(|e| ConfigError::new(path, "", format!("cannot read the registry: {e}")))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let text = &*crate::jsonc::without_comments(text);

@@ -55,7 +55,7 @@ pub(crate) fn secret(name: &str) -> Result<Option<String>, EnvProblem> {
 pub fn unexpanded_config(files: &[PathBuf]) -> Value {
     let mut merged = Value::Object(Map::new());
     for path in files {
-        let Ok(text) = fs::read_to_string(path) else {
+        let Ok(text) = crate::read::read_config_text(path) else {
             continue;
         };
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);

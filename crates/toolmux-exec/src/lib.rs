@@ -182,7 +182,14 @@ impl ExecPack {
         // back in by naming it in `writablePaths` (for `git commit`); `.toolmux` may not.
         let git = root.join(".git");
         let git_writable = writable.iter().skip(2).any(|p| *p == git);
-        for (own, kept) in [(root.join(".toolmux"), true), (git, !git_writable)] {
+        // Even then its hooks and configuration stay read-only: toolmux's own `git` (a coding
+        // session's worktree) runs the hooks and honours `core.hooksPath` and
+        // `core.fsmonitor`, outside any sandbox.
+        let git_runs = [git.join("hooks"), git.join("config")];
+        let kept_paths = [(root.join(".toolmux"), true), (git, !git_writable)]
+            .into_iter()
+            .chain(git_runs.into_iter().map(|path| (path, git_writable)));
+        for (own, kept) in kept_paths {
             if kept && own.symlink_metadata().is_ok() && !read_only.contains(&own) {
                 read_only.push(own);
             }

@@ -724,13 +724,38 @@ mod linux {
         }
     }
 
-    /// The paths of `paths` that exist, canonical (as the binds will find them); a note for
-    /// each that does not.
-    fn existing(paths: &[PathBuf], notes: &mut Vec<String>, what: &str) -> Vec<PathBuf> {
+    /// The paths of `paths` that exist, canonical (as the binds will find them), with, when
+    /// `link_folders`, the folder holding each one named through a link; a note for each that
+    /// does not exist.
+    fn existing(
+        paths: &[PathBuf],
+        notes: &mut Vec<String>,
+        what: &str,
+        link_folders: bool,
+    ) -> Vec<PathBuf> {
         let mut found = Vec::new();
         for path in paths {
             match std::fs::canonicalize(path) {
                 Ok(real) => {
+                    // A mount follows a link, so binding the named path covers only what it
+                    // points at, and the link itself could be removed and replaced by a file
+                    // of the command's. The folder holding the link is kept as well.
+                    let is_link = path
+                        .symlink_metadata()
+                        .is_ok_and(|meta| meta.file_type().is_symlink());
+                    let holder = path
+                        .parent()
+                        .filter(|_| is_link && link_folders)
+                        .and_then(|parent| std::fs::canonicalize(parent).ok());
+                    if let Some(holder) = holder {
+                        notes.push(format!(
+                            "`{}` is a link, so the folder holding it is {what} too",
+                            path.display()
+                        ));
+                        if !found.contains(&holder) {
+                            found.push(holder);
+                        }
+                    }
                     if !found.contains(&real) {
                         found.push(real);
                     }
@@ -811,8 +836,8 @@ mod linux {
         };
         let (namespaces, enter) = match namespace_support() {
             Ok(method) => {
-                let read_only = existing(&policy.read_only, &mut notes, "made read-only");
-                let hidden = existing(&policy.hidden, &mut notes, "hidden");
+                let read_only = existing(&policy.read_only, &mut notes, "made read-only", true);
+                let hidden = existing(&policy.hidden, &mut notes, "hidden", false);
                 let pinned = pinned(&read_only, &policy.writable);
                 let c = |paths: &[PathBuf]| paths.iter().map(|p| c_path(p)).collect();
                 (

@@ -266,7 +266,8 @@ async fn git_may_be_made_writable_toolmux_may_not() {
     );
     let Some(out) = shell(
         &pack,
-        "echo '[core]' > .git/config; echo x > .toolmux/config.json; echo ran",
+        "echo '[core]' > .git/config; echo evil >> .git/hooks/pre-commit; \
+         echo x > .toolmux/config.json; echo ran",
     )
     .await
     else {
@@ -276,6 +277,12 @@ async fn git_may_be_made_writable_toolmux_may_not() {
     assert_eq!(
         std::fs::read_to_string(root.join(".git/config")).expect(".git/config"),
         "[core]\n"
+    );
+    // Found in review: even a writable `.git` keeps its hooks (and an existing `config`)
+    // read-only, since toolmux's own unsandboxed `git` runs them.
+    assert_eq!(
+        std::fs::read_to_string(&project.hook).expect("hook"),
+        "#!/bin/sh\n"
     );
     assert_eq!(
         std::fs::read_to_string(&project.config).expect("config"),

@@ -37,6 +37,9 @@ const MAX_PAGE: usize = 2000;
 pub struct SessionsSource {
     sessions: Sessions,
     tools: Arc<Vec<ToolDescriptor>>,
+    /// What each pending approval of a session showed, by the approval's id: the call starts
+    /// that plan or nothing (THREATS.md rule 6). An entry lives as long as its approval.
+    shown: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, String>>,
 }
 
 impl SessionsSource {
@@ -45,12 +48,19 @@ impl SessionsSource {
         Self {
             sessions,
             tools: Arc::new(descriptors()),
+            shown: Default::default(),
         }
     }
 
     /// The sessions it serves.
     pub fn sessions(&self) -> &Sessions {
         &self.sessions
+    }
+
+    fn shown(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<uuid::Uuid, String>> {
+        self.shown
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     async fn run(&self, call: &SourceCall<'_>) -> Result<(Value, String), SessionError> {
@@ -105,6 +115,16 @@ impl SessionsSource {
                 let request: RunRequest = serde_json::from_value(Value::Object(args.clone()))
                     .map_err(|e| SessionError::Invalid(e.to_string()))?;
                 let plan = self.sessions.plan(&request)?;
+                if let Some(approval) = call.context.approval {
+                    // The plan is made again here, from files and settings that may have
+                    // changed while the person decided; it must be the one they saw.
+                    let shown = self.shown().remove(&approval);
+                    if shown.as_deref() != Some(plan.preview().as_str()) {
+                        return Err(SessionError::ChangedSinceApproval {
+                            now: plan.preview().replace('\n', "; "),
+                        });
+                    }
+                }
                 let channel = Some(call.context.channel.to_string());
                 let record = self
                     .sessions
@@ -251,9 +271,19 @@ impl Source for SessionsSource {
         let request: RunRequest =
             serde_json::from_value(Value::Object(call.arguments.clone())).ok()?;
         Some(match self.sessions.plan(&request) {
-            Ok(plan) => plan.preview(),
+            Ok(plan) => {
+                let preview = plan.preview();
+                if let Some(approval) = call.context.approval {
+                    self.shown().insert(approval, preview.clone());
+                }
+                preview
+            }
             Err(e) => format!("this session cannot start: {e}"),
         })
+    }
+
+    fn approval_ended(&self, approval: uuid::Uuid) {
+        self.shown().remove(&approval);
     }
 }
 

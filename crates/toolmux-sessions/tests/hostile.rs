@@ -588,3 +588,68 @@ async fn an_acp_agent_cannot_read_toolmux_state_that_lies_inside_its_folder() {
         "{said:?}"
     );
 }
+
+// What the approval showed ----------------------------------------------------------------
+
+/// A person who, while deciding, sees the runners change (a reload of the configuration), and
+/// then allows.
+struct RunnersChangeWhileDeciding {
+    sessions: Sessions,
+    runners: BTreeMap<String, RunnerSettings>,
+}
+
+#[async_trait]
+impl Approver for RunnersChangeWhileDeciding {
+    async fn approve(&self, _request: &ApprovalRequest) -> Approval {
+        self.sessions.set_runners(&self.runners);
+        Approval::Allow
+    }
+}
+
+/// Found in review of issue 28 (rule 6, D30's kind for sessions): `run_session` planned again
+/// when it ran, so a runner, a spec or `PATH` that changed while the person decided started
+/// something they never saw. Now the call starts the plan its approval showed, or nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_starts_what_its_approval_showed_or_nothing() {
+    use toolmux_core::{CallContext, Channel, Hub, HubSettings, NullSink};
+    use toolmux_sessions::SessionsSource;
+
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path();
+    let sessions = open(root);
+    let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
+    hub.add_source(Arc::new(SessionsSource::new(sessions.clone())));
+    let arguments = serde_json::json!({"runner": "claude", "prompt": "hi"});
+
+    // `claude` now starts another program than the one the approval named.
+    let mut swapped = BTreeMap::new();
+    swapped.insert("claude".to_string(), settings(&fixture("codex")));
+    let person = Arc::new(RunnersChangeWhileDeciding {
+        sessions: sessions.clone(),
+        runners: swapped,
+    });
+    let context = CallContext::new(Channel::Rest).with_approver(person);
+    let result = hub
+        .call("run_session", arguments.clone(), &context)
+        .await
+        .expect("the call ran");
+    let said = serde_json::to_string(&result).expect("json");
+    assert!(result.is_error, "{said}");
+    assert!(said.contains("changed after it was approved"), "{said}");
+    assert!(
+        said.contains(&fixture("codex").display().to_string()),
+        "{said}"
+    );
+    assert!(sessions.list(None).expect("list").is_empty());
+
+    // What was approved is what starts.
+    let context = CallContext::new(Channel::Rest).with_approver(Arc::new(AllowAll));
+    let result = hub
+        .call("run_session", arguments, &context)
+        .await
+        .expect("the call ran");
+    let said = serde_json::to_string(&result).expect("json");
+    assert!(!result.is_error, "{said}");
+    assert_eq!(sessions.list(None).expect("list").len(), 1, "{said}");
+    sessions.shutdown(Duration::from_secs(5)).await;
+}

@@ -41,6 +41,9 @@ pub enum ProtectedKind {
     Registry,
     /// LeanSpec's `.lean-spec/config.json` or `config.yaml`.
     LeanSpecConfig,
+    /// The user's toolmux configuration (`~/.config/toolmux/config.json`), which a project
+    /// rooted at the home directory holds beneath its root.
+    UserConfig,
 }
 
 impl ProtectedKind {
@@ -55,6 +58,7 @@ impl ProtectedKind {
             ProtectedKind::ToolmuxDir => "inside `.toolmux`, toolmux's own configuration",
             ProtectedKind::Registry => "a tool registry named in the configuration's `registries`",
             ProtectedKind::LeanSpecConfig => "LeanSpec's configuration",
+            ProtectedKind::UserConfig => "the user's toolmux configuration",
         }
     }
 }
@@ -91,6 +95,11 @@ impl ProtectedPaths {
         let mut set = Self::for_root(root, &project_dir.join(TOOLMUX_DIR));
         for registry in &config.registries {
             set.add(&project_dir.join(registry), ProtectedKind::Registry);
+        }
+        // Read at every load like the project's, and hot-reloaded: beneath a root at `$HOME` a
+        // write could switch the sandbox off through it.
+        if let Some(user) = toolmux_config::user_config_path() {
+            set.add(&user, ProtectedKind::UserConfig);
         }
         set
     }

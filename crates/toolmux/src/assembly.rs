@@ -640,9 +640,55 @@ fn exec_read_only(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
             paths.push(optional);
         }
     }
+    paths.extend(programs_beneath_root(loaded));
     paths.sort();
     paths.dedup();
     paths
+}
+
+/// The files beneath the project root that configured script tools and stdio servers run
+/// (`./scripts/lint.sh`, `node server.js`): a sandboxed command that rewrote one would have it
+/// run unsandboxed at the tool's next call. Every word of the command line that names an
+/// existing file there counts; programs found on `PATH` and packages a tool installs beneath
+/// the root (`node_modules`, a virtualenv) are not covered.
+fn programs_beneath_root(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
+    use toolmux_config::UpstreamTransport;
+
+    let Ok(root) = std::fs::canonicalize(&loaded.root) else {
+        return Vec::new();
+    };
+    let tools = loaded.config.tools.values().map(|tool| {
+        let base = loaded
+            .root
+            .join(tool.cwd.as_deref().unwrap_or(std::path::Path::new("")));
+        (base, tool.command.clone())
+    });
+    let servers = loaded
+        .config
+        .upstreams
+        .values()
+        .filter_map(|server| match &server.transport {
+            UpstreamTransport::Stdio {
+                command, args, cwd, ..
+            } => {
+                let base = loaded
+                    .project_dir
+                    .join(cwd.as_deref().unwrap_or(std::path::Path::new("")));
+                let words = std::iter::once(command.clone()).chain(args.iter().cloned());
+                Some((base, words.collect::<Vec<_>>()))
+            }
+            _ => None,
+        });
+    tools
+        .chain(servers)
+        .flat_map(|(base, words)| {
+            words
+                .into_iter()
+                .filter(|word| !word.starts_with('-'))
+                .filter_map(move |word| std::fs::canonicalize(base.join(word)).ok())
+        })
+        .filter(|path| path.starts_with(&root) && path.is_file())
+        .collect()
 }
 
 #[cfg(test)]

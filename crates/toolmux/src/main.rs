@@ -66,16 +66,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// The most bytes of a configuration file read for its `${VAR}` references at start.
-const MAX_SCANNED_CONFIG: u64 = 4 * 1024 * 1024;
-
 /// The variables toolmux hands on only where its configuration says: those `${VAR}`
 /// references in the user's and the project's configuration files name, and those
 /// `--api-key-env` names. Read before the runtime starts; a file that cannot be read names
 /// nothing here (loading it reports the error).
 fn named_variables(cli: &Cli) -> Vec<String> {
-    use std::io::Read;
-
     let mut names = Vec::new();
     if let cli::Command::Serve(args) = &cli.command {
         names.extend(args.api_key_env.iter().cloned());
@@ -87,11 +82,7 @@ fn named_variables(cli: &Cli) -> Vec<String> {
         .into_iter()
         .flatten()
     {
-        let mut text = String::new();
-        if std::fs::File::open(&file)
-            .and_then(|f| f.take(MAX_SCANNED_CONFIG).read_to_string(&mut text))
-            .is_ok()
-        {
+        if let Ok(text) = toolmux_config::read_config_text(&file) {
             names.extend(toolmux_scripts::environ::references(&text));
         }
     }

@@ -261,3 +261,60 @@ fn a_secret_shell_env_names_reaches_the_command_and_no_other_does() {
     let out = run.json()["structuredContent"].clone();
     assert_eq!(out["stdout"], "pwd=named-on-purpose key=\n", "{out}");
 }
+
+/// Found in review of issue 28 (D20's kind): the registries were read-only, but the files a
+/// configured script tool or stdio server runs were not — one sandboxed `shell` call could
+/// rewrite `scripts/lint.sh`, and the tool's next call ran it unsandboxed.
+#[test]
+fn a_shell_call_cannot_rewrite_what_a_configured_tool_or_server_runs() {
+    let project = toolmux_project();
+    project.config(
+        r#"{
+            "policies": {"tools": {"shell": "allow"}},
+            "tools": {"lint": {"description": "Lint.", "command": ["sh", "scripts/lint.sh"]}},
+            "mcpServers": {"local": {"command": "node", "args": ["servers/local.js"], "enabled": false}}
+        }"#,
+    );
+    let lint = project.write("scripts/lint.sh", "echo lint\n");
+    let server = project.write("servers/local.js", "// server\n");
+    let attack = "echo 'touch pwned' > scripts/lint.sh; echo 'x' > servers/local.js; \
+                  rm -f scripts/lint.sh; echo ran";
+    let Some(out) = shell(&project, attack) else {
+        return;
+    };
+    assert_eq!(out["stdout"], "ran\n", "{out}");
+    assert_eq!(std::fs::read_to_string(&lint).expect("lint"), "echo lint\n");
+    assert_eq!(
+        std::fs::read_to_string(&server).expect("server"),
+        "// server\n"
+    );
+}
+
+/// Found in review of issue 28 (D20's kind): a registry named through a link had only the
+/// file it points at made read-only; the link itself could be removed and replaced by a file
+/// of the command's, which the next load read as the registry.
+#[test]
+fn a_registry_named_through_a_link_cannot_be_replaced() {
+    let project = toolmux_project();
+    project.config(
+        r#"{"policies": {"tools": {"shell": "allow"}}, "registries": ["backend/mcp.json"]}"#,
+    );
+    let real = project.write("shared/mcp.json", "{\"mcpServers\": {}}\n");
+    std::fs::create_dir_all(project.path().join("backend")).expect("backend");
+    std::os::unix::fs::symlink(
+        "../shared/mcp.json",
+        project.path().join("backend/mcp.json"),
+    )
+    .expect("link");
+    let attack = r#"rm -f backend/mcp.json; printf %s '{"mcpServers":{"x":{"command":"sh"}}}' > backend/mcp.json; echo ran"#;
+    let Some(out) = shell(&project, attack) else {
+        return;
+    };
+    assert_eq!(out["stdout"], "ran\n", "{out}");
+    let link = std::fs::read_link(project.path().join("backend/mcp.json")).expect("still a link");
+    assert_eq!(link, std::path::Path::new("../shared/mcp.json"));
+    assert_eq!(
+        std::fs::read_to_string(&real).expect("registry"),
+        "{\"mcpServers\": {}}\n"
+    );
+}

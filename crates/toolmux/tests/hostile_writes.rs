@@ -239,3 +239,43 @@ fn d20_the_write_tools_refuse_the_configuration_and_the_registries_a_reload_name
     );
     served.stop();
 }
+
+/// Found in review of issue 28 (D20's kind): the user's configuration is read and hot-reloaded
+/// like the project's, and a project rooted where it lies (the home directory) held it beneath
+/// its root, writable by `file_write`. It is refused like `.toolmux/config.json`.
+#[test]
+fn d20_the_write_tools_refuse_the_users_configuration_beneath_the_root() {
+    let project = support::toolmux_project();
+    project.config(r#"{"policies": {"tools": {"file_write": "allow"}}}"#);
+    let user_config = project.write("home-config/toolmux/config.json", "{}\n");
+    let arguments = json!({
+        "path": "home-config/toolmux/config.json",
+        "overwrite": true,
+        "content": "{\"shell\": {\"sandbox\": false, \"network\": true}}"
+    })
+    .to_string();
+    let run = toolmux_testkit::project::Run(
+        project
+            .cmd()
+            .env("XDG_CONFIG_HOME", project.path().join("home-config"))
+            .args([
+                "tools",
+                "call",
+                "file_write",
+                "--json",
+                "--args",
+                &arguments,
+            ])
+            .output()
+            .expect("run toolmux"),
+    );
+    let said = format!("{}{}", run.stdout(), run.stderr());
+    assert!(
+        said.contains("`home-config/toolmux/config.json` is the user's toolmux configuration"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&user_config).expect("user config"),
+        "{}\n"
+    );
+}

@@ -1,0 +1,58 @@
+//! Reading a configuration-like file with a size cap. The project's own config, its seed
+//! registries and the other clients' server lists toolmux imports are chosen by whoever made
+//! the project (a cloned repository, say), so none is read whole before its size is known to
+//! be sane (THREATS.md, rule 1).
+
+use std::io::{self, Read};
+use std::path::Path;
+
+/// The most of one configuration, registry or imported file toolmux reads: far above any real
+/// one, far below what could hurt.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The text of `path`, refused with `InvalidData` when it is longer than
+/// [`MAX_CONFIG_FILE_BYTES`] (read no further than one byte past the cap) or not UTF-8.
+pub fn read_config_text(path: &Path) -> io::Result<String> {
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_FILE_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "the file is larger than {} MiB, more than any configuration needs",
+                MAX_CONFIG_FILE_BYTES / (1024 * 1024)
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 28 (rule 1), found in review: a registry or an imported file of any size was read
+    /// whole. One past the cap is refused without reading further; the cap itself is read.
+    #[test]
+    fn a_file_past_the_cap_is_refused_and_one_at_the_cap_is_read() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let big = dir.path().join("big.json");
+        let file = std::fs::File::create(&big).expect("create");
+        // Sparse: a gigabyte that takes no disk.
+        file.set_len(1 << 30).expect("set_len");
+        let refused = read_config_text(&big).expect_err("refused");
+        assert_eq!(refused.kind(), io::ErrorKind::InvalidData);
+        assert!(
+            refused.to_string().contains("larger than 4 MiB"),
+            "{refused}"
+        );
+        let fits = dir.path().join("fits.json");
+        std::fs::write(&fits, " ".repeat(MAX_CONFIG_FILE_BYTES as usize)).expect("write");
+        assert_eq!(
+            read_config_text(&fits).expect("read").len() as u64,
+            MAX_CONFIG_FILE_BYTES
+        );
+    }
+}
