@@ -5,7 +5,6 @@
 //! `toolmux-secrets`, which depends on this crate for its atomic writer). Also the effective
 //! configuration as written ([`unexpanded_config`]), references kept, for `config_get`.
 
-use std::fs;
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 

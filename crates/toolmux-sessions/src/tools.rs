@@ -39,7 +39,7 @@ pub struct SessionsSource {
     tools: Arc<Vec<ToolDescriptor>>,
     /// What each pending approval of a session showed, by the approval's id: the call starts
     /// that plan or nothing (THREATS.md rule 6). An entry lives as long as its approval.
-    shown: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, String>>,
+    shown: Arc<std::sync::Mutex<std::collections::HashMap<uuid::Uuid, String>>>,
 }
 
 impl SessionsSource {

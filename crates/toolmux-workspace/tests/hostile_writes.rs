@@ -403,10 +403,16 @@ async fn d20_a_link_does_not_hide_a_protected_file_and_a_reload_reaches_every_cl
     );
     // The list a sandbox reads: canonical paths, each with its kind.
     let canonical = root.canonicalize().unwrap();
-    let listed: Vec<(std::path::PathBuf, ProtectedKind)> = pack
-        .project_root()
-        .protected()
+    let protected = pack.project_root().protected();
+    // The user's configuration is protected too, wherever this machine's home puts it.
+    let user: Vec<_> = protected
         .iter()
+        .filter(|p| p.kind == ProtectedKind::UserConfig)
+        .collect();
+    assert_eq!(user.len(), 1, "{user:?}");
+    let listed: Vec<(std::path::PathBuf, ProtectedKind)> = protected
+        .iter()
+        .filter(|p| p.kind != ProtectedKind::UserConfig)
         .map(|p| (p.path.clone(), p.kind))
         .collect();
     assert_eq!(
