@@ -7,8 +7,9 @@ use std::io::{self, Read};
 use std::path::Path;
 
 /// The most of one configuration, registry or imported file toolmux reads: far above any real
-/// one, far below what could hurt.
-pub const MAX_CONFIG_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// one (a script tool's long description included; the tests write 8 MiB ones), far below what
+/// could hurt.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The text of `path`, refused with `InvalidData` when it is longer than
 /// [`MAX_CONFIG_FILE_BYTES`] (read no further than one byte past the cap) or not UTF-8.
@@ -45,11 +46,16 @@ mod tests {
         let refused = read_config_text(&big).expect_err("refused");
         assert_eq!(refused.kind(), io::ErrorKind::InvalidData);
         assert!(
-            refused.to_string().contains("larger than 4 MiB"),
+            refused.to_string().contains(&format!(
+                "larger than {} MiB",
+                MAX_CONFIG_FILE_BYTES / (1024 * 1024)
+            )),
             "{refused}"
         );
         let fits = dir.path().join("fits.json");
-        std::fs::write(&fits, " ".repeat(MAX_CONFIG_FILE_BYTES as usize)).expect("write");
+        std::fs::File::create(&fits)
+            .and_then(|file| file.set_len(MAX_CONFIG_FILE_BYTES))
+            .expect("a file at the cap");
         assert_eq!(
             read_config_text(&fits).expect("read").len() as u64,
             MAX_CONFIG_FILE_BYTES

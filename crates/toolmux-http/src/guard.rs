@@ -41,7 +41,7 @@ use crate::token_issuer::Principal;
 #[derive(Clone, Debug, Default)]
 pub struct ApiOptions {
     /// Accepted keys. Once there is one, every request needs one of them except a read of
-    /// [`OPEN_READS`]; without any, a request that changes anything is refused.
+    /// [`OPEN_ROUTES`]; without any, a request that changes anything is refused.
     pub api_keys: Vec<String>,
     /// Every request needs a key, reads too: set when the server is reachable beyond loopback.
     pub require_key_for_reads: bool,
@@ -138,7 +138,7 @@ pub struct Caller {
 }
 
 /// Puts `routes` (the REST API's, the chat's) behind the guard: Host and Origin checks, and
-/// API keys — once any is configured, needed by every request but a read of [`OPEN_READS`];
+/// API keys — once any is configured, needed by every request but a read of [`OPEN_ROUTES`];
 /// without one, needed by every request that changes something; beyond loopback, needed by
 /// every request. Handlers read the [`Caller`] it records.
 pub fn guarded<S: Clone + Send + Sync + 'static>(

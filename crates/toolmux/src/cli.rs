@@ -45,7 +45,9 @@ pub enum Command {
     Config(ConfigCommand),
     /// Read the execution log.
     Logs(LogsArgs),
-    /// Serve the registry as an MCP server on stdin/stdout (for an agent's MCP configuration).
+    /// MCP: `toolmux mcp serve` serves the registry on stdin/stdout (for an agent's MCP
+    /// configuration; `toolmux mcp` alone does the same); `toolmux mcp add|list|…` manages the
+    /// upstream servers whose tools toolmux aggregates.
     Mcp(McpArgs),
     /// Start the HTTP server: the MCP endpoint at /mcp (streamable HTTP) and the REST API at /api.
     Serve(ServeArgs),
@@ -303,12 +305,23 @@ pub struct ServeFilterArgs {
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct McpArgs {
+    /// Which tools to serve when no subcommand is given (`toolmux mcp` is `toolmux mcp serve`).
     #[command(flatten)]
     pub filters: ServeFilterArgs,
-    /// Manage the upstream servers (the `mcpServers` section) whose tools toolmux aggregates
-    /// (without a subcommand, `toolmux mcp` serves the registry on stdin/stdout).
     #[command(subcommand)]
-    pub command: Option<crate::commands::upstream::McpCommand>,
+    pub command: Option<McpSubcommand>,
+}
+
+/// `toolmux mcp`'s two jobs, kept apart by name: serving the registry over MCP, and managing
+/// the upstream servers. The bare `toolmux mcp [FILTERS]` that agents' configurations already
+/// name stays the spelling of `serve`.
+#[derive(Debug, Subcommand)]
+pub enum McpSubcommand {
+    /// Serve the registry as an MCP server on stdin/stdout (for an agent's MCP configuration).
+    Serve(ServeFilterArgs),
+    /// Manage the upstream servers (the `mcpServers` section) whose tools toolmux aggregates.
+    #[command(flatten)]
+    Servers(crate::commands::upstream::McpCommand),
 }
 
 #[derive(Debug, Args)]

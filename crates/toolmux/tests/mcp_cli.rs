@@ -916,3 +916,33 @@ fn serve_time_filters_and_a_denied_server_narrow_the_relayed_prompts_and_resourc
     assert_eq!(steps[1]["error"]["code"], -32002, "{}", steps[1]);
     assert_no_process_left(project.path());
 }
+
+/// Issue 26 (names): `toolmux mcp` both served MCP and managed servers. `toolmux mcp serve`
+/// names the first job, with the same filters as the bare `toolmux mcp` that agents'
+/// configurations already hold, which stays; `toolmux mcp list|add|…` keep the second.
+#[test]
+fn mcp_serve_is_the_bare_mcp_command_by_name() {
+    let project = project_with_files();
+    let steps = json!([{"op": "list"}]);
+    let named = run_mcp_client(&stdio_plan(
+        &project,
+        &["serve", "--tools", "file_*", "--exclude", "file_search"],
+        steps.clone(),
+    ));
+    let bare = run_mcp_client(&stdio_plan(
+        &project,
+        &["--tools", "file_*", "--exclude", "file_search"],
+        steps,
+    ));
+    assert_eq!(names(&named[1]), names(&bare[1]));
+    assert!(names(&named[1]).contains(&"file_read"), "{}", named[1]);
+    assert!(!names(&named[1]).contains(&"file_search"), "{}", named[1]);
+    let help = project.run(&["mcp", "--help"]).ok();
+    for subcommand in ["serve", "list", "add"] {
+        assert!(
+            help.lines()
+                .any(|line| line.trim_start().starts_with(subcommand)),
+            "{subcommand} missing from:\n{help}"
+        );
+    }
+}

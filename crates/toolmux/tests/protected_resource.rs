@@ -11,13 +11,13 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use serde_json::{Value, json};
 use support::toolmux_project;
 use toolmux_testkit::eventually::wait_until;
-use toolmux_testkit::http::{Response, request};
+use toolmux_testkit::http::Response;
+use toolmux_testkit::issuer::Issuer;
 use toolmux_testkit::peers::{mcp_python, peer_file};
 use toolmux_testkit::project::TestProject;
 use toolmux_testkit::python_client::run_mcp_steps;
@@ -28,91 +28,24 @@ const AUDIENCE: &str = "https://toolmux.test/mcp";
 /// The scope every token must grant.
 const SCOPE: &str = "tools";
 
-/// The authorization server (and its rogue twin), killed when dropped.
-struct Issuer {
-    child: Child,
-    /// Its issuer URL (`http://localhost:PORT`).
-    url: String,
-    /// A second server whose tokens claim `url` as issuer and its key id, signed with a key
-    /// pair of their own.
-    rogue: String,
+/// A good token: the right audience and scope, for `alice` through client `ci-bot`.
+fn good_token(issuer: &Issuer) -> String {
+    Issuer::mint_at(&issuer.url, &fields(&[]))
 }
 
-impl Issuer {
-    /// Starts `issuer.mjs` with a key of `alg`.
-    fn start(alg: &str) -> Self {
-        let mut child = Command::new("node")
-            .arg(peer_file("oauth/issuer.mjs"))
-            .arg(alg)
-            .env("AUDIENCE", AUDIENCE)
-            .current_dir(peer_file("oauth"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the authorization server (node tests/peers/oauth/issuer.mjs)");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read the issuer's first line");
-        let started: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-            panic!("the authorization server did not start ({e}): {line:?}; run `npm ci` in tests/peers/oauth")
-        });
-        Self {
-            child,
-            url: started["issuer"].as_str().expect("issuer").to_string(),
-            rogue: started["rogue"].as_str().expect("rogue").to_string(),
-        }
+/// The good token's fields with `changes` applied.
+fn fields<'a>(changes: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut fields = vec![
+        ("aud", AUDIENCE),
+        ("scope", "tools extra"),
+        ("sub", "alice"),
+        ("client_id", "ci-bot"),
+    ];
+    for (k, v) in changes {
+        fields.retain(|(name, _)| name != k);
+        fields.push((k, v));
     }
-
-    /// A client-credentials token from the server at `url` (the issuer or the rogue), shaped
-    /// by `fields` (`aud`, `scope`, `sub`, `client_id`, `expires_in`).
-    fn mint_at(url: &str, fields: &[(&str, &str)]) -> String {
-        let mut body = String::from("grant_type=client_credentials");
-        for (k, v) in fields {
-            body.push_str(&format!("&{k}={}", v.replace(' ', "+")));
-        }
-        let address = url.trim_start_matches("http://");
-        let answer = request(
-            address,
-            "POST",
-            "/token",
-            &[("Content-Type", "application/x-www-form-urlencoded")],
-            Some(&body),
-        );
-        assert_eq!(answer.status, 200, "{}", answer.body);
-        answer.json()["access_token"]
-            .as_str()
-            .expect("access_token")
-            .to_string()
-    }
-
-    /// A good token: the right audience and scope, for `alice` through client `ci-bot`.
-    fn good_token(&self) -> String {
-        Self::mint_at(&self.url, &self.fields(&[]))
-    }
-
-    /// The good token's fields with `changes` applied.
-    fn fields<'a>(&self, changes: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let mut fields = vec![
-            ("aud", AUDIENCE),
-            ("scope", "tools extra"),
-            ("sub", "alice"),
-            ("client_id", "ci-bot"),
-        ];
-        for (k, v) in changes {
-            fields.retain(|(name, _)| name != k);
-            fields.push((k, v));
-        }
-        fields
-    }
-}
-
-impl Drop for Issuer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    fields
 }
 
 /// A project whose `server.auth` names `issuer`, requiring [`SCOPE`].
@@ -189,10 +122,10 @@ fn challenge(response: &Response) -> String {
 
 #[test]
 fn tokens_from_the_issuer_are_accepted_on_mcp_and_api_and_the_subject_is_the_caller() {
-    let issuer = Issuer::start("RS256");
+    let issuer = Issuer::start("RS256", AUDIENCE);
     let project = project_for(&issuer);
     let served = Served::start(&project, &[]);
-    let token = issuer.good_token();
+    let token = good_token(&issuer);
 
     let listed = with_token(&served, "GET", "/api/tools", &token, None);
     assert_eq!(listed.status, 200, "{}", listed.body);
@@ -235,7 +168,7 @@ fn tokens_from_the_issuer_are_accepted_on_mcp_and_api_and_the_subject_is_the_cal
 
 #[test]
 fn bad_tokens_are_refused_with_the_status_and_challenge_the_spec_asks_for() {
-    let issuer = Issuer::start("RS256");
+    let issuer = Issuer::start("RS256", AUDIENCE);
     let project = project_for(&issuer);
     let served = Served::start(&project, &[]);
     let origin = format!("http://{}", served.address);
@@ -277,16 +210,14 @@ fn bad_tokens_are_refused_with_the_status_and_challenge_the_spec_asks_for() {
             assert!(!answer.body.contains(token), "{why}: the token is echoed");
         }
     };
-    let wrong_audience = Issuer::mint_at(
-        &issuer.url,
-        &issuer.fields(&[("aud", "https://elsewhere.test")]),
-    );
+    let wrong_audience =
+        Issuer::mint_at(&issuer.url, &fields(&[("aud", "https://elsewhere.test")]));
     refused(&wrong_audience, "a token for another audience");
-    let expired = Issuer::mint_at(&issuer.url, &issuer.fields(&[("expires_in", "-600")]));
+    let expired = Issuer::mint_at(&issuer.url, &fields(&[("expires_in", "-600")]));
     refused(&expired, "an expired token");
-    let forged = Issuer::mint_at(&issuer.rogue, &issuer.fields(&[]));
+    let forged = Issuer::mint_at(&issuer.rogue, &fields(&[]));
     refused(&forged, "a token signed by another key pair");
-    let unknown_key = Issuer::mint_at(&issuer.rogue, &issuer.fields(&[("kid", "made-up")]));
+    let unknown_key = Issuer::mint_at(&issuer.rogue, &fields(&[("kid", "made-up")]));
     refused(
         &unknown_key,
         "a token naming a key the issuer does not have",
@@ -294,7 +225,7 @@ fn bad_tokens_are_refused_with_the_status_and_challenge_the_spec_asks_for() {
     refused("not.a-jwt.at-all", "garbage");
 
     // Valid, but without the required scope: 403, and the scope to step up to.
-    let narrow = Issuer::mint_at(&issuer.url, &issuer.fields(&[("scope", "extra")]));
+    let narrow = Issuer::mint_at(&issuer.url, &fields(&[("scope", "extra")]));
     for (method, path, body) in [
         ("POST", "/mcp", Some(INITIALIZE)),
         ("GET", "/api/tools", None),
@@ -334,12 +265,12 @@ fn bad_tokens_are_refused_with_the_status_and_challenge_the_spec_asks_for() {
 #[test]
 fn tokens_signed_with_elliptic_curve_and_edwards_keys_are_checked_as_their_key_says() {
     for alg in ["ES256", "EdDSA"] {
-        let issuer = Issuer::start(alg);
+        let issuer = Issuer::start(alg, AUDIENCE);
         let project = project_for(&issuer);
         let served = Served::start(&project, &[]);
-        let good = with_token(&served, "GET", "/api/tools", &issuer.good_token(), None);
+        let good = with_token(&served, "GET", "/api/tools", &good_token(&issuer), None);
         assert_eq!(good.status, 200, "{alg}: {}", good.body);
-        let forged = Issuer::mint_at(&issuer.rogue, &issuer.fields(&[]));
+        let forged = Issuer::mint_at(&issuer.rogue, &fields(&[]));
         let refused = with_token(&served, "GET", "/api/tools", &forged, None);
         assert_eq!(refused.status, 401, "{alg}: {}", refused.body);
         served.stop();
@@ -379,7 +310,7 @@ fn without_server_auth_there_is_no_metadata_and_adding_it_counts_at_once() {
 
 #[test]
 fn the_mcp_python_sdk_signs_in_to_toolmux_serve_through_the_oauth_flow() {
-    let issuer = Issuer::start("RS256");
+    let issuer = Issuer::start("RS256", AUDIENCE);
     let project = project_for(&issuer);
     let served = Served::start(&project, &[]);
     let plan = json!({

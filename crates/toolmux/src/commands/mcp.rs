@@ -1,17 +1,18 @@
-//! `toolmux mcp`: the registry as an MCP server on stdin and stdout, for an agent's MCP config.
+//! `toolmux mcp serve` (and the bare `toolmux mcp`): the registry as an MCP server on stdin and
+//! stdout, for an agent's MCP config.
 
 use std::path::Path;
 
 use crate::assembly::Assembly;
-use crate::cli::McpArgs;
+use crate::cli::ServeFilterArgs;
 use crate::exit::{Failure, OK};
 
-pub async fn run(project: Option<&Path>, args: McpArgs) -> Result<u8, Failure> {
+pub async fn run(project: Option<&Path>, filters: ServeFilterArgs) -> Result<u8, Failure> {
     let project = Assembly::open(project)?;
     // Servers never discovered (or configured differently since) are discovered without
     // holding up start-up.
     project.upstreams.discover_stale_in_background();
-    let options = project.mcp_options(&args.filters)?;
+    let options = project.mcp_options(&filters)?;
     let served = toolmux_mcp_server::serve_stdio(project.hub.clone(), options).await;
     // Stop the servers (those a background discovery was still starting included) before the
     // runtime goes away under them; `main` then stops whatever escaped their process groups.

@@ -30,10 +30,11 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Tools(cmd) => tools::run(project, cmd).await,
         Command::Config(cmd) => config::run(project, cmd),
         Command::Logs(args) => logs::run(project, args).await,
-        Command::Mcp(crate::cli::McpArgs {
-            command: Some(cmd), ..
-        }) => upstream::run(project, cmd).await,
-        Command::Mcp(args) => mcp::run(project, args).await,
+        Command::Mcp(crate::cli::McpArgs { command, filters }) => match command {
+            None => mcp::run(project, filters).await,
+            Some(crate::cli::McpSubcommand::Serve(filters)) => mcp::run(project, filters).await,
+            Some(crate::cli::McpSubcommand::Servers(cmd)) => upstream::run(project, cmd).await,
+        },
         Command::Serve(args) => serve::run(project, args).await,
         Command::Capabilities(cmd) => capabilities::run(project, cmd),
         Command::Run(args) => run::run(project, args).await,
