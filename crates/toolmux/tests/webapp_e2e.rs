@@ -339,8 +339,10 @@ fn the_activity_page_shows_a_call_made_from_the_command_line() {
     );
 }
 
-#[test]
-fn a_session_is_started_followed_live_and_cancelled_from_the_sessions_page() {
+/// The sessions flow at a viewport `width` (`None`: a desktop's): a session started from the
+/// page, its log followed live through the event stream (which carries the session key), one
+/// cancelled.
+fn sessions_flow(width: Option<&str>) {
     let fake = |name: &str| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../toolmux-sessions/tests/fixtures/bin")
@@ -351,8 +353,17 @@ fn a_session_is_started_followed_live_and_cancelled_from_the_sessions_page() {
             "policies": {{"tools": {{"run_session": "allow"}}}}"#,
         Value::from(fake("claude").display().to_string())
     );
-    let flow = start("sessions", &extra);
-    let found = browse(&flow, "sessions", &[]);
+    // Each its own scratch folder: the two widths run side by side.
+    let flow = start(
+        if width.is_some() {
+            "sessions-phone"
+        } else {
+            "sessions"
+        },
+        &extra,
+    );
+    let env: Vec<(&str, &str)> = width.map(|w| ("E2E_WIDTH", w)).into_iter().collect();
+    let found = browse(&flow, "sessions", &env);
     assert_eq!(found["finished"], "completed", "{found}");
     assert_eq!(found["cancelled"], "cancelled", "{found}");
     // Both sessions are the server's, as every channel sees them.
@@ -368,6 +379,19 @@ fn a_session_is_started_followed_live_and_cancelled_from_the_sessions_page() {
     assert!(statuses.contains(&"cancelled".to_string()), "{statuses:?}");
     assert!(statuses.contains(&"completed".to_string()), "{statuses:?}");
     assert_eq!(found["rows"], 2, "{found}");
+}
+
+#[test]
+fn a_session_is_started_followed_live_and_cancelled_from_the_sessions_page() {
+    sessions_flow(None);
+}
+
+/// The session key the page keeps and sends on every request and stream (issue 28, D26), on a
+/// phone-sized screen: signed in from the printed address, the live log followed, a session
+/// cancelled.
+#[test]
+fn a_session_is_followed_live_on_a_phone_sized_screen() {
+    sessions_flow(Some("390"));
 }
 
 #[test]

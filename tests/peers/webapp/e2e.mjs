@@ -6,6 +6,7 @@
 //   PHASE   chat | approvals | tools | servers | signin | activity | sessions | progress | a11y | perf
 //   URL     the web app's URL as `toolmux serve` printed it (with `#token=…`)
 //   SCRATCH a folder for the browser's profile and the screenshots
+// E2E_WIDTH (optional) is the viewport's width, for a phone-sized screen.
 // Prints one JSON object of findings on stdout; exits 1 with the reason when a flow fails.
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -38,7 +39,8 @@ async function open(options = {}) {
       "--disable-component-update",
       "--disable-sync",
     ],
-    viewport: { width: 1280, height: 860 },
+    // E2E_WIDTH runs a flow on a phone-sized screen (390 × 844) instead of a desktop's.
+    viewport: process.env.E2E_WIDTH ? { width: Number(process.env.E2E_WIDTH), height: 844 } : { width: 1280, height: 860 },
     ...options,
   });
   context.setDefaultTimeout(TIMEOUT);
