@@ -5,15 +5,14 @@
 
 #![cfg(target_os = "linux")]
 
+mod support;
+
 use std::ffi::OsStr;
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use toolmux_config::{ScriptTool, ToolName};
-use toolmux_core::{CallContext, Channel, Hub, HubSettings, NullSink};
-use toolmux_scripts::ScriptSource;
+use serde_json::json;
+use support::hub;
+use toolmux_core::{CallContext, Channel};
 use toolmux_scripts::child::{self, Containment};
 use toolmux_testkit::eventually::eventually;
 use toolmux_testkit::peers::plain_python;
@@ -35,26 +34,6 @@ print("escaped")
 /// The live processes running `sleep MARKER`.
 fn sleeping(marker: &str) -> Vec<u32> {
     processes_with(&format!("sleep\0{marker}"))
-}
-
-fn hub(root: &Path, tools: Value) -> Hub {
-    let tools: Vec<(ToolName, ScriptTool)> = tools
-        .as_object()
-        .expect("object")
-        .iter()
-        .map(|(name, def)| {
-            (
-                ToolName::new(name).expect("name"),
-                serde_json::from_value(def.clone()).expect("definition"),
-            )
-        })
-        .collect();
-    let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
-    hub.add_source(Arc::new(ScriptSource::new(
-        tools.iter().map(|(n, t)| (n, t)),
-        root,
-    )));
-    hub
 }
 
 #[test]

@@ -1,37 +1,17 @@
 //! Script tools run real Python and shell scripts through the hub's pipeline.
 
-use std::path::Path;
-use std::sync::Arc;
+mod support;
+
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use toolmux_config::{ScriptTool, ToolName};
-use toolmux_core::{CallContext, CallError, Channel, Hub, HubSettings, NullSink};
-use toolmux_scripts::{MAX_STDOUT_BYTES, ScriptSource};
+use serde_json::json;
+use support::hub;
+use toolmux_config::ScriptTool;
+use toolmux_core::{CallContext, CallError, Channel};
+use toolmux_scripts::MAX_STDOUT_BYTES;
 use toolmux_testkit::eventually::eventually;
 use toolmux_testkit::peers::plain_python;
 use toolmux_testkit::processes::{processes_with, unique_sleep};
-
-/// A hub with the script tools `tools` (name → definition as in the config file).
-fn hub(root: &Path, tools: Value) -> Hub {
-    let tools: Vec<(ToolName, ScriptTool)> = tools
-        .as_object()
-        .expect("object")
-        .iter()
-        .map(|(name, def)| {
-            (
-                ToolName::new(name).expect("name"),
-                serde_json::from_value(def.clone()).expect("definition"),
-            )
-        })
-        .collect();
-    let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
-    hub.add_source(Arc::new(ScriptSource::new(
-        tools.iter().map(|(n, t)| (n, t)),
-        root,
-    )));
-    hub
-}
 
 fn cx() -> CallContext {
     CallContext::new(Channel::Cli)
