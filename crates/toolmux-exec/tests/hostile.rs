@@ -9,6 +9,8 @@
 //! (`shell.requireSandbox`, on by default): [`sandboxed`] asserts that refusal and says so, so a
 //! test never passes by running unconfined.
 
+mod support;
+
 use std::io::ErrorKind;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolmux_core::{CallContext, Channel, Source, SourceCall, ToolResult};
+use support::call;
+use toolmux_core::{Source, ToolResult};
 use toolmux_exec::{ExecPack, ExecSettings, Protected};
 use toolmux_testkit::eventually::wait_until;
 use toolmux_workspace::ProjectRoot;
@@ -28,22 +31,6 @@ fn pack(root: &Path, settings: ExecSettings, protected: Protected) -> ExecPack {
         None,
         protected,
     )
-}
-
-async fn call(pack: &ExecPack, tool: &str, arguments: Value) -> ToolResult {
-    let descriptor = pack
-        .tools()
-        .into_iter()
-        .find(|t| t.name == tool)
-        .expect("the tool");
-    let context = CallContext::new(Channel::Cli);
-    pack.call(SourceCall {
-        tool: &descriptor,
-        arguments: arguments.as_object().cloned().expect("an object"),
-        context: &context,
-    })
-    .await
-    .expect("the call")
 }
 
 /// The structured result of a call that ran fully sandboxed; `None` when this system cannot

@@ -2,35 +2,22 @@
 //! group (checked in `/proc`), the output cap keeping the tail, what a command leaves behind,
 //! and the sandbox — writes outside the root and the network refused.
 
+mod support;
+
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolmux_core::{CallContext, Channel, Source, SourceCall, ToolResult};
+use support::call;
+use toolmux_core::{CallContext, Channel, Source, SourceCall};
 use toolmux_exec::{ExecPack, ExecSettings};
 use toolmux_testkit::processes::{alive, processes_with, unique_sleep};
 use toolmux_workspace::ProjectRoot;
 
 fn pack(root: &Path, settings: ExecSettings) -> ExecPack {
     ExecPack::new(ProjectRoot::new(root).expect("root"), settings, None)
-}
-
-async fn call(pack: &ExecPack, tool: &str, arguments: Value) -> ToolResult {
-    let descriptor = pack
-        .tools()
-        .into_iter()
-        .find(|t| t.name == tool)
-        .expect("the tool");
-    let context = CallContext::new(Channel::Cli);
-    pack.call(SourceCall {
-        tool: &descriptor,
-        arguments: arguments.as_object().cloned().expect("an object"),
-        context: &context,
-    })
-    .await
-    .expect("the call")
 }
 
 async fn shell(pack: &ExecPack, arguments: Value) -> Value {
