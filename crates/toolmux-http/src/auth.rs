@@ -194,8 +194,11 @@ pub(crate) fn cookie_name(headers: &HeaderMap) -> String {
     }
 }
 
-/// The session id a request's `Cookie` headers carry, if any.
-pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+/// Every session id the request's `Cookie` headers carry. More than one means a page on another
+/// port of the host set a cookie of the same name (cookies are not port-bound, and one with a
+/// longer `Path` is sent first): each is tried, so a planted cookie cannot hide the real one and
+/// lock the person out.
+pub(crate) fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     let name = cookie_name(headers);
     headers
         .get_all(header::COOKIE)
@@ -203,7 +206,7 @@ pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<&str> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(n, _)| *n == name)
+        .filter(move |(n, _)| *n == name)
         .map(|(_, value)| value.trim())
 }
 
@@ -218,9 +221,8 @@ pub(crate) fn session_key(headers: &HeaderMap) -> Option<&str> {
 /// The secret behind the request's session: its cookie and its key, both, naming a live
 /// session.
 pub(crate) fn session_secret(headers: &HeaderMap, credentials: &Credentials) -> Option<String> {
-    let id = session_cookie(headers)?;
     let key = session_key(headers)?;
-    credentials.session_secret(id, key)
+    session_cookies(headers).find_map(|id| credentials.session_secret(id, key))
 }
 
 /// The auth routes, open to requests without a credential (the guard lets them through):
@@ -351,8 +353,10 @@ async fn session_status(Extension(caller): Extension<Caller>) -> Response {
 )]
 async fn logout(State(live): State<LiveOptions>, request: Request) -> Result<Response, ApiError> {
     let headers = request.headers();
-    if let (Some(id), Some(key)) = (session_cookie(headers), session_key(headers)) {
-        live.credentials().close(id, key);
+    if let Some(key) = session_key(headers) {
+        for id in session_cookies(headers) {
+            live.credentials().close(id, key);
+        }
     }
     let cleared = format!(
         "{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
@@ -373,12 +377,12 @@ mod tests {
             header::COOKIE,
             HeaderValue::from_static("a=1; toolmux_session=abc ; b=2"),
         );
-        assert_eq!(session_cookie(&headers), Some("abc"));
+        assert_eq!(session_cookies(&headers).collect::<Vec<_>>(), ["abc"]);
         headers.insert(
             header::COOKIE,
             HeaderValue::from_static("xtoolmux_session=abc"),
         );
-        assert_eq!(session_cookie(&headers), None);
+        assert_eq!(session_cookies(&headers).next(), None);
     }
 
     #[test]
@@ -390,7 +394,7 @@ mod tests {
             header::COOKIE,
             HeaderValue::from_static("toolmux_session_7701=other; toolmux_session_7700=mine"),
         );
-        assert_eq!(session_cookie(&headers), Some("mine"));
+        assert_eq!(session_cookies(&headers).collect::<Vec<_>>(), ["mine"]);
         headers.insert(header::HOST, HeaderValue::from_static("[::1]:8080"));
         assert_eq!(cookie_name(&headers), "toolmux_session_8080");
         headers.insert(header::HOST, HeaderValue::from_static("tools.example.com"));
@@ -444,5 +448,38 @@ mod tests {
         );
         credentials.close(&opened.id, &opened.key);
         assert_eq!(credentials.session_secret(&opened.id, &opened.key), None);
+    }
+
+    /// Found in review of issue 28 (D26's kind): a page on another port of the host can set a
+    /// cookie of the session's name with a longer `Path`, which the browser sends first; only
+    /// the first was read, so the person was locked out until it expired. Every value is tried.
+    #[test]
+    fn a_planted_cookie_of_the_same_name_does_not_hide_the_real_session() {
+        let credentials = Credentials::default();
+        let opened = credentials.open("secret").expect("open");
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:7700"));
+        let cookie = format!(
+            "toolmux_session_7700=planted; toolmux_session_7700={}",
+            opened.id
+        );
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_str(&cookie).expect("cookie"),
+        );
+        headers.insert(
+            SESSION_HEADER,
+            HeaderValue::from_str(&opened.key).expect("key"),
+        );
+        assert_eq!(
+            session_secret(&headers, &credentials).as_deref(),
+            Some("secret")
+        );
+        // The planted value with the real key is nothing, and the real key opens nothing else.
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("toolmux_session_7700=planted"),
+        );
+        assert_eq!(session_secret(&headers, &credentials), None);
     }
 }

@@ -1,6 +1,9 @@
 //! A cgroup for each child toolmux starts, so that everything the child starts ends with its
 //! work: no `setsid`, `setpgid`, double fork or empty environment takes a process out of its
-//! cgroup, and only a privileged process can move one.
+//! cgroup. A child can move itself out only by writing to a cgroup its user may write — toolmux's
+//! own, in a tree delegated to that user — which a sandboxed command cannot (its writes are
+//! confined to the project); an unsandboxed child has its user's powers anyway (it could
+//! `kill` toolmux or leave through `systemd-run`), so containment stops leftovers, not intent.
 //!
 //! # Where
 //! Below toolmux's own cgroup, which is writable when the user owns it (under systemd, a

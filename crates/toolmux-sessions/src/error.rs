@@ -45,13 +45,13 @@ pub enum SessionError {
     /// Something else failed (git, the spec pack, starting the process).
     #[error("{0}")]
     Failed(String),
-    /// What would run now is not what the person approved (a spec, the runners or `PATH`
-    /// changed while they decided): nothing was started.
+    /// An approved call found no plan its approval showed (the preview could not be made or
+    /// kept): nothing was started, rather than a plan nobody saw.
     #[error(
-        "the session was not started: what it would run changed after it was approved \
-         (now: {now}); ask again"
+        "the session was not started: no plan was shown for its approval (the preview failed, \
+         or too many session approvals were waiting); ask again"
     )]
-    ChangedSinceApproval { now: String },
+    NotApproved,
 }
 
 impl SessionError {
@@ -68,7 +68,7 @@ impl SessionError {
     pub fn kind(&self) -> Option<ToolErrorKind> {
         match self {
             Self::UnknownRunner { .. } | Self::UnknownSession(_) => Some(ToolErrorKind::NotFound),
-            Self::Ended { .. } | Self::ChangedSinceApproval { .. } => Some(ToolErrorKind::Conflict),
+            Self::Ended { .. } | Self::NotApproved => Some(ToolErrorKind::Conflict),
             Self::Invalid(_) | Self::Disabled(_) => Some(ToolErrorKind::Invalid),
             _ => None,
         }

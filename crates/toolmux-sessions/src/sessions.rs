@@ -100,25 +100,6 @@ pub fn caller_env_refused(name: &str) -> bool {
     })
 }
 
-/// Whether a variable's name looks like it holds a secret, so that the approval shows its name
-/// but not its value. The words are those toolmux keeps out of a command's inherited
-/// environment (`toolmux_exec::run::is_secret`); erring towards hiding costs a person one
-/// unread value, a shown token costs a rotation.
-fn secret_looking(name: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "KEY",
-        "SECRET",
-        "TOKEN",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "AUTH",
-        "COOKIE",
-    ];
-    let upper = name.to_ascii_uppercase();
-    WORDS.iter().any(|w| upper.contains(w))
-}
-
 /// What `run_session` asks for.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -229,7 +210,10 @@ impl Plan {
         if !self.caller_env.is_empty() {
             text.push_str("env set by the call:\n");
             for (name, value) in &self.caller_env {
-                if secret_looking(name) {
+                // The one judgement of what is a secret, which toolmux also keeps out of every
+                // child's inherited environment; erring towards hiding costs a person one unread
+                // value, a shown token costs a rotation.
+                if toolmux_scripts::environ::is_secret(name, std::ffi::OsStr::new(value)) {
                     text.push_str(&format!(
                         "  {name}=(hidden: the name looks like a secret)\n"
                     ));

@@ -11,7 +11,11 @@ use toolmux_core::{
 
 use crate::error::SessionError;
 use crate::record::Status;
-use crate::sessions::{RunRequest, Sessions};
+use crate::sessions::{Plan, RunRequest, Sessions};
+
+/// The most session approvals whose plans are kept at once; past it a new one is shown as
+/// unable to start, never kept by evicting another.
+const MAX_SHOWN: usize = 1024;
 
 /// The source's id.
 pub const SOURCE_ID: &str = "sessions";
@@ -37,9 +41,11 @@ const MAX_PAGE: usize = 2000;
 pub struct SessionsSource {
     sessions: Sessions,
     tools: Arc<Vec<ToolDescriptor>>,
-    /// What each pending approval of a session showed, by the approval's id: the call starts
-    /// that plan or nothing (THREATS.md rule 6). An entry lives as long as its approval.
-    shown: Arc<std::sync::Mutex<std::collections::HashMap<uuid::Uuid, String>>>,
+    /// The plan each pending approval of a session showed, by the approval's id: the call
+    /// starts that very plan (its session id, folder, command line), never one made again from
+    /// settings or specs that changed while the person decided (THREATS.md rule 6). An entry
+    /// lives as long as its approval; at most [`MAX_SHOWN`] wait at once.
+    shown: Arc<std::sync::Mutex<std::collections::HashMap<uuid::Uuid, Plan>>>,
 }
 
 impl SessionsSource {
@@ -57,7 +63,7 @@ impl SessionsSource {
         &self.sessions
     }
 
-    fn shown(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<uuid::Uuid, String>> {
+    fn shown(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<uuid::Uuid, Plan>> {
         self.shown
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -114,17 +120,15 @@ impl SessionsSource {
             "run_session" | "run_subagent" => {
                 let request: RunRequest = serde_json::from_value(Value::Object(args.clone()))
                     .map_err(|e| SessionError::Invalid(e.to_string()))?;
-                let plan = self.sessions.plan(&request)?;
-                if let Some(approval) = call.context.approval {
-                    // The plan is made again here, from files and settings that may have
-                    // changed while the person decided; it must be the one they saw.
-                    let shown = self.shown().remove(&approval);
-                    if shown.as_deref() != Some(plan.preview().as_str()) {
-                        return Err(SessionError::ChangedSinceApproval {
-                            now: plan.preview().replace('\n', "; "),
-                        });
-                    }
-                }
+                let plan = match call.context.approval {
+                    // Asked: what the person saw, or nothing (its preview failed, or more
+                    // approvals than are kept were waiting).
+                    Some(approval) => self
+                        .shown()
+                        .remove(&approval)
+                        .ok_or(SessionError::NotApproved)?,
+                    None => self.sessions.plan(&request)?,
+                };
                 let channel = Some(call.context.channel.to_string());
                 let record = self
                     .sessions
@@ -274,7 +278,14 @@ impl Source for SessionsSource {
             Ok(plan) => {
                 let preview = plan.preview();
                 if let Some(approval) = call.context.approval {
-                    self.shown().insert(approval, preview.clone());
+                    let mut shown = self.shown();
+                    if shown.len() >= MAX_SHOWN {
+                        return Some(format!(
+                            "{preview}\n(this session cannot start: {MAX_SHOWN} approvals of \
+                             sessions are already waiting; answer or deny some first)"
+                        ));
+                    }
+                    shown.insert(approval, plan);
                 }
                 preview
             }

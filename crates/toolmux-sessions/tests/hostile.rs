@@ -608,20 +608,37 @@ impl Approver for RunnersChangeWhileDeciding {
 
 /// Found in review of issue 28 (rule 6, D30's kind for sessions): `run_session` planned again
 /// when it ran, so a runner, a spec or `PATH` that changed while the person decided started
-/// something they never saw. Now the call starts the plan its approval showed, or nothing.
+/// something they never saw — and a worktree session, whose plan carries a fresh id, could
+/// never match its approval at all. Now the call starts the very plan its approval showed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_starts_what_its_approval_showed_or_nothing() {
+async fn a_session_starts_the_plan_its_approval_showed() {
     use toolmux_core::{CallContext, Channel, Hub, HubSettings, NullSink};
     use toolmux_sessions::SessionsSource;
 
     let dir = tempfile::tempdir().expect("temp");
     let root = dir.path();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("README.md"), "hello\n").expect("write");
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "first"]);
     let sessions = open(root);
     let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
     hub.add_source(Arc::new(SessionsSource::new(sessions.clone())));
-    let arguments = serde_json::json!({"runner": "claude", "prompt": "hi"});
 
-    // `claude` now starts another program than the one the approval named.
+    // While the person decides, `claude` is pointed at another program; what starts is the
+    // program the approval named, in a worktree, under the session id the approval showed.
     let mut swapped = BTreeMap::new();
     swapped.insert("claude".to_string(), settings(&fixture("codex")));
     let person = Arc::new(RunnersChangeWhileDeciding {
@@ -629,27 +646,22 @@ async fn a_session_starts_what_its_approval_showed_or_nothing() {
         runners: swapped,
     });
     let context = CallContext::new(Channel::Rest).with_approver(person);
-    let result = hub
-        .call("run_session", arguments.clone(), &context)
-        .await
-        .expect("the call ran");
-    let said = serde_json::to_string(&result).expect("json");
-    assert!(result.is_error, "{said}");
-    assert!(said.contains("changed after it was approved"), "{said}");
-    assert!(
-        said.contains(&fixture("codex").display().to_string()),
-        "{said}"
-    );
-    assert!(sessions.list(None).expect("list").is_empty());
-
-    // What was approved is what starts.
-    let context = CallContext::new(Channel::Rest).with_approver(Arc::new(AllowAll));
+    let arguments = serde_json::json!({"runner": "claude", "prompt": "hi", "worktree": true});
     let result = hub
         .call("run_session", arguments, &context)
         .await
         .expect("the call ran");
     let said = serde_json::to_string(&result).expect("json");
     assert!(!result.is_error, "{said}");
-    assert_eq!(sessions.list(None).expect("list").len(), 1, "{said}");
+    let started = sessions.list(None).expect("list");
+    assert_eq!(started.len(), 1, "{said}");
+    let claude = fixture("claude").display().to_string();
+    assert_eq!(started[0].command.first(), Some(&claude), "{said}");
+    let worktree = started[0].worktree.as_ref().expect("a worktree");
+    assert!(
+        worktree.branch.ends_with(&started[0].id),
+        "{worktree:?} {}",
+        started[0].id
+    );
     sessions.shutdown(Duration::from_secs(5)).await;
 }
