@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -36,7 +36,8 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// How many of those one peer may hold at once; `None` for a quarter of
     /// `max_connections` ([`ConnectionLimits::per_peer`]). A peer is a source address, an IPv6
-    /// one by its /64 (which one host usually holds whole). Past it, the peer's new
+    /// one by its /64 (which one host usually holds whole), and every loopback address
+    /// (127.0.0.0/8, `::1`, either mapped) is one peer: this host. Past it, the peer's new
     /// connections are answered `503` and closed at once, so that one client cannot take every
     /// slot while the others wait. Unix-socket peers are not counted: the socket's mode admits
     /// only its owner.
@@ -86,14 +87,17 @@ pub trait PeerAddress {
 
 impl PeerAddress for SocketAddr {
     fn peer(&self) -> Option<IpAddr> {
-        Some(match self.ip() {
+        // A dual-stack socket shows IPv4 peers as mapped addresses: the same peer.
+        let ip = self.ip().to_canonical();
+        // A local process may send from any of 127.0.0.0/8 (and `::1`): counted per address,
+        // it would rotate through them past its cap. They are all this host, one peer.
+        if ip.is_loopback() {
+            return Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        }
+        Some(match ip {
             IpAddr::V4(v4) => IpAddr::V4(v4),
-            // A dual-stack socket shows IPv4 peers as mapped addresses: the same peer.
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => IpAddr::V4(v4),
-                // One host gets a /64; counting each of its addresses would count nothing.
-                None => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !((1u128 << 64) - 1))),
-            },
+            // One host gets a /64; counting each of its addresses would count nothing.
+            IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !((1u128 << 64) - 1))),
         })
     }
 }
