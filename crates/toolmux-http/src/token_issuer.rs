@@ -55,6 +55,9 @@ pub struct Principal {
     pub subject: Option<String>,
     /// The OAuth client the token was issued to.
     pub client_id: Option<String>,
+    /// The scopes the token grants (its `scope` and `scp` claims), read once when it was
+    /// verified: what decides whether its holder is the owner's equal ([`Principal::grants_any`]).
+    pub scopes: Vec<String>,
 }
 
 impl Principal {
@@ -67,6 +70,12 @@ impl Principal {
             (None, Some(client)) => format!("client {client}"),
             (None, None) => "an unnamed token holder".to_string(),
         }
+    }
+
+    /// Whether the token grants one of `scopes` (`server.adminScopes`); with none configured,
+    /// no token does.
+    pub fn grants_any(&self, scopes: &[String]) -> bool {
+        scopes.iter().any(|wanted| self.scopes.contains(wanted))
     }
 
     /// The principal of the request being served, when it was authenticated by a token: what
@@ -261,6 +270,7 @@ impl TokenIssuer {
         Ok(Principal {
             subject: claims.sub,
             client_id: claims.client_id.or(claims.azp),
+            scopes: granted,
         })
     }
 
@@ -607,6 +617,20 @@ mod tests {
         assert_eq!(granted_scopes(&claims), ["d", "e"]);
     }
 
+    /// The admin scope is read from the scopes the verified token grants, whole words only.
+    #[test]
+    fn an_admin_scope_is_granted_by_a_whole_scope_only() {
+        let holder = |scopes: &[&str]| Principal {
+            subject: None,
+            client_id: None,
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        };
+        let admin = ["toolmux:admin".to_string()];
+        assert!(holder(&["tools", "toolmux:admin"]).grants_any(&admin));
+        assert!(!holder(&["tools", "toolmux:administrator"]).grants_any(&admin));
+        assert!(!holder(&["toolmux:admin"]).grants_any(&[]));
+    }
+
     #[test]
     fn a_symmetric_key_never_checks_a_token() {
         let jwk: Jwk = serde_json::from_value(serde_json::json!({
@@ -789,6 +813,7 @@ mod tests {
         let p = Principal {
             subject: Some("alice".into()),
             client_id: Some("app".into()),
+            scopes: Vec::new(),
         };
         assert_eq!(p.caller(), "alice (client app)");
     }
