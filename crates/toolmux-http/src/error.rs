@@ -215,6 +215,9 @@ impl From<toolmux_config::EditError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        // Kept on the response, so that a channel with its own error shape (`/mcp`'s
+        // JSON-RPC) can say the same refusal its way: [`ApiError::from_response`].
+        let kept = self.clone();
         let this = *self.0;
         let body = json!({
             "error": {
@@ -237,7 +240,15 @@ impl IntoResponse for ApiError {
                 HeaderValue::from_static("Bearer realm=\"toolmux\""),
             );
         }
+        response.extensions_mut().insert(kept);
         response
+    }
+}
+
+impl ApiError {
+    /// The error a response was made from, when it was made from one.
+    pub fn from_response(response: &Response) -> Option<&ApiError> {
+        response.extensions().get::<ApiError>()
     }
 }
 

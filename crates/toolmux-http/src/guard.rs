@@ -287,16 +287,28 @@ pub fn mcp_guarded(options: LiveOptions, routes: Router) -> Router {
 
 /// MCP's rules: a foreign Host or Origin is refused (against DNS rebinding, like rmcp's check),
 /// and once the server has a key or a local token every request needs a credential — an MCP
-/// client has no notion of "reads".
-async fn mcp_guard(State(live): State<LiveOptions>, mut request: Request, next: Next) -> Response {
-    let options = live.current();
-    if let Err(e) = check_host_and_origin(request.headers(), &options) {
-        return e.into_response();
+/// client has no notion of "reads". Every refusal is a JSON-RPC error ([`as_json_rpc`]).
+async fn mcp_guard(State(live): State<LiveOptions>, request: Request, next: Next) -> Response {
+    match admit_mcp(&live, request).await {
+        Ok(request) => next.run(request).await,
+        Err(refusal) => as_json_rpc(refusal),
     }
-    let found = match bearer::authenticate(request.headers(), &live, &options).await {
+}
+
+/// The request, with the token's principal recorded, when `/mcp`'s rules let it through; the
+/// refusal otherwise.
+async fn admit_mcp(live: &LiveOptions, mut request: Request) -> Result<Request, Response> {
+    let options = live.current();
+    check_host_and_origin(request.headers(), &options).map_err(IntoResponse::into_response)?;
+    let found = match bearer::authenticate(request.headers(), live, &options).await {
         Ok(found) => found,
         Err(refusal) => {
-            return bearer::refused(refusal, request.headers(), request.uri().path(), &options);
+            return Err(bearer::refused(
+                refusal,
+                request.headers(),
+                request.uri().path(),
+                &options,
+            ));
         }
     };
     let (via, principal) = (found.via, found.principal);
@@ -305,31 +317,47 @@ async fn mcp_guard(State(live): State<LiveOptions>, mut request: Request, next: 
         || live.credentials().required()
         || options.token_issuer.is_some();
     if via.is_none() && needed && options.token_issuer.is_some() {
-        return bearer::credential_missing(
+        return Err(bearer::credential_missing(
             SEND_A_CREDENTIAL,
             request.headers(),
             request.uri().path(),
             &options,
-        );
+        ));
     }
     if via.is_none() && needed {
-        let mut refused = ApiError::unauthorized(SEND_A_CREDENTIAL).into_response();
-        // What an MCP client that knows only OAuth looks for; toolmux takes a bearer token.
-        refused.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"toolmux\""),
-        );
-        return refused;
+        // `ApiError`'s 401 carries the challenge an MCP client that knows only OAuth looks
+        // for (`Bearer realm="toolmux"`); toolmux takes a bearer token.
+        return Err(ApiError::unauthorized(SEND_A_CREDENTIAL).into_response());
     }
-    if let Err(e) = check_preflighted(request.method(), request.headers()) {
-        return e.into_response();
-    }
+    check_preflighted(request.method(), request.headers()).map_err(IntoResponse::into_response)?;
     // rmcp hands the request's parts, extensions included, to the handler: the MCP channel
     // names the token's principal as the caller of its calls.
     if let Some(principal) = principal {
         request.extensions_mut().insert(principal);
     }
-    next.run(request).await
+    Ok(request)
+}
+
+/// JSON-RPC's server error for a request refused before it reached MCP (`-32000`, as the MCP
+/// SDKs answer a transport-level refusal).
+const REFUSED: i64 = -32000;
+
+/// A guard's refusal as `/mcp` answers everything, a JSON-RPC error without an id: its status
+/// and headers (an OAuth challenge among them) as they are, the message the REST API would
+/// give, and its stable code as the error's `data`.
+fn as_json_rpc(refusal: Response) -> Response {
+    let Some(error) = ApiError::from_response(&refusal).cloned() else {
+        return refusal;
+    };
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": REFUSED, "message": error.to_string(), "data": {"code": error.code()}},
+    });
+    let (parts, _) = refusal.into_parts();
+    let mut answer = Response::from_parts(parts, axum::body::Body::from(body.to_string()));
+    answer.headers_mut().remove(header::CONTENT_LENGTH);
+    answer
 }
 
 /// Which credential a secret is in force as now: a configured key, or the local token while no
@@ -786,6 +814,111 @@ mod tests {
                 "{method}"
             );
         }
+    }
+
+    /// Found in review of issue 28: `/mcp` refused a request with the REST API's error body
+    /// (`DELETE /mcp` without a credential header, where none is configured, got its `415`).
+    /// `/mcp` answers in JSON-RPC's shape, whatever refuses the request.
+    #[tokio::test]
+    async fn every_refusal_on_mcp_is_a_json_rpc_error() {
+        use axum::routing::any;
+        use tower::ServiceExt;
+
+        let answer = |options: ApiOptions, method: Method, pairs: &[(&'static str, &str)]| {
+            let mut request = Request::builder()
+                .method(method)
+                .uri("/mcp")
+                .header(header::HOST, "localhost");
+            for (name, value) in pairs {
+                request = request.header(*name, *value);
+            }
+            let request = request.body(axum::body::Body::empty()).expect("request");
+            let routes = Router::new().route("/mcp", any(|| async { "mcp" }));
+            async move {
+                let response = mcp_guarded(LiveOptions::new(options), routes)
+                    .oneshot(request)
+                    .await
+                    .expect("infallible");
+                let status = response.status().as_u16();
+                let headers = response.headers().clone();
+                let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+                    .await
+                    .expect("body");
+                let body: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+                (status, headers, body)
+            }
+        };
+        let rpc = |code: &str, message: &str| {
+            serde_json::json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32000, "message": message, "data": {"code": code}}})
+        };
+        // A Unix socket with no key: no credential is needed, but a DELETE that carries no
+        // header a browser preflights is refused all the same.
+        let keyless = || ApiOptions {
+            allowed_hosts: vec!["localhost".into()],
+            ..ApiOptions::default()
+        };
+        let (status, headers, body) = answer(keyless(), Method::DELETE, &[]).await;
+        assert_eq!(status, 415);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        assert_eq!(
+            body,
+            rpc(
+                "unsupported_media_type",
+                "a request that changes something must send `Content-Type: application/json` \
+                 or a credential header (`Authorization`, `X-API-Key`, or the web app's \
+                 `X-Toolmux-Session`): a form or plain-text request could come from any web page"
+            )
+        );
+        // With a key: no credential, a wrong one, a foreign Origin and Host.
+        let keyed = || ApiOptions {
+            api_keys: vec!["k".into()],
+            ..keyless()
+        };
+        let (status, headers, body) = answer(keyed(), Method::DELETE, &[]).await;
+        assert_eq!(status, 401);
+        assert_eq!(
+            headers[header::WWW_AUTHENTICATE],
+            "Bearer realm=\"toolmux\""
+        );
+        assert_eq!(body, rpc("unauthorized", SEND_A_CREDENTIAL));
+        let (status, _, body) =
+            answer(keyed(), Method::POST, &[("authorization", "Bearer wrong")]).await;
+        assert_eq!(status, 401);
+        assert_eq!(body, rpc("unauthorized", "the API key is not valid"));
+        let (status, _, body) = answer(
+            keyed(),
+            Method::POST,
+            &[
+                ("authorization", "Bearer k"),
+                ("origin", "http://localhost:1"),
+            ],
+        )
+        .await;
+        assert_eq!(status, 403);
+        assert_eq!(
+            body,
+            rpc(
+                "forbidden",
+                "Origin `http://localhost:1` is not allowed: start the server with \
+                 --allow-origin http://localhost:1 or add it to `server.allowedOrigins`"
+            )
+        );
+        // What passes reaches MCP untouched.
+        let passed = mcp_guarded(
+            LiveOptions::new(keyed()),
+            Router::new().route("/mcp", any(|| async { "mcp" })),
+        )
+        .oneshot(
+            Request::delete("/mcp")
+                .header(header::HOST, "localhost")
+                .header("authorization", "Bearer k")
+                .body(axum::body::Body::empty())
+                .expect("request"),
+        )
+        .await
+        .expect("infallible");
+        assert_eq!(passed.status(), 200);
     }
 
     /// Issue 12, D8, as issue 14 narrowed it: once a key is configured, a request without one
