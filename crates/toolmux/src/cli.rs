@@ -356,9 +356,10 @@ pub struct ServeArgs {
     /// the limit on open files when that is lower.
     #[arg(long, value_name = "N")]
     pub max_connections: Option<std::num::NonZeroUsize>,
-    /// The most connections one client address (an IPv6 one by its /64) holds at once; past it,
-    /// its new connections are answered 503. Default: a quarter of --max-connections. Every
-    /// local client shares the loopback address: raise it behind a reverse proxy on this host.
+    /// The most connections one client address (an IPv6 one by its /64; every loopback address
+    /// is one) holds at once; past it, its new connections are answered 503. Default: a quarter
+    /// of --max-connections. Every local client shares loopback: raise it behind a reverse
+    /// proxy on this host.
     #[arg(long, value_name = "N")]
     pub max_connections_per_peer: Option<std::num::NonZeroUsize>,
     /// Open the web app in the browser (`TOOLMUX_BROWSER`, else `xdg-open` / `open`), logged in
