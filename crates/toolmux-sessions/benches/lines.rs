@@ -37,7 +37,7 @@ fn main() {
             },
         );
         let sessions = Sessions::for_project(
-            project.path(),
+            &toolmux_workspace::ProjectRoot::new(project.path()).expect("the project root"),
             &project.path().join(".toolmux/state"),
             &runners,
             None,

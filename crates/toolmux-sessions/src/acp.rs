@@ -14,7 +14,9 @@
 //!   skip the person the next time;
 //! - `fs/read_text_file` and `fs/write_text_file`, confined to the launch directory by the
 //!   workspace's [`ProjectRoot`] (no link leading out, never `.git` or toolmux's state, writes
-//!   atomic) — the same guard as the workspace tools, not a second one;
+//!   atomic), a folder of the project's root that keeps its protected paths (`.toolmux/`, the
+//!   registries, LeanSpec's and the user's configuration) — the same guard and the same list as
+//!   the workspace tools, not a second one;
 //! - terminals are not offered (the capabilities say so); the crate answers any request not
 //!   handled here with method-not-found.
 //!
@@ -81,13 +83,14 @@ pub struct AcpLaunch {
     pub args: Vec<String>,
     /// Variables added to the allowlisted environment a child gets.
     pub env: Vec<(String, String)>,
-    /// The session's directory: the agent runs there, its session is opened there, and its
-    /// file reads and writes are confined to it.
+    /// The session's directory, inside `root`: the agent runs there, its session is opened
+    /// there, and its file reads and writes are confined to it.
     pub cwd: PathBuf,
-    /// toolmux's state directory, which the agent never reads or writes even when it lies
-    /// inside `cwd` (a project whose `root` is `..` has it deeper inside; a session started
-    /// in the project directory has it at `cwd/.toolmux/state`).
-    pub state_dir: PathBuf,
+    /// The project's root as the workspace tools have it: its state directory, which the agent
+    /// never reads or writes even when it lies inside `cwd` (a project whose `root` is `..`
+    /// has it deeper inside), and the paths no write may change (toolmux's configuration, the
+    /// registries), kept current by the configuration's reloads.
+    pub root: ProjectRoot,
     /// The prompt, sent as one text block.
     pub prompt: String,
 }
@@ -187,12 +190,13 @@ pub async fn run_acp(
     approver: Arc<dyn Approver>,
     cancel: CancellationToken,
 ) -> Result<AcpOutcome, AcpError> {
-    let root = ProjectRoot::with_state_dir(&launch.cwd, &launch.state_dir).map_err(|source| {
-        AcpError::Cwd {
+    let root = launch
+        .root
+        .beneath(&launch.cwd)
+        .map_err(|source| AcpError::Cwd {
             path: launch.cwd.clone(),
             source,
-        }
-    })?;
+        })?;
     let agent = launch.program.file_name().map_or_else(
         || launch.program.display().to_string(),
         |n| n.to_string_lossy().into_owned(),

@@ -46,7 +46,7 @@ pub(crate) async fn launch(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         cwd: plan.cwd.clone(),
-        state_dir: sessions.state_dir().to_path_buf(),
+        root: sessions.confine().clone(),
         prompt: plan.prompt.clone(),
     };
     record.status = Status::Running;

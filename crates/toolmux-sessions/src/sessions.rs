@@ -352,8 +352,9 @@ pub struct Sessions {
 pub(crate) struct Inner {
     /// The canonical project root: sessions run inside it.
     pub(crate) root: PathBuf,
-    /// The root as the workspace tools confine paths to it: a session's `cwd` is resolved by
-    /// the same rule (no link out, never toolmux's state).
+    /// The root as the workspace tools confine paths to it, their protected paths included: a
+    /// session's `cwd` is resolved by the same rule (no link out, never toolmux's state), and
+    /// an ACP agent's files are confined to a folder of it.
     confine: ProjectRoot,
     pub(crate) state_dir: PathBuf,
     pub(crate) store: Arc<dyn SessionStore>,
@@ -375,11 +376,12 @@ impl std::fmt::Debug for Sessions {
 }
 
 impl Sessions {
-    /// The sessions of the project at `root`, kept under `state_dir`, with the configured
-    /// `runners`; `specs` builds prompts from specs. Sessions left `running` by a toolmux
-    /// process that is gone are marked `lost` now (and what is left of them stopped).
+    /// The sessions of the project at `root` (the root the workspace tools are given, so
+    /// that an ACP agent's writes are refused what theirs are), kept under `state_dir`, with
+    /// the configured `runners`; `specs` builds prompts from specs. Sessions left `running` by
+    /// a toolmux process that is gone are marked `lost` now (and what is left of them stopped).
     pub fn open(
-        root: &Path,
+        root: &ProjectRoot,
         state_dir: &Path,
         runners: &BTreeMap<String, RunnerSettings>,
         specs: Option<SpecsSource>,
@@ -393,13 +395,13 @@ impl Sessions {
     /// project's specs directory (found as LeanSpec finds it, `LEANSPEC_SPECS_DIR` included)
     /// to build prompts from specs; without one, sessions take prompts only.
     pub fn for_project(
-        root: &Path,
+        root: &ProjectRoot,
         state_dir: &Path,
         runners: &BTreeMap<String, RunnerSettings>,
         approver: Option<Arc<dyn Approver>>,
     ) -> Result<Self, SessionError> {
         let override_dir = std::env::var(toolmux_specs::SPECS_DIR_ENV).ok();
-        let specs = match SpecsSource::open_with(root, override_dir.as_deref()) {
+        let specs = match SpecsSource::open_with(root.path(), override_dir.as_deref()) {
             Ok(specs) => specs,
             Err(e) => {
                 tracing::warn!("sessions cannot build prompts from specs: {e}");
@@ -411,20 +413,17 @@ impl Sessions {
 
     /// [`Sessions::open`] on another store.
     pub fn with_store(
-        root: &Path,
+        root: &ProjectRoot,
         state_dir: &Path,
         store: Arc<dyn SessionStore>,
         runners: &BTreeMap<String, RunnerSettings>,
         specs: Option<SpecsSource>,
         approver: Option<Arc<dyn Approver>>,
     ) -> Result<Self, SessionError> {
-        let root = root.canonicalize().map_err(|e| SessionError::io(root, e))?;
-        let confine = ProjectRoot::with_state_dir(&root, state_dir)
-            .map_err(|e| SessionError::Failed(e.to_string()))?;
         let sessions = Self {
             inner: Arc::new(Inner {
-                root,
-                confine,
+                root: root.path().to_path_buf(),
+                confine: root.clone(),
                 state_dir: state_dir.to_path_buf(),
                 store,
                 runners: RwLock::new(crate::runners::resolve(runners)),
@@ -450,6 +449,11 @@ impl Sessions {
     /// The store.
     pub fn store(&self) -> &Arc<dyn SessionStore> {
         &self.inner.store
+    }
+
+    /// The project's root as the workspace tools confine to it.
+    pub(crate) fn confine(&self) -> &ProjectRoot {
+        &self.inner.confine
     }
 
     /// Where the store keeps its files.

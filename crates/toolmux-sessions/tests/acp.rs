@@ -14,6 +14,7 @@ use toolmux_core::{Approval, ApprovalQueue, ApprovalRequest, Approver};
 use toolmux_sessions::acp::{AcpError, AcpEvent, AcpLaunch, AcpOutcome, run_acp};
 use toolmux_testkit::eventually::eventually;
 use toolmux_testkit::processes::{assert_no_process_left, processes_with, unique_sleep};
+use toolmux_workspace::ProjectRoot;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_toolmux-acp-test-agent");
 
@@ -56,7 +57,7 @@ fn launch(cwd: &Path, prompt: &str) -> AcpLaunch {
         args: Vec::new(),
         env: Vec::new(),
         cwd: cwd.to_path_buf(),
-        state_dir: cwd.join(".toolmux/state"),
+        root: ProjectRoot::new(cwd).expect("the root"),
         prompt: prompt.to_string(),
     }
 }

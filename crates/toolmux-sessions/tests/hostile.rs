@@ -19,6 +19,7 @@ use toolmux_sessions::acp::{AcpEvent, AcpLaunch, run_acp};
 use toolmux_sessions::{
     CALLER_ENV_REFUSED, RunRequest, SessionError, Sessions, Status, caller_env_refused,
 };
+use toolmux_workspace::ProjectRoot;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -33,6 +34,11 @@ fn settings(command: &Path) -> RunnerSettings {
     }
 }
 
+/// The project's root as the binary gives it to the sessions (default protected paths).
+fn project_root(root: &Path) -> ProjectRoot {
+    ProjectRoot::new(root).expect("the project root")
+}
+
 /// The built-in `claude` and `codex` pointed at the fakes, plus `extra`.
 fn open_with(root: &Path, extra: BTreeMap<String, RunnerSettings>) -> Sessions {
     let mut runners = BTreeMap::new();
@@ -40,8 +46,13 @@ fn open_with(root: &Path, extra: BTreeMap<String, RunnerSettings>) -> Sessions {
         runners.insert(name.to_string(), settings(&fixture(name)));
     }
     runners.extend(extra);
-    Sessions::for_project(root, &root.join(".toolmux/state"), &runners, None)
-        .expect("open the sessions")
+    Sessions::for_project(
+        &project_root(root),
+        &root.join(".toolmux/state"),
+        &runners,
+        None,
+    )
+    .expect("open the sessions")
 }
 
 fn open(root: &Path) -> Sessions {
@@ -221,7 +232,7 @@ fn generated_prompts() -> Vec<String> {
 async fn every_built_in_runner_keeps_any_prompt_out_of_its_options() {
     let project = tempfile::tempdir().expect("temp");
     let sessions = Sessions::for_project(
-        project.path(),
+        &project_root(project.path()),
         &project.path().join(".toolmux/state"),
         &BTreeMap::new(),
         None,
@@ -554,7 +565,7 @@ async fn an_acp_agent_cannot_read_toolmux_state_that_lies_inside_its_folder() {
         args: Vec::new(),
         env: Vec::new(),
         cwd: root.to_path_buf(),
-        state_dir: state.clone(),
+        root: ProjectRoot::with_state_dir(root, &state).expect("the root"),
         prompt: "read project/.toolmux/state/local-token\nread notes.txt".into(),
     };
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
@@ -586,6 +597,104 @@ async fn an_acp_agent_cannot_read_toolmux_state_that_lies_inside_its_folder() {
     assert!(
         said.contains(&"read: ordinary notes".to_string()),
         "{said:?}"
+    );
+}
+
+/// Found in review of issue 28 (D20's kind for sessions): an ACP agent's `fs/write_text_file`
+/// was confined by a root of its own, which knew `.toolmux/` but not the registries the
+/// configuration names (nor their link targets, nor the user's configuration): an agent could
+/// rewrite `backend/mcp.json`, and the next reload ran the server it added. The sessions now
+/// confine it with the root the binary gives the workspace tools, protection list included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_agent_cannot_write_the_configuration_or_a_registry_or_read_secrets() {
+    let project = tempfile::tempdir().expect("temp");
+    let root = project.path().canonicalize().expect("canonical");
+    let state = root.join(".toolmux/state");
+    std::fs::create_dir_all(&state).expect("state");
+    std::fs::create_dir_all(root.join("backend")).expect("backend");
+    let config = r#"{"registries": ["backend/mcp.json"]}"#;
+    std::fs::write(root.join(".toolmux/config.json"), config).expect("config");
+    std::fs::write(root.join("backend/mcp.json"), "{}").expect("registry");
+    std::fs::write(state.join("secrets.enc"), "sealed secrets").expect("secrets");
+    let confine = ProjectRoot::with_state_dir(&root, &state).expect("root");
+    let loaded: toolmux_config::Config = serde_json::from_str(config).expect("a configuration");
+    confine.protect(toolmux_workspace::ProtectedPaths::for_project(
+        &root, &root, &loaded,
+    ));
+    let mut runners = BTreeMap::new();
+    runners.insert(
+        "agent".to_string(),
+        RunnerSettings {
+            command: Some(env!("CARGO_BIN_EXE_toolmux-acp-test-agent").to_string()),
+            args: Some(Vec::new()),
+            protocol: Some(RunnerProtocol::Acp),
+            ..Default::default()
+        },
+    );
+    let sessions = Sessions::for_project(&confine, &state, &runners, None).expect("open");
+    let prompt = "write .toolmux/config.json {\"shell\":{\"sandbox\":false}}\n\
+                  write backend/mcp.json {\"mcpServers\":{}}\n\
+                  read .toolmux/state/secrets.enc\n\
+                  write notes.txt fine";
+    let plan = sessions.plan(&request("agent", prompt)).expect("a plan");
+    let record = sessions
+        .start(plan, None, Some(Arc::new(AllowAll)))
+        .await
+        .expect("started");
+    let ended = sessions
+        .wait(&record.id, Duration::from_secs(30))
+        .await
+        .expect("the session ends");
+    assert_eq!(ended.status, Status::Completed, "{ended:?}");
+    let said: Vec<String> = sessions
+        .logs(&record.id, 0, 200)
+        .expect("logs")
+        .entries
+        .into_iter()
+        .filter(|e| e.kind.as_deref() == Some("message_chunk"))
+        .map(|e| e.text)
+        .collect();
+    let protected = |path: &str, kind: &str| {
+        format!(
+            "write refused: `{}`: `{path}` is {kind}, which defines what toolmux runs and how it \
+             is sandboxed; the workspace tools never write it (a person edits it, or `toolmux \
+             config set` does)",
+            root.join(path).display()
+        )
+    };
+    assert_eq!(
+        said,
+        [
+            "permission: allow".to_string(),
+            protected(
+                ".toolmux/config.json",
+                "inside `.toolmux`, toolmux's own configuration"
+            ),
+            "permission: allow".to_string(),
+            protected(
+                "backend/mcp.json",
+                "a tool registry named in the configuration's `registries`"
+            ),
+            format!(
+                "read refused: `{}`: `.toolmux/state/secrets.enc` is inside `.toolmux/state`, \
+                 toolmux's own state, which the workspace tools do not read",
+                root.join(".toolmux/state/secrets.enc").display()
+            ),
+            "permission: allow".to_string(),
+            "wrote notes.txt".to_string(),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".toolmux/config.json")).expect("config"),
+        config
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("backend/mcp.json")).expect("registry"),
+        "{}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).expect("written"),
+        "fine"
     );
 }
 

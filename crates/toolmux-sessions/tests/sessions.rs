@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use toolmux_config::RunnerSettings;
 use toolmux_sessions::{RunRequest, SESSION_ID_VAR, SessionError, Sessions, Status, Stream};
+use toolmux_workspace::ProjectRoot;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -31,9 +32,19 @@ fn fake_runners() -> BTreeMap<String, RunnerSettings> {
     runners
 }
 
+/// The project's root as the binary gives it to the sessions (default protected paths).
+fn project_root(root: &Path) -> ProjectRoot {
+    ProjectRoot::new(root).expect("the project root")
+}
+
 fn open(root: &Path) -> Sessions {
-    Sessions::for_project(root, &root.join(".toolmux/state"), &fake_runners(), None)
-        .expect("open the sessions")
+    Sessions::for_project(
+        &project_root(root),
+        &root.join(".toolmux/state"),
+        &fake_runners(),
+        None,
+    )
+    .expect("open the sessions")
 }
 
 fn request(runner: &str, prompt: &str) -> RunRequest {
@@ -129,8 +140,13 @@ async fn a_runner_that_is_not_installed_is_named_with_how_to_install_it() {
             ..Default::default()
         },
     );
-    let sessions = Sessions::for_project(project.path(), &project.path().join("s"), &runners, None)
-        .expect("open");
+    let sessions = Sessions::for_project(
+        &project_root(project.path()),
+        &project.path().join("s"),
+        &runners,
+        None,
+    )
+    .expect("open");
     let err = sessions
         .plan(&request("gemini", "hi"))
         .expect_err("not installed");
@@ -482,7 +498,7 @@ async fn an_acp_session_logs_the_agents_updates_and_its_permission_goes_through_
     let queue = std::sync::Arc::new(toolmux_core::ApprovalQueue::new());
     let approver: std::sync::Arc<dyn toolmux_core::Approver> = queue.clone();
     let sessions = Sessions::for_project(
-        project.path(),
+        &project_root(project.path()),
         &project.path().join(".toolmux/state"),
         &runners,
         Some(approver),

@@ -113,3 +113,31 @@ fn existing(path: PathBuf, how: &str) -> PathBuf {
     assert!(path.exists(), "{} is missing: {how}", path.display());
     path
 }
+
+/// The ACP test agent (`toolmux-sessions`' `toolmux-acp-test-agent`, on the official crate),
+/// built beside the running test's binary: `cargo test --workspace` builds it with its
+/// package's tests; a run of another package alone builds it here.
+pub fn acp_test_agent() -> PathBuf {
+    let deps = std::env::current_exe().expect("test binary");
+    let profile = deps
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let agent = profile.join("toolmux-acp-test-agent");
+    if !agent.is_file() {
+        let built = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "-p",
+                "toolmux-sessions",
+                "--bin",
+                "toolmux-acp-test-agent",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("run cargo build");
+        assert!(built.success(), "building the ACP test agent failed");
+    }
+    assert!(agent.is_file(), "no ACP test agent at {}", agent.display());
+    agent
+}

@@ -254,6 +254,41 @@ impl ProjectRoot {
         })
     }
 
+    /// The folder `dir` of this root (absolute beneath it, or relative to it) as a root of its
+    /// own, resolved as any path is (no link leading out, never toolmux's state), sharing this
+    /// root's state directory and protected paths, a later [`ProjectRoot::protect`] included:
+    /// what confines a coding agent to its session's folder with the same protection list as
+    /// the workspace tools.
+    pub fn beneath(&self, dir: &Path) -> Result<Self, PathError> {
+        let shown = dir.display().to_string();
+        let relative = if dir.is_absolute() {
+            dir.strip_prefix(&self.root)
+                .map_err(|_| PathError::Escapes {
+                    path: shown.clone(),
+                })?
+        } else {
+            dir
+        };
+        let text = relative.to_str().ok_or_else(|| PathError::Io {
+            path: shown.clone(),
+            message: "not UTF-8".to_string(),
+        })?;
+        let resolved = self.resolve_open(text)?;
+        let meta = resolved
+            .handle
+            .metadata()
+            .map_err(|e| io_error(&shown, e))?;
+        if !meta.is_dir() {
+            return Err(PathError::RootNotDirectory { path: shown });
+        }
+        Ok(Self {
+            root: resolved.path,
+            fd: Arc::new(resolved.handle.into()),
+            state: self.state.clone(),
+            protected: Arc::clone(&self.protected),
+        })
+    }
+
     /// Puts `protected` in force for this root and every clone of it: from now on no write
     /// through it changes those paths. `toolmux` calls it with
     /// [`ProtectedPaths::for_project`] where it builds the packs, and again when a reload

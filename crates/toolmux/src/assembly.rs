@@ -289,11 +289,12 @@ impl Assembly {
             }
         }
         if old.is_none() {
-            // Coding sessions run where the workspace pack works; an ACP agent's permission
-            // requests wait in the approval queue when the caller brings no approver.
+            // Coding sessions run where the workspace pack works, with its protected paths
+            // (an ACP agent writes files through toolmux); an ACP agent's permission requests
+            // wait in the approval queue when the caller brings no approver.
             let approver: Arc<dyn toolmux_core::Approver> = self.approvals.clone();
             match toolmux_sessions::Sessions::for_project(
-                &self.loaded.root,
+                &self.project_root,
                 &toolmux_config::state_dir(&self.loaded.project_dir),
                 &after.runners,
                 Some(approver),

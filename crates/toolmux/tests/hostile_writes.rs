@@ -279,3 +279,117 @@ fn d20_the_write_tools_refuse_the_users_configuration_beneath_the_root() {
         "{}\n"
     );
 }
+
+/// Runs an ACP session of the test agent on `prompt`, allowing each write it asks for; what the
+/// agent said, in order, once it ended.
+fn acp_session_says(served: &Served, prompt: &str) -> Vec<String> {
+    let started = served.post(
+        "/api/sessions",
+        &json!({"runner": "agent", "prompt": prompt}).to_string(),
+    );
+    assert_eq!(started.status, 201, "{}", started.body);
+    let id = started.json()["id"].as_str().expect("id").to_string();
+    let mut answered = Vec::new();
+    wait_until("the session's end", || {
+        let pending = served.get_with_key("/api/approvals").json()["approvals"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for approval in pending {
+            let approval = approval["id"].as_str().expect("approval id").to_string();
+            if !answered.contains(&approval) {
+                answer(served, &approval, "allow");
+                answered.push(approval);
+            }
+        }
+        let status = served.get(&format!("/api/sessions/{id}")).json()["status"].clone();
+        status != "running" && status != "pending"
+    });
+    let session = served.get(&format!("/api/sessions/{id}")).json();
+    assert_eq!(session["status"], "completed", "{session}");
+    served.get(&format!("/api/sessions/{id}/logs")).json()["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["kind"] == "message_chunk")
+        .map(|e| e["text"].as_str().expect("text").to_string())
+        .collect()
+}
+
+/// Found in review of issue 28 (D20's kind for coding agents): an ACP agent's
+/// `fs/write_text_file` was confined by a root of its own, which did not know the registries:
+/// an agent could rewrite `backend/mcp.json`, and the reload ran the server it added. The
+/// sessions now hold the workspace tools' root, so the one protection list — the reload that
+/// names a new registry included — refuses the agent too.
+#[test]
+fn d20_an_acp_agent_cannot_write_the_configuration_or_a_registry() {
+    let agent = toolmux_testkit::peers::acp_test_agent();
+    let settings = |registries: &str| {
+        format!(
+            r#""runners": {{"agent": {{"command": {}, "args": [], "protocol": "acp"}}}},
+               "policies": {{"tools": {{"run_session": "allow"}}}},
+               "registries": [{registries}]"#,
+            json!(agent.display().to_string())
+        )
+    };
+    let project = project(&settings(r#""backend/mcp.json""#));
+    project.write("backend/mcp.json", r#"{"mcpServers": {}}"#);
+    project.write("backend/tools.json", &tools_json("hello_there"));
+    let served = Served::start(&project, &[]);
+    let config = read(&project, ".toolmux/config.json");
+    let root = project.path().canonicalize().expect("canonical root");
+    let refused = |path: &str, kind: &str| {
+        format!(
+            "write refused: `{}`: `{path}` is {kind}, which defines what toolmux runs and how it \
+             is sandboxed; the workspace tools never write it (a person edits it, or `toolmux \
+             config set` does)",
+            root.join(path).display()
+        )
+    };
+    let a_registry = "a tool registry named in the configuration's `registries`";
+
+    let said = acp_session_says(
+        &served,
+        "write .toolmux/config.json {\"shell\":{\"sandbox\":false}}\n\
+         write backend/mcp.json {\"mcpServers\":{\"x\":{\"command\":\"sh\"}}}\n\
+         write notes.txt fine",
+    );
+    assert_eq!(
+        said,
+        [
+            "permission: allow".to_string(),
+            refused(
+                ".toolmux/config.json",
+                "inside `.toolmux`, toolmux's own configuration"
+            ),
+            "permission: allow".to_string(),
+            refused("backend/mcp.json", a_registry),
+            "permission: allow".to_string(),
+            "wrote notes.txt".to_string(),
+        ]
+    );
+    assert_eq!(read(&project, ".toolmux/config.json"), config);
+    assert_eq!(read(&project, "backend/mcp.json"), r#"{"mcpServers": {}}"#);
+    assert_eq!(read(&project, "notes.txt"), "fine");
+
+    // A reload that names another registry protects it from the agent as from the tools.
+    project.config(&config_with_key(&settings(
+        r#""backend/mcp.json", "backend/tools.json""#,
+    )));
+    wait_until("the new registry's tool to be served", || {
+        served.get("/api/tools").body.contains("hello_there")
+    });
+    let said = acp_session_says(&served, "write backend/tools.json {}");
+    assert_eq!(
+        said,
+        [
+            "permission: allow".to_string(),
+            refused("backend/tools.json", a_registry),
+        ]
+    );
+    assert_eq!(
+        read(&project, "backend/tools.json"),
+        tools_json("hello_there")
+    );
+    served.stop();
+}

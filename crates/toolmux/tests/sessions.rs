@@ -517,40 +517,12 @@ fn a_server_that_stops_cancels_its_sessions_and_records_them_so() {
     );
 }
 
-/// The ACP test agent (`toolmux-sessions`' `toolmux-acp-test-agent`, on the official crate),
-/// built beside this test's binary: `cargo test --workspace` builds it with its package's
-/// tests; a run of this package alone builds it here.
-fn acp_test_agent() -> PathBuf {
-    let deps = std::env::current_exe().expect("test binary");
-    let profile = deps
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("target/<profile>");
-    let agent = profile.join("toolmux-acp-test-agent");
-    if !agent.is_file() {
-        let built = std::process::Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "-p",
-                "toolmux-sessions",
-                "--bin",
-                "toolmux-acp-test-agent",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("run cargo build");
-        assert!(built.success(), "building the ACP test agent failed");
-    }
-    assert!(agent.is_file(), "no ACP test agent at {}", agent.display());
-    agent
-}
-
 #[test]
 fn an_acp_agents_permission_request_is_answered_over_rest_and_a_denial_reaches_it() {
     let project = toolmux_project();
     project.config(
         &json!({
-            "runners": {"agent": {"command": acp_test_agent().display().to_string(),
+            "runners": {"agent": {"command": toolmux_testkit::peers::acp_test_agent().display().to_string(),
                                   "args": [], "protocol": "acp"}},
             "policies": {"tools": {"run_session": "allow"}},
         })
