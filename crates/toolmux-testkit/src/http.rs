@@ -51,6 +51,26 @@ impl Response {
         assert!(body["error"]["details"].is_object(), "{}", self.body);
         body["error"].clone()
     }
+
+    /// Asserts the status and the whole error body: `code`, `message` exactly, no details.
+    pub fn exact_error(&self, status: u16, code: &str, message: &str) {
+        assert_eq!(self.status, status, "{}", self.body);
+        assert_eq!(
+            self.json(),
+            serde_json::json!({"error": {"code": code, "message": message, "details": {}}}),
+        );
+    }
+
+    /// Asserts the status and the whole JSON-RPC error body `/mcp` answers a refused request
+    /// with: no id, code -32000, `message` exactly, the REST API's stable `code` as its data.
+    pub fn exact_json_rpc_refusal(&self, status: u16, code: &str, message: &str) {
+        assert_eq!(self.status, status, "{}", self.body);
+        assert_eq!(
+            self.json(),
+            serde_json::json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32000, "message": message, "data": {"code": code}}}),
+        );
+    }
 }
 
 /// Sends one HTTP/1.1 request to `address` and reads the whole response.

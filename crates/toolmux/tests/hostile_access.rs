@@ -114,9 +114,14 @@ fn d27_an_access_token_without_an_admin_scope_lists_and_calls_tools_only() {
             &member,
             Some(args),
         );
-        assert_eq!(refused.status, 404, "{tool}: {}", refused.body);
         let shown = with_token(&served, "GET", &format!("/api/tools/{tool}"), &member, None);
-        assert_eq!(shown.status, 404, "{tool}: {}", shown.body);
+        // Unknown, with no suggestion that would name an internal tool.
+        let unknown = json!({"error": {"code": "not_found", "message": format!("unknown tool `{tool}`"),
+            "details": {"suggestion": null}}});
+        for answer in [refused, shown] {
+            assert_eq!(answer.status, 404, "{tool}: {}", answer.body);
+            assert_eq!(answer.json(), unknown, "{tool}");
+        }
     }
     with_token(
         &served,
@@ -125,7 +130,12 @@ fn d27_an_access_token_without_an_admin_scope_lists_and_calls_tools_only() {
         &member,
         None,
     )
-    .error(403, "forbidden");
+    .exact_error(
+        403,
+        "forbidden",
+        "`includeInternal=true` needs the owner's credential or an access token with one of \
+         `server.adminScopes`",
+    );
 
     // The registry, the configuration and the owner's routes are closed to it.
     let owned = project.path().join("owned");
@@ -169,12 +179,20 @@ fn d27_an_access_token_without_an_admin_scope_lists_and_calls_tools_only() {
         ("GET", "/metrics", None),
     ] {
         let refused = with_token(&served, method, path, &member, body.as_deref());
-        let error = refused.error(403, "forbidden");
-        assert!(
-            error["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("server.adminScopes")),
-            "{method} {path}: {error}"
+        // The route as registered, which the refusal names.
+        let route = match path {
+            "/api/mcp-servers/x" => "/api/mcp-servers/{name}",
+            "/api/tools/grep" => "/api/tools/{name}",
+            other => other,
+        };
+        refused.exact_error(
+            403,
+            "forbidden",
+            &format!(
+                "`{method} {route}` needs the owner's credential (the local token, a configured \
+                 API key, or the web app signed in with one) or an access token with one of \
+                 `server.adminScopes`; this access token may list and call tools"
+            ),
         );
     }
 
@@ -273,5 +291,93 @@ fn every_served_route_has_a_decision_in_the_one_table() {
         }
     }
     assert!(count > 60, "only {count} operations in {document}");
+    served.stop();
+}
+
+/// The challenge a refused access token gets, beside its body: where to sign in, why, and the
+/// scope the server requires.
+fn assert_challenge(answer: &Response, served: &Served, path: &str, error: &str) {
+    let suffix = if path == "/mcp" { "/mcp" } else { "" };
+    assert_eq!(
+        answer.header("www-authenticate"),
+        Some(
+            format!(
+                "Bearer resource_metadata=\"http://{}/.well-known/oauth-protected-resource{suffix}\", \
+                 error=\"{error}\", scope=\"tools\"",
+                served.address
+            )
+            .as_str()
+        ),
+        "{path}"
+    );
+}
+
+/// Found in review of issue 28: a token of the right shape, naming the issuer and its key id
+/// and granting the admin scope, but signed by a key the issuer never published (the rogue
+/// authorization server's), is refused everywhere as not valid: its admin scope is never read.
+#[test]
+fn a_rogue_signed_token_with_the_admin_scope_is_refused() {
+    let issuer = Issuer::start("RS256", AUDIENCE);
+    let project = project_for(&issuer);
+    let before = project.saved_config();
+    let served = Served::start(&project, &[]);
+    let rogue = Issuer::mint_at(
+        &issuer.rogue,
+        &[
+            ("aud", AUDIENCE),
+            ("scope", &format!("tools {ADMIN}")),
+            ("sub", "mallory"),
+        ],
+    );
+    let invalid = "the access token is not valid: its signature does not check";
+    for (method, path, body) in [
+        ("GET", "/api/logs", None),
+        ("GET", "/api/tools", None),
+        (
+            "POST",
+            "/api/tools/config_set/call",
+            Some(r#"{"path": "policies.default", "value": "allow"}"#),
+        ),
+    ] {
+        let refused = with_token(&served, method, path, &rogue, body);
+        refused.exact_error(401, "unauthorized", invalid);
+        assert_challenge(&refused, &served, path, "invalid_token");
+    }
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let refused = with_token(&served, "POST", "/mcp", &rogue, Some(initialize));
+    refused.exact_json_rpc_refusal(401, "unauthorized", invalid);
+    assert_challenge(&refused, &served, "/mcp", "invalid_token");
+    assert_eq!(project.saved_config(), before);
+    served.stop();
+}
+
+/// The admin scope makes a token the owner's equal, not a token of its own: the scopes the
+/// server requires of every token (`server.auth.requiredScopes`) are still required, first.
+#[test]
+fn an_admin_scope_without_the_required_scope_is_refused() {
+    let issuer = Issuer::start("RS256", AUDIENCE);
+    let project = project_for(&issuer);
+    let before = project.saved_config();
+    let served = Served::start(&project, &[]);
+    let admin_only = token(&issuer, ADMIN);
+    let lacking = "the access token lacks the scope this server requires: tools";
+    for (method, path, body) in [
+        ("GET", "/api/logs", None),
+        ("GET", "/api/tools", None),
+        (
+            "POST",
+            "/api/tools/config_set/call",
+            Some(r#"{"path": "policies.default", "value": "allow"}"#),
+        ),
+    ] {
+        let refused = with_token(&served, method, path, &admin_only, body);
+        refused.exact_error(403, "insufficient_scope", lacking);
+        assert_challenge(&refused, &served, path, "insufficient_scope");
+    }
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let refused = with_token(&served, "POST", "/mcp", &admin_only, Some(initialize));
+    refused.exact_json_rpc_refusal(403, "insufficient_scope", lacking);
+    assert_challenge(&refused, &served, "/mcp", "insufficient_scope");
+    assert_eq!(project.saved_config(), before);
     served.stop();
 }

@@ -209,6 +209,24 @@ function tag(kind, path) {
 </script></body></html>
 "#;
 
+/// What a request without a credential is told, on `/api` and `/mcp` alike.
+const SEND_A_CREDENTIAL: &str = "this request needs a credential: open the web app with the URL \
+    `toolmux serve` printed, or send the project's local token (`.toolmux/state/local-token`) or \
+    a configured API key as `Authorization: Bearer <key>` or `X-API-Key: <key>`";
+
+/// What a request that changes something gets when a browser would not have preflighted it.
+const SEND_JSON: &str = "a request that changes something must send `Content-Type: \
+    application/json` or a credential header (`Authorization`, `X-API-Key`, or the web app's \
+    `X-Toolmux-Session`): a form or plain-text request could come from any web page";
+
+/// What a request from an origin that is not the server's own (nor configured) gets.
+fn foreign_origin(origin: &str) -> String {
+    format!(
+        "Origin `{origin}` is not allowed: start the server with --allow-origin {origin} or add \
+         it to `server.allowedOrigins`"
+    )
+}
+
 /// Every file in the project whose name starts with `pwned`.
 fn pwned(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -254,6 +272,14 @@ fn assert_nothing_happened(project: &TestProject, served: &Served, config_before
     assert!(!listed.contains("pwn"), "a tool was added: {listed}");
     let log = served.get("/api/logs").json();
     assert_eq!(log["entries"], json!([]), "a call was made: {log}");
+}
+
+/// The `Origin` among replayed headers, if any.
+fn origin_of<'a>(headers: &[(&'a str, &'a str)]) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("origin"))
+        .map(|(_, value)| *value)
 }
 
 /// The session a page gets for the token: its cookie (`name=value`) and its key.
@@ -400,24 +426,29 @@ fn d26_a_page_on_another_loopback_port_can_neither_change_nor_read_anything() {
             headers.push(("Content-Type", "application/json"));
             headers.push(("Accept", "application/json, text/event-stream"));
             let answer = served.request(method, path, &headers, body);
-            assert!(
-                answer.status == 401 || answer.status == 403,
-                "the replayed {method} {path} was not refused: {} {}",
-                answer.status,
-                answer.body
-            );
-            assert!(!answer.body.contains("secret plan"), "{}", answer.body);
+            // A request the page made itself came with its origin; a tag's came without one,
+            // and the cookie alone is no credential.
+            match origin_of(&replayed) {
+                Some(origin) => answer.exact_error(403, "forbidden", &foreign_origin(origin)),
+                // The sign-in route is open: it says only that the cookie signs nobody in.
+                None if path == "/api/auth/session" => {
+                    assert_eq!(answer.status, 401, "{}", answer.body);
+                    assert_eq!(answer.json(), json!({"authenticated": false}));
+                }
+                None => answer.exact_error(401, "unauthorized", SEND_A_CREDENTIAL),
+            }
         }
         let mut mcp = replayed.clone();
         mcp.push(("Content-Type", "application/json"));
         mcp.push(("Accept", "application/json, text/event-stream"));
         let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-        assert_eq!(
-            served
-                .request("POST", "/mcp", &mcp, Some(initialize))
-                .status,
-            401
-        );
+        let answer = served.request("POST", "/mcp", &mcp, Some(initialize));
+        match origin_of(&replayed) {
+            Some(origin) => {
+                answer.exact_json_rpc_refusal(403, "forbidden", &foreign_origin(origin));
+            }
+            None => answer.exact_json_rpc_refusal(401, "unauthorized", SEND_A_CREDENTIAL),
+        }
     }
     assert_nothing_happened(&project, &served, &config_before);
     served.stop();
@@ -445,7 +476,7 @@ fn d26_the_cookie_alone_a_simple_request_or_another_ports_origin_changes_nothing
         ("Origin", &other),
         ("Content-Type", "text/plain;charset=UTF-8"),
     ])
-    .error(403, "forbidden");
+    .exact_error(403, "forbidden", &foreign_origin(&other));
     // Even with the key (which no other origin has) and JSON: the origin is another port's.
     post(&[
         ("Cookie", &cookie),
@@ -453,7 +484,7 @@ fn d26_the_cookie_alone_a_simple_request_or_another_ports_origin_changes_nothing
         ("Origin", &other),
         ("Content-Type", "application/json"),
     ])
-    .error(403, "forbidden");
+    .exact_error(403, "forbidden", &foreign_origin(&other));
     for localhost in [
         format!("http://localhost:{port}"),
         "http://localhost:3000".to_string(),
@@ -463,7 +494,7 @@ fn d26_the_cookie_alone_a_simple_request_or_another_ports_origin_changes_nothing
             ("X-Toolmux-Session", &key),
             ("Origin", &localhost),
         ])
-        .error(403, "forbidden");
+        .exact_error(403, "forbidden", &foreign_origin(&localhost));
     }
     // The cookie replayed without an Origin (by the server that received it): nothing, in
     // any content type.
@@ -472,10 +503,14 @@ fn d26_the_cookie_alone_a_simple_request_or_another_ports_origin_changes_nothing
         "text/plain",
         "application/x-www-form-urlencoded",
     ] {
-        post(&[("Cookie", &cookie), ("Content-Type", content_type)]).error(401, "unauthorized");
+        post(&[("Cookie", &cookie), ("Content-Type", content_type)]).exact_error(
+            401,
+            "unauthorized",
+            SEND_A_CREDENTIAL,
+        );
         served
             .request("GET", "/api/logs", &[("Cookie", &cookie)], None)
-            .error(401, "unauthorized");
+            .exact_error(401, "unauthorized", SEND_A_CREDENTIAL);
     }
     // The page's own request, but as a simple one: refused before the body is read as JSON.
     post(&[
@@ -484,19 +519,23 @@ fn d26_the_cookie_alone_a_simple_request_or_another_ports_origin_changes_nothing
         ("Origin", &own),
         ("Content-Type", "text/plain"),
     ])
-    .error(415, "unsupported_media_type");
+    .exact_error(
+        415,
+        "unsupported_media_type",
+        "the body must be JSON sent as `Content-Type: application/json`; `Content-Type: \
+         text/plain` was sent",
+    );
     // A key holder's curl `--data` (a form type) is told to send JSON.
     let auth = served.authorization();
-    let form = post(&[
+    post(&[
         ("Authorization", &auth),
         ("Content-Type", "application/x-www-form-urlencoded"),
-    ]);
-    let error = form.error(415, "unsupported_media_type");
-    assert!(
-        error["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("application/json")),
-        "{error}"
+    ])
+    .exact_error(
+        415,
+        "unsupported_media_type",
+        "the body must be JSON sent as `Content-Type: application/json`; `Content-Type: \
+         application/x-www-form-urlencoded` was sent",
     );
     // Without a credential header, a simple POST is refused even where no credential is
     // needed (signing out here, which a page of another origin must not do either).
@@ -507,7 +546,7 @@ fn d26_the_cookie_alone_a_simple_request_or_another_ports_origin_changes_nothing
             &[("Cookie", &cookie), ("Content-Type", "text/plain")],
             None,
         )
-        .error(415, "unsupported_media_type");
+        .exact_error(415, "unsupported_media_type", SEND_JSON);
     assert_nothing_happened(&project, &served, &config_before);
 
     // The page's own way works: its origin, the cookie, the key, JSON.
@@ -530,24 +569,23 @@ fn d26_the_cookie_alone_a_simple_request_or_another_ports_origin_changes_nothing
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let accept = ("Accept", "application/json, text/event-stream");
     let mcp = |headers: &[(&str, &str)]| served.request("POST", "/mcp", headers, Some(initialize));
-    assert_eq!(
-        mcp(&[
-            ("Cookie", &cookie),
-            ("Content-Type", "application/json"),
-            accept
-        ])
-        .status,
-        401
-    );
-    assert_eq!(
-        mcp(&[
-            ("Cookie", &cookie),
-            ("Origin", &other),
-            ("Content-Type", "application/json"),
-            accept
-        ])
-        .status,
-        403
+    mcp(&[
+        ("Cookie", &cookie),
+        ("Content-Type", "application/json"),
+        accept,
+    ])
+    .exact_json_rpc_refusal(401, "unauthorized", SEND_A_CREDENTIAL);
+    mcp(&[
+        ("Cookie", &cookie),
+        ("Origin", &other),
+        ("Content-Type", "application/json"),
+        accept,
+    ])
+    .exact_json_rpc_refusal(403, "forbidden", &foreign_origin(&other));
+    mcp(&[("Cookie", &cookie), ("Content-Type", "text/plain"), accept]).exact_json_rpc_refusal(
+        401,
+        "unauthorized",
+        SEND_A_CREDENTIAL,
     );
     assert_eq!(
         mcp(&[
@@ -567,9 +605,11 @@ fn d26_the_cookie_alone_a_simple_request_or_another_ports_origin_changes_nothing
         None,
     );
     assert_eq!(logout.status, 204);
-    served
-        .request("GET", "/api/logs", &page, None)
-        .error(401, "unauthorized");
+    served.request("GET", "/api/logs", &page, None).exact_error(
+        401,
+        "unauthorized",
+        SEND_A_CREDENTIAL,
+    );
     served.stop();
 }
 
@@ -581,23 +621,29 @@ fn d26_configured_origins_still_work_and_no_other_loopback_port_is_a_default() {
     let served = Served::start(&project, &["--allow-origin", "https://app.example.com"]);
     let auth = served.authorization();
     let from = |origin: &str| {
-        served
-            .request(
-                "GET",
-                "/api/tools",
-                &[("Authorization", &auth), ("Origin", origin)],
-                None,
-            )
-            .status
+        served.request(
+            "GET",
+            "/api/tools",
+            &[("Authorization", &auth), ("Origin", origin)],
+            None,
+        )
     };
-    assert_eq!(from(&format!("http://127.0.0.1:{}", served.port())), 200);
-    assert_eq!(from("http://127.0.0.1:18090"), 200);
-    assert_eq!(from("https://app.example.com"), 200);
-    assert_eq!(from("http://127.0.0.1:18091"), 403);
-    assert_eq!(from("http://localhost:18090"), 403);
-    assert_eq!(from("https://127.0.0.1:18090"), 403);
+    assert_eq!(
+        from(&format!("http://127.0.0.1:{}", served.port())).status,
+        200
+    );
+    assert_eq!(from("http://127.0.0.1:18090").status, 200);
+    assert_eq!(from("https://app.example.com").status, 200);
+    for foreign in [
+        "http://127.0.0.1:18091",
+        "http://localhost:18090",
+        "https://127.0.0.1:18090",
+    ] {
+        from(foreign).exact_error(403, "forbidden", &foreign_origin(foreign));
+    }
     // The page itself follows the same rule.
-    let page = served.request("GET", "/", &[("Origin", "http://127.0.0.1:18091")], None);
-    assert_eq!(page.status, 403);
+    served
+        .request("GET", "/", &[("Origin", "http://127.0.0.1:18091")], None)
+        .exact_error(403, "forbidden", &foreign_origin("http://127.0.0.1:18091"));
     served.stop();
 }
