@@ -120,6 +120,87 @@ async fn a_body_over_the_cap_is_refused_as_a_json_rpc_error() {
     still_serves(port).await;
 }
 
+/// Found in review of issue 28: a body over the cap sent chunked (`Transfer-Encoding: chunked`,
+/// no `Content-Length` to refuse it by) is refused once the cap is passed, with the same
+/// answer: the request's end is never sent here, so a server that buffered the whole body
+/// before answering would never answer.
+#[tokio::test]
+async fn a_chunked_body_over_the_cap_is_refused_before_it_ends() {
+    let server = HttpServer::start(hub(), ServeOptions::default()).await;
+    let port = server.port;
+    let stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    let (mut reader, mut writer) = stream.into_split();
+    let writing = tokio::spawn(async move {
+        // 5 MiB of a JSON string in 64 KiB chunks, and never the last (empty) chunk. A server
+        // that answered early stops reading: the writes may then fail, which is moot.
+        let chunk = vec![b'a'; 64 * 1024];
+        let mut sent = writer.write_all(head.as_bytes()).await;
+        sent = match sent {
+            Ok(()) => writer.write_all(b"1\r\n\"\r\n").await,
+            failed => failed,
+        };
+        for _ in 0..80 {
+            if sent.is_err() {
+                break;
+            }
+            sent = writer
+                .write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+                .await;
+            if sent.is_ok() {
+                sent = writer.write_all(&chunk).await;
+            }
+            if sent.is_ok() {
+                sent = writer.write_all(b"\r\n").await;
+            }
+        }
+        // Held open, unfinished, until the answer has been read.
+        std::future::pending::<()>().await;
+        drop(writer);
+    });
+    let read = async {
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Until the head and as many body bytes as it announces are in.
+        loop {
+            let n = reader.read(&mut buf).await.expect("read the answer");
+            assert!(
+                n > 0,
+                "closed without an answer: {:?}",
+                String::from_utf8_lossy(&answer)
+            );
+            answer.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&answer).into_owned();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length: "))
+                    .and_then(|l| l.trim().parse::<usize>().ok())
+                    .unwrap_or_else(|| panic!("no content-length: {head}"));
+                if body.len() >= length {
+                    return (head.to_string(), body.to_string());
+                }
+            }
+        }
+    };
+    let (head, body) = tokio::time::timeout(HANG, read)
+        .await
+        .expect("an answer before the body ended, not a hang");
+    writing.abort();
+    assert!(head.starts_with("HTTP/1.1 413 Payload Too Large"), "{head}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("JSON"),
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600,
+            "message": "Invalid Request: the body is larger than 4194304 bytes"}})
+    );
+    still_serves(port).await;
+}
+
 /// JSON that is not a JSON-RPC message is an invalid request (-32600), not rmcp's `415`; what
 /// is not JSON at all is a parse error (-32700).
 #[tokio::test]
