@@ -69,14 +69,14 @@ impl Target {
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
     /// The OAuth exchange itself failed (discovery, registration, token request).
-    #[error("MCP server `{server}`: sign-in failed: {source}")]
+    #[error("MCP server `{server}`: sign-in failed: {message}")]
     Flow {
         /// The server's name.
         server: String,
-        /// rmcp's error, which names endpoints and OAuth error codes, never a token (boxed:
-        /// it is large, and errors travel by value).
-        #[source]
-        source: Box<rmcp::transport::auth::AuthError>,
+        /// rmcp's error, which names endpoints and OAuth error codes, never a token — and
+        /// repeats what the authorization server said (its `error_description`), so it is kept
+        /// as [`printable`] text, not as the error itself that a report would print whole.
+        message: String,
     },
     /// The secret store could not be read or written.
     #[error("MCP server `{server}`: cannot keep its tokens: {message}")]
@@ -118,7 +118,26 @@ impl OAuthError {
     fn flow(server: &str, source: rmcp::transport::auth::AuthError) -> Self {
         Self::Flow {
             server: server.to_string(),
-            source: Box::new(source),
+            message: printable(&source.to_string(), MAX_ERROR_CHARS),
         }
     }
+}
+
+/// The most of an OAuth error (rmcp's words around what the authorization server said) kept
+/// for a terminal or a log.
+const MAX_ERROR_CHARS: usize = 1000;
+
+/// Text an authorization server had a say in, made fit for a terminal or a log: no control
+/// characters (no escape sequence reaches the terminal), at most `max_chars` of it, and `…`
+/// when more was cut.
+pub(crate) fn printable(text: &str, max_chars: usize) -> String {
+    let mut clean: String = text
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(max_chars)
+        .collect();
+    if text.chars().count() > max_chars {
+        clean.push('…');
+    }
+    clean
 }

@@ -168,21 +168,9 @@ fn refusal(url: &str) -> Option<(String, Option<String>)> {
     let param = |name: &str| {
         url.query_pairs()
             .find(|(key, _)| key == name)
-            .map(|(_, value)| printable(&value))
+            .map(|(_, value)| crate::printable(&value, MAX_DESCRIPTION_CHARS))
     };
     Some((param("error")?, param("error_description")))
-}
-
-fn printable(text: &str) -> String {
-    let mut clean: String = text
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(MAX_DESCRIPTION_CHARS)
-        .collect();
-    if text.chars().count() > MAX_DESCRIPTION_CHARS {
-        clean.push('…');
-    }
-    clean
 }
 
 /// Starts signing in to `target`: discovery from the server's 401 challenge (or the one it gave

@@ -36,7 +36,8 @@ pub async fn connection_manager(target: &Target) -> Result<AuthorizationManager,
     }
     if let Err(e) = manager.initialize_from_store().await {
         // The token is still sent; only refreshing it needs the metadata.
-        tracing::warn!(server = %target.server, error = %e, "cannot reach the authorization server's metadata; the stored token is used as it is");
+        let error = crate::printable(&e.to_string(), crate::MAX_ERROR_CHARS);
+        tracing::warn!(server = %target.server, %error, "cannot reach the authorization server's metadata; the stored token is used as it is");
         return Ok(manager);
     }
     // rmcp restores the client id alone; a confidential client's refresh needs its secret too.

@@ -8,7 +8,7 @@ mod support;
 
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::toolmux_project;
 use toolmux_testkit::eventually::wait_until;
 use toolmux_testkit::peers::{mcp_python, node_peer, peer_file};
@@ -175,5 +175,117 @@ fn d29_an_error_redirect_with_the_right_state_ends_the_sign_in_with_that_error()
             .contains("refused the sign-in: access_denied (The person said no)"),
         "{}",
         run.stderr()
+    );
+}
+
+/// A hostile authorization server (and the MCP server it guards) on one loopback port: the
+/// discovery a client credentials sign-in needs, then a token endpoint that refuses with an
+/// `error_description` of `description`.
+fn hostile_authorization_server(description: String) -> String {
+    use std::io::{Read, Write};
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let origin = base.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match stream.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let head = String::from_utf8_lossy(&head).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|l| l.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            let mut body = vec![0u8; length];
+            let _ = stream.read_exact(&mut body);
+            let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let (status, extra, body) = match path.as_str() {
+                "/mcp" => (
+                    "401 Unauthorized",
+                    format!(
+                        "WWW-Authenticate: Bearer resource_metadata=\"{origin}/.well-known/oauth-protected-resource\"\r\n"
+                    ),
+                    String::new(),
+                ),
+                "/.well-known/oauth-protected-resource"
+                | "/.well-known/oauth-protected-resource/mcp" => (
+                    "200 OK",
+                    String::new(),
+                    json!({"resource": format!("{origin}/mcp"), "authorization_servers": [origin]})
+                        .to_string(),
+                ),
+                "/.well-known/oauth-authorization-server" => (
+                    "200 OK",
+                    String::new(),
+                    json!({
+                        "issuer": origin,
+                        "authorization_endpoint": format!("{origin}/authorize"),
+                        "token_endpoint": format!("{origin}/token"),
+                        "response_types_supported": ["code"],
+                        "grant_types_supported": ["authorization_code", "client_credentials"],
+                        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+                        "code_challenge_methods_supported": ["S256"],
+                    })
+                    .to_string(),
+                ),
+                "/token" => (
+                    "400 Bad Request",
+                    String::new(),
+                    json!({"error": "invalid_client", "error_description": description}).to_string(),
+                ),
+                _ => ("404 Not Found", String::new(), String::new()),
+            };
+            let response = format!(
+                "HTTP/1.1 {status}\r\n{extra}Content-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    base
+}
+
+/// Found in review of issue 28 (rules 1 and 7's kind): what an authorization server says in a
+/// refusal over HTTP (its token endpoint's `error_description`) reached the terminal and the
+/// log whole — half a megabyte, escape sequences and all. It is cut to a bounded, printable length.
+#[test]
+fn a_huge_error_description_from_the_token_endpoint_is_cut_for_the_terminal() {
+    // Half a megabyte (rmcp reads at most 1 MiB of an answer), with an escape sequence that
+    // would recolour the terminal and a line break that would forge a log line.
+    let description = format!("\u{1b}[31mred\nforged line {}", "x".repeat(512 * 1024));
+    let server = hostile_authorization_server(description);
+    let project = toolmux_project();
+    project.config(
+        &json!({"mcpServers": {"remote": {"url": format!("{server}/mcp"), "oauth": {
+            "grant": "client_credentials", "clientId": "toolmux-test", "clientSecret": "s3cret"}}}})
+        .to_string(),
+    );
+    let run = Run(project
+        .cmd()
+        .args(["mcp", "login", "remote"])
+        .env("TOOLMUX_SECRET_BACKEND", "file")
+        .output()
+        .expect("run toolmux"));
+    assert_ne!(run.code(), 0, "{}", run.stdout());
+    // rmcp's and oauth2's words around the description, without the escape and the line
+    // break, cut at 1,000 characters.
+    let said = format!(
+        "Client credentials error: Token exchange failed: Server returned error response: \
+         invalid_client: [31mredforged line {}",
+        "x".repeat(512 * 1024)
+    );
+    let cut: String = said.chars().take(1000).collect();
+    assert_eq!(
+        run.stderr(),
+        format!("toolmux: MCP server `remote`: sign-in failed: {cut}…\n")
     );
 }
