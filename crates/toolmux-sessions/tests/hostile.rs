@@ -17,7 +17,8 @@ use toolmux_config::{RunnerProtocol, RunnerSettings};
 use toolmux_core::{Approval, ApprovalRequest, Approver};
 use toolmux_sessions::acp::{AcpEvent, AcpLaunch, run_acp};
 use toolmux_sessions::{
-    CALLER_ENV_REFUSED, RunRequest, SessionError, Sessions, Status, caller_env_refused,
+    CALLER_ENV_REFUSED, RunRequest, SessionError, SessionRecord, Sessions, Status,
+    caller_env_refused,
 };
 use toolmux_workspace::ProjectRoot;
 
@@ -600,6 +601,64 @@ async fn an_acp_agent_cannot_read_toolmux_state_that_lies_inside_its_folder() {
     );
 }
 
+/// The ACP test agent as runner `agent`.
+fn acp_runner() -> BTreeMap<String, RunnerSettings> {
+    let agent = RunnerSettings {
+        command: Some(env!("CARGO_BIN_EXE_toolmux-acp-test-agent").to_string()),
+        args: Some(Vec::new()),
+        protocol: Some(RunnerProtocol::Acp),
+        ..Default::default()
+    };
+    BTreeMap::from([("agent".to_string(), agent)])
+}
+
+/// Runs `request` to its end, every permission allowed: the record, and what the agent said.
+async fn acp_session(sessions: &Sessions, request: RunRequest) -> (SessionRecord, Vec<String>) {
+    let plan = sessions.plan(&request).expect("a plan");
+    let record = sessions
+        .start(plan, None, Some(Arc::new(AllowAll)))
+        .await
+        .expect("started");
+    let ended = sessions
+        .wait(&record.id, Duration::from_secs(30))
+        .await
+        .expect("the session ends");
+    assert_eq!(ended.status, Status::Completed, "{ended:?}");
+    let said = sessions
+        .logs(&record.id, 0, 200)
+        .expect("logs")
+        .entries
+        .into_iter()
+        .filter(|e| e.kind.as_deref() == Some("message_chunk"))
+        .map(|e| e.text)
+        .collect();
+    (ended, said)
+}
+
+/// What the agent says of a write to `path` (at `abs`) refused as a protected path of `kind`.
+fn refused_as_protected(abs: &Path, path: &str, kind: &str) -> String {
+    format!(
+        "write refused: `{}`: `{path}` is {kind}, which defines what toolmux runs and how it is \
+         sandboxed; the workspace tools never write it (a person edits it, or `toolmux config \
+         set` does)",
+        abs.display()
+    )
+}
+
+/// Runs git in `root` as a test's author.
+fn git(root: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}");
+}
+
 /// Found in review of issue 28 (D20's kind for sessions): an ACP agent's `fs/write_text_file`
 /// was confined by a root of its own, which knew `.toolmux/` but not the registries the
 /// configuration names (nor their link targets, nor the user's configuration): an agent could
@@ -621,47 +680,13 @@ async fn an_acp_agent_cannot_write_the_configuration_or_a_registry_or_read_secre
     confine.protect(toolmux_workspace::ProtectedPaths::for_project(
         &root, &root, &loaded,
     ));
-    let mut runners = BTreeMap::new();
-    runners.insert(
-        "agent".to_string(),
-        RunnerSettings {
-            command: Some(env!("CARGO_BIN_EXE_toolmux-acp-test-agent").to_string()),
-            args: Some(Vec::new()),
-            protocol: Some(RunnerProtocol::Acp),
-            ..Default::default()
-        },
-    );
-    let sessions = Sessions::for_project(&confine, &state, &runners, None).expect("open");
+    let sessions = Sessions::for_project(&confine, &state, &acp_runner(), None).expect("open");
     let prompt = "write .toolmux/config.json {\"shell\":{\"sandbox\":false}}\n\
                   write backend/mcp.json {\"mcpServers\":{}}\n\
                   read .toolmux/state/secrets.enc\n\
                   write notes.txt fine";
-    let plan = sessions.plan(&request("agent", prompt)).expect("a plan");
-    let record = sessions
-        .start(plan, None, Some(Arc::new(AllowAll)))
-        .await
-        .expect("started");
-    let ended = sessions
-        .wait(&record.id, Duration::from_secs(30))
-        .await
-        .expect("the session ends");
-    assert_eq!(ended.status, Status::Completed, "{ended:?}");
-    let said: Vec<String> = sessions
-        .logs(&record.id, 0, 200)
-        .expect("logs")
-        .entries
-        .into_iter()
-        .filter(|e| e.kind.as_deref() == Some("message_chunk"))
-        .map(|e| e.text)
-        .collect();
-    let protected = |path: &str, kind: &str| {
-        format!(
-            "write refused: `{}`: `{path}` is {kind}, which defines what toolmux runs and how it \
-             is sandboxed; the workspace tools never write it (a person edits it, or `toolmux \
-             config set` does)",
-            root.join(path).display()
-        )
-    };
+    let (_, said) = acp_session(&sessions, request("agent", prompt)).await;
+    let protected = |path: &str, kind: &str| refused_as_protected(&root.join(path), path, kind);
     assert_eq!(
         said,
         [
@@ -698,6 +723,68 @@ async fn an_acp_agent_cannot_write_the_configuration_or_a_registry_or_read_secre
     );
 }
 
+/// Found with the fix above: a session's worktree lies under `.toolmux/worktrees`, inside the
+/// protected `.toolmux/`, so an ACP agent working there was refused every write. The worktree
+/// is a checkout toolmux never reads its settings from: the agent writes its files, while the
+/// checkout's own `.toolmux/` stays refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_agent_in_a_worktree_writes_the_checkout_but_not_its_toolmux_folder() {
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().canonicalize().expect("canonical");
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join(".toolmux")).expect(".toolmux");
+    std::fs::write(root.join(".toolmux/config.json"), "{}").expect("config");
+    std::fs::write(root.join("README.md"), "hello\n").expect("readme");
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-q", "-m", "first"]);
+    let sessions = Sessions::for_project(
+        &project_root(&root),
+        &root.join(".toolmux/state"),
+        &acp_runner(),
+        None,
+    )
+    .expect("open");
+    let (record, said) = acp_session(
+        &sessions,
+        RunRequest {
+            worktree: true,
+            branch: Some("agent/acp".into()),
+            ..request(
+                "agent",
+                "write notes.txt fine\nwrite .toolmux/config.json {}",
+            )
+        },
+    )
+    .await;
+    let worktree = record.worktree.expect("a worktree").path;
+    assert!(
+        worktree.starts_with(root.join(".toolmux/worktrees")),
+        "{worktree:?}"
+    );
+    assert_eq!(
+        said,
+        [
+            "permission: allow".to_string(),
+            "wrote notes.txt".to_string(),
+            "permission: allow".to_string(),
+            refused_as_protected(
+                &worktree.join(".toolmux/config.json"),
+                ".toolmux/config.json",
+                "inside `.toolmux`, toolmux's own configuration"
+            ),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("notes.txt")).expect("written"),
+        "fine"
+    );
+    assert!(!root.join("notes.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join(".toolmux/config.json")).expect("config"),
+        "{}"
+    );
+}
+
 // What the approval showed ----------------------------------------------------------------
 
 /// A person who, while deciding, sees the runners change (a reload of the configuration), and
@@ -726,22 +813,10 @@ async fn a_session_starts_the_plan_its_approval_showed() {
 
     let dir = tempfile::tempdir().expect("temp");
     let root = dir.path();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(root)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .output()
-            .expect("git");
-        assert!(out.status.success(), "git {args:?}");
-    };
-    git(&["init", "-q", "-b", "main"]);
+    git(root, &["init", "-q", "-b", "main"]);
     std::fs::write(root.join("README.md"), "hello\n").expect("write");
-    git(&["add", "."]);
-    git(&["commit", "-q", "-m", "first"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "first"]);
     let sessions = open(root);
     let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
     hub.add_source(Arc::new(SessionsSource::new(sessions.clone())));

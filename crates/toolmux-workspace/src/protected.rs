@@ -29,6 +29,9 @@ use toolmux_config::Config;
 /// The name of toolmux's project directory, refused as a component of any written path.
 pub(crate) const TOOLMUX_DIR: &str = ".toolmux";
 
+/// Where `toolmux_sessions` makes a session's git worktree, inside `.toolmux/`.
+const WORKTREES_DIR: &str = "worktrees";
+
 /// LeanSpec's configuration files, relative to the root.
 const LEAN_SPEC_CONFIGS: [&str; 2] = [".lean-spec/config.json", ".lean-spec/config.yaml"];
 
@@ -77,6 +80,18 @@ pub struct ProtectedPath {
     pub path: PathBuf,
     /// What it is.
     pub kind: ProtectedKind,
+}
+
+impl ProtectedPath {
+    /// Whether it covers `abs` (absolute, no link in it): the same file, or, for a directory,
+    /// anything beneath it.
+    fn covers(&self, abs: &Path) -> bool {
+        if self.kind.is_dir() {
+            abs.starts_with(&self.path)
+        } else {
+            abs == self.path
+        }
+    }
 }
 
 /// The set of protected paths of one project (see the module's doc). Cheap to compare; a
@@ -136,19 +151,24 @@ impl ProtectedPaths {
     /// The protected path that covers `abs` (absolute, no link in it): the same file, or a
     /// protected directory or anything beneath it.
     pub fn covering(&self, abs: &Path) -> Option<&ProtectedPath> {
-        self.entries.iter().find(|p| {
-            if p.kind.is_dir() {
-                abs.starts_with(&p.path)
-            } else {
-                abs == p.path
-            }
-        })
+        self.entries.iter().find(|p| p.covers(abs))
     }
 
-    /// Why a write to `abs` is refused, if it is: covered by the list, or a `.toolmux`
-    /// component of `rel` (its path under the root).
-    pub(crate) fn refusal(&self, abs: &Path, rel: &Path) -> Option<ProtectedKind> {
-        if let Some(found) = self.covering(abs) {
+    /// Why a write to `abs` under `root` is refused, if it is: covered by the list, or a
+    /// `.toolmux` component of `rel` (its path under the root). The one exception: a root
+    /// inside `.toolmux/worktrees/` — a coding session's worktree, which toolmux makes there
+    /// and confines its agent to ([`ProjectRoot::beneath`](crate::ProjectRoot::beneath)) — is
+    /// not covered by `.toolmux/`: it is a checkout toolmux never reads its settings from, and
+    /// the protected files and the `.toolmux` component rule still hold in it.
+    pub(crate) fn refusal(&self, root: &Path, abs: &Path, rel: &Path) -> Option<ProtectedKind> {
+        let a_worktree_of = |toolmux_dir: &Path| {
+            let worktrees = toolmux_dir.join(WORKTREES_DIR);
+            root.starts_with(&worktrees) && root != worktrees
+        };
+        let covering = self.entries.iter().find(|p| {
+            p.covers(abs) && !(p.kind == ProtectedKind::ToolmuxDir && a_worktree_of(&p.path))
+        });
+        if let Some(found) = covering {
             return Some(found.kind);
         }
         rel.components()

@@ -568,7 +568,7 @@ impl ProjectRoot {
                 path: user_path.to_string(),
             });
         }
-        if let Some(kind) = self.protected().refusal(&path, rel) {
+        if let Some(kind) = self.protected().refusal(&self.root, &path, rel) {
             return Err(PathError::Protected {
                 path: user_path.to_string(),
                 kind,
