@@ -61,14 +61,31 @@ impl Response {
         );
     }
 
-    /// Asserts the status and the whole JSON-RPC error body `/mcp` answers a refused request
-    /// with: no id, code -32000, `message` exactly, the REST API's stable `code` as its data.
-    pub fn exact_json_rpc_refusal(&self, status: u16, code: &str, message: &str) {
+    /// Asserts the status and that the body is the JSON-RPC error `/mcp` answers a refused
+    /// request with (no id, code -32000, the REST API's stable `code` as its data); returns
+    /// its message.
+    pub fn json_rpc_refusal(&self, status: u16, code: &str) -> String {
         assert_eq!(self.status, status, "{}", self.body);
+        let body = self.json();
+        let message = body["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no message: {body}"))
+            .to_string();
         assert_eq!(
-            self.json(),
+            body,
             serde_json::json!({"jsonrpc": "2.0", "id": null,
                 "error": {"code": -32000, "message": message, "data": {"code": code}}}),
+        );
+        message
+    }
+
+    /// [`Response::json_rpc_refusal`] with its `message` exactly.
+    pub fn exact_json_rpc_refusal(&self, status: u16, code: &str, message: &str) {
+        assert_eq!(
+            self.json_rpc_refusal(status, code),
+            message,
+            "{}",
+            self.body
         );
     }
 }

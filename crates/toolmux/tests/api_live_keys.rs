@@ -59,7 +59,7 @@ fn a_key_added_or_removed_in_the_config_counts_at_once_on_mcp_and_api() {
 
     api_with(&served, SECOND_KEY).error(401, "unauthorized");
     let second = format!("Bearer {SECOND_KEY}");
-    mcp_post(&served, &[("Authorization", &second)]).error(401, "unauthorized");
+    mcp_post(&served, &[("Authorization", &second)]).json_rpc_refusal(401, "unauthorized");
 
     // Added: accepted by the API as soon as the edit is applied, and by `/mcp` with it.
     set_server_settings(
@@ -79,7 +79,7 @@ fn a_key_added_or_removed_in_the_config_counts_at_once_on_mcp_and_api() {
     });
     let first = format!("Bearer {KEY}");
     let refused = mcp_post(&served, &[("Authorization", &first)]);
-    refused.error(401, "unauthorized");
+    refused.json_rpc_refusal(401, "unauthorized");
     assert!(refused.header("www-authenticate").is_some());
     assert_eq!(api_with(&served, SECOND_KEY).status, 200);
     assert!(mcp_lists_tools_with(&served, SECOND_KEY));
@@ -108,11 +108,11 @@ fn allowed_hosts_and_origins_edited_in_the_config_count_at_once_on_mcp_and_api()
     served
         .request("GET", "/api/health", &from_host, None)
         .error(403, "forbidden");
-    mcp_post(&served, &from_host).error(403, "forbidden");
+    mcp_post(&served, &from_host).json_rpc_refusal(403, "forbidden");
     served
         .request("GET", "/api/health", &from_origin, None)
         .error(403, "forbidden");
-    mcp_post(&served, &from_origin).error(403, "forbidden");
+    mcp_post(&served, &from_origin).json_rpc_refusal(403, "forbidden");
 
     set_server_settings(
         &project,
@@ -145,8 +145,8 @@ fn allowed_hosts_and_origins_edited_in_the_config_count_at_once_on_mcp_and_api()
             .status
             == 403
     });
-    mcp_post(&served, &from_host).error(403, "forbidden");
-    mcp_post(&served, &from_origin).error(403, "forbidden");
+    mcp_post(&served, &from_host).json_rpc_refusal(403, "forbidden");
+    mcp_post(&served, &from_origin).json_rpc_refusal(403, "forbidden");
     served.stop();
 }
 
@@ -166,7 +166,7 @@ fn d2_a_config_file_moved_away_keeps_its_keys_and_policies_and_applies_when_back
     let served = Served::start(&project, &[]);
     let grep = || served.post("/api/tools/grep/call", r#"{"pattern": "needle"}"#);
     grep().error(403, "denied");
-    mcp_post(&served, &[]).error(401, "unauthorized");
+    mcp_post(&served, &[]).json_rpc_refusal(401, "unauthorized");
 
     let config = project.config_file();
     let moved = project.path().join("config.json.bak");
@@ -174,7 +174,7 @@ fn d2_a_config_file_moved_away_keeps_its_keys_and_policies_and_applies_when_back
     wait_until("the server to notice the file is gone", || {
         served.stderr().contains("is gone")
     });
-    mcp_post(&served, &[]).error(401, "unauthorized");
+    mcp_post(&served, &[]).json_rpc_refusal(401, "unauthorized");
     grep().error(403, "denied");
     assert_eq!(served.get_anonymous("/api/logs").status, 401);
 
@@ -186,13 +186,13 @@ fn d2_a_config_file_moved_away_keeps_its_keys_and_policies_and_applies_when_back
     std::fs::write(&moved, allowed.to_string()).expect("change the moved file");
     std::fs::rename(&moved, &config).expect("put the config back");
     wait_until("the restored file to apply", || grep().status == 200);
-    mcp_post(&served, &[]).error(401, "unauthorized");
+    mcp_post(&served, &[]).json_rpc_refusal(401, "unauthorized");
 
     // An editor's save: the original renamed away, then a new file written in its place.
     std::fs::rename(&config, project.path().join(".toolmux/config.json~")).expect("rename");
     std::fs::write(&config, guarded.to_string()).expect("write the new file");
     wait_until("the editor's new file to apply", || grep().status == 403);
     grep().error(403, "denied");
-    mcp_post(&served, &[]).error(401, "unauthorized");
+    mcp_post(&served, &[]).json_rpc_refusal(401, "unauthorized");
     served.stop();
 }
