@@ -7,7 +7,9 @@
 //! They run as root here and in CI, and as any user elsewhere. Where this system cannot give
 //! the sandbox, the call must be refused with the missing protection named
 //! (`shell.requireSandbox`, on by default): [`sandboxed`] asserts that refusal and says so, so a
-//! test never passes by running unconfined.
+//! test never passes by running unconfined — and asserts that the system really cannot
+//! (found independently, [`system_can_sandbox`]), so a test never passes by being refused
+//! either.
 
 mod support;
 
@@ -22,6 +24,7 @@ use support::call;
 use toolmux_core::{Source, ToolResult};
 use toolmux_exec::{ExecPack, ExecSettings, Protected};
 use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::sandbox::{system_can_sandbox, toolmux_proc_refusal};
 use toolmux_workspace::ProjectRoot;
 
 fn pack(root: &Path, settings: ExecSettings, protected: Protected) -> ExecPack {
@@ -41,6 +44,10 @@ fn sandboxed(result: ToolResult) -> Option<Value> {
         assert!(
             text.contains("requireSandbox") && text.contains("cannot give"),
             "neither ran nor refused for a missing sandbox: {text}"
+        );
+        assert!(
+            !system_can_sandbox(),
+            "this system makes the sandbox's namespaces, but the call was refused: {text}"
         );
         eprintln!(
             "this system cannot give the sandbox; the call was refused as it must be: {text}"
@@ -319,20 +326,77 @@ async fn toolmux_socket_is_unreachable() {
 }
 
 /// D19: the command read toolmux's whole environment from `/proc/$PPID/environ`. The test
-/// process is toolmux here (the command's parent).
+/// process is toolmux here. In its own PID namespace the command's parent is the namespace's
+/// init, a fork of toolmux holding a copy of its memory, which it may not read either.
 #[tokio::test]
 async fn toolmux_proc_environ_is_unreadable() {
     let dir = tempfile::tempdir().expect("dir");
     let pack = pack(dir.path(), ExecSettings::default(), Protected::default());
     let us = std::process::id();
     let command = format!(
-        "cat /proc/$PPID/environ /proc/{us}/environ /proc/{us}/task/*/environ 2>/dev/null \
-         | wc -c; echo $PPID"
+        "echo ppid=$PPID; for f in /proc/{us}/environ /proc/{us}/mem /proc/$PPID/environ \
+         /proc/$PPID/mem /proc/$PPID/task/1/environ; do \
+         echo \"$f: $(head -c 16 \"$f\" 2>&1 >/dev/null | sed 's/^head: .*: //')\"; done"
     );
     let Some(out) = shell(&pack, &command).await else {
         return;
     };
-    assert_eq!(stdout(&out), format!("0\n{us}\n"), "{out}");
+    let toolmux = toolmux_proc_refusal(&out["sandbox"]["notes"].to_string());
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "ppid=1\n/proc/{us}/environ: {toolmux}\n/proc/{us}/mem: {toolmux}\n\
+             /proc/1/environ: Permission denied\n/proc/1/mem: Permission denied\n\
+             /proc/1/task/1/environ: Permission denied\n"
+        ),
+        "{out}"
+    );
+}
+
+/// Found in review of issue 28: below Landlock ABI 6 nothing kept signals in, so a command
+/// could stop toolmux (or any process of the user). In its own PID namespace no process
+/// outside has a number: `kill` says "No such process" on every kernel, and nothing stops.
+/// A `kill -CONT` follows each `kill -STOP` that worked, so that the old code fails here
+/// rather than leaving the test stopped.
+#[tokio::test]
+async fn a_shell_command_cannot_signal_toolmux() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pack = pack(dir.path(), ExecSettings::default(), Protected::default());
+    let us = std::process::id();
+    let parent = std::os::unix::process::parent_id();
+    let mut other = Command::new("sleep")
+        .arg("300")
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("another process of the user");
+    let pids = [us, parent, other.id()];
+    let command = format!(
+        "for pid in {} {} {}; do kill -0 $pid 2>&1; kill -STOP $pid 2>&1 && kill -CONT $pid; \
+         done; echo done",
+        pids[0], pids[1], pids[2]
+    );
+    let out = shell(&pack, &command).await;
+    let states: Vec<String> = pids.iter().map(|pid| state(*pid)).collect();
+    let _ = other.kill();
+    let _ = other.wait();
+    let Some(out) = out else { return };
+    let refused: String = pids
+        .iter()
+        .map(|pid| format!("bash: line 1: kill: ({pid}) - No such process\n").repeat(2))
+        .collect();
+    assert_eq!(stdout(&out), format!("{refused}done\n"), "{out}");
+    for (pid, state) in pids.iter().zip(&states) {
+        assert!(matches!(state.as_str(), "R" | "S"), "{pid} is {state}");
+    }
+}
+
+/// The state letter of process `pid` (`S` sleeping, `T` stopped), from `/proc/<pid>/stat`.
+fn state(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    stat.rsplit_once(") ")
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .expect("a state")
+        .to_string()
 }
 
 /// D38: `code_execution` listed an output file as regular (1 byte), then read the path, which a
