@@ -180,6 +180,9 @@ pub struct SandboxPolicy {
     pub read_only: Vec<PathBuf>,
     /// Paths it may not reach at all (toolmux's own Unix socket): covered by `/dev/null`.
     pub hidden: Vec<PathBuf>,
+    /// What the caller did to make the policy hold, for the report's notes (a placeholder
+    /// made for a protected path that did not exist).
+    pub notes: Vec<String>,
 }
 
 /// The paths a caller keeps from commands, shared with the packs that run them, so that what
@@ -275,11 +278,13 @@ impl Prepared {
                         Network::Unavailable
                     },
                     namespaces: Namespaces::Unavailable,
-                    notes: vec![
+                    notes: std::iter::once(
                         "the sandbox exists on Linux only: the command runs with toolmux's \
                          own rights"
                             .to_string(),
-                    ],
+                    )
+                    .chain(policy.notes.iter().cloned())
+                    .collect(),
                 },
             }
         }
@@ -1036,7 +1041,7 @@ mod linux {
 
     /// The hook and the report for `policy` (enabled).
     pub(super) fn prepare(policy: &SandboxPolicy) -> (Hook, SandboxReport) {
-        let mut notes = Vec::new();
+        let mut notes = policy.notes.clone();
         let (landlock, ruleset) = match landlock_support() {
             Ok(RulesetStatus::NotEnforced) => {
                 notes.push(

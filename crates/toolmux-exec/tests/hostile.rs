@@ -289,6 +289,58 @@ async fn git_may_be_made_writable_toolmux_may_not() {
     );
 }
 
+/// Found in review of issue 28: with `.git` writable, its hooks and configuration were kept
+/// read-only only when they existed, so a command could create `.git/hooks/post-checkout`
+/// (or a `.git/config` naming `core.hooksPath`) where there was none, and toolmux's own
+/// unsandboxed `git` ran it. They are made empty first, and bound read-only like existing ones.
+#[tokio::test]
+async fn a_writable_git_without_hooks_gets_no_planted_hook() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path();
+    std::fs::create_dir(root.join(".git")).expect(".git");
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    let pack = pack(
+        root,
+        ExecSettings {
+            writable_paths: vec![".git".into()],
+            ..ExecSettings::default()
+        },
+        Protected::default(),
+    );
+    let command = "{ echo '#!/bin/sh' > .git/hooks/post-checkout; \
+                   printf '[core]\\n\\thooksPath = /tmp\\n' > .git/config; rmdir .git/hooks; \
+                   mv .git/config .git/old-config; echo x > .git/ORIG_HEAD && echo wrote; } 2>&1";
+    let Some(out) = shell(&pack, command).await else {
+        return;
+    };
+    assert_eq!(
+        stdout(&out),
+        "bash: line 1: .git/hooks/post-checkout: Read-only file system\n\
+         bash: line 1: .git/config: Read-only file system\n\
+         rmdir: failed to remove '.git/hooks': Device or resource busy\n\
+         mv: cannot move '.git/config' to '.git/old-config': Device or resource busy\n\
+         wrote\n",
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_dir(root.join(".git/hooks"))
+            .expect("hooks")
+            .count(),
+        0
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).expect("config"),
+        ""
+    );
+    let notes = out["sandbox"]["notes"].to_string();
+    for made in [".git/hooks", ".git/config"] {
+        assert!(
+            notes.contains(&format!("{made}` did not exist: it was made empty")),
+            "{notes}"
+        );
+    }
+}
+
 /// D39: with `serve --socket tm.sock` in the project, a network-less command reached toolmux
 /// through its socket.
 #[tokio::test]
