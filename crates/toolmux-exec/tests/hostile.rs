@@ -260,8 +260,8 @@ async fn git_may_be_made_writable_toolmux_may_not() {
     );
     let Some(out) = shell(
         &pack,
-        "echo '[core]' > .git/config; echo evil >> .git/hooks/pre-commit; \
-         echo x > .toolmux/config.json; echo ran",
+        "echo ref > .git/ORIG_HEAD; echo '[core]' > .git/config; \
+         echo evil >> .git/hooks/pre-commit; echo x > .toolmux/config.json; echo ran",
     )
     .await
     else {
@@ -269,11 +269,15 @@ async fn git_may_be_made_writable_toolmux_may_not() {
     };
     assert_eq!(stdout(&out), "ran\n", "{out}");
     assert_eq!(
-        std::fs::read_to_string(root.join(".git/config")).expect(".git/config"),
-        "[core]\n"
+        std::fs::read_to_string(root.join(".git/ORIG_HEAD")).expect(".git/ORIG_HEAD"),
+        "ref\n"
     );
-    // Found in review: even a writable `.git` keeps its hooks (and an existing `config`)
-    // read-only, since toolmux's own unsandboxed `git` runs them.
+    // Found in review: even a writable `.git` keeps its hooks and `config` read-only, since
+    // toolmux's own unsandboxed `git` runs them; the missing `config` was made empty for it.
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).expect(".git/config"),
+        ""
+    );
     assert_eq!(
         std::fs::read_to_string(&project.hook).expect("hook"),
         "#!/bin/sh\n"
