@@ -1062,14 +1062,21 @@ mod linux {
                     let level = if *status == RulesetStatus::FullyEnforced {
                         Landlock::Full
                     } else {
-                        notes.push(
+                        // Abstract Unix sockets belong to a network namespace: with the
+                        // network allowed, the command shares toolmux's.
+                        let sockets = if policy.network {
+                            "abstract Unix sockets outside are reachable, like the rest of the \
+                             network it is allowed"
+                        } else {
+                            "abstract Unix sockets are kept in by its network namespace"
+                        };
+                        notes.push(format!(
                             "this kernel's Landlock is older than the rules (ABI 6): \
                              truncating files and device ioctls outside the writable folders \
-                             are not confined where it lacks them (ABI 3 and 5); signals and \
-                             abstract Unix sockets, which it scopes from ABI 6, are kept in by \
-                             the command's own PID and network namespaces instead"
-                                .to_string(),
-                        );
+                             are not confined where it lacks them (ABI 3 and 5); signals, which \
+                             it scopes from ABI 6, are kept in by the command's own PID \
+                             namespace, and {sockets}"
+                        ));
                         Landlock::Partial
                     };
                     (level, Some(ruleset))
