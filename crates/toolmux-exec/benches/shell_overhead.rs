@@ -86,6 +86,7 @@ fn main() {
                         // As a project has them: `.toolmux/` and one registry read-only.
                         read_only: vec![dir.path().join(".toolmux"), dir.path().join("mcp.json")],
                         hidden: Vec::new(),
+                        notes: Vec::new(),
                     },
                     require_sandbox: sandbox,
                 };

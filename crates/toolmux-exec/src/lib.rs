@@ -182,13 +182,22 @@ impl ExecPack {
         // back in by naming it in `writablePaths` (for `git commit`); `.toolmux` may not.
         let git = root.join(".git");
         let git_writable = writable.iter().skip(2).any(|p| *p == git);
+        let mut notes = Vec::new();
         // Even then its hooks and configuration stay read-only: toolmux's own `git` (a coding
         // session's worktree) runs the hooks and honours `core.hooksPath` and
-        // `core.fsmonitor`, outside any sandbox.
-        let git_runs = [git.join("hooks"), git.join("config")];
+        // `core.fsmonitor`, outside any sandbox. A mount can cover only what exists, so a
+        // missing one is made (empty, as `git init` would) before it is bound.
+        let git_runs = [(git.join("hooks"), true), (git.join("config"), false)];
+        if git_writable && self.inner.settings.sandbox && git.is_dir() {
+            for (path, folder) in &git_runs {
+                if path.symlink_metadata().is_err() {
+                    notes.push(make_placeholder(path, *folder));
+                }
+            }
+        }
         let kept_paths = [(root.join(".toolmux"), true), (git, !git_writable)]
             .into_iter()
-            .chain(git_runs.into_iter().map(|path| (path, git_writable)));
+            .chain(git_runs.into_iter().map(|(path, _)| (path, git_writable)));
         for (own, kept) in kept_paths {
             if kept && own.symlink_metadata().is_ok() && !read_only.contains(&own) {
                 read_only.push(own);
@@ -200,6 +209,7 @@ impl ExecPack {
             writable,
             read_only,
             hidden: protected.hidden,
+            notes,
         }
     }
 
@@ -292,6 +302,32 @@ impl ExecPack {
             }
             Err(e) => ToolResult::error(e.to_string()),
         }
+    }
+}
+
+/// Makes the empty folder (or file) that stands for a protected path of a writable `.git`
+/// that does not exist, so that it can be bound read-only; what was done, for the notes.
+fn make_placeholder(path: &std::path::Path, folder: bool) -> String {
+    let made = if folder {
+        std::fs::create_dir(path)
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map(drop)
+    };
+    match made {
+        Ok(()) => format!(
+            "`{}` did not exist: it was made empty, and is read-only like the rest of what \
+             toolmux's own `git` runs, so that no command can plant one",
+            path.display()
+        ),
+        Err(e) => format!(
+            "`{}` does not exist and could not be made ({e}), so it could not be made \
+             read-only: a command may create it",
+            path.display()
+        ),
     }
 }
 

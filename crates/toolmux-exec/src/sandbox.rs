@@ -10,6 +10,11 @@
 //!   locks the securebits so that running a program as uid 0 gives none back. Root where no
 //!   user namespace can be made enters the same namespaces directly and drops the same
 //!   capabilities.
+//! - **Processes: a PID namespace of its own**, with its own `/proc` where the system allows
+//!   mounting one: toolmux and the user's other processes are not there to be signalled or
+//!   listed, on every kernel (Landlock scopes signals only from ABI 6), and everything the
+//!   command starts ends with the namespace's init, `setsid` or not. The init is a fork of
+//!   the process toolmux starts, which relays the command's end (see `enter_pid_namespace`).
 //! - **Protected paths.** In the mount namespace, the paths the caller names ([`Protected`]:
 //!   `.toolmux/`, the registries, `.git/`…) are bound read-only onto themselves and toolmux's
 //!   own Unix socket is covered by `/dev/null`, although they lie beneath the writable project
@@ -19,8 +24,8 @@
 //! - **Files: Landlock.** Everything may be read and executed; files may be written, created,
 //!   removed and renamed only beneath the project root, the call's temp dir and the configured
 //!   `writablePaths` (plus the harmless devices such as `/dev/null`), and no device node may be
-//!   made anywhere. From ABI 6 the command also cannot signal processes outside its sandbox
-//!   (toolmux, say) or connect to abstract Unix sockets made outside it; from ABI 1 it cannot
+//!   made anywhere. From ABI 6 Landlock also keeps signals and abstract Unix sockets in (the
+//!   PID and network namespaces already do, on older kernels too); from ABI 1 it cannot
 //!   trace them — and without `CAP_SYS_PTRACE` nothing lifts that — which keeps
 //!   `/proc/<toolmux>/environ` and `mem` closed although the command runs as toolmux's user.
 //! - **Network: a network namespace of its own** (`CLONE_NEWNET` with the others). It has no
@@ -98,10 +103,12 @@ impl Network {
 pub enum Namespaces {
     /// A user namespace (or root's own namespaces where none can be made) with every
     /// capability dropped, a mount namespace with the protected paths read-only and toolmux's
-    /// socket hidden, and SysV IPC of its own.
+    /// socket hidden, a PID namespace (no process outside it can be signalled), and SysV IPC
+    /// of its own.
     Full,
-    /// The system cannot make them here: the command keeps toolmux's capabilities, and the
-    /// protected paths beneath the root are writable.
+    /// The system cannot make them here: the command keeps toolmux's capabilities, may
+    /// signal the user's processes (toolmux among them) where Landlock cannot scope signals,
+    /// and the protected paths beneath the root are writable.
     Unavailable,
     /// The sandbox is switched off by configuration.
     Off,
@@ -136,7 +143,9 @@ impl SandboxReport {
     /// The protections that were asked for and that this system cannot give (empty when the
     /// sandbox is complete, or switched off): what `shell.requireSandbox` refuses to run without.
     /// Landlock `partial` counts as given: writes are confined, the older kernel lacks only the
-    /// later rights, which the notes name.
+    /// later file rights, which the notes name. What it also lacks below ABI 6 — keeping
+    /// signals and abstract Unix sockets in — the namespaces give on every kernel (a PID
+    /// namespace, a network namespace), so it is missing exactly when they are.
     pub fn missing(&self) -> Vec<&'static str> {
         let mut missing = Vec::new();
         if self.landlock == Landlock::Unavailable {
@@ -147,8 +156,9 @@ impl SandboxReport {
         }
         if self.namespaces == Namespaces::Unavailable {
             missing.push(
-                "user and mount namespaces (no capabilities, read-only `.toolmux/` and \
-                 registries, toolmux's socket hidden, SysV IPC of its own)",
+                "user, mount and PID namespaces (no capabilities, no signal to toolmux or the \
+                 user's other processes, read-only `.toolmux/` and registries, toolmux's \
+                 socket hidden, SysV IPC of its own)",
             );
         }
         missing
@@ -170,6 +180,9 @@ pub struct SandboxPolicy {
     pub read_only: Vec<PathBuf>,
     /// Paths it may not reach at all (toolmux's own Unix socket): covered by `/dev/null`.
     pub hidden: Vec<PathBuf>,
+    /// What the caller did to make the policy hold, for the report's notes (a placeholder
+    /// made for a protected path that did not exist).
+    pub notes: Vec<String>,
 }
 
 /// The paths a caller keeps from commands, shared with the packs that run them, so that what
@@ -265,11 +278,13 @@ impl Prepared {
                         Network::Unavailable
                     },
                     namespaces: Namespaces::Unavailable,
-                    notes: vec![
+                    notes: std::iter::once(
                         "the sandbox exists on Linux only: the command runs with toolmux's \
                          own rights"
                             .to_string(),
-                    ],
+                    )
+                    .chain(policy.notes.iter().cloned())
+                    .collect(),
                 },
             }
         }
@@ -359,8 +374,22 @@ mod linux {
         pinned: Vec<CString>,
         read_only: Vec<CString>,
         hidden: Vec<CString>,
+        /// Whether the command gets a `/proc` of its own PID namespace (see [`Support`]).
+        fresh_proc: bool,
         /// The command's directory, entered again after the binds.
         cwd: Option<CString>,
+    }
+
+    /// How this system gives a command namespaces of its own, as the probe found.
+    #[derive(Clone, Debug)]
+    struct Support {
+        method: Method,
+        /// Whether a `/proc` of the command's own PID namespace can be mounted. Where the
+        /// system's `/proc` is partly covered (a container's masked paths) a user namespace
+        /// may not mount another; the command then still cannot signal what is outside its PID
+        /// namespace (the numbers name nothing there), but lists it in `/proc`. The error
+        /// says why not.
+        fresh_proc: Result<(), String>,
     }
 
     /// What the child does before `exec`.
@@ -435,11 +464,14 @@ mod linux {
     }
 
     impl Enter {
-        /// In the child: the namespaces, the id maps, the binds, the directory, the
-        /// capabilities. Landlock comes after: the id maps are written under `/proc` and
-        /// the binds are mounts, which a Landlock domain may not make.
+        /// In the child: the namespaces, the id maps, the binds, the PID namespace's init
+        /// (returning only in the process that goes on to run the command, see
+        /// [`enter_pid_namespace`]), the directory, the capabilities. Landlock comes after:
+        /// the id maps are written under `/proc` and the binds are mounts, which a Landlock
+        /// domain may not make.
         fn apply(&self) -> io::Result<()> {
-            let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC;
+            let mut flags =
+                CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWPID;
             if !self.network {
                 flags |= CloneFlags::CLONE_NEWNET;
             }
@@ -492,6 +524,18 @@ mod linux {
                     None::<&CStr>,
                 )?;
             }
+            enter_pid_namespace()?;
+            if self.fresh_proc {
+                // The `/proc` of the command's own PID namespace: toolmux and the user's other
+                // processes are not in it.
+                nix::mount::mount(
+                    Some(c"proc"),
+                    c"/proc",
+                    Some(c"proc"),
+                    MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+                    None::<&CStr>,
+                )?;
+            }
             // The directory was entered before the binds: entered again, a protected one is
             // seen through its read-only bind.
             if let Some(cwd) = &self.cwd {
@@ -499,6 +543,196 @@ mod linux {
             }
             drop_capabilities()
         }
+    }
+
+    /// Puts the command in a PID namespace of its own, where toolmux and every other process
+    /// of the user are not there to be signalled (`kill` names no process outside; a pidfd of
+    /// one is refused) — what Landlock's signal scoping (ABI 6) does on newer kernels, on
+    /// every kernel. `unshare(CLONE_NEWPID)` moves only the children of the caller, so the
+    /// process toolmux started (the *relay*) forks the namespace's init, which forks the
+    /// process that returns from here to run the command:
+    ///
+    /// - The **init** (pid 1) reaps what is re-parented to it. When the command ends it sends
+    ///   the relay the command's wait status and whether anything is left running; with
+    ///   nothing left it exits, which ends the namespace, and otherwise it waits to be killed
+    ///   with the call's group (which ends the namespace and everything left in it, `setsid`
+    ///   or not). The command is not pid 1, so it keeps the usual signal semantics
+    ///   (`kill -KILL $$` kills it).
+    /// - The **relay** (what toolmux waits for, the leader of the call's group) ends as the
+    ///   command did (its exit code, or dying by its signal), after the init when nothing was
+    ///   left, so toolmux's check for processes left behind sees the init only when there are
+    ///   some. A signal to the group (the time limit's SIGTERM) ends the relay at once.
+    ///
+    /// Both close every descriptor they hold (the command's pipes, std's report of a failed
+    /// `exec`, which then closes when the command's `exec` does) and drop their capabilities;
+    /// neither ever returns, so nothing but the command runs the rest of the hook.
+    fn enter_pid_namespace() -> io::Result<()> {
+        let (status_read, status_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        // SAFETY: fork in the single-threaded child of a fork; both sides go on with system
+        // calls only.
+        match unsafe { nix::unistd::fork() }? {
+            nix::unistd::ForkResult::Parent { child } => {
+                drop(status_write);
+                relay(child, status_read)
+            }
+            nix::unistd::ForkResult::Child => {
+                drop(status_read);
+                // SAFETY: as above.
+                match unsafe { nix::unistd::fork() }? {
+                    nix::unistd::ForkResult::Parent { child } => init(child, status_write),
+                    nix::unistd::ForkResult::Child => {
+                        drop(status_write);
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+
+    /// The relay's part (see [`enter_pid_namespace`]): never returns.
+    fn relay(init: nix::unistd::Pid, status: std::os::fd::OwnedFd) -> ! {
+        use std::os::fd::AsRawFd;
+        settle(status.as_raw_fd());
+        let mut message = [0u8; 5];
+        let mut got = 0;
+        while got < message.len() {
+            match nix::unistd::read(&status, &mut message[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => break,
+            }
+        }
+        let (ended, left) = if got == message.len() {
+            let [a, b, c, d, left] = message;
+            (Some(libc::c_int::from_ne_bytes([a, b, c, d])), left != 0)
+        } else {
+            (None, false)
+        };
+        // Nothing left: the init exits at once, and is reaped before the relay ends, so that
+        // toolmux finds the group empty.
+        let init_ended = if left { None } else { wait_raw(init.as_raw()) };
+        end_as(ended.or(init_ended).unwrap_or(libc::EXIT_FAILURE << 8))
+    }
+
+    /// The init's part (see [`enter_pid_namespace`]): never returns.
+    fn init(command: nix::unistd::Pid, status: std::os::fd::OwnedFd) -> ! {
+        use std::os::fd::AsRawFd;
+        settle(status.as_raw_fd());
+        let ended = loop {
+            let mut raw = 0;
+            // SAFETY: waitpid with a pointer to a local integer.
+            let pid = unsafe { libc::waitpid(-1, &raw mut raw, 0) };
+            if pid == command.as_raw() {
+                break raw;
+            }
+            if pid == -1 && nix::errno::Errno::last() != nix::errno::Errno::EINTR {
+                break libc::EXIT_FAILURE << 8;
+            }
+        };
+        // SAFETY: as above; WNOHANG reaps what already died.
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        // Signal 0 to -1 from the init: whether any process but the init is left.
+        // SAFETY: kill with integers only.
+        let left = unsafe { libc::kill(-1, 0) } == 0;
+        let mut message = [0u8; 5];
+        message[..4].copy_from_slice(&ended.to_ne_bytes());
+        message[4] = u8::from(left);
+        // The relay may be gone (killed with the group): nothing to tell then.
+        let _ = nix::unistd::write(&status, &message);
+        drop(status);
+        if left {
+            // Reaping until the group's kill ends the namespace (or everything ended).
+            // SAFETY: as above.
+            while unsafe { libc::waitpid(-1, std::ptr::null_mut(), 0) } != -1
+                || nix::errno::Errno::last() == nix::errno::Errno::EINTR
+            {}
+        }
+        // SAFETY: _exit ends the process without running anything of toolmux's.
+        unsafe { libc::_exit(0) }
+    }
+
+    /// What the relay and the init do first: the default action for every signal (toolmux's
+    /// handlers write to its own descriptors), no descriptor but `keep`, no capabilities.
+    fn settle(keep: libc::c_int) {
+        use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+        let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+        for signal in Signal::iterator() {
+            if !matches!(signal, Signal::SIGKILL | Signal::SIGSTOP) {
+                // SAFETY: the default action, no handler of ours.
+                let _ = unsafe { sigaction(signal, &default) };
+            }
+        }
+        close_all_but(keep);
+        // Not dumpable: they hold a copy of toolmux's memory, which no command may read. A
+        // failure has nowhere to be reported from here (the command's own drop, which fails
+        // its start, is what guards it); both are belt and braces.
+        let _ = set_dumpable(false);
+        let _ = drop_capabilities();
+    }
+
+    /// Closes every descriptor but `keep`.
+    fn close_all_but(keep: libc::c_int) {
+        let keep = libc::c_uint::try_from(keep).unwrap_or(0);
+        let close_range = |first: libc::c_uint, last: libc::c_uint| {
+            // SAFETY: close_range with integers only.
+            unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) == 0 }
+        };
+        let below = keep == 0 || close_range(0, keep - 1);
+        if below && close_range(keep + 1, libc::c_uint::MAX) {
+            return;
+        }
+        // Before Linux 5.9: one at a time, up to the limit of open descriptors.
+        // SAFETY: sysconf and close with integers only.
+        let limit = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
+        let limit = libc::c_int::try_from(limit).unwrap_or(1 << 20).min(1 << 20);
+        for fd in 0..limit {
+            if libc::c_uint::try_from(fd).is_ok_and(|fd| fd != keep) {
+                // SAFETY: as above.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+
+    /// Waits for `pid` (retrying when interrupted); its raw wait status.
+    fn wait_raw(pid: libc::pid_t) -> Option<libc::c_int> {
+        loop {
+            let mut raw = 0;
+            // SAFETY: waitpid with a pointer to a local integer.
+            let done = unsafe { libc::waitpid(pid, &raw mut raw, 0) };
+            if done == pid {
+                return Some(raw);
+            }
+            if nix::errno::Errno::last() != nix::errno::Errno::EINTR {
+                return None;
+            }
+        }
+    }
+
+    /// Ends the calling process as the wait status `raw` says: by the same signal, or with
+    /// the same exit code.
+    fn end_as(raw: libc::c_int) -> ! {
+        if libc::WIFSIGNALED(raw) {
+            let signal = libc::WTERMSIG(raw);
+            // SAFETY: the default action for that signal, unblocked, then sent to ourselves.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                let mut set = std::mem::zeroed::<libc::sigset_t>();
+                libc::sigemptyset(&raw mut set);
+                libc::sigaddset(&raw mut set, signal);
+                libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
+                libc::kill(libc::getpid(), signal);
+            }
+            // SAFETY: _exit with an integer (a signal that does not end a process).
+            unsafe { libc::_exit(128 + signal) }
+        }
+        let code = if libc::WIFEXITED(raw) {
+            libc::WEXITSTATUS(raw)
+        } else {
+            libc::EXIT_FAILURE
+        };
+        // SAFETY: _exit ends the process without running anything of toolmux's.
+        unsafe { libc::_exit(code) }
     }
 
     /// Binds `path` onto itself and makes the bind (and every mount beneath it) read-only.
@@ -667,10 +901,10 @@ mod linux {
     }
 
     /// How this process can give a child namespaces of its own, tried once: a child that
-    /// enters them (network included), binds `/dev/null` onto itself, drops its
-    /// capabilities and runs `bash -c :`.
-    fn namespace_support() -> &'static Result<Method, String> {
-        static SUPPORT: OnceLock<Result<Method, String>> = OnceLock::new();
+    /// enters them (network and PID included), binds `/dev/null` onto itself, mounts its
+    /// `/proc` (or, failing that, not), drops its capabilities and runs `bash -c :`.
+    fn namespace_support() -> &'static Result<Support, String> {
+        static SUPPORT: OnceLock<Result<Support, String>> = OnceLock::new();
         SUPPORT.get_or_init(|| {
             let uid = nix::unistd::getuid().as_raw();
             let gid = nix::unistd::getgid().as_raw();
@@ -683,17 +917,28 @@ mod linux {
             }
             let mut failures = Vec::new();
             for candidate in candidates {
-                match try_method(&candidate) {
-                    Ok(()) => return Ok(candidate),
-                    Err(e) => failures.push(e),
-                }
+                let fresh_proc = match try_method(&candidate, true) {
+                    Ok(()) => Ok(()),
+                    Err(e) => match try_method(&candidate, false) {
+                        Ok(()) => Err(e),
+                        Err(without) => {
+                            failures.push(without);
+                            continue;
+                        }
+                    },
+                };
+                return Ok(Support {
+                    method: candidate,
+                    fresh_proc,
+                });
             }
             Err(failures.join("; "))
         })
     }
 
-    /// Starts `bash -c :` in namespaces entered by `method`; whether it ran.
-    fn try_method(method: &Method) -> Result<(), String> {
+    /// Starts `bash -c :` in namespaces entered by `method`, with a `/proc` of its own or
+    /// not; whether it ran.
+    fn try_method(method: &Method, fresh_proc: bool) -> Result<(), String> {
         use std::os::unix::process::CommandExt;
         let what = match method {
             Method::User { .. } => "a user namespace",
@@ -705,6 +950,7 @@ mod linux {
             pinned: Vec::new(),
             read_only: Vec::new(),
             hidden: vec![c"/dev/null".to_owned()],
+            fresh_proc,
             cwd: None,
         };
         let mut probe = std::process::Command::new("bash");
@@ -795,7 +1041,7 @@ mod linux {
 
     /// The hook and the report for `policy` (enabled).
     pub(super) fn prepare(policy: &SandboxPolicy) -> (Hook, SandboxReport) {
-        let mut notes = Vec::new();
+        let mut notes = policy.notes.clone();
         let (landlock, ruleset) = match landlock_support() {
             Ok(RulesetStatus::NotEnforced) => {
                 notes.push(
@@ -816,12 +1062,21 @@ mod linux {
                     let level = if *status == RulesetStatus::FullyEnforced {
                         Landlock::Full
                     } else {
-                        notes.push(
-                            "this kernel's Landlock is older than the rules (ABI 6): some \
-                             rights (truncation, device ioctls, signal and socket scoping) \
-                             are not enforced"
-                                .to_string(),
-                        );
+                        // Abstract Unix sockets belong to a network namespace: with the
+                        // network allowed, the command shares toolmux's.
+                        let sockets = if policy.network {
+                            "abstract Unix sockets outside are reachable, like the rest of the \
+                             network it is allowed"
+                        } else {
+                            "abstract Unix sockets are kept in by its network namespace"
+                        };
+                        notes.push(format!(
+                            "this kernel's Landlock is older than the rules (ABI 6): \
+                             truncating files and device ioctls outside the writable folders \
+                             are not confined where it lacks them (ABI 3 and 5); signals, which \
+                             it scopes from ABI 6, are kept in by the command's own PID \
+                             namespace, and {sockets}"
+                        ));
                         Landlock::Partial
                     };
                     (level, Some(ruleset))
@@ -835,7 +1090,14 @@ mod linux {
             },
         };
         let (namespaces, enter) = match namespace_support() {
-            Ok(method) => {
+            Ok(Support { method, fresh_proc }) => {
+                if let Err(e) = fresh_proc {
+                    notes.push(format!(
+                        "a `/proc` of the command's own could not be mounted here ({e}): it \
+                         cannot signal toolmux or the user's other processes (its own PID \
+                         namespace), but sees them listed in `/proc`"
+                    ));
+                }
                 let read_only = existing(&policy.read_only, &mut notes, "made read-only", true);
                 let hidden = existing(&policy.hidden, &mut notes, "hidden", false);
                 let pinned = pinned(&read_only, &policy.writable);
@@ -848,6 +1110,7 @@ mod linux {
                         pinned: c(&pinned),
                         read_only: c(&read_only),
                         hidden: c(&hidden),
+                        fresh_proc: fresh_proc.is_ok(),
                         cwd: None,
                     }),
                 )
@@ -950,7 +1213,12 @@ mod tests {
             Namespaces::Unavailable,
         );
         let missing = bare.missing().join("; ");
-        for word in ["Landlock", "network namespace", "user and mount namespaces"] {
+        for word in [
+            "Landlock",
+            "network namespace",
+            "user, mount and PID namespaces",
+            "no signal to toolmux",
+        ] {
             assert!(missing.contains(word), "{missing}");
         }
     }

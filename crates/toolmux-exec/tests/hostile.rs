@@ -7,7 +7,9 @@
 //! They run as root here and in CI, and as any user elsewhere. Where this system cannot give
 //! the sandbox, the call must be refused with the missing protection named
 //! (`shell.requireSandbox`, on by default): [`sandboxed`] asserts that refusal and says so, so a
-//! test never passes by running unconfined.
+//! test never passes by running unconfined — and asserts that the system really cannot
+//! (found independently, [`system_can_sandbox`]), so a test never passes by being refused
+//! either.
 
 mod support;
 
@@ -22,6 +24,7 @@ use support::call;
 use toolmux_core::{Source, ToolResult};
 use toolmux_exec::{ExecPack, ExecSettings, Protected};
 use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::sandbox::{system_can_sandbox, toolmux_proc_refusal};
 use toolmux_workspace::ProjectRoot;
 
 fn pack(root: &Path, settings: ExecSettings, protected: Protected) -> ExecPack {
@@ -41,6 +44,10 @@ fn sandboxed(result: ToolResult) -> Option<Value> {
         assert!(
             text.contains("requireSandbox") && text.contains("cannot give"),
             "neither ran nor refused for a missing sandbox: {text}"
+        );
+        assert!(
+            !system_can_sandbox(),
+            "this system makes the sandbox's namespaces, but the call was refused: {text}"
         );
         eprintln!(
             "this system cannot give the sandbox; the call was refused as it must be: {text}"
@@ -253,8 +260,8 @@ async fn git_may_be_made_writable_toolmux_may_not() {
     );
     let Some(out) = shell(
         &pack,
-        "echo '[core]' > .git/config; echo evil >> .git/hooks/pre-commit; \
-         echo x > .toolmux/config.json; echo ran",
+        "echo ref > .git/ORIG_HEAD; echo '[core]' > .git/config; \
+         echo evil >> .git/hooks/pre-commit; echo x > .toolmux/config.json; echo ran",
     )
     .await
     else {
@@ -262,11 +269,15 @@ async fn git_may_be_made_writable_toolmux_may_not() {
     };
     assert_eq!(stdout(&out), "ran\n", "{out}");
     assert_eq!(
-        std::fs::read_to_string(root.join(".git/config")).expect(".git/config"),
-        "[core]\n"
+        std::fs::read_to_string(root.join(".git/ORIG_HEAD")).expect(".git/ORIG_HEAD"),
+        "ref\n"
     );
-    // Found in review: even a writable `.git` keeps its hooks (and an existing `config`)
-    // read-only, since toolmux's own unsandboxed `git` runs them.
+    // Found in review: even a writable `.git` keeps its hooks and `config` read-only, since
+    // toolmux's own unsandboxed `git` runs them; the missing `config` was made empty for it.
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).expect(".git/config"),
+        ""
+    );
     assert_eq!(
         std::fs::read_to_string(&project.hook).expect("hook"),
         "#!/bin/sh\n"
@@ -280,6 +291,58 @@ async fn git_may_be_made_writable_toolmux_may_not() {
         notes.contains("missing-registry.json") && notes.contains("does not exist"),
         "{notes}"
     );
+}
+
+/// Found in review of issue 28: with `.git` writable, its hooks and configuration were kept
+/// read-only only when they existed, so a command could create `.git/hooks/post-checkout`
+/// (or a `.git/config` naming `core.hooksPath`) where there was none, and toolmux's own
+/// unsandboxed `git` ran it. They are made empty first, and bound read-only like existing ones.
+#[tokio::test]
+async fn a_writable_git_without_hooks_gets_no_planted_hook() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path();
+    std::fs::create_dir(root.join(".git")).expect(".git");
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    let pack = pack(
+        root,
+        ExecSettings {
+            writable_paths: vec![".git".into()],
+            ..ExecSettings::default()
+        },
+        Protected::default(),
+    );
+    let command = "{ echo '#!/bin/sh' > .git/hooks/post-checkout; \
+                   printf '[core]\\n\\thooksPath = /tmp\\n' > .git/config; rmdir .git/hooks; \
+                   mv .git/config .git/old-config; echo x > .git/ORIG_HEAD && echo wrote; } 2>&1";
+    let Some(out) = shell(&pack, command).await else {
+        return;
+    };
+    assert_eq!(
+        stdout(&out),
+        "bash: line 1: .git/hooks/post-checkout: Read-only file system\n\
+         bash: line 1: .git/config: Read-only file system\n\
+         rmdir: failed to remove '.git/hooks': Device or resource busy\n\
+         mv: cannot move '.git/config' to '.git/old-config': Device or resource busy\n\
+         wrote\n",
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_dir(root.join(".git/hooks"))
+            .expect("hooks")
+            .count(),
+        0
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).expect("config"),
+        ""
+    );
+    let notes = out["sandbox"]["notes"].to_string();
+    for made in [".git/hooks", ".git/config"] {
+        assert!(
+            notes.contains(&format!("{made}` did not exist: it was made empty")),
+            "{notes}"
+        );
+    }
 }
 
 /// D39: with `serve --socket tm.sock` in the project, a network-less command reached toolmux
@@ -319,20 +382,77 @@ async fn toolmux_socket_is_unreachable() {
 }
 
 /// D19: the command read toolmux's whole environment from `/proc/$PPID/environ`. The test
-/// process is toolmux here (the command's parent).
+/// process is toolmux here. In its own PID namespace the command's parent is the namespace's
+/// init, a fork of toolmux holding a copy of its memory, which it may not read either.
 #[tokio::test]
 async fn toolmux_proc_environ_is_unreadable() {
     let dir = tempfile::tempdir().expect("dir");
     let pack = pack(dir.path(), ExecSettings::default(), Protected::default());
     let us = std::process::id();
     let command = format!(
-        "cat /proc/$PPID/environ /proc/{us}/environ /proc/{us}/task/*/environ 2>/dev/null \
-         | wc -c; echo $PPID"
+        "echo ppid=$PPID; for f in /proc/{us}/environ /proc/{us}/mem /proc/$PPID/environ \
+         /proc/$PPID/mem /proc/$PPID/task/1/environ; do \
+         echo \"$f: $(head -c 16 \"$f\" 2>&1 >/dev/null | sed 's/^head: .*: //')\"; done"
     );
     let Some(out) = shell(&pack, &command).await else {
         return;
     };
-    assert_eq!(stdout(&out), format!("0\n{us}\n"), "{out}");
+    let toolmux = toolmux_proc_refusal(&out["sandbox"]["notes"].to_string());
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "ppid=1\n/proc/{us}/environ: {toolmux}\n/proc/{us}/mem: {toolmux}\n\
+             /proc/1/environ: Permission denied\n/proc/1/mem: Permission denied\n\
+             /proc/1/task/1/environ: Permission denied\n"
+        ),
+        "{out}"
+    );
+}
+
+/// Found in review of issue 28: below Landlock ABI 6 nothing kept signals in, so a command
+/// could stop toolmux (or any process of the user). In its own PID namespace no process
+/// outside has a number: `kill` says "No such process" on every kernel, and nothing stops.
+/// A `kill -CONT` follows each `kill -STOP` that worked, so that the old code fails here
+/// rather than leaving the test stopped.
+#[tokio::test]
+async fn a_shell_command_cannot_signal_toolmux() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pack = pack(dir.path(), ExecSettings::default(), Protected::default());
+    let us = std::process::id();
+    let parent = std::os::unix::process::parent_id();
+    let mut other = Command::new("sleep")
+        .arg("300")
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("another process of the user");
+    let pids = [us, parent, other.id()];
+    let command = format!(
+        "for pid in {} {} {}; do kill -0 $pid 2>&1; kill -STOP $pid 2>&1 && kill -CONT $pid; \
+         done; echo done",
+        pids[0], pids[1], pids[2]
+    );
+    let out = shell(&pack, &command).await;
+    let states: Vec<String> = pids.iter().map(|pid| state(*pid)).collect();
+    let _ = other.kill();
+    let _ = other.wait();
+    let Some(out) = out else { return };
+    let refused: String = pids
+        .iter()
+        .map(|pid| format!("bash: line 1: kill: ({pid}) - No such process\n").repeat(2))
+        .collect();
+    assert_eq!(stdout(&out), format!("{refused}done\n"), "{out}");
+    for (pid, state) in pids.iter().zip(&states) {
+        assert!(matches!(state.as_str(), "R" | "S"), "{pid} is {state}");
+    }
+}
+
+/// The state letter of process `pid` (`S` sleeping, `T` stopped), from `/proc/<pid>/stat`.
+fn state(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    stat.rsplit_once(") ")
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .expect("a state")
+        .to_string()
 }
 
 /// D38: `code_execution` listed an output file as regular (1 byte), then read the path, which a

@@ -50,34 +50,44 @@ fn only_allowlisted_and_named_variables_reach_a_command() {
         .find(|t| t.name == "shell")
         .expect("shell");
     let context = CallContext::new(Channel::Cli);
+    let us = std::process::id();
     let result = runtime
         .block_on(
             pack.call(SourceCall {
                 tool: &tool,
-                // The variables, then toolmux's own environment (the command's parent is this
-                // test process) as far as `/proc` shows it.
-                arguments: json!({"command": "env; echo ---; \
-                    cat /proc/$PPID/environ /proc/$PPID/task/*/environ 2>/dev/null | tr '\\0' '\\n'"})
-                    .as_object()
-                    .cloned()
-                    .expect("object"),
+                // The variables, then toolmux's own environment (this test process) and its
+                // fork's (the command's parent, its PID namespace's init) as `/proc` shows them.
+                arguments: json!({"command": format!("env; echo ---; \
+                    cat /proc/{us}/environ /proc/$PPID/environ 2>&1 | tr '\\0' '\\n'")})
+                .as_object()
+                .cloned()
+                .expect("object"),
                 context: &context,
             }),
         )
         .expect("call");
     if result.is_error {
-        // This system cannot give the sandbox: the call must have been refused for it.
+        // This system cannot give the sandbox: the call must have been refused for it, and
+        // only where the system really cannot.
+        let text = result.text_content();
+        assert!(text.contains("requireSandbox"), "{text}");
         assert!(
-            result.text_content().contains("requireSandbox"),
-            "{}",
-            result.text_content()
+            !toolmux_testkit::sandbox::system_can_sandbox(),
+            "this system makes the sandbox's namespaces, but the call was refused: {text}"
         );
         return;
     }
-    let env = result.structured_content.expect("structured")["stdout"]
-        .as_str()
-        .expect("stdout")
-        .to_string();
+    let out = result.structured_content.expect("structured");
+    let stdout = out["stdout"].as_str().expect("stdout");
+    let (env, proc) = stdout.split_once("---\n").expect("both halves");
+    // Nothing of toolmux is in the command's own `/proc`; its init's entry is refused.
+    let toolmux =
+        toolmux_testkit::sandbox::toolmux_proc_refusal(&out["sandbox"]["notes"].to_string());
+    assert_eq!(
+        proc,
+        format!("cat: /proc/{us}/environ: {toolmux}\ncat: /proc/1/environ: Permission denied\n"),
+        "{out}"
+    );
     for (name, value) in secrets {
         assert!(
             !env.contains(value),

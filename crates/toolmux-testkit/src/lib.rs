@@ -3,7 +3,8 @@
 //! starts ([`processes`]), scratch projects ([`project`]), FIFOs ([`fifo`]), the Python MCP
 //! servers several tests start ([`servers`]), the Python MCP client ([`python_client`]), aimock
 //! ([`aimock`]), a plain HTTP/1.1 client ([`http`]), `toolmux serve` in the background
-//! ([`served`]) and an OAuth authorization server for `server.auth` ([`issuer`]).
+//! ([`served`]), an OAuth authorization server for `server.auth` ([`issuer`]) and whether
+//! this system can sandbox commands ([`sandbox`]).
 //!
 //! A dev-only library: a crate's tests take what they need from it, and what is specific to one
 //! crate's tests stays in that crate. It depends on no toolmux crate, since every one of them
@@ -19,5 +20,6 @@ pub mod peers;
 pub mod processes;
 pub mod project;
 pub mod python_client;
+pub mod sandbox;
 pub mod served;
 pub mod servers;

@@ -608,8 +608,9 @@ fn needs_restart(old: &LoadedConfig, new: &LoadedConfig) -> Vec<&'static str> {
 /// the project root: the files that decide what toolmux runs and how — `.toolmux/` (the
 /// configuration, state, secrets, project skills), the configuration files read, the
 /// registries, the configured skill folders, and where present `.claude/skills` and
-/// `.lean-spec/config.{json,yaml}`. A command that could rewrite them could switch its own
-/// sandbox off for the next call, or add a server that runs unsandboxed.
+/// `.lean-spec/config.{json,yaml}`, and what configured tools and servers run from there
+/// ([`run_from_beneath_root`]). A command that could rewrite them could switch its own sandbox
+/// off for the next call, or add a server that runs unsandboxed.
 fn exec_read_only(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
     let project = &loaded.project_dir;
     let config = toolmux_config::project_config_path(project);
@@ -641,18 +642,23 @@ fn exec_read_only(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
             paths.push(optional);
         }
     }
-    paths.extend(programs_beneath_root(loaded));
+    paths.extend(run_from_beneath_root(loaded));
     paths.sort();
     paths.dedup();
     paths
 }
 
-/// The files beneath the project root that configured script tools and stdio servers run
-/// (`./scripts/lint.sh`, `node server.js`): a sandboxed command that rewrote one would have it
-/// run unsandboxed at the tool's next call. Every word of the command line that names an
-/// existing file there counts; programs found on `PATH` and packages a tool installs beneath
-/// the root (`node_modules`, a virtualenv) are not covered.
-fn programs_beneath_root(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
+/// What configured script tools and stdio servers run from beneath the project root: every
+/// word of a command line that names an existing file there (`./scripts/lint.sh`, `node
+/// server.js`), the folder holding each such file — where an interpreter finds what the
+/// program imports (`helper.py` beside it, its `node_modules`, and a planted `json.py` that
+/// would shadow Python's own) — and a `cwd` set beneath the root (`python3 -m tool` imports
+/// from there). A sandboxed command that changed one would have its code run unsandboxed at
+/// the tool's next call. The root itself is never one of the folders (the whole project would
+/// be read-only): what sits beside a program at the root, programs found on `PATH` and packages
+/// a tool installs elsewhere beneath the root (the root's `node_modules`, a virtualenv) are not
+/// covered.
+fn run_from_beneath_root(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
     use toolmux_config::UpstreamTransport;
 
     let Ok(root) = std::fs::canonicalize(&loaded.root) else {
@@ -662,7 +668,7 @@ fn programs_beneath_root(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
         let base = loaded
             .root
             .join(tool.cwd.as_deref().unwrap_or(std::path::Path::new("")));
-        (base, tool.command.clone())
+        (base, tool.cwd.is_some(), tool.command.clone())
     });
     let servers = loaded
         .config
@@ -676,20 +682,34 @@ fn programs_beneath_root(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
                     .project_dir
                     .join(cwd.as_deref().unwrap_or(std::path::Path::new("")));
                 let words = std::iter::once(command.clone()).chain(args.iter().cloned());
-                Some((base, words.collect::<Vec<_>>()))
+                Some((base, cwd.is_some(), words.collect::<Vec<_>>()))
             }
             _ => None,
         });
-    tools
-        .chain(servers)
-        .flat_map(|(base, words)| {
-            words
-                .into_iter()
-                .filter(|word| !word.starts_with('-'))
-                .filter_map(move |word| std::fs::canonicalize(base.join(word)).ok())
-        })
-        .filter(|path| path.starts_with(&root) && path.is_file())
-        .collect()
+    let beneath_root = |path: &std::path::Path| path != root && path.starts_with(&root);
+    let mut paths = Vec::new();
+    for (base, has_cwd, words) in tools.chain(servers) {
+        let files = words
+            .iter()
+            .filter(|word| !word.starts_with('-'))
+            .filter_map(|word| std::fs::canonicalize(base.join(word)).ok())
+            .filter(|path| beneath_root(path) && path.is_file());
+        for file in files {
+            paths.extend(
+                file.parent()
+                    .filter(|folder| beneath_root(folder))
+                    .map(std::path::Path::to_path_buf),
+            );
+            paths.push(file);
+        }
+        if has_cwd
+            && let Ok(cwd) = std::fs::canonicalize(&base)
+            && beneath_root(&cwd)
+        {
+            paths.push(cwd);
+        }
+    }
+    paths
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 use support::toolmux_project;
+use toolmux_testkit::sandbox::system_can_sandbox;
 use toolmux_testkit::served::{KEY, config_with_key};
 
 /// The result of `toolmux tools call shell` with `command`; `None` when the call was refused
@@ -134,30 +135,16 @@ fn a_shell_call_under_serve_cannot_reach_its_socket() {
     if result["isError"] == true {
         let text = result.to_string();
         assert!(text.contains("requireSandbox"), "{text}");
+        assert!(
+            !system_can_sandbox(),
+            "this system makes the sandbox's namespaces, but toolmux refused: {text}"
+        );
         eprintln!("this system cannot give the sandbox; refused as it must be: {text}");
         return;
     }
     let out = &result["structuredContent"];
     assert_eq!(out["sandbox"]["namespaces"], "full", "{out}");
     assert_eq!(out["stdout"], " exit=7\n exit=7\n", "{out}");
-}
-
-/// Whether this system lets the test's own user make the namespaces the sandbox enters
-/// (util-linux's `unshare`, as that user).
-fn system_can_sandbox() -> bool {
-    std::process::Command::new("unshare")
-        .args([
-            "--user",
-            "--map-current-user",
-            "--mount",
-            "--ipc",
-            "--net",
-            "true",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
 }
 
 /// Found in review of issue 28: toolmux makes itself not dumpable at start (D19), a fork
@@ -317,4 +304,46 @@ fn a_registry_named_through_a_link_cannot_be_replaced() {
         std::fs::read_to_string(&real).expect("registry"),
         "{\"mcpServers\": {}}\n"
     );
+}
+
+/// Found in review of issue 28 (D20's kind): the program a configured tool runs was
+/// read-only, the modules beside it were not — a sandboxed command could rewrite
+/// `tools/helper.py` (or plant a `json.py` that shadows Python's own, or change a server's
+/// `node_modules`), and the tool's next call ran that code unsandboxed. The folder holding a
+/// configured program and a configured `cwd` are read-only; the rest of the root is not.
+#[test]
+fn a_shell_call_cannot_change_a_module_beside_a_configured_script() {
+    let project = toolmux_project();
+    project.config(
+        r#"{
+            "policies": {"tools": {"shell": "allow"}},
+            "tools": {"fmt": {"description": "Format.", "command": ["python3", "tools/fmt.py"]}},
+            "mcpServers": {"app": {"command": "node", "args": ["-e", "require('m')"],
+                                   "cwd": "servers/app", "enabled": false}}
+        }"#,
+    );
+    project.write("tools/fmt.py", "import helper\n");
+    let helper = project.write("tools/helper.py", "def run(): pass\n");
+    let module = project.write("servers/app/node_modules/m/index.js", "// m\n");
+    let attack = "{ echo 'import os' > tools/helper.py; echo 'x = 1' > tools/json.py; \
+                  echo x > servers/app/node_modules/m/index.js; mv tools tools-old; \
+                  echo ok > notes.txt && echo wrote; } 2>&1";
+    let Some(out) = shell(&project, attack) else {
+        return;
+    };
+    assert_eq!(
+        out["stdout"],
+        "bash: line 1: tools/helper.py: Read-only file system\n\
+         bash: line 1: tools/json.py: Read-only file system\n\
+         bash: line 1: servers/app/node_modules/m/index.js: Read-only file system\n\
+         mv: cannot move 'tools' to 'tools-old': Device or resource busy\n\
+         wrote\n",
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&helper).expect("helper"),
+        "def run(): pass\n"
+    );
+    assert_eq!(std::fs::read_to_string(&module).expect("module"), "// m\n");
+    assert!(!project.path().join("tools/json.py").exists());
 }
