@@ -28,7 +28,7 @@ pub fn read_config_text(path: &Path) -> io::Result<String> {
     if !kind.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("{}, not a regular file", file_kind(kind)),
+            format!("{}, not a regular file", toolmux_core::file_kind(kind)),
         ));
     }
     let mut bytes = Vec::new();
@@ -44,28 +44,6 @@ pub fn read_config_text(path: &Path) -> io::Result<String> {
         ));
     }
     String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
-/// What a file that is not a regular file is, in words.
-fn file_kind(kind: std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a FIFO";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-        if kind.is_char_device() || kind.is_block_device() {
-            return "a device";
-        }
-    }
-    if kind.is_dir() {
-        "a folder"
-    } else {
-        "a special file"
-    }
 }
 
 #[cfg(test)]
