@@ -808,3 +808,74 @@ async fn a_session_starts_the_plan_its_approval_showed() {
     );
     sessions.shutdown(Duration::from_secs(5)).await;
 }
+
+/// Pages past the edges of a session's log and of the session list (issue 28, found in
+/// review): what JSON Schema's `integer` admits but no u64 holds is refused naming the
+/// argument, never read as absent (which gave the first page); past the end is an empty page.
+#[tokio::test]
+async fn log_and_list_pages_past_the_edges_are_refused_or_empty() {
+    use toolmux_core::{CallContext, Channel, Hub, HubSettings, NullSink};
+    use toolmux_sessions::SessionsSource;
+
+    let project = tempfile::tempdir().expect("temp");
+    let sessions = open(project.path());
+    argv_read_by_the_runner(&sessions, request("codex", "hi")).await;
+    let id = sessions.list(None).expect("list")[0].id.clone();
+    let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
+    hub.add_source(Arc::new(SessionsSource::new(sessions.clone())));
+    let context = CallContext::new(Channel::Cli);
+    let call = |tool: &'static str, arguments: Value| {
+        let (hub, context) = (&hub, &context);
+        async move {
+            match hub.call(tool, arguments, context).await {
+                Ok(result) if result.is_error => Err(result.text_content()),
+                Ok(result) => Ok(result.structured_content.expect("structured")),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+    };
+    for (tool, arguments, error) in [
+        (
+            "session_logs",
+            serde_json::json!({"id": id, "limit": 0}),
+            "invalid arguments for `session_logs`: /limit: 0 is less than the minimum of 1",
+        ),
+        (
+            "session_logs",
+            serde_json::json!({"id": id, "offset": 1e30}),
+            "`offset` must be a whole number from 0 to 18446744073709551615, not 1e+30",
+        ),
+        (
+            "session_logs",
+            serde_json::json!({"id": id, "limit": 3.0}),
+            "`limit` must be a whole number from 1 to 2000, not 3.0",
+        ),
+        (
+            "list_sessions",
+            serde_json::json!({"limit": 1e30}),
+            "`limit` must be a whole number from 1 to 18446744073709551615, not 1e+30",
+        ),
+    ] {
+        assert_eq!(
+            call(tool, arguments.clone()).await,
+            Err(error.to_string()),
+            "{tool} {arguments}"
+        );
+    }
+    let past = call(
+        "session_logs",
+        serde_json::json!({"id": id, "offset": u64::MAX}),
+    )
+    .await
+    .expect("an empty page");
+    assert_eq!(past["entries"], serde_json::json!([]));
+    assert_eq!(past["offset"], u64::MAX);
+    assert_eq!(past["more"], false);
+    let all = call("list_sessions", serde_json::json!({"limit": u64::MAX}))
+        .await
+        .expect("every session");
+    assert_eq!(
+        (all["count"].clone(), all["total"].clone()),
+        (1.into(), 1.into())
+    );
+}

@@ -163,21 +163,23 @@ fn d19_a_variable_a_registry_names_is_hidden_too() {
     .expect("the configuration");
     configured["registries"] = json!(["servers.json"]);
     project.config(&configured.to_string());
-    let call = |name: &str| {
+    let run = |args: &[&str]| {
         let run = project
             .cmd()
+            .env("TOOLMUX_TEST_KEY", KEY)
             .env(NAME, VALUE)
-            .args(["tools", "call", name])
+            .args(args)
             .output()
             .expect("run toolmux");
         assert!(run.status.success(), "{run:?}");
         String::from_utf8_lossy(&run.stdout).into_owned()
     };
-    let seen = call("peek");
+    let seen = run(&["tools", "call", "peek"]);
     assert!(seen.contains("---"), "{seen}");
     assert!(!seen.contains(VALUE), "a child sees {NAME}:\n{seen}");
+    run(&["mcp", "refresh", "reg"]);
     let server_env: Value =
-        serde_json::from_str(call("reg__env").trim()).expect("the server's env");
+        serde_json::from_str(run(&["tools", "call", "reg__env"]).trim()).expect("the server's env");
     assert_eq!(server_env["SEEN"], VALUE, "{server_env}");
     assert_eq!(server_env.get(NAME), None, "{server_env}");
 }
