@@ -8,18 +8,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::toolmux_project;
-use toolmux_testkit::project::{Run, TestProject};
 use toolmux_testkit::python_client::run_mcp_steps;
 use toolmux_testkit::served::{KEY, Served, config_with_key};
-
-fn keyed(project: &TestProject, args: &[&str]) -> Run {
-    Run(project
-        .cmd()
-        .args(args)
-        .env("TOOLMUX_TEST_KEY", KEY)
-        .output()
-        .expect("run toolmux"))
-}
 
 /// The empty page past the end of the three tasks, at `offset`.
 fn empty_page(offset: u64, limit: u64) -> Value {
@@ -39,12 +29,12 @@ fn task_pages_past_the_edges_are_refused_or_empty_on_every_channel() {
     let project = toolmux_project();
     project.config(&config_with_key(""));
     for title in ["one", "two", "three"] {
-        keyed(&project, &["tasks", "add", title]).ok();
+        project.run_keyed(&["tasks", "add", title]).ok();
     }
 
     // The command line: clap refuses what is not a u64 before anything runs; the tool refuses
     // a limit of 0.
-    let zero = keyed(&project, &["tasks", "list", "--limit", "0"]);
+    let zero = project.run_keyed(&["tasks", "list", "--limit", "0"]);
     assert_eq!(
         (zero.code(), zero.stderr().trim_end()),
         (
@@ -52,7 +42,7 @@ fn task_pages_past_the_edges_are_refused_or_empty_on_every_channel() {
             "toolmux: invalid arguments for `task_list`: /limit: 0 is less than the minimum of 1"
         )
     );
-    let negative = keyed(&project, &["tasks", "list", "--limit=-1"]);
+    let negative = project.run_keyed(&["tasks", "list", "--limit=-1"]);
     assert_eq!(
         (negative.code(), negative.stderr()),
         (
@@ -62,10 +52,7 @@ fn task_pages_past_the_edges_are_refused_or_empty_on_every_channel() {
                 .to_string()
         )
     );
-    let past_u64 = keyed(
-        &project,
-        &["tasks", "list", "--offset", "18446744073709551616"],
-    );
+    let past_u64 = project.run_keyed(&["tasks", "list", "--offset", "18446744073709551616"]);
     assert_eq!(
         (past_u64.code(), past_u64.stderr()),
         (
@@ -75,10 +62,7 @@ fn task_pages_past_the_edges_are_refused_or_empty_on_every_channel() {
                 .to_string()
         )
     );
-    let huge = keyed(
-        &project,
-        &["tasks", "list", "--limit", "18446744073709551615"],
-    );
+    let huge = project.run_keyed(&["tasks", "list", "--limit", "18446744073709551615"]);
     assert_eq!(
         (huge.code(), huge.stderr().trim_end()),
         (
@@ -86,9 +70,8 @@ fn task_pages_past_the_edges_are_refused_or_empty_on_every_channel() {
             "toolmux: invalid arguments for `task_list`: /limit: 18446744073709551615 is greater than the maximum of 1000"
         )
     );
-    let last = keyed(
-        &project,
-        &[
+    let last = project
+        .run_keyed(&[
             "tasks",
             "list",
             "--offset",
@@ -96,9 +79,8 @@ fn task_pages_past_the_edges_are_refused_or_empty_on_every_channel() {
             "--limit",
             "1000",
             "--json",
-        ],
-    )
-    .json();
+        ])
+        .json();
     assert_eq!(last, empty_page(u64::MAX, 1000));
 
     // REST: the query is parsed as the tool's types, the rest is the tool's answer.
