@@ -73,7 +73,7 @@ pub use model::{
 pub use oauth::{OAuthGrant, OAuthSettings};
 pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers, SamplingPolicy};
 pub use read::{MAX_CONFIG_FILE_BYTES, read_config_text};
-pub use registries::registry_paths;
+pub use registries::{referencing_files, registry_paths};
 pub use runners::{RunnerProtocol, RunnerSettings};
 pub use schema::{schema, starter_config};
 pub use scripts::{SCRIPT_SOURCE_ID, ScriptTool};

@@ -11,10 +11,26 @@ use std::path::Path;
 /// could hurt.
 pub const MAX_CONFIG_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// The text of `path`, refused with `InvalidData` when it is longer than
+/// The text of `path`, refused with `InvalidData` when it is not a regular file (a FIFO or a
+/// device: opened without waiting for a writer, never read), longer than
 /// [`MAX_CONFIG_FILE_BYTES`] (read no further than one byte past the cap) or not UTF-8.
 pub fn read_config_text(path: &Path) -> io::Result<String> {
-    let file = std::fs::File::open(path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Opening a FIFO for reading waits for a writer; without waiting, `fstat` tells it apart.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        rustix::fs::OFlags::NONBLOCK.bits() as i32,
+    );
+    let file = options.open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}, not a regular file", toolmux_core::file_kind(kind)),
+        ));
+    }
     let mut bytes = Vec::new();
     file.take(MAX_CONFIG_FILE_BYTES + 1)
         .read_to_end(&mut bytes)?;
@@ -59,6 +75,29 @@ mod tests {
         assert_eq!(
             read_config_text(&fits).expect("read").len() as u64,
             MAX_CONFIG_FILE_BYTES
+        );
+    }
+
+    /// Issue 28 (rule 1): a registry or configuration file that is a FIFO (nobody ever writes
+    /// to it) or a link to `/dev/zero` held toolmux at start, before anything else ran.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_device_is_refused_without_waiting_or_reading() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fifo = dir.path().join("mcp.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+        let refused = read_config_text(&fifo).expect_err("a FIFO");
+        assert_eq!(refused.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(refused.to_string(), "a FIFO, not a regular file");
+        let zero = dir.path().join("config.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).expect("link");
+        assert_eq!(
+            read_config_text(&zero).expect_err("a device").to_string(),
+            "a device, not a regular file"
         );
     }
 }

@@ -124,6 +124,41 @@ pub fn registry_paths(config: &Config, project_dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Every file whose `${VAR}` references a load of the project at `project_dir` (over the user
+/// file `user_config`) expands: the two configuration files and every registry either names
+/// (both files' `registries`, whichever wins the merge: naming one variable too many hides
+/// it, one too few leaves a secret where children can read it). Read before the configuration
+/// is loaded, so that the variables they name can leave the process environment at start; a
+/// file that cannot be read names no registry here (loading it reports the error).
+pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<PathBuf> {
+    let configs: Vec<PathBuf> = user_config
+        .map(Path::to_path_buf)
+        .into_iter()
+        .chain([crate::load::project_config_path(project_dir)])
+        .collect();
+    let mut files = configs.clone();
+    for config in &configs {
+        let Ok(text) = crate::read::read_config_text(config) else {
+            continue;
+        };
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let Ok(value) = serde_json::from_str::<Value>(&crate::jsonc::without_comments(text)) else {
+            continue;
+        };
+        let named = value.get("registries").and_then(Value::as_array);
+        for relative in named.into_iter().flatten().filter_map(Value::as_str) {
+            // As the load reads it: references in the path expanded.
+            let relative = crate::env::expand_text(relative, &crate::load::std_env)
+                .map_or_else(|_| relative.to_string(), |p| p.into_owned());
+            let path = project_dir.join(relative);
+            if !files.contains(&path) {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
 /// One registry: servers when it holds `mcpServers` or `servers` (seed 004's `mcp.json`),
 /// else tools (its `tools.json`). A missing or malformed registry is an error, as the seed
 /// asks: a registry named in the configuration is expected to be there.

@@ -27,8 +27,8 @@ pub enum RunnerProtocol {
     default,
     rename_all = "camelCase",
     deny_unknown_fields,
-    expecting = "an object with `command`, `args`, `env`, `model`, `modelFlag`, `protocol`, \
-                 `versionArgs`, `install`, `timeoutMs`, `inheritEnv` and `enabled`"
+    expecting = "an object with `command`, `args`, `env`, `acceptEnv`, `model`, `modelFlag`, \
+                 `protocol`, `versionArgs`, `install`, `timeoutMs`, `inheritEnv` and `enabled`"
 )]
 pub struct RunnerSettings {
     /// The program (looked up on `PATH` unless it is a path).
@@ -45,6 +45,12 @@ pub struct RunnerSettings {
     /// expanded when the file is read and never written to a session's record).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// The names of the variables a `run_session` call may set for this runner (its `env`
+    /// argument), besides the few every runner accepts (`CI`, `NO_COLOR`, `FORCE_COLOR`). A
+    /// call that sets any other is refused: the caller is a model, and a variable such as
+    /// `NODE_OPTIONS` or `LESSOPEN` changes what runs. Exact names, case included.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub accept_env: Vec<String>,
     /// The model to ask for, passed with `modelFlag` (when the arguments have no `{model}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,

@@ -12,9 +12,11 @@ mod catalog;
 mod context;
 mod duration;
 mod error;
+mod file_kind;
 mod hub;
 mod human;
 mod model;
+mod page;
 mod pattern;
 mod policy;
 mod record;
@@ -36,6 +38,7 @@ pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOve
 pub use context::{CallContext, Channel};
 pub use duration::{DurationParseError, format_duration, parse_duration};
 pub use error::{CallError, SourceError};
+pub use file_kind::file_kind;
 pub use hub::{BatchCall, CallReport, Hub, HubSettings, WeakHub};
 pub use human::{
     ANSWER_FIELD, ConversationQuestions, HUMAN_INPUT_TOOL, HUMAN_SOURCE_ID, HumanInputSource,
@@ -45,6 +48,7 @@ pub use model::{
     Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor,
     ToolErrorKind, ToolResult,
 };
+pub use page::Page;
 pub use pattern::{NamePattern, PatternError, admitted_by};
 pub use policy::{Policy, PolicyOrigin, PolicyRules};
 pub use record::{ExecutionRecord, ExecutionSink, NullSink, Outcome};

@@ -190,10 +190,7 @@ mod tests {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "{other:?}"
             );
-            assert!(
-                refused.to_string().contains("application/json"),
-                "{refused}"
-            );
+            assert_eq!(answer(refused).await, unsupported(other), "{other:?}");
         }
         // A key holder's script that leaves the type out is read as JSON; a declared type that
         // is not JSON is refused whoever sends it.
@@ -209,17 +206,39 @@ mod tests {
                 .await
                 .is_ok()
         );
-        assert!(
-            ApiJson::<serde_json::Value>::from_request(keyed(Some("text/plain")), &())
-                .await
-                .is_err()
-        );
+        match ApiJson::<serde_json::Value>::from_request(keyed(Some("text/plain")), &()).await {
+            Err(refused) => assert_eq!(answer(refused).await, unsupported(Some("text/plain"))),
+            Ok(_) => panic!("a text/plain body with a key was read as JSON"),
+        }
         // No body and no type is an empty object; a declared type must still be JSON.
         assert_eq!(parse(None, "").await.ok(), Some(serde_json::json!({})));
         assert_eq!(
             parse(Some("application/json"), " ").await.ok(),
             Some(serde_json::json!({}))
         );
-        assert!(parse(Some("text/plain"), "").await.is_err());
+        let refused = parse(Some("text/plain"), "").await.expect_err("refused");
+        assert_eq!(answer(refused).await, unsupported(Some("text/plain")));
+    }
+
+    /// The JSON body an error answers with.
+    async fn answer(error: ApiError) -> serde_json::Value {
+        let response = axum::response::IntoResponse::into_response(error);
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("the body");
+        serde_json::from_slice(&bytes).expect("a JSON body")
+    }
+
+    /// The 415 body for a request that sent `content_type`.
+    fn unsupported(content_type: Option<&str>) -> serde_json::Value {
+        let sent = match content_type {
+            Some(t) => format!("`Content-Type: {t}` was sent"),
+            None => "no Content-Type was sent".to_string(),
+        };
+        serde_json::json!({"error": {
+            "code": "unsupported_media_type",
+            "message": format!("the body must be JSON sent as `Content-Type: application/json`; {sent}"),
+            "details": {},
+        }})
     }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use toolmux_config::{RunnerProtocol, RunnerSettings};
 
 use crate::error::SessionError;
+use crate::sessions::CALLER_ENV_ALLOWED;
 
 /// How long `--version` may take before the runner counts as broken.
 const VERSION_TIME_LIMIT: Duration = Duration::from_secs(10);
@@ -229,6 +230,9 @@ pub struct Runner {
     /// Its configured environment (values are not shown: they may hold secrets).
     #[serde(skip)]
     pub env: BTreeMap<String, String>,
+    /// The variables a `run_session` call may set for it: [`CALLER_ENV_ALLOWED`], then the
+    /// configuration's `acceptEnv`.
+    pub accept_env: Vec<String>,
 }
 
 impl Runner {
@@ -364,6 +368,7 @@ pub fn resolve(config: &BTreeMap<String, RunnerSettings>) -> Vec<Runner> {
             timeout_ms: DEFAULT_SESSION_TIMEOUT.as_millis() as u64,
             inherit_env: false,
             env: BTreeMap::new(),
+            accept_env: CALLER_ENV_ALLOWED.iter().map(|n| n.to_string()).collect(),
         };
         if let Some(set) = set {
             apply(&mut runner, set);
@@ -393,6 +398,7 @@ pub fn resolve(config: &BTreeMap<String, RunnerSettings>) -> Vec<Runner> {
             timeout_ms: DEFAULT_SESSION_TIMEOUT.as_millis() as u64,
             inherit_env: false,
             env: BTreeMap::new(),
+            accept_env: CALLER_ENV_ALLOWED.iter().map(|n| n.to_string()).collect(),
         };
         apply(&mut runner, set);
         runners.push(runner);
@@ -429,6 +435,11 @@ fn apply(runner: &mut Runner, set: &RunnerSettings) {
         runner.inherit_env = inherit;
     }
     runner.env.extend(set.env.clone());
+    for name in &set.accept_env {
+        if !runner.accept_env.contains(name) {
+            runner.accept_env.push(name.clone());
+        }
+    }
 }
 
 /// Finds `command` as a shell would: a path as it is, a bare name in each `PATH` directory.

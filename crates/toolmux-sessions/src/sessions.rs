@@ -23,82 +23,25 @@ use crate::store::{DirStore, LogPage, SessionStore};
 /// lost session's leftovers from anything else at the next start.
 pub const SESSION_ID_VAR: &str = "TOOLMUX_SESSION_ID";
 
-/// The environment variables a caller of `run_session` (a model, over MCP or REST) may not set:
-/// those that change what the runner runs, or where its credentials go, rather than what it
-/// works on. A person reading the approval cannot be expected to see that `NODE_OPTIONS` loads
-/// a script into the agent, so these are refused outright; a project that needs one sets it in
-/// the runner's configuration (`runners.NAME.env`), which stays allowed. Matched without regard
-/// to case; `X*` is a prefix, `*X` a suffix.
-pub const CALLER_ENV_REFUSED: &[&str] = &[
-    // The dynamic loader: a library preloaded or found first runs inside every program.
-    "LD_*",
-    "DYLD_*",
-    // Which programs a name means.
-    "PATH",
-    // Options read by interpreters and VMs, where `--require x.js`, `-javaagent:x.jar` or
-    // `-Mx` load code: NODE_OPTIONS, JAVA_TOOL_OPTIONS, _JAVA_OPTIONS, JDK_JAVA_OPTIONS,
-    // MAVEN_OPTS, GRADLE_OPTS, JAVA_OPTS, PERL5OPT, RUBYOPT.
-    "*_OPTIONS",
-    "*_OPTS",
-    "PERL5OPT",
-    "RUBYOPT",
-    // Where interpreters find modules and start-up files.
-    "PYTHON*",
-    "NODE_PATH",
-    "PERL5LIB",
-    "PERLLIB",
-    "PERL5DB",
-    "RUBYLIB",
-    // Shell start-up: files a non-interactive shell runs, exported functions it defines,
-    // options (`xtrace` with a `PS4` that runs commands).
-    "BASH_ENV",
-    "ENV",
-    "BASH_FUNC_*",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PS4",
-    "ZDOTDIR",
-    "SHELL",
-    // git reads dozens of variables; several run programs (GIT_SSH_COMMAND, GIT_EXTERNAL_DIFF,
-    // GIT_PAGER, GIT_EDITOR, GIT_ASKPASS, GIT_PROXY_COMMAND) or point at configuration and
-    // hooks that do (GIT_CONFIG_*, GIT_DIR, GIT_EXEC_PATH, GIT_TEMPLATE_DIR).
-    "GIT_*",
-    // Programs that tools start on their own.
-    "EDITOR",
-    "VISUAL",
-    "PAGER",
-    "BROWSER",
-    "SSH_ASKPASS",
-    "SUDO_ASKPASS",
-    // Where the agent reads its own settings (hooks, permission modes, sandbox off).
-    "HOME",
-    "XDG_CONFIG_HOME",
-    "CLAUDE_CONFIG_DIR",
-    "CODEX_HOME",
-    // Where its traffic, and the API key it sends, go.
-    "*_PROXY",
-    "*_BASE_URL",
-    "*_API_BASE",
-    "NODE_EXTRA_CA_CERTS",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-];
+/// The environment variables every runner accepts from a caller of `run_session` (a model,
+/// over MCP or REST): switches of how output looks, which change nothing of what runs or where
+/// its traffic goes. Any other name is refused unless the runner's configuration lists it in
+/// `acceptEnv`: an allowlist, because a denylist always misses one (`LESSOPEN`, `GCONV_PATH`,
+/// `PIP_INDEX_URL`, `npm_config_*`, `RUSTC_WRAPPER`, `DOTNET_STARTUP_HOOKS` … each runs code or
+/// redirects traffic), and a person reading the approval cannot be expected to know them all.
+/// Log levels (`RUST_LOG`, `DEBUG`) are not here: at their most verbose some agents print
+/// request headers, credentials included, into the session's log.
+pub const CALLER_ENV_ALLOWED: &[&str] = &["CI", "FORCE_COLOR", "NO_COLOR"];
 
-/// Whether `name` is in [`CALLER_ENV_REFUSED`].
-pub fn caller_env_refused(name: &str) -> bool {
-    let name = name.to_ascii_uppercase();
-    CALLER_ENV_REFUSED.iter().any(|pattern| {
-        if let Some(prefix) = pattern.strip_suffix('*') {
-            name.starts_with(prefix)
-        } else if let Some(suffix) = pattern.strip_prefix('*') {
-            name.ends_with(suffix)
-        } else {
-            name == *pattern
-        }
-    })
-}
+/// The most variables one `run_session` call may set.
+pub const MAX_CALLER_ENV_VARS: usize = 32;
+
+/// The longest variable name a call may send (longer is no name a runner accepts, and is not
+/// repeated back in the error).
+pub const MAX_CALLER_ENV_NAME_BYTES: usize = 128;
+
+/// The longest value a call may give one variable.
+pub const MAX_CALLER_ENV_VALUE_BYTES: usize = 4 * 1024;
 
 /// What `run_session` asks for.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -121,8 +64,8 @@ pub struct RunRequest {
     /// The new branch's name (default `toolmux/session-<id>`).
     #[serde(default)]
     pub branch: Option<String>,
-    /// More environment variables (names are recorded, values are not). Names in
-    /// [`CALLER_ENV_REFUSED`] are refused.
+    /// More environment variables (names are recorded, values are not): only those the runner
+    /// accepts ([`CALLER_ENV_ALLOWED`] and its `acceptEnv`), at most [`MAX_CALLER_ENV_VARS`].
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// The time limit in milliseconds (default: the runner's, one hour unless configured).
@@ -228,13 +171,29 @@ impl Plan {
     }
 }
 
-/// The caller's variables, refused when a name is not a plain variable name (an `=` in it
-/// would set another variable than the one named) or is in [`CALLER_ENV_REFUSED`], or a value
-/// holds a NUL byte (no process can get it).
+/// The caller's variables, each checked before the approval shows it: at most
+/// [`MAX_CALLER_ENV_VARS`] of them; a name that is a plain variable name (an `=` in it would set
+/// another variable than the one named) of at most [`MAX_CALLER_ENV_NAME_BYTES`] and one
+/// `runner` accepts ([`Runner::accept_env`]); a value of at most [`MAX_CALLER_ENV_VALUE_BYTES`]
+/// with no NUL byte (no process can get it).
 fn checked_caller_env(
+    runner: &Runner,
     env: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, String>, SessionError> {
+    if env.len() > MAX_CALLER_ENV_VARS {
+        return Err(SessionError::Invalid(format!(
+            "`env` sets {} variables; a call may set at most {MAX_CALLER_ENV_VARS}",
+            env.len()
+        )));
+    }
     for (name, value) in env {
+        if name.len() > MAX_CALLER_ENV_NAME_BYTES {
+            return Err(SessionError::Invalid(format!(
+                "`env`: a name of {} bytes is not a variable name (at most \
+                 {MAX_CALLER_ENV_NAME_BYTES} bytes)",
+                name.len()
+            )));
+        }
         let plain = name
             .bytes()
             .next()
@@ -246,12 +205,20 @@ fn checked_caller_env(
                  with a digit)"
             )));
         }
-        if caller_env_refused(name) {
+        if !runner.accept_env.iter().any(|accepted| accepted == name) {
             return Err(SessionError::Invalid(format!(
-                "`env.{name}` is refused: a call may not set variables that change what the \
-                 runner runs or where its traffic goes ({}); a project that needs it sets it in \
-                 `runners.NAME.env` in .toolmux/config.json",
-                CALLER_ENV_REFUSED.join(" ")
+                "`env.{name}` is refused: runner `{runner}` accepts only {accepted} from a call; \
+                 a project that needs `{name}` lists it in `runners.{runner}.acceptEnv` (or sets \
+                 its value in `runners.{runner}.env`) in .toolmux/config.json",
+                runner = runner.name,
+                accepted = runner.accept_env.join(" "),
+            )));
+        }
+        if value.len() > MAX_CALLER_ENV_VALUE_BYTES {
+            return Err(SessionError::Invalid(format!(
+                "`env.{name}` is {} bytes; a value may be at most {MAX_CALLER_ENV_VALUE_BYTES} \
+                 bytes",
+                value.len()
             )));
         }
         if value.contains('\0') {
@@ -535,7 +502,7 @@ impl Sessions {
         )?;
         let id = uuid::Uuid::now_v7().to_string();
         let relative = self.relative_cwd(request.cwd.as_deref())?;
-        let caller_env = checked_caller_env(&request.env)?;
+        let caller_env = checked_caller_env(&runner, &request.env)?;
         let worktree = if request.worktree {
             Some(Worktree {
                 path: self.inner.root.join(".toolmux").join("worktrees").join(&id),

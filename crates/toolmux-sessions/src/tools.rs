@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use toolmux_core::{
-    Policy, Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor,
+    Page, Policy, Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor,
     ToolResult,
 };
 
@@ -35,6 +35,8 @@ pub const TOOL_NAMES: [&str; 8] = [
 /// How many log entries `session_logs` gives when the call sets no `limit`, and at most.
 const DEFAULT_PAGE: usize = 200;
 const MAX_PAGE: usize = 2000;
+/// How many sessions `list_sessions` gives when the call sets no `limit`.
+const DEFAULT_SESSIONS: usize = 50;
 
 /// The `sessions` source. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -161,10 +163,11 @@ impl SessionsSource {
                     ),
                     None => None,
                 };
-                let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(50) as usize;
+                let page = Page::from_arguments(args, DEFAULT_SESSIONS, usize::MAX)
+                    .map_err(SessionError::Invalid)?;
                 let mut all = self.sessions.list(status)?;
                 let total = all.len();
-                all.truncate(limit);
+                all.truncate(page.limit);
                 let text = all
                     .iter()
                     .map(|r| {
@@ -190,12 +193,9 @@ impl SessionsSource {
             }
             "session_logs" => {
                 let id = id_of(args)?;
-                let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0);
-                let limit = args
-                    .get("limit")
-                    .and_then(Value::as_u64)
-                    .map_or(DEFAULT_PAGE, |l| (l as usize).clamp(1, MAX_PAGE));
-                let page = self.sessions.logs(&id, offset, limit)?;
+                let page = Page::from_arguments(args, DEFAULT_PAGE, MAX_PAGE)
+                    .map_err(SessionError::Invalid)?;
+                let page = self.sessions.logs(&id, page.offset, page.limit)?;
                 let status = self.sessions.get(&id)?.status;
                 let text = page
                     .entries

@@ -244,12 +244,20 @@ fn a_project_skill_md_that_is_a_link_is_not_read_and_an_oversized_one_is_refused
     let names: Vec<&str> = found.skills.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["csv-summary", "release-notes"]);
     let errors: Vec<String> = found.invalid.iter().map(ToString::to_string).collect();
-    assert!(
-        errors.contains(&format!(
-            "{}:1: SKILL.md is larger than 256 KiB",
-            dir.path().join(".toolmux/skills/big/SKILL.md").display()
-        )),
-        "{errors:?}"
+    // The link is left out without a word (a skill is a folder with a real SKILL.md); the
+    // fixture's broken user skill is the other error.
+    assert_eq!(
+        errors,
+        [
+            format!(
+                "{}:1: SKILL.md is larger than 256 KiB",
+                dir.path().join(".toolmux/skills/big/SKILL.md").display()
+            ),
+            format!(
+                "{}:2: description: `description` is required",
+                dir.path().join("user/skills/broken/SKILL.md").display()
+            ),
+        ]
     );
 }
 

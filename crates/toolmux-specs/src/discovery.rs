@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
+use toolmux_core::file_kind;
+use toolmux_workspace::ProjectRoot;
 
 use crate::error::SpecsError;
 use crate::model::SubSpec;
@@ -55,18 +57,25 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads the project's config; a project without one gets the defaults.
-    pub fn load(root: &Path) -> Result<Self, SpecsError> {
-        let json = root.join(".lean-spec/config.json");
-        let yaml = root.join(".lean-spec/config.yaml");
-        let value: Value = if json.is_file() {
-            let text = crate::file::read_config(&json)?;
+    /// Reads the project's config; a project without one gets the defaults. One that is there
+    /// but cannot be read (not a regular file, a link out of the project, too large) is an
+    /// error, never taken for no config.
+    pub fn load(project: &ProjectRoot) -> Result<Self, SpecsError> {
+        const JSON: &str = ".lean-spec/config.json";
+        const YAML: &str = ".lean-spec/config.yaml";
+        let root = project.path();
+        let json = root.join(JSON);
+        let yaml = root.join(YAML);
+        // There in any form (a link, a FIFO): whether it is readable is `read_config`'s call.
+        let present = |path: &Path| fs::symlink_metadata(path).is_ok();
+        let value: Value = if present(&json) {
+            let text = crate::file::read_config(project, JSON)?;
             serde_json::from_str(&text).map_err(|e| SpecsError::Config {
                 path: json.clone(),
                 message: e.to_string(),
             })?
-        } else if yaml.is_file() {
-            let text = crate::file::read_config(&yaml)?;
+        } else if present(&yaml) {
+            let text = crate::file::read_config(project, YAML)?;
             toolmux_core::check_yaml_bounds(&text).map_err(|e| SpecsError::Config {
                 path: yaml.clone(),
                 message: format!("line {}: {e}", e.line()),
@@ -142,6 +151,9 @@ pub(crate) struct Found {
     pub in_archived_folder: bool,
     /// The id of the spec whose folder holds this one.
     pub nested_in: Option<String>,
+    /// What stands in the README's place when it is not a regular file (a FIFO, a link, a
+    /// device: [`irregular`]): a broken spec, never opened.
+    pub irregular: Option<&'static str>,
     /// README size and modification time: the parse cache's key.
     pub size: u64,
     pub mtime: SystemTime,
@@ -173,7 +185,8 @@ struct Listing {
     settled: bool,
     /// Sub-folders, sorted (only below the depth limit).
     dirs: Vec<String>,
-    /// The folder has a regular `README.md` (only in a spec folder).
+    /// The folder has a `README.md` that is not a folder (only in a spec folder): a regular
+    /// one, or something else in its place, reported as a broken spec.
     readme: bool,
     /// Other regular `.md` files, sorted (only in a spec folder).
     subs: Vec<String>,
@@ -217,8 +230,9 @@ impl WalkCache {
         });
         folders_same
             && found.iter().all(|f| {
-                let readme_same = fs::symlink_metadata(&f.readme)
-                    .is_ok_and(|m| m.is_file() && m.len() == f.size && mtime(&m) == f.mtime);
+                let readme_same = fs::symlink_metadata(&f.readme).is_ok_and(|m| {
+                    irregular(&m) == f.irregular && m.len() == f.size && mtime(&m) == f.mtime
+                });
                 readme_same
                     && f.sub_specs.iter().all(|sub| {
                         let path = f.readme.with_file_name(&sub.name);
@@ -227,6 +241,11 @@ impl WalkCache {
                     })
             })
     }
+}
+
+/// What a file is in words ([`file_kind`]) when it is not a regular file.
+pub(crate) fn irregular(meta: &fs::Metadata) -> Option<&'static str> {
+    (!meta.is_file()).then(|| file_kind(meta.file_type()))
 }
 
 /// A file's modification time; the epoch where the file system keeps none, so the cache
@@ -293,8 +312,8 @@ impl Walk<'_> {
         if listing.readme {
             let readme = dir.join("README.md");
             match fs::symlink_metadata(&readme) {
-                // Replaced by something else since it was listed: as a fresh listing would see.
-                Ok(meta) if !meta.is_file() => {}
+                // Replaced by a folder since it was listed: as a fresh listing would see.
+                Ok(meta) if meta.is_dir() => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(SpecsError::io(&readme, e)),
                 Ok(meta) => {
@@ -317,6 +336,7 @@ impl Walk<'_> {
                         rel: rel_readme,
                         id: name.to_string(),
                         nested_in: enclosing.map(str::to_string),
+                        irregular: irregular(&meta),
                         size: meta.len(),
                         mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
                         sub_specs,
@@ -379,12 +399,12 @@ fn list(
             if depth < 3 {
                 listing.dirs.push(file_name);
             }
-        } else if file_type.is_file() && is_spec_dir {
-            if file_name == "README.md" {
-                listing.readme = true;
-            } else if file_name.ends_with(".md") {
-                listing.subs.push(file_name);
-            }
+        } else if is_spec_dir && file_name == "README.md" {
+            // Whatever it is: a FIFO or a link in a README's place is a broken spec to report,
+            // not a folder without a spec (it is never opened as one).
+            listing.readme = true;
+        } else if file_type.is_file() && is_spec_dir && file_name.ends_with(".md") {
+            listing.subs.push(file_name);
         }
     }
     listing.dirs.sort();
@@ -400,7 +420,10 @@ mod tests {
     fn config_is_read_in_both_spellings_and_candidates_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        assert_eq!(Config::load(root).unwrap(), Config::default());
+        assert_eq!(
+            Config::load(&ProjectRoot::new(root).unwrap()).unwrap(),
+            Config::default()
+        );
         assert_eq!(find_specs_dir(root, &Config::default(), None), None);
         fs::create_dir_all(root.join("docs/specs")).unwrap();
         fs::create_dir_all(root.join(".lean-spec/specs")).unwrap();
@@ -413,7 +436,7 @@ mod tests {
             "specs_dir: docs/specs\nvalidation:\n  max_lines: 10\nunknown: 1\n",
         )
         .unwrap();
-        let config = Config::load(root).unwrap();
+        let config = Config::load(&ProjectRoot::new(root).unwrap()).unwrap();
         assert_eq!(config.specs_dir.as_deref(), Some("docs/specs"));
         assert_eq!(config.limits.max_lines, 10);
         assert_eq!(config.limits.warn_lines, 200);
@@ -426,7 +449,7 @@ mod tests {
             r#"{"specsDir": "nowhere", "draftStatus": {"enabled": true}, "templates": {"default": "t.md"}}"#,
         )
         .unwrap();
-        let config = Config::load(root).unwrap();
+        let config = Config::load(&ProjectRoot::new(root).unwrap()).unwrap();
         assert!(config.draft_status);
         assert_eq!(config.default_template.as_deref(), Some("t.md"));
         assert_eq!(find_specs_dir(root, &config, None), None);
@@ -435,7 +458,9 @@ mod tests {
             Some(root.join("docs/specs"))
         );
         fs::write(root.join(".lean-spec/config.json"), "{oops").unwrap();
-        let err = Config::load(root).unwrap_err().to_string();
+        let err = Config::load(&ProjectRoot::new(root).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("config.json: key must be a string at line 1 column 2"),
             "{err}"

@@ -8,7 +8,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use toolmux_core::human_bytes;
+use toolmux_core::{file_kind, human_bytes};
 use toolmux_workspace::ProjectRoot;
 
 use crate::error::SpecsError;
@@ -28,6 +28,8 @@ pub(crate) enum Capped {
     TooLarge(u64),
     /// Not UTF-8.
     NotUtf8,
+    /// Not a regular file (a FIFO, a device … swapped in since it was listed): what it is.
+    NotRegular(&'static str),
 }
 
 /// Reads the regular file at `abs` (inside the project) up to [`MAX_SPEC_FILE_BYTES`].
@@ -38,7 +40,7 @@ pub(crate) fn read_spec_file(project: &ProjectRoot, abs: &Path) -> Result<Capped
         .open_for_reading(abs, &shown.to_string_lossy())
         .map_err(|e| failed(e.to_string()))?;
     if !meta.is_file() {
-        return Err(failed("not a regular file".into()));
+        return Ok(Capped::NotRegular(file_kind(meta.file_type())));
     }
     if meta.len() > MAX_SPEC_FILE_BYTES {
         return Ok(Capped::TooLarge(meta.len()));
@@ -63,7 +65,16 @@ pub(crate) fn too_large(size: u64) -> String {
     )
 }
 
-/// The text of a spec file at `abs`, an error naming it when it is too large or not UTF-8.
+/// Why a spec file that is `kind` (not a regular file) is not read.
+pub(crate) fn not_regular(kind: &str) -> String {
+    format!(
+        "the file is {kind}, not a regular file; the spec pack reads only regular files and \
+         follows no links"
+    )
+}
+
+/// The text of a spec file at `abs`, an error naming it when it is too large, not UTF-8 or not
+/// a regular file.
 pub(crate) fn read_spec_text(project: &ProjectRoot, abs: &Path) -> Result<String, SpecsError> {
     match read_spec_file(project, abs)? {
         Capped::Text(text) => Ok(text),
@@ -75,25 +86,43 @@ pub(crate) fn read_spec_text(project: &ProjectRoot, abs: &Path) -> Result<String
             path: abs.to_path_buf(),
             message: "the file is not valid UTF-8".into(),
         }),
+        Capped::NotRegular(kind) => Err(SpecsError::Unreadable {
+            path: abs.to_path_buf(),
+            message: not_regular(kind),
+        }),
     }
 }
 
-/// The LeanSpec config file at `path` (`.lean-spec/config.json` or `config.yaml`), read up to
+/// The LeanSpec config file at `rel` (`.lean-spec/config.json` or `config.yaml`) beneath the
+/// project, read as the workspace tools read a file (a link only to somewhere inside the
+/// project, never a FIFO or a device: opened without waiting, refused unread) and up to
 /// [`toolmux_core::MAX_YAML_BYTES`]: a config is a few lines.
-pub(crate) fn read_config(path: &Path) -> Result<String, SpecsError> {
+pub(crate) fn read_config(project: &ProjectRoot, rel: &str) -> Result<String, SpecsError> {
+    let path = project.path().join(rel);
+    let refused = |message: String| SpecsError::Config {
+        path: path.clone(),
+        message,
+    };
+    let real = project.resolve(rel).map_err(|e| refused(e.to_string()))?;
+    let (file, meta) = project
+        .open_for_reading(&real, rel)
+        .map_err(|e| refused(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(refused(format!(
+            "{}, not a regular file",
+            file_kind(meta.file_type())
+        )));
+    }
     let limit = toolmux_core::MAX_YAML_BYTES as u64;
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
-        .map_err(|e| SpecsError::io(path, e))?;
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| SpecsError::io(&path, e))?;
     if bytes.len() as u64 > limit {
-        return Err(SpecsError::Config {
-            path: path.to_path_buf(),
-            message: format!("larger than the {} a config may be", human_bytes(limit)),
-        });
+        return Err(refused(format!(
+            "larger than the {} a config may be",
+            human_bytes(limit)
+        )));
     }
-    String::from_utf8(bytes).map_err(|_| SpecsError::Config {
-        path: path.to_path_buf(),
-        message: "not valid UTF-8".into(),
-    })
+    String::from_utf8(bytes).map_err(|_| refused("not valid UTF-8".into()))
 }

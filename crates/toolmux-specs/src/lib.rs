@@ -100,9 +100,8 @@ impl SpecsSource {
     }
 
     fn open_in(project: ProjectRoot, specs_dir: Option<&str>) -> Result<Option<Self>, SpecsError> {
-        let root = project.path();
-        let root = root.to_path_buf();
-        let config = Config::load(&root)?;
+        let root = project.path().to_path_buf();
+        let config = Config::load(&project)?;
         let Some(dir) = find_specs_dir(&root, &config, specs_dir) else {
             return Ok(None);
         };

@@ -253,7 +253,7 @@ impl Store {
                 continue;
             }
             let read_at = SystemTime::now();
-            let parsed = read_doc(&self.project, &found.readme, &found.id)?;
+            let parsed = read_doc(&self.project, found)?;
             // A file read again only because its time was not yet settled keeps its parse
             // (and the snapshot its version) when its text is the same.
             let parsed = match known {
@@ -330,9 +330,10 @@ fn same_parse(a: &Parsed, b: &Parsed) -> bool {
 }
 
 /// Reads and parses one README, never more of it than the pack reads (see `file`). A file
-/// that cannot be opened is an error of the call; one that is not a valid spec (too large, not
-/// text, bad frontmatter) is a broken spec, reported with its line.
-fn read_doc(project: &ProjectRoot, path: &Path, id: &str) -> Result<Parsed, SpecsError> {
+/// that cannot be opened is an error of the call; one that is not a valid spec (not a regular
+/// file, too large, not text, bad frontmatter) is a broken spec, reported with its line. One
+/// the walk found not to be a regular file is not opened at all.
+fn read_doc(project: &ProjectRoot, found: &Found) -> Result<Parsed, SpecsError> {
     let unreadable = |rule, message| {
         Ok(Err(Unreadable {
             line: 1,
@@ -340,12 +341,16 @@ fn read_doc(project: &ProjectRoot, path: &Path, id: &str) -> Result<Parsed, Spec
             message,
         }))
     };
-    match file::read_spec_file(project, path)? {
-        Capped::Text(raw) => Ok(parse_doc(raw, id)
+    if let Some(kind) = found.irregular {
+        return unreadable("file", file::not_regular(kind));
+    }
+    match file::read_spec_file(project, &found.readme)? {
+        Capped::Text(raw) => Ok(parse_doc(raw, &found.id)
             .map(Arc::new)
             .map_err(Unreadable::frontmatter)),
         Capped::TooLarge(size) => unreadable("size", file::too_large(size)),
         Capped::NotUtf8 => unreadable("frontmatter", "the file is not valid UTF-8".into()),
+        Capped::NotRegular(kind) => unreadable("file", file::not_regular(kind)),
     }
 }
 

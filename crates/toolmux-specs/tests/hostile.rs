@@ -229,6 +229,107 @@ fn the_lean_spec_config_is_bounded_too() {
     );
 }
 
+/// A FIFO at `path`: opening it for reading waits for a writer, which never comes.
+fn fifo(path: &Path) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+}
+
+/// A link at `path` to `/dev/zero`, which never ends.
+fn zero(path: &Path) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", path).unwrap();
+}
+
+const FIFO: &str = "the file is a FIFO, not a regular file; the spec pack reads only regular files and follows no links";
+const LINK: &str = "the file is a symbolic link, not a regular file; the spec pack reads only regular files and follows no links";
+
+/// Issue 28 (rule 1, found in review): a FIFO (nobody ever writes to it) or a link to
+/// `/dev/zero` in a README's place would hold the pack, or feed it forever. Each is a broken
+/// spec, named with what it is, and never opened — also when it takes a listed README's place.
+#[test]
+fn a_fifo_or_a_link_to_dev_zero_as_a_readme_is_a_broken_spec_never_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("specs/001-fine/README.md"), OK_SPEC);
+    fifo(&dir.path().join("specs/002-fifo/README.md"));
+    zero(&dir.path().join("specs/003-zero/README.md"));
+    let pack = open(dir.path());
+    let list = call(&pack, "spec_list", json!({}));
+    assert_eq!(list["count"], 1);
+    assert_eq!(list["specs"][0]["id"], "001-fine");
+    assert_eq!(
+        list["errors"],
+        json!([
+            {"id": "002-fifo", "file": "002-fifo/README.md", "line": 1, "message": FIFO},
+            {"id": "003-zero", "file": "003-zero/README.md", "line": 1, "message": LINK},
+        ])
+    );
+    assert_eq!(
+        try_call(&pack, "spec_view", json!({"spec": "002"})).unwrap_err(),
+        format!("002-fifo/README.md:1: {FIFO}")
+    );
+    assert_eq!(
+        try_call(&pack, "spec_view", json!({"spec": "003"})).unwrap_err(),
+        format!("003-zero/README.md:1: {LINK}")
+    );
+    let validate = call(&pack, "spec_validate", json!({"spec": "003"}));
+    assert_eq!(validate["valid"], false);
+    assert_eq!(validate["specs"][0]["issues"][0]["rule"], "file");
+    assert_eq!(validate["specs"][0]["issues"][0]["message"], LINK);
+    match pack.read("spec://002-fifo") {
+        Err(ResourceError::Failed(message)) => assert_eq!(
+            message,
+            format!("cannot read `spec://002-fifo`: 002-fifo/README.md:1: {FIFO}")
+        ),
+        other => panic!("a FIFO spec resource: {other:?}"),
+    }
+    // A README the pack has read and cached, swapped for a FIFO: the next call sees the swap.
+    let readme = dir.path().join("specs/001-fine/README.md");
+    fs::remove_file(&readme).unwrap();
+    fifo(&readme);
+    let list = call(&pack, "spec_list", json!({}));
+    assert_eq!(list["count"], 0);
+    assert_eq!(
+        list["errors"][0],
+        json!({"id": "001-fine", "file": "001-fine/README.md", "line": 1, "message": FIFO})
+    );
+}
+
+/// The same for the LeanSpec config: a FIFO or a link to `/dev/zero` in its place is an error
+/// naming it, never read (and never taken for no config).
+#[test]
+fn a_fifo_or_a_link_to_dev_zero_as_the_lean_spec_config_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(&root.join("specs/001-fine/README.md"), OK_SPEC);
+    let json_config = root.join(".lean-spec/config.json");
+    fifo(&json_config);
+    let err = toolmux_specs::SpecsSource::open_with(&root, None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("{}: a FIFO, not a regular file", json_config.display())
+    );
+    fs::remove_file(&json_config).unwrap();
+    let yaml_config = root.join(".lean-spec/config.yaml");
+    zero(&yaml_config);
+    let err = toolmux_specs::SpecsSource::open_with(&root, None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: `.lean-spec/config.yaml` is a symbolic link that leads outside the project root",
+            yaml_config.display()
+        )
+    );
+    // A regular config, read as before.
+    fs::remove_file(&yaml_config).unwrap();
+    write(&yaml_config, "specs_dir: specs\n");
+    assert_eq!(call(&open(&root), "spec_list", json!({}))["count"], 1);
+}
+
 /// A small deterministic generator (xorshift), so a failure is the same on every run.
 struct Rng(u64);
 

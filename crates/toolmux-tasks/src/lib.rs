@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
 use toolmux_core::{
-    Policy, Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor,
+    Page, Policy, Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor,
     ToolErrorKind, ToolResult,
 };
 
@@ -219,14 +219,9 @@ fn run(store: &dyn StateStore, tool: &str, args: &Map<String, Value>) -> ToolRes
             Err(e) => return ToolResult::error(e.to_string()),
         };
         return if tool == "task_list" {
-            let number = |key: &str| {
-                args.get(key)
-                    .and_then(Value::as_u64)
-                    .and_then(|n| usize::try_from(n).ok())
-            };
-            let page = Page {
-                offset: number("offset").unwrap_or(0),
-                limit: number("limit").unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE),
+            let page = match Page::from_arguments(args, DEFAULT_PAGE, MAX_PAGE) {
+                Ok(page) => page,
+                Err(e) => return ToolResult::kind_error(ToolErrorKind::Invalid, e),
             };
             list(
                 &book,
@@ -336,13 +331,6 @@ fn refusal(e: &BookError) -> ToolResult {
     ToolResult::kind_error(kind, e.to_string())
 }
 
-/// Which matching tasks one `task_list` answer holds.
-#[derive(Clone, Copy, Debug)]
-struct Page {
-    offset: usize,
-    limit: usize,
-}
-
 fn list(book: &TaskBook, status: Option<Status>, parent: Option<u64>, page: Page) -> ToolResult {
     let all = book.ordered();
     let count = |s: Status| all.iter().filter(|t| t.status == s).count();
@@ -361,7 +349,7 @@ fn list(book: &TaskBook, status: Option<Status>, parent: Option<u64>, page: Page
     let total = matching.len();
     let tasks: Vec<&Task> = matching
         .into_iter()
-        .skip(page.offset)
+        .skip(page.skip())
         .take(page.limit)
         .collect();
     let mut answer = json!({
@@ -371,8 +359,8 @@ fn list(book: &TaskBook, status: Option<Status>, parent: Option<u64>, page: Page
         "offset": page.offset,
         "limit": page.limit,
     });
-    let next = page.offset.saturating_add(page.limit);
-    if next < total {
+    let next = page.offset.saturating_add(page.limit as u64);
+    if next < total as u64 {
         answer["nextOffset"] = json!(next);
     }
     ToolResult::structured(answer)

@@ -250,7 +250,84 @@ async fn task_list_answers_a_page_at_a_time() {
     let err = call(&hub, "task_list", json!({"limit": 100_000}))
         .await
         .expect_err("a page has a maximum");
-    assert!(err.contains("limit"), "{err}");
+    assert_eq!(
+        err,
+        limit_error("100000 is greater than the maximum of 1000")
+    );
+}
+
+/// The hub's answer to arguments that break `task_list`'s input schema at `/limit`.
+fn limit_error(why: &str) -> String {
+    format!("invalid arguments for `task_list`: /limit: {why}")
+}
+
+/// Pages past the edges, as a caller may ask for them over any channel: each is refused with
+/// its reason, or answered as an empty page, never read as another page.
+#[tokio::test]
+async fn task_list_pages_past_the_edges_are_refused_or_empty() {
+    let dir = tempfile::tempdir().expect("temp project");
+    store(
+        dir.path(),
+        (1..=3).map(|id| task(id, &format!("t{id}"))).collect(),
+    );
+    let hub = hub(dir.path());
+    for (args, error) in [
+        (
+            json!({"limit": 0}),
+            limit_error("0 is less than the minimum of 1"),
+        ),
+        (
+            json!({"limit": -1}),
+            limit_error("-1 is less than the minimum of 1"),
+        ),
+        (
+            json!({"limit": u64::MAX}),
+            limit_error("18446744073709551615 is greater than the maximum of 1000"),
+        ),
+        (
+            json!({"offset": -1}),
+            "invalid arguments for `task_list`: /offset: -1 is less than the minimum of 0"
+                .to_string(),
+        ),
+        // A schema's `integer` takes these; the pack refuses them rather than read them as
+        // absent (which gave the first page).
+        (
+            json!({"offset": 1e30}),
+            "`offset` must be a whole number from 0 to 18446744073709551615, not 1e+30".to_string(),
+        ),
+        (
+            serde_json::from_str(r#"{"offset": 18446744073709551616}"#).expect("json"),
+            "`offset` must be a whole number from 0 to 18446744073709551615, not \
+             1.8446744073709552e+19"
+                .to_string(),
+        ),
+        (
+            json!({"limit": 2.0}),
+            "`limit` must be a whole number from 1 to 1000, not 2.0".to_string(),
+        ),
+    ] {
+        let err = call(&hub, "task_list", args.clone())
+            .await
+            .expect_err("refused");
+        assert_eq!(err, error, "{args}");
+    }
+    // Past the end (and at the very end of the numbers): an empty page with the real total.
+    for offset in [3, 4, u64::MAX] {
+        let page = call(&hub, "task_list", json!({"offset": offset, "limit": 1000}))
+            .await
+            .expect("an empty page");
+        assert_eq!(
+            page,
+            json!({"tasks": [], "counts": {"pending": 3, "in_progress": 0, "completed": 0},
+                "total": 3, "offset": offset, "limit": 1000})
+        );
+    }
+    // The last page names no next one, however large the limit.
+    let last = call(&hub, "task_list", json!({"offset": 2, "limit": 1000}))
+        .await
+        .expect("the last page");
+    assert_eq!(last["tasks"][0]["title"], "t3");
+    assert!(last.get("nextOffset").is_none(), "{last}");
 }
 
 #[tokio::test]

@@ -108,6 +108,17 @@ impl TestProject {
     pub fn run(&self, args: &[&str]) -> Run {
         Run(self.cmd().args(args).output().expect("run the program"))
     }
+
+    /// [`TestProject::run`] with `TOOLMUX_TEST_KEY` set to [`crate::served::KEY`], the key a
+    /// configuration made by [`crate::served::config_with_key`] refers to.
+    pub fn run_keyed(&self, args: &[&str]) -> Run {
+        Run(self
+            .cmd()
+            .args(args)
+            .env("TOOLMUX_TEST_KEY", crate::served::KEY)
+            .output()
+            .expect("run the program"))
+    }
 }
 
 impl Default for TestProject {

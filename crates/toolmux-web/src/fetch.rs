@@ -210,19 +210,27 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Renders an HTML body on a thread of its own, with a stack sized for the deepest tree the
-/// limits let through ([`html::RENDER_STACK_BYTES`]); the async caller only waits, so its time
-/// cap covers the render. When the wait is dropped, the thread stops at its next check; what
-/// runs between two checks is bounded by the HTML limits.
+/// Renders an HTML body on a thread of its own ([`on_render_thread`]).
 async fn render_page(body: &[u8], url: &str) -> Result<Rendered, WebError> {
+    let html = String::from_utf8_lossy(body).into_owned();
+    let url = url.to_string();
+    on_render_thread(move |cancel| html::render_on_this_thread(&html, &url, cancel)).await
+}
+
+/// Runs `work` on a thread of its own, with a stack sized for the deepest tree the HTML limits
+/// let through ([`html::RENDER_STACK_BYTES`]), in one of the render slots; the async caller
+/// only waits, so its time cap covers the work. When the wait is dropped, `work`'s cancel flag
+/// is set and it stops at its next check; what runs between two checks is bounded by the HTML
+/// limits.
+async fn on_render_thread<T: Send + 'static>(
+    work: impl FnOnce(&AtomicBool) -> Result<T, Cancelled> + Send + 'static,
+) -> Result<T, WebError> {
     let slot = Arc::clone(&RENDER_SLOTS)
         .acquire_owned()
         .await
         .map_err(|e| WebError::Render(format!("no rendering slot: {e}")))?;
     let cancel = Arc::new(AtomicBool::new(false));
     let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancel));
-    let html = String::from_utf8_lossy(body).into_owned();
-    let url = url.to_string();
     let (send, receive) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("url-fetch-render".into())
@@ -230,10 +238,10 @@ async fn render_page(body: &[u8], url: &str) -> Result<Rendered, WebError> {
         .spawn(move || {
             let _running = html::Running::start();
             let _slot = slot;
-            let rendered = html::render_on_this_thread(&html, &url, &cancel);
+            let done = work(&cancel);
             // The receiver is gone only when the fetch was dropped (its time cap passed):
             // nobody is left to tell.
-            let _gone = send.send(rendered);
+            let _gone = send.send(done);
         })
         .map_err(|e| WebError::Render(format!("cannot start a thread to render the page: {e}")))?;
     match receive.await {
@@ -395,5 +403,35 @@ mod tests {
         assert!(!markdown.contains("About us"), "{markdown}");
         assert!(!markdown.contains("Copyright footer"), "{markdown}");
         assert!(!markdown.contains("tracker"), "{markdown}");
+    }
+
+    /// D24: a render that outlives its caller stops. Made deterministic: the work waits at a
+    /// gate the test opens only after the wait for it was dropped (what the fetch's time cap
+    /// does), so the drop happens during the work on every run, and the work then finds its
+    /// cancel flag set.
+    #[tokio::test]
+    async fn work_whose_wait_is_dropped_is_told_to_stop() {
+        let (started, has_started) = std::sync::mpsc::channel();
+        let (open_gate, gate) = std::sync::mpsc::channel::<()>();
+        let (ended, has_ended) = std::sync::mpsc::channel();
+        let work = move |cancel: &AtomicBool| {
+            started.send(()).expect("the test waits");
+            gate.recv().expect("the test opens the gate");
+            let told = cancel.load(Ordering::Relaxed);
+            ended.send(told).expect("the test waits");
+            if told { Err(Cancelled) } else { Ok(()) }
+        };
+        let mut waiting = Box::pin(on_render_thread(work));
+        // The wait cannot end while the gate is closed; it is dropped once the work runs.
+        tokio::select! {
+            biased;
+            done = &mut waiting => panic!("the wait ended with the gate closed: {done:?}"),
+            started = tokio::task::spawn_blocking(move || has_started.recv()) => {
+                assert_eq!(started.ok(), Some(Ok(())), "the work never started");
+            }
+        }
+        drop(waiting);
+        open_gate.send(()).expect("the work waits at the gate");
+        assert_eq!(has_ended.recv(), Ok(true), "the work was not told to stop");
     }
 }

@@ -67,21 +67,21 @@ fn main() -> ExitCode {
 }
 
 /// The variables toolmux hands on only where its configuration says: those `${VAR}`
-/// references in the user's and the project's configuration files name, and those
-/// `--api-key-env` names. Read before the runtime starts; a file that cannot be read names
-/// nothing here (loading it reports the error).
+/// references name in every file whose references toolmux expands (the user's and the
+/// project's configuration files and the registries they name), and those `--api-key-env`
+/// names. Read before the runtime starts; a file that cannot be read names nothing here
+/// (loading it reports the error).
 fn named_variables(cli: &Cli) -> Vec<String> {
     let mut names = Vec::new();
     if let cli::Command::Serve(args) = &cli.command {
         names.extend(args.api_key_env.iter().cloned());
     }
-    let project = project::locate(cli.project.as_deref())
-        .ok()
-        .map(|dir| toolmux_config::project_config_path(&dir));
-    for file in [toolmux_config::user_config_path(), project]
-        .into_iter()
-        .flatten()
-    {
+    let user = toolmux_config::user_config_path();
+    let files = match project::locate(cli.project.as_deref()) {
+        Ok(dir) => toolmux_config::referencing_files(&dir, user.as_deref()),
+        Err(_) => user.into_iter().collect(),
+    };
+    for file in files {
         if let Ok(text) = toolmux_config::read_config_text(&file) {
             names.extend(toolmux_scripts::environ::references(&text));
         }

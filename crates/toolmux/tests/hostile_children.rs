@@ -138,6 +138,52 @@ fn d19_no_child_reads_toolmuxs_secrets_and_the_configuration_still_resolves_them
     served.stop();
 }
 
+/// Issue 28, D19's kind (found in review): a `${VAR}` in a registry file is expanded like one
+/// in the configuration, so the variable it names leaves toolmux's environment and `/proc` at
+/// start like the configuration's do (a name that does not look like a secret too), while the
+/// registry's server still gets the value.
+#[test]
+fn d19_a_variable_a_registry_names_is_hidden_too() {
+    const NAME: &str = "REGISTRY_VALUE";
+    const VALUE: &str = "registry-value-5772156649";
+    let project = toolmux_project();
+    project.write(
+        "servers.json",
+        &json!({"mcpServers": {"reg": {
+            "command": mcp_python(),
+            "args": [rogue_script()],
+            "env": {"SEEN": format!("${{{NAME}}}")},
+        }}})
+        .to_string(),
+    );
+    let mut configured: Value = serde_json::from_str(&config(
+        json!({"peek": tool(json!(["sh", "-c", PEEK]))}),
+        json!({}),
+    ))
+    .expect("the configuration");
+    configured["registries"] = json!(["servers.json"]);
+    project.config(&configured.to_string());
+    let run = |args: &[&str]| {
+        let run = project
+            .cmd()
+            .env("TOOLMUX_TEST_KEY", KEY)
+            .env(NAME, VALUE)
+            .args(args)
+            .output()
+            .expect("run toolmux");
+        assert!(run.status.success(), "{run:?}");
+        String::from_utf8_lossy(&run.stdout).into_owned()
+    };
+    let seen = run(&["tools", "call", "peek"]);
+    assert!(seen.contains("---"), "{seen}");
+    assert!(!seen.contains(VALUE), "a child sees {NAME}:\n{seen}");
+    run(&["mcp", "refresh", "reg"]);
+    let server_env: Value =
+        serde_json::from_str(run(&["tools", "call", "reg__env"]).trim()).expect("the server's env");
+    assert_eq!(server_env["SEEN"], VALUE, "{server_env}");
+    assert_eq!(server_env.get(NAME), None, "{server_env}");
+}
+
 #[test]
 fn d21_nothing_a_script_or_a_server_left_outlives_its_call_or_serve() {
     let project = toolmux_project();

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::toolmux_project;
-use toolmux_testkit::project::{Run, TestProject};
+use toolmux_testkit::project::TestProject;
 use toolmux_testkit::python_client::{run_mcp_steps, tool_names};
 use toolmux_testkit::served::{KEY, Served, config_with_key};
 
@@ -50,16 +50,6 @@ fn set_secret(project: &TestProject, name: &str, value: &str) {
         "secrets set failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// Runs the binary with the key the configuration refers to.
-fn keyed(project: &TestProject, args: &[&str]) -> Run {
-    Run(project
-        .cmd()
-        .args(args)
-        .env("TOOLMUX_TEST_KEY", KEY)
-        .output()
-        .expect("run toolmux"))
 }
 
 /// Every line of the project's execution log.
@@ -183,13 +173,15 @@ fn internal_tools_are_hidden_from_mcp_and_served_to_trusted_callers() {
     let project = toolmux_project();
     project.config(&config_with_key(""));
     // The CLI is trusted: `tools call` reaches an internal tool by name.
-    let root = keyed(&project, &["tools", "call", "workspace_root", "--json"]).json();
+    let root = project
+        .run_keyed(&["tools", "call", "workspace_root", "--json"])
+        .json();
     let root_dir = root["structuredContent"]["root"].as_str().expect("root");
     assert_eq!(
         std::fs::canonicalize(root_dir).expect("root exists"),
         std::fs::canonicalize(project.path()).expect("project")
     );
-    let listed = keyed(&project, &["tools", "list"]).ok();
+    let listed = project.run_keyed(&["tools", "list"]).ok();
     for tool in INTERNAL {
         assert!(
             !listed.contains(tool),

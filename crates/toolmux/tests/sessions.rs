@@ -652,6 +652,32 @@ fn a_hostile_session_request_over_rest_cannot_steer_the_runner() {
             "{what}: {error}"
         );
     }
+    // An allowlist, not a denylist: a variable no list of dangerous names had (`less` runs
+    // `LESSOPEN`'s command on every file it shows), refused the same over REST and MCP.
+    let lessopen = "`env.LESSOPEN` is refused: runner `codex` accepts only CI FORCE_COLOR \
+                    NO_COLOR from a call; a project that needs `LESSOPEN` lists it in \
+                    `runners.codex.acceptEnv` (or sets its value in `runners.codex.env`) in \
+                    .toolmux/config.json";
+    let request = json!({"runner": "codex", "prompt": "hi", "env": {"LESSOPEN": "|/tmp/x %s"}});
+    let refused = served.send("POST", "/api/sessions", Some(&request.to_string()));
+    assert_eq!(
+        refused.json(),
+        json!({"error": {"code": "invalid", "message": lessopen, "details": {}}}),
+        "{}",
+        refused.body
+    );
+    let over_mcp = run_mcp_steps(&json!({
+        "transport": "http",
+        "url": served.mcp_url(),
+        "headers": {"Authorization": served.authorization()},
+        "steps": [{"op": "call", "name": "run_session", "arguments": request}],
+    }));
+    assert_eq!(over_mcp[0]["result"]["isError"], true, "{over_mcp:?}");
+    assert_eq!(
+        over_mcp[0]["result"]["content"],
+        json!([{"type": "text", "text": lessopen}]),
+        "{over_mcp:?}"
+    );
     assert_eq!(served.send("GET", "/api/sessions", None).json()["count"], 1);
     served.stop();
 }

@@ -6,19 +6,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::toolmux_project;
-use toolmux_testkit::project::{Run, TestProject};
 use toolmux_testkit::python_client::run_mcp_steps;
 use toolmux_testkit::served::{KEY, Served, config_with_key};
-
-/// Runs the binary with the key the configuration refers to.
-fn keyed(project: &TestProject, args: &[&str]) -> Run {
-    Run(project
-        .cmd()
-        .args(args)
-        .env("TOOLMUX_TEST_KEY", KEY)
-        .output()
-        .expect("run toolmux"))
-}
 
 fn titles(list: &Value) -> Vec<String> {
     list["tasks"]
@@ -35,7 +24,9 @@ fn mcp_rest_and_cli_share_one_task_list() {
     project.config(&config_with_key(""));
 
     // CLI first, with the server not yet running: the file is the state.
-    let added = keyed(&project, &["tasks", "add", "plan the release", "--json"]).json();
+    let added = project
+        .run_keyed(&["tasks", "add", "plan the release", "--json"])
+        .json();
     let plan = added["task"]["id"].as_u64().expect("id");
     assert_eq!(added["task"]["status"], "pending");
 
@@ -104,17 +95,15 @@ fn mcp_rest_and_cli_share_one_task_list() {
     }));
     let mcp = &mcp[0]["result"]["structuredContent"];
     assert_eq!(mcp, &rest);
-    let cli = keyed(&project, &["tasks", "list", "--json"]).json();
+    let cli = project.run_keyed(&["tasks", "list", "--json"]).json();
     assert_eq!(cli, rest);
     // A page on the command line is the REST API's page, and the text says where the rest is.
-    let page = keyed(
-        &project,
-        &["tasks", "list", "--limit", "1", "--offset", "1", "--json"],
-    )
-    .json();
+    let page = project
+        .run_keyed(&["tasks", "list", "--limit", "1", "--offset", "1", "--json"])
+        .json();
     assert_eq!(page, served.get("/api/tasks?limit=1&offset=1").json());
     assert_eq!(page["tasks"].as_array().map(Vec::len), Some(1), "{page}");
-    let first = keyed(&project, &["tasks", "list", "--limit", "1"]).ok();
+    let first = project.run_keyed(&["tasks", "list", "--limit", "1"]).ok();
     assert_eq!(first.lines().count(), 2, "{first}");
     assert!(
         first
@@ -122,17 +111,19 @@ fn mcp_rest_and_cli_share_one_task_list() {
             .ends_with("… 2 more: toolmux tasks list --offset 1"),
         "{first}"
     );
-    let shown = keyed(&project, &["tasks", "show", &note_id.to_string()]).ok();
+    let shown = project
+        .run_keyed(&["tasks", "show", &note_id.to_string()])
+        .ok();
     assert!(
         shown.contains("[x]") && shown.contains("draft in docs/"),
         "{shown}"
     );
 
     // The CLI completes a task the server sees at once.
-    keyed(&project, &["tasks", "done", &tag.to_string()]).ok();
+    project.run_keyed(&["tasks", "done", &tag.to_string()]).ok();
     let view = served.get(&format!("/api/tasks/{tag}")).json();
     assert_eq!(view["task"]["status"], "completed");
-    let text = keyed(&project, &["tasks", "list"]).ok();
+    let text = project.run_keyed(&["tasks", "list"]).ok();
     assert!(text.contains(&format!("[x] {tag}. tag it")), "{text}");
     assert!(
         text.contains(&format!("  [x] {note_id}. write the notes")),
