@@ -18,6 +18,7 @@ mod model;
 mod pattern;
 mod policy;
 mod record;
+mod relay;
 mod resources;
 mod scope;
 mod source;
@@ -32,7 +33,7 @@ pub use approval::{
 };
 pub use backchannel::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
 pub use bytes::human_bytes;
-pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOverride};
+pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOverride, ToolView};
 pub use context::{CallContext, Channel};
 pub use duration::{DurationParseError, format_duration, parse_duration};
 pub use error::{CallError, SourceError};
@@ -48,6 +49,7 @@ pub use model::{
 pub use pattern::{NamePattern, PatternError, admitted_by};
 pub use policy::{Policy, PolicyOrigin, PolicyRules};
 pub use record::{ExecutionRecord, ExecutionSink, NullSink, Outcome};
+pub use relay::{RelayError, Unknown};
 pub use resources::{
     BuiltinResources, PromptContents, PromptInfo, RESOURCE_POLL_INTERVAL, ResourceContents,
     ResourceError, ResourceInfo, ResourceProvider,
