@@ -24,25 +24,27 @@ fn config_definition(name: &str) -> Value {
     toolmux_config::schema()["$defs"][name].clone()
 }
 
-#[test]
-fn every_field_of_a_server_entry_is_in_the_mcp_server_definition() {
-    let config = properties(&config_definition("McpServer"));
+/// Every property of the configuration's definition `def` is in the component, with `name`
+/// beside them; `inheritEnv` is among them (the field the hand-written copies lacked).
+fn assert_every_field_is_in(def: &str, component_name: &str) {
+    let config = properties(&config_definition(def));
     assert!(config.contains(&"inheritEnv".to_string()), "{config:?}");
-    assert!(config.len() >= 25, "{config:?}");
     let mut expected = config;
     expected.push("name".into());
     expected.sort();
-    assert_eq!(properties(&component("McpServerDefinition")), expected);
+    assert_eq!(properties(&component(component_name)), expected);
+}
+
+#[test]
+fn every_field_of_a_server_entry_is_in_the_mcp_server_definition() {
+    assert_every_field_is_in("McpServer", "McpServerDefinition");
+    // All of `ServerEntry`: transport, process, HTTP, filters, policies, timeouts, sessions.
+    assert!(properties(&config_definition("McpServer")).len() >= 25);
 }
 
 #[test]
 fn every_field_of_a_script_tool_is_in_the_script_tool_definition() {
-    let config = properties(&config_definition("ScriptTool"));
-    assert!(config.contains(&"inheritEnv".to_string()), "{config:?}");
-    let mut expected = config;
-    expected.push("name".into());
-    expected.sort();
-    assert_eq!(properties(&component("ScriptToolDefinition")), expected);
+    assert_every_field_is_in("ScriptTool", "ScriptToolDefinition");
 }
 
 /// The definitions an entry refers to are in the document, so that every `$ref` resolves.
