@@ -13,12 +13,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::json;
-use toolmux_api::{ApiOptions, ApiState, CallMetrics, api_router};
-use toolmux_core::{
-    ApprovalQueue, Hub, HubSettings, NullSink, Source, SourceCall, SourceError, SourceKind,
-    ToolDescriptor, ToolResult,
-};
+use toolmux_core::{Source, SourceCall, SourceError, SourceKind, ToolDescriptor, ToolResult};
 use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
+
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 const KEY: &str = "bench-key";
 
@@ -203,38 +202,13 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let address = runtime.block_on(async {
-        let metrics = Arc::new(CallMetrics::new(Arc::new(NullSink)));
-        let hub = Hub::new(HubSettings::default(), metrics.clone());
-        hub.add_source(Arc::new(Many));
-        hub.add_source(Arc::new(
-            WorkspacePack::new(dir.path(), WorkspaceLimits::default()).expect("workspace"),
-        ));
-        let state = ApiState::new(
-            hub,
-            Arc::new(ApprovalQueue::new()),
-            metrics,
-            dir.path().join("logs"),
-            ApiOptions {
-                api_keys: vec![KEY.to_string()],
-                require_key_for_reads: false,
-                allowed_hosts: vec!["127.0.0.1".to_string()],
-                allowed_origins: Vec::new(),
-                token_issuer: None,
-                admin_scopes: Vec::new(),
-            },
-            None,
-            None,
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let address = listener.local_addr().expect("address").to_string();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, api_router(state)).await;
-        });
-        address
-    });
+    let workspace = WorkspacePack::new(dir.path(), WorkspaceLimits::default()).expect("workspace");
+    let (address, _hub) = support::serve(
+        &runtime,
+        dir.path(),
+        vec![Arc::new(Many), Arc::new(workspace)],
+        &[KEY],
+    );
 
     let mut client = Client::connect(&address);
     let (_, bytes) = client.send("GET", "/api/tools", "");

@@ -8,7 +8,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::ApiState;
-use crate::error::{ApiError, ErrorBody, RelayFailures};
+use crate::error::{ApiError, ErrorBody, RelayFailures, relay_failure};
 use crate::upstreams::servers;
 use toolmux_http::ApiJson;
 
@@ -57,5 +57,10 @@ pub(crate) async fn complete(
 ) -> Result<Json<Value>, ApiError> {
     let request = serde_json::to_value(&request)
         .map_err(|e| ApiError::malformed(format!("the completion request is not valid: {e}")))?;
-    Ok(Json(servers(&state)?.complete(request).await?))
+    Ok(Json(
+        servers(&state)?
+            .complete(request)
+            .await
+            .map_err(relay_failure)?,
+    ))
 }

@@ -4,6 +4,7 @@
 
 use axum::http::StatusCode;
 use serde_json::json;
+use toolmux_core::RelayError;
 pub use toolmux_http::{ApiError, ErrorBody, ErrorDetail};
 
 /// The error responses of every route that calls a tool (`/api/tools/{name}/call`, and the
@@ -69,10 +70,8 @@ pub(crate) enum ToolConflict {
 
 /// The error responses a relayed request shares with every other one (`/api/prompts/{name}`,
 /// `/api/resources/read`, `/api/completions`): one per status a [`RelayError`] of the server
-/// itself maps to, written once so that the OpenAPI document cannot drift between those routes.
-/// Each route describes its own 400, 401 and 404, which differ.
-///
-/// [`RelayError`]: crate::upstreams::RelayError
+/// itself maps to ([`relay_failure`]), written once so that the OpenAPI document cannot drift
+/// between those routes. Each route describes its own 400, 401 and 404, which differ.
 #[derive(utoipa::IntoResponses)]
 #[allow(
     dead_code,
@@ -94,34 +93,33 @@ pub(crate) enum RelayFailures {
 /// which is a 404 whoever says it.
 const RESOURCE_NOT_FOUND: i32 = -32002;
 
-/// A relayed request that failed: the server's own error travels in `details`, so that a client
-/// sees the code an MCP client would.
-impl From<crate::upstreams::RelayError> for ApiError {
-    fn from(error: crate::upstreams::RelayError) -> Self {
-        use crate::upstreams::RelayError;
-        let message = error.to_string();
-        match error {
-            RelayError::NotFound(_) => ApiError::not_found(message),
-            RelayError::Invalid(_) => ApiError::malformed(message),
-            RelayError::Answered {
-                server,
-                code,
-                message: answer,
-            } => {
-                let details = json!({ "server": server, "code": code, "message": answer });
-                let status = if code == RESOURCE_NOT_FOUND {
-                    (StatusCode::NOT_FOUND, "not_found")
-                } else {
-                    (StatusCode::BAD_GATEWAY, "upstream_error")
-                };
-                ApiError::new(status.0, status.1, message).with_details(details)
-            }
-            RelayError::Failed(_) => ApiError::new(StatusCode::BAD_GATEWAY, "failed", message),
-            RelayError::Unavailable(_) => ApiError::unavailable(message),
-            RelayError::Timeout { after_ms, .. } => {
-                ApiError::new(StatusCode::GATEWAY_TIMEOUT, "timeout", message)
-                    .with_details(json!({ "timeoutMs": after_ms }))
-            }
+/// A relayed request that failed, as the REST channel answers it: the one mapping of the relay's
+/// error ([`RelayError`], shared with the MCP channel) to a status and body. The server's own
+/// error travels in `details`, so that a client sees the code an MCP client would.
+pub(crate) fn relay_failure(error: RelayError) -> ApiError {
+    let message = error.to_string();
+    match error {
+        RelayError::NotFound(_) => ApiError::not_found(message),
+        RelayError::Invalid(_) | RelayError::NoSubscriptions { .. } => ApiError::malformed(message),
+        RelayError::Answered {
+            server,
+            code,
+            message: answer,
+        } => {
+            let details = json!({ "server": server, "code": code, "message": answer });
+            let status = if code == RESOURCE_NOT_FOUND {
+                (StatusCode::NOT_FOUND, "not_found")
+            } else {
+                (StatusCode::BAD_GATEWAY, "upstream_error")
+            };
+            ApiError::new(status.0, status.1, message).with_details(details)
+        }
+        RelayError::Failed(_) => ApiError::new(StatusCode::BAD_GATEWAY, "failed", message),
+        RelayError::Unavailable(_) | RelayError::Unreadable(_) => ApiError::unavailable(message),
+        RelayError::Timeout { after, .. } => {
+            let after_ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+            ApiError::new(StatusCode::GATEWAY_TIMEOUT, "timeout", message)
+                .with_details(json!({ "timeoutMs": after_ms }))
         }
     }
 }
@@ -129,18 +127,25 @@ impl From<crate::upstreams::RelayError> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolmux_core::Unknown;
 
     #[test]
     fn each_relay_error_maps_to_its_status_keeping_the_servers_answer() {
-        use crate::upstreams::RelayError;
         let answered = |code| RelayError::Answered {
             server: "s".into(),
             code,
             message: "no".into(),
         };
         let cases = [
-            (RelayError::NotFound("x".into()), StatusCode::NOT_FOUND),
+            (
+                RelayError::NotFound(Unknown::Prompt("x".into())),
+                StatusCode::NOT_FOUND,
+            ),
             (RelayError::Invalid("x".into()), StatusCode::BAD_REQUEST),
+            (
+                RelayError::NoSubscriptions { server: "s".into() },
+                StatusCode::BAD_REQUEST,
+            ),
             (answered(-32602), StatusCode::BAD_GATEWAY),
             (answered(RESOURCE_NOT_FOUND), StatusCode::NOT_FOUND),
             (RelayError::Failed("x".into()), StatusCode::BAD_GATEWAY),
@@ -149,20 +154,29 @@ mod tests {
                 StatusCode::SERVICE_UNAVAILABLE,
             ),
             (
+                RelayError::Unreadable("x".into()),
+                StatusCode::SERVICE_UNAVAILABLE,
+            ),
+            (
                 RelayError::Timeout {
                     message: "x".into(),
-                    after_ms: 5,
+                    after: std::time::Duration::from_millis(5),
                 },
                 StatusCode::GATEWAY_TIMEOUT,
             ),
         ];
         for (error, status) in cases {
-            assert_eq!(ApiError::from(error.clone()).status(), status, "{error:?}");
+            assert_eq!(relay_failure(error.clone()).status(), status, "{error:?}");
         }
-        let error = ApiError::from(answered(-32602));
+        let error = relay_failure(answered(-32602));
         assert_eq!(
             error.details(),
             Some(&json!({"server": "s", "code": -32602, "message": "no"}))
         );
+        let timeout = relay_failure(RelayError::Timeout {
+            message: "x".into(),
+            after: std::time::Duration::from_millis(5),
+        });
+        assert_eq!(timeout.details(), Some(&json!({"timeoutMs": 5})));
     }
 }

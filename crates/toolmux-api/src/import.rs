@@ -119,8 +119,8 @@ pub(crate) async fn import(
     // unasked (it is reported as skipped).
     let existing: Map<String, Value> = upstreams
         .list()
-        .iter()
-        .filter_map(|s| s["name"].as_str().map(|n| (n.to_string(), Value::Null)))
+        .into_iter()
+        .map(|s| (s.name, Value::Null))
         .collect();
     let plan = plan_import(&existing, found, request.force);
     let mut report = ImportReport {

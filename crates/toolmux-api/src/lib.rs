@@ -10,7 +10,9 @@
 
 mod access;
 mod approvals;
+pub mod chat;
 mod completions;
+mod config_shapes;
 mod error;
 mod files;
 mod health;
@@ -46,10 +48,11 @@ pub use metrics::CallMetrics;
 pub use oauth::SignInError;
 pub use openapi::openapi;
 pub use registry::{Apply, ConfigFiles, ConfigWatcher, ConfigWriter};
+pub use toolmux_core::{RelayError, Unknown};
 /// Who may use the API, as [`ApiState::new`] takes it.
 pub use toolmux_http::{ApiOptions, LiveOptions};
-pub use tools::{CallResponse, CallStatus, tool_info};
-pub use upstreams::{RelayError, UpstreamServers};
+pub use tools::{CallResponse, CallStatus};
+pub use upstreams::{Transport, UpstreamDetail, UpstreamList, UpstreamServers, UpstreamView};
 
 /// The path prefix of the API.
 pub const API_PATH: &str = "/api";

@@ -8,7 +8,10 @@ use axum::response::IntoResponse;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::{approvals, completions, error, health, logs, prompts, resources, tools, upstreams};
+use crate::{
+    approvals, completions, config_shapes, error, health, logs, prompts, resources, tools,
+    upstreams,
+};
 
 /// What the document says besides its paths, which come from the routes themselves
 /// ([`crate::routes`]): the title, the schemas and the two ways to send a key.
@@ -22,8 +25,9 @@ use crate::{approvals, completions, error, health, logs, prompts, resources, too
     ),
     components(schemas(
         error::ErrorBody, error::ErrorDetail,
-        tools::ToolList, tools::ToolView, tools::CallResponse, tools::CallStatus, tools::PolicyName, tools::ScriptToolDefinition,
-        upstreams::UpstreamDefinition,
+        tools::ToolList, tools::ToolView, tools::CallResponse, tools::CallStatus, tools::PolicyName,
+        config_shapes::ScriptToolDefinition, config_shapes::UpstreamDefinition,
+        upstreams::UpstreamList, upstreams::UpstreamView, upstreams::UpstreamDetail, upstreams::Transport,
         prompts::PromptList, prompts::PromptView, prompts::PromptArguments,
         resources::ResourceList, resources::ResourceView, resources::ResourceTemplateView,
         completions::CompletionRequest, completions::CompletionArgument,

@@ -13,7 +13,7 @@ use toolmux_http::{ApiJson, ApiPath, OpenApiRouter, routes};
 use utoipa::ToSchema;
 
 use crate::ApiState;
-use crate::error::{ApiError, ErrorBody, RelayFailures};
+use crate::error::{ApiError, ErrorBody, RelayFailures, relay_failure};
 use crate::upstreams::servers;
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
@@ -91,5 +91,10 @@ pub(crate) async fn get_prompt(
         .into_iter()
         .map(|(k, v)| (k, Value::String(v)))
         .collect();
-    Ok(Json(servers(&state)?.get_prompt(&name, arguments).await?))
+    Ok(Json(
+        servers(&state)?
+            .get_prompt(&name, arguments)
+            .await
+            .map_err(relay_failure)?,
+    ))
 }

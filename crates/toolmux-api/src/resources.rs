@@ -13,7 +13,7 @@ use toolmux_http::{ApiQuery, OpenApiRouter, routes};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
-use crate::error::{ApiError, ErrorBody, RelayFailures};
+use crate::error::{ApiError, ErrorBody, RelayFailures, relay_failure};
 use crate::upstreams::servers;
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
@@ -116,5 +116,10 @@ pub(crate) async fn read(
     State(state): State<ApiState>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(servers(&state)?.read_resource(&query.uri).await?))
+    Ok(Json(
+        servers(&state)?
+            .read_resource(&query.uri)
+            .await
+            .map_err(relay_failure)?,
+    ))
 }

@@ -10,12 +10,13 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolmux_core::{
-    CallContext, CallError, Catalog, Channel, Content, NamePattern, Policy, ToolEntry, ToolResult,
+    CallContext, CallError, Channel, Content, NamePattern, Policy, ToolEntry, ToolResult,
 };
 use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
+use crate::config_shapes::ScriptToolDefinition;
 use crate::error::{ApiError, CallFailures, ErrorBody};
 use crate::registry::{Edit, Section};
 
@@ -78,7 +79,8 @@ pub struct ToolList {
     pub tools: Vec<Arc<ToolEntry>>,
 }
 
-/// One tool as listings show it: its descriptor plus its effective policy and limits.
+/// One tool as listings show it ([`toolmux_core::ToolView`], which the handlers serialise):
+/// its descriptor plus its effective policy and limits.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)] // documents the serialization of `ToolEntry` for the OpenAPI document
@@ -153,32 +155,6 @@ pub enum DiscoveryStatusName {
     Success,
     /// The last discovery failed; the tools shown are from an earlier success, if any.
     Failed,
-}
-
-/// One tool as listings show it: the entry (descriptor, effective policy and limits) plus
-/// seed 002's `ToolInfo` fields — whether it is `enabled`, its `sourceKind`, and its source's
-/// `discoveryStatus` and `lastDiscovered` — from the catalog's snapshot of its source. The
-/// command line's `tools list --json` shows the same.
-pub fn tool_info(catalog: &Catalog, entry: &ToolEntry, enabled: bool) -> Value {
-    let mut value = serde_json::to_value(entry).unwrap_or_else(|_| Value::Object(Map::new()));
-    if let Some(fields) = value.as_object_mut() {
-        fields.insert("enabled".into(), Value::Bool(enabled));
-        if let Some(source) = catalog
-            .sources()
-            .iter()
-            .find(|s| s.id == entry.descriptor.source)
-        {
-            fields.insert("sourceKind".into(), serde_json::json!(source.kind));
-            fields.insert(
-                "discoveryStatus".into(),
-                serde_json::json!(source.status.state),
-            );
-            if let Some(at) = source.status.last_discovery {
-                fields.insert("lastDiscovered".into(), Value::String(at.to_rfc3339()));
-            }
-        }
-    }
-    value
 }
 
 /// The outcome of a call: the same result the MCP channel returns for it.
@@ -327,7 +303,7 @@ impl ApiState {
          -> Vec<(Arc<ToolEntry>, Vec<u8>)> {
             entries
                 .iter()
-                .filter_map(|e| match serde_json::to_vec(&tool_info(&catalog, e, enabled)) {
+                .filter_map(|e| match serde_json::to_vec(&catalog.tool_view(e, enabled)) {
                     Ok(json) => Some((Arc::clone(e), json)),
                     Err(error) => {
                         tracing::warn!(tool = %e.descriptor.name, %error, "tool left out of the listing: it cannot be serialized");
@@ -367,10 +343,10 @@ pub(crate) async fn show(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<toolmux_core::ToolView>, ApiError> {
     let catalog = state.inner.hub.catalog();
     match catalog.resolve(&name, &state.context(caller)) {
-        Ok(entry) => Ok(Json(tool_info(&catalog, entry, true))),
+        Ok(entry) => Ok(Json(catalog.tool_view(entry, true))),
         Err(refused) => Err(lookup_refusal(refused)),
     }
 }
@@ -436,48 +412,26 @@ impl ApiState {
     }
 }
 
-/// A script tool's definition, as in the `tools` section of the configuration.
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)] // documents the request body for the OpenAPI document
-pub struct ScriptToolDefinition {
-    /// The registry name (only in `POST /api/tools`).
-    name: Option<String>,
-    /// What the tool does.
-    description: String,
-    /// JSON Schema of the arguments.
-    #[schema(value_type = Option<Object>)]
-    input_schema: Option<Value>,
-    /// JSON Schema of the structured result.
-    #[schema(value_type = Option<Object>)]
-    output_schema: Option<Value>,
-    /// The program and its arguments.
-    command: Vec<String>,
-    /// Working directory, relative to the project root.
-    cwd: Option<String>,
-    /// Extra environment variables (values may be `${VAR}` references).
-    #[schema(value_type = Option<Object>)]
-    env: Option<Value>,
-    /// Time limit in milliseconds.
-    timeout_ms: Option<u64>,
-    /// May run concurrently in a batch.
-    parallel: Option<bool>,
-    /// The tool's policy.
-    policy: Option<PolicyName>,
-    /// `{"requests": N, "period": "1m"}`.
-    #[schema(value_type = Option<Object>)]
-    rate_limit: Option<Value>,
+/// The tool as the catalog shows it after a change: as listed, or, when the change left it out
+/// of the catalog, its name and why.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum Current {
+    Listed(toolmux_core::ToolView),
+    Hidden {
+        name: String,
+        hidden: Option<String>,
+    },
 }
 
-/// The tool as the catalog shows it after a change.
-fn current(state: &ApiState, name: &str) -> Value {
+fn current(state: &ApiState, name: &str) -> Current {
     let catalog = state.inner.hub.catalog();
     match catalog.get(name) {
-        Some(entry) => tool_info(&catalog, entry, true),
-        None => serde_json::json!({
-            "name": name,
-            "hidden": catalog.hidden_reason(name).map(ToString::to_string),
-        }),
+        Some(entry) => Current::Listed(catalog.tool_view(entry, true)),
+        None => Current::Hidden {
+            name: name.to_string(),
+            hidden: catalog.hidden_reason(name).map(ToString::to_string),
+        },
     }
 }
 
@@ -496,7 +450,7 @@ fn current(state: &ApiState, name: &str) -> Value {
 pub(crate) async fn register(
     State(state): State<ApiState>,
     ApiJson(definition): ApiJson<Map<String, Value>>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Current>), ApiError> {
     let name = state
         .write_config(Edit::add(Section::ScriptTools, definition)?)
         .await?;
@@ -521,7 +475,7 @@ pub(crate) async fn replace(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
     ApiJson(definition): ApiJson<Map<String, Value>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Current>, ApiError> {
     let name = state
         .write_config(Edit::replace(Section::ScriptTools, name, definition)?)
         .await?;
@@ -589,7 +543,7 @@ pub(crate) async fn patch(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
     ApiJson(change): ApiJson<ToolPatch>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Current>, ApiError> {
     if change.enabled.is_none() && change.policy.is_none() {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

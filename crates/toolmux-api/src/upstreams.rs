@@ -5,7 +5,9 @@
 //! [`UpstreamServers`], so this crate knows no MCP client. The same trait carries what the
 //! servers offer besides tools — prompts, resources and completions — as MCP's JSON, for the
 //! `prompts`, `resources` and `completions` modules, and toolmux's own resources (`spec://…`),
-//! which the one relay merges with the servers' for MCP and REST alike.
+//! which the one relay merges with the servers' for MCP and REST alike. A relayed request fails
+//! with the relay's own error ([`RelayError`], from `toolmux-core`), which `crate::error` maps
+//! to a status: no copy of it here and no converter in the binary.
 
 use std::sync::Arc;
 
@@ -13,32 +15,32 @@ use async_trait::async_trait;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::Serialize;
 use serde_json::{Map, Value};
+use toolmux_core::RelayError;
 use toolmux_http::{ApiJson, ApiPath, OpenApiRouter, routes};
 use utoipa::ToSchema;
 
 use crate::ApiState;
+use crate::config_shapes::UpstreamDefinition;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::{Edit, Section, no_server_named};
 
 /// The running server's upstream servers, as the API shows them.
 #[async_trait]
 pub trait UpstreamServers: Send + Sync {
-    /// Every configured server, by name: `name`, `prefix`, `transport` (`stdio`, `http` or
-    /// `sse`), `enabled`, `discovery` (status, last discovery, error, config hash) and `tools`
-    /// (registry names in the catalog).
-    fn list(&self) -> Vec<Value>;
+    /// Every configured server, by name.
+    fn list(&self) -> Vec<UpstreamView>;
 
     /// One server, or `None` when none has that name.
-    fn get(&self, name: &str) -> Option<Value>;
+    fn get(&self, name: &str) -> Option<UpstreamView>;
 
     /// The end of a server's stderr log (stdio servers; toolmux's notes about any server), at
     /// most 200 lines. `None` when no server has that name.
     async fn stderr_tail(&self, name: &str) -> Option<Vec<String>>;
 
     /// Runs discovery now. `None` when no server has that name; `Err` holds the discovery error.
-    async fn refresh(&self, name: &str) -> Option<Result<Value, String>>;
+    async fn refresh(&self, name: &str) -> Option<Result<UpstreamView, String>>;
 
     /// toolmux's own prompts (the skills', `skill__NAME`, without `server`), then every prompt
     /// of every enabled server, from the discovery caches (starting nothing), as MCP lists it
@@ -89,46 +91,60 @@ pub trait UpstreamServers: Send + Sync {
     }
 }
 
-/// Why a prompt, resource or completion could not be relayed. Each maps to one status.
-///
-/// It mirrors the kinds of the one relay's error (`toolmux_upstream::RelayError`) on purpose:
-/// this crate knows no MCP client, so the binary converts that error kind for kind, and the
-/// status each kind gets is decided here, with the REST channel's other statuses. `Answered` keeps the server's own JSON-RPC
-/// error, which a client then finds in the error body's `details`.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum RelayError {
-    /// No enabled server offers that prompt or resource, or toolmux has no such resource of
-    /// its own (404).
-    #[error("{0}")]
-    NotFound(String),
-    /// The request is not one an upstream server could take (400).
-    #[error("{0}")]
-    Invalid(String),
-    /// The server answered with a JSON-RPC error (502, or 404 for MCP's "resource not found").
-    #[error("MCP server `{server}` answered with error {code}: {message}")]
-    Answered {
-        /// The server's name.
-        server: String,
-        /// Its JSON-RPC error code.
-        code: i32,
-        /// Its message.
-        message: String,
-    },
-    /// The server broke the protocol or the connection (502).
-    #[error("{0}")]
-    Failed(String),
-    /// The server cannot be started or is switched off, or one of toolmux's own resources
-    /// cannot be read now (503).
-    #[error("{0}")]
-    Unavailable(String),
-    /// The server did not answer in time (504).
-    #[error("{message}")]
-    Timeout {
-        /// What timed out, naming the server.
-        message: String,
-        /// The limit, in milliseconds.
-        after_ms: u64,
-    },
+/// One upstream server as `/api/mcp-servers` shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = McpServerView)]
+pub struct UpstreamView {
+    /// Its name under `mcpServers`.
+    pub name: String,
+    /// The prefix of its tools' names (`PREFIX__tool`).
+    pub prefix: String,
+    /// How toolmux reaches it.
+    pub transport: Transport,
+    /// `false` when the configuration keeps it but switched it off.
+    pub enabled: bool,
+    /// Its discovery record without the cached tool list: `discoveryStatus` (`never`,
+    /// `success`, `failed`, `needs-sign-in`), `lastDiscovery`, `discoveryError`, `configHash`,
+    /// `serverInfo`, its prompts and resources as MCP lists them, and `offers`. MCP's JSON as
+    /// the upstream crate keeps it, which this crate does not type.
+    #[schema(value_type = Object)]
+    pub discovery: Value,
+    /// The registry names of its tools in the catalog.
+    pub tools: Vec<String>,
+}
+
+/// How toolmux reaches an upstream server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// A child process speaking over stdin and stdout.
+    Stdio,
+    /// Streamable HTTP.
+    Http,
+    /// The legacy HTTP+SSE transport.
+    Sse,
+}
+
+/// One upstream server as `GET /api/mcp-servers/{name}` shows it: as listed, plus the end of
+/// its stderr log.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = McpServerDetail)]
+pub struct UpstreamDetail {
+    /// The server as listed.
+    #[serde(flatten)]
+    pub server: UpstreamView,
+    /// The last lines (at most 200) of its stderr log.
+    pub stderr_tail: Vec<String>,
+}
+
+/// The upstream servers.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = McpServerList)]
+pub struct UpstreamList {
+    /// Every configured server, by name.
+    pub servers: Vec<UpstreamView>,
 }
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
@@ -149,11 +165,12 @@ pub(crate) fn servers(state: &ApiState) -> Result<&Arc<dyn UpstreamServers>, Api
 /// Lists the upstream servers (the `mcpServers` section).
 #[utoipa::path(
     get, path = "/api/mcp-servers", tag = "mcp-servers",
-    responses((status = 200, description = "`{servers: [...]}`", body = Object))
+    responses((status = 200, description = "The servers", body = UpstreamList))
 )]
-pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
-    let list = servers(&state)?.list();
-    Ok(Json(serde_json::json!({ "servers": list })))
+pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<UpstreamList>, ApiError> {
+    Ok(Json(UpstreamList {
+        servers: servers(&state)?.list(),
+    }))
 }
 
 /// One upstream server, as the list shows it, plus `stderrTail`: the last lines (at most 200)
@@ -163,21 +180,21 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<Value>, A
     get, path = "/api/mcp-servers/{name}", tag = "mcp-servers",
     params(("name" = String, Path, description = "The server's name")),
     responses(
-        (status = 200, description = "The server, with `stderrTail`", body = Object),
+        (status = 200, description = "The server, with `stderrTail`", body = UpstreamDetail),
         (status = 404, description = "No such server", body = ErrorBody),
     )
 )]
 pub(crate) async fn show(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UpstreamDetail>, ApiError> {
     let servers = servers(&state)?;
-    let mut view = servers.get(&name).ok_or_else(|| no_server_named(&name))?;
-    let tail = servers.stderr_tail(&name).await.unwrap_or_default();
-    if let Some(fields) = view.as_object_mut() {
-        fields.insert("stderrTail".into(), Value::from(tail));
-    }
-    Ok(Json(view))
+    let server = servers.get(&name).ok_or_else(|| no_server_named(&name))?;
+    let stderr_tail = servers.stderr_tail(&name).await.unwrap_or_default();
+    Ok(Json(UpstreamDetail {
+        server,
+        stderr_tail,
+    }))
 }
 
 /// Discovers a server's tools now (starting it if needed).
@@ -185,7 +202,7 @@ pub(crate) async fn show(
     post, path = "/api/mcp-servers/{name}/refresh", tag = "mcp-servers",
     params(("name" = String, Path, description = "The server's name")),
     responses(
-        (status = 200, description = "Discovered; the server with its tools", body = Object),
+        (status = 200, description = "Discovered; the server with its tools", body = UpstreamView),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "No such server", body = ErrorBody),
         (status = 503, description = "Discovery failed; the message says why", body = ErrorBody),
@@ -194,7 +211,7 @@ pub(crate) async fn show(
 pub(crate) async fn refresh(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UpstreamView>, ApiError> {
     match servers(&state)?.refresh(&name).await {
         None => Err(no_server_named(&name)),
         Some(Ok(view)) => Ok(Json(view)),
@@ -204,61 +221,9 @@ pub(crate) async fn refresh(
     }
 }
 
-/// An upstream server's entry, as under `mcpServers` in the configuration: `command`, `args`, `env`,
-/// `cwd` for a local (stdio) server; `url` and `headers` (with `type` `http` or `sse`) for a
-/// remote one; plus toolmux's per-server settings.
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-// documents the request body for the OpenAPI document
-// The document keeps the name clients already generate code from.
-#[schema(as = McpServerDefinition)]
-pub struct UpstreamDefinition {
-    /// The server's name (only in `POST /api/mcp-servers`); its tools are named `NAME__tool`.
-    name: Option<String>,
-    /// `stdio` (the default with `command`), `http` (the default with `url`) or `sse`.
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    /// The program of a stdio server.
-    command: Option<String>,
-    /// Its arguments.
-    args: Option<Vec<String>>,
-    /// Extra environment variables (values may be `${VAR}` references).
-    #[schema(value_type = Option<Object>)]
-    env: Option<Value>,
-    /// Working directory, relative to the project directory.
-    cwd: Option<String>,
-    /// The URL of an HTTP or SSE server.
-    url: Option<String>,
-    /// Headers for an HTTP or SSE server (values may be `${VAR}` references).
-    #[schema(value_type = Option<Object>)]
-    headers: Option<Value>,
-    /// `false` keeps the server configured but unused.
-    enabled: Option<bool>,
-    /// Only these tools (name patterns).
-    enabled_tools: Option<Vec<String>>,
-    /// Not these tools (name patterns).
-    disabled_tools: Option<Vec<String>>,
-    /// The policy of its tools.
-    policy: Option<String>,
-    /// Policies by tool-name pattern.
-    #[schema(value_type = Option<Object>)]
-    tool_policies: Option<Value>,
-    /// How long a start may take, in milliseconds.
-    startup_timeout_ms: Option<u64>,
-    /// How long listing its tools may take, in milliseconds.
-    discovery_timeout_ms: Option<u64>,
-    /// How long one of its calls may take, in milliseconds.
-    tool_timeout_ms: Option<u64>,
-    /// Stop it after this long without calls, in milliseconds (0: never).
-    idle_timeout_ms: Option<u64>,
-    /// The prefix of its tools' names (default: derived from the name).
-    prefix: Option<String>,
-}
-
 /// Discovers a server that was just written and shows it: its tools, or in `discovery` the
 /// reason there are none. The server stays saved when discovery fails.
-async fn discovered(state: &ApiState, name: &str) -> Result<Value, ApiError> {
+async fn discovered(state: &ApiState, name: &str) -> Result<UpstreamView, ApiError> {
     let servers = servers(state)?;
     if let Some(Err(e)) = servers.refresh(name).await {
         tracing::warn!(server = name, error = %e, "discovery of a server added through the API failed");
@@ -272,7 +237,7 @@ async fn discovered(state: &ApiState, name: &str) -> Result<Value, ApiError> {
     post, path = "/api/mcp-servers", tag = "mcp-servers",
     request_body = UpstreamDefinition,
     responses(
-        (status = 201, description = "Added; the server with its tools or its discovery error", body = Object),
+        (status = 201, description = "Added; the server with its tools or its discovery error", body = UpstreamView),
         (status = 400, description = "The body is not a JSON object", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 409, description = "The name is taken", body = ErrorBody),
@@ -282,7 +247,7 @@ async fn discovered(state: &ApiState, name: &str) -> Result<Value, ApiError> {
 pub(crate) async fn add(
     State(state): State<ApiState>,
     ApiJson(entry): ApiJson<Map<String, Value>>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<UpstreamView>), ApiError> {
     let edit = Edit::add(Section::Upstreams, entry)?;
     servers(&state)?;
     let name = state.write_config(edit).await?;
@@ -295,7 +260,7 @@ pub(crate) async fn add(
     params(("name" = String, Path, description = "The server's name")),
     request_body = UpstreamDefinition,
     responses(
-        (status = 200, description = "Replaced; the server with its tools or its discovery error", body = Object),
+        (status = 200, description = "Replaced; the server with its tools or its discovery error", body = UpstreamView),
         (status = 400, description = "The body is not a JSON object", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "No such server", body = ErrorBody),
@@ -307,7 +272,7 @@ pub(crate) async fn replace(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
     ApiJson(entry): ApiJson<Map<String, Value>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UpstreamView>, ApiError> {
     let edit = Edit::replace(Section::Upstreams, name, entry)?;
     servers(&state)?;
     let name = state.write_config(edit).await?;

@@ -1,6 +1,6 @@
 //! toolmux's own chat: providers behind a small trait of ours (implemented on `genai`), the
-//! streaming tool-calling loop, conversations in the state database, and the chat's HTTP
-//! stream in the AI SDK's UI message stream protocol (see [`http`] for every event).
+//! streaming tool-calling loop and conversations in the state database. The REST crate
+//! (`toolmux-api`, its `chat` module) serves it over HTTP, as the AI SDK's UI message stream.
 //!
 //! The loop is a channel like any other: every tool call goes through
 //! [`toolmux_core::Hub::call_reported`] on [`toolmux_core::Channel::Chat`], with the
@@ -15,7 +15,6 @@ mod eval;
 mod events;
 mod forwarding;
 mod genai_provider;
-pub mod http;
 mod human_input;
 mod prompt;
 mod provider;

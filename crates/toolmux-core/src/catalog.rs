@@ -164,6 +164,30 @@ impl Serialize for ToolEntry {
     }
 }
 
+/// One tool as every listing shows it (`GET /api/tools`, `toolmux tools list --json`): the
+/// entry (descriptor, effective policy and limits) plus whether it is `enabled`, its
+/// `sourceKind`, and its source's `discoveryStatus` and `lastDiscovered`, from the catalog's
+/// snapshot of its source ([`Catalog::tool_view`]). The one definition of that shape: each
+/// channel serialises this, none builds its own.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolView {
+    /// The tool.
+    #[serde(flatten)]
+    pub entry: Arc<ToolEntry>,
+    /// `false` for a tool switched off by configuration.
+    pub enabled: bool,
+    /// The family of its source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_kind: Option<crate::SourceKind>,
+    /// Where its source's tool list stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discovery_status: Option<crate::SourceState>,
+    /// When its source last tried to discover tools, as RFC 3339.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_discovered: Option<String>,
+}
+
 /// An immutable snapshot of the registry.
 #[derive(Debug)]
 pub struct Catalog {
@@ -334,6 +358,24 @@ impl Catalog {
     /// The sources, in the order they were added.
     pub fn sources(&self) -> &[SourceInfo] {
         &self.sources
+    }
+
+    /// `entry` as listings show it, `enabled` or switched off, with its source's kind and
+    /// discovery state from this snapshot.
+    pub fn tool_view(&self, entry: &Arc<ToolEntry>, enabled: bool) -> ToolView {
+        let source = self
+            .sources
+            .iter()
+            .find(|s| s.id == entry.descriptor.source);
+        ToolView {
+            entry: Arc::clone(entry),
+            enabled,
+            source_kind: source.map(|s| s.kind),
+            discovery_status: source.map(|s| s.status.state),
+            last_discovered: source
+                .and_then(|s| s.status.last_discovery)
+                .map(|at| at.to_rfc3339()),
+        }
     }
 
     /// The tool a call names, or why a call to it is refused before anything runs: the one

@@ -20,6 +20,7 @@ mod page;
 mod pattern;
 mod policy;
 mod record;
+mod relay;
 mod resources;
 mod scope;
 mod source;
@@ -34,7 +35,7 @@ pub use approval::{
 };
 pub use backchannel::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
 pub use bytes::human_bytes;
-pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOverride};
+pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOverride, ToolView};
 pub use context::{CallContext, Channel};
 pub use duration::{DurationParseError, format_duration, parse_duration};
 pub use error::{CallError, SourceError};
@@ -52,6 +53,7 @@ pub use page::Page;
 pub use pattern::{NamePattern, PatternError, admitted_by};
 pub use policy::{Policy, PolicyOrigin, PolicyRules};
 pub use record::{ExecutionRecord, ExecutionSink, NullSink, Outcome};
+pub use relay::{RelayError, Unknown};
 pub use resources::{
     BuiltinResources, PromptContents, PromptInfo, RESOURCE_POLL_INTERVAL, ResourceContents,
     ResourceError, ResourceInfo, ResourceProvider,

@@ -19,7 +19,6 @@
 //! stands in for one server, serves none.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
@@ -31,6 +30,7 @@ use toolmux_core::{
     BuiltinResources, Catalog, Policy, PromptContents, PromptInfo, ResourceError, ResourceInfo,
     ResourceProvider, ToolScope,
 };
+pub use toolmux_core::{RelayError, Unknown};
 
 use crate::error::UpstreamError;
 use crate::names::registry_names;
@@ -55,77 +55,6 @@ fn scope_serves(scope: Option<&ToolScope>, source: &str, registry_name: &str) ->
     scope.is_none_or(|s| s.serves_item(source, registry_name))
 }
 
-/// Why a relayed request failed, sorted so that each channel maps a kind to one answer.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum RelayError {
-    /// Nothing the channel serves answers to the name or URI.
-    #[error("{0}")]
-    NotFound(Unknown),
-    /// The request is not one an MCP server could take.
-    #[error("{0}")]
-    Invalid(String),
-    /// The server does not offer resource subscriptions.
-    #[error("MCP server `{server}` does not offer resource subscriptions")]
-    NoSubscriptions {
-        /// The server's name.
-        server: String,
-    },
-    /// The server answered with a JSON-RPC error of its own, passed on as it is.
-    #[error("MCP server `{server}` answered with error {code}: {message}")]
-    Answered {
-        /// The server's name.
-        server: String,
-        /// Its JSON-RPC error code.
-        code: i32,
-        /// Its message.
-        message: String,
-    },
-    /// The server broke the protocol or the connection.
-    #[error(transparent)]
-    Failed(UpstreamError),
-    /// The server cannot be started, is switched off, or was replaced while the request was on
-    /// its way.
-    #[error(transparent)]
-    Unavailable(UpstreamError),
-    /// The server did not answer within `after`.
-    #[error("{error}")]
-    Timeout {
-        /// What timed out, naming the server.
-        error: UpstreamError,
-        /// The limit.
-        after: Duration,
-    },
-    /// A resource of toolmux's own exists but cannot be read now (its file cannot be read).
-    #[error("{0}")]
-    Unreadable(String),
-}
-
-/// What a request named that nothing relayed answers to.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unknown {
-    /// A prompt, by its served name.
-    #[error("no MCP server behind toolmux offers the prompt `{0}`")]
-    Prompt(String),
-    /// A resource, by its URI.
-    #[error("no MCP server behind toolmux lists the resource `{0}`")]
-    Resource(String),
-    /// A resource template, by its URI template (or a URI it matches).
-    #[error("no MCP server behind toolmux lists the resource template `{0}`")]
-    Template(String),
-    /// Something the upstream crate itself found no server for.
-    #[error("{0}")]
-    Reported(String),
-    /// A URI of toolmux's own resources (`spec://…`) that names nothing, with its provider's
-    /// word on what was looked for.
-    #[error("{message}")]
-    Builtin {
-        /// The URI.
-        uri: String,
-        /// What the provider said.
-        message: String,
-    },
-}
-
 impl From<UpstreamError> for RelayError {
     fn from(error: UpstreamError) -> Self {
         match error {
@@ -139,8 +68,11 @@ impl From<UpstreamError> for RelayError {
                 message,
             },
             UpstreamError::NotFound(message) => RelayError::NotFound(Unknown::Reported(message)),
-            UpstreamError::Timeout { after, .. } => RelayError::Timeout { error, after },
-            UpstreamError::Protocol { .. } => RelayError::Failed(error),
+            UpstreamError::Timeout { after, .. } => RelayError::Timeout {
+                message: error.to_string(),
+                after,
+            },
+            UpstreamError::Protocol { .. } => RelayError::Failed(error.to_string()),
             UpstreamError::Start { .. }
             | UpstreamError::Unavailable { .. }
             | UpstreamError::Disabled { .. }
@@ -148,7 +80,7 @@ impl From<UpstreamError> for RelayError {
             | UpstreamError::TooManySessions { .. }
             | UpstreamError::SessionEnded { .. }
             | UpstreamError::NeedsSignIn { .. }
-            | UpstreamError::Cache { .. } => RelayError::Unavailable(error),
+            | UpstreamError::Cache { .. } => RelayError::Unavailable(error.to_string()),
         }
     }
 }
@@ -633,6 +565,7 @@ fn template_matches(template: &str, uri: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use toolmux_core::{
         Hub, HubSettings, NamePattern, NullSink, PolicyRules, Source, SourceCall, SourceError,
         SourceKind, ToolDescriptor, ToolResult,

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use toolmux_api::RelayError;
+use toolmux_api::{RelayError, Transport, UpstreamView as ServerView};
 use toolmux_core::BuiltinResources;
 use toolmux_upstream::{Relay, Relayed, UpstreamSource, Upstreams};
 
@@ -22,7 +22,7 @@ pub struct UpstreamView {
 }
 
 impl UpstreamView {
-    fn view(&self, source: &UpstreamSource) -> Value {
+    fn view(&self, source: &UpstreamSource) -> ServerView {
         let mut discovery = serde_json::to_value(source.record()).unwrap_or_default();
         // The cached tool list is the catalog's business; show registry names instead.
         if let Some(record) = discovery.as_object_mut() {
@@ -42,24 +42,24 @@ impl UpstreamView {
             .collect();
         let server = source.server();
         let transport = match server.transport {
-            toolmux_config::UpstreamTransport::Stdio { .. } => "stdio",
-            toolmux_config::UpstreamTransport::Http { .. } => "http",
-            toolmux_config::UpstreamTransport::Sse { .. } => "sse",
+            toolmux_config::UpstreamTransport::Stdio { .. } => Transport::Stdio,
+            toolmux_config::UpstreamTransport::Http { .. } => Transport::Http,
+            toolmux_config::UpstreamTransport::Sse { .. } => Transport::Sse,
         };
-        serde_json::json!({
-            "name": source.name(),
-            "prefix": source.prefix(),
-            "transport": transport,
-            "enabled": server.enabled,
-            "discovery": discovery,
-            "tools": tools,
-        })
+        ServerView {
+            name: source.name().to_string(),
+            prefix: source.prefix().to_string(),
+            transport,
+            enabled: server.enabled,
+            discovery,
+            tools,
+        }
     }
 }
 
 #[async_trait::async_trait]
 impl toolmux_api::UpstreamServers for UpstreamView {
-    fn list(&self) -> Vec<Value> {
+    fn list(&self) -> Vec<ServerView> {
         self.upstreams
             .servers()
             .iter()
@@ -67,7 +67,7 @@ impl toolmux_api::UpstreamServers for UpstreamView {
             .collect()
     }
 
-    fn get(&self, name: &str) -> Option<Value> {
+    fn get(&self, name: &str) -> Option<ServerView> {
         self.upstreams.get(name).map(|s| self.view(&s))
     }
 
@@ -75,7 +75,7 @@ impl toolmux_api::UpstreamServers for UpstreamView {
         Some(self.upstreams.get(name)?.stderr_tail().await)
     }
 
-    async fn refresh(&self, name: &str) -> Option<Result<Value, String>> {
+    async fn refresh(&self, name: &str) -> Option<Result<ServerView, String>> {
         let source = self.upstreams.get(name)?;
         Some(match source.discover().await {
             Ok(_) => Ok(self.view(&source)),
@@ -210,38 +210,9 @@ fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, RelayErr
         .map_err(|e| RelayError::Invalid(format!("not a valid MCP request: {e}")))
 }
 
-/// The relay's answer as the API's JSON, or its failure as the API's [`RelayError`], kind for
-/// kind.
-fn to_json(
-    answer: Result<impl serde::Serialize, toolmux_upstream::RelayError>,
-) -> Result<Value, RelayError> {
-    use toolmux_upstream::RelayError as Upstream;
-    let message = |e: &Upstream| e.to_string();
-    match answer {
-        Ok(result) => serde_json::to_value(result)
-            .map_err(|e| RelayError::Failed(format!("cannot render the server's answer: {e}"))),
-        Err(error) => Err(match error {
-            Upstream::NotFound(_) => RelayError::NotFound(message(&error)),
-            Upstream::Invalid(_) | Upstream::NoSubscriptions { .. } => {
-                RelayError::Invalid(message(&error))
-            }
-            Upstream::Answered {
-                server,
-                code,
-                message,
-            } => RelayError::Answered {
-                server,
-                code,
-                message,
-            },
-            Upstream::Failed(_) => RelayError::Failed(message(&error)),
-            Upstream::Unavailable(_) | Upstream::Unreadable(_) => {
-                RelayError::Unavailable(message(&error))
-            }
-            Upstream::Timeout { after, .. } => RelayError::Timeout {
-                message: message(&error),
-                after_ms: u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
-            },
-        }),
-    }
+/// The relay's answer as the API's JSON; its failure passes through as it is, the one relay
+/// error the REST channel maps to a status.
+fn to_json(answer: Result<impl serde::Serialize, RelayError>) -> Result<Value, RelayError> {
+    serde_json::to_value(answer?)
+        .map_err(|e| RelayError::Failed(format!("cannot render the server's answer: {e}")))
 }

@@ -256,7 +256,7 @@ fn remove(project: Option<&Path>, name: &str) -> Result<u8, Failure> {
 }
 
 /// `toolmux tools list`: the catalog, and with `--disabled` the tools switched off after it,
-/// each as `GET /api/tools` shows it (`toolmux_api::tool_info`).
+/// each as `GET /api/tools` shows it (`toolmux_core::ToolView`).
 fn list(
     project: &Assembly,
     source: Option<&str>,
@@ -279,9 +279,9 @@ fn list(
         .filter(|(e, _)| source.is_none_or(|s| e.descriptor.source == s))
         .collect();
     if json {
-        let listed: Vec<Value> = tools
+        let listed: Vec<toolmux_core::ToolView> = tools
             .iter()
-            .map(|(e, enabled)| toolmux_api::tool_info(&catalog, e, *enabled))
+            .map(|(e, enabled)| catalog.tool_view(e, *enabled))
             .collect();
         emit(&pretty(&listed)?)?;
         return Ok(OK);

@@ -1,5 +1,7 @@
 //! The chat over HTTP: `POST /api/chat` streams a turn as Server-Sent Events in the AI SDK's UI
-//! message stream protocol, and a few routes manage conversations.
+//! message stream protocol, and a few routes manage conversations. The engine (turns,
+//! providers, the conversation store) is `toolmux-chat`'s; this crate serves it, as it serves
+//! the hub, so that every REST route lives in one crate.
 //!
 //! # Routes
 //! | route | what |
@@ -61,15 +63,14 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
+use toolmux_chat::CancellationToken;
 use toolmux_http::{ApiError, ApiJson, ApiPath, ErrorBody, OpenApiRouter, routes};
 use utoipa::ToSchema;
 
-use crate::error::ChatError;
-use crate::events::{FinishReason, TurnEvent, TurnRequest};
-use crate::human_input::{Reply, ReplyError};
-use crate::store::{Conversation, StoredMessage};
-use crate::turn::ChatEngine;
+use toolmux_chat::{
+    ChatEngine, ChatError, Conversation, FinishReason, Reply, ReplyError, StoredMessage, TurnEvent,
+    TurnRequest,
+};
 
 /// The header that names the stream protocol.
 pub const STREAM_HEADER: &str = "x-vercel-ai-ui-message-stream";
@@ -113,25 +114,18 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 }
 
 /// A chat failure as every HTTP route answers one: the one error body, with its status.
-impl From<ChatError> for ApiError {
-    fn from(e: ChatError) -> Self {
-        let (status, code) = match &e {
-            ChatError::NoProvider(_) | ChatError::NoModel(_) => {
-                (StatusCode::BAD_REQUEST, "no_provider")
-            }
-            ChatError::NoConversation(_) => (StatusCode::NOT_FOUND, "not_found"),
-            ChatError::Busy(_) => (StatusCode::CONFLICT, "busy"),
-            ChatError::Provider(_) => (StatusCode::BAD_GATEWAY, "provider"),
-            ChatError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store"),
-        };
-        ApiError::new(status, code, e.to_string())
-    }
-}
-
-impl From<crate::error::StoreError> for ApiError {
-    fn from(e: crate::error::StoreError) -> Self {
-        ChatError::from(e).into()
-    }
+fn chat_failure(e: impl Into<ChatError>) -> ApiError {
+    let e = e.into();
+    let (status, code) = match &e {
+        ChatError::NoProvider(_) | ChatError::NoModel(_) => {
+            (StatusCode::BAD_REQUEST, "no_provider")
+        }
+        ChatError::NoConversation(_) => (StatusCode::NOT_FOUND, "not_found"),
+        ChatError::Busy(_) => (StatusCode::CONFLICT, "busy"),
+        ChatError::Provider(_) => (StatusCode::BAD_GATEWAY, "provider"),
+        ChatError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store"),
+    };
+    ApiError::new(status, code, e.to_string())
 }
 
 /// The body of `POST /api/chat`: toolmux's own short form, or the AI SDK's `useChat` form.
@@ -230,7 +224,11 @@ async fn chat(
         provider: body.provider,
         model: body.model,
     };
-    let (conversation, events, cancel) = state.engine.start_turn(request).await?;
+    let (conversation, events, cancel) = state
+        .engine
+        .start_turn(request)
+        .await
+        .map_err(chat_failure)?;
     let stream = ui_message_stream(conversation, events, cancel);
     let mut response = Response::new(Body::from_stream(stream));
     let headers = response.headers_mut();
@@ -626,7 +624,11 @@ pub(crate) struct ConversationDetail {
     )
 )]
 async fn list(State(state): State<ChatHttpState>) -> Result<Json<ConversationList>, ApiError> {
-    let conversations = state.engine.with_store(|store| store.list()).await?;
+    let conversations = state
+        .engine
+        .with_store(|store| store.list())
+        .await
+        .map_err(chat_failure)?;
     Ok(Json(ConversationList {
         conversations: conversations.into_iter().map(Into::into).collect(),
     }))
@@ -657,8 +659,9 @@ async fn show(
             };
             Ok((Some(conversation), store.messages(&read)?))
         })
-        .await?;
-    let conversation = conversation.ok_or(ChatError::NoConversation(id))?;
+        .await
+        .map_err(chat_failure)?;
+    let conversation = conversation.ok_or_else(|| chat_failure(ChatError::NoConversation(id)))?;
     Ok(Json(ConversationDetail {
         conversation: conversation.into(),
         messages,
@@ -695,11 +698,12 @@ async fn rename(
     if state
         .engine
         .with_store(move |store| store.rename(&renamed, &title))
-        .await?
+        .await
+        .map_err(chat_failure)?
     {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ChatError::NoConversation(id).into())
+        Err(chat_failure(ChatError::NoConversation(id)))
     }
 }
 
@@ -723,11 +727,12 @@ async fn delete(
     if state
         .engine
         .with_store(move |store| store.delete(&deleted))
-        .await?
+        .await
+        .map_err(chat_failure)?
     {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ChatError::NoConversation(id).into())
+        Err(chat_failure(ChatError::NoConversation(id)))
     }
 }
 
