@@ -44,7 +44,7 @@ pub use access::{Access, route_access};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use metrics::CallMetrics;
 pub use oauth::SignInError;
-pub use openapi::openapi;
+pub use openapi::{openapi, tool_input_component};
 pub use registry::{Apply, ConfigFiles, ConfigWatcher, ConfigWriter};
 /// Who may use the API, as [`ApiState::new`] takes it.
 pub use toolmux_http::{ApiOptions, LiveOptions};
@@ -149,6 +149,7 @@ pub fn api_router_with(state: ApiState, more: OpenApiRouter) -> Router {
     let (more, more_operations) = more.split_for_parts();
     let mut document = openapi::described(operations);
     document.merge(more_operations);
+    openapi::add_tool_inputs(&mut document, &state.inner.hub.catalog());
     access::document_refusals(&mut document);
     // Any other path under `/api` is answered with the error body, not an empty 404.
     let routes = routes

@@ -1,12 +1,19 @@
 //! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` annotations and
 //! their types. Served as JSON only: no documentation page that fetches scripts from a CDN.
 
+use std::marker::PhantomData;
+
 use axum::Extension;
 use axum::body::Bytes;
 use axum::http::{HeaderValue, header};
 use axum::response::IntoResponse;
+use schemars::JsonSchema;
+use serde_json::Value;
+use toolmux_core::{Catalog, SourceKind, input_schema};
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterStyle};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi};
+use utoipa::openapi::{RefOr, Required, Schema};
+use utoipa::{IntoParams, Modify, OpenApi};
 
 use crate::{approvals, completions, error, health, logs, prompts, resources, tools, upstreams};
 
@@ -67,6 +74,92 @@ pub(crate) fn described(operations: utoipa::openapi::OpenApi) -> utoipa::openapi
     doc
 }
 
+/// The name of a built-in tool's input in the document's components: `spec_list.input`.
+pub fn tool_input_component(tool: &str) -> String {
+    format!("{tool}.input")
+}
+
+/// Adds the input schema of every built-in tool in `catalog` to the document's components,
+/// so that a client generating types from the document gets the same shapes the tools parse
+/// (each derived from the tool's input struct, `toolmux_core::input_schema`). The catalog is
+/// the one at the router's start: built-in packs do not change on a reload.
+pub(crate) fn add_tool_inputs(document: &mut utoipa::openapi::OpenApi, catalog: &Catalog) {
+    let builtin: Vec<&str> = catalog
+        .sources()
+        .iter()
+        .filter(|s| s.kind == SourceKind::Builtin)
+        .map(|s| s.id.as_str())
+        .collect();
+    let components = document.components.get_or_insert_with(Default::default);
+    for entry in catalog.tools() {
+        let tool = &entry.descriptor;
+        if !builtin.contains(&tool.source.as_str()) {
+            continue;
+        }
+        match as_schema(&tool.input_schema) {
+            Ok(schema) => {
+                components
+                    .schemas
+                    .insert(tool_input_component(&tool.name), schema);
+            }
+            // A schema utoipa cannot hold is left out of the document, not the tool out of
+            // the API: say so where the operator looks.
+            Err(e) => tracing::warn!(
+                tool = %tool.name,
+                "the tool's input schema is not in the OpenAPI document: {e}"
+            ),
+        }
+    }
+}
+
+/// A JSON Schema as utoipa's schema type.
+fn as_schema(schema: &Value) -> Result<RefOr<Schema>, serde_json::Error> {
+    serde_json::from_value(schema.clone())
+}
+
+/// The query parameters of a route whose query is a tool's input struct `T` (parsed with
+/// `ApiQuery<T>`), documented from the struct's schema: one parameter per property, with its
+/// description, schema and whether it is required. A list is written comma-separated
+/// (`tags=api,auth`: form style, not exploded).
+pub(crate) struct QueryParams<T>(PhantomData<T>);
+
+impl<T: JsonSchema> IntoParams for QueryParams<T> {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let schema = input_schema::<T>();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let Some(properties) = schema["properties"].as_object() else {
+            return Vec::new();
+        };
+        properties
+            .iter()
+            .map(|(name, property)| {
+                let mut property = property.clone();
+                let description = property
+                    .as_object_mut()
+                    .and_then(|p| p.remove("description"))
+                    .and_then(|d| d.as_str().map(String::from));
+                let list = property["type"] == "array";
+                ParameterBuilder::new()
+                    .name(name)
+                    .parameter_in(ParameterIn::Query)
+                    .required(if required.contains(&name.as_str()) {
+                        Required::True
+                    } else {
+                        Required::False
+                    })
+                    .description(description)
+                    .schema(as_schema(&property).ok())
+                    .style(list.then_some(ParameterStyle::Form))
+                    .explode(list.then_some(false))
+                    .build()
+            })
+            .collect()
+    }
+}
+
 /// The document as served: serialised once, when the router is built, and shared by every
 /// request for it.
 #[derive(Clone)]
@@ -100,6 +193,50 @@ pub(crate) async fn document(Extension(document): Extension<Document>) -> impl I
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// utoipa's schema type holds a derived input schema whole: the component says what the
+    /// tool's `inputSchema` says, keyword for keyword.
+    #[test]
+    fn a_tool_input_is_a_component_unchanged() {
+        for schema in [
+            input_schema::<toolmux_specs::SpecBoard>(),
+            input_schema::<toolmux_specs::SpecFilter>(),
+        ] {
+            let component = as_schema(&schema).expect("utoipa reads the schema");
+            assert_eq!(
+                serde_json::to_value(&component).expect("serialises"),
+                schema
+            );
+        }
+    }
+
+    /// A query struct's parameters are its schema's properties, lists comma-separated.
+    #[test]
+    fn query_parameters_come_from_the_struct() {
+        let parameters = QueryParams::<toolmux_specs::SpecFilter>::into_params(|| None);
+        let parameters = serde_json::to_value(&parameters).expect("serialises");
+        let names: Vec<&str> = parameters
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "status", "tags", "tagMatch", "priority", "assignee", "parent"
+            ]
+        );
+        assert_eq!(
+            parameters[1],
+            serde_json::json!({
+                "name": "tags", "in": "query", "required": false,
+                "description": "Only specs with all of these tags (exact, case-sensitive); see `tagMatch`. On the command line and in a query string, comma-separated values are several tags.",
+                "schema": {"type": "array", "items": {"type": "string"}},
+                "style": "form", "explode": false,
+            })
+        );
+    }
 
     /// Every route is registered with its operation, so the document lists each one, with its
     /// method, and nothing else.

@@ -6,6 +6,7 @@
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -18,17 +19,28 @@ use serde_json::{Map, Value};
 ///
 /// An optional field (one not in `required`) is one a caller leaves out, so its schema does
 /// not also admit `null`: a model shown `"type": ["string", "null"]` sends `null`, and code
-/// mode would declare it `string | null`.
+/// mode would declare it `string | null`. A unit enum is a plain `enum` of its names (the
+/// variants' doc comments would make it a `oneOf` of `const`s, which some providers' function
+/// schemas refuse), and a doc comment's line breaks inside a paragraph are spaces, as in
+/// Markdown.
 pub fn input_schema<T: JsonSchema>() -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.meta_schema = None;
     settings.inline_subschemas = true;
-    let mut schema = settings.into_generator().into_root_schema_for::<T>().to_value();
+    let mut schema = settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
     if let Some(root) = schema.as_object_mut() {
         root.remove("title");
         root.remove("description");
     }
-    drop_null_from_optional(&mut schema);
+    if let Some(root) = schema.as_object_mut() {
+        // A tool without arguments still says it has no properties, as rmcp's empty input does.
+        root.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    tidy(&mut schema);
     schema
 }
 
@@ -46,15 +58,49 @@ pub fn parse_arguments<T: DeserializeOwned>(args: &Map<String, Value>) -> Result
     })
 }
 
-/// Walks every object schema in `schema` and takes `null` out of its optional properties.
-fn drop_null_from_optional(schema: &mut Value) {
+/// An input struct as a tool's arguments (a channel that parsed a query or flags into the
+/// struct passes them on this way). A field that is `None` is left out rather than sent as
+/// `null`, which its schema does not admit ([`input_schema`]).
+pub fn arguments_of<T: Serialize>(input: &T) -> Result<Map<String, Value>, String> {
+    match serde_json::to_value(input) {
+        Ok(Value::Object(mut arguments)) => {
+            arguments.retain(|_, value| !value.is_null());
+            Ok(arguments)
+        }
+        Ok(other) => Err(format!("arguments must be an object, not {other}")),
+        Err(e) => Err(format!("the arguments cannot be written: {e}")),
+    }
+}
+
+/// Walks every schema in `schema`: takes `null` out of optional properties, turns a `oneOf`
+/// of `const`s into an `enum` and joins the lines of descriptions' paragraphs.
+fn tidy(schema: &mut Value) {
     let Some(object) = schema.as_object_mut() else {
         return;
     };
+    if let Some(Value::String(description)) = object.get_mut("description") {
+        *description = unwrapped(description);
+    }
+    let constants: Option<Vec<Value>> = match object.get("oneOf") {
+        Some(Value::Array(options)) => options.iter().map(|o| o.get("const").cloned()).collect(),
+        _ => None,
+    };
+    if let Some(constants) = constants {
+        object.remove("oneOf");
+        if constants.iter().all(Value::is_string) {
+            object.insert("type".into(), Value::from("string"));
+        }
+        object.insert("enum".into(), Value::Array(constants));
+    }
     let required: Vec<String> = object
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).map(String::from).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
         .unwrap_or_default();
     if let Some(Value::Object(properties)) = object.get_mut("properties") {
         for (name, property) in properties.iter_mut() {
@@ -66,15 +112,29 @@ fn drop_null_from_optional(schema: &mut Value) {
     for (key, value) in object.iter_mut() {
         match (key.as_str(), value) {
             ("properties", Value::Object(properties)) => {
-                properties.values_mut().for_each(drop_null_from_optional);
+                properties.values_mut().for_each(tidy);
             }
-            ("items" | "additionalProperties", item) => drop_null_from_optional(item),
+            ("items" | "additionalProperties", item) => tidy(item),
             ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(items)) => {
-                items.iter_mut().for_each(drop_null_from_optional);
+                items.iter_mut().for_each(tidy);
             }
             _ => {}
         }
     }
+}
+
+/// A doc comment's text with the line breaks inside each paragraph made spaces.
+fn unwrapped(text: &str) -> String {
+    text.split("\n\n")
+        .map(|paragraph| {
+            paragraph
+                .lines()
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// One property's schema without its `null` alternative: `type: [T, "null"]` becomes `type:
@@ -125,7 +185,8 @@ mod tests {
     struct Search {
         /// The query.
         query: String,
-        /// The most results. Default 10.
+        /// The most results.
+        /// Default 10.
         #[serde(default = "ten")]
         #[schemars(range(min = 1, max = 1000))]
         limit: u32,
@@ -146,9 +207,16 @@ mod tests {
     #[serde(rename_all = "lowercase")]
     #[allow(dead_code)]
     enum Mode {
+        /// Every one.
         All,
+        /// One is enough.
         Any,
     }
+
+    /// A tool without arguments.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Nothing {}
 
     #[derive(Deserialize, JsonSchema)]
     #[allow(dead_code)]
@@ -177,6 +245,29 @@ mod tests {
                 "required": ["query"],
                 "additionalProperties": false,
             })
+        );
+    }
+
+    #[test]
+    fn absent_fields_are_left_out_of_the_arguments() {
+        #[derive(Serialize)]
+        struct Filter {
+            status: Option<String>,
+            tags: Vec<String>,
+        }
+        let filter = Filter {
+            status: None,
+            tags: vec!["api".into()],
+        };
+        let arguments = arguments_of(&filter).map(Value::Object);
+        assert_eq!(arguments, Ok(json!({"tags": ["api"]})));
+    }
+
+    #[test]
+    fn a_tool_without_arguments_has_an_empty_object() {
+        assert_eq!(
+            input_schema::<Nothing>(),
+            json!({"type": "object", "properties": {}, "additionalProperties": false})
         );
     }
 

@@ -42,7 +42,7 @@ pub use human::{
     ANSWER_FIELD, ConversationQuestions, HUMAN_INPUT_TOOL, HUMAN_SOURCE_ID, HumanInputSource,
     fill_form_defaults, free_text_schema,
 };
-pub use input::{input_schema, parse_arguments};
+pub use input::{arguments_of, input_schema, parse_arguments};
 pub use model::{
     Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor,
     ToolErrorKind, ToolResult,
