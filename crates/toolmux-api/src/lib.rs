@@ -149,12 +149,14 @@ pub fn api_router_with(state: ApiState, more: OpenApiRouter) -> Router {
     let (more, more_operations) = more.split_for_parts();
     let mut document = openapi::described(operations);
     document.merge(more_operations);
-    openapi::add_tool_inputs(&mut document, &state.inner.hub.catalog());
     access::document_refusals(&mut document);
     // Any other path under `/api` is answered with the error body, not an empty 404.
     let routes = routes
         .nest(API_PATH, Router::new().fallback(not_found))
-        .layer(axum::Extension(openapi::Document::new(&document)))
+        .layer(axum::Extension(openapi::Document::new(
+            &document,
+            &state.inner.hub.catalog(),
+        )))
         .with_state(state.clone())
         .merge(more)
         // Inside the guard, which records the caller: who may use each route, by the kind of

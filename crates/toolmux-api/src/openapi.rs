@@ -79,37 +79,28 @@ pub fn tool_input_component(tool: &str) -> String {
     format!("{tool}.input")
 }
 
-/// Adds the input schema of every built-in tool in `catalog` to the document's components,
-/// so that a client generating types from the document gets the same shapes the tools parse
-/// (each derived from the tool's input struct, `toolmux_core::input_schema`). The catalog is
-/// the one at the router's start: built-in packs do not change on a reload.
-pub(crate) fn add_tool_inputs(document: &mut utoipa::openapi::OpenApi, catalog: &Catalog) {
+/// The input schema of every built-in tool in `catalog`, by component name, for the
+/// document's components: a client generating types from the document gets the same shapes the
+/// tools parse (each derived from the tool's input struct, `toolmux_core::input_schema`). The
+/// catalog is the one at the router's start: built-in packs do not change on a reload.
+fn tool_inputs(catalog: &Catalog) -> Vec<(String, Value)> {
     let builtin: Vec<&str> = catalog
         .sources()
         .iter()
         .filter(|s| s.kind == SourceKind::Builtin)
         .map(|s| s.id.as_str())
         .collect();
-    let components = document.components.get_or_insert_with(Default::default);
-    for entry in catalog.tools() {
-        let tool = &entry.descriptor;
-        if !builtin.contains(&tool.source.as_str()) {
-            continue;
-        }
-        match as_schema(&tool.input_schema) {
-            Ok(schema) => {
-                components
-                    .schemas
-                    .insert(tool_input_component(&tool.name), schema);
-            }
-            // A schema utoipa cannot hold is left out of the document, not the tool out of
-            // the API: say so where the operator looks.
-            Err(e) => tracing::warn!(
-                tool = %tool.name,
-                "the tool's input schema is not in the OpenAPI document: {e}"
-            ),
-        }
-    }
+    catalog
+        .tools()
+        .map(|entry| &entry.descriptor)
+        .filter(|tool| builtin.contains(&tool.source.as_str()))
+        .map(|tool| {
+            (
+                tool_input_component(&tool.name),
+                tool.input_schema.as_ref().clone(),
+            )
+        })
+        .collect()
 }
 
 /// A JSON Schema as utoipa's schema type.
@@ -166,11 +157,26 @@ impl<T: JsonSchema> IntoParams for QueryParams<T> {
 pub(crate) struct Document(Bytes);
 
 impl Document {
-    pub(crate) fn new(document: &utoipa::openapi::OpenApi) -> Self {
+    /// The document with the built-in tools' inputs of `catalog` among its components. They
+    /// are put in as the JSON they are, not through utoipa's schema type, which keeps only the
+    /// keywords it knows.
+    pub(crate) fn new(document: &utoipa::openapi::OpenApi, catalog: &Catalog) -> Self {
         // A document of plain data with string keys always serialises.
-        Self(Bytes::from(
-            serde_json::to_vec(document).expect("the OpenAPI document serialises"),
-        ))
+        let mut value = serde_json::to_value(document).expect("the OpenAPI document serialises");
+        if let Some(root) = value.as_object_mut() {
+            let components = root
+                .entry("components")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Some(components) = components.as_object_mut() {
+                let schemas = components
+                    .entry("schemas")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Some(schemas) = schemas.as_object_mut() {
+                    schemas.extend(tool_inputs(catalog));
+                }
+            }
+        }
+        Self(Bytes::from(value.to_string()))
     }
 }
 
@@ -194,10 +200,10 @@ pub(crate) async fn document(Extension(document): Extension<Document>) -> impl I
 mod tests {
     use super::*;
 
-    /// utoipa's schema type holds a derived input schema whole: the component says what the
-    /// tool's `inputSchema` says, keyword for keyword.
+    /// utoipa's schema type holds the spec filters' derived schemas whole, so their query
+    /// parameters say what the tools' `inputSchema`s say, keyword for keyword.
     #[test]
-    fn a_tool_input_is_a_component_unchanged() {
+    fn a_query_structs_schema_is_kept_whole() {
         for schema in [
             input_schema::<toolmux_specs::SpecBoard>(),
             input_schema::<toolmux_specs::SpecFilter>(),

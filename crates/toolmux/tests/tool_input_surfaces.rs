@@ -134,3 +134,34 @@ fn every_field_of_a_tool_input_struct_is_on_every_surface() {
         assert_eq!(parameters.len(), fields.len(), "{}", surfaces.route);
     }
 }
+
+/// Every built-in tool's input is a component of the OpenAPI document, the very schema the tool
+/// lists (both derived from its input struct).
+#[test]
+fn every_builtin_tool_input_is_an_openapi_component() {
+    let project = toolmux_project();
+    project.config(&config_with_key(""));
+    project.write(
+        "specs/001-first/README.md",
+        "---\nstatus: planned\ncreated: 2025-01-10\n---\n\n# First\n",
+    );
+    let served = Served::start(&project, &[]);
+    let tools = served.get_with_key("/api/tools").json();
+    let document = served.get_with_key("/api/openapi.json").json();
+    let components = &document["components"]["schemas"];
+    let builtin: Vec<&Value> = tools["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter(|t| t["sourceKind"] == "builtin")
+        .collect();
+    assert!(builtin.iter().any(|t| t["name"] == "spec_list"), "{tools}");
+    for tool in builtin {
+        let name = tool["name"].as_str().expect("name");
+        assert_eq!(
+            components[toolmux_api::tool_input_component(name)],
+            tool["inputSchema"],
+            "{name}"
+        );
+    }
+}
