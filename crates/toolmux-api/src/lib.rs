@@ -46,7 +46,7 @@ pub use access::{Access, route_access};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use metrics::CallMetrics;
 pub use oauth::SignInError;
-pub use openapi::openapi;
+pub use openapi::{openapi, tool_input_component};
 pub use registry::{Apply, ConfigFiles, ConfigWatcher, ConfigWriter};
 pub use toolmux_core::{RelayError, Unknown};
 /// Who may use the API, as [`ApiState::new`] takes it.
@@ -156,7 +156,10 @@ pub fn api_router_with(state: ApiState, more: OpenApiRouter) -> Router {
     // Any other path under `/api` is answered with the error body, not an empty 404.
     let routes = routes
         .nest(API_PATH, Router::new().fallback(not_found))
-        .layer(axum::Extension(openapi::Document::new(&document)))
+        .layer(axum::Extension(openapi::Document::new(
+            &document,
+            &state.inner.hub.catalog(),
+        )))
         .with_state(state.clone())
         .merge(more)
         // Inside the guard, which records the caller: who may use each route, by the kind of

@@ -1,12 +1,19 @@
 //! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` annotations and
 //! their types. Served as JSON only: no documentation page that fetches scripts from a CDN.
 
+use std::marker::PhantomData;
+
 use axum::Extension;
 use axum::body::Bytes;
 use axum::http::{HeaderValue, header};
 use axum::response::IntoResponse;
+use schemars::JsonSchema;
+use serde_json::Value;
+use toolmux_core::{Catalog, SourceKind, input_schema};
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterStyle};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi};
+use utoipa::openapi::{RefOr, Required, Schema};
+use utoipa::{IntoParams, Modify, OpenApi};
 
 use crate::{
     approvals, completions, config_shapes, error, health, logs, prompts, resources, tools,
@@ -71,17 +78,109 @@ pub(crate) fn described(operations: utoipa::openapi::OpenApi) -> utoipa::openapi
     doc
 }
 
+/// The name of a built-in tool's input in the document's components: `spec_list.input`.
+pub fn tool_input_component(tool: &str) -> String {
+    format!("{tool}.input")
+}
+
+/// The input schema of every built-in tool in `catalog`, by component name, for the
+/// document's components: a client generating types from the document gets the same shapes the
+/// tools parse (each derived from the tool's input struct, `toolmux_core::input_schema`). The
+/// catalog is the one at the router's start: built-in packs do not change on a reload.
+fn tool_inputs(catalog: &Catalog) -> Vec<(String, Value)> {
+    let builtin: Vec<&str> = catalog
+        .sources()
+        .iter()
+        .filter(|s| s.kind == SourceKind::Builtin)
+        .map(|s| s.id.as_str())
+        .collect();
+    catalog
+        .tools()
+        .map(|entry| &entry.descriptor)
+        .filter(|tool| builtin.contains(&tool.source.as_str()))
+        .map(|tool| {
+            (
+                tool_input_component(&tool.name),
+                tool.input_schema.as_ref().clone(),
+            )
+        })
+        .collect()
+}
+
+/// A JSON Schema as utoipa's schema type.
+fn as_schema(schema: &Value) -> Result<RefOr<Schema>, serde_json::Error> {
+    serde_json::from_value(schema.clone())
+}
+
+/// The query parameters of a route whose query is a tool's input struct `T` (parsed with
+/// `ApiQuery<T>`), documented from the struct's schema: one parameter per property, with its
+/// description, schema and whether it is required. A list is written comma-separated
+/// (`tags=api,auth`: form style, not exploded).
+pub(crate) struct QueryParams<T>(PhantomData<T>);
+
+impl<T: JsonSchema> IntoParams for QueryParams<T> {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let schema = input_schema::<T>();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let Some(properties) = schema["properties"].as_object() else {
+            return Vec::new();
+        };
+        properties
+            .iter()
+            .map(|(name, property)| {
+                let mut property = property.clone();
+                let description = property
+                    .as_object_mut()
+                    .and_then(|p| p.remove("description"))
+                    .and_then(|d| d.as_str().map(String::from));
+                let list = property["type"] == "array";
+                ParameterBuilder::new()
+                    .name(name)
+                    .parameter_in(ParameterIn::Query)
+                    .required(if required.contains(&name.as_str()) {
+                        Required::True
+                    } else {
+                        Required::False
+                    })
+                    .description(description)
+                    .schema(as_schema(&property).ok())
+                    .style(list.then_some(ParameterStyle::Form))
+                    .explode(list.then_some(false))
+                    .build()
+            })
+            .collect()
+    }
+}
+
 /// The document as served: serialised once, when the router is built, and shared by every
 /// request for it.
 #[derive(Clone)]
 pub(crate) struct Document(Bytes);
 
 impl Document {
-    pub(crate) fn new(document: &utoipa::openapi::OpenApi) -> Self {
+    /// The document with the built-in tools' inputs of `catalog` among its components. They
+    /// are put in as the JSON they are, not through utoipa's schema type, which keeps only the
+    /// keywords it knows.
+    pub(crate) fn new(document: &utoipa::openapi::OpenApi, catalog: &Catalog) -> Self {
         // A document of plain data with string keys always serialises.
-        Self(Bytes::from(
-            serde_json::to_vec(document).expect("the OpenAPI document serialises"),
-        ))
+        let mut value = serde_json::to_value(document).expect("the OpenAPI document serialises");
+        if let Some(root) = value.as_object_mut() {
+            let components = root
+                .entry("components")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Some(components) = components.as_object_mut() {
+                let schemas = components
+                    .entry("schemas")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Some(schemas) = schemas.as_object_mut() {
+                    schemas.extend(tool_inputs(catalog));
+                }
+            }
+        }
+        Self(Bytes::from(value.to_string()))
     }
 }
 
@@ -104,6 +203,50 @@ pub(crate) async fn document(Extension(document): Extension<Document>) -> impl I
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// utoipa's schema type holds the spec filters' derived schemas whole, so their query
+    /// parameters say what the tools' `inputSchema`s say, keyword for keyword.
+    #[test]
+    fn a_query_structs_schema_is_kept_whole() {
+        for schema in [
+            input_schema::<toolmux_specs::SpecBoard>(),
+            input_schema::<toolmux_specs::SpecFilter>(),
+        ] {
+            let component = as_schema(&schema).expect("utoipa reads the schema");
+            assert_eq!(
+                serde_json::to_value(&component).expect("serialises"),
+                schema
+            );
+        }
+    }
+
+    /// A query struct's parameters are its schema's properties, lists comma-separated.
+    #[test]
+    fn query_parameters_come_from_the_struct() {
+        let parameters = QueryParams::<toolmux_specs::SpecFilter>::into_params(|| None);
+        let parameters = serde_json::to_value(&parameters).expect("serialises");
+        let names: Vec<&str> = parameters
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "status", "tags", "tagMatch", "priority", "assignee", "parent"
+            ]
+        );
+        assert_eq!(
+            parameters[1],
+            serde_json::json!({
+                "name": "tags", "in": "query", "required": false,
+                "description": "Only specs with all of these tags (exact, case-sensitive); see `tagMatch`. On the command line and in a query string, comma-separated values are several tags.",
+                "schema": {"type": "array", "items": {"type": "string"}},
+                "style": "form", "explode": false,
+            })
+        );
+    }
 
     /// Every route is registered with its operation, so the document lists each one, with its
     /// method, and nothing else.

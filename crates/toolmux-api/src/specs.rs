@@ -5,9 +5,11 @@
 //! their kind (no such spec 404, a stale `expectedContentHash` 409, a refused request 422) as
 //! on every route that stands for a tool ([`ApiState::run_tool`]).
 //!
-//! Values the tools check themselves (a status, a priority, a link type) are passed through as
-//! strings: the tool's input schema is the one rule, and a bad value is the pipeline's 422 with
-//! the violation, as on every other channel.
+//! The list and board queries are the tools' own input structs (`toolmux_specs::SpecFilter`,
+//! `SpecBoard`): parsed here, passed on as the arguments, and checked again by the pipeline.
+//! Values the tools check themselves (a status, a priority, a link type) are strings in them:
+//! the tool's input schema is the one rule, and a bad value is the pipeline's 422 with the
+//! violation, as on every other channel.
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -16,9 +18,11 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
+use toolmux_specs::{SpecBoard, SpecFilter};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, CallFailures, ToolConflict};
+use crate::openapi::QueryParams;
 use crate::{ApiState, arguments};
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
@@ -33,46 +37,12 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(link, unlink))
 }
 
-/// `GET /api/specs`: every filter that is set must match.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query, rename_all = "camelCase")]
-pub struct SpecFilter {
-    /// Only specs with this status: `draft`, `planned`, `in-progress` or `complete` (archived
-    /// specs are never listed, as in LeanSpec).
-    pub status: Option<String>,
-    /// Only specs with these tags, comma-separated (`api,auth`); see `tagMatch`.
-    pub tags: Option<String>,
-    /// `all` (default): a spec must have every tag in `tags`; `any`: one is enough.
-    pub tag_match: Option<String>,
-    /// Only specs with this priority: `low`, `medium`, `high` or `critical`.
-    pub priority: Option<String>,
-    /// Only specs assigned to exactly this person.
-    pub assignee: Option<String>,
-    /// Only children of this spec (number, folder name or a unique fragment of it).
-    pub parent: Option<String>,
-}
+/// `GET /api/specs`'s query: `spec_list`'s own input struct, its parameters documented from
+/// the struct's schema, so a filter added to the tool is a query parameter too.
+type SpecFilterQuery = QueryParams<SpecFilter>;
 
-impl SpecFilter {
-    /// The filter's arguments, as `spec_list` and `spec_board` take them.
-    fn arguments(self) -> Map<String, Value> {
-        let tags = self.tags.map(|tags| {
-            tags.split(',')
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(Value::from)
-                .collect::<Vec<_>>()
-        });
-        arguments([
-            ("status", self.status.map(Value::from)),
-            ("tags", tags.map(Value::Array)),
-            ("tagMatch", self.tag_match.map(Value::from)),
-            ("priority", self.priority.map(Value::from)),
-            ("assignee", self.assignee.map(Value::from)),
-            ("parent", self.parent.map(Value::from)),
-        ])
-    }
-}
+/// `GET /api/specs/board`'s query: `spec_board`'s input struct (the group, then the filters).
+type SpecBoardQuery = QueryParams<SpecBoard>;
 
 /// `GET /api/specs/search`.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -84,29 +54,6 @@ pub struct SearchQuery {
     pub q: String,
     /// The most results (default 10).
     pub limit: Option<u64>,
-}
-
-/// `GET /api/specs/board`: the groups, then the same filters as `GET /api/specs`. The filters
-/// are repeated rather than `#[serde(flatten)]`ed from [`SpecFilter`]: serde does not combine
-/// `flatten` with `deny_unknown_fields`, and a misspelt filter must stay a 400 here as there.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query, rename_all = "camelCase")]
-pub struct BoardQuery {
-    /// What to group by: `status` (default), `priority`, `assignee`, `tag` or `parent`.
-    pub group_by: Option<String>,
-    /// Only specs with this status.
-    pub status: Option<String>,
-    /// Only specs with these tags, comma-separated; see `tagMatch`.
-    pub tags: Option<String>,
-    /// `all` (default) or `any` of `tags`.
-    pub tag_match: Option<String>,
-    /// Only specs with this priority.
-    pub priority: Option<String>,
-    /// Only specs assigned to exactly this person.
-    pub assignee: Option<String>,
-    /// Only children of this spec.
-    pub parent: Option<String>,
 }
 
 /// `GET /api/specs/validation`.
@@ -296,23 +243,15 @@ async fn run(
     state.run_tool(caller, tool, arguments).await
 }
 
-/// A request body as a tool's arguments.
+/// A request body or query, parsed into its struct, as a tool's arguments.
 fn body_arguments(body: &impl Serialize) -> Result<Map<String, Value>, ApiError> {
-    match serde_json::to_value(body) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(ApiError::internal(format!(
-            "a request body became {other} instead of an object"
-        ))),
-        Err(e) => Err(ApiError::internal(format!(
-            "a request body cannot be passed on: {e}"
-        ))),
-    }
+    toolmux_core::arguments_of(body).map_err(ApiError::internal)
 }
 
 /// Lists the specs in number order (the `spec_list` tool); specs whose frontmatter cannot be
 /// read are listed under `errors`.
 #[utoipa::path(
-    get, path = "/api/specs", tag = "specs", params(SpecFilter),
+    get, path = "/api/specs", tag = "specs", params(SpecFilterQuery),
     responses(
         (status = 200, description = "`spec_list`'s structured result: `count`, `specs`, `errors`", body = Object),
         CallFailures,
@@ -324,7 +263,7 @@ pub(crate) async fn list(
     Extension(caller): Extension<Caller>,
     ApiQuery(filter): ApiQuery<SpecFilter>,
 ) -> Result<Json<Value>, ApiError> {
-    run(&state, caller, "spec_list", filter.arguments())
+    run(&state, caller, "spec_list", body_arguments(&filter)?)
         .await
         .map(Json)
 }
@@ -354,7 +293,7 @@ pub(crate) async fn search(
 /// The board: specs grouped by status, priority, assignee, tag or parent (the `spec_board`
 /// tool).
 #[utoipa::path(
-    get, path = "/api/specs/board", tag = "specs", params(BoardQuery),
+    get, path = "/api/specs/board", tag = "specs", params(SpecBoardQuery),
     responses(
         (status = 200, description = "`spec_board`'s structured result: `groupBy`, `total`, `groups`", body = Object),
         CallFailures,
@@ -364,21 +303,11 @@ pub(crate) async fn search(
 pub(crate) async fn board(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiQuery(q): ApiQuery<BoardQuery>,
+    ApiQuery(board): ApiQuery<SpecBoard>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut args = SpecFilter {
-        status: q.status,
-        tags: q.tags,
-        tag_match: q.tag_match,
-        priority: q.priority,
-        assignee: q.assignee,
-        parent: q.parent,
-    }
-    .arguments();
-    if let Some(group_by) = q.group_by {
-        args.insert("groupBy".into(), Value::from(group_by));
-    }
-    run(&state, caller, "spec_board", args).await.map(Json)
+    run(&state, caller, "spec_board", body_arguments(&board)?)
+        .await
+        .map(Json)
 }
 
 /// Counts over every spec: by status, priority and tag, completion, dependencies (the

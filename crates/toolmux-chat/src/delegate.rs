@@ -13,11 +13,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolmux_core::{
     Approval, ApprovalQueue, ApprovalRequest, Approver, CannotAsk, HumanAnswer, HumanQuestion,
     NamePattern, Policy, Source, SourceCall, SourceError, SourceKind, ToolAnnotations,
-    ToolDescriptor, ToolErrorKind, ToolResult, WeakHub,
+    ToolDescriptor, ToolErrorKind, ToolResult, WeakHub, input_schema, parse_arguments,
 };
 
 use crate::error::StoreError;
@@ -89,33 +91,6 @@ impl DelegateSource {
 }
 
 fn descriptor() -> ToolDescriptor {
-    let input = json!({
-        "type": "object",
-        "properties": {
-            "task": {
-                "type": "string", "minLength": 1,
-                "description": "The instruction for the sub-agent: what to do and what to answer."
-            },
-            "tools": {
-                "type": "array", "minItems": 1,
-                "items": {"type": "string", "minLength": 1},
-                "description": "Name patterns (globs such as `file_*`, `specs__*`) of the tools \
-                                the sub-agent may use, among the tools you may use. `delegate` \
-                                itself is never among them."
-            },
-            "maxSteps": {
-                "type": "integer", "minimum": 1, "maximum": MAX_STEPS, "default": DEFAULT_STEPS,
-                "description": "The most model calls the sub-agent may make; its answer says \
-                                `truncated` when the limit cut it short."
-            },
-            "model": {
-                "type": "string", "minLength": 1,
-                "description": "The model; the chat's default model when left out."
-            }
-        },
-        "required": ["task", "tools"],
-        "additionalProperties": false
-    });
     let call = json!({"type": "object", "properties": {
         "name": {"type": "string"},
         "isError": {"type": "boolean"},
@@ -144,7 +119,7 @@ fn descriptor() -> ToolDescriptor {
         "Hands a self-contained task to a sub-agent (toolmux's own chat model) that may use only \
          the tools you name, for at most `maxSteps` model calls, and returns its final answer \
          with the tool calls it made.",
-        input,
+        input_schema::<DelegateArgs>(),
     );
     d.output_schema = Some(Arc::new(output));
     d.annotations = ToolAnnotations {
@@ -158,7 +133,32 @@ fn descriptor() -> ToolDescriptor {
     d
 }
 
-/// A call's arguments, checked by the hub against the schema above.
+/// `delegate`'s arguments: its input schema is derived from this struct.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DelegateArgs {
+    /// The instruction for the sub-agent: what to do and what to answer.
+    #[schemars(length(min = 1))]
+    task: String,
+    /// Name patterns (globs such as `file_*`, `specs__*`) of the tools the sub-agent may use,
+    /// among the tools you may use. `delegate` itself is never among them.
+    #[schemars(length(min = 1), inner(length(min = 1)))]
+    tools: Vec<String>,
+    /// The most model calls the sub-agent may make; its answer says `truncated` when the limit
+    /// cut it short.
+    #[serde(default = "default_steps")]
+    #[schemars(range(min = 1, max = MAX_STEPS))]
+    max_steps: u32,
+    /// The model; the chat's default model when left out.
+    #[schemars(length(min = 1))]
+    model: Option<String>,
+}
+
+fn default_steps() -> u32 {
+    DEFAULT_STEPS
+}
+
+/// A call's arguments, parsed and checked (the hub has checked them against the schema).
 struct Asked {
     task: String,
     patterns: Vec<NamePattern>,
@@ -167,33 +167,19 @@ struct Asked {
 }
 
 fn asked(arguments: &Map<String, Value>) -> Result<Asked, String> {
-    let task = arguments
-        .get("task")
-        .and_then(Value::as_str)
-        .ok_or("`task` must be a string")?
-        .to_string();
-    let patterns = arguments
-        .get("tools")
-        .and_then(Value::as_array)
-        .ok_or("`tools` must be a list of name patterns")?
+    let DelegateArgs {
+        task,
+        tools,
+        max_steps,
+        model,
+    } = parse_arguments(arguments)?;
+    if !(1..=MAX_STEPS).contains(&max_steps) {
+        return Err(format!("`maxSteps` must be from 1 to {MAX_STEPS}"));
+    }
+    let patterns = tools
         .iter()
-        .map(|p| {
-            let text = p.as_str().ok_or("each of `tools` must be a string")?;
-            NamePattern::new(text).map_err(|e| e.to_string())
-        })
+        .map(|p| NamePattern::new(p).map_err(|e| e.to_string()))
         .collect::<Result<Vec<_>, _>>()?;
-    let max_steps = match arguments.get("maxSteps") {
-        None => DEFAULT_STEPS,
-        Some(n) => n
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .filter(|n| (1..=MAX_STEPS).contains(n))
-            .ok_or(format!("`maxSteps` must be from 1 to {MAX_STEPS}"))?,
-    };
-    let model = arguments
-        .get("model")
-        .and_then(Value::as_str)
-        .map(str::to_string);
     Ok(Asked {
         task,
         patterns,

@@ -4,10 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use toolmux_core::{
     Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolResult,
-    WeakHub,
+    WeakHub, input_schema, parse_arguments,
 };
 
 use crate::capabilities::CODEMODE_SOURCE;
@@ -41,6 +43,30 @@ pub struct CodeModeSource {
     sandbox: Arc<Sandbox>,
 }
 
+/// `run_code`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunCodeArgs {
+    /// The TypeScript script.
+    code: String,
+}
+
+/// `search_tools`' arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchToolsArgs {
+    /// Words describing the task, e.g. `search files for text`.
+    query: String,
+    /// How many tools to return.
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 50))]
+    limit: u64,
+}
+
+fn default_limit() -> u64 {
+    8
+}
+
 impl CodeModeSource {
     /// A source whose scripts call the tools of `hub` within `limits`. Add it to the same hub:
     /// `hub.add_source(Arc::new(CodeModeSource::new(hub.downgrade(), Limits::default())))`.
@@ -60,14 +86,7 @@ impl CodeModeSource {
             CODEMODE_SOURCE,
             RUN_CODE,
             RUN_CODE_DESCRIPTION,
-            json!({
-                "type": "object",
-                "properties": {
-                    "code": {"type": "string", "description": "The TypeScript script."}
-                },
-                "required": ["code"],
-                "additionalProperties": false
-            }),
+            input_schema::<RunCodeArgs>(),
         );
         run.title = Some("Run a TypeScript script".to_string());
         run.output_schema = Some(Arc::new(json!({
@@ -94,15 +113,7 @@ impl CodeModeSource {
             CODEMODE_SOURCE,
             SEARCH_TOOLS,
             SEARCH_TOOLS_DESCRIPTION,
-            json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Words describing the task, e.g. `search files for text`."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8, "description": "How many tools to return."}
-                },
-                "required": ["query"],
-                "additionalProperties": false
-            }),
+            input_schema::<SearchToolsArgs>(),
         );
         find.title = Some("Find tools and their TypeScript declarations".to_string());
         find.annotations = ToolAnnotations::read_only();
@@ -111,12 +122,11 @@ impl CodeModeSource {
     }
 
     async fn run_code(&self, call: &SourceCall<'_>) -> Result<ToolResult, SourceError> {
-        let code = call
-            .arguments
-            .get("code")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let output = self.sandbox.run(code, call.context).await;
+        let RunCodeArgs { code } = match parse_arguments(&call.arguments) {
+            Ok(args) => args,
+            Err(e) => return Ok(ToolResult::error(e)),
+        };
+        let output = self.sandbox.run(&code, call.context).await;
         let logs = serde_json::to_value(&output.logs).unwrap_or(Value::Null);
         match output.result {
             Ok(result) => Ok(ToolResult::structured(json!({
@@ -138,17 +148,12 @@ impl CodeModeSource {
     }
 
     fn search_tools(&self, call: &SourceCall<'_>) -> Result<ToolResult, SourceError> {
-        let query = call
-            .arguments
-            .get("query")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let limit = call
-            .arguments
-            .get("limit")
-            .and_then(Value::as_u64)
-            .unwrap_or(8)
-            .clamp(1, 50) as usize;
+        let SearchToolsArgs { query, limit } = match parse_arguments(&call.arguments) {
+            Ok(args) => args,
+            Err(e) => return Ok(ToolResult::error(e)),
+        };
+        let query = query.as_str();
+        let limit = limit.clamp(1, 50) as usize;
         // Only what the caller's channel serves: a tool filtered out of it is not advertised here.
         let capabilities = self
             .sandbox

@@ -63,6 +63,17 @@ pub trait ConversationQuestions: Send + Sync {
     ) -> Result<HumanAnswer, CannotAsk>;
 }
 
+/// `request_human_input`'s arguments: its input schema is derived from this struct.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct HumanInputArgs {
+    /// The question, in one or two sentences.
+    question: String,
+    /// Optional JSON Schema of the answer: an object of flat fields (string, number, integer,
+    /// boolean, or a string enum), as forms show them.
+    schema: Option<serde_json::Map<String, Value>>,
+}
+
 /// The `human` source with its one tool.
 pub struct HumanInputSource {
     descriptor: ToolDescriptor,
@@ -88,20 +99,7 @@ impl HumanInputSource {
              tool calls (toolmux asks for those itself). Without `schema` the answer is free \
              text; with one, the person fills in a form and the answer is a JSON object that \
              fits it.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string", "description": "The question, in one or two sentences."},
-                    "schema": {
-                        "type": "object",
-                        "description": "Optional JSON Schema of the answer: an object of flat fields \
-                                        (string, number, integer, boolean, or a string enum), as \
-                                        forms show them."
-                    }
-                },
-                "required": ["question"],
-                "additionalProperties": false
-            }),
+            crate::input_schema::<HumanInputArgs>(),
         );
         descriptor.title = Some("Ask the person".into());
         descriptor.annotations = ToolAnnotations::read_only();
@@ -151,17 +149,15 @@ impl Source for HumanInputSource {
 
     async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
         let context = call.context;
-        let text = call
-            .arguments
-            .get("question")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let given = call.arguments.get("schema").cloned();
-        let schema = match &given {
-            None | Some(Value::Null) => free_text_schema(),
-            Some(schema) => schema.clone(),
+        let HumanInputArgs {
+            question: text,
+            schema: given,
+        } = match crate::parse_arguments(&call.arguments) {
+            Ok(args) => args,
+            Err(e) => return Ok(ToolResult::error(e)),
         };
+        let free_text = given.is_none();
+        let schema = given.map_or_else(free_text_schema, Value::Object);
         let compiled = match check_schema(&schema) {
             Ok(compiled) => compiled,
             Err(why) => return Ok(ToolResult::error(format!("the answer's schema: {why}"))),
@@ -189,7 +185,6 @@ impl Source for HumanInputSource {
                 None => Some(Err(CannotAsk(nobody_to_ask(context.channel)))),
             },
         };
-        let free_text = matches!(given, None | Some(Value::Null));
         Ok(match answer {
             Some(Ok(HumanAnswer::Accept(content))) => {
                 let violations = compiled.violations(&content);

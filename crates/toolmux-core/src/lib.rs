@@ -15,6 +15,7 @@ mod error;
 mod file_kind;
 mod hub;
 mod human;
+mod input;
 mod model;
 mod page;
 mod pattern;
@@ -45,6 +46,7 @@ pub use human::{
     ANSWER_FIELD, ConversationQuestions, HUMAN_INPUT_TOOL, HUMAN_SOURCE_ID, HumanInputSource,
     fill_form_defaults, free_text_schema,
 };
+pub use input::{arguments_of, input_schema, parse_arguments};
 pub use model::{
     Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor,
     ToolErrorKind, ToolResult,

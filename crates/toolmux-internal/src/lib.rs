@@ -18,11 +18,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolmux_config::ConfigEditor;
 use toolmux_core::{
     Policy, Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor,
-    ToolErrorKind, ToolResult,
+    ToolErrorKind, ToolResult, input_schema, parse_arguments,
 };
 use toolmux_secrets::{SecretStore, SecretValue};
 
@@ -65,8 +67,6 @@ impl InternalPack {
 const NAME_PATTERN: &str = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$";
 
 fn descriptors() -> Vec<ToolDescriptor> {
-    let name = json!({"type": "string", "pattern": NAME_PATTERN, "maxLength": 200,
-        "description": "The secret's name: letters, digits, `_`, `.`, `-`, segments separated by `/`"});
     let reads = ToolAnnotations::read_only();
     let writes = ToolAnnotations {
         read_only_hint: Some(false),
@@ -97,10 +97,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
         tool(
             "secrets_list",
             "[Internal] The names of the stored secrets (never their values), optionally under a prefix.",
-            object(
-                json!({"prefix": {"type": "string", "description": "Only names starting with this (`oauth/github/`)"}}),
-                &[],
-            ),
+            input_schema::<SecretsListArgs>(),
             object(
                 json!({"names": {"type": "array", "items": {"type": "string"}},
                 "backend": {"type": "string", "enum": ["keyring", "file"]}}),
@@ -111,7 +108,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
         tool(
             "secrets_get",
             "[Internal] One secret's value.",
-            object(json!({"name": name}), &["name"]),
+            input_schema::<SecretNameArgs>(),
             object(
                 json!({"name": {"type": "string"}, "secret": {"type": "string"}}),
                 &["name", "secret"],
@@ -121,10 +118,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
         tool(
             "secrets_set",
             "[Internal] Stores a secret under a name, replacing its value if it is set.",
-            object(
-                json!({"name": name, "secret": {"type": "string", "description": "The value"}}),
-                &["name", "secret"],
-            ),
+            input_schema::<SecretsSetArgs>(),
             object(
                 json!({"name": {"type": "string"}, "replaced": {"type": "boolean"}}),
                 &["name", "replaced"],
@@ -134,7 +128,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
         tool(
             "secrets_delete",
             "[Internal] Removes a secret.",
-            object(json!({"name": name}), &["name"]),
+            input_schema::<SecretNameArgs>(),
             object(
                 json!({"name": {"type": "string"}, "deleted": {"type": "boolean"}}),
                 &["name", "deleted"],
@@ -147,7 +141,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
              references such as `${VAR}` and `${secret:NAME}` left as written): a JSON pointer \
              (`/server/port`) or a dotted path (`mcpServers.github.command`); the whole \
              configuration without one.",
-            object(json!({"path": {"type": "string"}}), &[]),
+            input_schema::<ConfigGetArgs>(),
             object(
                 json!({"path": {"type": "string"}, "value": {}}),
                 &["path", "value"],
@@ -158,10 +152,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
             "config_set",
             "[Internal] Sets a value in the project's configuration file (a JSON pointer or a dotted \
              path; `null` removes the key). The whole file is checked before it is written.",
-            object(
-                json!({"path": {"type": "string", "minLength": 1}, "value": {}}),
-                &["path", "value"],
-            ),
+            input_schema::<ConfigSetArgs>(),
             object(
                 json!({"path": {"type": "string"}, "written": {"type": "boolean"},
                 "file": {"type": "string"}}),
@@ -172,7 +163,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
         tool(
             "workspace_root",
             "[Internal] The project's workspace root and the directory that holds `.toolmux/`.",
-            object(json!({}), &[]),
+            input_schema::<NoArgs>(),
             object(
                 json!({"root": {"type": "string"}, "projectDir": {"type": "string"}}),
                 &["root", "projectDir"],
@@ -233,30 +224,98 @@ fn assign(root: &mut Map<String, Value>, path: &[String], value: Value) -> Resul
     Ok(())
 }
 
-fn str_arg<'a>(args: &'a Map<String, Value>, key: &str) -> &'a str {
-    args.get(key).and_then(Value::as_str).unwrap_or_default()
+/// `secrets_list`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SecretsListArgs {
+    /// Only names starting with this (`oauth/github/`)
+    #[serde(default)]
+    prefix: String,
 }
+
+/// `secrets_get`'s and `secrets_delete`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SecretNameArgs {
+    /// The secret's name: letters, digits, `_`, `.`, `-`, segments separated by `/`
+    #[schemars(regex(pattern = NAME_PATTERN), length(max = 200))]
+    name: String,
+}
+
+/// `secrets_set`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SecretsSetArgs {
+    /// The secret's name: letters, digits, `_`, `.`, `-`, segments separated by `/`
+    #[schemars(regex(pattern = NAME_PATTERN), length(max = 200))]
+    name: String,
+    /// The value
+    secret: String,
+}
+
+/// `config_get`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ConfigGetArgs {
+    /// A JSON pointer (`/server/port`) or a dotted path (`mcpServers.github.command`); the
+    /// whole configuration without one.
+    #[serde(default)]
+    path: String,
+}
+
+/// `config_set`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ConfigSetArgs {
+    /// A JSON pointer or a dotted path.
+    #[schemars(length(min = 1))]
+    path: String,
+    /// The value to set; `null` removes the key.
+    value: Value,
+}
+
+/// `workspace_root` takes no arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
 
 impl InternalPack {
     async fn run(&self, tool: &str, args: Map<String, Value>) -> ToolResult {
+        match self.run_parsed(tool, &args).await {
+            Ok(result) | Err(result) => result,
+        }
+    }
+
+    /// Runs a tool on its parsed arguments; `Err` is an answer given early (arguments that do
+    /// not fit the input struct, a store that cannot be read).
+    async fn run_parsed(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Result<ToolResult, ToolResult> {
+        let parse_failed = |e: String| ToolResult::kind_error(ToolErrorKind::Invalid, e);
         let failed = |e: &dyn std::fmt::Display| ToolResult::error(e.to_string());
-        match tool {
-            "secrets_list" => match self.store.list_async(str_arg(&args, "prefix")).await {
-                Ok(names) => {
-                    let text = if names.is_empty() {
-                        "no secrets".to_string()
-                    } else {
-                        names.join("\n")
-                    };
-                    ToolResult::structured_with_text(
-                        json!({"names": names, "backend": self.store.backend()}),
-                        text,
-                    )
+        Ok(match tool {
+            "secrets_list" => {
+                let SecretsListArgs { prefix } = parse_arguments(args).map_err(parse_failed)?;
+                match self.store.list_async(&prefix).await {
+                    Ok(names) => {
+                        let text = if names.is_empty() {
+                            "no secrets".to_string()
+                        } else {
+                            names.join("\n")
+                        };
+                        ToolResult::structured_with_text(
+                            json!({"names": names, "backend": self.store.backend()}),
+                            text,
+                        )
+                    }
+                    Err(e) => failed(&e),
                 }
-                Err(e) => failed(&e),
-            },
+            }
             "secrets_get" => {
-                let name = str_arg(&args, "name");
+                let SecretNameArgs { name } = parse_arguments(args).map_err(parse_failed)?;
+                let name = name.as_str();
                 match self.store.get_async(name).await {
                     // The value goes only in the structured result, under a key the execution
                     // log redacts; the text names it without showing it.
@@ -272,11 +331,13 @@ impl InternalPack {
                 }
             }
             "secrets_set" => {
-                let name = str_arg(&args, "name");
-                let value = SecretValue::new(str_arg(&args, "secret"));
+                let SecretsSetArgs { name, secret } =
+                    parse_arguments(args).map_err(parse_failed)?;
+                let name = name.as_str();
+                let value = SecretValue::new(secret);
                 let replaced = match self.store.get_async(name).await {
                     Ok(old) => old.is_some(),
-                    Err(e) => return failed(&e),
+                    Err(e) => return Err(failed(&e)),
                 };
                 match self.store.set_async(name, value).await {
                     Ok(()) => ToolResult::structured_with_text(
@@ -287,7 +348,8 @@ impl InternalPack {
                 }
             }
             "secrets_delete" => {
-                let name = str_arg(&args, "name");
+                let SecretNameArgs { name } = parse_arguments(args).map_err(parse_failed)?;
+                let name = name.as_str();
                 match self.store.delete_async(name).await {
                     Ok(true) => ToolResult::structured_with_text(
                         json!({"name": name, "deleted": true}),
@@ -301,7 +363,7 @@ impl InternalPack {
                 }
             }
             "config_get" => {
-                let path = str_arg(&args, "path").to_string();
+                let ConfigGetArgs { path } = parse_arguments(args).map_err(parse_failed)?;
                 let files = self.files.clone();
                 let merged =
                     tokio::task::spawn_blocking(move || toolmux_config::unexpanded_config(&files))
@@ -316,8 +378,7 @@ impl InternalPack {
                 }
             }
             "config_set" => {
-                let path = str_arg(&args, "path").to_string();
-                let value = args.get("value").cloned().unwrap_or(Value::Null);
+                let ConfigSetArgs { path, value } = parse_arguments(args).map_err(parse_failed)?;
                 let editor = self.editor.clone();
                 let file = editor.path().display().to_string();
                 let edit_path = path.clone();
@@ -341,12 +402,15 @@ impl InternalPack {
                     Err(e) => failed(&e),
                 }
             }
-            "workspace_root" => ToolResult::structured(json!({
-                "root": self.root.display().to_string(),
-                "projectDir": self.project_dir.display().to_string(),
-            })),
+            "workspace_root" => {
+                let NoArgs {} = parse_arguments(args).map_err(parse_failed)?;
+                ToolResult::structured(json!({
+                    "root": self.root.display().to_string(),
+                    "projectDir": self.project_dir.display().to_string(),
+                }))
+            }
             other => ToolResult::error(format!("the internal pack has no tool `{other}`")),
-        }
+        })
     }
 }
 

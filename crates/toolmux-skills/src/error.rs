@@ -40,6 +40,9 @@ pub enum SkillError {
         "the skill `{0}` is started by a person, not loaded by a model (its SKILL.md sets `disable-model-invocation: true`)"
     )]
     PersonOnly(String),
+    /// A call's arguments do not fit the tool's input struct.
+    #[error("{0}")]
+    Arguments(String),
 }
 
 impl SkillError {
@@ -47,7 +50,9 @@ impl SkillError {
     pub fn kind(&self) -> Option<ToolErrorKind> {
         match self {
             Self::NotFound { .. } => Some(ToolErrorKind::NotFound),
-            Self::Invalid { .. } | Self::PersonOnly(_) => Some(ToolErrorKind::Invalid),
+            Self::Invalid { .. } | Self::PersonOnly(_) | Self::Arguments(_) => {
+                Some(ToolErrorKind::Invalid)
+            }
             Self::Io { .. } => None,
         }
     }

@@ -18,10 +18,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolmux_core::{
     Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolResult,
-    run_blocking,
+    input_schema, parse_arguments, run_blocking,
 };
 
 pub use discovery::{Found, SkillRoot, bundled_files, default_roots, discover};
@@ -92,7 +94,9 @@ impl SkillsSource {
         arguments: &Map<String, Value>,
     ) -> Option<ToolResult> {
         let outcome = match tool {
-            "skill_list" => self.list(audience),
+            "skill_list" => parse_arguments(arguments)
+                .map_err(SkillError::Arguments)
+                .and_then(|ListArgs {}| self.list(audience)),
             "skill_load" => self.load(audience, arguments),
             _ => return None,
         };
@@ -167,10 +171,8 @@ impl SkillsSource {
         audience: Audience,
         arguments: &Map<String, Value>,
     ) -> Result<(Value, String), SkillError> {
-        let name = arguments
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let LoadArgs { name } = parse_arguments(arguments).map_err(SkillError::Arguments)?;
+        let name = name.as_str();
         let found = self.discover()?;
         let Some(skill) = found.skills.iter().find(|s| s.name == name) else {
             // An invalid skill of that name is reported as such, not as missing.
@@ -220,6 +222,19 @@ impl SkillsSource {
     }
 }
 
+/// `skill_list` takes no arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {}
+
+/// `skill_load`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LoadArgs {
+    /// The skill's name, from skill_list.
+    name: String,
+}
+
 fn descriptors() -> Vec<ToolDescriptor> {
     let string = json!({"type": "string"});
     let strings = json!({"type": "array", "items": {"type": "string"}});
@@ -228,7 +243,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
         SOURCE_ID,
         "skill_list",
         "List the Agent Skills installed for this project: each skill's name and description (what it does and when to use it). Load one with skill_load before following it.",
-        json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        input_schema::<ListArgs>(),
     );
     list.title = Some("List skills".into());
     list.output_schema = Some(Arc::new(json!({
@@ -251,12 +266,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
         SOURCE_ID,
         "skill_load",
         "Load an Agent Skill by name: its full instructions and the files it bundles (scripts, references), which you can read with the workspace tools under its `dir`.",
-        json!({
-            "type": "object",
-            "properties": {"name": {"type": "string", "description": "The skill's name, from skill_list."}},
-            "required": ["name"],
-            "additionalProperties": false,
-        }),
+        input_schema::<LoadArgs>(),
     );
     load.title = Some("Load a skill".into());
     load.output_schema = Some(Arc::new(json!({

@@ -8,7 +8,17 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 /// How many occurrences of `oldString` a replacement may and does replace.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum MatchMode {
     /// Exactly one occurrence must exist.
@@ -21,7 +31,17 @@ pub enum MatchMode {
 }
 
 /// How a section's content changes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SectionMode {
     /// Replace what is under the heading.

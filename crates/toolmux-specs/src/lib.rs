@@ -31,6 +31,7 @@ mod discovery;
 mod error;
 mod file;
 mod frontmatter;
+mod input;
 mod model;
 mod read;
 mod resources;
@@ -54,6 +55,9 @@ use toolmux_workspace::ProjectRoot;
 
 pub use discovery::{Config, Limits, find_specs_dir};
 pub use error::SpecsError;
+#[cfg(feature = "cli")]
+pub use input::cli;
+pub use input::{GroupBy, SpecBoard, SpecFilter, TagMatch};
 pub use model::{BrokenSpec, Doc, Meta, Priority, Spec, Status, SubSpec, Transition};
 pub use resources::{SPEC_SCHEME, spec_uri};
 pub use store::Snapshot;

@@ -9,6 +9,7 @@ use toolmux_workspace::ProjectRoot;
 use crate::discovery::Limits;
 use crate::error::SpecsError;
 use crate::file::{self, MAX_SPEC_FILE_BYTES};
+use crate::input::{GroupBy, SpecFilter, TagMatch};
 use crate::model::{Priority, Spec, Status};
 use crate::search::{self, Query};
 use crate::store::Snapshot;
@@ -39,34 +40,7 @@ fn broken_list(snap: &Snapshot) -> Value {
     )
 }
 
-/// The filters of `spec_list` and `spec_board` (LeanSpec 0.3.0's: exact, canonical values),
-/// as their input schemas name them. Unknown fields are left to the schema (the hub checks it
-/// before a call), because the board flattens these beside its own.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub(crate) struct ListFilter {
-    pub status: Option<String>,
-    pub tags: Vec<String>,
-    /// Several tags match a spec that has all of them (the rule, and what a filter
-    /// that narrows means); `any` asks for LeanSpec 0.3.0's rule, any of them.
-    pub tag_match: TagMatch,
-    pub priority: Option<String>,
-    pub assignee: Option<String>,
-    pub parent: Option<String>,
-}
-
-/// How several tags of a filter match a spec.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum TagMatch {
-    /// Every tag.
-    #[default]
-    All,
-    /// One of them.
-    Any,
-}
-
-impl ListFilter {
+impl SpecFilter {
     /// LeanSpec 0.3.0 leaves archived specs out of lists and boards, even when asked for
     /// `status: archived`; values are compared exactly (no aliases, case-sensitive).
     fn admits(&self, spec: &Spec, parent: Option<&str>) -> bool {
@@ -127,7 +101,7 @@ impl ListFilter {
 
 /// `spec_list`. The unfiltered list is made once per snapshot; a filtered one reuses the
 /// snapshot's rows.
-pub(crate) fn list(snap: &Snapshot, filter: &ListFilter) -> Result<(Value, String), SpecsError> {
+pub(crate) fn list(snap: &Snapshot, filter: &SpecFilter) -> Result<(Value, String), SpecsError> {
     if filter.is_empty() {
         if let Some(cached) = snap.derived.list.get() {
             return Ok(cached.clone());
@@ -138,7 +112,7 @@ pub(crate) fn list(snap: &Snapshot, filter: &ListFilter) -> Result<(Value, Strin
     list_uncached(snap, filter)
 }
 
-fn list_uncached(snap: &Snapshot, filter: &ListFilter) -> Result<(Value, String), SpecsError> {
+fn list_uncached(snap: &Snapshot, filter: &SpecFilter) -> Result<(Value, String), SpecsError> {
     let admitted = filter.apply_indices(snap)?;
     let rows = snap
         .derived
@@ -233,8 +207,8 @@ pub(crate) fn search(
 /// left out.
 pub(crate) fn board(
     snap: &Snapshot,
-    group_by: &str,
-    filter: &ListFilter,
+    group_by: GroupBy,
+    filter: &SpecFilter,
 ) -> Result<(Value, String), SpecsError> {
     let specs = filter.apply(snap)?;
     let mut groups: Vec<(String, Vec<&Spec>)> = Vec::new();
@@ -256,7 +230,7 @@ pub(crate) fn board(
         (map, none)
     };
     let group_by = match group_by {
-        "status" => {
+        GroupBy::Status => {
             for status in Status::ALL {
                 let members: Vec<&Spec> = specs
                     .iter()
@@ -269,7 +243,7 @@ pub(crate) fn board(
             }
             "status"
         }
-        "priority" => {
+        GroupBy::Priority => {
             for p in Priority::ALL {
                 let members: Vec<&Spec> = specs
                     .iter()
@@ -290,8 +264,8 @@ pub(crate) fn board(
             }
             "priority"
         }
-        "assignee" | "tag" | "tags" => {
-            let tags = group_by != "assignee";
+        GroupBy::Assignee | GroupBy::Tag => {
+            let tags = group_by == GroupBy::Tag;
             let (map, none) = by(&|s: &Spec| {
                 if tags {
                     s.meta().tags.clone()
@@ -305,7 +279,7 @@ pub(crate) fn board(
             }
             if tags { "tags" } else { "assignee" }
         }
-        "parent" => {
+        GroupBy::Parent => {
             let (map, none) = by(&|s: &Spec| s.parent.clone().into_iter().collect());
             for (parent, members) in map {
                 let name = match snap.get(&parent) {
@@ -318,11 +292,6 @@ pub(crate) fn board(
                 groups.push(("No parent".into(), none));
             }
             "parent"
-        }
-        other => {
-            return Err(SpecsError::Invalid(format!(
-                "cannot group by `{other}` (status, priority, assignee, tag or parent)"
-            )));
         }
     };
     let mut text = String::new();

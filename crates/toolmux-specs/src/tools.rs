@@ -8,16 +8,19 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use toolmux_core::{ToolAnnotations, ToolDescriptor};
+use toolmux_core::{ToolAnnotations, ToolDescriptor, input_schema, parse_arguments};
 
 use crate::Inner;
 use crate::error::SpecsError;
-use crate::read::{self, ListFilter};
+use crate::input::{
+    LinkAction, NoArgs, RelationshipArgs, SearchArgs, SpecBoard, SpecFilter, TokensArgs,
+    ValidateArgs, ViewArgs,
+};
+use crate::read;
 use crate::store::Snapshot;
-use crate::update::{self, CreateArgs, LinkType};
+use crate::update::{self, CreateArgs, UpdateArgs};
 
 pub(crate) const SOURCE_ID: &str = "specs";
 
@@ -34,14 +37,6 @@ pub const TOOL_NAMES: [&str; 10] = [
     "spec_stats",
     "spec_relationships",
 ];
-
-fn string(description: &str) -> Value {
-    json!({"type": "string", "description": description})
-}
-
-fn strings(description: &str) -> Value {
-    json!({"type": "array", "items": {"type": "string"}, "description": description})
-}
 
 fn object(properties: Value, required: &[&str]) -> Value {
     json!({
@@ -73,29 +68,6 @@ fn summary_schema() -> Value {
             "id", "number", "title", "status", "priority", "tags", "assignee", "parent", "created",
         ],
     )
-}
-
-fn spec_ref() -> Value {
-    string(
-        "The spec: its number (`42` or `042`), folder name, or a fragment of the name only one spec has.",
-    )
-}
-
-const STATUS_VALUES: [&str; 5] = ["draft", "planned", "in-progress", "complete", "archived"];
-const PRIORITY_VALUES: [&str; 4] = ["low", "medium", "high", "critical"];
-
-fn filter_properties() -> Map<String, Value> {
-    let Value::Object(map) = json!({
-        "status": {"type": "string", "enum": STATUS_VALUES, "description": "Only specs with this status. Archived specs are never listed (as in LeanSpec 0.3.0)."},
-        "tags": strings("Only specs with all of these tags (exact, case-sensitive); see `tagMatch`."),
-        "tagMatch": {"type": "string", "enum": ["all", "any"], "default": "all", "description": "`all` (default): a spec must have every tag in `tags`; `any`: one is enough (LeanSpec 0.3.0's `-t a -t b`)."},
-        "priority": {"type": "string", "enum": PRIORITY_VALUES, "description": "Only specs with this priority."},
-        "assignee": string("Only specs assigned to exactly this person."),
-        "parent": string("Only children of this spec (number, folder name or fragment)."),
-    }) else {
-        return Map::new();
-    };
-    map
 }
 
 fn descriptor(
@@ -138,24 +110,12 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
         }),
         &["severity", "rule", "line", "message"],
     );
-    let mut list_input = filter_properties();
-    list_input.remove("parent");
-    list_input.insert(
-        "parent".into(),
-        string("Only children of this spec (number, folder name or fragment)."),
-    );
-    let mut board_input = filter_properties();
-    board_input.insert(
-        "groupBy".into(),
-        json!({"type": "string", "enum": ["status", "priority", "assignee", "tag", "parent"], "default": "status",
-               "description": "What to group by. Default `status`."}),
-    );
     vec![
         descriptor(
             "spec_list",
             "List specs",
             "List the project's specs (LeanSpec format) in number order, with status, priority, tags, assignee and parent. Specs whose frontmatter cannot be read are reported under `errors`.",
-            object(Value::Object(list_input), &[]),
+            input_schema::<SpecFilter>(),
             object(
                 json!({"count": {"type": "integer"}, "specs": {"type": "array", "items": summary_schema()}, "errors": errors_schema}),
                 &["count", "specs", "errors"],
@@ -166,7 +126,7 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
             "spec_view",
             "View a spec",
             "Read one spec: frontmatter, body, sub-spec files, parent, children, dependencies and dependents, and its `contentHash` (pass it to spec_update as `expectedContentHash`).",
-            object(json!({"spec": spec_ref()}), &["spec"]),
+            input_schema::<ViewArgs>(),
             object(
                 json!({
                     "id": {"type": "string"}, "number": {"type": ["integer", "null"]}, "title": {"type": "string"},
@@ -206,13 +166,7 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
             "spec_search",
             "Search specs",
             "Search specs with LeanSpec's query syntax and scoring: words (all must match), AND, OR, NOT, \"exact phrases\", status:, tag:, priority:, title:, created:>=2025-01 (also >, <, <=, a year, month or day), fuzzy term~ or term~2. Best matches first.",
-            object(
-                json!({
-                    "query": string("The query, e.g. `auth NOT legacy`, `tag:api status:planned`, `\"token refresh\"`, `gatway~2`."),
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10, "description": "The most results. Default 10."},
-                }),
-                &["query"],
-            ),
+            input_schema::<SearchArgs>(),
             object(
                 json!({
                     "query": {"type": "string"}, "count": {"type": "integer"},
@@ -229,21 +183,7 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
             "spec_create",
             "Create a spec",
             "Create a spec folder `NNN-name/README.md` with the next number, the template (or your content), and frontmatter.",
-            object(
-                json!({
-                    "name": string("Kebab-case name (`search-index`); a leading `NNN-` is dropped."),
-                    "title": string("The title (the `# ` heading). Default: the name in title case."),
-                    "status": {"type": "string", "enum": STATUS_VALUES, "description": "Initial status. Default `planned` (`draft` when the config enables draft status)."},
-                    "priority": {"type": "string", "enum": PRIORITY_VALUES, "description": "Priority. Default `medium`."},
-                    "template": string("A template file in `.lean-spec/templates/`. Default: the config's, else the built-in one."),
-                    "content": string("The body in markdown instead of the template."),
-                    "tags": strings("Tags."),
-                    "parent": string("The parent (umbrella) spec."),
-                    "dependsOn": strings("Specs this one depends on."),
-                    "assignee": string("Who owns it."),
-                }),
-                &["name"],
-            ),
+            input_schema::<CreateArgs>(),
             object(
                 json!({
                     "id": {"type": "string"}, "number": {"type": "integer"}, "title": {"type": "string"},
@@ -266,34 +206,7 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
             "spec_update",
             "Update a spec",
             "Change a spec: status (recorded in `transitions`, with timestamps), priority, assignee, tags, text replacements, section edits, checklist toggles or the whole body. Pass `expectedContentHash` from spec_view so a concurrent change is refused instead of overwritten. Completing a spec with unchecked items or incomplete children, or moving a draft straight to in-progress/complete, needs `force`.",
-            object(
-                json!({
-                    "spec": spec_ref(),
-                    "status": {"type": "string", "enum": ["draft", "planned", "in-progress", "in_progress", "complete", "completed", "archived"], "description": "New status."},
-                    "priority": {"type": "string", "enum": ["low", "medium", "med", "high", "critical", "urgent"], "description": "New priority."},
-                    "assignee": string("New assignee; an empty string removes it."),
-                    "addTags": strings("Tags to add."),
-                    "removeTags": strings("Tags to remove."),
-                    "replacements": {"type": "array", "description": "Text replacements in the body, applied in order.", "items": object(json!({
-                        "oldString": string("The exact text to find."),
-                        "newString": string("Its replacement."),
-                        "matchMode": {"type": "string", "enum": ["unique", "all", "first"], "default": "unique", "description": "`unique` (default): exactly one occurrence must exist; `all`; `first`."},
-                    }), &["oldString", "newString"])},
-                    "sectionUpdates": {"type": "array", "description": "Edits of `## ` sections, by heading.", "items": object(json!({
-                        "section": string("The heading text (case-insensitive)."),
-                        "content": string("The new content."),
-                        "mode": {"type": "string", "enum": ["replace", "append", "prepend"], "default": "replace", "description": "Default `replace`."},
-                    }), &["section", "content"])},
-                    "checklistToggles": {"type": "array", "description": "Check or uncheck `- [ ]` items found by their text.", "items": object(json!({
-                        "itemText": string("Text the item contains (case-insensitive)."),
-                        "checked": {"type": "boolean", "description": "Checked or not."},
-                    }), &["itemText", "checked"])},
-                    "content": string("A whole new body (the title heading is kept). Other body edits are then ignored."),
-                    "expectedContentHash": string("The `contentHash` you read; the update is refused if the body changed since."),
-                    "force": {"type": "boolean", "default": false, "description": "Skip the completion and draft-stage checks. Default false."},
-                }),
-                &["spec"],
-            ),
+            input_schema::<UpdateArgs>(),
             object(
                 json!({
                     "id": {"type": "string"}, "file": {"type": "string"},
@@ -318,7 +231,7 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
             "spec_validate",
             "Validate specs",
             "Check one spec or all against LeanSpec's rules: frontmatter, `created` date, dependencies, title, empty sections, tags, line and token limits. Errors and warnings with line numbers.",
-            object(json!({"spec": string("One spec; all when absent.")}), &[]),
+            input_schema::<ValidateArgs>(),
             object(
                 json!({
                     "valid": {"type": "boolean"}, "errors": {"type": "integer"}, "warnings": {"type": "integer"},
@@ -335,13 +248,7 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
             "spec_tokens",
             "Count spec tokens",
             "Count cl100k_base tokens of a spec (README and sub-specs), of any file in the project, or of every spec, with LeanSpec's ratings (≤2000 optimal, ≤3500 good, ≤5000 warning, above excessive).",
-            object(
-                json!({
-                    "spec": string("One spec."),
-                    "file": string("A file path relative to the project root (instead of a spec)."),
-                }),
-                &[],
-            ),
+            input_schema::<TokensArgs>(),
             object(
                 json!({
                     "encoding": {"type": "string"}, "total": {"type": "integer"},
@@ -356,7 +263,7 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
             "spec_board",
             "Spec board",
             "The project board: specs grouped by status, priority, assignee, tag or parent (archived specs left out, as in LeanSpec).",
-            object(Value::Object(board_input), &[]),
+            input_schema::<SpecBoard>(),
             object(
                 json!({
                     "groupBy": {"type": "string"}, "total": {"type": "integer"},
@@ -373,7 +280,7 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
             "spec_stats",
             "Spec statistics",
             "Counts over every spec: by status, priority and tag, completion, active specs, dependencies, parents, sub-spec files.",
-            object(json!({}), &[]),
+            input_schema::<NoArgs>(),
             object(
                 json!({
                     "total": {"type": "integer"}, "byStatus": {"type": "object"}, "byPriority": {"type": "object"},
@@ -406,15 +313,7 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
             "spec_relationships",
             "Spec relationships",
             "View a spec's parent, children, dependencies and dependents, or add or remove a parent, child or depends_on link. Links that would make a cycle are refused.",
-            object(
-                json!({
-                    "spec": spec_ref(),
-                    "action": {"type": "string", "enum": ["view", "add", "remove"], "default": "view", "description": "Default `view`."},
-                    "type": {"type": "string", "enum": ["parent", "child", "depends_on"], "description": "The link (for add and remove)."},
-                    "target": string("The other spec (for add and remove)."),
-                }),
-                &["spec"],
-            ),
+            input_schema::<RelationshipArgs>(),
             object(
                 json!({
                     "id": {"type": "string"}, "action": {"type": "string"},
@@ -429,76 +328,6 @@ pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
             true,
         ),
     ]
-}
-
-/// A call's arguments as the tool's argument struct. The hub has checked them against the
-/// input schema already; this names the field when they still do not fit.
-fn parse<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T, SpecsError> {
-    serde_path_to_error::deserialize(args).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        SpecsError::Invalid(if path == "." {
-            inner.to_string()
-        } else {
-            format!("`{path}`: {inner}")
-        })
-    })
-}
-
-/// `spec_view`'s, `spec_validate`'s and `spec_tokens`'s arguments.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OneSpec {
-    spec: Option<String>,
-    file: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SearchArgs {
-    query: String,
-    #[serde(default = "default_limit")]
-    limit: u64,
-}
-
-fn default_limit() -> u64 {
-    10
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct BoardArgs {
-    #[serde(default = "default_group")]
-    group_by: String,
-    #[serde(flatten)]
-    filter: ListFilter,
-}
-
-fn default_group() -> String {
-    "status".into()
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum LinkAction {
-    View,
-    Add,
-    Remove,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RelationshipArgs {
-    spec: String,
-    #[serde(default = "view")]
-    action: LinkAction,
-    #[serde(rename = "type")]
-    link: Option<LinkType>,
-    target: Option<String>,
-}
-
-fn view() -> LinkAction {
-    LinkAction::View
 }
 
 /// Runs `f` on a fresh snapshot while holding the specs directory's lock (this process's
@@ -527,6 +356,11 @@ pub(crate) fn run(
     Some(run_known(inner, tool, args))
 }
 
+/// A call's arguments as the tool's input struct.
+fn parse<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T, SpecsError> {
+    parse_arguments(args).map_err(SpecsError::Invalid)
+}
+
 fn run_known(
     inner: &Inner,
     tool: &str,
@@ -538,8 +372,7 @@ fn run_known(
     match tool {
         "spec_list" => read::list(&*snapshot()?, &parse(args)?),
         "spec_view" => {
-            let OneSpec { spec, .. } = parse(args)?;
-            let spec = spec.ok_or_else(|| SpecsError::Invalid("`spec` is required".into()))?;
+            let ViewArgs { spec } = parse(args)?;
             read::view(&*snapshot()?, &spec)
         }
         "spec_search" => {
@@ -551,16 +384,19 @@ fn run_known(
             )
         }
         "spec_board" => {
-            let BoardArgs { group_by, filter } = parse(args)?;
-            read::board(&*snapshot()?, &group_by, &filter)
+            let SpecBoard { group_by, filter } = parse(args)?;
+            read::board(&*snapshot()?, group_by, &filter)
         }
-        "spec_stats" => read::stats(&*snapshot()?),
+        "spec_stats" => {
+            let NoArgs {} = parse(args)?;
+            read::stats(&*snapshot()?)
+        }
         "spec_validate" => {
-            let OneSpec { spec, .. } = parse(args)?;
+            let ValidateArgs { spec } = parse(args)?;
             read::validate(&*snapshot()?, spec.as_deref(), &inner.config.limits)
         }
         "spec_tokens" => {
-            let OneSpec { spec, file } = parse(args)?;
+            let TokensArgs { spec, file } = parse(args)?;
             read::tokens(
                 &*snapshot()?,
                 &inner.project,
@@ -579,7 +415,8 @@ fn run_known(
             Ok((created, text))
         }
         "spec_update" => {
-            let updated = update::update(&inner.store, &inner.locks, &*snapshot()?, parse(args)?)?;
+            let args: UpdateArgs = parse(args)?;
+            let updated = update::update(&inner.store, &inner.locks, &*snapshot()?, args)?;
             let changed: Vec<&str> = updated["changed"]
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_str).collect())

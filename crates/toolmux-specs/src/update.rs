@@ -9,6 +9,7 @@ use std::fs;
 use std::path::Path;
 
 use chrono::{SecondsFormat, Utc};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolmux_workspace::ProjectRoot;
@@ -133,56 +134,78 @@ pub(crate) fn edit_spec(
     written
 }
 
-/// The arguments of `spec_update`, as its input schema names them.
-#[derive(Debug, Deserialize)]
+/// The arguments of `spec_update`: its input schema is derived from this struct.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct UpdateArgs {
+    /// The spec: its number (`42` or `042`), folder name, or a fragment of the name only one spec has.
     pub spec: String,
+    /// New status.
+    #[schemars(extend("enum" = crate::input::UPDATE_STATUS_VALUES))]
     pub status: Option<String>,
+    /// New priority.
+    #[schemars(extend("enum" = crate::input::UPDATE_PRIORITY_VALUES))]
     pub priority: Option<String>,
+    /// New assignee; an empty string removes it.
     pub assignee: Option<String>,
+    /// Tags to add.
     #[serde(default)]
     pub add_tags: Vec<String>,
+    /// Tags to remove.
     #[serde(default)]
     pub remove_tags: Vec<String>,
+    /// Text replacements in the body, applied in order.
     #[serde(default)]
     pub replacements: Vec<Replacement>,
+    /// Edits of `## ` sections, by heading.
     #[serde(default, rename = "sectionUpdates")]
     pub sections: Vec<SectionUpdate>,
+    /// Check or uncheck `- [ ]` items found by their text.
     #[serde(default, rename = "checklistToggles")]
     pub checklist: Vec<ChecklistToggle>,
+    /// A whole new body (the title heading is kept). Other body edits are then ignored.
     pub content: Option<String>,
+    /// The `contentHash` you read; the update is refused if the body changed since.
     #[serde(rename = "expectedContentHash")]
     pub expected_hash: Option<String>,
+    /// Skip the completion and draft-stage checks. Default false.
     #[serde(default)]
     pub force: bool,
 }
 
 /// One text replacement of `spec_update`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Replacement {
+    /// The exact text to find.
     pub old_string: String,
+    /// Its replacement.
     pub new_string: String,
+    /// `unique` (default): exactly one occurrence must exist; `all`; `first`.
     #[serde(default)]
     pub match_mode: MatchMode,
 }
 
 /// One section edit of `spec_update`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct SectionUpdate {
+    /// The heading text (case-insensitive).
     pub section: String,
+    /// The new content.
     pub content: String,
+    /// Default `replace`.
     #[serde(default)]
     pub mode: SectionMode,
 }
 
 /// One checklist toggle of `spec_update`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ChecklistToggle {
+    /// Text the item contains (case-insensitive).
     pub item_text: String,
+    /// Checked or not.
     pub checked: bool,
 }
 
@@ -364,21 +387,33 @@ pub(crate) fn update(
     }))
 }
 
-/// The arguments of `spec_create`, as its input schema names them.
-#[derive(Debug, Deserialize)]
+/// The arguments of `spec_create`: its input schema is derived from this struct.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct CreateArgs {
+    /// Kebab-case name (`search-index`); a leading `NNN-` is dropped.
     pub name: String,
+    /// The title (the `# ` heading). Default: the name in title case.
     pub title: Option<String>,
+    /// Initial status. Default `planned` (`draft` when the config enables draft status).
+    #[schemars(extend("enum" = crate::input::statuses()))]
     pub status: Option<String>,
+    /// Priority. Default `medium`.
+    #[schemars(extend("enum" = crate::input::priorities()))]
     pub priority: Option<String>,
+    /// A template file in `.lean-spec/templates/`. Default: the config's, else the built-in one.
     pub template: Option<String>,
+    /// The body in markdown instead of the template.
     pub content: Option<String>,
+    /// Tags.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// The parent (umbrella) spec.
     pub parent: Option<String>,
+    /// Specs this one depends on.
     #[serde(default)]
     pub depends_on: Vec<String>,
+    /// Who owns it.
     pub assignee: Option<String>,
 }
 
@@ -579,7 +614,7 @@ fn fill(
 }
 
 /// The kinds of link `spec_relationships` manages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum LinkType {
     Parent,

@@ -32,9 +32,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use toolmux_core::{
     Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolResult,
+    input_schema, parse_arguments,
 };
 
 pub use fetch::{Fetched, Fetcher, html_to_markdown};
@@ -134,13 +137,12 @@ impl WebPack {
     }
 
     async fn url_fetch(&self, arguments: &serde_json::Map<String, Value>) -> ToolResult {
-        let Some(url) = arguments.get("url").and_then(Value::as_str) else {
-            return ToolResult::error("`url` is required");
+        let FetchArgs { url, max_bytes } = match parse_arguments(arguments) {
+            Ok(args) => args,
+            Err(e) => return ToolResult::error(e),
         };
-        let max_bytes = arguments
-            .get("maxBytes")
-            .and_then(Value::as_u64)
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let url = url.as_str();
+        let max_bytes = max_bytes.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         match self.fetcher.fetch(url, max_bytes).await {
             Ok(fetched) => {
                 let text = summary(&fetched);
@@ -163,14 +165,12 @@ impl WebPack {
                  or `\"kind\": \"brave\"` / `\"tavily\"` with `\"apiKey\": \"${VAR}\"`)",
             );
         };
-        let Some(query) = arguments.get("query").and_then(Value::as_str) else {
-            return ToolResult::error("`query` is required");
+        let SearchArgs { query, count } = match parse_arguments(arguments) {
+            Ok(args) => args,
+            Err(e) => return ToolResult::error(e),
         };
-        let count = arguments
-            .get("count")
-            .and_then(Value::as_u64)
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-        match searcher.search(query, count).await {
+        let count = count.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        match searcher.search(&query, count).await {
             Ok(hits) => {
                 let mut text = String::new();
                 for (i, hit) in hits.iter().enumerate() {
@@ -216,6 +216,30 @@ fn summary(fetched: &Fetched) -> String {
     text
 }
 
+/// `url_fetch`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FetchArgs {
+    /// The http or https URL to fetch.
+    #[schemars(regex(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://"))]
+    url: String,
+    /// Read at most this many bytes of the body (never more than the configured cap).
+    #[schemars(range(min = 1))]
+    max_bytes: Option<u64>,
+}
+
+/// `web_search`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// What to search for.
+    #[schemars(length(min = 1))]
+    query: String,
+    /// How many results (default from `webSearch.maxResults`, else 5).
+    #[schemars(range(min = 1, max = 20))]
+    count: Option<u64>,
+}
+
 fn url_fetch_descriptor(settings: &FetchSettings) -> ToolDescriptor {
     let mut d = ToolDescriptor::new(
         SOURCE_ID,
@@ -229,23 +253,7 @@ fn url_fetch_descriptor(settings: &FetchSettings) -> ToolDescriptor {
             settings.max_bytes,
             settings.timeout.as_secs()
         ),
-        json!({
-            "type": "object",
-            "properties": {
-                "url": {
-                    "type": "string",
-                    "description": "The http or https URL to fetch.",
-                    "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://"
-                },
-                "maxBytes": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Read at most this many bytes of the body (never more than the configured cap)."
-                }
-            },
-            "required": ["url"],
-            "additionalProperties": false
-        }),
+        input_schema::<FetchArgs>(),
     );
     d.title = Some("Fetch a URL".to_string());
     d.annotations = ToolAnnotations {
@@ -271,15 +279,7 @@ fn web_search_descriptor(search: Option<&SearchSettings>) -> ToolDescriptor {
             "Searches the web through {service} and returns results as title, URL and snippet. \
              Read a result with url_fetch."
         ),
-        json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "description": "What to search for."},
-                "count": {"type": "integer", "minimum": 1, "maximum": 20, "description": "How many results (default from `webSearch.maxResults`, else 5)."}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        }),
+        input_schema::<SearchArgs>(),
     );
     d.title = Some("Search the web".to_string());
     d.annotations = ToolAnnotations {

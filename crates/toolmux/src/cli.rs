@@ -2,8 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::builder::PossibleValuesParser;
-use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 
 /// One registry of tools for AI agents: built-in tools, your scripts and upstream servers,
 /// served over MCP, REST and chat.
@@ -393,7 +392,7 @@ pub struct SpecsArgs {
 #[derive(Debug, Subcommand)]
 pub enum SpecsCommand {
     /// List specs in number order (archived ones left out, as LeanSpec does).
-    List(SpecFilterArgs),
+    List(toolmux_specs::SpecFilter),
     /// Show one spec: its metadata, relationships and content.
     View {
         /// The spec: its number (`42`, `042`), folder name, or a fragment only one spec has.
@@ -424,13 +423,7 @@ pub enum SpecsCommand {
         strict: bool,
     },
     /// The board: specs grouped by status, priority, assignee, tag or parent.
-    Board {
-        /// What to group by.
-        #[arg(short, long, value_enum, default_value_t = BoardGroup::Status)]
-        group_by: BoardGroup,
-        #[command(flatten)]
-        filter: SpecFilterArgs,
-    },
+    Board(toolmux_specs::SpecBoard),
     /// Counts over every spec: by status, priority and tag, completion, dependencies.
     Stats,
     /// Count the cl100k_base tokens of one spec (README and sub-specs), of a file, or of every
@@ -454,57 +447,6 @@ pub enum SpecsCommand {
     Unlink(SpecLinkArgs),
 }
 
-/// What `spec_board` groups by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BoardGroup {
-    Status,
-    Priority,
-    Assignee,
-    #[value(alias = "tags")]
-    Tag,
-    Parent,
-}
-
-/// The canonical statuses, for clap to check and list in `--help`.
-fn spec_status() -> PossibleValuesParser {
-    PossibleValuesParser::new(toolmux_specs::Status::ALL.map(toolmux_specs::Status::as_str))
-}
-
-/// The canonical priorities.
-fn spec_priority() -> PossibleValuesParser {
-    PossibleValuesParser::new(toolmux_specs::Priority::ALL.map(toolmux_specs::Priority::as_str))
-}
-
-/// The filters of `specs list` and `specs board` (those of `spec_list`).
-#[derive(Debug, Args)]
-pub struct SpecFilterArgs {
-    /// Only specs with this status.
-    #[arg(short, long, value_parser = spec_status())]
-    pub status: Option<String>,
-    /// Only specs with this tag (repeatable, or comma-separated): all of them, or any of them
-    /// with `--any-tag`.
-    #[arg(
-        short,
-        long = "tag",
-        alias = "tags",
-        value_name = "TAG",
-        value_delimiter = ','
-    )]
-    pub tags: Vec<String>,
-    /// A spec with any one of the `--tag`s is enough (LeanSpec's own `-t a -t b`).
-    #[arg(long)]
-    pub any_tag: bool,
-    /// Only specs with this priority.
-    #[arg(short, long, value_parser = spec_priority())]
-    pub priority: Option<String>,
-    /// Only specs assigned to exactly this person.
-    #[arg(short, long)]
-    pub assignee: Option<String>,
-    /// Only children of this spec.
-    #[arg(long, value_name = "SPEC")]
-    pub parent: Option<String>,
-}
-
 #[derive(Debug, Args)]
 pub struct SpecCreateArgs {
     /// Kebab-case name (`my-feature`); a leading `NNN-` is dropped.
@@ -513,10 +455,10 @@ pub struct SpecCreateArgs {
     #[arg(short, long)]
     pub title: Option<String>,
     /// The initial status. Default: planned (draft when the LeanSpec config enables drafts).
-    #[arg(short, long, value_parser = spec_status())]
+    #[arg(short, long, value_parser = toolmux_specs::cli::status_parser())]
     pub status: Option<String>,
     /// The priority. Default: medium.
-    #[arg(short, long, value_parser = spec_priority())]
+    #[arg(short, long, value_parser = toolmux_specs::cli::priority_parser())]
     pub priority: Option<String>,
     /// A tag (repeatable, or comma-separated).
     #[arg(
@@ -557,10 +499,10 @@ pub struct SpecUpdateArgs {
     /// The spec: its number, folder name, or a fragment only one spec has.
     pub spec: String,
     /// The new status (recorded in `transitions`).
-    #[arg(short, long, value_parser = spec_status())]
+    #[arg(short, long, value_parser = toolmux_specs::cli::status_parser())]
     pub status: Option<String>,
     /// The new priority.
-    #[arg(short, long, value_parser = spec_priority())]
+    #[arg(short, long, value_parser = toolmux_specs::cli::priority_parser())]
     pub priority: Option<String>,
     /// The new assignee; an empty string removes it.
     #[arg(short, long)]

@@ -15,10 +15,7 @@ use serde_json::{Map, Value, json};
 use toolmux_workspace::ProjectRoot;
 
 use crate::assembly::Assembly;
-use crate::cli::{
-    BoardGroup, SpecCreateArgs, SpecFilterArgs, SpecLinkArgs, SpecUpdateArgs, SpecsArgs,
-    SpecsCommand,
-};
+use crate::cli::{SpecCreateArgs, SpecLinkArgs, SpecUpdateArgs, SpecsArgs, SpecsCommand};
 use crate::cli_call;
 use crate::exit::{Failure, OK, TOOL_FAILED};
 use crate::output::{emit, pretty};
@@ -35,7 +32,7 @@ pub async fn run(project: Option<&Path>, args: SpecsArgs) -> Result<u8, Failure>
     };
     match args.command {
         SpecsCommand::List(filter) => {
-            let result = specs.call("spec_list", filter_arguments(&filter)).await?;
+            let result = specs.call("spec_list", arguments_of(&filter)?).await?;
             specs.show(&result, list_text)
         }
         SpecsCommand::View { spec } => {
@@ -66,10 +63,8 @@ pub async fn run(project: Option<&Path>, args: SpecsArgs) -> Result<u8, Failure>
             let failing = count("errors") > 0 || (strict && count("warnings") > 0);
             Ok(if failing { TOOL_FAILED } else { OK })
         }
-        SpecsCommand::Board { group_by, filter } => {
-            let mut arguments = filter_arguments(&filter);
-            arguments["groupBy"] = Value::from(group_name(group_by));
-            let result = specs.call("spec_board", arguments).await?;
+        SpecsCommand::Board(board) => {
+            let result = specs.call("spec_board", arguments_of(&board)?).await?;
             specs.show(&result, board_text)
         }
         SpecsCommand::Stats => {
@@ -182,28 +177,11 @@ fn insert_list(arguments: &mut Map<String, Value>, key: &str, values: Vec<String
     }
 }
 
-/// The arguments `spec_list` and `spec_board` share.
-fn filter_arguments(filter: &SpecFilterArgs) -> Value {
-    let mut arguments = Map::new();
-    insert_some(&mut arguments, "status", filter.status.clone());
-    insert_list(&mut arguments, "tags", filter.tags.clone());
-    if filter.any_tag {
-        arguments.insert("tagMatch".into(), Value::from("any"));
-    }
-    insert_some(&mut arguments, "priority", filter.priority.clone());
-    insert_some(&mut arguments, "assignee", filter.assignee.clone());
-    insert_some(&mut arguments, "parent", filter.parent.clone());
-    arguments.into()
-}
-
-fn group_name(group: BoardGroup) -> &'static str {
-    match group {
-        BoardGroup::Status => "status",
-        BoardGroup::Priority => "priority",
-        BoardGroup::Assignee => "assignee",
-        BoardGroup::Tag => "tag",
-        BoardGroup::Parent => "parent",
-    }
+/// A tool's input struct, parsed from the flags clap derives from it, as its arguments.
+fn arguments_of(input: &impl serde::Serialize) -> Result<Value, Failure> {
+    toolmux_core::arguments_of(input)
+        .map(Value::Object)
+        .map_err(|e| Failure::Runtime(anyhow::anyhow!("the flags cannot be passed on: {e}")))
 }
 
 fn create_arguments(create: SpecCreateArgs) -> Result<Value, Failure> {

@@ -1,0 +1,167 @@
+//! One definition per shape: a built-in tool's input struct is the only place its fields are
+//! written, and every surface is derived from it. For the spec filter (`spec_list`'s input, and
+//! with the group `spec_board`'s), every field of the struct is in the MCP `tools/list`
+//! inputSchema, in the REST OpenAPI document (as the route's query parameter and in the tool's
+//! input component) and among `toolmux specs` flags, against the real served binary and the
+//! real Python MCP client. The fields are read from the struct itself, so a field added to it
+//! is checked on all three surfaces with no edit here.
+
+mod support;
+
+use serde_json::{Map, Value, json};
+use support::toolmux_project;
+use toolmux_testkit::python_client::run_mcp_steps;
+use toolmux_testkit::served::{KEY, Served, config_with_key};
+
+/// One tool input and the surfaces derived from it.
+struct Surfaces {
+    tool: &'static str,
+    schema: Value,
+    route: &'static str,
+    command: [&'static str; 3],
+}
+
+/// A property name as its flag: `tagMatch` is `--tag-match`.
+fn flag(property: &str) -> String {
+    let mut flag = String::from("--");
+    for c in property.chars() {
+        if c.is_ascii_uppercase() {
+            flag.push('-');
+        }
+        flag.push(c.to_ascii_lowercase());
+    }
+    flag
+}
+
+fn properties(schema: &Value) -> &Map<String, Value> {
+    schema["properties"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no properties: {schema}"))
+}
+
+#[test]
+fn every_field_of_a_tool_input_struct_is_on_every_surface() {
+    let project = toolmux_project();
+    project.config(&config_with_key(""));
+    project.write(
+        "specs/001-first/README.md",
+        "---\nstatus: planned\ncreated: 2025-01-10\n---\n\n# First\n",
+    );
+    let served = Served::start(&project, &[]);
+
+    let listed = run_mcp_steps(&json!({
+        "transport": "http",
+        "url": served.mcp_url(),
+        "headers": {"Authorization": format!("Bearer {KEY}")},
+        "steps": [{"op": "list"}],
+    }));
+    let mcp_tools = listed[0]["tools"].as_array().expect("MCP tools");
+    let document = served.get_with_key("/api/openapi.json");
+    assert_eq!(document.status, 200, "{}", document.body);
+    let document = document.json();
+
+    for surfaces in [
+        Surfaces {
+            tool: "spec_list",
+            schema: toolmux_core::input_schema::<toolmux_specs::SpecFilter>(),
+            route: "/api/specs",
+            command: ["specs", "list", "--help"],
+        },
+        Surfaces {
+            tool: "spec_board",
+            schema: toolmux_core::input_schema::<toolmux_specs::SpecBoard>(),
+            route: "/api/specs/board",
+            command: ["specs", "board", "--help"],
+        },
+    ] {
+        let tool = surfaces.tool;
+        let fields = properties(&surfaces.schema);
+        assert!(!fields.is_empty(), "{tool}: the struct has no fields");
+
+        let mcp = mcp_tools
+            .iter()
+            .find(|t| t["name"] == tool)
+            .unwrap_or_else(|| panic!("{tool} is not listed over MCP"));
+        let component = &document["components"]["schemas"][toolmux_api::tool_input_component(tool)];
+        let parameters: Vec<&Value> = document["paths"][surfaces.route]["get"]["parameters"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{} has no parameters", surfaces.route))
+            .iter()
+            .collect();
+        let help = project.run(&surfaces.command).ok();
+
+        for (name, field) in fields {
+            // MCP and the OpenAPI component carry the field as the struct declares it.
+            assert_eq!(
+                &mcp["inputSchema"]["properties"][name], field,
+                "{tool}.{name} over MCP"
+            );
+            assert_eq!(
+                &component["properties"][name], field,
+                "{tool}.{name} in the OpenAPI component"
+            );
+            // The route's query parameter, with the field's description.
+            let parameter = parameters
+                .iter()
+                .find(|p| p["name"] == name.as_str())
+                .unwrap_or_else(|| panic!("{tool}.{name}: no `{name}` parameter"));
+            assert_eq!(parameter["in"], "query", "{tool}.{name}");
+            assert_eq!(
+                parameter["description"], field["description"],
+                "{tool}.{name}"
+            );
+            // The command's flag (or, for a field clap was not told is a flag, its positional
+            // argument: `[TITLE]`).
+            let flag = flag(name);
+            let positional = flag
+                .trim_start_matches('-')
+                .replace('-', "_")
+                .to_uppercase();
+            assert!(
+                help.split(|c: char| c.is_whitespace() || c == ',')
+                    .any(|word| word == flag
+                        || word.trim_matches(['[', ']', '<', '>']) == positional),
+                "{tool}.{name}: no {flag} in `toolmux {}`:\n{help}",
+                surfaces.command.join(" ")
+            );
+        }
+        // Nothing on a surface that the struct does not have.
+        assert_eq!(
+            properties(&mcp["inputSchema"]).len(),
+            fields.len(),
+            "{tool} over MCP"
+        );
+        assert_eq!(parameters.len(), fields.len(), "{}", surfaces.route);
+    }
+}
+
+/// Every built-in tool's input is a component of the OpenAPI document, the very schema the tool
+/// lists (both derived from its input struct).
+#[test]
+fn every_builtin_tool_input_is_an_openapi_component() {
+    let project = toolmux_project();
+    project.config(&config_with_key(""));
+    project.write(
+        "specs/001-first/README.md",
+        "---\nstatus: planned\ncreated: 2025-01-10\n---\n\n# First\n",
+    );
+    let served = Served::start(&project, &[]);
+    let tools = served.get_with_key("/api/tools").json();
+    let document = served.get_with_key("/api/openapi.json").json();
+    let components = &document["components"]["schemas"];
+    let builtin: Vec<&Value> = tools["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter(|t| t["sourceKind"] == "builtin")
+        .collect();
+    assert!(builtin.iter().any(|t| t["name"] == "spec_list"), "{tools}");
+    for tool in builtin {
+        let name = tool["name"].as_str().expect("name");
+        assert_eq!(
+            components[toolmux_api::tool_input_component(name)],
+            tool["inputSchema"],
+            "{name}"
+        );
+    }
+}
