@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{HttpServer, RawResponse, TestSource, hub, post, raw_http};
+use common::{HttpServer, RawResponse, TestSource, hub, hub_with_ask_rule, post, raw_http};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use toolmux_mcp_server::{ServeOptions, serve_on};
@@ -205,6 +205,45 @@ async fn a_stateless_request_is_answered_without_a_session_with_result_type_and_
             "2025-11-25",
             "2026-07-28"
         ])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_client_is_never_sent_an_elicitation_for_an_approval() {
+    // 2026-07-28 has no server-to-client requests; until approvals are input-required results,
+    // an `ask` call of a stateless client is asked of the process's queue, and where there is
+    // none (here), refused with the hub's own words, even when the client declares elicitation.
+    let server = HttpServer::start(hub_with_ask_rule("echo"), ServeOptions::default()).await;
+    let mut call = request(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {"form": {}}});
+    let port = server.port;
+    let response = raw_http(
+        port,
+        &post(
+            port,
+            &call,
+            "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n",
+        ),
+    )
+    .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert!(
+        !response.body.contains("elicitation/create"),
+        "{}",
+        response.body
+    );
+    let answer = message(&response);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "tool `echo` was denied: its policy is `ask` (rule for `echo`) and there is no one to ask \
+         on the mcp channel; to run it without asking, set \"policies\": {\"tools\": {\"echo\": \
+         \"allow\"}} in .toolmux/config.json"
     );
 }
 
