@@ -71,8 +71,8 @@ fn mcp_over_stdio_serves_the_workspace_tools_to_a_real_client() {
     ));
     let connected = &lines[0]["connected"];
     assert_eq!(connected["serverInfo"]["name"], "toolmux");
-    // The client probed `server/discover`, was told the versions toolmux speaks, and fell back
-    // to the `initialize` handshake.
+    // The plan's default mode is the `initialize` handshake; 2026-07-28 clients are
+    // a_2026_client_lists_calls_and_reads_over_stdio_without_a_handshake's.
     assert_eq!(connected["protocolVersion"], "2025-11-25");
 
     let listed = names(&lines[1]);
@@ -401,13 +401,19 @@ fn mcp_stdout_carries_only_protocol_messages_and_unknown_methods_get_errors() {
             .find(|r| r["id"] == json!(id))
             .unwrap_or_else(|| panic!("no response to {id} in {responses:#?}"))
     };
-    // toolmux speaks the handshake revisions only; the probe is answered with the versions it
-    // supports, and the connection stays open for `initialize`.
-    let discover = &by_id(0)["error"];
-    assert_eq!(discover["code"], -32022, "{discover}");
+    // The probe is answered with every revision toolmux speaks, 2026-07-28 included, and it
+    // commits the connection to neither era: a client may still go on with `initialize`.
+    let discover = &by_id(0)["result"];
     assert_eq!(
-        discover["data"]["supported"],
-        json!(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+        discover["supportedVersions"],
+        json!([
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28"
+        ]),
+        "{discover}"
     );
     assert_eq!(by_id(1)["result"]["protocolVersion"], "2025-11-25");
     assert_eq!(by_id(2)["error"]["code"], -32601);
