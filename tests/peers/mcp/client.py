@@ -6,6 +6,9 @@ PLAN_JSON is an object:
   {"transport": "stdio", "command": "...", "args": [...], "env": {...}, "cwd": "..."}
   or {"transport": "http", "url": "http://127.0.0.1:PORT/mcp", "headers": {...}}
   plus
+  "mode": how the client negotiates, the SDK's `Client(mode=...)`: "legacy" (the default here:
+      the `initialize` handshake of 2025-11-25, the era most tests are about) or "auto" (the
+      SDK's own default: `server/discover` first, so 2026-07-28 with a server that speaks it)
   "elicitation": a list of answers, used in order, one per elicitation request:
       "allow_once" | "allow_session" | "deny" | "decline" | "cancel", or an object, which is
       accepted as the form's content
@@ -30,6 +33,9 @@ PLAN_JSON is an object:
       {"op": "wait_list_changed", "timeout": S} -> {"list_changed": true|false}
       {"op": "wait_resources_changed", "timeout": S} -> {"resources_changed": true|false}
           (like wait_list_changed, for notifications/resources/list_changed)
+      {"op": "listen", "timeout": S}          -> {"listening": SubscriptionFilter} once the
+          server acknowledged a `subscriptions/listen` for tool list changes (2026-07-28), then
+          {"event": "ToolsListChanged" | None} for the first change within S seconds
       {"op": "wait_logs", "count": N, "timeout": S} -> {"logs": [params, ...]}  (log messages
           may travel on another HTTP stream than the call's result, so they can arrive after it)
 
@@ -115,6 +121,7 @@ async def run(plan: dict[str, Any]) -> None:
         "message_handler": on_message,
         "logging_callback": on_log,
         "cache": None,
+        "mode": plan.get("mode", "legacy"),
     }
     if "elicitation" in plan:
         kwargs["elicitation_callback"] = on_elicit
@@ -195,6 +202,13 @@ async def run(plan: dict[str, Any]) -> None:
                     reference = types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
                 completed = await client.complete(reference, step["argument"])
                 emit({"completion": dump(completed.completion)})
+            elif op == "listen":
+                async with client.listen(tools_list_changed=True) as subscription:
+                    emit({"listening": dump(subscription.honored)})
+                    event: Any = None
+                    with anyio.move_on_after(step.get("timeout", 10)):
+                        event = await subscription.__anext__()
+                    emit({"event": type(event).__name__ if event is not None else None})
             elif op == "ping":
                 await client.send_ping()
                 emit({"ok": True})
