@@ -3,7 +3,7 @@
 //! the project (a cloned repository, say), so none is read whole before its size is known to
 //! be sane (THREATS.md, rule 1).
 
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 /// The most of one configuration, registry or imported file toolmux reads: far above any real
@@ -15,10 +15,7 @@ pub const MAX_CONFIG_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// [`MAX_CONFIG_FILE_BYTES`] (read no further than one byte past the cap) or not UTF-8.
 pub fn read_config_text(path: &Path) -> io::Result<String> {
     let file = std::fs::File::open(path)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_CONFIG_FILE_BYTES {
+    let Some(bytes) = toolmux_files::read_capped(file, MAX_CONFIG_FILE_BYTES)? else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
@@ -26,7 +23,7 @@ pub fn read_config_text(path: &Path) -> io::Result<String> {
                 MAX_CONFIG_FILE_BYTES / (1024 * 1024)
             ),
         ));
-    }
+    };
     String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
