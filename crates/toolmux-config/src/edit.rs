@@ -240,7 +240,12 @@ impl ConfigEditor {
 
     /// Loads the merged configuration as it stands on disk.
     pub fn load(&self) -> Result<LoadedConfig, ConfigError> {
-        load_merged(&self.project_dir, self.user_config.as_deref(), self.env(), None)
+        load_merged(
+            &self.project_dir,
+            self.user_config.as_deref(),
+            self.env(),
+            None,
+        )
     }
 
     /// Runs one edit under the file lock: read, `change`, check the whole result, write

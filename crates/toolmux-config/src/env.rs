@@ -75,7 +75,6 @@ impl<'a> Lookups<'a> {
     }
 }
 
-
 /// Why a string's references could not be expanded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EnvProblem {

@@ -79,12 +79,12 @@ pub use scripts::{SCRIPT_SOURCE_ID, ScriptTool};
 pub use secret_refs::{SecretLookup, unexpanded_config};
 pub use server::ServerSettings;
 pub use server_auth::ServerAuth;
+/// `<project_dir>/.toolmux/state`, where toolmux keeps what it writes itself (the layout is
+/// `toolmux_files`'; named here too, beside the configuration's own paths).
+pub use toolmux_files::state_dir;
 pub use upstream::{
     DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_STARTUP_TIMEOUT,
     Prefix, RetryMode, ServerEntry, ServerName, SessionMode, TransportKind, UpstreamServer,
     UpstreamTransport,
 };
 pub use web::{SearchBackendKind, UrlFetchSettings, WebSearchSettings};
-/// `<project_dir>/.toolmux/state`, where toolmux keeps what it writes itself (the layout is
-/// `toolmux_files`'; named here too, beside the configuration's own paths).
-pub use toolmux_files::state_dir;

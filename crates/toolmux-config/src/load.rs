@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::env::{Env, Expand, Lookups, expand_lookups};
-use crate::secret_refs::SecretLookup;
 use crate::error::{ConfigError, field_path};
 use crate::model::Config;
+use crate::secret_refs::SecretLookup;
 
 use toolmux_files::PROJECT_DIR_NAME;
 /// The configuration file's name, in the project and in the user's directory.

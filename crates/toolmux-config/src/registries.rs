@@ -364,7 +364,8 @@ mod tests {
             "{\n  \"hello\": {\n    \"description\": \"x\",\n    \"script\": \"h.py\",\n    \"timeoutMs\": 5\n  }\n}\n",
             "tools.json",
         );
-        let error = read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect_err("unknown key");
+        let error =
+            read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect_err("unknown key");
         assert_eq!(error.file, path);
         assert_eq!(error.line, Some(5), "{error}");
         assert_eq!(error.field, "hello", "{error}");
@@ -383,7 +384,8 @@ mod tests {
             r#"{"mcpServers": {"x": {"transport": "pigeon", "url": "u"}}}"#,
             "mcp.json",
         );
-        let error = read_registry(&bad.1, bad.0.path(), Lookups::vars(&no_env)).expect_err("bad transport");
+        let error =
+            read_registry(&bad.1, bad.0.path(), Lookups::vars(&no_env)).expect_err("bad transport");
         assert!(error.field.starts_with("mcpServers.x"), "{error}");
         assert_eq!(error.line, Some(1));
     }

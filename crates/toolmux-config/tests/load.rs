@@ -7,8 +7,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use toolmux_config::{
-    Config, ConfigEditor, ConfigError, LoadedConfig, SecretLookup, find_project_dir, load,
-    UpstreamTransport, load_with_env, load_with_secrets, project_config_path,
+    Config, ConfigEditor, ConfigError, LoadedConfig, SecretLookup, UpstreamTransport,
+    find_project_dir, load, load_with_env, load_with_secrets, project_config_path,
 };
 use toolmux_core::{Policy, RateLimit, ToolOverride};
 use toolmux_testkit::project::{TestProject, write_file};
@@ -631,7 +631,10 @@ fn each_load_reads_the_secret_store_it_is_given() {
 
     // The editor checks an edit against the store it was given, too.
     let editor = ConfigEditor::new(project.path(), None);
-    assert!(editor.load().is_err(), "no store: the reference does not load");
+    assert!(
+        editor.load().is_err(),
+        "no store: the reference does not load"
+    );
     let store: Arc<dyn SecretLookup> = Arc::new(second);
     let editor = editor.with_secrets(Some(store));
     assert_eq!(token(&editor.load().expect("loads")), "Bearer two");

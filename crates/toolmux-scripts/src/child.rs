@@ -41,7 +41,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::cgroup::{self, Cgroup};
-use crate::environ;
 
 /// toolmux's environment variables a child gets unless it inherits everything: those the MCP
 /// SDKs' stdio clients pass (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`), plus the

@@ -20,7 +20,7 @@
 #![allow(unsafe_code)] // Overwriting the original environment block needs raw pointers.
 
 use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 
 /// Proxy variables: toolmux's HTTP clients read them from its process environment, so a
 /// secret one (a proxy URL with a password) stays there, out of `/proc` and out of children.

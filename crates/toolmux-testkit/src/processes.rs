@@ -36,7 +36,6 @@ fn all_pids() -> Vec<u32> {
         .collect()
 }
 
-
 /// Whether process `pid` runs (a zombie, dead but not yet reaped, does not).
 pub fn alive(pid: u32) -> bool {
     toolmux_files::ProcStat::of(pid).is_some_and(|stat| stat.field(3).is_some_and(|s| s != "Z"))

@@ -5,7 +5,7 @@
 //! Carrying out a plan: the directories of new files are made (beneath the root, see
 //! [`ProjectRoot::open_parent`]); every file is checked to be still what the plan read; every
 //! new content is written to a temporary file beside its target and flushed
-//! ([`toolmux_config::stage_in`], the one atomic writer, through the directory
+//! ([`toolmux_files::stage_in`], the one atomic writer, through the directory
 //! descriptor [`ProjectRoot::open_parent`] gave); only then are the temporary files renamed over their targets (and
 //! deleted files unlinked), one after the other. A failure before the renames leaves every
 //! file as it was; a failure among them (which takes an I/O error on a rename in a directory
@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use similar::{Algorithm, DiffTag, TextDiff};
-use toolmux_config::{Commit, stage_in};
 use toolmux_core::{ToolErrorKind, ToolResult, human_bytes};
+use toolmux_files::{Commit, stage_in};
 
 use crate::Workspace;
 use crate::output::Budget;
