@@ -221,7 +221,7 @@ pub struct ConfigWriter {
 
 /// Where the configuration lives, what its `${secret:NAME}` references read, and how to reload
 /// it.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ConfigFiles {
     /// The directory that holds `.toolmux/`.
     pub project_dir: PathBuf,
@@ -229,16 +229,6 @@ pub struct ConfigFiles {
     pub user_config: Option<PathBuf>,
     /// The secret store references read; none: a reference does not load.
     pub secrets: Option<Arc<dyn SecretLookup>>,
-}
-
-impl std::fmt::Debug for ConfigFiles {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConfigFiles")
-            .field("project_dir", &self.project_dir)
-            .field("user_config", &self.user_config)
-            .field("secrets", &self.secrets.is_some())
-            .finish()
-    }
 }
 
 impl ConfigFiles {

@@ -185,21 +185,11 @@ pub struct Edited<T> {
 }
 
 /// The editor of one project's configuration file. Cheap to clone; holds no lock between edits.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ConfigEditor {
     project_dir: PathBuf,
     user_config: Option<PathBuf>,
     secrets: Option<Arc<dyn SecretLookup>>,
-}
-
-impl std::fmt::Debug for ConfigEditor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConfigEditor")
-            .field("project_dir", &self.project_dir)
-            .field("user_config", &self.user_config)
-            .field("secrets", &self.secrets.is_some())
-            .finish()
-    }
 }
 
 impl ConfigEditor {
