@@ -17,7 +17,6 @@
 
 use std::collections::HashSet;
 use std::fs::{File, Metadata};
-use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -154,10 +153,16 @@ fn read_existing(
             human_bytes(cap)
         ));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("`{shown}` cannot be read: {e}"))?;
+    // It may have grown since it was looked at: the cap holds for what is read, and a file
+    // read only in part is never edited (its rest would be lost).
+    let Some(bytes) = toolmux_files::read_capped(file, cap)
+        .map_err(|e| format!("`{shown}` cannot be read: {e}"))?
+    else {
+        return Err(format!(
+            "`{shown}` is larger than the {} the write tools change",
+            human_bytes(cap)
+        ));
+    };
     let stamp = Stamp::new(&meta, Some(hash(&bytes)));
     let text = String::from_utf8(bytes).map_err(|_| {
         format!("`{shown}` is not UTF-8 text; the write tools change text files only")
