@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
-use toolmux_config::{ConfigDocument, ConfigEditor, LoadedConfig, ToolName, project_config_path};
+use toolmux_config::{
+    ConfigDocument, ConfigEditor, LoadedConfig, SecretLookup, ToolName, project_config_path,
+};
 use toolmux_core::{Hub, Policy};
 
 use crate::error::ApiError;
@@ -217,24 +219,28 @@ pub struct ConfigWriter {
     pub(crate) project_dir: PathBuf,
 }
 
-/// Where the configuration lives and how to reload it.
+/// Where the configuration lives, what its `${secret:NAME}` references read, and how to reload
+/// it.
 #[derive(Clone, Debug)]
 pub struct ConfigFiles {
     /// The directory that holds `.toolmux/`.
     pub project_dir: PathBuf,
     /// The user's file, read under the project file.
     pub user_config: Option<PathBuf>,
+    /// The secret store references read; none: a reference does not load.
+    pub secrets: Option<Arc<dyn SecretLookup>>,
 }
 
 impl ConfigFiles {
     /// Loads the merged configuration from disk.
     pub fn load(&self) -> Result<LoadedConfig, toolmux_config::ConfigError> {
-        toolmux_config::load(&self.project_dir, self.user_config.as_deref())
+        self.editor().load()
     }
 
     /// The editor of the project's file.
     pub fn editor(&self) -> ConfigEditor {
         ConfigEditor::new(&self.project_dir, self.user_config.as_deref())
+            .with_secrets(self.secrets.clone())
     }
 }
 

@@ -264,7 +264,7 @@ fn create_dir(dir: &Path) -> Result<(), CodeModeError> {
 /// Writes one capability file through toolmux's one atomic writer (temp file, fsync, rename),
 /// so a reader sees the old file or the new one, never half of one.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CodeModeError> {
-    toolmux_config::write_atomic(path, bytes).map_err(|source| CodeModeError::Write {
+    toolmux_files::write_atomic(path, bytes).map_err(|source| CodeModeError::Write {
         path: path.to_path_buf(),
         source,
     })

@@ -2,20 +2,23 @@
 //! changes the file goes through [`ConfigEditor::edit`]. An edit reads the file as JSON (keys in
 //! the user's order, `${VAR}` references as written), changes the value, checks the whole result
 //! with the real loader (merged with the user's file, exactly as it will be read), and only then
-//! writes it with [`write_atomic`]. It holds an advisory lock on `.toolmux/state/config.lock`
+//! writes it with `toolmux_files::write_atomic`. It holds an advisory lock on `.toolmux/state/config.lock`
 //! from the read to the rename, so that a CLI command and a running server never interleave
 //! their read-modify-write cycles and neither loses the other's change.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use toolmux_core::Policy;
+use toolmux_files::{remove_stale_temps, state_dir, write_atomic};
 
+use crate::env::Lookups;
 use crate::error::ConfigError;
-use crate::load::{LoadedConfig, load_merged, project_config_path, state_dir, std_env};
-use crate::write::{remove_stale_temps, write_atomic};
+use crate::load::{LoadedConfig, load_merged, project_config_path};
+use crate::secret_refs::SecretLookup;
 
 /// Why an edit was not made. In every case the file on disk is as it was.
 #[derive(Debug, thiserror::Error)]
@@ -186,6 +189,7 @@ pub struct Edited<T> {
 pub struct ConfigEditor {
     project_dir: PathBuf,
     user_config: Option<PathBuf>,
+    secrets: Option<Arc<dyn SecretLookup>>,
 }
 
 impl ConfigEditor {
@@ -195,6 +199,22 @@ impl ConfigEditor {
         Self {
             project_dir: project_dir.to_path_buf(),
             user_config: user_config.map(Path::to_path_buf),
+            secrets: None,
+        }
+    }
+
+    /// The same editor, checking results with `${secret:NAME}` read from `secrets` (without
+    /// one, a configuration that holds such a reference does not load).
+    pub fn with_secrets(self, secrets: Option<Arc<dyn SecretLookup>>) -> Self {
+        Self { secrets, ..self }
+    }
+
+    /// What references resolve against when this editor loads: toolmux's environment, and its
+    /// secret store when it has one.
+    fn env(&self) -> Lookups<'_> {
+        match &self.secrets {
+            Some(secrets) => Lookups::process().with_secrets(secrets.as_ref()),
+            None => Lookups::process(),
         }
     }
 
@@ -210,7 +230,12 @@ impl ConfigEditor {
 
     /// Loads the merged configuration as it stands on disk.
     pub fn load(&self) -> Result<LoadedConfig, ConfigError> {
-        crate::load(&self.project_dir, self.user_config.as_deref())
+        load_merged(
+            &self.project_dir,
+            self.user_config.as_deref(),
+            self.env(),
+            None,
+        )
     }
 
     /// Runs one edit under the file lock: read, `change`, check the whole result, write
@@ -260,7 +285,7 @@ impl ConfigEditor {
             load_merged(
                 &self.project_dir,
                 self.user_config.as_deref(),
-                &std_env,
+                self.env(),
                 Some(&text),
             )
             .map_err(EditError::from)?

@@ -1,6 +1,6 @@
 //! `${VAR}` references in configuration strings: `${NAME}`, `${NAME:-default}` (the default is
 //! used when the variable is unset or empty, and may itself hold references), `${secret:NAME}`
-//! (a value of toolmux's secret store, [`crate::secret_refs`]; `:-default` works the same) and
+//! (a value of the secret store the [`Env`] carries, if any; `:-default` works the same) and
 //! `$${` for a literal `${`. Only string values are expanded, never object keys, and a variable's value is
 //! inserted as it is (it is not expanded again), so a secret cannot smuggle in a reference.
 //!
@@ -15,8 +15,65 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::secret_refs::SecretLookup;
+
 /// Looks up an environment variable by name; `None` when it is not set.
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// What references resolve against: variables for `${NAME}` ([`Env`]) and, when one is given,
+/// a secret store for `${secret:NAME}` (without one, such a reference is an error). Passed
+/// into every load beside the variables, never kept by the process: two loads may read two
+/// environments and two stores.
+#[derive(Clone, Copy)]
+pub(crate) struct Lookups<'a> {
+    vars: &'a dyn Fn(&str) -> Option<String>,
+    secrets: Option<&'a dyn SecretLookup>,
+}
+
+impl<'a> Lookups<'a> {
+    /// Variables from `vars`, and no secret store.
+    pub(crate) fn vars(vars: Env<'a>) -> Self {
+        Self {
+            vars,
+            secrets: None,
+        }
+    }
+
+    /// toolmux's own environment, the secrets it took out of its process environment at start
+    /// included ([`toolmux_core::process_env`]), and no secret store.
+    pub(crate) fn process() -> Lookups<'static> {
+        Lookups::vars(&toolmux_core::process_env::var)
+    }
+
+    /// The same variables, with `${secret:NAME}` read from `secrets`.
+    pub(crate) fn with_secrets(self, secrets: &'a dyn SecretLookup) -> Self {
+        Self {
+            secrets: Some(secrets),
+            ..self
+        }
+    }
+
+    /// The value of the variable `name`.
+    pub(crate) fn var(&self, name: &str) -> Option<String> {
+        (self.vars)(name)
+    }
+
+    /// The value of a `${secret:NAME}` reference; `Ok(None)` when the store has no such name.
+    fn secret(&self, name: &str) -> Result<Option<String>, EnvProblem> {
+        let Some(secrets) = self.secrets else {
+            return Err(EnvProblem::SecretUnreadable {
+                name: name.to_string(),
+                reason: "no secret store was given to this load".into(),
+            });
+        };
+        secrets
+            .lookup(name)
+            .map_err(|reason| EnvProblem::SecretUnreadable {
+                name: name.to_string(),
+                reason,
+            })
+    }
+}
 
 /// Why a string's references could not be expanded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -83,11 +140,16 @@ impl fmt::Display for EnvError {
 /// Expands `${VAR}` references in every string value of `value` (object keys are left alone).
 /// The error names the variable and the path of the string that uses it.
 pub fn expand_env(value: Value, env: Env<'_>) -> Result<Value, EnvError> {
+    expand_lookups(value, Lookups::vars(env))
+}
+
+/// [`expand_env`] with a secret store, perhaps.
+pub(crate) fn expand_lookups(value: Value, env: Lookups<'_>) -> Result<Value, EnvError> {
     let mut path = String::new();
     walk(value, env, &mut path)
 }
 
-fn walk(value: Value, env: Env<'_>, path: &mut String) -> Result<Value, EnvError> {
+fn walk(value: Value, env: Lookups<'_>, path: &mut String) -> Result<Value, EnvError> {
     match value {
         Value::String(text) => match expand_text(&text, env) {
             Ok(Cow::Borrowed(_)) => Ok(Value::String(text)),
@@ -138,7 +200,7 @@ pub(crate) fn push_index(path: &mut String, index: usize) {
 }
 
 /// Expands the references in one string; borrows it back when there are none.
-pub(crate) fn expand_text<'s>(text: &'s str, env: Env<'_>) -> Result<Cow<'s, str>, EnvProblem> {
+pub(crate) fn expand_text<'s>(text: &'s str, env: Lookups<'_>) -> Result<Cow<'s, str>, EnvProblem> {
     if !text.contains("${") {
         return Ok(Cow::Borrowed(text));
     }
@@ -193,7 +255,7 @@ fn closing_brace(text: &str) -> Option<usize> {
 }
 
 /// The value of one reference body: `NAME` or `NAME:-default`.
-fn resolve(body: &str, env: Env<'_>) -> Result<String, EnvProblem> {
+fn resolve(body: &str, env: Lookups<'_>) -> Result<String, EnvProblem> {
     let (name, default) = match body.split_once(":-") {
         Some((name, default)) => (name, Some(default)),
         None => (body, None),
@@ -212,7 +274,7 @@ fn resolve(body: &str, env: Env<'_>) -> Result<String, EnvProblem> {
                 reference: body.to_string(),
             });
         }
-        return match (crate::secret_refs::secret(secret)?, default) {
+        return match (env.secret(secret)?, default) {
             (Some(value), None) => Ok(value),
             (Some(value), Some(_)) if !value.is_empty() => Ok(value),
             (_, Some(default)) => Ok(expand_text(default, env)?.into_owned()),
@@ -231,7 +293,7 @@ fn resolve(body: &str, env: Env<'_>) -> Result<String, EnvProblem> {
             reference: body.to_string(),
         });
     }
-    match (env(name), default) {
+    match (env.var(name), default) {
         (Some(value), None) => Ok(value),
         (Some(value), Some(_)) if !value.is_empty() => Ok(value),
         (_, Some(default)) => Ok(expand_text(default, env)?.into_owned()),
@@ -246,28 +308,28 @@ fn resolve(body: &str, env: Env<'_>) -> Result<String, EnvProblem> {
 /// column.
 pub(crate) struct Expand<'e, D> {
     inner: D,
-    env: Env<'e>,
+    env: Lookups<'e>,
 }
 
 impl<'e, D> Expand<'e, D> {
-    pub(crate) fn new(inner: D, env: Env<'e>) -> Self {
+    pub(crate) fn new(inner: D, env: Lookups<'e>) -> Self {
         Self { inner, env }
     }
 }
 
 struct ExpandVisitor<'e, V> {
     inner: V,
-    env: Env<'e>,
+    env: Lookups<'e>,
 }
 
 struct ExpandSeed<'e, S> {
     inner: S,
-    env: Env<'e>,
+    env: Lookups<'e>,
 }
 
 struct ExpandAccess<'e, A> {
     inner: A,
-    env: Env<'e>,
+    env: Lookups<'e>,
 }
 
 macro_rules! forward_deserialize {
@@ -585,7 +647,7 @@ mod tests {
     }
 
     fn expand(text: &str) -> Result<String, EnvProblem> {
-        expand_text(text, &env).map(Cow::into_owned)
+        expand_text(text, Lookups::vars(&env)).map(Cow::into_owned)
     }
 
     #[test]

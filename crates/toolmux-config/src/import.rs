@@ -325,11 +325,9 @@ fn literal_secrets(entry: &Map<String, Value>, notes: &mut Vec<String>) {
             continue;
         };
         for (key, value) in map {
-            let upper = key.to_ascii_uppercase();
-            let secret_like = ["TOKEN", "KEY", "SECRET", "PASSWORD", "AUTHORIZATION"]
-                .iter()
-                .any(|w| upper.contains(w));
-            if secret_like && value.as_str().is_some_and(|v| !v.contains("${")) {
+            if toolmux_core::is_secret_name(key)
+                && value.as_str().is_some_and(|v| !v.contains("${"))
+            {
                 notes.push(format!(
                     "`{section}.{key}` holds a literal value; consider a `${{VAR}}` reference so \
                      the secret stays out of the file"
@@ -377,7 +375,8 @@ pub fn read_registry_import(
     // Every `${VAR}` is looked up as itself, so the imported entries keep the references
     // (never the values) as the configuration should.
     let keep = |name: &str| Some(format!("${{{name}}}"));
-    let found = crate::registries::read_registry(path, project_dir, &keep)?;
+    let found =
+        crate::registries::read_registry(path, project_dir, crate::env::Lookups::vars(&keep))?;
     let relative = |arg: &String| {
         Path::new(arg)
             .strip_prefix(project_dir)

@@ -1,6 +1,7 @@
 //! toolmux's configuration: the one loader of `.toolmux/config.json`, its types, its JSON
-//! Schema, the one editor of the file ([`ConfigEditor`]), and the one way to write a file
-//! atomically.
+//! Schema and the one editor of the file ([`ConfigEditor`]). Files are written through
+//! `toolmux_files`; `${secret:NAME}` values come from the store the caller passes
+//! ([`load_with_secrets`], [`ConfigEditor::with_secrets`]), as it passes the environment.
 //!
 //! # Where settings come from, lowest precedence first
 //! 1. Built-in defaults (each type's `Default`).
@@ -38,7 +39,6 @@ mod jsonc;
 mod load;
 mod model;
 mod oauth;
-pub mod process_env;
 mod providers;
 mod read;
 mod registries;
@@ -51,7 +51,6 @@ mod server_auth;
 mod server_list;
 mod upstream;
 mod web;
-mod write;
 
 pub use edit::{ConfigDocument, ConfigEditor, EditError, Edited};
 pub use env::{Env, EnvError, EnvProblem, expand_env};
@@ -63,8 +62,8 @@ pub use import::{
     plan_import, read_import, read_registry_import,
 };
 pub use load::{
-    LoadedConfig, check_config_text, find_project_dir, load, load_with_env, project_config_path,
-    project_schema_path, state_dir, unexpanded_upstreams, user_config_path,
+    LoadedConfig, check_config_text, find_project_dir, load, load_with_env, load_with_secrets,
+    project_config_path, project_schema_path, unexpanded_upstreams, user_config_path,
 };
 pub use model::{
     Config, Defaults, FilterSettings, LogSettings, Policies, RateLimitSetting, SkillsSettings,
@@ -77,15 +76,15 @@ pub use registries::{referencing_files, registry_paths};
 pub use runners::{RunnerProtocol, RunnerSettings};
 pub use schema::{schema, starter_config};
 pub use scripts::{SCRIPT_SOURCE_ID, ScriptTool};
-pub use secret_refs::{SecretLookup, set_secret_lookup, unexpanded_config};
+pub use secret_refs::{SecretLookup, unexpanded_config};
 pub use server::ServerSettings;
 pub use server_auth::ServerAuth;
+/// `<project_dir>/.toolmux/state`, where toolmux keeps what it writes itself (the layout is
+/// `toolmux_files`'; named here too, beside the configuration's own paths).
+pub use toolmux_files::state_dir;
 pub use upstream::{
     DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_STARTUP_TIMEOUT,
     Prefix, RetryMode, ServerEntry, ServerName, SessionMode, TransportKind, UpstreamServer,
     UpstreamTransport,
 };
 pub use web::{SearchBackendKind, UrlFetchSettings, WebSearchSettings};
-pub use write::{Commit, write_atomic, write_new_atomic, write_new_private};
-#[cfg(unix)]
-pub use write::{Staged, stage_in};

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::env::{Env, Expand, expand_env};
+use crate::env::{Env, Expand, Lookups, expand_lookups};
 use crate::error::{ConfigError, field_path};
 use crate::model::Config;
+use crate::secret_refs::SecretLookup;
 
-/// The directory under a project that holds toolmux's files.
-const PROJECT_DIR_NAME: &str = ".toolmux";
+use toolmux_files::PROJECT_DIR_NAME;
 /// The configuration file's name, in the project and in the user's directory.
 const CONFIG_FILE_NAME: &str = "config.json";
 /// The schema file `toolmux init` writes beside the project's configuration.
@@ -39,12 +39,6 @@ pub fn find_project_dir(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// `<project_dir>/.toolmux/state`: where toolmux keeps machine-written state (execution log,
-/// discovery caches, conversations), apart from what the user edits.
-pub fn state_dir(project_dir: &Path) -> PathBuf {
-    project_dir.join(PROJECT_DIR_NAME).join("state")
-}
-
 /// `<project_dir>/.toolmux/config.json`.
 pub fn project_config_path(project_dir: &Path) -> PathBuf {
     project_dir.join(PROJECT_DIR_NAME).join(CONFIG_FILE_NAME)
@@ -59,33 +53,33 @@ pub fn project_schema_path(project_dir: &Path) -> PathBuf {
 /// The user's configuration file: `$XDG_CONFIG_HOME/toolmux/config.json`, else
 /// `~/.config/toolmux/config.json`; `None` when there is no home directory.
 pub fn user_config_path() -> Option<PathBuf> {
-    user_config_path_with(&std_env)
+    user_config_path_with(&toolmux_core::process_env::var)
 }
 
-pub(crate) fn user_config_path_with(env: Env<'_>) -> Option<PathBuf> {
-    // The XDG spec says a relative value is invalid and must be ignored.
-    let config_home = env("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            env("HOME")
-                .or_else(|| env("USERPROFILE"))
-                .filter(|h| !h.is_empty())
-                .map(|home| PathBuf::from(home).join(".config"))
-        })?;
-    Some(config_home.join("toolmux").join(CONFIG_FILE_NAME))
-}
-
-/// toolmux's environment, secrets taken out of the process environment at start included
-/// ([`crate::process_env`]): what `${VAR}` references resolve against at every load and reload.
-pub(crate) fn std_env(name: &str) -> Option<String> {
-    crate::process_env::var(name)
+pub(crate) fn user_config_path_with(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    Some(toolmux_files::user_dir(env)?.join(CONFIG_FILE_NAME))
 }
 
 /// Loads the configuration of the project in `project_dir`, over the user file when given,
-/// with `${VAR}` references taken from the process environment. A missing file counts as empty.
+/// with `${VAR}` references taken from toolmux's environment (`toolmux_core::process_env`)
+/// and no secret store (a `${secret:NAME}` is an error). A missing file counts as empty.
 pub fn load(project_dir: &Path, user_config: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
-    load_with_env(project_dir, user_config, &std_env)
+    load_merged(project_dir, user_config, Lookups::process(), None)
+}
+
+/// [`load`], with `${secret:NAME}` references read from `secrets`: the store is passed in, as
+/// the environment is, and kept by nothing.
+pub fn load_with_secrets(
+    project_dir: &Path,
+    user_config: Option<&Path>,
+    secrets: &dyn SecretLookup,
+) -> Result<LoadedConfig, ConfigError> {
+    load_merged(
+        project_dir,
+        user_config,
+        Lookups::process().with_secrets(secrets),
+        None,
+    )
 }
 
 /// [`load`] with the environment given as a lookup function.
@@ -94,7 +88,7 @@ pub fn load_with_env(
     user_config: Option<&Path>,
     env: Env<'_>,
 ) -> Result<LoadedConfig, ConfigError> {
-    load_merged(project_dir, user_config, env, None)
+    load_merged(project_dir, user_config, Lookups::vars(env), None)
 }
 
 /// [`load_with_env`], with the project file's text given instead of read from disk when
@@ -103,7 +97,7 @@ pub fn load_with_env(
 pub(crate) fn load_merged(
     project_dir: &Path,
     user_config: Option<&Path>,
-    env: Env<'_>,
+    env: Lookups<'_>,
     project_text: Option<&str>,
 ) -> Result<LoadedConfig, ConfigError> {
     let project_file = project_config_path(project_dir);
@@ -152,7 +146,7 @@ pub(crate) fn load_merged(
 
 /// Reads one file and checks it alone, so that every error names its own file and position;
 /// returns its raw value with references expanded, ready to merge. `None` when it is missing.
-fn read_file(path: &Path, env: Env<'_>) -> Result<Option<Value>, ConfigError> {
+fn read_file(path: &Path, env: Lookups<'_>) -> Result<Option<Value>, ConfigError> {
     let text = match crate::read::read_config_text(path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -169,16 +163,16 @@ fn read_file(path: &Path, env: Env<'_>) -> Result<Option<Value>, ConfigError> {
 
 /// Checks the text of a configuration file as if it were read from `path` (which names it in
 /// errors): the same checks as [`load`] makes of each file, with `${VAR}` references taken from
-/// the process environment. A command that edits a file checks its new text with this before
+/// toolmux's environment. A command that edits a file checks its new text with this before
 /// writing it.
 pub fn check_config_text(path: &Path, text: &str) -> Result<Config, ConfigError> {
-    let value = check_text(path, text, &std_env)?;
+    let value = check_text(path, text, Lookups::process())?;
     serde_path_to_error::deserialize(value)
         .map_err(|e| ConfigError::new(path, field_path(e.path()), e.into_inner().to_string()))
 }
 
 /// The checks of one file's text; returns its raw value with references expanded.
-fn check_text(path: &Path, text: &str, env: Env<'_>) -> Result<Value, ConfigError> {
+fn check_text(path: &Path, text: &str, env: Lookups<'_>) -> Result<Value, ConfigError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let text = &*crate::jsonc::without_comments(text);
 
@@ -195,7 +189,7 @@ fn check_text(path: &Path, text: &str, env: Env<'_>) -> Result<Value, ConfigErro
     if let Value::Object(file) = &mut raw {
         crate::server_list::normalise(file);
     }
-    expand_env(raw, env).map_err(|e| ConfigError::new(path, e.path, e.problem.to_string()))
+    expand_lookups(raw, env).map_err(|e| ConfigError::new(path, e.path, e.problem.to_string()))
 }
 
 /// The `mcpServers` entries of the files a configuration was loaded from, merged the same way
@@ -204,12 +198,7 @@ fn check_text(path: &Path, text: &str, env: Env<'_>) -> Result<Value, ConfigErro
 pub fn unexpanded_upstreams(loaded: &LoadedConfig) -> Map<String, Value> {
     let mut merged = Value::Object(Map::new());
     for path in &loaded.files {
-        let Ok(text) = crate::read::read_config_text(path) else {
-            continue;
-        };
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        let text = &*crate::jsonc::without_comments(text);
-        if let Ok(Value::Object(mut file)) = serde_json::from_str::<Value>(text)
+        if let Some(Value::Object(mut file)) = read_unexpanded(path)
             && let Some(servers) = {
                 crate::server_list::normalise(&mut file);
                 file.remove(crate::server_list::KEY)
@@ -222,6 +211,14 @@ pub fn unexpanded_upstreams(loaded: &LoadedConfig) -> Map<String, Value> {
         Value::Object(map) => map,
         _ => Map::new(),
     }
+}
+
+/// A configuration file's JSON as written, references unexpanded and nothing checked; `None`
+/// when it can no longer be read or parsed.
+pub(crate) fn read_unexpanded(path: &Path) -> Option<Value> {
+    let text = crate::read::read_config_text(path).ok()?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    serde_json::from_str(&crate::jsonc::without_comments(text)).ok()
 }
 
 /// Merges `over` into `base`: objects key by key, recursively; anything else is replaced.

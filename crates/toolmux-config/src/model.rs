@@ -124,10 +124,15 @@ pub struct Defaults {
     pub approval_timeout_ms: NonZeroU64,
 }
 
-/// One minute; checked at compile time.
-const DEFAULT_TIMEOUT_MS: NonZeroU64 = NonZeroU64::new(60_000).expect("not zero");
-/// Ten minutes; checked at compile time.
-const DEFAULT_APPROVAL_TIMEOUT_MS: NonZeroU64 = NonZeroU64::new(600_000).expect("not zero");
+/// The hub's own default, in milliseconds; not zero, checked at compile time.
+const DEFAULT_TIMEOUT_MS: NonZeroU64 = millis(HubSettings::DEFAULT_TIMEOUT);
+/// The hub's own default, in milliseconds.
+const DEFAULT_APPROVAL_TIMEOUT_MS: NonZeroU64 = millis(HubSettings::DEFAULT_APPROVAL_TIMEOUT);
+
+/// A default time limit of the hub as this file writes it.
+const fn millis(limit: Duration) -> NonZeroU64 {
+    NonZeroU64::new(limit.as_millis() as u64).expect("a default time limit is not zero")
+}
 
 impl Default for Defaults {
     fn default() -> Self {

@@ -3,7 +3,7 @@
 //! the project (a cloned repository, say), so none is read whole before its size is known to
 //! be sane (THREATS.md, rule 1).
 
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 /// The most of one configuration, registry or imported file toolmux reads: far above any real
@@ -31,10 +31,7 @@ pub fn read_config_text(path: &Path) -> io::Result<String> {
             format!("{}, not a regular file", toolmux_core::file_kind(kind)),
         ));
     }
-    let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_CONFIG_FILE_BYTES {
+    let Some(bytes) = toolmux_files::read_capped(file, MAX_CONFIG_FILE_BYTES)? else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
@@ -42,7 +39,7 @@ pub fn read_config_text(path: &Path) -> io::Result<String> {
                 MAX_CONFIG_FILE_BYTES / (1024 * 1024)
             ),
         ));
-    }
+    };
     String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 

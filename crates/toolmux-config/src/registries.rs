@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::env::{Env, expand_env};
+use crate::env::{Lookups, expand_lookups};
 use crate::error::{ConfigError, field_path};
 use crate::fields::ToolName;
 use crate::model::Config;
@@ -79,7 +79,7 @@ pub(crate) struct Found {
 pub(crate) fn read_into(
     config: &mut Config,
     project_dir: &Path,
-    env: Env<'_>,
+    env: Lookups<'_>,
 ) -> Result<(), ConfigError> {
     for relative in config.registries.clone() {
         let path = project_dir.join(&relative);
@@ -165,7 +165,7 @@ pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<
 pub(crate) fn read_registry(
     path: &Path,
     project_dir: &Path,
-    env: Env<'_>,
+    env: Lookups<'_>,
 ) -> Result<Found, ConfigError> {
     let text = crate::read::read_config_text(path)
         .map_err(|e| ConfigError::new(path, "", format!("cannot read the registry: {e}")))?;
@@ -292,7 +292,7 @@ fn read_servers(
     text: &str,
     value: Value,
     key: &str,
-    env: Env<'_>,
+    env: Lookups<'_>,
 ) -> Result<Found, ConfigError> {
     let Value::Object(mut file) = value else {
         return Err(ConfigError::new(path, "", "an MCP registry is an object"));
@@ -323,7 +323,7 @@ fn read_servers(
         };
         let server_name = ServerName::new(&name).map_err(|e| at(format!("{key}.{name}"), e))?;
         let entry = seed_server(entry);
-        let entry = expand_env(entry, env)
+        let entry = expand_lookups(entry, env)
             .map_err(|e| at(format!("{key}.{name}{}", e.path), e.problem.to_string()))?;
         let server: UpstreamServer = serde_path_to_error::deserialize(entry).map_err(|e| {
             let field = field_path(e.path().iter());
@@ -384,7 +384,7 @@ mod tests {
                 "parallel_capable": true, "timeout": 2.5, "script": "hello_world.py"}]}"#,
             "tools.json",
         );
-        let found = read_registry(&path, dir.path(), &no_env).expect("read");
+        let found = read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect("read");
         let (name, tool) = &found.tools[0];
         assert_eq!(name.as_str(), "hello_world");
         assert_eq!(tool.command[0], "python3");
@@ -399,7 +399,8 @@ mod tests {
             "{\n  \"hello\": {\n    \"description\": \"x\",\n    \"script\": \"h.py\",\n    \"timeoutMs\": 5\n  }\n}\n",
             "tools.json",
         );
-        let error = read_registry(&path, dir.path(), &no_env).expect_err("unknown key");
+        let error =
+            read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect_err("unknown key");
         assert_eq!(error.file, path);
         assert_eq!(error.line, Some(5), "{error}");
         assert_eq!(error.field, "hello", "{error}");
@@ -412,13 +413,14 @@ mod tests {
                 "local": {"command": "python3", "args": ["server.py"]}}}"#,
             "mcp.json",
         );
-        let found = read_registry(&path, dir.path(), &no_env).expect("read");
+        let found = read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect("read");
         assert_eq!(found.servers.len(), 2);
         let bad = registry(
             r#"{"mcpServers": {"x": {"transport": "pigeon", "url": "u"}}}"#,
             "mcp.json",
         );
-        let error = read_registry(&bad.1, bad.0.path(), &no_env).expect_err("bad transport");
+        let error =
+            read_registry(&bad.1, bad.0.path(), Lookups::vars(&no_env)).expect_err("bad transport");
         assert!(error.field.starts_with("mcpServers.x"), "{error}");
         assert_eq!(error.line, Some(1));
     }

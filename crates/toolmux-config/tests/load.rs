@@ -4,8 +4,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use toolmux_config::{
-    Config, ConfigError, LoadedConfig, find_project_dir, load, load_with_env, project_config_path,
+    Config, ConfigEditor, ConfigError, LoadedConfig, SecretLookup, UpstreamTransport,
+    find_project_dir, load, load_with_env, load_with_secrets, project_config_path,
 };
 use toolmux_core::{Policy, RateLimit, ToolOverride};
 use toolmux_testkit::project::{TestProject, write_file};
@@ -593,4 +596,46 @@ fn a_listed_server_without_a_name_or_with_a_name_used_twice_is_an_error_at_its_p
         )),
         "{err}"
     );
+}
+
+/// Issue 26: the secret store was a process global the binary installed, so a load could not
+/// say which store it read. Now each load is given its own, as it is given the environment:
+/// two loads in one process read two stores, and a load given none refuses the reference.
+#[test]
+fn each_load_reads_the_secret_store_it_is_given() {
+    let project = Project::new();
+    let file = project.config(
+        r#"{"mcpServers": {"docs": {"url": "https://docs.example/mcp",
+            "headers": {"Authorization": "Bearer ${secret:DOCS_TOKEN}"}}}}"#,
+    );
+    let token = |loaded: &LoadedConfig| match &loaded.config.upstreams["docs"].transport {
+        UpstreamTransport::Http { headers, .. } => headers["Authorization"].clone(),
+        other => panic!("docs is http: {other:?}"),
+    };
+    let first = |name: &str| Ok((name == "DOCS_TOKEN").then(|| "one".to_string()));
+    let second = |name: &str| Ok((name == "DOCS_TOKEN").then(|| "two".to_string()));
+    let loaded = load_with_secrets(project.path(), None, &first).expect("loads");
+    assert_eq!(token(&loaded), "Bearer one");
+    let loaded = load_with_secrets(project.path(), None, &second).expect("loads");
+    assert_eq!(token(&loaded), "Bearer two");
+
+    let err = load(project.path(), None).expect_err("no store was given");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:2:70: at `mcpServers.docs.headers.Authorization`: secret `DOCS_TOKEN` could \
+             not be read: no secret store was given to this load",
+            file.display()
+        )
+    );
+
+    // The editor checks an edit against the store it was given, too.
+    let editor = ConfigEditor::new(project.path(), None);
+    assert!(
+        editor.load().is_err(),
+        "no store: the reference does not load"
+    );
+    let store: Arc<dyn SecretLookup> = Arc::new(second);
+    let editor = editor.with_secrets(Some(store));
+    assert_eq!(token(&editor.load().expect("loads")), "Bearer two");
 }

@@ -42,11 +42,20 @@ pub struct HubSettings {
     pub disabled_sources: DisabledSources,
 }
 
+impl HubSettings {
+    /// A tool's time limit when neither it nor the configuration sets one: one minute. The one
+    /// definition; the configuration's `defaults.timeoutMs` defaults to it.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+    /// How long an `ask` call waits for a person when the configuration does not say: ten
+    /// minutes (the configuration's `defaults.approvalTimeoutMs` defaults to it).
+    pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
+}
+
 impl Default for HubSettings {
     fn default() -> Self {
         Self {
-            default_timeout: Duration::from_secs(60),
-            approval_timeout: Duration::from_secs(600),
+            default_timeout: Self::DEFAULT_TIMEOUT,
+            approval_timeout: Self::DEFAULT_APPROVAL_TIMEOUT,
             policies: PolicyRules::default(),
             overrides: HashMap::new(),
             filters: Filters::default(),

@@ -20,10 +20,12 @@ mod model;
 mod page;
 mod pattern;
 mod policy;
+pub mod process_env;
 mod record;
 mod relay;
 mod resources;
 mod scope;
+mod secret;
 mod source;
 mod validate;
 mod yaml_bounds;
@@ -61,6 +63,7 @@ pub use resources::{
     ResourceError, ResourceInfo, ResourceProvider,
 };
 pub use scope::ToolScope;
+pub use secret::{is_secret, is_secret_name};
 pub use source::{
     ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,
 };

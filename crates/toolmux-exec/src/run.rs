@@ -117,7 +117,7 @@ pub fn passed_env(names: &[String]) -> Vec<(OsString, OsString)> {
             // Through the copy kept at start: a secret `shell.env` names was taken out of the
             // process environment (so that no other child inherits it), not out of reach.
             let value = std::env::var_os(name)
-                .or_else(|| toolmux_config::process_env::var(name).map(OsString::from))?;
+                .or_else(|| toolmux_core::process_env::var(name).map(OsString::from))?;
             (!value.as_encoded_bytes().starts_with(b"()")).then(|| (OsString::from(name), value))
         })
         .collect()

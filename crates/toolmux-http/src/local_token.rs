@@ -112,7 +112,7 @@ fn loose_mode(_meta: &fs::Metadata) -> Option<u32> {
 /// private from the moment it is created; fails rather than replace a file that appeared
 /// meanwhile.
 fn write_new_private(path: &Path, token: &str) -> io::Result<()> {
-    toolmux_config::write_new_private(path, format!("{token}\n").as_bytes())
+    toolmux_files::write_new_private(path, format!("{token}\n").as_bytes())
 }
 
 #[cfg(all(test, unix))]

@@ -53,9 +53,13 @@ impl InternalPack {
     ) -> Self {
         let mut files: Vec<PathBuf> = user_config.map(Path::to_path_buf).into_iter().collect();
         files.push(toolmux_config::project_config_path(project_dir));
+        // An edit is checked with the references it keeps resolved from this store.
+        let secrets = store.clone();
+        let editor = ConfigEditor::new(project_dir, user_config)
+            .with_secrets(Some(Arc::new(move |name: &str| secrets.config_value(name))));
         Self {
             store,
-            editor: ConfigEditor::new(project_dir, user_config),
+            editor,
             files,
             root: root.to_path_buf(),
             project_dir: project_dir.to_path_buf(),

@@ -74,7 +74,7 @@ fn write(project_dir: &Path, server: &str, state: &SignInState) {
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| serde_json::to_vec_pretty(state).map_err(std::io::Error::other))
-        .and_then(|bytes| toolmux_config::write_atomic(&file, &bytes));
+        .and_then(|bytes| toolmux_files::write_atomic(&file, &bytes));
     // The state is a convenience for what is shown; a server that cannot record it still fails
     // its calls with the sign-in error.
     if let Err(e) = written {

@@ -8,7 +8,7 @@
 //! directory), then its configured `env`. API keys and tokens in toolmux's environment are not
 //! on the list, so they never reach a child unless its configuration names them. A child
 //! configured to inherit the whole environment gets all of it but the secrets
-//! ([`crate::environ::is_secret`]): those reach a child only by name, through its `env`
+//! ([`toolmux_core::is_secret`]): those reach a child only by name, through its `env`
 //! (`"GITHUB_TOKEN": "${GITHUB_TOKEN}"`), so that each goes only where it was given. (The
 //! binary also takes them out of its own environment at start, [`crate::environ`].)
 //!
@@ -41,7 +41,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::cgroup::{self, Cgroup};
-use crate::environ;
 
 /// toolmux's environment variables a child gets unless it inherits everything: those the MCP
 /// SDKs' stdio clients pass (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`), plus the
@@ -74,7 +73,7 @@ fn is_passed(name: &str, value: &OsStr) -> bool {
 /// child that inherits the whole environment, anything but a secret.
 fn passes(name: &OsStr, value: &OsStr, inherit_all: bool) -> bool {
     if inherit_all {
-        !environ::is_secret(&name.to_string_lossy(), value)
+        !toolmux_core::is_secret(&name.to_string_lossy(), value)
     } else {
         name.to_str().is_some_and(|name| is_passed(name, value))
     }
@@ -592,19 +591,11 @@ struct Stat {
 #[cfg(target_os = "linux")]
 impl Stat {
     fn read(pid: u32) -> Option<Self> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // The fields after the command name (which may hold spaces and parentheses) start
-        // after its last ')': state, ppid, pgrp, session, ...
-        let (_, rest) = text.rsplit_once(')')?;
-        let mut fields = rest.split_whitespace();
-        let state = fields.next()?;
-        let _ppid = fields.next()?;
-        let pgid = fields.next()?.parse().ok()?;
-        let sid = fields.next()?.parse().ok()?;
+        let stat = toolmux_files::ProcStat::of(pid)?;
         Some(Self {
-            zombie: state == "Z" || state == "X",
-            pgid,
-            sid,
+            zombie: stat.is_zombie(),
+            pgid: stat.number(5)?,
+            sid: stat.number(6)?,
         })
     }
 

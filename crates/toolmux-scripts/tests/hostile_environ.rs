@@ -89,11 +89,11 @@ fn checks() {
             "{name} is still in the process"
         );
         assert_eq!(
-            toolmux_config::process_env::var(name).as_deref(),
+            toolmux_core::process_env::var(name).as_deref(),
             Some(*value),
             "toolmux's own lookup of {name}"
         );
-        assert!(toolmux_config::process_env::was_removed(name));
+        assert!(toolmux_core::process_env::was_removed(name));
     }
     assert_eq!(std::env::var(PROXY.0).as_deref(), Ok(PROXY.1));
     assert_eq!(std::env::var(PLAIN.0).as_deref(), Ok(PLAIN.1));
@@ -129,7 +129,7 @@ fn checks() {
 
     // A configuration that names a secret still gives it to its child.
     let given = runtime.block_on(async {
-        let value = toolmux_config::process_env::var("OPENAI_API_KEY").expect("kept");
+        let value = toolmux_core::process_env::var("OPENAI_API_KEY").expect("kept");
         run("echo \"$GIVEN\"", [("GIVEN", value.as_str())], false).await
     });
     assert_eq!(given.trim(), SECRETS[0].1);

@@ -67,12 +67,12 @@ impl SecretKey {
     /// environment: the binary takes the key out of the process environment at start, so that
     /// no child inherits it.
     pub fn from_environment() -> Self {
-        if let Some(text) = toolmux_config::process_env::var("TOOLMUX_SECRET_KEY")
+        if let Some(text) = toolmux_core::process_env::var("TOOLMUX_SECRET_KEY")
             && !text.is_empty()
         {
             return Self::Given(Zeroizing::new(text));
         }
-        match toolmux_config::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf)) {
+        match toolmux_files::user_dir(&toolmux_core::process_env::var) {
             Some(dir) => Self::File(dir.join("secret.key")),
             None => Self::Missing,
         }
@@ -299,12 +299,12 @@ impl FileBackend {
         // written, so the file is never readable by others, not even for a moment.
         let write = || -> io::Result<()> {
             let handle = Arc::new(fs::File::open(dir)?);
-            toolmux_config::stage_in(
+            toolmux_files::stage_in(
                 &handle,
                 name,
                 &bytes,
                 Some(0o600),
-                toolmux_config::Commit::Replace,
+                toolmux_files::Commit::Replace,
             )?
             .commit()?;
             handle.sync_all()

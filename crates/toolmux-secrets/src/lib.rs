@@ -164,7 +164,7 @@ impl fmt::Debug for SecretStore {
 
 /// The file the encrypted backend keeps the values in.
 pub fn secrets_file(project_dir: &Path) -> PathBuf {
-    toolmux_config::state_dir(project_dir).join("secrets.enc")
+    toolmux_files::state_dir(project_dir).join("secrets.enc")
 }
 
 impl SecretStore {
@@ -172,10 +172,10 @@ impl SecretStore {
     /// (see the crate documentation; `TOOLMUX_SECRET_BACKEND` forces one). Reads no key yet:
     /// the file backend reads (or creates) its key on first use.
     pub fn open(project_dir: &Path) -> Result<Self, SecretError> {
-        let state = toolmux_config::state_dir(project_dir);
+        let state = toolmux_files::state_dir(project_dir);
         let lock_path = state.join("secrets.lock");
         // Its name holds SECRET: the binary may have taken it out of the process environment.
-        let choice = toolmux_config::process_env::var("TOOLMUX_SECRET_BACKEND").unwrap_or_default();
+        let choice = toolmux_core::process_env::var("TOOLMUX_SECRET_BACKEND").unwrap_or_default();
         let file = || -> Arc<dyn Backend> {
             Arc::new(FileBackend::new(
                 secrets_file(project_dir),
@@ -293,14 +293,9 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| SecretError::Keyring(format!("the secret store's task failed: {e}")))?
 }
 
-/// Makes `${secret:NAME}` in the configuration read from `store`, for the rest of the process
-/// (see [`toolmux_config::set_secret_lookup`]).
-pub fn use_for_config(store: SecretStore) {
-    toolmux_config::set_secret_lookup(Arc::new(ConfigLookup(store)));
-}
-
 /// The store of the project this process serves, opened once (the keyring probe is not
-/// repeated on every configuration reload) and installed for `${secret:NAME}` references.
+/// repeated on every configuration reload); the configuration reads `${secret:NAME}`
+/// references through [`SecretStore::config_value`].
 pub fn project_store(project_dir: &Path) -> Result<SecretStore, SecretError> {
     static OPEN: Mutex<Option<(PathBuf, SecretStore)>> = Mutex::new(None);
     let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
@@ -310,7 +305,6 @@ pub fn project_store(project_dir: &Path) -> Result<SecretStore, SecretError> {
         return Ok(store.clone());
     }
     let store = SecretStore::open(project_dir)?;
-    use_for_config(store.clone());
     *open = Some((project_dir.to_path_buf(), store.clone()));
     Ok(store)
 }
@@ -324,11 +318,13 @@ pub fn tolerate_unset_in_config() {
 
 static TOLERATE_UNSET: AtomicBool = AtomicBool::new(false);
 
-struct ConfigLookup(SecretStore);
-
-impl toolmux_config::SecretLookup for ConfigLookup {
-    fn lookup(&self, name: &str) -> Result<Option<String>, String> {
-        match self.0.get(name) {
+impl SecretStore {
+    /// The value of `name` as a `${secret:NAME}` reference in the configuration reads it:
+    /// `Ok(None)` when it is not set (an empty value, with a warning, after
+    /// [`tolerate_unset_in_config`]), `Err` with a message when the store cannot be read. The
+    /// configuration's loader is given this as its secret lookup; it keeps no store itself.
+    pub fn config_value(&self, name: &str) -> Result<Option<String>, String> {
+        match self.get(name) {
             Ok(None) if TOLERATE_UNSET.load(Ordering::Relaxed) => {
                 tracing::warn!("secret `{name}` is not set; the configuration reads it as empty");
                 Ok(Some(String::new()))

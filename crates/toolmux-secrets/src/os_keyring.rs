@@ -40,7 +40,7 @@ impl KeyringBackend {
     pub(crate) fn open(project_dir: &Path) -> Result<Self, SecretError> {
         let backend = Self {
             project: project_dir.display().to_string(),
-            index: toolmux_config::state_dir(project_dir).join("secrets.names.json"),
+            index: toolmux_files::state_dir(project_dir).join("secrets.names.json"),
         };
         isolated(|| {
             let entry = keyring::Entry::new(SERVICE, "probe").map_err(keyring_error)?;
@@ -72,7 +72,7 @@ impl KeyringBackend {
             fs::create_dir_all(dir).map_err(|e| SecretError::io("create", dir, e))?;
         }
         let bytes = serde_json::to_vec_pretty(names).unwrap_or_default();
-        toolmux_config::write_atomic(&self.index, &bytes)
+        toolmux_files::write_atomic(&self.index, &bytes)
             .map_err(|e| SecretError::io("write", &self.index, e))
     }
 }

@@ -90,10 +90,7 @@ impl Owner {
 
 /// A process's start time (field 22 of `/proc/<pid>/stat`).
 fn start_time_of(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: count from the last `)`.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    toolmux_files::ProcStat::of(pid)?.number(22)
 }
 
 /// One session, as `session.json` holds it and every channel shows it.

@@ -625,8 +625,7 @@ impl DetectionCache {
         if let Some(dir) = self.file.parent() {
             std::fs::create_dir_all(dir).map_err(|e| SessionError::io(dir, e))?;
         }
-        toolmux_config::write_atomic(&self.file, &bytes)
-            .map_err(|e| SessionError::io(&self.file, e))
+        toolmux_files::write_atomic(&self.file, &bytes).map_err(|e| SessionError::io(&self.file, e))
     }
 }
 

@@ -117,7 +117,7 @@ impl SessionStore for DirStore {
         let path = dir.join("session.json");
         let bytes =
             serde_json::to_vec_pretty(record).map_err(|e| SessionError::Failed(e.to_string()))?;
-        toolmux_config::write_atomic(&path, &bytes).map_err(|e| SessionError::io(&path, e))
+        toolmux_files::write_atomic(&path, &bytes).map_err(|e| SessionError::io(&path, e))
     }
 
     fn load(&self, id: &str) -> Result<Option<SessionRecord>, SessionError> {

@@ -92,7 +92,7 @@ pub fn discover(roots: &[SkillRoot]) -> Result<Found, SkillError> {
         dirs.sort();
         for dir in dirs {
             let file = dir.join(SKILL_FILE);
-            let text = match read_capped(&file) {
+            let text = match read_skill_file(&file) {
                 Ok(text) => text,
                 // Too large to offer: reported like any other broken skill, the rest still load.
                 Err(e @ SkillError::Invalid { .. }) => {
@@ -152,21 +152,24 @@ pub fn bundled_files(dir: &Path) -> Result<(Vec<String>, bool), SkillError> {
 const MAX_SKILL_BYTES: u64 = 256 * 1024;
 
 /// Reads a `SKILL.md`, refusing one over [`MAX_SKILL_BYTES`] with its file named.
-fn read_capped(file: &Path) -> Result<String, SkillError> {
-    use std::io::Read;
-    let mut text = String::new();
-    fs::File::open(file)
-        .and_then(|f| f.take(MAX_SKILL_BYTES + 1).read_to_string(&mut text))
-        .map_err(|e| io(file, e))?;
-    if text.len() as u64 > MAX_SKILL_BYTES {
+fn read_skill_file(file: &Path) -> Result<String, SkillError> {
+    let Some(bytes) = fs::File::open(file)
+        .and_then(|f| toolmux_files::read_capped(f, MAX_SKILL_BYTES))
+        .map_err(|e| io(file, e))?
+    else {
         return Err(SkillError::Invalid {
             file: file.to_path_buf(),
             line: 1,
             field: None,
             message: format!("SKILL.md is larger than {} KiB", MAX_SKILL_BYTES / 1024),
         });
-    }
-    Ok(text)
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        io(
+            file,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        )
+    })
 }
 
 fn io(path: &Path, source: std::io::Error) -> SkillError {

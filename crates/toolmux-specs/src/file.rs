@@ -5,7 +5,6 @@
 //! are opened beneath the project root as the workspace tools open files: no link on the way,
 //! and a FIFO or device swapped in is refused without blocking.
 
-use std::io::Read;
 use std::path::Path;
 
 use toolmux_core::{file_kind, human_bytes};
@@ -45,15 +44,13 @@ pub(crate) fn read_spec_file(project: &ProjectRoot, abs: &Path) -> Result<Capped
     if meta.len() > MAX_SPEC_FILE_BYTES {
         return Ok(Capped::TooLarge(meta.len()));
     }
-    let mut bytes = Vec::new();
-    file.take(MAX_SPEC_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| SpecsError::io(abs, e))?;
-    // It may have grown since it was looked at: the cap holds for what was read.
-    if bytes.len() as u64 > MAX_SPEC_FILE_BYTES {
-        return Ok(Capped::TooLarge(bytes.len() as u64));
+    // It may have grown since it was looked at: the cap holds for what is read.
+    match toolmux_files::read_capped(file, MAX_SPEC_FILE_BYTES)
+        .map_err(|e| SpecsError::io(abs, e))?
+    {
+        Some(bytes) => Ok(String::from_utf8(bytes).map_or(Capped::NotUtf8, Capped::Text)),
+        None => Ok(Capped::TooLarge(MAX_SPEC_FILE_BYTES + 1)),
     }
-    Ok(String::from_utf8(bytes).map_or(Capped::NotUtf8, Capped::Text))
 }
 
 /// Why a spec file of `size` bytes is not read.
@@ -114,15 +111,13 @@ pub(crate) fn read_config(project: &ProjectRoot, rel: &str) -> Result<String, Sp
         )));
     }
     let limit = toolmux_core::MAX_YAML_BYTES as u64;
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| SpecsError::io(&path, e))?;
-    if bytes.len() as u64 > limit {
+    let Some(bytes) =
+        toolmux_files::read_capped(file, limit).map_err(|e| SpecsError::io(&path, e))?
+    else {
         return Err(refused(format!(
             "larger than the {} a config may be",
             human_bytes(limit)
         )));
-    }
+    };
     String::from_utf8(bytes).map_err(|_| refused("not valid UTF-8".into()))
 }

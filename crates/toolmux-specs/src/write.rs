@@ -68,9 +68,9 @@ pub(crate) fn check_size(text: &str) -> Result<(), SpecsError> {
 pub(crate) fn write_atomic(path: &Path, text: &str, create_new: bool) -> Result<(), SpecsError> {
     check_size(text)?;
     let written = if create_new {
-        toolmux_config::write_new_atomic(path, text.as_bytes())
+        toolmux_files::write_new_atomic(path, text.as_bytes())
     } else {
-        toolmux_config::write_atomic(path, text.as_bytes())
+        toolmux_files::write_atomic(path, text.as_bytes())
     };
     written.map_err(|e| SpecsError::io(path, e))
 }

@@ -42,7 +42,7 @@ pub const SOURCE_ID: &str = "tasks";
 
 /// The file the task list is kept in.
 pub fn tasks_file(project_dir: &Path) -> std::path::PathBuf {
-    toolmux_config::state_dir(project_dir).join("tasks.json")
+    toolmux_files::state_dir(project_dir).join("tasks.json")
 }
 
 /// The tasks pack over a store.

@@ -3,7 +3,7 @@
 //! the packs noticing.
 
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// The largest document a store keeps: it is read and rewritten whole on every change, so it
@@ -39,7 +39,7 @@ pub trait StateStore: Send + Sync {
     fn update(&self, change: &mut Change<'_>) -> Result<(), StorageError>;
 }
 
-/// A document kept in one file, replaced whole by `toolmux_config::write_atomic`, writers
+/// A document kept in one file, replaced whole by `toolmux_files::write_atomic`, writers
 /// serialised by an advisory lock on `<file>.lock` (a lock on the file itself would be lost
 /// with the inode the rename replaces).
 #[derive(Clone, Debug)]
@@ -82,17 +82,15 @@ impl StateStore for JsonFile {
             Err(e) => return Err(self.error("read", &self.path)(e)),
         };
         // Never buffered past the cap, whatever wrote the file.
-        let mut bytes = Vec::new();
-        file.take(MAX_DOCUMENT_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(self.error("read", &self.path))?;
-        if bytes.len() > MAX_DOCUMENT_BYTES {
-            return Err(self.error("read", &self.path)(io::Error::other(format!(
+        match toolmux_files::read_capped(file, MAX_DOCUMENT_BYTES as u64)
+            .map_err(self.error("read", &self.path))?
+        {
+            Some(bytes) => Ok(Some(bytes)),
+            None => Err(self.error("read", &self.path)(io::Error::other(format!(
                 "it is larger than the {} a state document may be",
                 toolmux_core::human_bytes(MAX_DOCUMENT_BYTES as u64)
-            ))));
+            )))),
         }
-        Ok(Some(bytes))
     }
 
     fn update(&self, change: &mut Change<'_>) -> Result<(), StorageError> {
@@ -114,7 +112,7 @@ impl StateStore for JsonFile {
                     toolmux_core::human_bytes(MAX_DOCUMENT_BYTES as u64)
                 ))));
             }
-            toolmux_config::write_atomic(&self.path, &bytes)
+            toolmux_files::write_atomic(&self.path, &bytes)
                 .map_err(self.error("write", &self.path))?;
         }
         Ok(())

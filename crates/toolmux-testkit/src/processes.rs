@@ -36,17 +36,9 @@ fn all_pids() -> Vec<u32> {
         .collect()
 }
 
-/// The fields of `/proc/PID/stat` after the command, which may itself hold spaces and
-/// parentheses: they start after the last `)`. The first is the state, the third the group.
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    Some(rest.split_whitespace().map(str::to_string).collect())
-}
-
 /// Whether process `pid` runs (a zombie, dead but not yet reaped, does not).
 pub fn alive(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|fields| fields.first().is_some_and(|state| state != "Z"))
+    toolmux_files::ProcStat::of(pid).is_some_and(|stat| stat.field(3).is_some_and(|s| s != "Z"))
 }
 
 /// Fails unless process `pid` is gone within `limit`.
@@ -105,12 +97,11 @@ pub fn assert_no_process_left(dir: &Path) {
 
 /// The live (non-zombie) processes in the process group `pgid`.
 fn group_members(pgid: u32) -> Vec<u32> {
-    let pgid = pgid.to_string();
     all_pids()
         .into_iter()
         .filter(|pid| {
-            stat_fields(*pid).is_some_and(|fields| {
-                fields.first().is_some_and(|state| state != "Z") && fields.get(2) == Some(&pgid)
+            toolmux_files::ProcStat::of(*pid).is_some_and(|stat| {
+                stat.field(3).is_some_and(|s| s != "Z") && stat.number::<u32>(5) == Some(pgid)
             })
         })
         .collect()

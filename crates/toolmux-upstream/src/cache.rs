@@ -176,7 +176,7 @@ impl DiscoveryRecord {
         }
         let mut bytes = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
         bytes.push(b'\n');
-        toolmux_config::write_atomic(path, &bytes)
+        toolmux_files::write_atomic(path, &bytes)
     }
 }
 

@@ -23,7 +23,7 @@ use std::sync::{Arc, RwLock};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
-use toolmux_config::{Commit, stage_in};
+use toolmux_files::{Commit, stage_in};
 
 use crate::protected::{ProtectedKind, ProtectedPaths};
 

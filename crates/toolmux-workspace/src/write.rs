@@ -5,7 +5,7 @@
 //! Carrying out a plan: the directories of new files are made (beneath the root, see
 //! [`ProjectRoot::open_parent`]); every file is checked to be still what the plan read; every
 //! new content is written to a temporary file beside its target and flushed
-//! ([`toolmux_config::stage_in`], the one atomic writer, through the directory
+//! ([`toolmux_files::stage_in`], the one atomic writer, through the directory
 //! descriptor [`ProjectRoot::open_parent`] gave); only then are the temporary files renamed over their targets (and
 //! deleted files unlinked), one after the other. A failure before the renames leaves every
 //! file as it was; a failure among them (which takes an I/O error on a rename in a directory
@@ -17,7 +17,6 @@
 
 use std::collections::HashSet;
 use std::fs::{File, Metadata};
-use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,8 +24,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use similar::{Algorithm, DiffTag, TextDiff};
-use toolmux_config::{Commit, stage_in};
 use toolmux_core::{ToolErrorKind, ToolResult, human_bytes};
+use toolmux_files::{Commit, stage_in};
 
 use crate::Workspace;
 use crate::output::Budget;
@@ -154,10 +153,16 @@ fn read_existing(
             human_bytes(cap)
         ));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("`{shown}` cannot be read: {e}"))?;
+    // It may have grown since it was looked at: the cap holds for what is read, and a file
+    // read only in part is never edited (its rest would be lost).
+    let Some(bytes) = toolmux_files::read_capped(file, cap)
+        .map_err(|e| format!("`{shown}` cannot be read: {e}"))?
+    else {
+        return Err(format!(
+            "`{shown}` is larger than the {} the write tools change",
+            human_bytes(cap)
+        ));
+    };
     let stamp = Stamp::new(&meta, Some(hash(&bytes)));
     let text = String::from_utf8(bytes).map_err(|_| {
         format!("`{shown}` is not UTF-8 text; the write tools change text files only")

@@ -24,7 +24,6 @@ use toolmux_mcp_server::ServeOptions;
 use toolmux_workspace::{ProjectRoot, ProtectedPaths, WorkspaceLimits, WorkspacePack};
 
 use crate::access::{Access, AccessError};
-use crate::cli::ServeFilterArgs;
 use crate::exit::Failure;
 use crate::project::{load_config, locate, log_dir};
 use crate::rest_upstreams::UpstreamView;
@@ -454,18 +453,25 @@ impl Assembly {
         }
     }
 
-    /// What the MCP channel serves: the serve-time filters as the server's options, relaying
-    /// the upstream servers and serving toolmux's own resources; the HTTP fields stay at their
-    /// defaults.
-    pub fn mcp_options(&self, filters: &ServeFilterArgs) -> Result<ServeOptions, Failure> {
+    /// What the MCP channel serves: the serve-time filters (`--tools`, `--exclude`,
+    /// `--pass-through`, `--code-mode`, as plain values: the assembly knows no command line) as
+    /// the server's options, relaying the upstream servers and serving toolmux's own resources;
+    /// the HTTP fields stay at their defaults.
+    pub fn mcp_options(
+        &self,
+        tools: &[String],
+        exclude: &[String],
+        pass_through: Option<&str>,
+        code_mode: bool,
+    ) -> Result<ServeOptions, Failure> {
         let patterns = |list: &[String]| -> Result<Vec<NamePattern>, Failure> {
             list.iter()
                 .map(|p| NamePattern::new(p).map_err(|e| Failure::Usage(e.to_string())))
                 .collect()
         };
-        if let Some(source) = &filters.pass_through {
+        if let Some(source) = pass_through {
             let catalog = self.hub.catalog();
-            if !catalog.sources().iter().any(|s| &s.id == source) {
+            if !catalog.sources().iter().any(|s| s.id == source) {
                 let known: Vec<&str> = catalog.sources().iter().map(|s| s.id.as_str()).collect();
                 return Err(Failure::Usage(format!(
                     "--pass-through: there is no source `{source}`; the sources are: {}",
@@ -476,12 +482,12 @@ impl Assembly {
             self.upstreams.serve_per_client(source);
         }
         Ok(ServeOptions {
-            include: patterns(&filters.tools)?,
-            exclude: patterns(&filters.exclude)?,
-            pass_through: filters.pass_through.clone(),
+            include: patterns(tools)?,
+            exclude: patterns(exclude)?,
+            pass_through: pass_through.map(str::to_string),
             // The model gets the two code-mode tools and writes scripts for everything else
             // that the filters let through.
-            entry_points: if filters.code_mode {
+            entry_points: if code_mode {
                 CODE_MODE_TOOLS.map(String::from).to_vec()
             } else {
                 Vec::new()

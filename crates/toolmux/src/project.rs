@@ -4,9 +4,10 @@
 //! [`crate::assembly::Assembly`].
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
-use toolmux_config::LoadedConfig;
+use toolmux_config::{LoadedConfig, SecretLookup};
 
 use crate::exit::Failure;
 
@@ -26,14 +27,28 @@ pub fn locate(given: Option<&Path>) -> Result<PathBuf, Failure> {
     Ok(toolmux_config::find_project_dir(&cwd).unwrap_or(cwd))
 }
 
+/// What `${secret:NAME}` references in the configuration read: this project's secret store,
+/// or none (a reference is then an error) when it cannot be opened.
+pub fn config_secrets(project_dir: &Path) -> Option<Arc<dyn SecretLookup>> {
+    match toolmux_secrets::project_store(project_dir) {
+        Ok(store) => Some(Arc::new(move |name: &str| store.config_value(name))),
+        Err(e) => {
+            tracing::warn!("the secret store is not available: {e}");
+            None
+        }
+    }
+}
+
 /// Loads the configuration of a project directory (project file over user file).
 pub fn load_config(project_dir: &Path) -> Result<LoadedConfig, Failure> {
-    // `${secret:NAME}` references read this project's secret store.
-    if let Err(e) = toolmux_secrets::project_store(project_dir) {
-        tracing::warn!("the secret store is not available: {e}");
-    }
     let user = toolmux_config::user_config_path();
-    toolmux_config::load(project_dir, user.as_deref()).map_err(|e| Failure::Config(e.to_string()))
+    let loaded = match config_secrets(project_dir) {
+        Some(secrets) => {
+            toolmux_config::load_with_secrets(project_dir, user.as_deref(), secrets.as_ref())
+        }
+        None => toolmux_config::load(project_dir, user.as_deref()),
+    };
+    loaded.map_err(|e| Failure::Config(e.to_string()))
 }
 
 /// Where the execution log lives.
@@ -44,4 +59,5 @@ pub fn log_dir(project_dir: &Path) -> PathBuf {
 /// The one editor of the project's config file, checked merged with the user's file.
 pub fn editor(project_dir: &Path) -> toolmux_config::ConfigEditor {
     toolmux_config::ConfigEditor::new(project_dir, toolmux_config::user_config_path().as_deref())
+        .with_secrets(config_secrets(project_dir))
 }

@@ -35,12 +35,12 @@ pub fn run(project: Option<&Path>, force: bool) -> Result<u8, Failure> {
     let schema_path = toolmux_config::project_schema_path(&dir);
     let schema = serde_json::to_vec_pretty(&toolmux_config::schema())
         .context("cannot serialize the configuration schema")?;
-    toolmux_config::write_atomic(&schema_path, &schema)
+    toolmux_files::write_atomic(&schema_path, &schema)
         .with_context(|| format!("cannot write `{}`", schema_path.display()))?;
     // Machine-written state (logs, caches) stays out of version control.
     let ignore = toolmux_dir.join(".gitignore");
     if !ignore.exists() {
-        toolmux_config::write_atomic(&ignore, b"state/\n")
+        toolmux_files::write_atomic(&ignore, b"state/\n")
             .with_context(|| format!("cannot write `{}`", ignore.display()))?;
     }
     emit(&format!("wrote {}", config_path.display()))?;

@@ -12,7 +12,12 @@ pub async fn run(project: Option<&Path>, filters: ServeFilterArgs) -> Result<u8,
     // Servers never discovered (or configured differently since) are discovered without
     // holding up start-up.
     project.upstreams.discover_stale_in_background();
-    let options = project.mcp_options(&filters)?;
+    let options = project.mcp_options(
+        &filters.tools,
+        &filters.exclude,
+        filters.pass_through.as_deref(),
+        filters.code_mode,
+    )?;
     let served = toolmux_mcp_server::serve_stdio(project.hub.clone(), options).await;
     // Stop the servers (those a background discovery was still starting included) before the
     // runtime goes away under them; `main` then stops whatever escaped their process groups.

@@ -25,7 +25,13 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
     // Servers never discovered (or configured differently since) are discovered without
     // holding up start-up.
     assembly.upstreams.discover_stale_in_background();
-    let mut options = assembly.mcp_options(&args.filters)?;
+    let filters = &args.filters;
+    let mut options = assembly.mcp_options(
+        &filters.tools,
+        &filters.exclude,
+        filters.pass_through.as_deref(),
+        filters.code_mode,
+    )?;
     // A Unix socket is reachable only by its owner (mode 0600), like loopback.
     let beyond_loopback = args.socket.is_none() && !args.bind.is_loopback();
     let access = Access {
@@ -62,6 +68,7 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
     let files = ConfigFiles {
         project_dir: assembly.loaded.project_dir.clone(),
         user_config: toolmux_config::user_config_path(),
+        secrets: crate::project::config_secrets(&assembly.loaded.project_dir),
     };
     let chat_engine = assembly.chat_engine()?;
     // The writer's changes and hand edits alike are put in force by the assembly's one reload.
@@ -338,7 +345,7 @@ fn api_keys(vars: &[String]) -> Result<Vec<String>, Failure> {
     for var in vars {
         // From toolmux's kept environment: the key was taken out of the process environment
         // at start, so that no child inherits it.
-        match toolmux_config::process_env::var(var) {
+        match toolmux_core::process_env::var(var) {
             Some(key) if !key.trim().is_empty() => keys.push(key.trim().to_string()),
             _ => {
                 return Err(Failure::Usage(format!(

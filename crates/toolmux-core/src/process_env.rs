@@ -1,4 +1,6 @@
-//! toolmux's own environment as it was when it started, for toolmux alone.
+//! toolmux's own environment as it was when it started, for toolmux alone. It lives in the
+//! lowest crate because the configuration's `${VAR}`, the secret store's key and the shell's
+//! `env` all read it, and the secret store does not depend on the configuration.
 //!
 //! At start the binary takes its secrets (API keys, tokens, passwords) out of the process
 //! environment, so that no child inherits them and `/proc/<toolmux>/environ` does not show them

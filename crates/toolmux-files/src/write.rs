@@ -106,9 +106,9 @@ fn resolve_symlink(path: &Path) -> io::Result<PathBuf> {
 
 /// Removes the temporary files [`write_atomic`] made for `path` and never renamed: left by a
 /// writer that was killed between its write and its rename. Only safe while no other writer of
-/// `path` can be running, which is why only [`crate::ConfigEditor`] calls it, under its lock.
-/// Best effort: a file that cannot be removed is harmless, as no reader ever opens one.
-pub(crate) fn remove_stale_temps(path: &Path) {
+/// `path` can be running, which is why only the configuration's editor calls it, under its
+/// lock. Best effort: a file that cannot be removed is harmless, as no reader ever opens one.
+pub fn remove_stale_temps(path: &Path) {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return;
     };
