@@ -148,7 +148,7 @@ pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<
         let named = value.get("registries").and_then(Value::as_array);
         for relative in named.into_iter().flatten().filter_map(Value::as_str) {
             // As the load reads it: references in the path expanded.
-            let relative = crate::env::expand_text(relative, &crate::load::std_env)
+            let relative = crate::env::expand_text(relative, crate::env::Lookups::process())
                 .map_or_else(|_| relative.to_string(), |p| p.into_owned());
             let path = project_dir.join(relative);
             if !files.contains(&path) {
