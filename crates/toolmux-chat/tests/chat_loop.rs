@@ -221,8 +221,7 @@ async fn request_human_input_asks_the_person_and_feeds_back_the_answer() {
             assert_eq!(request.question, "Which colour do you like?");
             harness
                 .engine
-                .inputs()
-                .answer(&conversation, Some(request.id), "teal, please".into())
+                .answer_input_text(&conversation, Some(request.id), "teal, please")
                 .expect("answer");
         }
         seen.push(event);
@@ -231,6 +230,51 @@ async fn request_human_input_asks_the_person_and_feeds_back_the_answer() {
         seen.iter()
             .any(|e| matches!(e, TurnEvent::InputRequested(_)))
     );
+    assert_eq!(outputs(&seen)[0].content, "teal, please");
+    assert_eq!(text(&seen), "Teal it is.");
+}
+
+/// The one rule, in the chat: an answer that does not fit the question's form is refused with
+/// the field and why, and the question stays open for an answer that does (as over REST's
+/// `/api/inputs` and an MCP client's elicitation form).
+#[tokio::test]
+async fn an_answer_that_does_not_fit_is_refused_in_the_chat_and_the_question_stays_open() {
+    let aimock = Aimock::start("chat.json");
+    let harness = Harness::new(&aimock, HubSettings::default(), 25);
+    let (conversation, mut events, _) = harness
+        .engine
+        .start_turn(ask("Pick a colour for me"))
+        .await
+        .expect("turn starts");
+    let mut seen = Vec::new();
+    while let Some(event) = events.recv().await {
+        if let TurnEvent::InputRequested(request) = &event {
+            let misfit = harness.engine.answer_input(
+                &conversation,
+                Some(request.id),
+                toolmux_core::HumanAnswer::Accept(serde_json::json!({"answer": 5})),
+            );
+            let Err(toolmux_chat::ReplyError::DoesNotFit(why)) = &misfit else {
+                panic!("a misfit was taken: {misfit:?}");
+            };
+            assert!(why.contains("/answer"), "{why}");
+            assert_eq!(
+                harness
+                    .engine
+                    .pending_inputs(&conversation)
+                    .iter()
+                    .map(|r| r.id)
+                    .collect::<Vec<_>>(),
+                [request.id],
+                "the question stays open"
+            );
+            harness
+                .engine
+                .answer_input_text(&conversation, Some(request.id), "teal, please")
+                .expect("a fitting answer is taken");
+        }
+        seen.push(event);
+    }
     assert_eq!(outputs(&seen)[0].content, "teal, please");
     assert_eq!(text(&seen), "Teal it is.");
 }

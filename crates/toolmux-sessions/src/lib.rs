@@ -37,7 +37,7 @@ pub use prompt::DEFAULT_TEMPLATE;
 pub use record::{LogEntry, Owner, SessionRecord, Status, Stream, Worktree};
 pub use runners::{DEFAULT_SESSION_TIMEOUT, Detection, Runner, parse_version, which};
 pub use sessions::{
-    CALLER_ENV_REFUSED, Plan, RunRequest, SESSION_ID_VAR, Sessions, caller_env_refused,
+    CALLER_ENV_REFUSED, Plan, RunRequest, SESSION_ID_VAR, Sessions, StartedBy, caller_env_refused,
 };
 pub use store::{DirStore, LogPage, LogSink, SessionStore};
 pub use supervise::{GRACE, LINE_CAP, LOG_CAP};
