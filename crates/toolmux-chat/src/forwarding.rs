@@ -113,14 +113,13 @@ mod tests {
 
     fn question(conversation: &str, n: usize) -> toolmux_core::HumanQuestion {
         toolmux_core::HumanQuestion {
-            tool: crate::TOOL_NAME.into(),
-            arguments: serde_json::json!({}),
-            question: format!("question {n}"),
-            schema: toolmux_core::free_text_schema(),
-            channel: toolmux_core::Channel::Chat,
             session: Some(conversation.into()),
-            asker: None,
-            time_limit: Duration::from_secs(60),
+            ..toolmux_core::HumanQuestion::new(
+                crate::TOOL_NAME,
+                format!("question {n}"),
+                toolmux_core::free_text_schema(),
+                toolmux_core::Channel::Chat,
+            )
         }
     }
 }

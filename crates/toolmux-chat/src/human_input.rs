@@ -177,14 +177,9 @@ mod tests {
 
     fn form_question(conversation: &str) -> HumanQuestion {
         HumanQuestion {
-            tool: "register".into(),
-            arguments: json!({}),
-            question: "Who?".into(),
-            schema: user_form(),
-            channel: Channel::Chat,
             session: Some(conversation.into()),
             asker: Some("srv".into()),
-            time_limit: std::time::Duration::from_secs(60),
+            ..HumanQuestion::new("register", "Who?", user_form(), Channel::Chat)
         }
     }
 

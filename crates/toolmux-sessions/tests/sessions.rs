@@ -466,9 +466,12 @@ async fn many_lines_are_all_kept_in_order() {
     assert_eq!(n, 20000);
 }
 
-#[tokio::test]
-async fn an_acp_session_logs_the_agents_updates_and_its_permission_goes_through_the_queue() {
-    let project = tempfile::tempdir().expect("temp");
+/// The sessions of a project whose one runner, `test-agent`, is the ACP test agent; `approver`
+/// answers its permission requests when the caller brings none.
+fn acp_sessions(
+    root: &Path,
+    approver: Option<std::sync::Arc<dyn toolmux_core::Approver>>,
+) -> Sessions {
     let mut runners = BTreeMap::new();
     runners.insert(
         "test-agent".to_string(),
@@ -479,15 +482,15 @@ async fn an_acp_session_logs_the_agents_updates_and_its_permission_goes_through_
             ..Default::default()
         },
     );
+    Sessions::for_project(root, &root.join(".toolmux/state"), &runners, approver).expect("open")
+}
+
+#[tokio::test]
+async fn an_acp_session_logs_the_agents_updates_and_its_permission_goes_through_the_queue() {
+    let project = tempfile::tempdir().expect("temp");
     let queue = std::sync::Arc::new(toolmux_core::ApprovalQueue::new());
     let approver: std::sync::Arc<dyn toolmux_core::Approver> = queue.clone();
-    let sessions = Sessions::for_project(
-        project.path(),
-        &project.path().join(".toolmux/state"),
-        &runners,
-        Some(approver),
-    )
-    .expect("open");
+    let sessions = acp_sessions(project.path(), Some(approver));
     let id = start(
         &sessions,
         request("test-agent", "say hello\nwrite out.txt from the agent"),
@@ -544,23 +547,7 @@ async fn an_acp_permission_waits_the_configured_approval_limit_under_the_callers
     use toolmux_sessions::SessionsSource;
 
     let project = tempfile::tempdir().expect("temp");
-    let mut runners = BTreeMap::new();
-    runners.insert(
-        "test-agent".to_string(),
-        RunnerSettings {
-            command: Some(env!("CARGO_BIN_EXE_toolmux-acp-test-agent").to_string()),
-            args: Some(Vec::new()),
-            protocol: Some(toolmux_config::RunnerProtocol::Acp),
-            ..Default::default()
-        },
-    );
-    let sessions = Sessions::for_project(
-        project.path(),
-        &project.path().join(".toolmux/state"),
-        &runners,
-        None,
-    )
-    .expect("open");
+    let sessions = acp_sessions(project.path(), None);
     let limit = Duration::from_millis(400);
     let mut settings = HubSettings::default();
     settings.approval_timeout = limit;

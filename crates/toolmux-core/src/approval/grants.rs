@@ -31,15 +31,22 @@ pub(super) fn conversation_of(request: &ApprovalRequest) -> Option<&str> {
 const GRANT_CONVERSATIONS: usize = 4096;
 
 /// Tools a person allowed for the rest of a chat conversation, by conversation, with the id of
-/// the approval that allowed each, oldest conversation first.
+/// the approval that allowed each, oldest conversation first. A tool is named with its source:
+/// what a coding agent started from the conversation asks about (source `acp:…`, a name the
+/// agent chose) never stands for the registry's tool of the same name.
 #[derive(Default)]
 pub(super) struct Grants {
-    by_conversation: HashMap<String, HashMap<String, uuid::Uuid>>,
+    by_conversation: HashMap<String, HashMap<(String, String), uuid::Uuid>>,
     order: VecDeque<String>,
 }
 
 impl Grants {
-    pub(super) fn grant(&mut self, conversation: &str, tool: &str, approval: uuid::Uuid) {
+    pub(super) fn grant(
+        &mut self,
+        conversation: &str,
+        request: &ApprovalRequest,
+        approval: uuid::Uuid,
+    ) {
         if !self.by_conversation.contains_key(conversation) {
             if self.order.len() >= GRANT_CONVERSATIONS
                 && let Some(oldest) = self.order.pop_front()
@@ -51,10 +58,11 @@ impl Grants {
         self.by_conversation
             .entry(conversation.to_string())
             .or_default()
-            .insert(tool.to_string(), approval);
+            .insert((request.source.clone(), request.tool.clone()), approval);
     }
 
-    pub(super) fn get(&self, conversation: &str, tool: &str) -> Option<uuid::Uuid> {
-        self.by_conversation.get(conversation)?.get(tool).copied()
+    pub(super) fn get(&self, conversation: &str, request: &ApprovalRequest) -> Option<uuid::Uuid> {
+        let key = (request.source.clone(), request.tool.clone());
+        self.by_conversation.get(conversation)?.get(&key).copied()
     }
 }

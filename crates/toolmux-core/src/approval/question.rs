@@ -81,6 +81,27 @@ pub enum AnswerError {
 }
 
 impl HumanQuestion {
+    /// `question`, asked by a call of `tool` (without arguments) on `channel`, whose answer
+    /// must fit `schema`: in no conversation, from no server, with the default approval time
+    /// limit until the configured one is set.
+    pub fn new(
+        tool: impl Into<String>,
+        question: impl Into<String>,
+        schema: Value,
+        channel: Channel,
+    ) -> Self {
+        Self {
+            tool: tool.into(),
+            arguments: json!({}),
+            question: question.into(),
+            schema,
+            channel,
+            session: None,
+            asker: None,
+            time_limit: crate::hub::HubSettings::default().approval_timeout,
+        }
+    }
+
     /// Whether it asks for free text (a one-field `{"answer": …}` form) rather than a form.
     pub fn is_free_text(&self) -> bool {
         self.schema == free_text_schema()
@@ -235,27 +256,14 @@ mod tests {
     use super::*;
 
     fn form(schema: Value) -> HumanQuestion {
-        HumanQuestion {
-            tool: "request_human_input".into(),
-            arguments: json!({}),
-            question: "?".into(),
-            schema,
-            channel: Channel::Rest,
-            session: None,
-            asker: None,
-            time_limit: std::time::Duration::from_secs(60),
-        }
+        HumanQuestion::new("request_human_input", "?", schema, Channel::Rest)
     }
 
-    fn user_form() -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "username": {"type": "string"},
-                "age": {"type": "integer"}
-            },
-            "required": ["username"]
-        })
+    /// A form of two fields, one of them required.
+    fn order_form() -> Value {
+        json!({"type": "object", "required": ["item"], "properties": {
+            "item": {"type": "string"}, "count": {"type": "integer"}
+        }})
     }
 
     #[test]
@@ -272,7 +280,7 @@ mod tests {
             count.check(HumanAnswer::Cancel).ok(),
             Some(HumanAnswer::Cancel)
         );
-        assert!(form(user_form()).answer_text("ada").is_err());
+        assert!(form(order_form()).answer_text("tea").is_err());
     }
 
     #[test]
@@ -295,11 +303,11 @@ mod tests {
     #[test]
     fn a_misfit_is_refused_naming_each_field() {
         let Err(AnswerError::Invalid(why)) =
-            form(user_form()).check(HumanAnswer::Accept(json!({"age": "old"})))
+            form(order_form()).check(HumanAnswer::Accept(json!({"count": "two"})))
         else {
             panic!("a misfit was taken");
         };
-        assert!(why.contains("username") && why.contains("/age"), "{why}");
+        assert!(why.contains("item") && why.contains("/count"), "{why}");
         assert_eq!(
             form(free_text_schema()).answer_text("main").ok(),
             Some(HumanAnswer::Accept(json!({"answer": "main"})))

@@ -174,7 +174,7 @@ impl ApprovalQueue {
             self.grants
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .grant(conversation, &pending.request.tool, id);
+                .grant(conversation, &pending.request, id);
         }
         let Some(Waiting::Approval(_, answer)) = waiting.remove(&id) else {
             unreachable!("the approval was found under this id with the lock held");
@@ -314,7 +314,7 @@ impl Approver for ApprovalQueue {
         self.grants
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(conversation, &request.tool)
+            .get(conversation, request)
     }
 
     async fn approve(&self, request: &ApprovalRequest) -> Approval {
@@ -427,6 +427,12 @@ mod tests {
             ..write_request(Channel::Chat, Some("c-1"))
         };
         assert_eq!(standing(&other_tool), None);
+        // A coding agent's request of the same name, from the same conversation, is not it.
+        let agents = ApprovalRequest {
+            source: "acp:agent".into(),
+            ..write_request(Channel::Chat, Some("c-1"))
+        };
+        assert_eq!(standing(&agents), None);
 
         // A call outside a conversation can be answered once only.
         let rest = write_request(Channel::Rest, None);
@@ -446,16 +452,12 @@ mod tests {
     async fn a_question_waits_until_an_answer_fits_its_schema_and_the_stream_sees_both_ends() {
         let queue = std::sync::Arc::new(ApprovalQueue::new());
         let mut events = queue.watch();
-        let question = HumanQuestion {
-            tool: "request_human_input".into(),
-            arguments: json!({}),
-            question: "How many?".into(),
-            schema: json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
-            channel: Channel::Rest,
-            session: None,
-            asker: None,
-            time_limit: std::time::Duration::from_secs(60),
-        };
+        let question = HumanQuestion::new(
+            "request_human_input",
+            "How many?",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+            Channel::Rest,
+        );
         let asker = std::sync::Arc::clone(&queue);
         let asked = tokio::spawn(async move { asker.ask(&question).await });
         let Some(Watched::Event(PersonEvent::Pending(item))) = events.next().await else {
