@@ -549,8 +549,10 @@ async fn an_acp_permission_waits_the_configured_approval_limit_under_the_callers
     let project = tempfile::tempdir().expect("temp");
     let sessions = acp_sessions(project.path(), None);
     let limit = Duration::from_millis(400);
-    let mut settings = HubSettings::default();
-    settings.approval_timeout = limit;
+    let settings = HubSettings {
+        approval_timeout: limit,
+        ..Default::default()
+    };
     let hub = Hub::new(settings, Arc::new(NullSink));
     hub.add_source(Arc::new(
         SessionsSource::new(sessions.clone()).with_hub(hub.downgrade()),
