@@ -64,11 +64,12 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolmux_chat::CancellationToken;
+use toolmux_core::HumanAnswer;
 use toolmux_http::{ApiError, ApiJson, ApiPath, ErrorBody, OpenApiRouter, routes};
 use utoipa::ToSchema;
 
 use toolmux_chat::{
-    ChatEngine, ChatError, Conversation, FinishReason, Reply, ReplyError, StoredMessage, TurnEvent,
+    ChatEngine, ChatError, Conversation, FinishReason, ReplyError, StoredMessage, TurnEvent,
     TurnRequest,
 };
 
@@ -503,8 +504,8 @@ pub(crate) enum InputAction {
         (status = 204, description = "Answered; the turn goes on"),
         (status = 400, description = "A malformed body, or neither an answer nor an action", body = ErrorBody),
         (status = 404, description = "No question is waiting there", body = ErrorBody),
-        (status = 422, description = "The answer does not fit the form's schema; the server's \
-            request is declined", body = ErrorBody),
+        (status = 422, description = "The answer does not fit the form's schema; the question \
+            keeps waiting for an answer that does", body = ErrorBody),
         GuardFailures,
     )
 )]
@@ -513,11 +514,18 @@ async fn input(
     ApiPath(conversation): ApiPath<String>,
     ApiJson(body): ApiJson<InputAnswer>,
 ) -> Result<StatusCode, ApiError> {
-    let reply = match (body.action, body.answer) {
-        (Some(InputAction::Decline), _) => Reply::Decline,
-        (Some(InputAction::Cancel), _) => Reply::Cancel,
-        (_, Some(Value::String(text))) => Reply::Text(text),
-        (_, Some(fields @ Value::Object(_))) => Reply::Form(fields),
+    let engine = &state.engine;
+    let answered = match (body.action, body.answer) {
+        (Some(InputAction::Decline), _) => {
+            engine.answer_input(&conversation, body.id, HumanAnswer::Decline)
+        }
+        (Some(InputAction::Cancel), _) => {
+            engine.answer_input(&conversation, body.id, HumanAnswer::Cancel)
+        }
+        (_, Some(Value::String(text))) => engine.answer_input_text(&conversation, body.id, &text),
+        (_, Some(fields @ Value::Object(_))) => {
+            engine.answer_input(&conversation, body.id, HumanAnswer::Accept(fields))
+        }
         (_, Some(_)) => {
             return Err(ApiError::malformed(
                 "`answer` must be text, or for a form an object of its fields",
@@ -529,18 +537,14 @@ async fn input(
             ));
         }
     };
-    state
-        .engine
-        .inputs()
-        .reply(&conversation, body.id, reply)
-        .map_err(|e| match e {
-            ReplyError::NotWaiting(e) => ApiError::not_found(e.to_string()),
-            ReplyError::DoesNotFit(_) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_answer",
-                e.to_string(),
-            ),
-        })?;
+    answered.map_err(|e| match e {
+        ReplyError::NotWaiting(e) => ApiError::not_found(e.to_string()),
+        ReplyError::DoesNotFit(_) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_answer",
+            e.to_string(),
+        ),
+    })?;
     Ok(StatusCode::NO_CONTENT)
 }
 

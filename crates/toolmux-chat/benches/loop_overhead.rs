@@ -18,9 +18,8 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::json;
 use toolmux_chat::{
-    ChatEngine, ChatProvider, EngineSettings, HumanInputs, Message, ModelRequest, ProviderError,
-    ProviderEvent, ProviderStream, Providers, SamplingSettings, SqliteStore, ToolCall, TurnEvent,
-    TurnRequest,
+    ChatEngine, ChatProvider, EngineSettings, Message, ModelRequest, ProviderError, ProviderEvent,
+    ProviderStream, Providers, SamplingSettings, SqliteStore, ToolCall, TurnEvent, TurnRequest,
 };
 use toolmux_config::ProviderKind;
 use toolmux_core::{
@@ -156,7 +155,6 @@ fn measure(label: &str, extra_tools: usize, turns: usize) {
             providers,
             store,
             Arc::new(ApprovalQueue::new()),
-            Arc::new(HumanInputs::default()),
             EngineSettings {
                 max_steps: STEPS + 1,
                 max_tool_result_bytes: 32 * 1024,

@@ -3,8 +3,9 @@
 //! sampling and elicitation requests) into the turn's events and questions.
 //!
 //! - Progress and log messages become [`TurnEvent::ToolProgress`] and [`TurnEvent::ToolLog`].
-//! - Elicitation shows the server's form to the person through [`HumanInputs`], as the model's
-//!   own questions are shown, and answers with MCP's `ElicitResult`.
+//! - Elicitation shows the server's form to the person through the [`ApprovalQueue`], as the
+//!   model's own questions are shown (within the approval time limit), and answers with MCP's
+//!   `ElicitResult`.
 //! - Sampling spends the person's tokens on a server's behalf, so by default (`ask`) it waits
 //!   for the person's approval in the [`ApprovalQueue`], as an `ask` call does, then asks the
 //!   turn's own provider and model, without tools. `chat.sampling` and a server's
@@ -26,12 +27,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolmux_config::SamplingPolicy;
 use toolmux_core::{
-    Approval, ApprovalQueue, ApprovalRequest, Backchannel, BackchannelError, Channel, LogMessage,
-    Progress,
+    Approval, ApprovalQueue, ApprovalRequest, Backchannel, BackchannelError, Channel, HumanAnswer,
+    HumanQuestion, LogMessage, Progress,
 };
 
 use crate::events::TurnEvent;
-use crate::human_input::{HumanInputs, Reply};
 use crate::provider::{ChatProvider, Message, ModelRequest, ProviderEvent, ToolSpec, Usage};
 use crate::rendering::preview;
 
@@ -125,7 +125,6 @@ pub(crate) struct CallBackchannel {
     pub(crate) approvals: Arc<ApprovalQueue>,
     /// How long a sampling request waits for approval: the hub's `ask` limit.
     pub(crate) approval_timeout: Duration,
-    pub(crate) inputs: Arc<HumanInputs>,
     /// The turn's provider and model, which answer sampling requests.
     pub(crate) provider: Arc<dyn ChatProvider>,
     pub(crate) model: String,
@@ -317,19 +316,31 @@ impl Backchannel for CallBackchannel {
                 "the form's `requestedSchema` is not a valid JSON Schema: {e}"
             )));
         }
-        let reply = self
+        // The form waits in the one queue, in the conversation, like the model's questions:
+        // an answer that does not fit is refused there and the form stays open.
+        let question = HumanQuestion {
+            tool: self.tool.clone(),
+            arguments: request,
+            question: message,
+            schema,
+            channel: Channel::Chat,
+            session: Some(self.conversation.clone()),
+            asker: Some(self.source.clone()),
+            time_limit: self.approval_timeout,
+        };
+        let answer = self
             .until_ended(
                 "its form waited for the person",
-                self.inputs
-                    .ask_form(&self.conversation, &self.source, &message, schema),
+                toolmux_core::ask_within(self.approvals.as_ref(), &question),
             )
             .await?;
-        Ok(match reply {
-            Some(Reply::Form(content)) => json!({"action": "accept", "content": content}),
-            // `HumanInputs::reply` turns text into a checked form or a decline, so text does
-            // not arrive here; were it to, it was not checked, so it is not accepted.
-            Some(Reply::Decline | Reply::Text(_)) => json!({"action": "decline"}),
-            Some(Reply::Cancel) | None => json!({"action": "cancel"}),
+        Ok(match answer {
+            Some(Ok(HumanAnswer::Accept(content))) => {
+                json!({"action": "accept", "content": content})
+            }
+            Some(Ok(HumanAnswer::Decline)) => json!({"action": "decline"}),
+            // Dismissed, withdrawn, or nobody answered within the approval time limit.
+            Some(Ok(HumanAnswer::Cancel) | Err(_)) | None => json!({"action": "cancel"}),
         })
     }
 }

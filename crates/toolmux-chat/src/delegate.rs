@@ -24,7 +24,6 @@ use toolmux_core::{
 
 use crate::error::StoreError;
 use crate::events::{EngineSettings, FinishReason};
-use crate::human_input::HumanInputs;
 use crate::provider::Message;
 use crate::providers::Providers;
 use crate::store::{Conversation, ConversationStore, StoredMessage};
@@ -49,7 +48,6 @@ pub struct DelegateSource {
     /// The configured providers, or why they could not be opened (said by every call).
     providers: Result<Providers, String>,
     approvals: Arc<ApprovalQueue>,
-    inputs: Arc<HumanInputs>,
     settings: EngineSettings,
     skills: Option<toolmux_skills::SkillsSource>,
 }
@@ -63,21 +61,19 @@ impl std::fmt::Debug for DelegateSource {
 }
 
 impl DelegateSource {
-    /// A source whose tasks run with `providers` through `hub`. `approvals` and `inputs` are
-    /// the process's (the chat engine's): a delegated task's sampling requests and servers'
-    /// forms wait there, as a chat turn's do.
+    /// A source whose tasks run with `providers` through `hub`. `approvals` is the process's
+    /// queue (the chat engine's): a delegated task's sampling requests and servers' forms wait
+    /// there, as a chat turn's do.
     pub fn new(
         hub: WeakHub,
         providers: Result<Providers, String>,
         approvals: Arc<ApprovalQueue>,
-        inputs: Arc<HumanInputs>,
         settings: EngineSettings,
     ) -> Self {
         Self {
             hub,
             providers,
             approvals,
-            inputs,
             settings,
             skills: None,
         }
@@ -257,7 +253,6 @@ impl Source for DelegateSource {
             providers,
             Arc::new(Unsaved),
             Arc::clone(&self.approvals),
-            Arc::clone(&self.inputs),
             self.settings.clone(),
         );
         let engine = match &self.skills {

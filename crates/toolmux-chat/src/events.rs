@@ -136,7 +136,7 @@ pub enum TurnEvent {
     /// call, or a server's request to use the turn's model (sampling).
     ApprovalRequested(PendingApproval),
     /// The model asked the person a question, or a running tool's server sent a form (answer
-    /// through [`HumanInputs`]).
+    /// through [`ChatEngine::answer_input`](crate::ChatEngine::answer_input)).
     InputRequested(InputRequest),
     /// A tool call finished.
     ToolOutput(ToolOutput),

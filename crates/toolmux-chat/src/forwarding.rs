@@ -4,11 +4,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use tokio::sync::{broadcast, mpsc};
-use toolmux_core::{ApprovalQueue, PendingApproval};
+use tokio::sync::mpsc;
+use toolmux_core::{ApprovalQueue, PersonEvent, PersonEvents, WaitingItem, Watched};
 
 use crate::events::TurnEvent;
-use crate::human_input::{HumanInputs, InputRequest};
+use crate::human_input::InputRequest;
 
 /// Aborts a task when dropped.
 pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
@@ -20,40 +20,33 @@ impl Drop for AbortOnDrop {
 }
 
 /// Forwards the approvals and questions of `conversation` into its turn's `events` for as long
-/// as the returned guard lives: each queue with the receiver of its announcements.
+/// as the returned guard lives, from the queue's event stream (`waiting`, made before the turn
+/// started).
 ///
-/// A broadcast receiver that falls behind loses the oldest announcements (`Lagged`). The
-/// queues still hold every request that waits, so a lagged receiver re-reads them from there
-/// rather than skip a prompt the turn is blocked on; `shown` keeps a request that is both
-/// re-read and announced from being shown twice.
+/// A stream that falls behind loses the oldest announcements ([`Watched::Missed`]). The queue
+/// still holds everything that waits, so a lagged stream re-reads it from there rather than skip
+/// a prompt the turn is blocked on; `shown` keeps what is both re-read and announced from being
+/// shown twice.
 pub(crate) fn forward_requests(
     conversation: String,
     events: mpsc::Sender<TurnEvent>,
-    (approval_queue, mut approvals): (Arc<ApprovalQueue>, broadcast::Receiver<PendingApproval>),
-    (input_queue, mut inputs): (Arc<HumanInputs>, broadcast::Receiver<InputRequest>),
+    queue: Arc<ApprovalQueue>,
+    mut waiting: PersonEvents,
 ) -> AbortOnDrop {
     AbortOnDrop(tokio::spawn(async move {
         let mut shown: HashSet<uuid::Uuid> = HashSet::new();
-        loop {
-            let batch: Vec<TurnEvent> = tokio::select! {
-                got = approvals.recv() => {
-                    let waiting = || approval_queue.pending(Some(&conversation));
-                    let Some(list) = or_waiting(got, waiting) else { return };
-                    list.into_iter()
-                        .filter(|a| a.request.session.as_deref() == Some(conversation.as_str()))
-                        .filter(|a| shown.insert(a.id))
-                        .map(TurnEvent::ApprovalRequested)
-                        .collect()
-                }
-                got = inputs.recv() => {
-                    let waiting = || input_queue.pending(&conversation);
-                    let Some(list) = or_waiting(got, waiting) else { return };
-                    list.into_iter()
-                        .filter(|i| i.conversation == conversation && shown.insert(i.id))
-                        .map(TurnEvent::InputRequested)
-                        .collect()
-                }
+        while let Some(watched) = waiting.next().await {
+            let items = match watched {
+                Watched::Event(PersonEvent::Pending(item)) => vec![*item],
+                Watched::Event(PersonEvent::Resolved(_)) => continue,
+                Watched::Missed => queue.waiting(),
             };
+            let batch: Vec<TurnEvent> = items
+                .into_iter()
+                .filter_map(|item| turn_event(&conversation, item))
+                .filter(|(id, _)| shown.insert(*id))
+                .map(|(_, event)| event)
+                .collect();
             for event in batch {
                 if events.send(event).await.is_err() {
                     return;
@@ -63,16 +56,16 @@ pub(crate) fn forward_requests(
     }))
 }
 
-/// What one broadcast receive yields: the announced request, or after a lag every request
-/// that still waits (from `waiting`, oldest first); `None` when the queue is gone.
-fn or_waiting<T>(
-    received: Result<T, broadcast::error::RecvError>,
-    waiting: impl FnOnce() -> Vec<T>,
-) -> Option<Vec<T>> {
-    match received {
-        Ok(request) => Some(vec![request]),
-        Err(broadcast::error::RecvError::Lagged(_)) => Some(waiting()),
-        Err(broadcast::error::RecvError::Closed) => None,
+/// What the turn of `conversation` shows of something waiting on a person, with its id; `None`
+/// for what another conversation or channel waits on.
+fn turn_event(conversation: &str, item: WaitingItem) -> Option<(uuid::Uuid, TurnEvent)> {
+    match item {
+        WaitingItem::Approval(approval) => (approval.request.session.as_deref()
+            == Some(conversation))
+        .then(|| (approval.id, TurnEvent::ApprovalRequested(approval))),
+        WaitingItem::Input(input) => InputRequest::of(&input)
+            .filter(|request| request.conversation == conversation)
+            .map(|request| (request.id, TurnEvent::InputRequested(request))),
     }
 }
 
@@ -80,30 +73,26 @@ fn or_waiting<T>(
 mod tests {
     use std::time::Duration;
 
+    use toolmux_core::Approver;
+
     use super::*;
 
     #[tokio::test]
     async fn a_forwarder_that_fell_behind_still_shows_every_waiting_question_once() {
-        const ASKED: usize = 80;
-        let approvals = Arc::new(ApprovalQueue::new());
-        let inputs = Arc::new(HumanInputs::default());
-        let (approvals_rx, inputs_rx) = (approvals.subscribe(), inputs.subscribe());
+        const ASKED: usize = 300;
+        let queue = Arc::new(ApprovalQueue::new());
+        let waiting = queue.watch();
         // More questions than the announcement channel holds, all asked before the forwarder
-        // reads one: its receiver lags and loses the oldest announcements.
+        // reads one: its stream lags and loses the oldest announcements.
         for n in 0..ASKED {
-            let inputs = Arc::clone(&inputs);
-            tokio::spawn(async move { inputs.ask("c", &format!("question {n}")).await });
+            let queue = Arc::clone(&queue);
+            tokio::spawn(async move { queue.ask(&question("c", n)).await });
         }
-        while inputs.pending("c").len() < ASKED {
+        while queue.pending_inputs().len() < ASKED {
             tokio::task::yield_now().await;
         }
         let (tx, mut rx) = mpsc::channel(2 * ASKED);
-        let _forward = forward_requests(
-            "c".into(),
-            tx,
-            (approvals, approvals_rx),
-            (Arc::clone(&inputs), inputs_rx),
-        );
+        let _forward = forward_requests("c".into(), tx, Arc::clone(&queue), waiting);
         let mut shown = Vec::new();
         while shown.len() < ASKED {
             let next = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
@@ -120,5 +109,17 @@ mod tests {
         let mut asked: Vec<String> = (0..ASKED).map(|n| format!("question {n}")).collect();
         asked.sort();
         assert_eq!(shown, asked);
+    }
+
+    fn question(conversation: &str, n: usize) -> toolmux_core::HumanQuestion {
+        toolmux_core::HumanQuestion {
+            session: Some(conversation.into()),
+            ..toolmux_core::HumanQuestion::new(
+                crate::TOOL_NAME,
+                format!("question {n}"),
+                toolmux_core::free_text_schema(),
+                toolmux_core::Channel::Chat,
+            )
+        }
     }
 }

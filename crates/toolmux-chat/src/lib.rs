@@ -30,10 +30,7 @@ pub use error::{ChatError, ProviderError, StoreError};
 pub use eval::{CaseResult, EvalCase, EvalReport, GoldSet, ToolScore, evaluate};
 pub use events::{EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest};
 pub use genai_provider::GenaiProvider;
-pub use human_input::{
-    HumanInputSource, HumanInputs, InputRequest, NoSuchInput, Reply, ReplyError, SOURCE_ID,
-    TOOL_NAME, field_value, form_fields,
-};
+pub use human_input::{InputRequest, NoSuchInput, ReplyError, SOURCE_ID, TOOL_NAME, form_fields};
 pub use prompt::{SkillSummary, system_prompt};
 pub use provider::{
     ChatProvider, Message, ModelRequest, ProviderEvent, ProviderStream, ToolCall, ToolSpec, Usage,

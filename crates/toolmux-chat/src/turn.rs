@@ -19,7 +19,6 @@ use crate::backchannel::{CallBackchannel, SamplingSettings, TurnUsage};
 use crate::error::{ChatError, ProviderError, StoreError};
 use crate::events::{EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest};
 use crate::forwarding::forward_requests;
-use crate::human_input::HumanInputs;
 use crate::prompt::{SkillSummary, system_prompt};
 use crate::provider::{
     ChatProvider, Message, ModelRequest, ProviderEvent, ToolCall, ToolSpec, Usage,
@@ -35,7 +34,6 @@ pub struct ChatEngine {
     providers: Providers,
     store: Arc<dyn ConversationStore>,
     approvals: Arc<ApprovalQueue>,
-    inputs: Arc<HumanInputs>,
     settings: EngineSettings,
     /// `settings.sampling` as currently in force: a running server's configuration can change
     /// it ([`ChatEngine::set_sampling`]) without a restart.
@@ -204,15 +202,13 @@ impl Turn {
 }
 
 impl ChatEngine {
-    /// An engine. `approvals` must be the queue the hub's `ask` calls park in for the chat
-    /// channel (the loop passes it as the approver), and `inputs` the one the `chat` source
-    /// asks through.
+    /// An engine. `approvals` must be the queue the hub's `ask` calls and questions park in for
+    /// the chat channel (the loop passes it as the approver).
     pub fn new(
         hub: Hub,
         providers: Providers,
         store: Arc<dyn ConversationStore>,
         approvals: Arc<ApprovalQueue>,
-        inputs: Arc<HumanInputs>,
         settings: EngineSettings,
     ) -> Self {
         Self {
@@ -220,7 +216,6 @@ impl ChatEngine {
             providers,
             store,
             approvals,
-            inputs,
             sampling: Mutex::new(settings.sampling.clone()),
             settings,
             running: Mutex::new(HashMap::new()),
@@ -316,11 +311,6 @@ impl ChatEngine {
         &self.approvals
     }
 
-    /// The questions waiting for the person.
-    pub fn inputs(&self) -> &Arc<HumanInputs> {
-        &self.inputs
-    }
-
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -387,8 +377,7 @@ impl ChatEngine {
         }
         let (tx, rx) = mpsc::channel(256);
         // Subscribe before the turn starts, so no request made during it is missed.
-        let approvals = self.approvals.subscribe();
-        let inputs = self.inputs.subscribe();
+        let waiting = self.approvals.watch();
         let turn = Turn {
             context: CallContext::new(Channel::Chat)
                 .with_session(conversation.clone())
@@ -410,8 +399,8 @@ impl ChatEngine {
             let _forward = forward_requests(
                 turn.conversation.clone(),
                 turn.events.clone(),
-                (Arc::clone(&engine.approvals), approvals),
-                (Arc::clone(&engine.inputs), inputs),
+                Arc::clone(&engine.approvals),
+                waiting,
             );
             engine.run(&turn).await;
             engine.running().remove(&turn.conversation);
@@ -760,7 +749,6 @@ impl ChatEngine {
             ended,
             approvals: Arc::clone(&self.approvals),
             approval_timeout: self.hub.settings().approval_timeout,
-            inputs: Arc::clone(&self.inputs),
             provider: Arc::clone(&turn.provider),
             model: turn.model.clone(),
             sampling: self

@@ -206,8 +206,11 @@ async fn a_denied_approval_becomes_a_tool_error_the_model_reads() {
     assert_eq!(text(&seen), "I was not allowed to read plan.txt.");
 }
 
-#[tokio::test]
-async fn request_human_input_asks_the_person_and_feeds_back_the_answer() {
+/// Runs the fixture's turn in which the model asks the person for a colour, answering its
+/// question with `answer`; returns the turn's events.
+async fn colour_turn(
+    answer: impl Fn(&toolmux_chat::ChatEngine, &str, &toolmux_chat::InputRequest),
+) -> Vec<TurnEvent> {
     let aimock = Aimock::start("chat.json");
     let harness = Harness::new(&aimock, HubSettings::default(), 25);
     let (conversation, mut events, _) = harness
@@ -218,19 +221,56 @@ async fn request_human_input_asks_the_person_and_feeds_back_the_answer() {
     let mut seen = Vec::new();
     while let Some(event) = events.recv().await {
         if let TurnEvent::InputRequested(request) = &event {
-            assert_eq!(request.question, "Which colour do you like?");
-            harness
-                .engine
-                .inputs()
-                .answer(&conversation, Some(request.id), "teal, please".into())
-                .expect("answer");
+            answer(&harness.engine, &conversation, request);
         }
         seen.push(event);
     }
+    seen
+}
+
+#[tokio::test]
+async fn request_human_input_asks_the_person_and_feeds_back_the_answer() {
+    let seen = colour_turn(|engine, conversation, request| {
+        assert_eq!(request.question, "Which colour do you like?");
+        engine
+            .answer_input_text(conversation, Some(request.id), "teal, please")
+            .expect("answer");
+    })
+    .await;
     assert!(
         seen.iter()
             .any(|e| matches!(e, TurnEvent::InputRequested(_)))
     );
+    assert_eq!(outputs(&seen)[0].content, "teal, please");
+    assert_eq!(text(&seen), "Teal it is.");
+}
+
+/// The one rule, in the chat: an answer that does not fit the question's form is refused with
+/// the field and why, and the question stays open for an answer that does (as over REST's
+/// `/api/inputs` and an MCP client's elicitation form).
+#[tokio::test]
+async fn an_answer_that_does_not_fit_is_refused_in_the_chat_and_the_question_stays_open() {
+    let seen = colour_turn(|engine, conversation, request| {
+        let misfit = engine.answer_input(
+            conversation,
+            Some(request.id),
+            toolmux_core::HumanAnswer::Accept(json!({"answer": 5})),
+        );
+        let Err(toolmux_chat::ReplyError::DoesNotFit(why)) = &misfit else {
+            panic!("a misfit was taken: {misfit:?}");
+        };
+        assert!(why.contains("/answer"), "{why}");
+        let waiting: Vec<uuid::Uuid> = engine
+            .pending_inputs(conversation)
+            .iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(waiting, [request.id], "the question stays open");
+        engine
+            .answer_input_text(conversation, Some(request.id), "teal, please")
+            .expect("a fitting answer is taken");
+    })
+    .await;
     assert_eq!(outputs(&seen)[0].content, "teal, please");
     assert_eq!(text(&seen), "Teal it is.");
 }

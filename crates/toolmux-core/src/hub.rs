@@ -368,6 +368,15 @@ impl WeakHub {
     pub fn upgrade(&self) -> Option<Hub> {
         self.inner.upgrade().map(|inner| Hub { inner })
     }
+
+    /// How long a person has to answer (`defaults.approvalTimeoutMs`, as the configuration
+    /// reads now): the limit of every question a call's work puts to a person outside the
+    /// pipeline's own `ask`. The default when `hub` is not given or gone.
+    pub fn approval_timeout(hub: Option<&WeakHub>) -> Duration {
+        hub.and_then(WeakHub::upgrade)
+            .map(|hub| hub.catalog().approval_timeout)
+            .unwrap_or_else(|| HubSettings::default().approval_timeout)
+    }
 }
 
 impl std::fmt::Debug for WeakHub {

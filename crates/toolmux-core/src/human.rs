@@ -2,21 +2,20 @@
 //! person behind the channel that called, on every channel. The question goes to whoever the
 //! call's [`Approver`] reaches — an MCP client's user by elicitation, a pending input in the
 //! REST API's queue, a code-mode script's caller — and in toolmux's own chat to the person
-//! reading the conversation ([`ConversationQuestions`]), as it always did.
+//! reading the conversation, through the same queue.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::approval::{CannotAsk, HumanAnswer, HumanQuestion, ask_within};
+use crate::approval::{AskError, CannotAsk, HumanAnswer, HumanQuestion, ask_within};
 use crate::context::Channel;
 use crate::error::SourceError;
-use crate::hub::{HubSettings, WeakHub};
+use crate::hub::WeakHub;
 use crate::model::{ToolAnnotations, ToolDescriptor, ToolResult};
 use crate::source::{Source, SourceCall, SourceKind};
-use crate::validate::{CompiledSchema, format_violations};
+use crate::validate::CompiledSchema;
 
 /// The source id.
 pub const HUMAN_SOURCE_ID: &str = "human";
@@ -52,17 +51,6 @@ pub fn fill_form_defaults(schema: &Value, content: &mut serde_json::Map<String, 
     }
 }
 
-/// The person reading a conversation of toolmux's own chat, who answers questions asked in it.
-#[async_trait]
-pub trait ConversationQuestions: Send + Sync {
-    /// Asks the question in `conversation` and waits for the answer.
-    async fn ask(
-        &self,
-        conversation: &str,
-        question: &HumanQuestion,
-    ) -> Result<HumanAnswer, CannotAsk>;
-}
-
 /// `request_human_input`'s arguments: its input schema is derived from this struct.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -78,7 +66,6 @@ struct HumanInputArgs {
 pub struct HumanInputSource {
     descriptor: ToolDescriptor,
     hub: Option<WeakHub>,
-    conversations: Option<Arc<dyn ConversationQuestions>>,
 }
 
 impl Default for HumanInputSource {
@@ -108,7 +95,6 @@ impl HumanInputSource {
         Self {
             descriptor,
             hub: None,
-            conversations: None,
         }
     }
 
@@ -118,18 +104,8 @@ impl HumanInputSource {
         self
     }
 
-    /// Asks questions of chat calls in their conversation.
-    pub fn with_conversations(mut self, conversations: Arc<dyn ConversationQuestions>) -> Self {
-        self.conversations = Some(conversations);
-        self
-    }
-
     fn time_limit(&self) -> Duration {
-        self.hub
-            .as_ref()
-            .and_then(WeakHub::upgrade)
-            .map(|hub| hub.catalog().approval_timeout)
-            .unwrap_or_else(|| HubSettings::default().approval_timeout)
+        WeakHub::approval_timeout(self.hub.as_ref())
     }
 }
 
@@ -158,10 +134,9 @@ impl Source for HumanInputSource {
         };
         let free_text = given.is_none();
         let schema = given.map_or_else(free_text_schema, Value::Object);
-        let compiled = match check_schema(&schema) {
-            Ok(compiled) => compiled,
-            Err(why) => return Ok(ToolResult::error(format!("the answer's schema: {why}"))),
-        };
+        if let Err(why) = check_schema(&schema) {
+            return Ok(ToolResult::error(format!("the answer's schema: {why}")));
+        }
         let time_limit = self.time_limit();
         let question = HumanQuestion {
             tool: call.tool.name.clone(),
@@ -170,30 +145,18 @@ impl Source for HumanInputSource {
             schema,
             channel: context.channel,
             session: context.session.clone(),
+            asker: None,
             time_limit,
         };
-        let answer = match (
-            context.channel,
-            &self.conversations,
-            context.session.as_deref(),
-        ) {
-            (Channel::Chat, Some(conversations), Some(conversation)) => {
-                Some(conversations.ask(conversation, &question).await)
-            }
-            _ => match &context.approver {
-                Some(approver) => ask_within(approver.as_ref(), &question).await,
-                None => Some(Err(CannotAsk(nobody_to_ask(context.channel)))),
-            },
+        // Every channel's person is reached through the call's approver: in toolmux's own chat
+        // that is the one queue, which shows the question in the conversation.
+        let answer = match &context.approver {
+            Some(approver) => ask_within(approver.as_ref(), &question).await,
+            None => Some(Err(CannotAsk(nobody_to_ask(context.channel)).into())),
         };
         Ok(match answer {
+            // `ask_within` takes only an answer that fits the schema (the one rule).
             Some(Ok(HumanAnswer::Accept(content))) => {
-                let violations = compiled.violations(&content);
-                if !violations.is_empty() {
-                    return Ok(ToolResult::error(format!(
-                        "the answer does not fit the schema: {}",
-                        format_violations(&violations)
-                    )));
-                }
                 let text = match (&content, free_text) {
                     (Value::Object(map), true) => map
                         .get(ANSWER_FIELD)
@@ -210,7 +173,8 @@ impl Source for HumanInputSource {
             Some(Ok(HumanAnswer::Cancel)) => {
                 ToolResult::error("the person dismissed the question without answering")
             }
-            Some(Err(CannotAsk(why))) => ToolResult::error(why),
+            Some(Err(AskError::CannotAsk(CannotAsk(why)))) => ToolResult::error(why),
+            Some(Err(AskError::DoesNotFit(why))) => ToolResult::error(why.to_string()),
             None => ToolResult::error(format!(
                 "nobody answered the question within {}",
                 crate::duration::format_duration(time_limit)

@@ -32,9 +32,10 @@ mod yaml_bounds;
 
 pub use approval::{
     AnswerApprovalError, AnswerError, Approval, ApprovalQueue, ApprovalRequest, ApprovalScope,
-    ApprovalTemplate, Approver, CannotAsk, HumanAnswer, HumanQuestion, NoSuchApproval,
-    Outcome as WaitOutcome, PendingApproval, PendingInput, PersonEvent, PersonEvents, Resolved,
-    TemplateError, WaitingItem, Watched, approve_within, ask_within,
+    ApprovalTemplate, Approver, AskError, Asker, CannotAsk, HumanAnswer, HumanQuestion,
+    NoSuchApproval, Outcome as WaitOutcome, PendingApproval, PendingInput, PersonEvent,
+    PersonEvents, Resolved, TemplateError, WaitingItem, Watched, approve_within, ask_within,
+    field_value,
 };
 pub use backchannel::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
 pub use bytes::human_bytes;
@@ -45,8 +46,8 @@ pub use error::{CallError, SourceError};
 pub use file_kind::file_kind;
 pub use hub::{BatchCall, CallReport, Hub, HubSettings, WeakHub};
 pub use human::{
-    ANSWER_FIELD, ConversationQuestions, HUMAN_INPUT_TOOL, HUMAN_SOURCE_ID, HumanInputSource,
-    fill_form_defaults, free_text_schema,
+    ANSWER_FIELD, HUMAN_INPUT_TOOL, HUMAN_SOURCE_ID, HumanInputSource, fill_form_defaults,
+    free_text_schema,
 };
 pub use input::{arguments_of, input_schema, parse_arguments};
 pub use model::{

@@ -8,8 +8,9 @@
 //! agent's `session/update` notifications as [`AcpEvent`]s until the prompt is answered. Meanwhile
 //! it answers what the agent asks of its client:
 //! - `session/request_permission` through toolmux's approval path: an [`ApprovalRequest`] to the
-//!   given [`Approver`] (a session's is the approval queue, answered from REST, the web page or a
-//!   terminal), within the hub's approval time limit. An allow selects the agent's `allow_once`
+//!   given [`Asker`]'s approver (a session's is the approval queue, answered from REST, the web
+//!   page or a terminal), recorded under the starting call's channel and conversation, within
+//!   the configured approval time limit. An allow selects the agent's `allow_once`
 //!   option and a deny its `reject_once`; never an `allow_always`, which would let the agent
 //!   skip the person the next time;
 //! - `fs/read_text_file` and `fs/write_text_file`, confined to the launch directory by the
@@ -50,7 +51,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr};
 use tokio_util::codec::{FramedRead, FramedWrite, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
-use toolmux_core::{Approval, ApprovalRequest, Approver, Channel, HubSettings, approve_within};
+use toolmux_core::{Approval, ApprovalRequest, Asker, approve_within};
 use toolmux_scripts::child::{self, Guard, Signal};
 use toolmux_workspace::{PathError, ProjectRoot};
 
@@ -181,13 +182,13 @@ fn stderr_suffix(stderr: &str) -> String {
 }
 
 /// Runs `launch` to the end of its prompt: streams what the agent reports to `events` (a full
-/// channel holds the agent back, a closed one is ignored), asks `approver` about every
+/// channel holds the agent back, a closed one is ignored), asks `asker` about every
 /// permission the agent requests, and stops when the prompt is answered, the agent fails, or
 /// `cancel` fires. The agent's process group is gone when this returns.
 pub async fn run_acp(
     launch: AcpLaunch,
     events: tokio::sync::mpsc::Sender<AcpEvent>,
-    approver: Arc<dyn Approver>,
+    asker: Asker,
     cancel: CancellationToken,
 ) -> Result<AcpOutcome, AcpError> {
     let root = launch
@@ -226,7 +227,7 @@ pub async fn run_acp(
     );
     let handlers = Arc::new(Handlers {
         events,
-        approver,
+        asker,
         root,
         given_cwd: launch.cwd.clone(),
         agent: agent.clone(),
@@ -409,7 +410,8 @@ fn event_of(update: SessionUpdate) -> AcpEvent {
 /// What answers the agent's requests: shared by the connection's handlers.
 struct Handlers {
     events: tokio::sync::mpsc::Sender<AcpEvent>,
-    approver: Arc<dyn Approver>,
+    /// Who answers permission requests, and what they are recorded under.
+    asker: Asker,
     /// The launch directory, opened once: every file the agent names is resolved beneath it.
     root: ProjectRoot,
     /// The launch directory as given, which an agent may also use to name files under it.
@@ -456,19 +458,22 @@ impl Handlers {
             tool: title,
             source: format!("acp:{}", self.agent),
             arguments: asked,
-            // Sessions are answered out of band, through the approval queue that the REST
-            // API serves; a caller that knows better rewrites it in its approver.
-            channel: Channel::Rest,
-            session: None,
+            // The channel and conversation of the call that started the session, and the
+            // configured approval limit: what the person sees and how long they have.
+            channel: self.asker.channel,
+            session: self.asker.session.clone(),
             message,
             preview,
             configured_message: false,
-            time_limit: HubSettings::default().approval_timeout,
+            time_limit: self.asker.time_limit,
         };
         let approval = tokio::select! {
-            approval = approve_within(self.approver.as_ref(), &question) => {
+            approval = approve_within(self.asker.approver.as_ref(), &question) => {
                 approval.unwrap_or_else(|| Approval::Deny {
-                    reason: "nobody answered in time".to_string(),
+                    reason: format!(
+                        "nobody answered within {}",
+                        toolmux_core::format_duration(self.asker.time_limit)
+                    ),
                 })
             }
             () = self.cancel.cancelled() => {

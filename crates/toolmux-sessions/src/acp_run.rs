@@ -1,15 +1,15 @@
 //! A session of a runner whose protocol is `acp`: the Agent Client Protocol client
 //! ([`crate::acp::run_acp`], toolmux as the client) drives the agent, its updates become log
 //! entries (stream `acp`, with their `kind` and JSON), and its permission requests go to the
-//! caller's approver (the approval queue when the caller has none).
+//! caller's approver (the approval queue when the caller has none), recorded under the caller's
+//! channel and conversation, within the configured approval time limit.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolmux_core::Approver;
+use toolmux_core::Asker;
 
 use crate::acp::{AcpEvent, AcpLaunch, run_acp};
 use crate::error::SessionError;
@@ -28,9 +28,9 @@ pub(crate) async fn launch(
     record: &mut SessionRecord,
     token: CancellationToken,
     sink: Box<dyn LogSink>,
-    approver: Option<Arc<dyn Approver>>,
+    asker: Option<Asker>,
 ) -> Result<(), SessionError> {
-    let approver = approver.ok_or_else(|| {
+    let asker = asker.ok_or_else(|| {
         SessionError::Acp(format!(
             "runner `{}` speaks the Agent Client Protocol and asks for permissions, but nobody \
              can answer them here",
@@ -62,7 +62,7 @@ pub(crate) async fn launch(
         // The client stops the agent when this token fires: on cancel, at the time limit, or
         // when another process asked for it through the store.
         let stop = CancellationToken::new();
-        let run = run_acp(launch, tx, approver, stop.clone());
+        let run = run_acp(launch, tx, asker, stop.clone());
         tokio::pin!(run);
         let deadline = tokio::time::Instant::now() + timeout;
         let mut poll = tokio::time::interval(std::time::Duration::from_millis(250));

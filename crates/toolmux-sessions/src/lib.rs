@@ -38,7 +38,7 @@ pub use record::{LogEntry, Owner, SessionRecord, Status, Stream, Worktree};
 pub use runners::{DEFAULT_SESSION_TIMEOUT, Detection, Runner, parse_version, which};
 pub use sessions::{
     CALLER_ENV_ALLOWED, MAX_CALLER_ENV_NAME_BYTES, MAX_CALLER_ENV_VALUE_BYTES, MAX_CALLER_ENV_VARS,
-    Plan, RunRequest, SESSION_ID_VAR, Sessions,
+    Plan, RunRequest, SESSION_ID_VAR, Sessions, StartedBy,
 };
 pub use store::{DirStore, LogPage, LogSink, SessionStore};
 pub use supervise::{GRACE, LINE_CAP, LOG_CAP};

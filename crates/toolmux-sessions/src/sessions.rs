@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 use toolmux_config::{RunnerProtocol, RunnerSettings};
-use toolmux_core::Approver;
+use toolmux_core::{Approver, Asker, Channel};
 use toolmux_specs::SpecsSource;
 use toolmux_workspace::{PathError, ProjectRoot};
 
@@ -334,6 +334,19 @@ pub(crate) struct Inner {
     pub(crate) approver: Option<Arc<dyn Approver>>,
 }
 
+/// Who started a session: the call's channel and conversation, and the approval time limit
+/// configured where it was called (`defaults.approvalTimeoutMs`) — what an ACP agent's
+/// permission requests are recorded under and how long each waits for a person.
+#[derive(Clone, Debug)]
+pub struct StartedBy {
+    /// The channel of the call that started it.
+    pub channel: Channel,
+    /// Its conversation or session, when there is one.
+    pub session: Option<String>,
+    /// How long a person has to answer a permission request.
+    pub approval_timeout: std::time::Duration,
+}
+
 impl std::fmt::Debug for Sessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sessions")
@@ -597,13 +610,16 @@ impl Sessions {
 
     /// Starts a session: creates its worktree, starts its process, and leaves it running in
     /// the background. The record returned says `running` (or `failed` when it could not
-    /// start). `approver` answers an ACP agent's permission requests.
+    /// start). `approver` answers an ACP agent's permission requests (the sessions' own when
+    /// it is `None`), which are recorded under `started_by`'s channel and conversation and
+    /// wait at most its approval time limit.
     pub async fn start(
         &self,
         plan: Plan,
-        channel: Option<String>,
+        started_by: Option<StartedBy>,
         approver: Option<Arc<dyn Approver>>,
     ) -> Result<SessionRecord, SessionError> {
+        let channel = started_by.as_ref().map(|by| by.channel.to_string());
         let mut record = SessionRecord {
             id: plan.id.clone(),
             runner: plan.runner.name.clone(),
@@ -642,8 +658,18 @@ impl Sessions {
         }
         let token = CancellationToken::new();
         self.live().insert(record.id.clone(), token.clone());
-        let approver = approver.or_else(|| self.inner.approver.clone());
-        match crate::supervise::launch(self.clone(), &plan, &mut record, token, approver).await {
+        // A session no call started (a library user, a test) records its permission requests
+        // as the command line's, with the default approval time limit.
+        let asker =
+            approver
+                .or_else(|| self.inner.approver.clone())
+                .map(|approver| match started_by {
+                    Some(by) => Asker::new(approver, by.channel)
+                        .with_session(by.session)
+                        .with_time_limit(by.approval_timeout),
+                    None => Asker::new(approver, Channel::Cli),
+                });
+        match crate::supervise::launch(self.clone(), &plan, &mut record, token, asker).await {
             Ok(()) => Ok(record),
             Err(e) => {
                 self.live().remove(&record.id);

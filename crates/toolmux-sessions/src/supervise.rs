@@ -5,7 +5,6 @@
 //! [`GRACE`], then a sweep of what escaped the group — on cancel, at its time limit, and once
 //! it has exited, so that a child it forked does not outlive it.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -13,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolmux_config::RunnerProtocol;
-use toolmux_core::Approver;
+use toolmux_core::Asker;
 use toolmux_scripts::child::{Signal, signal_group};
 
 use crate::error::SessionError;
@@ -54,13 +53,13 @@ pub(crate) async fn launch(
     plan: &Plan,
     record: &mut SessionRecord,
     token: CancellationToken,
-    approver: Option<Arc<dyn Approver>>,
+    asker: Option<Asker>,
 ) -> Result<(), SessionError> {
     let sink = sessions.store().log_sink(&record.id)?;
     match plan.runner.protocol {
         RunnerProtocol::Shell => launch_shell(sessions, plan, record, token, sink).await,
         RunnerProtocol::Acp => {
-            crate::acp_run::launch(sessions, plan, record, token, sink, approver).await
+            crate::acp_run::launch(sessions, plan, record, token, sink, asker).await
         }
     }
 }

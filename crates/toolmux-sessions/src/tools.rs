@@ -6,12 +6,12 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use toolmux_core::{
     Page, Policy, Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor,
-    ToolResult,
+    ToolResult, WeakHub,
 };
 
 use crate::error::SessionError;
 use crate::record::Status;
-use crate::sessions::{Plan, RunRequest, Sessions};
+use crate::sessions::{Plan, RunRequest, Sessions, StartedBy};
 
 /// The most session approvals whose plans are kept at once; past it a new one is shown as
 /// unable to start, never kept by evicting another.
@@ -48,6 +48,9 @@ pub struct SessionsSource {
     /// settings or specs that changed while the person decided (THREATS.md rule 6). An entry
     /// lives as long as its approval; at most [`MAX_SHOWN`] wait at once.
     shown: Arc<std::sync::Mutex<std::collections::HashMap<uuid::Uuid, Plan>>>,
+    /// The hub whose approval time limit an ACP agent's permission requests follow (held
+    /// weakly: the hub owns its sources).
+    hub: Option<WeakHub>,
 }
 
 impl SessionsSource {
@@ -57,7 +60,14 @@ impl SessionsSource {
             sessions,
             tools: Arc::new(descriptors()),
             shown: Default::default(),
+            hub: None,
         }
+    }
+
+    /// Follows `hub`'s approval time limit for an ACP agent's permission requests.
+    pub fn with_hub(mut self, hub: WeakHub) -> Self {
+        self.hub = Some(hub);
+        self
     }
 
     /// The sessions it serves.
@@ -131,10 +141,14 @@ impl SessionsSource {
                         .ok_or(SessionError::NotApproved)?,
                     None => self.sessions.plan(&request)?,
                 };
-                let channel = Some(call.context.channel.to_string());
+                let started_by = StartedBy {
+                    channel: call.context.channel,
+                    session: call.context.session.clone(),
+                    approval_timeout: WeakHub::approval_timeout(self.hub.as_ref()),
+                };
                 let record = self
                     .sessions
-                    .start(plan, channel, call.context.approver.clone())
+                    .start(plan, Some(started_by), call.context.approver.clone())
                     .await?;
                 let value = serde_json::to_value(&record).unwrap_or_default();
                 let text = format!(

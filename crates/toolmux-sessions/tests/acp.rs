@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolmux_core::{Approval, ApprovalQueue, ApprovalRequest, Approver};
+use toolmux_core::{Approval, ApprovalQueue, ApprovalRequest, Approver, Asker, Channel};
 use toolmux_sessions::acp::{AcpError, AcpEvent, AcpLaunch, AcpOutcome, run_acp};
 use toolmux_testkit::eventually::eventually;
 use toolmux_testkit::processes::{assert_no_process_left, processes_with, unique_sleep};
@@ -72,10 +72,14 @@ struct Running {
 
 impl Running {
     fn start(launch: AcpLaunch, approver: Arc<dyn Approver>) -> Self {
+        Self::asking(launch, Asker::new(approver, Channel::Cli))
+    }
+
+    fn asking(launch: AcpLaunch, asker: Asker) -> Self {
         // A small channel: a slow reader holds the agent back instead of losing events.
         let (tx, events) = mpsc::channel(4);
         let cancel = CancellationToken::new();
-        let run = tokio::spawn(run_acp(launch, tx, approver, cancel.clone()));
+        let run = tokio::spawn(run_acp(launch, tx, asker, cancel.clone()));
         Self {
             run,
             events,
@@ -403,7 +407,7 @@ async fn a_missing_agent_is_a_start_error() {
     let error = run_acp(
         missing,
         tx,
-        Person::answering(Some(Approval::Allow)),
+        Asker::new(Person::answering(Some(Approval::Allow)), Channel::Cli),
         CancellationToken::new(),
     )
     .await
@@ -462,5 +466,39 @@ async fn the_approval_queue_answers_the_agent() {
         ["permission denied: not writing hello.txt (denied from the queue)"]
     );
     assert!(queue.pending(None).is_empty());
+    assert!(!dir.path().join("hello.txt").exists());
+}
+
+/// A permission request waits at most the configured approval time limit (here a small one),
+/// recorded in the queue under the channel and conversation of the call that started the
+/// session — not as REST's, with the default limit — and the agent hears why it was refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_nobody_answers_times_out_after_the_configured_limit_under_its_channel() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let queue = Arc::new(ApprovalQueue::new());
+    let mut asked = queue.subscribe();
+    let limit = Duration::from_millis(300);
+    let asker = Asker::new(queue.clone(), Channel::Mcp)
+        .with_session(Some("conversation-7".into()))
+        .with_time_limit(limit);
+    let running = Running::asking(launch(dir.path(), "write hello.txt data"), asker);
+    let pending = tokio::time::timeout(RUN_LIMIT, asked.recv())
+        .await
+        .expect("asked in time")
+        .expect("an approval is asked");
+    let (result, events) = running.finish().await;
+
+    assert_eq!(pending.request.channel, Channel::Mcp);
+    assert_eq!(pending.request.session.as_deref(), Some("conversation-7"));
+    assert_eq!(pending.request.time_limit, limit);
+    assert_eq!(stop_reason(result), "end_turn");
+    assert_eq!(
+        chunks(&events),
+        ["permission denied: not writing hello.txt (nobody answered within 300ms)"]
+    );
+    assert!(events.contains(&AcpEvent::PermissionAnswered {
+        outcome: "reject_once".into()
+    }));
+    assert!(queue.pending(None).is_empty(), "the request was withdrawn");
     assert!(!dir.path().join("hello.txt").exists());
 }

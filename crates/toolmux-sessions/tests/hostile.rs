@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolmux_config::{RunnerProtocol, RunnerSettings};
-use toolmux_core::{Approval, ApprovalRequest, Approver};
+use toolmux_core::{Approval, ApprovalRequest, Approver, Asker, Channel};
 use toolmux_sessions::acp::{AcpEvent, AcpLaunch, run_acp};
 use toolmux_sessions::{
     CALLER_ENV_ALLOWED, MAX_CALLER_ENV_NAME_BYTES, MAX_CALLER_ENV_VALUE_BYTES, MAX_CALLER_ENV_VARS,
@@ -715,7 +715,7 @@ async fn an_acp_agent_cannot_read_toolmux_state_that_lies_inside_its_folder() {
     let run = tokio::spawn(run_acp(
         launch,
         tx,
-        Arc::new(AllowAll),
+        Asker::new(Arc::new(AllowAll), Channel::Cli),
         CancellationToken::new(),
     ));
     let mut said = Vec::new();

@@ -482,9 +482,12 @@ async fn many_lines_are_all_kept_in_order() {
     assert_eq!(n, 20000);
 }
 
-#[tokio::test]
-async fn an_acp_session_logs_the_agents_updates_and_its_permission_goes_through_the_queue() {
-    let project = tempfile::tempdir().expect("temp");
+/// The sessions of a project whose one runner, `test-agent`, is the ACP test agent; `approver`
+/// answers its permission requests when the caller brings none.
+fn acp_sessions(
+    root: &Path,
+    approver: Option<std::sync::Arc<dyn toolmux_core::Approver>>,
+) -> Sessions {
     let mut runners = BTreeMap::new();
     runners.insert(
         "test-agent".to_string(),
@@ -495,15 +498,21 @@ async fn an_acp_session_logs_the_agents_updates_and_its_permission_goes_through_
             ..Default::default()
         },
     );
+    Sessions::for_project(
+        &project_root(root),
+        &root.join(".toolmux/state"),
+        &runners,
+        approver,
+    )
+    .expect("open")
+}
+
+#[tokio::test]
+async fn an_acp_session_logs_the_agents_updates_and_its_permission_goes_through_the_queue() {
+    let project = tempfile::tempdir().expect("temp");
     let queue = std::sync::Arc::new(toolmux_core::ApprovalQueue::new());
     let approver: std::sync::Arc<dyn toolmux_core::Approver> = queue.clone();
-    let sessions = Sessions::for_project(
-        &project_root(project.path()),
-        &project.path().join(".toolmux/state"),
-        &runners,
-        Some(approver),
-    )
-    .expect("open");
+    let sessions = acp_sessions(project.path(), Some(approver));
     let id = start(
         &sessions,
         request("test-agent", "say hello\nwrite out.txt from the agent"),
@@ -548,4 +557,79 @@ async fn an_acp_session_logs_the_agents_updates_and_its_permission_goes_through_
     ] {
         assert!(kinds.iter().any(|k| k == kind), "no {kind} in {kinds:?}");
     }
+}
+
+/// Through the hub, as every channel starts a session: the agent's permission request waits in
+/// the queue under the starting call's channel and conversation, for the hub's configured
+/// approval time limit (a small one here), and nobody answering refuses it when that runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_permission_waits_the_configured_approval_limit_under_the_callers_channel() {
+    use std::sync::Arc;
+    use toolmux_core::{Approval, ApprovalQueue, CallContext, Channel, Hub, HubSettings, NullSink};
+    use toolmux_sessions::SessionsSource;
+
+    let project = tempfile::tempdir().expect("temp");
+    let sessions = acp_sessions(project.path(), None);
+    let limit = Duration::from_millis(400);
+    let settings = HubSettings {
+        approval_timeout: limit,
+        ..Default::default()
+    };
+    let hub = Hub::new(settings, Arc::new(NullSink));
+    hub.add_source(Arc::new(
+        SessionsSource::new(sessions.clone()).with_hub(hub.downgrade()),
+    ));
+    let queue = Arc::new(ApprovalQueue::new());
+    let mut asked = queue.subscribe();
+    let context = CallContext::new(Channel::Mcp)
+        .with_session("conversation-9".to_string())
+        .with_approver(queue.clone());
+    let arguments = serde_json::json!({"runner": "test-agent", "prompt": "write out.txt data"});
+    let calling = {
+        let hub = hub.clone();
+        tokio::spawn(async move { hub.call("run_session", arguments, &context).await })
+    };
+    // `run_session` itself is asked about first; allowed, the session starts.
+    let run = asked.recv().await.expect("the call is asked about");
+    assert_eq!(run.request.tool, "run_session");
+    queue.answer(run.id, Approval::Allow).expect("waiting");
+    let result = calling.await.expect("joined").expect("the call ran");
+    assert!(!result.is_error, "{result:?}");
+    let id = sessions.list(None).expect("list")[0].id.clone();
+    assert_eq!(
+        sessions.get(&id).expect("record").channel.as_deref(),
+        Some("mcp")
+    );
+
+    // The agent's permission request: recorded under the call's channel and conversation, with
+    // the configured limit; nobody answers it.
+    let permission = asked.recv().await.expect("the agent asks");
+    assert_eq!(permission.request.source, "acp:toolmux-acp-test-agent");
+    assert_eq!(permission.request.channel, Channel::Mcp);
+    assert_eq!(
+        permission.request.session.as_deref(),
+        Some("conversation-9")
+    );
+    assert_eq!(permission.request.time_limit, limit);
+    let record = sessions
+        .wait(&id, Duration::from_secs(20))
+        .await
+        .expect("wait");
+    assert_eq!(record.status, Status::Completed, "{record:?}");
+    let said: Vec<String> = sessions
+        .logs(&id, 0, 100)
+        .expect("logs")
+        .entries
+        .into_iter()
+        .filter(|e| e.stream == Stream::Acp)
+        .map(|e| e.text)
+        .collect();
+    assert!(
+        said.iter()
+            .any(|t| t == "permission denied: not writing out.txt (nobody answered within 400ms)"),
+        "{said:?}"
+    );
+    assert!(queue.pending(None).is_empty(), "the request was withdrawn");
+    assert!(!project.path().join("out.txt").exists());
+    sessions.shutdown(Duration::from_secs(5)).await;
 }

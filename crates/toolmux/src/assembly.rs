@@ -48,11 +48,10 @@ pub struct Assembly {
     /// The upstream servers (the `mcpServers` section; their sources are in the hub); dropping
     /// this stops the running ones cleanly.
     pub upstreams: Arc<toolmux_upstream::Upstreams>,
-    /// Calls with policy `ask` waiting for a person, shared by every channel of the process
-    /// (the REST API answers them, the chat stream shows them).
+    /// Everything waiting for a person — calls with policy `ask`, questions, servers' forms,
+    /// coding agents' permission requests — shared by every channel of the process (the REST
+    /// API and the web app answer them, the chat stream shows those of its conversation).
     pub approvals: Arc<toolmux_core::ApprovalQueue>,
-    /// Questions the chat's model asked the person (the `chat` source waits on them).
-    pub inputs: Arc<toolmux_chat::HumanInputs>,
     /// toolmux's own resources (the spec pack's `spec://…`), served by the MCP channel and the
     /// REST API beside the upstream servers'; set at start with the packs that offer them.
     resources: OnceLock<BuiltinResources>,
@@ -120,7 +119,6 @@ impl Assembly {
             metrics,
             upstreams,
             approvals: Arc::new(toolmux_core::ApprovalQueue::new()),
-            inputs: Arc::new(toolmux_chat::HumanInputs::default()),
             resources: OnceLock::new(),
             chat: OnceLock::new(),
             access: OnceLock::new(),
@@ -253,10 +251,10 @@ impl Assembly {
                 hub.downgrade(),
                 Default::default(),
             )));
-            // `request_human_input`, on every channel: chat calls ask in their conversation,
-            // the others whoever their approver reaches (within the hub's approval limit).
+            // `request_human_input`, on every channel: whoever the call's approver reaches (the
+            // queue, for chat calls in their conversation), within the hub's approval limit.
             hub.add_source(Arc::new(
-                toolmux_chat::HumanInputSource::new(self.inputs.clone()).with_hub(hub.downgrade()),
+                toolmux_core::HumanInputSource::new().with_hub(hub.downgrade()),
             ));
             // `delegate`, on every channel: a sub-conversation of the chat with the providers
             // opened at start; a missing or broken `providers` section is said when it is called.
@@ -266,7 +264,6 @@ impl Assembly {
                     Providers::from_config(&after.providers, &after.chat)
                         .map_err(|e| e.to_string()),
                     self.approvals.clone(),
-                    self.inputs.clone(),
                     EngineSettings::from_config(after, &project_name(&self.loaded)),
                 )
                 .with_skills(self.skills()),
@@ -299,9 +296,11 @@ impl Assembly {
                 Some(approver),
             ) {
                 Ok(sessions) => {
-                    hub.add_source(Arc::new(toolmux_sessions::SessionsSource::new(
-                        sessions.clone(),
-                    )));
+                    // An agent's permission requests wait the configured approval limit.
+                    hub.add_source(Arc::new(
+                        toolmux_sessions::SessionsSource::new(sessions.clone())
+                            .with_hub(hub.downgrade()),
+                    ));
                     let _ = self.sessions.set(sessions);
                 }
                 Err(e) => tracing::warn!("coding sessions are not available: {e}"),
@@ -416,7 +415,6 @@ impl Assembly {
                 self.providers()?,
                 self.conversation_store()?,
                 self.approvals.clone(),
-                self.inputs.clone(),
                 EngineSettings::from_config(&self.loaded.config, &name),
             )
             .with_skills(self.skills()),

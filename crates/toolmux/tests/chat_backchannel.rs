@@ -417,10 +417,11 @@ fn the_tokens_of_a_sampling_answer_count_in_the_turns_usage() {
     );
 }
 
-/// Runs "Register me with the server" and answers the server's form with `answer`; returns the
-/// stream's events and the status the answer got.
-fn register(served: &Served, conversation: &str, answer: Value) -> (Vec<Value>, u16) {
-    let mut status = 0;
+/// Runs "Register me with the server" and answers the server's form with each of `answers` in
+/// turn (an answer that does not fit leaves the form open for the next); returns the stream's
+/// events and the status each answer got.
+fn register(served: &Served, conversation: &str, answers: &[Value]) -> (Vec<Value>, Vec<u16>) {
+    let mut statuses = Vec::new();
     let events = stream_chat(
         &served.address,
         KEY,
@@ -436,10 +437,14 @@ fn register(served: &Served, conversation: &str, answer: Value) -> (Vec<Value>, 
                     "{data}"
                 );
                 let path = data["answer"].as_str().expect("answer path");
-                let body = json!({"answer": answer, "id": data["requestId"]}).to_string();
-                let answered = served.post(path, &body);
-                status = answered.status;
-                if status != 204 {
+                for answer in answers {
+                    let mut body = answer.clone();
+                    body["id"] = data["requestId"].clone();
+                    let answered = served.post(path, &body.to_string());
+                    statuses.push(answered.status);
+                    if answered.status == 204 {
+                        break;
+                    }
                     assert_eq!(answered.json()["error"]["code"], "invalid_answer");
                     assert!(
                         answered.body.contains("email"),
@@ -450,7 +455,7 @@ fn register(served: &Served, conversation: &str, answer: Value) -> (Vec<Value>, 
             }
         },
     );
-    (events, status)
+    (events, statuses)
 }
 
 #[test]
@@ -458,12 +463,12 @@ fn a_servers_form_reaches_the_person_and_their_answer_reaches_the_tool() {
     let fixture = serve();
     let served = &fixture.served;
 
-    let (events, status) = register(
+    let (events, statuses) = register(
         served,
         "c-form",
-        json!({"username": "ada", "email": "ada@example.com"}),
+        &[json!({"answer": {"username": "ada", "email": "ada@example.com"}})],
     );
-    assert_eq!(status, 204);
+    assert_eq!(statuses, [204]);
     assert_outcome(
         &events,
         "call_elicit",
@@ -471,10 +476,18 @@ fn a_servers_form_reaches_the_person_and_their_answer_reaches_the_tool() {
         "You are registered.",
     );
 
-    // An answer that does not fit the form is not passed on as if it did: the person hears why,
-    // and the server hears a decline.
-    let (events, status) = register(served, "c-misfit", json!({"username": "ada"}));
-    assert_eq!(status, 422);
+    // An answer that does not fit the form is not passed on as if it did: the person hears why
+    // and the form stays open (the one rule, as over `/api/inputs` and MCP elicitation); the
+    // person then declines, and the server hears a decline.
+    let (events, statuses) = register(
+        served,
+        "c-misfit",
+        &[
+            json!({"answer": {"username": "ada"}}),
+            json!({"action": "decline"}),
+        ],
+    );
+    assert_eq!(statuses, [422, 204]);
     assert_outcome(
         &events,
         "call_elicit",

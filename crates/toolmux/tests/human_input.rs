@@ -1,8 +1,9 @@
 //! Human input and approvals on every channel (#18): `request_human_input` over MCP (the real
 //! Python client answering the elicitation, or refusing for want of the capability), over REST
 //! (a pending input answered by a second request), from a code-mode script (`human.ask`,
-//! answered over REST); one event stream of everything waiting on a person; and a tool's
-//! configured `approvalMessage` as the question on MCP and REST.
+//! answered over REST); one rule for an answer that does not fit; one event stream of
+//! everything waiting on a person; and a tool's configured `approvalMessage` as the question on
+//! MCP and REST.
 
 mod support;
 
@@ -89,6 +90,36 @@ fn an_mcp_client_answers_request_human_input_through_its_elicitation_form() {
         asked[1]["requestedSchema"]["properties"]["n"]["type"],
         "integer"
     );
+}
+
+/// The one rule over MCP: an answer from the client's form that does not fit the question's
+/// schema is refused — the form is shown again, saying which field and why — and the question
+/// stays open for an answer that does, as `/api/inputs` and the chat refuse it.
+#[test]
+fn an_mcp_clients_answer_that_does_not_fit_is_refused_and_the_form_shown_again() {
+    let project = toolmux_project();
+    project.config("{}");
+    let mut plan = stdio_plan(
+        &project,
+        json!([{"op": "call", "name": "request_human_input",
+                "arguments": {"question": "How many?", "schema": count_schema()}}]),
+    );
+    plan["elicitation"] = json!([{"n": "many"}, {"n": 3}]);
+    let (steps, asked) = run_client(&plan);
+
+    assert_eq!(steps[0]["result"]["isError"], false, "{}", steps[0]);
+    assert_eq!(steps[0]["result"]["structuredContent"], json!({"n": 3}));
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[0]["message"], "How many?");
+    let again = asked[1]["message"].as_str().expect("a message");
+    assert!(
+        again.starts_with(
+            "How many?\n\n(Your last answer was not taken — the answer does not fit the \
+             question's schema: /n: "
+        ),
+        "{again}"
+    );
+    assert_eq!(asked[1]["requestedSchema"], asked[0]["requestedSchema"]);
 }
 
 #[test]

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use toolmux_chat::{
-    ChatEngine, EngineSettings, GenaiProvider, HumanInputSource, HumanInputs, Providers,
-    SamplingSettings, SqliteStore, TurnEvent, TurnRequest,
+    ChatEngine, EngineSettings, GenaiProvider, Providers, SamplingSettings, SqliteStore, TurnEvent,
+    TurnRequest,
 };
 use toolmux_config::{ProviderKind, ProviderSettings};
-use toolmux_core::{ApprovalQueue, Hub, HubSettings, NullSink};
+use toolmux_core::{ApprovalQueue, Hub, HubSettings, HumanInputSource, NullSink};
 use toolmux_testkit::aimock::Aimock;
 use toolmux_testkit::project::write_file;
 
@@ -56,8 +56,7 @@ impl Harness {
         let workspace =
             toolmux_workspace::WorkspacePack::new(dir.path(), Default::default()).expect("pack");
         hub.add_source(Arc::new(workspace));
-        let inputs = Arc::new(HumanInputs::default());
-        hub.add_source(Arc::new(HumanInputSource::new(inputs.clone())));
+        hub.add_source(Arc::new(HumanInputSource::new()));
         let mut providers = Providers::default();
         providers.insert(
             "mock",
@@ -74,7 +73,6 @@ impl Harness {
             providers,
             store,
             Arc::new(ApprovalQueue::new()),
-            inputs,
             EngineSettings {
                 max_steps,
                 max_tool_result_bytes: 32 * 1024,

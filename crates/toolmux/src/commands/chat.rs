@@ -11,10 +11,10 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use tokio::sync::mpsc;
 use toolmux_chat::{
-    ChatEngine, ConversationStore, FinishReason, Reply, ReplyError, TurnEvent, TurnRequest,
-    field_value, form_fields, preview,
+    ChatEngine, ConversationStore, FinishReason, ReplyError, TurnEvent, TurnRequest, form_fields,
+    preview,
 };
-use toolmux_core::{Approval, LogLevel};
+use toolmux_core::{Approval, HumanAnswer, LogLevel, field_value};
 
 use crate::assembly::Assembly;
 use crate::exit::{Failure, OK, RUNTIME};
@@ -314,17 +314,25 @@ async fn show_turn(
             }
             TurnEvent::InputRequested(request) => {
                 end_line(&mut out, &mut mid_line)?;
-                let reply = match &request.form {
-                    Some(form) => fill_form(&request, form, lines).await,
-                    None => {
-                        prompt(&format!("  ? {}\n  answer> ", request.question));
-                        Reply::Text(lines.recv().await.unwrap_or_default())
+                // An answer that does not fit the form is refused with why and the question
+                // stays open, so it is asked again.
+                loop {
+                    let answered = match &request.form {
+                        Some(form) => {
+                            let answer = fill_form(&request, form, lines).await;
+                            engine.answer_input(conversation, Some(request.id), answer)
+                        }
+                        None => {
+                            prompt(&format!("  ? {}\n  answer> ", request.question));
+                            let text = lines.recv().await.unwrap_or_default();
+                            engine.answer_input_text(conversation, Some(request.id), &text)
+                        }
+                    };
+                    match answered {
+                        Err(e @ ReplyError::DoesNotFit(_)) => eprintln!("  {e}"),
+                        // The call may have ended meanwhile; then there is nothing to answer.
+                        Ok(()) | Err(ReplyError::NotWaiting(_)) => break,
                     }
-                };
-                match engine.inputs().reply(conversation, Some(request.id), reply) {
-                    Err(e @ ReplyError::DoesNotFit(_)) => eprintln!("  {e}"),
-                    // The call may have ended meanwhile; then there is nothing to answer.
-                    Ok(()) | Err(ReplyError::NotWaiting(_)) => {}
                 }
             }
             TurnEvent::Finished { reason, .. } => {
@@ -347,12 +355,13 @@ async fn show_turn(
     Ok(ok)
 }
 
-/// Asks a server's form one field at a time. `/decline` or `/cancel` on any line ends it so.
+/// Asks a server's form one field at a time. `/decline` or `/cancel` on any line ends it so,
+/// as the end of the input does.
 async fn fill_form(
     request: &toolmux_chat::InputRequest,
     form: &serde_json::Value,
     lines: &mut mpsc::UnboundedReceiver<String>,
-) -> Reply {
+) -> HumanAnswer {
     let asker = request.asker.as_deref().unwrap_or("a tool");
     eprintln!(
         "  ? {asker} asks: {}\n    (answer each field; an empty line skips an optional one; \
@@ -376,17 +385,19 @@ async fn fill_form(
             label.push_str(" [optional]");
         }
         prompt(&format!("    {label}> "));
-        let line = lines.recv().await.unwrap_or_default();
+        let Some(line) = lines.recv().await else {
+            return HumanAnswer::Cancel;
+        };
         match line.trim() {
-            "/decline" => return Reply::Decline,
-            "/cancel" => return Reply::Cancel,
+            "/decline" => return HumanAnswer::Decline,
+            "/cancel" => return HumanAnswer::Cancel,
             "" if !required => {}
             text => {
                 fields.insert(name, field_value(&field, text));
             }
         }
     }
-    Reply::Form(serde_json::Value::Object(fields))
+    HumanAnswer::Accept(serde_json::Value::Object(fields))
 }
 
 fn broken(e: std::io::Error) -> Failure {
