@@ -5,7 +5,7 @@ mod support;
 
 use results::{error_text, ok_text, structured};
 use serde_json::{Value, json};
-use support::{call, pack, pack_with};
+use support::{call, limits_with, pack, pack_limited, pack_with};
 use toolmux_core::ToolResult;
 use toolmux_testkit::fifo::mkfifo;
 use toolmux_testkit::project::write_file;
@@ -28,13 +28,6 @@ async fn assert_read_refused(pack: &WorkspacePack, arguments: Value, expected: &
         expected,
         "{asked}"
     );
-}
-
-/// The default limits with `change` made.
-fn limits_with(change: impl FnOnce(&mut WorkspaceLimits)) -> WorkspaceLimits {
-    let mut limits = WorkspaceLimits::default();
-    change(&mut limits);
-    limits
 }
 
 /// A project holding `s.txt`: 10,000 numbered lines, then a hole up to `len` bytes.
@@ -128,13 +121,7 @@ async fn file_read_stops_at_the_byte_cap_and_says_where_to_continue() {
         "log.txt",
         numbered(20_000).replace("line ", "l"),
     );
-    let pack = pack_with(
-        dir.path(),
-        WorkspaceLimits {
-            max_read_bytes: 1024,
-            ..WorkspaceLimits::default()
-        },
-    );
+    let pack = pack_limited(dir.path(), |l| l.max_read_bytes = 1024);
     let result = read(&pack, json!({"path": "log.txt", "limit": 20000})).await;
     let text = ok_text(&result);
     // Lines `lNNN\n` are 5 bytes for 1..=999 (the format pads to 3 digits): 204 fit in 1 KiB.

@@ -5,10 +5,10 @@ mod support;
 
 use results::{error_text, ok_text, structured};
 use serde_json::{Value, json};
-use support::{call, pack, pack_with, project_of};
+use support::{call, pack, pack_limited, project_of};
 use toolmux_core::ToolResult;
 use toolmux_testkit::project::write_file;
-use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
+use toolmux_workspace::WorkspacePack;
 
 fn project() -> tempfile::TempDir {
     project_of(&[
@@ -32,10 +32,15 @@ async fn search(pack: &WorkspacePack, arguments: Value) -> ToolResult {
     call(pack, "file_search", arguments).await
 }
 
+/// `file_search` with `arguments` in a fresh [`project`].
+async fn search_project(arguments: Value) -> ToolResult {
+    let dir = project();
+    search(&pack(dir.path()), arguments).await
+}
+
 #[tokio::test]
 async fn file_search_matches_globs_against_root_relative_paths_sorted() {
-    let dir = project();
-    let result = search(&pack(dir.path()), json!({"pattern": "**/*.rs"})).await;
+    let result = search_project(json!({"pattern": "**/*.rs"})).await;
     assert_eq!(
         ok_text(&result),
         "src/deep/mod.rs\nsrc/lib.rs\nsrc/main.rs\n"
@@ -48,15 +53,13 @@ async fn file_search_matches_globs_against_root_relative_paths_sorted() {
 
 #[tokio::test]
 async fn file_search_star_stays_within_one_directory() {
-    let dir = project();
-    let result = search(&pack(dir.path()), json!({"pattern": "src/*.toml"})).await;
+    let result = search_project(json!({"pattern": "src/*.toml"})).await;
     assert_eq!(structured(&result)["files"], json!(["src/config.toml"]));
 }
 
 #[tokio::test]
 async fn file_search_without_a_slash_matches_names_at_any_depth() {
-    let dir = project();
-    let result = search(&pack(dir.path()), json!({"pattern": "*.toml"})).await;
+    let result = search_project(json!({"pattern": "*.toml"})).await;
     assert_eq!(
         structured(&result)["files"],
         json!(["Cargo.toml", "src/config.toml", "src/deep/nested.toml"])
@@ -126,13 +129,7 @@ async fn file_search_stops_at_the_limit_and_says_so() {
     for i in 0..30 {
         write_file(dir.path(), &format!("f{i:02}.txt"), "");
     }
-    let pack = pack_with(
-        dir.path(),
-        WorkspaceLimits {
-            max_results: 20,
-            ..WorkspaceLimits::default()
-        },
-    );
+    let pack = pack_limited(dir.path(), |l| l.max_results = 20);
     let result = search(&pack, json!({"pattern": "*.txt", "limit": 5})).await;
     assert_eq!(
         ok_text(&result),
@@ -159,13 +156,7 @@ async fn file_search_output_is_capped_with_a_note() {
     for i in 0..200 {
         write_file(dir.path(), &format!("{}{i:03}.txt", "n".repeat(40)), "");
     }
-    let pack = pack_with(
-        dir.path(),
-        WorkspaceLimits {
-            max_output_bytes: 4096,
-            ..WorkspaceLimits::default()
-        },
-    );
+    let pack = pack_limited(dir.path(), |l| l.max_output_bytes = 4096);
     let result = search(&pack, json!({"pattern": "*.txt"})).await;
     let text = ok_text(&result);
     // Each 47-byte path costs 98 bytes of the 3584 left after the reserve: 36 fit.
@@ -181,8 +172,7 @@ async fn file_search_output_is_capped_with_a_note() {
 
 #[tokio::test]
 async fn file_search_invalid_glob_is_a_tool_error() {
-    let dir = project();
-    let result = search(&pack(dir.path()), json!({"pattern": "src/[a"})).await;
+    let result = search_project(json!({"pattern": "src/[a"})).await;
     assert_eq!(
         error_text(&result),
         "invalid glob `src/[a`: unclosed character class; missing ']'"
@@ -191,8 +181,7 @@ async fn file_search_invalid_glob_is_a_tool_error() {
 
 #[tokio::test]
 async fn file_search_reports_when_nothing_matches() {
-    let dir = project();
-    let result = search(&pack(dir.path()), json!({"pattern": "*.py", "path": "src"})).await;
+    let result = search_project(json!({"pattern": "*.py", "path": "src"})).await;
     assert_eq!(ok_text(&result), "no files match `*.py` under `src`\n");
     assert_eq!(
         structured(&result),

@@ -5,7 +5,7 @@ mod support;
 
 use results::{error_text, ok_text, structured};
 use serde_json::{Value, json};
-use support::{call, pack, pack_with, project_of};
+use support::{call, pack, pack_limited, pack_with, project_of};
 use toolmux_core::ToolResult;
 use toolmux_testkit::project::write_file;
 use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
@@ -26,10 +26,15 @@ async fn grep(pack: &WorkspacePack, arguments: Value) -> ToolResult {
     call(pack, "grep", arguments).await
 }
 
+/// `grep` with `arguments` in a fresh [`project`].
+async fn grep_project(arguments: Value) -> ToolResult {
+    let dir = project();
+    grep(&pack(dir.path()), arguments).await
+}
+
 #[tokio::test]
 async fn grep_finds_regex_matches_sorted_by_path_and_line() {
-    let dir = project();
-    let result = grep(&pack(dir.path()), json!({"pattern": r"fn \w+\("})).await;
+    let result = grep_project(json!({"pattern": r"fn \w+\("})).await;
     assert_eq!(
         ok_text(&result),
         "src/lib.rs:1: pub fn Helper() {}\nsrc/main.rs:3: fn main() {\nsrc/main.rs:7: fn helper(x: u8) {}\n"
@@ -149,13 +154,7 @@ async fn grep_output_cap_says_it_was_capped() {
         "a.txt",
         format!("{}\n", "needle".repeat(50)).repeat(100),
     );
-    let pack = pack_with(
-        dir.path(),
-        WorkspaceLimits {
-            max_output_bytes: 4096,
-            ..WorkspaceLimits::default()
-        },
-    );
+    let pack = pack_limited(dir.path(), |l| l.max_output_bytes = 4096);
     let result = grep(&pack, json!({"pattern": "needle"})).await;
     let text = ok_text(&result);
     let s = structured(&result);
@@ -170,8 +169,7 @@ async fn grep_output_cap_says_it_was_capped() {
 
 #[tokio::test]
 async fn grep_invalid_regex_quotes_the_regex_error() {
-    let dir = project();
-    let result = grep(&pack(dir.path()), json!({"pattern": "fn (main"})).await;
+    let result = grep_project(json!({"pattern": "fn (main"})).await;
     let message = error_text(&result);
     assert!(
         message.starts_with("invalid regex `fn (main`: "),
@@ -269,8 +267,7 @@ async fn grep_searches_a_single_file_path() {
 
 #[tokio::test]
 async fn grep_rejects_context_above_ten() {
-    let dir = project();
-    let result = grep(&pack(dir.path()), json!({"pattern": "fn", "context": 11})).await;
+    let result = grep_project(json!({"pattern": "fn", "context": 11})).await;
     assert_eq!(
         error_text(&result),
         "`context` must be an integer from 0 to 10 (got 11)"

@@ -22,6 +22,18 @@ pub fn pack_with(root: &Path, limits: WorkspaceLimits) -> WorkspacePack {
     WorkspacePack::new(root, limits).expect("pack")
 }
 
+/// A pack over `root` with the default limits changed by `change`.
+pub fn pack_limited(root: &Path, change: impl FnOnce(&mut WorkspaceLimits)) -> WorkspacePack {
+    pack_with(root, limits_with(change))
+}
+
+/// The default limits with `change` made.
+pub fn limits_with(change: impl FnOnce(&mut WorkspaceLimits)) -> WorkspaceLimits {
+    let mut limits = WorkspaceLimits::default();
+    change(&mut limits);
+    limits
+}
+
 /// Calls `tool` of `pack` with `arguments`, as the hub would.
 pub async fn call(pack: &WorkspacePack, tool: &str, arguments: Value) -> ToolResult {
     call_in_context(pack, tool, arguments, &CallContext::new(Channel::Cli)).await
