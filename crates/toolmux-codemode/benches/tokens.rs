@@ -478,111 +478,106 @@ fn reduction(plain: usize, code: usize) -> f64 {
     100.0 * (1.0 - code as f64 / plain as f64)
 }
 
-fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
-        hub.add_source(Arc::new(
-            WorkspacePack::new(&root, WorkspaceLimits::default()).expect("workspace pack"),
-        ));
-        hub.add_source(Arc::new(CodeModeSource::new(
-            hub.downgrade(),
-            Limits::default(),
-        )));
-        let bench = Bench {
-            hub,
-            context: CallContext::new(Channel::Mcp),
-            bpe: tiktoken_rs::cl100k_base().expect("cl100k encoding"),
-        };
+#[tokio::main]
+async fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
+    hub.add_source(Arc::new(
+        WorkspacePack::new(&root, WorkspaceLimits::default()).expect("workspace pack"),
+    ));
+    hub.add_source(Arc::new(CodeModeSource::new(
+        hub.downgrade(),
+        Limits::default(),
+    )));
+    let bench = Bench {
+        hub,
+        context: CallContext::new(Channel::Mcp),
+        bpe: tiktoken_rs::cl100k_base().expect("cl100k encoding"),
+    };
 
-        let rows = vec![
-            task!(
-                &bench,
-                "(a) files mentioning CallContext, by crate, with line counts",
-                QUESTION_A,
-                plain_a,
-                answer_a,
-                "search file contents read file",
-                SCRIPT_A,
-                &["grep", "fileRead"]
-            ),
-            task!(
-                &bench,
-                "(b) Rust files over 300 lines, largest first",
-                QUESTION_B,
-                plain_b,
-                answer_b,
-                "find files read file",
-                SCRIPT_B,
-                &["fileSearch", "fileRead"]
-            ),
-            task!(
-                &bench,
-                "(c) test functions per crate, reused test names",
-                QUESTION_C,
-                plain_c,
-                answer_c,
-                "search file contents",
-                SCRIPT_C,
-                &["grep"]
-            ),
+    let rows = vec![
+        task!(
+            &bench,
+            "(a) files mentioning CallContext, by crate, with line counts",
+            QUESTION_A,
+            plain_a,
+            answer_a,
+            "search file contents read file",
+            SCRIPT_A,
+            &["grep", "fileRead"]
+        ),
+        task!(
+            &bench,
+            "(b) Rust files over 300 lines, largest first",
+            QUESTION_B,
+            plain_b,
+            answer_b,
+            "find files read file",
+            SCRIPT_B,
+            &["fileSearch", "fileRead"]
+        ),
+        task!(
+            &bench,
+            "(c) test functions per crate, reused test names",
+            QUESTION_C,
+            plain_c,
+            answer_c,
+            "search file contents",
+            SCRIPT_C,
+            &["grep"]
+        ),
+    ];
+
+    println!(
+        "tokens a model reads (cl100k), plain tool calls vs one code-mode script, on {}",
+        root.canonicalize().expect("root").display()
+    );
+    println!(
+        "| task | plain, whole files (calls) | plain, `limit: 1` reads (calls) | code mode (calls; script's calls) | reduction vs whole | reduction vs `limit: 1` |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    let (mut whole, mut first_line, mut code) = (0, 0, 0);
+    for row in &rows {
+        println!(
+            "| {} | {} ({}) | {} ({}) | {} ({}; {}) | {:.1}% | {:.1}% |",
+            row.task,
+            row.plain_whole.0,
+            row.plain_whole.1,
+            row.plain_first_line.0,
+            row.plain_first_line.1,
+            row.code.0,
+            row.code.1,
+            row.script_calls,
+            reduction(row.plain_whole.0, row.code.0),
+            reduction(row.plain_first_line.0, row.code.0),
+        );
+        whole += row.plain_whole.0;
+        first_line += row.plain_first_line.0;
+        code += row.code.0;
+    }
+    println!(
+        "| **total** | {whole} | {first_line} | {code} | {:.1}% | {:.1}% |",
+        reduction(whole, code),
+        reduction(first_line, code)
+    );
+    println!();
+    println!("code-mode transcripts, tokens per part (parts tokenised alone):");
+    for row in &rows {
+        let labels = [
+            "definitions",
+            "question",
+            "search_tools call",
+            "its result",
+            "run_code call (the script)",
+            "its result",
+            "final answer",
         ];
-
-        println!(
-            "tokens a model reads (cl100k), plain tool calls vs one code-mode script, on {}",
-            root.canonicalize().expect("root").display()
-        );
-        println!(
-            "| task | plain, whole files (calls) | plain, `limit: 1` reads (calls) | code mode (calls; script's calls) | reduction vs whole | reduction vs `limit: 1` |"
-        );
-        println!("|---|---:|---:|---:|---:|---:|");
-        let (mut whole, mut first_line, mut code) = (0, 0, 0);
-        for row in &rows {
-            println!(
-                "| {} | {} ({}) | {} ({}) | {} ({}; {}) | {:.1}% | {:.1}% |",
-                row.task,
-                row.plain_whole.0,
-                row.plain_whole.1,
-                row.plain_first_line.0,
-                row.plain_first_line.1,
-                row.code.0,
-                row.code.1,
-                row.script_calls,
-                reduction(row.plain_whole.0, row.code.0),
-                reduction(row.plain_first_line.0, row.code.0),
-            );
-            whole += row.plain_whole.0;
-            first_line += row.plain_first_line.0;
-            code += row.code.0;
-        }
-        println!(
-            "| **total** | {whole} | {first_line} | {code} | {:.1}% | {:.1}% |",
-            reduction(whole, code),
-            reduction(first_line, code)
-        );
-        println!();
-        println!("code-mode transcripts, tokens per part (parts tokenised alone):");
-        for row in &rows {
-            let labels = [
-                "definitions",
-                "question",
-                "search_tools call",
-                "its result",
-                "run_code call (the script)",
-                "its result",
-                "final answer",
-            ];
-            assert_eq!(row.code_parts.len(), labels.len(), "code-mode parts");
-            let parts: Vec<String> = labels
-                .iter()
-                .zip(&row.code_parts)
-                .map(|(label, tokens)| format!("{label} {tokens}"))
-                .collect();
-            println!("{}: {}", &row.task[..3], parts.join(", "));
-        }
-    });
+        assert_eq!(row.code_parts.len(), labels.len(), "code-mode parts");
+        let parts: Vec<String> = labels
+            .iter()
+            .zip(&row.code_parts)
+            .map(|(label, tokens)| format!("{label} {tokens}"))
+            .collect();
+        println!("{}: {}", &row.task[..3], parts.join(", "));
+    }
 }

@@ -317,17 +317,26 @@ struct CountingApprover {
     waiting: Arc<AtomicUsize>,
 }
 
+/// One wait on a person, counted in the approver's `waiting` while it lasts.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn start(waiting: &'a AtomicUsize) -> Self {
+        waiting.fetch_add(1, Ordering::Relaxed);
+        Self(waiting)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 #[async_trait]
 impl Approver for CountingApprover {
     async fn approve(&self, request: &ApprovalRequest) -> Approval {
-        struct Waiting<'a>(&'a AtomicUsize);
-        impl Drop for Waiting<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
-        self.waiting.fetch_add(1, Ordering::Relaxed);
-        let _waiting = Waiting(&self.waiting);
+        let _waiting = Waiting::start(&self.waiting);
         self.inner.approve(request).await
     }
 
@@ -336,14 +345,7 @@ impl Approver for CountingApprover {
         &self,
         question: &toolmux_core::HumanQuestion,
     ) -> Result<toolmux_core::HumanAnswer, toolmux_core::CannotAsk> {
-        struct Waiting<'a>(&'a AtomicUsize);
-        impl Drop for Waiting<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
-        self.waiting.fetch_add(1, Ordering::Relaxed);
-        let _waiting = Waiting(&self.waiting);
+        let _waiting = Waiting::start(&self.waiting);
         self.inner.ask(question).await
     }
 }

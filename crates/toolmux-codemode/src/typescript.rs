@@ -515,53 +515,48 @@ fn literal(value: &Value) -> String {
 
 /// `A | B`, without duplicates; `unknown` absorbs everything; `never` disappears.
 pub(crate) fn union(types: Vec<String>) -> String {
-    let mut members: Vec<String> = Vec::with_capacity(types.len());
-    for ty in types {
-        if ty == "unknown" {
-            return "unknown".to_string();
+    combine(types, "unknown", "never", " | ", |m| {
+        if m.contains(" & ") {
+            format!("({m})")
+        } else {
+            m.to_string()
         }
-        if ty == "never" || members.contains(&ty) {
-            continue;
-        }
-        members.push(ty);
-    }
-    match members.len() {
-        0 => "never".to_string(),
-        1 => members.pop().unwrap_or_default(),
-        _ => members
-            .iter()
-            .map(|m| {
-                if m.contains(" & ") {
-                    format!("({m})")
-                } else {
-                    m.clone()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" | "),
-    }
+    })
 }
 
 /// `A & B`, without duplicates; `unknown` disappears; `never` absorbs everything.
 fn intersection(types: Vec<String>) -> String {
+    combine(types, "never", "unknown", " & ", wrap)
+}
+
+/// `types` joined by `separator` (each written by `member`), without duplicates: `absorbing`
+/// stands for the whole where it is one of them, `identity` is left out (and is what none
+/// leaves).
+fn combine(
+    types: Vec<String>,
+    absorbing: &str,
+    identity: &str,
+    separator: &str,
+    member: fn(&str) -> String,
+) -> String {
     let mut members: Vec<String> = Vec::with_capacity(types.len());
     for ty in types {
-        if ty == "never" {
-            return "never".to_string();
+        if ty == absorbing {
+            return ty;
         }
-        if ty == "unknown" || members.contains(&ty) {
+        if ty == identity || members.contains(&ty) {
             continue;
         }
         members.push(ty);
     }
     match members.len() {
-        0 => "unknown".to_string(),
+        0 => identity.to_string(),
         1 => members.pop().unwrap_or_default(),
         _ => members
             .iter()
-            .map(|m| wrap(m))
+            .map(|m| member(m))
             .collect::<Vec<_>>()
-            .join(" & "),
+            .join(separator),
     }
 }
 

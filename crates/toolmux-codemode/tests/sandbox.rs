@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::Notify;
 use toolmux_codemode::{CodeModeError, Limits, RunOutput, Sandbox};
 use toolmux_core::{Approval, ApprovalRequest, Approver, CallContext, Channel, Hub};
 
-use common::hub_with_notes;
+use common::{Records, hub_with_notes};
 
 fn sandbox(hub: &Hub, limits: Limits) -> Sandbox {
     Sandbox::new(hub.downgrade(), limits)
@@ -29,10 +29,82 @@ async fn assert_next_script_runs(sandbox: &Sandbox) {
     assert_eq!(out.result.expect("the next script runs"), json!(2));
 }
 
+/// A sandbox under `limits` over a hub serving the notes source; the hub is returned too, as
+/// the sandbox holds it only weakly.
+fn notes_sandbox(limits: Limits) -> (Hub, Sandbox) {
+    let (hub, _) = hub_with_notes();
+    let sandbox = sandbox(&hub, limits);
+    (hub, sandbox)
+}
+
+/// A sandbox with default limits over a hub serving the notes source, and the records of the
+/// hub's calls.
+fn recorded_notes_sandbox() -> (Hub, Sandbox, Arc<Records>) {
+    let (hub, records) = hub_with_notes();
+    let sandbox = sandbox(&hub, Limits::default());
+    (hub, sandbox, records)
+}
+
+/// `script` is stopped with an error `is_expected` accepts, and the same sandbox then runs the
+/// next script; returns how long the stopped script took.
+async fn assert_stopped(
+    sandbox: &Sandbox,
+    script: &str,
+    is_expected: fn(&CodeModeError) -> bool,
+) -> Duration {
+    let started = Instant::now();
+    let out = run(sandbox, script).await;
+    let took = started.elapsed();
+    assert!(
+        out.result.as_ref().is_err_and(is_expected),
+        "{script}: {:?}",
+        out.result
+    );
+    assert_next_script_runs(sandbox).await;
+    took
+}
+
+fn out_of_memory(e: &CodeModeError) -> bool {
+    matches!(e, CodeModeError::OutOfMemory(_))
+}
+
+fn stack_overflow(e: &CodeModeError) -> bool {
+    matches!(e, CodeModeError::StackOverflow(_))
+}
+
+fn cpu_budget(e: &CodeModeError) -> bool {
+    matches!(e, CodeModeError::CpuBudget(_))
+}
+
+fn timed_out(e: &CodeModeError) -> bool {
+    matches!(e, CodeModeError::Timeout(_))
+}
+
+fn abandoned_by_the_watchdog(e: &CodeModeError) -> bool {
+    matches!(e, CodeModeError::Watchdog { .. })
+}
+
+/// `script` returns exactly `expected`.
+async fn assert_returns(sandbox: &Sandbox, script: &str, expected: Value) {
+    let out = run(sandbox, script).await;
+    assert_eq!(out.result.expect(script), expected, "{script}");
+}
+
+/// `script` fails with an error whose text contains `part`.
+async fn assert_error_contains(sandbox: &Sandbox, script: &str, part: &str) {
+    let text = error_text(sandbox, script).await;
+    assert!(text.contains(part), "{text}");
+}
+
+/// The error `script` fails with, as text.
+async fn error_text(sandbox: &Sandbox, script: &str) -> String {
+    let out = run(sandbox, script).await;
+    out.result.expect_err(script).to_string()
+}
+
 #[tokio::test]
 async fn script_returns_its_value_and_console_output() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
     let out = run(
         &sandbox,
         "interface P { n: number }\nconst p: P = { n: 41 };\nconsole.log('n is', p.n, { ok: true });\nconsole.error('careful');\nreturn { answer: p.n + 1 };",
@@ -51,14 +123,8 @@ async fn script_returns_its_value_and_console_output() {
 
 #[tokio::test]
 async fn a_module_script_returns_its_default_export() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(
-        &sandbox,
-        "import { notes } from '@capabilities/notes';\nconst r = await notes.add({ a: 1, b: 2 });\nexport default r.sum;",
-    )
-    .await;
-    assert_eq!(out.result.expect("runs"), json!(3));
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
+    assert_returns(&sandbox, "import { notes } from '@capabilities/notes';\nconst r = await notes.add({ a: 1, b: 2 });\nexport default r.sum;", json!(3)).await;
 }
 
 #[tokio::test]
@@ -84,53 +150,27 @@ async fn tool_calls_go_through_the_pipeline_on_the_code_channel() {
 
 #[tokio::test]
 async fn invalid_arguments_and_tool_errors_throw_tool_errors_with_codes() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(
-        &sandbox,
-        r#"import { notes } from '@capabilities/notes';
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
+    assert_returns(&sandbox, r#"import { notes } from '@capabilities/notes';
 const codes: string[] = [];
 for (const call of [() => notes.add({ a: 'x' } as any), () => notes.fail(), () => (globalThis as any).__toolmux_call('nope', {})]) {
   try { await call(); } catch (e) { codes.push(`${(e as ToolError).code}:${(e as ToolError).tool}:${e instanceof ToolError}`); }
 }
-return codes;"#,
-    )
-    .await;
-    assert_eq!(
-        out.result.expect("runs"),
-        json!([
+return codes;"#, json!([
             "invalid_arguments:add:true",
             "tool_error:fail:true",
             "not_found:nope:true"
-        ])
-    );
+        ])).await;
 }
 
 #[tokio::test]
 async fn a_denied_tool_is_not_in_the_api_and_calling_it_anyway_throws_the_rule() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
     // The typed API leaves a denied tool out: it would only cost the model context.
-    let offered = run(
-        &sandbox,
-        "import { notes } from '@capabilities/notes';\nreturn [typeof (notes as any).wipe, typeof notes.add];",
-    )
-    .await;
-    assert_eq!(
-        offered.result.expect("runs"),
-        json!(["undefined", "function"])
-    );
+    assert_returns(&sandbox, "import { notes } from '@capabilities/notes';\nreturn [typeof (notes as any).wipe, typeof notes.add];", json!(["undefined", "function"])).await;
 
     // Reached by name anyway, the hub refuses it and names the rule.
-    let out = run(
-        &sandbox,
-        "try { await (globalThis as any).__toolmux_call('wipe', {}); return 'ran'; } catch (e) { return (e as Error).message; }",
-    )
-    .await;
-    assert_eq!(
-        out.result.expect("runs"),
-        json!("tool `wipe` was denied: its policy is `deny` (rule for `wipe`)")
-    );
+    assert_returns(&sandbox, "try { await (globalThis as any).__toolmux_call('wipe', {}); return 'ran'; } catch (e) { return (e as Error).message; }", json!("tool `wipe` was denied: its policy is `deny` (rule for `wipe`)")).await;
 }
 
 #[tokio::test]
@@ -195,8 +235,7 @@ async fn waiting_for_approval_does_not_count_against_the_wall_clock() {
 
 #[tokio::test]
 async fn a_thousand_concurrent_calls_with_promise_all_all_resolve() {
-    let (hub, records) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
+    let (_hub, sandbox, records) = recorded_notes_sandbox();
     let out = run(
         &sandbox,
         "import { notes } from '@capabilities/notes';\nconst results = await Promise.all(Array.from({ length: 1000 }, (_, i) => notes.add({ a: i, b: 1 })));\nreturn results.reduce((total, r) => total + r.sum, 0);",
@@ -208,166 +247,128 @@ async fn a_thousand_concurrent_calls_with_promise_all_all_resolve() {
     assert_eq!(records.0.lock().expect("records").len(), 1000);
 }
 
-#[tokio::test]
-async fn a_memory_bomb_is_stopped_and_the_next_script_runs() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(
-        &sandbox,
+/// Tests of one shape: under the limits, the script is stopped with the expected error (within
+/// the milliseconds given, where they are), and the same sandbox then runs the next script.
+macro_rules! stopped_then_the_next_script_runs {
+    ($($name:ident($limits:expr, $script:expr, $expected:expr, $within:expr);)*) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let (_hub, sandbox) = notes_sandbox($limits);
+            let took = assert_stopped(&sandbox, $script, $expected).await;
+            let within_ms: Option<u64> = $within;
+            if let Some(within_ms) = within_ms {
+                assert!(took < Duration::from_millis(within_ms), "took {took:?}");
+            }
+        }
+    )*};
+}
+
+stopped_then_the_next_script_runs! {
+    a_memory_bomb_is_stopped_and_the_next_script_runs(
+        Limits::default(),
         "const hoard: number[][] = [];\nwhile (true) { hoard.push(new Array(100000).fill(1)); }",
-    )
-    .await;
-    assert!(
-        matches!(out.result, Err(CodeModeError::OutOfMemory(_))),
-        "{:?}",
-        out.result
+        out_of_memory,
+        None
     );
-    assert_next_script_runs(&sandbox).await;
-}
-
-#[tokio::test]
-async fn a_huge_string_built_by_a_builtin_is_stopped_and_the_next_script_runs() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(&sandbox, "const s = 'x'.repeat(1e9);\nreturn s.length;").await;
-    assert!(
-        matches!(out.result, Err(CodeModeError::OutOfMemory(_))),
-        "{:?}",
-        out.result
+    a_huge_string_built_by_a_builtin_is_stopped_and_the_next_script_runs(
+        Limits::default(),
+        "const s = 'x'.repeat(1e9);\nreturn s.length;",
+        out_of_memory,
+        None
     );
-    assert_next_script_runs(&sandbox).await;
-}
-
-#[tokio::test]
-async fn an_infinite_loop_uses_up_its_cpu_budget_and_the_next_script_runs() {
-    let (hub, _) = hub_with_notes();
-    let limits = Limits {
-        cpu_time: Duration::from_millis(200),
-        ..Limits::default()
-    };
-    let sandbox = sandbox(&hub, limits);
-    let started = Instant::now();
-    let out = run(&sandbox, "let i = 0;\nwhile (true) { i++; }").await;
-    assert!(
-        matches!(out.result, Err(CodeModeError::CpuBudget(_))),
-        "{:?}",
-        out.result
+    an_infinite_loop_uses_up_its_cpu_budget_and_the_next_script_runs(
+        Limits { cpu_time: Duration::from_millis(200), ..Limits::default() },
+        "let i = 0;\nwhile (true) { i++; }",
+        cpu_budget,
+        Some(5_000)
     );
-    assert!(started.elapsed() < Duration::from_secs(5));
-    assert_next_script_runs(&sandbox).await;
-}
-
-#[tokio::test]
-async fn deep_recursion_is_a_stack_overflow_and_the_next_script_runs() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(
-        &sandbox,
+    deep_recursion_is_a_stack_overflow_and_the_next_script_runs(
+        Limits::default(),
         "function down(n: number): number { return down(n + 1) + 1; }\nreturn down(0);",
-    )
-    .await;
-    assert!(
-        matches!(out.result, Err(CodeModeError::StackOverflow(_))),
-        "{:?}",
-        out.result
+        stack_overflow,
+        None
     );
-    assert_next_script_runs(&sandbox).await;
-}
-
-#[tokio::test]
-async fn a_script_waiting_on_a_slow_tool_hits_the_wall_clock_timeout() {
-    let (hub, _) = hub_with_notes();
-    let limits = Limits {
-        wall_time: Duration::from_millis(300),
-        ..Limits::default()
-    };
-    let sandbox = sandbox(&hub, limits);
-    let started = Instant::now();
-    let out = run(
-        &sandbox,
+    a_script_waiting_on_a_slow_tool_hits_the_wall_clock_timeout(
+        Limits { wall_time: Duration::from_millis(300), ..Limits::default() },
         "import { notes } from '@capabilities/notes';\nawait notes.slow({ ms: 10000 });",
-    )
-    .await;
-    assert!(
-        matches!(out.result, Err(CodeModeError::Timeout(_))),
-        "{:?}",
-        out.result
+        timed_out,
+        Some(3_000)
     );
-    assert!(started.elapsed() < Duration::from_secs(3));
-    assert_next_script_runs(&sandbox).await;
+    // A big heap so that the built-in (a global regex replace over a 60 MB string, which does
+    // not poll the interrupt handler) runs long instead of running out of memory.
+    the_watchdog_abandons_a_builtin_that_ignores_the_interrupt_and_the_next_script_runs(
+        Limits {
+            memory_bytes: 1024 * 1024 * 1024,
+            wall_time: Duration::from_millis(100),
+            watchdog_grace: Duration::from_millis(100),
+            ..Limits::default()
+        },
+        "return 'ab'.repeat(3e7).replace(/a/g, 'cc').length;",
+        abandoned_by_the_watchdog,
+        Some(1_500)
+    );
+    too_many_calls_at_once_run_out_of_memory_cleanly(
+        Limits { memory_bytes: 8 * 1024 * 1024, ..Limits::default() },
+        "import { notes } from '@capabilities/notes';\nawait Promise.all(Array.from({ length: 9000 }, (_, i) => notes.add({ a: i, b: 1 })));",
+        out_of_memory,
+        None
+    );
 }
 
 #[tokio::test]
 async fn a_promise_nothing_will_settle_is_reported_instead_of_hanging() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(&sandbox, "await new Promise(() => {});").await;
-    let text = out.result.expect_err("reported").to_string();
-    assert!(text.contains("nothing will settle"), "{text}");
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
+    assert_error_contains(
+        &sandbox,
+        "await new Promise(() => {});",
+        "nothing will settle",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn only_capability_modules_can_be_imported() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(&sandbox, "import fs from 'fs';\nreturn fs;").await;
-    let text = out.result.expect_err("does not resolve").to_string();
-    assert!(
-        text.contains("cannot import `fs`: code mode has no files, packages or network; only `@capabilities/<source>` modules can be imported (@capabilities/notes)"),
-        "{text}"
-    );
-    let out = run(
-        &sandbox,
-        "import { x } from '@capabilities/nope';\nreturn x;",
-    )
-    .await;
-    let text = out.result.expect_err("does not resolve").to_string();
-    assert!(
-        text.contains("cannot import `@capabilities/nope`: no such source"),
-        "{text}"
-    );
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
+    for (script, refusal) in [
+        (
+            "import fs from 'fs';\nreturn fs;",
+            "cannot import `fs`: code mode has no files, packages or network; only `@capabilities/<source>` modules can be imported (@capabilities/notes)",
+        ),
+        (
+            "import { x } from '@capabilities/nope';\nreturn x;",
+            "cannot import `@capabilities/nope`: no such source",
+        ),
+    ] {
+        assert_error_contains(&sandbox, script, refusal).await;
+    }
 }
 
 #[tokio::test]
 async fn there_are_no_file_network_process_or_timer_globals() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(
-        &sandbox,
-        "const g = globalThis as any;\nreturn ['setTimeout', 'setInterval', 'XMLHttpRequest', 'require', 'process', 'std', 'os', 'Deno', 'Bun', '__toolmux_native'].filter((name) => g[name] !== undefined);",
-    )
-    .await;
-    assert_eq!(out.result.expect("runs"), json!([]));
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
+    assert_returns(&sandbox, "const g = globalThis as any;\nreturn ['setTimeout', 'setInterval', 'XMLHttpRequest', 'require', 'process', 'std', 'os', 'Deno', 'Bun', '__toolmux_native'].filter((name) => g[name] !== undefined);", json!([])).await;
 }
 
 #[tokio::test]
 async fn errors_carry_the_typescript_line_and_column() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(
-        &sandbox,
-        "type Row = { id: number };\nconst rows: Row[] = [];\n\nfunction first(r: Row[]): Row {\n  return r[0]!;\n}\nconst id: number = first(rows).id;\nreturn id;",
-    )
-    .await;
-    let text = out.result.expect_err("throws").to_string();
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
+    let text = error_text(&sandbox, "type Row = { id: number };\nconst rows: Row[] = [];\n\nfunction first(r: Row[]): Row {\n  return r[0]!;\n}\nconst id: number = first(rows).id;\nreturn id;").await;
     assert!(text.starts_with("TypeError"), "{text}");
     assert!(text.contains("script.ts:7:"), "{text}");
 
-    let out = run(
+    let text = error_text(
         &sandbox,
         "const a: number = 1;\n\n   throw new Error('boom');",
     )
     .await;
-    let text = out.result.expect_err("throws").to_string();
     assert!(text.starts_with("Error: boom"), "{text}");
     assert!(text.contains("script.ts:3:"), "{text}");
 }
 
 #[tokio::test]
 async fn the_standard_library_hashes_encodes_parses_and_formats() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
+    assert_returns(
         &sandbox,
         r#"const rows = csv.parse("name,n\na,1\nb,2\n", { header: true });
 return {
@@ -383,10 +384,6 @@ return {
   parsed: time.parse("2024-02-29T12:00:00Z"),
   json: JSON.parse(JSON.stringify({ k: [1, 2] })),
 };"#,
-    )
-    .await;
-    assert_eq!(
-        out.result.expect("runs"),
         json!({
             "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
             "md5": "900150983cd24fb0d6963f7d28e17f72",
@@ -399,16 +396,15 @@ return {
             "date": "2024-02-29 14:05",
             "parsed": 1709208000000u64,
             "json": {"k": [1, 2]},
-        })
-    );
+        }),
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_result_that_is_not_json_is_a_clear_error() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
-    let out = run(&sandbox, "const a: any = {};\na.self = a;\nreturn a;").await;
-    let text = out.result.expect_err("circular").to_string();
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
+    let text = error_text(&sandbox, "const a: any = {};\na.self = a;\nreturn a;").await;
     assert!(
         text.starts_with("the script's result cannot be converted to JSON"),
         "{text}"
@@ -431,65 +427,15 @@ async fn syntax_errors_are_reported_before_anything_runs() {
 }
 
 #[tokio::test]
-async fn the_watchdog_abandons_a_builtin_that_ignores_the_interrupt_and_the_next_script_runs() {
-    let (hub, _) = hub_with_notes();
-    // A big heap so that the built-in (a global regex replace over a 60 MB string, which does
-    // not poll the interrupt handler) runs long instead of running out of memory.
-    let limits = Limits {
-        memory_bytes: 1024 * 1024 * 1024,
-        wall_time: Duration::from_millis(100),
-        watchdog_grace: Duration::from_millis(100),
-        ..Limits::default()
-    };
-    let sandbox = sandbox(&hub, limits);
-    let started = Instant::now();
-    let out = run(
-        &sandbox,
-        "return 'ab'.repeat(3e7).replace(/a/g, 'cc').length;",
-    )
-    .await;
-    assert!(
-        matches!(out.result, Err(CodeModeError::Watchdog { .. })),
-        "{:?}",
-        out.result
-    );
-    assert!(started.elapsed() < Duration::from_millis(1500));
-    assert_next_script_runs(&sandbox).await;
-}
-
-#[tokio::test]
-async fn too_many_calls_at_once_run_out_of_memory_cleanly() {
-    let (hub, _) = hub_with_notes();
-    let limits = Limits {
-        memory_bytes: 8 * 1024 * 1024,
-        ..Limits::default()
-    };
-    let sandbox = sandbox(&hub, limits);
-    let out = run(
-        &sandbox,
-        "import { notes } from '@capabilities/notes';\nawait Promise.all(Array.from({ length: 9000 }, (_, i) => notes.add({ a: i, b: 1 })));",
-    )
-    .await;
-    assert!(
-        matches!(out.result, Err(CodeModeError::OutOfMemory(_))),
-        "{:?}",
-        out.result
-    );
-    assert_next_script_runs(&sandbox).await;
-}
-
-#[tokio::test]
 async fn a_script_throwing_null_is_not_mistaken_for_running_out_of_memory() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
     let out = run(&sandbox, "throw null;").await;
     assert_eq!(out.result.expect_err("throws").to_string(), "Uncaught null");
 }
 
 #[tokio::test]
 async fn d17_a_push_memory_bomb_reports_the_memory_limit_not_uncaught_null() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
     for script in [
         "const a: string[] = [];\nfor (;;) a.push('x'.repeat(1 << 20));",
         "const a: string[] = [];\nfor (let i = 0; ; i++) a.push('x'.repeat(1 << 20) + i);",
@@ -532,8 +478,7 @@ async fn assert_too_deep(sandbox: &Sandbox, script: &str, position: &str, why: &
 
 #[tokio::test]
 async fn d1_deeply_nested_scripts_are_syntax_errors_not_an_abort() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
     let n = 10_000;
     // The issue's script: 10,000 nested arrays.
     let arrays = format!("const x = {}{}; return 1;", "[".repeat(n), "]".repeat(n));
@@ -601,8 +546,7 @@ async fn d1_deeply_nested_scripts_are_syntax_errors_not_an_abort() {
 
 #[tokio::test]
 async fn nesting_within_the_limits_still_runs() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
     let n = 500;
     let script = format!(
         "const x = {}{};\nlet depth = 0;\nfor (let a: any = x; Array.isArray(a) && a.length; a = a[0]) depth++;\nreturn depth + {};",
@@ -616,8 +560,7 @@ async fn nesting_within_the_limits_still_runs() {
 
 #[tokio::test]
 async fn runtime_recursion_is_a_catchable_stack_overflow() {
-    let (hub, _) = hub_with_notes();
-    let sandbox = sandbox(&hub, Limits::default());
+    let (_hub, sandbox) = notes_sandbox(Limits::default());
     let out = run(&sandbox, "function f(): number { return f(); }\nf();").await;
     assert!(
         matches!(out.result, Err(CodeModeError::StackOverflow(_))),
@@ -625,12 +568,7 @@ async fn runtime_recursion_is_a_catchable_stack_overflow() {
         out.result
     );
     // The script itself can catch it, like any RangeError.
-    let out = run(
-        &sandbox,
-        "function f(): number { return f(); }\ntry { f(); } catch (e) { return (e as Error).name; }",
-    )
-    .await;
-    assert_eq!(out.result.expect("caught"), json!("RangeError"));
+    assert_returns(&sandbox, "function f(): number { return f(); }\ntry { f(); } catch (e) { return (e as Error).name; }", json!("RangeError")).await;
     assert_next_script_runs(&sandbox).await;
 }
 

@@ -56,6 +56,16 @@ fn write_all(dir: &Path, records: impl IntoIterator<Item = ExecutionRecord>) {
     log.flush();
 }
 
+/// A log directory holding a call to each tool at its time (RFC 3339), in the order given.
+fn logged_at(calls: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_all(
+        dir.path(),
+        calls.iter().map(|(tool, time)| record(tool, at(time))),
+    );
+    dir
+}
+
 fn tools(entries: &[LogEntry]) -> Vec<&str> {
     entries.iter().map(|e| e.tool.as_str()).collect()
 }
@@ -222,17 +232,13 @@ fn results_over_the_cap_are_stored_cut_with_their_full_size() {
 
 #[test]
 fn records_go_to_the_file_of_their_own_utc_day() {
-    let dir = tempfile::tempdir().unwrap();
-    write_all(
-        dir.path(),
-        [
-            record("a", at("2026-11-21T23:59:59.999999Z")),
-            // 00:30 in UTC+02:00 is still the 21st in UTC.
-            record("b", at("2026-11-22T00:30:00+02:00")),
-            record("c", at("2026-11-22T00:00:00Z")),
-            record("d", at("2026-11-24T12:00:00Z")),
-        ],
-    );
+    let dir = logged_at(&[
+        ("a", "2026-11-21T23:59:59.999999Z"),
+        // 00:30 in UTC+02:00 is still the 21st in UTC.
+        ("b", "2026-11-22T00:30:00+02:00"),
+        ("c", "2026-11-22T00:00:00Z"),
+        ("d", "2026-11-24T12:00:00Z"),
+    ]);
     let day = |d: &str| -> Vec<String> {
         lines_of(&day_file(dir.path(), date(d)))
             .iter()
@@ -247,17 +253,13 @@ fn records_go_to_the_file_of_their_own_utc_day() {
 
 #[test]
 fn query_spans_days_in_time_order_and_reads_only_the_days_in_range() {
-    let dir = tempfile::tempdir().unwrap();
-    write_all(
-        dir.path(),
-        [
-            record("d2-late", at("2026-11-02T20:00:00Z")),
-            // Logged after the call above, but it started earlier.
-            record("d2-early", at("2026-11-02T08:00:00Z")),
-            record("d1", at("2026-11-01T12:00:00Z")),
-            record("d3", at("2026-11-03T12:00:00Z")),
-        ],
-    );
+    let dir = logged_at(&[
+        ("d2-late", "2026-11-02T20:00:00Z"),
+        // Logged after the call above, but it started earlier.
+        ("d2-early", "2026-11-02T08:00:00Z"),
+        ("d1", "2026-11-01T12:00:00Z"),
+        ("d3", "2026-11-03T12:00:00Z"),
+    ]);
     let all = query(dir.path(), &LogQuery::default()).unwrap();
     assert_eq!(tools(&all), ["d1", "d2-early", "d2-late", "d3"]);
 
@@ -339,16 +341,12 @@ fn retention_runs_again_when_the_date_rolls_over() {
 
 #[test]
 fn limit_keeps_the_newest_entries() {
-    let dir = tempfile::tempdir().unwrap();
-    write_all(
-        dir.path(),
-        [
-            record("one", at("2026-11-01T10:00:00Z")),
-            record("two", at("2026-11-02T10:00:00Z")),
-            record("three", at("2026-11-02T11:00:00Z")),
-            record("four", at("2026-11-03T10:00:00Z")),
-        ],
-    );
+    let dir = logged_at(&[
+        ("one", "2026-11-01T10:00:00Z"),
+        ("two", "2026-11-02T10:00:00Z"),
+        ("three", "2026-11-02T11:00:00Z"),
+        ("four", "2026-11-03T10:00:00Z"),
+    ]);
     let newest = |limit| {
         let q = LogQuery {
             limit: Some(limit),
@@ -381,64 +379,46 @@ fn outcome_tool_and_session_filters_keep_only_matching_calls() {
         ],
     );
     let run = |q: LogQuery| tools(&query(dir.path(), &q).unwrap()).join(",");
-
-    assert_eq!(
-        run(LogQuery {
-            outcome: Some(Outcome::Error),
+    for (tool, outcome, session, expected) in [
+        (None, Some(Outcome::Error), None, "github__create_issue"),
+        (
+            Some("github__*"),
+            None,
+            None,
+            "github__create_issue,github__list_issues",
+        ),
+        (Some("grep"), None, None, "grep"),
+        (Some("gre"), None, None, ""),
+        (None, None, Some("chat-7"), "github__list_issues"),
+        (
+            Some("github__*"),
+            Some(Outcome::Ok),
+            None,
+            "github__list_issues",
+        ),
+    ] {
+        let q = LogQuery {
+            tool: tool.map(Into::into),
+            outcome,
+            session: session.map(Into::into),
             ..LogQuery::default()
-        }),
-        "github__create_issue"
-    );
-    assert_eq!(
-        run(LogQuery {
-            tool: Some("github__*".into()),
-            ..LogQuery::default()
-        }),
-        "github__create_issue,github__list_issues"
-    );
-    assert_eq!(
-        run(LogQuery {
-            tool: Some("grep".into()),
-            ..LogQuery::default()
-        }),
-        "grep"
-    );
-    assert_eq!(
-        run(LogQuery {
-            tool: Some("gre".into()),
-            ..LogQuery::default()
-        }),
-        ""
-    );
-    assert_eq!(
-        run(LogQuery {
-            session: Some("chat-7".into()),
-            ..LogQuery::default()
-        }),
-        "github__list_issues"
-    );
-    assert_eq!(
-        run(LogQuery {
-            tool: Some("github__*".into()),
-            outcome: Some(Outcome::Ok),
-            ..LogQuery::default()
-        }),
-        "github__list_issues"
-    );
+        };
+        assert_eq!(
+            run(q),
+            expected,
+            "tool {tool:?}, outcome {outcome:?}, session {session:?}"
+        );
+    }
 }
 
 #[test]
 fn since_is_inclusive_and_until_exclusive() {
-    let dir = tempfile::tempdir().unwrap();
-    write_all(
-        dir.path(),
-        [
-            record("before", at("2026-11-22T09:59:59.999999Z")),
-            record("at-since", at("2026-11-22T10:00:00Z")),
-            record("inside", at("2026-11-22T10:30:00Z")),
-            record("at-until", at("2026-11-22T11:00:00Z")),
-        ],
-    );
+    let dir = logged_at(&[
+        ("before", "2026-11-22T09:59:59.999999Z"),
+        ("at-since", "2026-11-22T10:00:00Z"),
+        ("inside", "2026-11-22T10:30:00Z"),
+        ("at-until", "2026-11-22T11:00:00Z"),
+    ]);
     let q = LogQuery {
         since: Some(at("2026-11-22T10:00:00Z")),
         until: Some(at("2026-11-22T11:00:00Z")),

@@ -8,10 +8,11 @@
 mod support;
 
 use std::ffi::OsStr;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use support::hub;
+use support::{call_ok, hub, hub_in_tempdir, sh_tool};
 use toolmux_core::{CallContext, Channel};
 use toolmux_scripts::child::{self, Containment};
 use toolmux_testkit::eventually::eventually;
@@ -36,6 +37,26 @@ fn sleeping(marker: &str) -> Vec<u32> {
     processes_with(&format!("sleep\0{marker}"))
 }
 
+/// Starts `sh -c script` in `dir` through the one child recipe, with no configured environment.
+fn spawn_sh(dir: &Path, script: String) -> (tokio::process::Child, child::Guard) {
+    child::spawn(
+        OsStr::new("sh"),
+        &["-c".to_string(), script],
+        dir,
+        std::iter::empty::<(&str, &str)>(),
+        false,
+    )
+    .expect("spawn")
+}
+
+/// Every process running `sleep MARKER` ends within five seconds; `what` names them.
+async fn assert_all_end(marker: &str, what: &str) {
+    eventually(Duration::from_secs(5), what, async || {
+        sleeping(marker).is_empty()
+    })
+    .await;
+}
+
 #[test]
 fn children_get_a_cgroup_here() {
     // The tests below need the containment that no trick escapes; this machine (root, a
@@ -50,14 +71,7 @@ async fn d21_a_setsid_env_i_daemon_dies_when_the_guard_sweeps() {
     let dir = tempfile::tempdir().expect("dir");
     let marker = unique_sleep();
     let script = format!("setsid env -i sleep {marker} & sleep 0.2; exit 0");
-    let (mut process, mut guard) = child::spawn(
-        OsStr::new("sh"),
-        &["-c".to_string(), script],
-        dir.path(),
-        std::iter::empty::<(&str, &str)>(),
-        false,
-    )
-    .expect("spawn");
+    let (mut process, mut guard) = spawn_sh(dir.path(), script);
     assert_eq!(guard.containment(), Containment::Cgroup);
     let status = process.wait().await.expect("wait");
     assert!(status.success());
@@ -85,26 +99,14 @@ async fn d21_a_dropped_guard_kills_what_its_child_left_in_any_group() {
         "setsid env -i sleep {marker} & {} esc.py {marker}; sleep 300",
         plain_python().display()
     );
-    let (process, guard) = child::spawn(
-        OsStr::new("sh"),
-        &["-c".to_string(), script],
-        dir.path(),
-        std::iter::empty::<(&str, &str)>(),
-        false,
-    )
-    .expect("spawn");
+    let (process, guard) = spawn_sh(dir.path(), script);
     eventually(Duration::from_secs(10), "both escapes to run", async || {
         sleeping(&marker).len() == 2
     })
     .await;
     drop(guard);
     drop(process);
-    eventually(
-        Duration::from_secs(5),
-        "everything the child started to end",
-        async || sleeping(&marker).is_empty(),
-    )
-    .await;
+    assert_all_end(&marker, "everything the child started to end").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,10 +122,7 @@ async fn d21_a_script_that_joins_toolmuxs_process_group_with_an_empty_environmen
             "command": [plain_python(), "esc.py", marker],
         }}),
     );
-    let result = hub
-        .call("esc", json!({}), &CallContext::new(Channel::Cli))
-        .await
-        .expect("call");
+    let result = call_ok(&hub, "esc").await;
     assert_eq!(result.text_content(), "escaped\n", "{result:?}");
     // The call answers after its cgroup was emptied.
     assert_eq!(
@@ -147,23 +146,14 @@ async fn d21_a_script_that_joins_toolmuxs_process_group_with_an_empty_environmen
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d21_a_timed_out_script_takes_its_escaped_processes_with_it() {
-    let dir = tempfile::tempdir().expect("dir");
     let marker = unique_sleep();
     let script = format!("setsid env -i sleep {marker} & sleep 300");
-    let hub = hub(
-        dir.path(),
-        json!({"slow": {"description": "Never ends.", "command": ["sh", "-c", script], "timeoutMs": 1000}}),
-    );
+    let (_dir, hub) = hub_in_tempdir(sh_tool("slow", "Never ends.", &script, Some(1000)));
     let outcome = hub
         .call("slow", json!({}), &CallContext::new(Channel::Cli))
         .await;
     assert!(outcome.is_err(), "{outcome:?}");
-    eventually(
-        Duration::from_secs(5),
-        "the daemon of a timed-out call to end",
-        async || sleeping(&marker).is_empty(),
-    )
-    .await;
+    assert_all_end(&marker, "the daemon of a timed-out call to end").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -176,14 +166,7 @@ async fn many_children_in_parallel_each_end_with_their_own_cgroup() {
         running.push(tokio::spawn({
             let dir = dir.path().to_path_buf();
             async move {
-                let (mut process, mut guard) = child::spawn(
-                    OsStr::new("sh"),
-                    &["-c".to_string(), script],
-                    &dir,
-                    std::iter::empty::<(&str, &str)>(),
-                    false,
-                )
-                .expect("spawn");
+                let (mut process, mut guard) = spawn_sh(&dir, script);
                 process.wait().await.expect("wait");
                 guard.sweep().await;
             }

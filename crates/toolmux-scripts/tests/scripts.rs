@@ -5,7 +5,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::hub;
+use support::{call_ok, hub, hub_in_tempdir, sh_tool};
 use toolmux_config::ScriptTool;
 use toolmux_core::{CallContext, CallError, Channel};
 use toolmux_scripts::MAX_STDOUT_BYTES;
@@ -56,22 +56,18 @@ async fn plain_stdout_is_text_and_env_and_cwd_apply() {
             "env": {"WHO": "world"},
         }}),
     );
-    let result = hub.call("hello", json!({}), &cx()).await.expect("call");
+    let result = call_ok(&hub, "hello").await;
     assert_eq!(result.structured_content, None);
     assert_eq!(result.text_content(), "hello world from sub");
 }
 
 #[tokio::test]
 async fn a_non_zero_exit_is_an_error_result_with_the_end_of_stderr() {
-    let dir = tempfile::tempdir().expect("dir");
-    let hub = hub(
-        dir.path(),
-        json!({"fail": {
-            "description": "Fails.",
-            "command": ["sh", "-c", "echo partial; echo 'something broke' >&2; exit 3"],
-        }}),
-    );
-    let result = hub.call("fail", json!({}), &cx()).await.expect("call");
+    let (_dir, hub) = hub_in_tempdir(json!({"fail": {
+        "description": "Fails.",
+        "command": ["sh", "-c", "echo partial; echo 'something broke' >&2; exit 3"],
+    }}));
+    let result = call_ok(&hub, "fail").await;
     assert!(result.is_error);
     assert_eq!(
         result.text_content(),
@@ -112,14 +108,10 @@ async fn a_missing_executable_is_an_error_naming_its_path() {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_timeout_kills_the_whole_process_group() {
-    let dir = tempfile::tempdir().expect("dir");
     // A marker unique to this run: the sleeps' argument.
     let marker = format!("{}.{}", 1000 + std::process::id() % 1000, 4321);
     let script = format!("sleep {marker} & sleep {marker} & wait");
-    let hub = hub(
-        dir.path(),
-        json!({"slow": {"description": "Hangs.", "command": ["sh", "-c", script], "timeoutMs": 300}}),
-    );
+    let (_dir, hub) = hub_in_tempdir(sh_tool("slow", "Hangs.", &script, Some(300)));
     let started = Instant::now();
     let err = hub
         .call("slow", json!({}), &cx())
@@ -136,15 +128,11 @@ async fn a_timeout_kills_the_whole_process_group() {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn background_processes_die_with_a_call_that_finished() {
-    let dir = tempfile::tempdir().expect("dir");
     let marker = format!("{}.{}", 2000 + std::process::id() % 1000, 8765);
     let script = format!("sleep {marker} & echo done");
-    let hub = hub(
-        dir.path(),
-        json!({"bg": {"description": "Leaves a child.", "command": ["sh", "-c", script]}}),
-    );
+    let (_dir, hub) = hub_in_tempdir(sh_tool("bg", "Leaves a child.", &script, None));
     let started = Instant::now();
-    let result = hub.call("bg", json!({}), &cx()).await.expect("call");
+    let result = call_ok(&hub, "bg").await;
     assert_eq!(result.text_content(), "done\n");
     assert!(started.elapsed() < Duration::from_secs(5));
     eventually(Duration::from_secs(5), "the orphans to end", async || {
@@ -155,15 +143,11 @@ async fn background_processes_die_with_a_call_that_finished() {
 
 #[tokio::test]
 async fn output_is_capped() {
-    let dir = tempfile::tempdir().expect("dir");
-    let hub = hub(
-        dir.path(),
-        json!({"big": {
-            "description": "Prints a lot.",
-            "command": [plain_python(), "-c", "import sys; sys.stdout.write('x' * (3 * 1024 * 1024))"],
-        }}),
-    );
-    let result = hub.call("big", json!({}), &cx()).await.expect("call");
+    let (_dir, hub) = hub_in_tempdir(json!({"big": {
+        "description": "Prints a lot.",
+        "command": [plain_python(), "-c", "import sys; sys.stdout.write('x' * (3 * 1024 * 1024))"],
+    }}));
+    let result = call_ok(&hub, "big").await;
     let text = result.text_content();
     assert!(text.len() < MAX_STDOUT_BYTES + 200, "{}", text.len());
     assert!(
@@ -204,12 +188,10 @@ async fn d9_a_script_gets_only_the_allowlist_and_its_configured_env() {
         std::env::var_os(NOT_ALLOWLISTED).is_some(),
         "cargo sets {NOT_ALLOWLISTED} for tests"
     );
-    let dir = tempfile::tempdir().expect("dir");
-    let hub = hub(
-        dir.path(),
+    let (_dir, hub) = hub_in_tempdir(
         json!({"env": {"description": "Prints its environment.", "command": ["env"], "env": {"GIVEN": "by the config"}}}),
     );
-    let result = hub.call("env", json!({}), &cx()).await.expect("call");
+    let result = call_ok(&hub, "env").await;
     let env = printed_env(&result.text_content());
     assert!(
         env.contains(&("GIVEN".to_string(), "by the config".to_string())),
@@ -233,36 +215,39 @@ async fn d9_a_script_gets_only_the_allowlist_and_its_configured_env() {
 
 #[tokio::test]
 async fn d9_a_script_that_inherits_the_environment_gets_all_of_it() {
-    let dir = tempfile::tempdir().expect("dir");
-    let hub = hub(
-        dir.path(),
+    let (_dir, hub) = hub_in_tempdir(
         json!({"env": {"description": "Prints its environment.", "command": ["env"], "env": {"GIVEN": "yes"}, "inheritEnv": true}}),
     );
-    let result = hub.call("env", json!({}), &cx()).await.expect("call");
+    let result = call_ok(&hub, "env").await;
     let env = printed_env(&result.text_content());
     assert!(env.iter().any(|(k, _)| k == NOT_ALLOWLISTED), "{env:?}");
     assert!(env.contains(&("GIVEN".to_string(), "yes".to_string())));
 }
 
+/// Calls a tool `d` that runs `daemon` in the background (a daemon holding the call's output),
+/// waits a moment and prints `started`: the call answers that well within its 20 s limit. The hub (returned, with
+/// the directory it runs in) stays up for the test's further checks.
 #[cfg(target_os = "linux")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn d12_a_setsid_child_neither_outlives_the_call_nor_holds_it_open() {
-    let dir = tempfile::tempdir().expect("dir");
-    let marker = unique_sleep();
-    // The daemon keeps the call's stdout open: waiting for its end would take 300 s.
-    let script = format!("setsid sleep {marker} & sleep 0.3; echo started");
-    let hub = hub(
-        dir.path(),
-        json!({"d": {"description": "Starts a daemon.", "command": ["sh", "-c", script], "timeoutMs": 20000}}),
-    );
+async fn start_daemon(daemon: &str) -> (tempfile::TempDir, toolmux_core::Hub) {
+    let script = format!("{daemon} & sleep 0.3; echo started");
+    let (dir, hub) = hub_in_tempdir(sh_tool("d", "Starts a daemon.", &script, Some(20000)));
     let started = Instant::now();
-    let result = hub.call("d", json!({}), &cx()).await.expect("call");
+    let result = call_ok(&hub, "d").await;
     assert_eq!(result.text_content(), "started\n");
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
         started.elapsed()
     );
+    (dir, hub)
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d12_a_setsid_child_neither_outlives_the_call_nor_holds_it_open() {
+    let marker = unique_sleep();
+    // The daemon keeps the call's stdout open: waiting for its end would take 300 s.
+    let _running = start_daemon(&format!("setsid sleep {marker}")).await;
     // Swept before the call answered.
     assert!(
         processes_with(&format!("sleep\0{marker}")).is_empty(),
@@ -273,23 +258,10 @@ async fn d12_a_setsid_child_neither_outlives_the_call_nor_holds_it_open() {
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d12_output_held_by_an_unattributable_process_ends_the_call_after_a_grace() {
-    let dir = tempfile::tempdir().expect("dir");
     let marker = unique_sleep();
     // `env -i` drops toolmux's mark, so nothing ties the daemon to this call any more; it
     // holds stdout open, and the call still ends once its command has.
-    let script = format!("setsid env -i sleep {marker} & sleep 0.3; echo started");
-    let hub = hub(
-        dir.path(),
-        json!({"d": {"description": "Starts a daemon.", "command": ["sh", "-c", script], "timeoutMs": 20000}}),
-    );
-    let started = Instant::now();
-    let result = hub.call("d", json!({}), &cx()).await.expect("call");
-    assert_eq!(result.text_content(), "started\n");
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    let _running = start_daemon(&format!("setsid env -i sleep {marker}")).await;
     // What toolmux does on exit: stop every process that escaped to it.
     toolmux_scripts::child::sweep_escaped();
     eventually(

@@ -33,32 +33,32 @@ fn messages(root: &Path) -> (Vec<String>, Vec<String>) {
     )
 }
 
+/// With `deep/SKILL.md` under `root` nested `levels` deep, only `fine` loads and the deep one
+/// is refused with its path followed by `why`.
+fn assert_only_fine_loads(root: &Path, levels: usize, why: &str) {
+    let deep = root.join("deep/SKILL.md");
+    write(&deep, &deep_skill("deep", levels));
+    let (skills, invalid) = messages(root);
+    assert_eq!(skills, ["fine"]);
+    assert_eq!(invalid, [format!("{}{why}", deep.display())]);
+}
+
 #[test]
 fn a_skill_nested_a_hundred_thousand_deep_is_refused_with_its_file_and_the_rest_load() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("skills");
     // 100,000 levels (200 KB: under the SKILL.md cap, over the frontmatter's).
-    write(&root.join("deep/SKILL.md"), &deep_skill("deep", 100_000));
     write(&root.join("fine/SKILL.md"), &deep_skill("fine", 2));
-    let (skills, invalid) = messages(&root);
-    assert_eq!(skills, ["fine"]);
-    assert_eq!(
-        invalid,
-        [format!(
-            "{}:1: frontmatter is not accepted: it is longer than 64 KiB",
-            root.join("deep/SKILL.md").display()
-        )]
+    assert_only_fine_loads(
+        &root,
+        100_000,
+        ":1: frontmatter is not accepted: it is longer than 64 KiB",
     );
     // Within the size but too deep: refused by depth, on the line where it passes the limit.
-    write(&root.join("deep/SKILL.md"), &deep_skill("deep", 20_000));
-    let (skills, invalid) = messages(&root);
-    assert_eq!(skills, ["fine"]);
-    assert_eq!(
-        invalid,
-        [format!(
-            "{}:4: frontmatter is not accepted: the YAML nests deeper than 64 levels",
-            root.join("deep/SKILL.md").display()
-        )]
+    assert_only_fine_loads(
+        &root,
+        20_000,
+        ":4: frontmatter is not accepted: the YAML nests deeper than 64 levels",
     );
     // As deep as allowed loads (the top-level mapping is one level).
     write(

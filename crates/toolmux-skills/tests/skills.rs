@@ -83,6 +83,13 @@ fn run(source: &SkillsSource, tool: &str, args: Value) -> toolmux_core::ToolResu
     source.run(tool, &args).expect("a known tool")
 }
 
+/// `result` is a refusal of `kind` saying exactly `text`.
+fn assert_refused(result: &toolmux_core::ToolResult, kind: ToolErrorKind, text: &str) {
+    assert!(result.is_error);
+    assert_eq!(result.error_kind(), Some(kind));
+    assert_eq!(result.text_content(), text);
+}
+
 #[test]
 fn skill_list_gives_names_and_descriptions_with_invalid_and_shadowed_ones_apart() {
     let (_dir, source) = project();
@@ -168,11 +175,10 @@ fn skill_load_gives_instructions_and_bundled_files_and_the_script_runs() {
 fn unknown_and_invalid_skills_are_refused_with_their_kind() {
     let (_dir, source) = project();
     let missing = run(&source, "skill_load", json!({"name": "nope"}));
-    assert!(missing.is_error);
-    assert_eq!(missing.error_kind(), Some(ToolErrorKind::NotFound));
-    assert_eq!(
-        missing.text_content(),
-        "no skill named `nope`; skills: csv-summary, release-notes"
+    assert_refused(
+        &missing,
+        ToolErrorKind::NotFound,
+        "no skill named `nope`; skills: csv-summary, release-notes",
     );
     let broken = run(&source, "skill_load", json!({"name": "broken"}));
     assert_eq!(broken.error_kind(), Some(ToolErrorKind::Invalid));
@@ -287,11 +293,10 @@ fn a_skill_only_a_person_starts_is_never_offered_to_a_model() {
     );
 
     let load = run(&source, "skill_load", json!({"name": "deploy"}));
-    assert!(load.is_error);
-    assert_eq!(load.error_kind(), Some(ToolErrorKind::Invalid));
-    assert_eq!(
-        load.text_content(),
-        "the skill `deploy` is started by a person, not loaded by a model (its SKILL.md sets `disable-model-invocation: true`)"
+    assert_refused(
+        &load,
+        ToolErrorKind::Invalid,
+        "the skill `deploy` is started by a person, not loaded by a model (its SKILL.md sets `disable-model-invocation: true`)",
     );
     // A person (a trusted caller: the command line, authenticated REST) still lists and
     // loads it.

@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{Project, call, quick_backoff};
+use support::{Project, assert_echoes, call, quick_backoff, shut_down, with_setting};
 use toolmux_core::{CallError, ContentBody, Source, SourceState};
 use toolmux_testkit::eventually::eventually;
 use toolmux_testkit::peers::mcp_python;
@@ -77,13 +77,7 @@ async fn listing_starts_nothing_and_discovery_fills_the_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d17_a_changed_configuration_keeps_the_tools_known_and_a_call_rediscovers() {
     let project = Project::new(&json!({"mcpServers": {"faults": faults(&[])}}));
-    let upstreams = project.upstreams();
-    upstreams
-        .get("faults")
-        .expect("configured")
-        .discover()
-        .await
-        .expect("discovers");
+    let (upstreams, _hub, _server) = project.discovered("faults").await;
     upstreams.shutdown().await;
 
     let changed = Project { dir: project.dir };
@@ -113,10 +107,7 @@ async fn d17_a_changed_configuration_keeps_the_tools_known_and_a_call_rediscover
     );
     assert!(server.needs_discovery());
 
-    let echo = call(&hub, "faults__echo", json!({"text": "known"}))
-        .await
-        .expect("the call starts the server");
-    assert_eq!(echo.text_content(), "known");
+    assert_echoes(&hub, "faults__echo", "known", "the call starts the server").await;
     assert!(pid_file.exists(), "started with the configuration in force");
     assert_eq!(server.status().state, SourceState::Success);
     assert!(!server.needs_discovery());
@@ -161,14 +152,7 @@ async fn paging_reads_every_page_and_an_endless_list_fails_clearly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_pass_through_intact() {
     let project = Project::new(&json!({"mcpServers": {"faults": faults(&[])}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    upstreams
-        .get("faults")
-        .expect("configured")
-        .discover()
-        .await
-        .expect("discovers");
+    let (upstreams, hub, server) = project.discovered("faults").await;
 
     let result = call(&hub, "faults__kinds", json!({})).await.expect("calls");
     let wire = serde_json::to_value(&result).expect("serializes");
@@ -204,14 +188,7 @@ async fn results_pass_through_intact() {
         .expect("huge result");
     assert_eq!(big.text_content().len(), 4_000_000);
 
-    let pgid = upstreams
-        .get("faults")
-        .expect("configured")
-        .pid()
-        .await
-        .expect("running");
-    upstreams.shutdown().await;
-    assert_group_gone(pgid);
+    shut_down(&upstreams, &server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,12 +202,8 @@ async fn crashed_upstream_fails_only_its_own_calls_and_restarts_on_the_next_call
     for server in upstreams.servers() {
         server.discover().await.expect("discovers");
     }
-    let first = upstreams
-        .get("flaky")
-        .expect("configured")
-        .pid()
-        .await
-        .expect("running");
+    let flaky = upstreams.get("flaky").expect("configured");
+    let first = flaky.pid().await.expect("running");
 
     let err = call(&hub, "flaky__crash", json!({}))
         .await
@@ -244,24 +217,12 @@ async fn crashed_upstream_fails_only_its_own_calls_and_restarts_on_the_next_call
     );
     assert_group_gone(first);
 
-    let steady = call(&hub, "steady__echo", json!({"text": "still here"}))
-        .await
-        .expect("unaffected");
-    assert_eq!(steady.text_content(), "still here");
+    assert_echoes(&hub, "steady__echo", "still here", "unaffected").await;
 
-    let back = call(&hub, "flaky__echo", json!({"text": "back"}))
-        .await
-        .expect("restarted");
-    assert_eq!(back.text_content(), "back");
-    let second = upstreams
-        .get("flaky")
-        .expect("configured")
-        .pid()
-        .await
-        .expect("running");
+    assert_echoes(&hub, "flaky__echo", "back", "restarted").await;
+    let second = flaky.pid().await.expect("running");
     assert_ne!(first, second, "a new process");
-    let log = std::fs::read_to_string(upstreams.get("flaky").expect("configured").log_path())
-        .expect("log");
+    let log = std::fs::read_to_string(flaky.log_path()).expect("log");
     assert!(
         log.contains("faults: crashing on purpose"),
         "stderr goes to the log:\n{log}"
@@ -326,10 +287,7 @@ async fn a_server_that_cannot_start_is_unavailable_after_three_tries_and_others_
 
     let fine = upstreams.get("fine").expect("configured");
     fine.discover().await.expect("the other server works");
-    let ok = call(&hub, "fine__echo", json!({"text": "ok"}))
-        .await
-        .expect("calls");
-    assert_eq!(ok.text_content(), "ok");
+    assert_echoes(&hub, "fine__echo", "ok", "calls").await;
 
     // After the window, the next attempt tries again.
     tokio::time::sleep(quick_backoff().window).await;
@@ -341,9 +299,7 @@ async fn a_server_that_cannot_start_is_unavailable_after_three_tries_and_others_
         "three more tries after the window"
     );
 
-    let pgid = fine.pid().await.expect("running");
-    upstreams.shutdown().await;
-    assert_group_gone(pgid);
+    shut_down(&upstreams, &fine).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -354,10 +310,7 @@ async fn a_call_past_its_timeout_is_reported_and_cancelled_upstream() {
     let mut server = faults(&["--cancel-file", &cancel_arg]);
     server["toolTimeoutMs"] = json!(300);
     let project = Project::new(&json!({"mcpServers": {"faults": server}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let faults = upstreams.get("faults").expect("configured");
-    faults.discover().await.expect("discovers");
+    let (upstreams, hub, faults) = project.discovered("faults").await;
 
     let err = call(&hub, "faults__hang", json!({}))
         .await
@@ -372,25 +325,16 @@ async fn a_call_past_its_timeout_is_reported_and_cancelled_upstream() {
         async || cancel_file.exists(),
     )
     .await;
-    let ok = call(&hub, "faults__echo", json!({"text": "after"}))
-        .await
-        .expect("still usable");
-    assert_eq!(ok.text_content(), "after");
+    assert_echoes(&hub, "faults__echo", "after", "still usable").await;
 
-    let pgid = faults.pid().await.expect("running");
-    upstreams.shutdown().await;
-    assert_group_gone(pgid);
+    shut_down(&upstreams, &faults).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_server_is_stopped_and_started_again_by_the_next_call() {
-    let mut server = faults(&[]);
-    server["idleTimeoutMs"] = json!(400);
+    let server = with_setting(faults(&[]), "idleTimeoutMs", json!(400));
     let project = Project::new(&json!({"mcpServers": {"faults": server}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let faults = upstreams.get("faults").expect("configured");
-    faults.discover().await.expect("discovers");
+    let (upstreams, hub, faults) = project.discovered("faults").await;
     let first = faults.pid().await.expect("running");
 
     // A call longer than the idle limit keeps it running.
@@ -407,10 +351,7 @@ async fn an_idle_server_is_stopped_and_started_again_by_the_next_call() {
     .await;
     assert_group_gone(first);
 
-    let ok = call(&hub, "faults__echo", json!({"text": "again"}))
-        .await
-        .expect("restarts");
-    assert_eq!(ok.text_content(), "again");
+    assert_echoes(&hub, "faults__echo", "again", "restarts").await;
     let second = faults.pid().await.expect("running");
     upstreams.shutdown().await;
     assert_group_gone(second);
@@ -419,10 +360,7 @@ async fn an_idle_server_is_stopped_and_started_again_by_the_next_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_list_changed_notification_triggers_rediscovery() {
     let project = Project::new(&json!({"mcpServers": {"faults": faults(&[])}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let faults = upstreams.get("faults").expect("configured");
-    faults.discover().await.expect("discovers");
+    let (upstreams, hub, faults) = project.discovered("faults").await;
     assert!(hub.catalog().get("faults__extra_1").is_none());
 
     call(&hub, "faults__grow", json!({})).await.expect("grows");
@@ -438,18 +376,13 @@ async fn a_tools_list_changed_notification_triggers_rediscovery() {
         "the cache follows"
     );
 
-    let pgid = faults.pid().await.expect("running");
-    upstreams.shutdown().await;
-    assert_group_gone(pgid);
+    shut_down(&upstreams, &faults).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_schema_is_replaced_and_the_tool_still_works() {
     let project = Project::new(&json!({"mcpServers": {"faults": faults(&["--malformed-schema"])}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let faults = upstreams.get("faults").expect("configured");
-    faults.discover().await.expect("discovers");
+    let (upstreams, hub, faults) = project.discovered("faults").await;
     let catalog = hub.catalog();
     let tool = catalog.get("faults__malformed").expect("kept");
     assert_eq!(*tool.descriptor.input_schema, json!({"type": "object"}));
@@ -459,17 +392,10 @@ async fn a_malformed_schema_is_replaced_and_the_tool_still_works() {
         .iter()
         .find(|t| t.name == "malformed")
         .expect("cached");
-    assert!(
-        cached
-            .note
-            .as_deref()
-            .is_some_and(|n| n.starts_with("the schema is invalid")),
-        "{cached:?}"
-    );
+    let note = cached.note.as_deref().unwrap_or_default();
+    assert!(note.starts_with("the schema is invalid"), "{cached:?}");
 
-    let pgid = faults.pid().await.expect("running");
-    upstreams.shutdown().await;
-    assert_group_gone(pgid);
+    shut_down(&upstreams, &faults).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -482,14 +408,7 @@ async fn per_server_filters_prefix_and_policies_shape_the_catalog() {
     server["toolPolicies"] = json!({"echo": "allow"});
     server["toolTimeoutMs"] = json!(1234);
     let project = Project::new(&json!({"mcpServers": {"faults": server}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    upstreams
-        .get("faults")
-        .expect("configured")
-        .discover()
-        .await
-        .expect("discovers");
+    let (upstreams, hub, _server) = project.discovered("faults").await;
     let catalog = hub.catalog();
     let names: Vec<&str> = catalog
         .tools()
@@ -525,40 +444,29 @@ async fn a_forgotten_http_session_is_reestablished_transparently() {
         .discover()
         .await
         .expect("discovers over HTTP");
-    let ok = call(&hub, "remote__echo", json!({"text": "one"}))
-        .await
-        .expect("calls");
-    assert_eq!(ok.text_content(), "one");
+    assert_echoes(&hub, "remote__echo", "one", "calls").await;
 
     // The server restarts and forgets every session.
     server.stop();
     let mut restarted = Background::start(&python, &[&script, "--http", &port_arg], &[]);
     restarted.wait_for_port(port);
-    let ok = call(&hub, "remote__echo", json!({"text": "two"}))
-        .await
-        .expect("a new session");
-    assert_eq!(ok.text_content(), "two");
+    assert_echoes(&hub, "remote__echo", "two", "a new session").await;
     upstreams.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_replaced_by_a_configuration_change_is_never_started_again() {
     let project = Project::new(&json!({"mcpServers": {"faults": faults(&[])}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let old = upstreams.get("faults").expect("configured");
-    old.discover().await.expect("discovers");
+    let (upstreams, hub, old) = project.discovered("faults").await;
     let old_group = old.pid().await.expect("running");
 
     // A call that took the old server from an older catalog snapshot, racing a reload.
     let stale_catalog = hub.catalog();
-    std::fs::write(
-        toolmux_config::project_config_path(project.path()),
-        json!({"mcpServers": {"faults": faults(&["--page-size", "50"])}}).to_string(),
-    )
-    .expect("edit the config");
-    let loaded = toolmux_config::load(project.path(), None).expect("config loads");
-    let report = upstreams.apply(&loaded, &hub);
+    let report = project.reconfigure(
+        &json!({"mcpServers": {"faults": faults(&["--page-size", "50"])}}),
+        &upstreams,
+        &hub,
+    );
     assert_eq!(report.changed, ["faults"], "{report:?}");
     assert!(old.retirement().is_cancelled());
     assert_group_gone(old_group);
@@ -593,10 +501,7 @@ async fn a_server_replaced_by_a_configuration_change_is_never_started_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_of_filters_or_policy_applies_to_the_running_server_without_a_restart() {
     let project = Project::new(&json!({"mcpServers": {"faults": faults(&[])}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let server = upstreams.get("faults").expect("configured");
-    server.discover().await.expect("discovers");
+    let (upstreams, hub, server) = project.discovered("faults").await;
     let before = call(&hub, "faults__pid", json!({}))
         .await
         .expect("pid works")
@@ -606,13 +511,7 @@ async fn a_change_of_filters_or_policy_applies_to_the_running_server_without_a_r
     entry["disabledTools"] = json!(["echo"]);
     entry["toolPolicies"] = json!({"fail": "deny"});
     entry["prefix"] = json!("f");
-    std::fs::write(
-        toolmux_config::project_config_path(project.path()),
-        json!({"mcpServers": {"faults": entry}}).to_string(),
-    )
-    .expect("edit the config");
-    let loaded = toolmux_config::load(project.path(), None).expect("config loads");
-    let report = upstreams.apply(&loaded, &hub);
+    let report = project.reconfigure(&json!({"mcpServers": {"faults": entry}}), &upstreams, &hub);
     assert_eq!(report.reconfigured, ["faults"], "{report:?}");
     assert!(report.changed.is_empty(), "{report:?}");
     assert!(

@@ -8,7 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Project, call};
+use support::{Project, assert_echoes, call, shut_down, with_setting};
 use toolmux_core::CallError;
 use toolmux_testkit::eventually::eventually;
 use toolmux_testkit::processes::{
@@ -38,10 +38,7 @@ async fn d9_a_stdio_server_gets_only_the_allowlist_and_its_configured_env() {
     let mut server = rogue(&[]);
     server["env"] = json!({"GIVEN": "by the config"});
     let project = Project::new(&json!({"mcpServers": {"rogue": server}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let source = upstreams.get("rogue").expect("configured");
-    source.discover().await.expect("discovers");
+    let (upstreams, hub, source) = project.discovered("rogue").await;
 
     let env = reported_env(&call(&hub, "rogue__env", json!({})).await.expect("env"));
     assert_eq!(env.get("GIVEN"), Some(&json!("by the config")));
@@ -60,9 +57,7 @@ async fn d9_a_stdio_server_gets_only_the_allowlist_and_its_configured_env() {
         "not on the allowlist: {unexpected:?}"
     );
 
-    let pgid = source.pid().await.expect("running");
-    upstreams.shutdown().await;
-    assert_group_gone(pgid);
+    shut_down(&upstreams, &source).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,25 +65,17 @@ async fn d9_a_server_that_inherits_the_environment_gets_all_of_it() {
     let mut server = rogue(&[]);
     server["inheritEnv"] = json!(true);
     let project = Project::new(&json!({"mcpServers": {"rogue": server}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let source = upstreams.get("rogue").expect("configured");
-    source.discover().await.expect("discovers");
+    let (upstreams, hub, source) = project.discovered("rogue").await;
     let env = reported_env(&call(&hub, "rogue__env", json!({})).await.expect("env"));
     assert!(env.contains_key(NOT_ALLOWLISTED), "{env:?}");
-    let pgid = source.pid().await.expect("running");
-    upstreams.shutdown().await;
-    assert_group_gone(pgid);
+    shut_down(&upstreams, &source).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d12_a_daemon_a_stdio_server_started_with_setsid_dies_with_the_server() {
     let marker = unique_sleep();
     let project = Project::new(&json!({"mcpServers": {"rogue": rogue(&[])}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let source = upstreams.get("rogue").expect("configured");
-    source.discover().await.expect("discovers");
+    let (upstreams, hub, _source) = project.discovered("rogue").await;
     let started = call(&hub, "rogue__daemon", json!({"marker": marker}))
         .await
         .expect("starts a daemon");
@@ -109,16 +96,11 @@ async fn d12_a_daemon_a_stdio_server_started_with_setsid_dies_with_the_server() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d14_a_result_too_large_to_read_fails_the_call_at_once_and_the_server_restarts() {
-    let mut server = rogue(&[]);
-    server["toolTimeoutMs"] = json!(30_000);
+    let server = with_setting(rogue(&[]), "toolTimeoutMs", json!(30_000));
     let project = Project::new(&json!({"mcpServers": {"rogue": server}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let source = upstreams.get("rogue").expect("configured");
-    source.discover().await.expect("discovers");
-    let first = source.pid().await.expect("running");
-
+    let (upstreams, hub, source) = project.discovered("rogue").await;
     let started = Instant::now();
+    let first = source.pid().await.expect("running");
     let err = call(&hub, "rogue__huge", json!({"bytes": 20_000_000}))
         .await
         .expect_err("too large");
@@ -136,26 +118,23 @@ async fn d14_a_result_too_large_to_read_fails_the_call_at_once_and_the_server_re
     );
     assert_group_gone(first);
 
-    let echo = call(&hub, "rogue__echo", json!({"text": "again"}))
-        .await
-        .expect("the next call restarts the server");
-    assert_eq!(echo.text_content(), "again");
-    let pgid = source.pid().await.expect("running");
+    assert_echoes(
+        &hub,
+        "rogue__echo",
+        "again",
+        "the next call restarts the server",
+    )
+    .await;
+    let pgid = shut_down(&upstreams, &source).await;
     assert_ne!(pgid, first);
-    upstreams.shutdown().await;
-    assert_group_gone(pgid);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d15_a_server_that_stops_answering_is_recycled_after_three_timeouts() {
-    let mut server = rogue(&[]);
     // Long enough for the restart (a Python start-up) to fit in the last call's limit.
-    server["toolTimeoutMs"] = json!(5_000);
+    let server = with_setting(rogue(&[]), "toolTimeoutMs", json!(5_000));
     let project = Project::new(&json!({"mcpServers": {"rogue": server}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    let source = upstreams.get("rogue").expect("configured");
-    source.discover().await.expect("discovers");
+    let (upstreams, hub, source) = project.discovered("rogue").await;
     let hung = call(&hub, "rogue__pid", json!({}))
         .await
         .expect("pid")
@@ -173,14 +152,9 @@ async fn d15_a_server_that_stops_answering_is_recycled_after_three_timeouts() {
     let hung: u32 = hung.parse().expect("a pid");
     assert_group_gone(hung);
 
-    let echo = call(&hub, "rogue__echo", json!({"text": "thawed"}))
-        .await
-        .expect("a fresh server answers");
-    assert_eq!(echo.text_content(), "thawed");
-    let pgid = source.pid().await.expect("running");
+    assert_echoes(&hub, "rogue__echo", "thawed", "a fresh server answers").await;
+    let pgid = shut_down(&upstreams, &source).await;
     assert_ne!(pgid, hung);
-    upstreams.shutdown().await;
-    assert_group_gone(pgid);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

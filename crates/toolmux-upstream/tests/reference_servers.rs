@@ -104,15 +104,21 @@ async fn everything_server_over_stdio() {
     exercise_everything(&project).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn everything_server_over_legacy_sse() {
+/// The everything server serving `transport` on a free port, once it listens, and the port.
+fn start_everything(transport: &str) -> (Background, u16) {
     let port = free_port();
     let mut server = Background::start(
         node_peer("upstream", "mcp-server-everything"),
-        &["sse"],
+        &[transport],
         &[("PORT", port.to_string())],
     );
     server.wait_for_port(port);
+    (server, port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_server_over_legacy_sse() {
+    let (_server, port) = start_everything("sse");
     let project = Project::new(&json!({"mcpServers": {
         "everything": {"type": "sse", "url": format!("http://127.0.0.1:{port}/sse")}
     }}));
@@ -121,13 +127,7 @@ async fn everything_server_over_legacy_sse() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_server_over_streamable_http() {
-    let port = free_port();
-    let mut server = Background::start(
-        node_peer("upstream", "mcp-server-everything"),
-        &["streamableHttp"],
-        &[("PORT", port.to_string())],
-    );
-    server.wait_for_port(port);
+    let (_server, port) = start_everything("streamableHttp");
     let project = Project::new(&json!({"mcpServers": {
         "everything": {"url": format!("http://127.0.0.1:{port}/mcp")}
     }}));

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Project, call};
-use toolmux_core::CallError;
+use support::{Project, assert_answers, call};
+use toolmux_core::{CallError, Hub};
 use toolmux_testkit::peers::mcp_python;
 use toolmux_testkit::processes::{Background, free_port};
 use toolmux_testkit::servers::faults;
@@ -79,6 +79,30 @@ async fn discovered(upstreams: &Upstreams) {
     }
 }
 
+/// The call of `server__tool` is made again after the crash: it answers `<tool> after restart`
+/// and the server received it twice; `why` says what the call shows when it fails.
+async fn assert_made_again(hub: &Hub, files: &Files, server: &str, tool: &str, why: &str) {
+    let name = format!("{server}__{tool}");
+    let expected = format!("{tool} after restart");
+    assert_answers(hub, &name, json!({}), &expected, why).await;
+    assert_eq!(files.received(tool), 2);
+}
+
+/// With the crash rearmed, the call of `tool` fails; `why` says what the call shows when it
+/// does not.
+async fn fails_once_rearmed(hub: &Hub, files: &Files, tool: &str, why: &str) -> CallError {
+    files.rearm();
+    call(hub, tool, json!({})).await.expect_err(why)
+}
+
+/// The project's upstreams, every one discovered, and the hub over them.
+async fn started(project: &Project) -> (Upstreams, Hub) {
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    discovered(&upstreams).await;
+    (upstreams, hub)
+}
+
 fn failure(err: &CallError) -> &str {
     match err {
         CallError::Failed { message, .. } => message,
@@ -102,16 +126,18 @@ async fn a_read_only_or_idempotent_call_whose_server_crashes_is_made_again_and_s
         "flaky": files.entry(json!({})),
         "steady": faults(&[]),
     }}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    discovered(&upstreams).await;
+    let (upstreams, hub) = started(&project).await;
     let steady = pid(&upstreams, "steady").await;
     let first = pid(&upstreams, "flaky").await;
 
-    let answer = call(&hub, "flaky__lookup", json!({}))
-        .await
-        .expect("a read-only call is made again after the crash");
-    assert_eq!(answer.text_content(), "lookup after restart");
+    assert_answers(
+        &hub,
+        "flaky__lookup",
+        json!({}),
+        "lookup after restart",
+        "a read-only call is made again after the crash",
+    )
+    .await;
     assert_eq!(
         files.received("lookup"),
         2,
@@ -124,11 +150,14 @@ async fn a_read_only_or_idempotent_call_whose_server_crashes_is_made_again_and_s
     );
 
     files.rearm();
-    let answer = call(&hub, "flaky__tally", json!({}))
-        .await
-        .expect("an idempotent call is made again after the crash");
-    assert_eq!(answer.text_content(), "tally after restart");
-    assert_eq!(files.received("tally"), 2);
+    assert_made_again(
+        &hub,
+        &files,
+        "flaky",
+        "tally",
+        "an idempotent call is made again after the crash",
+    )
+    .await;
 
     let echo = call(&hub, "steady__echo", json!({"text": "still here"}))
         .await
@@ -146,9 +175,7 @@ async fn a_read_only_or_idempotent_call_whose_server_crashes_is_made_again_and_s
 async fn a_call_that_may_have_run_is_not_made_again_and_says_so() {
     let files = Files::new();
     let project = Project::new(&json!({"mcpServers": {"flaky": files.entry(json!({}))}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    discovered(&upstreams).await;
+    let (upstreams, hub) = started(&project).await;
 
     let err = call(&hub, "flaky__touch", json!({}))
         .await
@@ -160,10 +187,14 @@ async fn a_call_that_may_have_run_is_not_made_again_and_says_so() {
     );
     assert_eq!(files.received("touch"), 1, "not repeated");
 
-    let answer = call(&hub, "flaky__touch", json!({}))
-        .await
-        .expect("the next call restarts the server");
-    assert_eq!(answer.text_content(), "touch after restart");
+    assert_answers(
+        &hub,
+        "flaky__touch",
+        json!({}),
+        "touch after restart",
+        "the next call restarts the server",
+    )
+    .await;
     upstreams.shutdown().await;
 }
 
@@ -174,20 +205,24 @@ async fn retry_always_and_never_override_the_tools_hints() {
         "toolRetry": {"touch": "always"},
         "retry": "never",
     }))}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    discovered(&upstreams).await;
+    let (upstreams, hub) = started(&project).await;
 
-    let answer = call(&hub, "flaky__touch", json!({}))
-        .await
-        .expect("`always` repeats a tool without hints");
-    assert_eq!(answer.text_content(), "touch after restart");
-    assert_eq!(files.received("touch"), 2);
+    assert_made_again(
+        &hub,
+        &files,
+        "flaky",
+        "touch",
+        "`always` repeats a tool without hints",
+    )
+    .await;
 
-    files.rearm();
-    let err = call(&hub, "flaky__lookup", json!({}))
-        .await
-        .expect_err("`never` keeps even a read-only call from being repeated");
+    let err = fails_once_rearmed(
+        &hub,
+        &files,
+        "flaky__lookup",
+        "`never` keeps even a read-only call from being repeated",
+    )
+    .await;
     assert!(failure(&err).contains("may have run"), "{err:?}");
     assert_eq!(files.received("lookup"), 1);
     upstreams.shutdown().await;
@@ -229,16 +264,22 @@ async fn an_http_server_that_dies_mid_call_and_comes_back_gets_the_safe_call_aga
     let hub = project.hub(&upstreams);
     discovered(&upstreams).await;
 
-    let answer = call(&hub, "remote__lookup", json!({}))
-        .await
-        .expect("a read-only call is made again on a new session once the server is back");
-    assert_eq!(answer.text_content(), "lookup after restart");
-    assert_eq!(files.received("lookup"), 2);
+    assert_made_again(
+        &hub,
+        &files,
+        "remote",
+        "lookup",
+        "a read-only call is made again on a new session once the server is back",
+    )
+    .await;
 
-    files.rearm();
-    let err = call(&hub, "remote__touch", json!({}))
-        .await
-        .expect_err("the second run crashes too, during a call not safe to repeat");
+    let err = fails_once_rearmed(
+        &hub,
+        &files,
+        "remote__touch",
+        "the second run crashes too, during a call not safe to repeat",
+    )
+    .await;
     let message = failure(&err);
     assert!(
         message.contains("lost its connection during the call")
@@ -256,9 +297,7 @@ async fn tools_marked_internal_by_the_server_or_the_configuration_are_internal()
     let project = Project::new(&json!({"mcpServers": {"flaky": files.entry(json!({
         "internalTools": ["admin_*"],
     }))}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    discovered(&upstreams).await;
+    let (upstreams, hub) = started(&project).await;
 
     let catalog = hub.catalog();
     let internal = |name: &str| {

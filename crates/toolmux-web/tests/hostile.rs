@@ -5,13 +5,16 @@
 //! with a clear result or error within its caps (that a render stops when its fetch gives up
 //! is proved in `fetch.rs`, where a test can hold the render until then).
 
+mod support;
+
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::read_head;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use toolmux_web::html::{MAX_DEPTH, MAX_MARKDOWN_HTML_BYTES};
 use toolmux_web::{
@@ -47,13 +50,8 @@ impl Server {
                 let handler = Arc::clone(&handler);
                 let total = Arc::clone(&total);
                 tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut byte = [0u8; 1];
-                    while !head.ends_with(b"\r\n\r\n") {
-                        match stream.read(&mut byte).await {
-                            Ok(1) => head.push(byte[0]),
-                            _ => return,
-                        }
+                    if read_head(&mut stream).await.is_none() {
+                        return;
                     }
                     let n = handler(stream).await;
                     total.fetch_add(n, Ordering::SeqCst);

@@ -6,14 +6,17 @@
 //! never reached. The guard refuses loopback by default, so the tests that need a server
 //! allow exactly `127.0.0.1` and nothing else, and the default is proved to refuse it.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::read_head;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use toolmux_web::{FetchSettings, Fetcher, WebError};
+use toolmux_web::{FetchSettings, Fetched, Fetcher, WebError};
 
 /// What a test server does with one connection, after reading the request head.
 type Handler = Arc<dyn Fn(String, TcpStream) -> futures_lite::BoxFuture + Send + Sync>;
@@ -39,14 +42,9 @@ impl Server {
                 counted.fetch_add(1, Ordering::SeqCst);
                 let handler = Arc::clone(&handler);
                 tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut byte = [0u8; 1];
-                    while !head.ends_with(b"\r\n\r\n") {
-                        match stream.read(&mut byte).await {
-                            Ok(1) => head.push(byte[0]),
-                            _ => return,
-                        }
-                    }
+                    let Some(head) = read_head(&mut stream).await else {
+                        return;
+                    };
                     let head = String::from_utf8_lossy(&head).into_owned();
                     let path = head.split(' ').nth(1).unwrap_or("/").to_string();
                     handler(path, stream).await;
@@ -101,7 +99,7 @@ fn fetcher(settings: FetchSettings) -> Fetcher {
     Fetcher::new(settings).expect("a client")
 }
 
-fn refusal(result: Result<toolmux_web::Fetched, WebError>) -> String {
+fn refusal(result: Result<Fetched, WebError>) -> String {
     match result {
         Err(e @ WebError::Refused(_)) => e.to_string(),
         Err(other) => panic!("expected a refusal, got the error {other}"),
@@ -128,19 +126,24 @@ fn page_with_chrome() -> Vec<u8> {
     .into_bytes()
 }
 
-#[tokio::test]
-async fn an_html_page_becomes_markdown_of_its_main_content() {
+/// Fetches `path` from a loopback server answering `200 OK` with `body` as `content_type`.
+async fn fetch_served(content_type: &str, body: Vec<u8>, path: &str) -> Fetched {
     let server = Server::answering(
         "127.0.0.1",
         "200 OK",
-        vec!["Content-Type: text/html; charset=utf-8".into()],
-        page_with_chrome(),
+        vec![format!("Content-Type: {content_type}")],
+        body,
     )
     .await;
-    let fetched = fetcher(allowing_test_servers())
-        .fetch(&server.url("/foxes"), None)
+    fetcher(allowing_test_servers())
+        .fetch(&server.url(path), None)
         .await
-        .expect("fetched");
+        .expect("fetched")
+}
+
+#[tokio::test]
+async fn an_html_page_becomes_markdown_of_its_main_content() {
+    let fetched = fetch_served("text/html; charset=utf-8", page_with_chrome(), "/foxes").await;
     assert_eq!(fetched.format, "markdown");
     assert_eq!(fetched.status, 200);
     assert_eq!(fetched.title.as_deref(), Some("Foxes"));
@@ -164,32 +167,12 @@ async fn an_html_page_becomes_markdown_of_its_main_content() {
 #[tokio::test]
 async fn json_and_text_pass_through_and_binary_is_described() {
     let json = br#"{"temperature": 21.5, "city": "Seoul"}"#.to_vec();
-    let server = Server::answering(
-        "127.0.0.1",
-        "200 OK",
-        vec!["Content-Type: application/json".into()],
-        json.clone(),
-    )
-    .await;
-    let fetched = fetcher(allowing_test_servers())
-        .fetch(&server.url("/weather"), None)
-        .await
-        .expect("fetched");
+    let fetched = fetch_served("application/json", json.clone(), "/weather").await;
     assert_eq!(fetched.format, "json");
     assert_eq!(fetched.content.as_bytes(), json.as_slice());
 
     let png = [&b"\x89PNG\r\n\x1a\n"[..], &[0u8; 1000]].concat();
-    let server = Server::answering(
-        "127.0.0.1",
-        "200 OK",
-        vec!["Content-Type: image/png".into()],
-        png,
-    )
-    .await;
-    let fetched = fetcher(allowing_test_servers())
-        .fetch(&server.url("/logo.png"), None)
-        .await
-        .expect("fetched");
+    let fetched = fetch_served("image/png", png, "/logo.png").await;
     assert_eq!(fetched.format, "binary");
     assert!(fetched.content.contains("image/png"), "{}", fetched.content);
     assert!(

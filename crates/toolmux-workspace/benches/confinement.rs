@@ -15,15 +15,21 @@
 //! 2000) the size of the grep tree. Without `--bench` (as `cargo test --benches` runs it) it
 //! makes a few calls only, as a smoke test.
 
+mod common;
+// The tests' support module, so that the benches call tools exactly as the tests do.
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
-use toolmux_core::{CallContext, Channel, Source, SourceCall, ToolResult};
-use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
+
+use common::{env_number, full_run, us};
+use support::call;
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = full_run();
     let calls = env_number("CONFINEMENT_CALLS", if full { 2000 } else { 5 }).max(1);
     let files = env_number("CONFINEMENT_FILES", if full { 2000 } else { 20 }).max(1);
     let line_mb = env_number("CONFINEMENT_LINE_MB", if full { 256 } else { 2 });
@@ -43,7 +49,7 @@ fn main() {
     }
     write(root, "tree/d00/needle.rs", "let needle_7f3a = 1;\n");
 
-    let pack = WorkspacePack::new(root, WorkspaceLimits::default()).expect("pack");
+    let pack = support::pack(root);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -131,40 +137,10 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-async fn call(pack: &WorkspacePack, tool: &str, arguments: Value) -> ToolResult {
-    let descriptor = pack
-        .tools()
-        .into_iter()
-        .find(|t| t.name == tool)
-        .expect("tool");
-    let context = CallContext::new(Channel::Cli);
-    let Value::Object(arguments) = arguments else {
-        unreachable!("arguments are an object")
-    };
-    pack.call(SourceCall {
-        tool: &descriptor,
-        arguments,
-        context: &context,
-    })
-    .await
-    .expect("the call runs")
-}
-
 fn write(root: &Path, rel: &str, contents: &str) {
     let path = root.join(rel);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).expect("create directories");
     }
     std::fs::write(path, contents).expect("write file");
-}
-
-fn us(d: Duration) -> String {
-    format!("{:.1} µs", d.as_secs_f64() * 1e6)
-}
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }

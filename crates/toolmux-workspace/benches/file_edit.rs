@@ -9,14 +9,20 @@
 //! 10) sets the file's size, `FILE_EDIT_CALLS` (default 30) how many calls are timed. Without
 //! `--bench` (as `cargo test --benches` runs it) it makes a few calls of a 1 MB file.
 
+mod common;
+// The tests' support module, so that the benches call tools exactly as the tests do.
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use toolmux_core::{CallContext, Channel, Source, SourceCall, ToolResult};
-use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
+use serde_json::json;
+
+use common::{env_number, full_run, ms};
+use support::call;
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = full_run();
     let mb = env_number("FILE_EDIT_MB", if full { 10 } else { 1 }).max(1);
     let calls = env_number("FILE_EDIT_CALLS", if full { 30 } else { 3 }).max(1);
 
@@ -38,7 +44,7 @@ fn main() {
         text.len() as f64 / 1e6
     );
 
-    let pack = WorkspacePack::new(dir.path(), WorkspaceLimits::default()).expect("pack");
+    let pack = support::pack(dir.path());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -92,34 +98,4 @@ fn report(label: &str, times: &mut [Duration]) {
         ms(times[times.len() * 9 / 10]),
         times.len()
     );
-}
-
-async fn call(pack: &WorkspacePack, tool: &str, arguments: Value) -> ToolResult {
-    let descriptor = pack
-        .tools()
-        .into_iter()
-        .find(|t| t.name == tool)
-        .expect("tool");
-    let context = CallContext::new(Channel::Cli);
-    let Value::Object(arguments) = arguments else {
-        unreachable!("arguments are an object")
-    };
-    pack.call(SourceCall {
-        tool: &descriptor,
-        arguments,
-        context: &context,
-    })
-    .await
-    .expect("the call runs")
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }

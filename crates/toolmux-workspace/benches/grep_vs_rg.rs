@@ -10,14 +10,21 @@
 //! `cargo test --benches` runs it) it uses a tiny tree, as a smoke test. When `rg` is not on
 //! PATH it says so and times only ours.
 
+mod common;
+// The tests' support module, so that the benches call tools exactly as the tests do.
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use toolmux_core::{CallContext, Channel, Source, SourceCall, ToolResult};
-use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
+use serde_json::json;
+use toolmux_workspace::WorkspaceLimits;
+
+use common::{env_number, full_run, ms};
+use support::{call, pack_with};
 
 /// Planted in a few files only.
 const RARE_LITERAL: &str = "zqxjvbw_rare_token";
@@ -25,7 +32,7 @@ const RARE_LITERAL: &str = "zqxjvbw_rare_token";
 const RARE_REGEX: &str = r"handle_[a-z]+_\d{4}\(";
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = full_run();
     let files = env_number("GREP_BENCH_FILES", if full { 20_000 } else { 200 });
     let mb = env_number("GREP_BENCH_MB", if full { 500 } else { 2 });
     let runs = env_number("GREP_BENCH_RUNS", if full { 5 } else { 1 }).max(1);
@@ -40,14 +47,13 @@ fn main() {
         dir.path().display()
     );
 
-    let pack = WorkspacePack::new(
+    let pack = pack_with(
         dir.path(),
         WorkspaceLimits {
             max_results: 100_000,
             ..WorkspaceLimits::default()
         },
-    )
-    .expect("pack");
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -70,7 +76,7 @@ fn main() {
     for (label, pattern, literal, expected) in queries {
         let arguments = json!({"pattern": pattern, "literal": literal, "limit": 100_000});
         let ours = time(runs, || {
-            let result = runtime.block_on(grep(&pack, arguments.clone()));
+            let result = runtime.block_on(call(&pack, "grep", arguments.clone()));
             let found = result
                 .structured_content
                 .as_ref()
@@ -175,25 +181,6 @@ fn generate(root: &Path, files: usize, total: usize) -> (u64, Planted) {
     (written, planted)
 }
 
-async fn grep(pack: &WorkspacePack, arguments: Value) -> ToolResult {
-    let descriptor = pack
-        .tools()
-        .into_iter()
-        .find(|t| t.name == "grep")
-        .expect("grep tool");
-    let context = CallContext::new(Channel::Cli);
-    let Value::Object(arguments) = arguments else {
-        unreachable!("arguments are an object")
-    };
-    pack.call(SourceCall {
-        tool: &descriptor,
-        arguments,
-        context: &context,
-    })
-    .await
-    .expect("grep runs")
-}
-
 /// `rg` with the flags that match our grep: hidden files included, .gitignore honoured
 /// without a git repository, line numbers, no config file, no colour.
 fn run_rg(root: &Path, pattern: &str, literal: bool) -> usize {
@@ -241,17 +228,6 @@ fn time(runs: usize, mut f: impl FnMut()) -> Duration {
         .collect();
     times.sort();
     times[times.len() / 2]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// A small deterministic generator, so every run searches the same tree.

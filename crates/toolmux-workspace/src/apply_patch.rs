@@ -16,12 +16,13 @@ use toolmux_core::{ToolDescriptor, ToolResult};
 
 use crate::args::Args;
 use crate::write::{self, Change, Eol, Plan, Report};
-use crate::{Workspace, WorkspaceLimits, write_descriptor};
+use crate::{Access, Workspace, WorkspaceLimits, descriptor};
 
 pub(crate) const NAME: &str = "apply_patch";
 
 pub(crate) fn descriptor_for(_limits: &WorkspaceLimits) -> ToolDescriptor {
-    write_descriptor(
+    descriptor(
+        Access::Write,
         NAME,
         "Apply patch",
         "Apply a patch to files of the project: either a unified diff (as `git diff` prints it, \

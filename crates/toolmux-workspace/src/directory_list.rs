@@ -9,7 +9,7 @@ use crate::args::Args;
 use crate::output::Budget;
 use crate::root::Resolved;
 use crate::walk::walker;
-use crate::{ABANDONED, Workspace, WorkspaceLimits, descriptor};
+use crate::{ABANDONED, Access, Workspace, WorkspaceLimits, descriptor};
 use toolmux_core::human_bytes;
 
 pub(crate) const NAME: &str = "directory_list";
@@ -19,6 +19,7 @@ const MAX_DEPTH: usize = 10;
 pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
     let max = limits.max_results;
     descriptor(
+        Access::Read,
         NAME,
         "List directory",
         format!(

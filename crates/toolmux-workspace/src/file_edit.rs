@@ -5,7 +5,7 @@ use toolmux_core::{ToolDescriptor, ToolResult};
 
 use crate::args::Args;
 use crate::write::{self, Eol, Plan, Report};
-use crate::{Workspace, WorkspaceLimits, write_descriptor};
+use crate::{Access, Workspace, WorkspaceLimits, descriptor};
 
 pub(crate) const NAME: &str = "file_edit";
 
@@ -23,7 +23,8 @@ pub(crate) fn descriptor_for(_limits: &WorkspaceLimits) -> ToolDescriptor {
         "required": ["oldString", "newString"],
         "additionalProperties": false
     });
-    write_descriptor(
+    descriptor(
+        Access::Write,
         NAME,
         "Edit file",
         "Replace exact text in an existing text file of the project. Give `oldString` and \

@@ -11,7 +11,7 @@ use crate::args::Args;
 use crate::output::Budget;
 use crate::reads::{Hashing, Stamp};
 use crate::root::{ProjectRoot, Resolved};
-use crate::{Workspace, WorkspaceLimits, descriptor};
+use crate::{Access, Workspace, WorkspaceLimits, descriptor};
 use toolmux_core::human_bytes;
 
 pub(crate) const NAME: &str = "file_read";
@@ -27,6 +27,7 @@ const COUNT_BUDGET_BYTES: u64 = 16 * 1024 * 1024;
 pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
     let cap = human_bytes(limits.max_read_bytes as u64);
     descriptor(
+        Access::Read,
         NAME,
         "Read file",
         format!(

@@ -8,7 +8,7 @@ use toolmux_core::{ToolDescriptor, ToolResult};
 use crate::args::Args;
 use crate::output::Budget;
 use crate::walk::{PathGlob, walker};
-use crate::{Workspace, WorkspaceLimits, descriptor};
+use crate::{Access, Workspace, WorkspaceLimits, descriptor};
 
 pub(crate) const NAME: &str = "file_search";
 
@@ -18,6 +18,7 @@ pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
     let max = limits.max_results;
     let default = DEFAULT_LIMIT.min(max);
     descriptor(
+        Access::Read,
         NAME,
         "Find files",
         "Find files in the project by glob, e.g. `**/*.rs`, `src/*.toml` or `Cargo.toml`. A \

@@ -5,12 +5,13 @@ use toolmux_core::{ToolDescriptor, ToolResult};
 
 use crate::args::Args;
 use crate::write::{self, Eol, Plan, Report, conflict};
-use crate::{Workspace, WorkspaceLimits, write_descriptor};
+use crate::{Access, Workspace, WorkspaceLimits, descriptor};
 
 pub(crate) const NAME: &str = "file_write";
 
 pub(crate) fn descriptor_for(_limits: &WorkspaceLimits) -> ToolDescriptor {
-    write_descriptor(
+    descriptor(
+        Access::Write,
         NAME,
         "Write file",
         "Create a text file in the project, or replace one. Missing directories are made. \

@@ -17,7 +17,7 @@ use crate::args::Args;
 use crate::output::Budget;
 use crate::root::ProjectRoot;
 use crate::walk::{PathGlob, walker};
-use crate::{Workspace, WorkspaceLimits, descriptor};
+use crate::{Access, Workspace, WorkspaceLimits, descriptor};
 use toolmux_core::human_bytes;
 
 pub(crate) const NAME: &str = "grep";
@@ -33,6 +33,7 @@ pub(crate) fn descriptor_for(limits: &WorkspaceLimits) -> ToolDescriptor {
     let max = limits.max_results;
     let default = DEFAULT_LIMIT.min(max);
     descriptor(
+        Access::Read,
         NAME,
         "Search file contents",
         "Search the project's text files for a regular expression (Rust regex syntax, like \

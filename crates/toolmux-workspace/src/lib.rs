@@ -410,30 +410,19 @@ impl Drop for Abandon {
     }
 }
 
-/// A descriptor with what the three write tools share: destructive (so policy asks by
-/// default), not idempotent, run alone in a batch, and an output schema.
-fn write_descriptor(
-    name: &str,
-    title: &str,
-    description: impl Into<String>,
-    input_schema: Value,
-    output_schema: Value,
-) -> ToolDescriptor {
-    let mut d = ToolDescriptor::new(SOURCE_ID, name, description, input_schema);
-    d.title = Some(title.to_string());
-    d.annotations = ToolAnnotations {
-        read_only_hint: Some(false),
-        destructive_hint: Some(true),
-        idempotent_hint: Some(false),
-        open_world_hint: Some(false),
-    };
-    d.output_schema = Some(Arc::new(output_schema));
-    d
+/// How a tool of the pack touches the project, which decides what its descriptor tells the hub.
+#[derive(Clone, Copy)]
+enum Access {
+    /// Read-only, and safe to run in parallel.
+    Read,
+    /// Destructive (so policy asks by default), not idempotent, and run alone in a batch.
+    Write,
 }
 
-/// A descriptor with what the four read tools share: read-only, safe to run in parallel, and
-/// an output schema.
+/// A descriptor with what every tool of the pack shares (its title, an output schema) and
+/// what its `access` implies.
 fn descriptor(
+    access: Access,
     name: &str,
     title: &str,
     description: impl Into<String>,
@@ -442,8 +431,20 @@ fn descriptor(
 ) -> ToolDescriptor {
     let mut d = ToolDescriptor::new(SOURCE_ID, name, description, input_schema);
     d.title = Some(title.to_string());
-    d.annotations = ToolAnnotations::read_only();
-    d.parallel = true;
+    match access {
+        Access::Read => {
+            d.annotations = ToolAnnotations::read_only();
+            d.parallel = true;
+        }
+        Access::Write => {
+            d.annotations = ToolAnnotations {
+                read_only_hint: Some(false),
+                destructive_hint: Some(true),
+                idempotent_hint: Some(false),
+                open_world_hint: Some(false),
+            };
+        }
+    }
     d.output_schema = Some(Arc::new(output_schema));
     d
 }

@@ -7,9 +7,8 @@ use std::os::unix::fs::symlink;
 
 use results::{error_text, ok_text, structured};
 use serde_json::json;
-use support::{call, pack, pack_with};
+use support::{call, pack, pack_limited};
 use toolmux_testkit::project::write_file;
-use toolmux_workspace::WorkspaceLimits;
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -111,13 +110,7 @@ async fn directory_list_caps_entries_at_max_results() {
     for i in 0..12 {
         write_file(dir.path(), &format!("f{i:02}"), "");
     }
-    let pack = pack_with(
-        dir.path(),
-        WorkspaceLimits {
-            max_results: 10,
-            ..WorkspaceLimits::default()
-        },
-    );
+    let pack = pack_limited(dir.path(), |l| l.max_results = 10);
     let result = call(&pack, "directory_list", json!({})).await;
     let text = ok_text(&result);
     assert!(text.starts_with("f00  0 bytes\n"));
@@ -133,13 +126,7 @@ async fn directory_list_output_is_capped_with_a_note() {
     for i in 0..100 {
         write_file(dir.path(), &format!("{}{i:03}", "d".repeat(60)), "");
     }
-    let pack = pack_with(
-        dir.path(),
-        WorkspaceLimits {
-            max_output_bytes: 2048,
-            ..WorkspaceLimits::default()
-        },
-    );
+    let pack = pack_limited(dir.path(), |l| l.max_output_bytes = 2048);
     let result = call(&pack, "directory_list", json!({})).await;
     let text = ok_text(&result);
     let s = structured(&result);

@@ -4,23 +4,68 @@ mod results;
 mod support;
 
 use results::{error_text, ok_text, structured};
-use serde_json::json;
-use support::{call, pack, pack_with};
+use serde_json::{Value, json};
+use support::{call, limits_with, pack, pack_limited, pack_with};
+use toolmux_core::ToolResult;
 use toolmux_testkit::fifo::mkfifo;
 use toolmux_testkit::project::write_file;
-use toolmux_workspace::WorkspaceLimits;
+use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
 
 fn numbered(n: usize) -> String {
     (1..=n).map(|i| format!("line {i:03}\n")).collect()
 }
 
+/// `file_read` of `pack` with `arguments`.
+async fn read(pack: &WorkspacePack, arguments: Value) -> ToolResult {
+    call(pack, "file_read", arguments).await
+}
+
+/// `file_read` of `pack` with `arguments` fails with exactly `expected`.
+async fn assert_read_refused(pack: &WorkspacePack, arguments: Value, expected: &str) {
+    let asked = arguments.to_string();
+    assert_eq!(
+        error_text(&read(pack, arguments).await),
+        expected,
+        "{asked}"
+    );
+}
+
+/// A project holding `s.txt`: 10,000 numbered lines, then a hole up to `len` bytes.
+fn sparse_project(len: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "s.txt", numbered(10_000));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("s.txt"))
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+    dir
+}
+
+/// `file_read` with `arguments`, in a fresh project holding only `path` with `contents`.
+async fn read_in_project(path: &str, contents: impl AsRef<[u8]>, arguments: Value) -> ToolResult {
+    read_in_project_with(WorkspaceLimits::default(), path, contents, arguments).await
+}
+
+/// `file_read` with `arguments` under `limits`, in a fresh project holding only `path` with
+/// `contents`.
+async fn read_in_project_with(
+    limits: WorkspaceLimits,
+    path: &str,
+    contents: impl AsRef<[u8]>,
+    arguments: Value,
+) -> ToolResult {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), path, contents);
+    call(&pack_with(dir.path(), limits), "file_read", arguments).await
+}
+
 #[tokio::test]
 async fn file_read_returns_numbered_lines_and_the_exact_content() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "src/lib.rs", "pub fn a() {}\r\n\n// end");
-    let result = call(
-        &pack(dir.path()),
-        "file_read",
+    let result = read_in_project(
+        "src/lib.rs",
+        "pub fn a() {}\r\n\n// end",
         json!({"path": "src/lib.rs"}),
     )
     .await;
@@ -41,11 +86,9 @@ async fn file_read_returns_numbered_lines_and_the_exact_content() {
 
 #[tokio::test]
 async fn file_read_window_with_offset_and_limit_says_how_to_continue() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "a.txt", numbered(12));
-    let result = call(
-        &pack(dir.path()),
-        "file_read",
+    let result = read_in_project(
+        "a.txt",
+        numbered(12),
         json!({"path": "a.txt", "offset": 9, "limit": 2}),
     )
     .await;
@@ -63,9 +106,7 @@ async fn file_read_window_with_offset_and_limit_says_how_to_continue() {
 
 #[tokio::test]
 async fn file_read_default_limit_is_2000_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "big.txt", "x\n".repeat(2500));
-    let result = call(&pack(dir.path()), "file_read", json!({"path": "big.txt"})).await;
+    let result = read_in_project("big.txt", "x\n".repeat(2500), json!({"path": "big.txt"})).await;
     let text = ok_text(&result);
     assert!(text.ends_with("[showing lines 1-2000 of 2500; use offset=2001 to continue]\n"));
     assert_eq!(structured(&result)["endLine"], 2000);
@@ -80,16 +121,8 @@ async fn file_read_stops_at_the_byte_cap_and_says_where_to_continue() {
         "log.txt",
         numbered(20_000).replace("line ", "l"),
     );
-    let limits = WorkspaceLimits {
-        max_read_bytes: 1024,
-        ..WorkspaceLimits::default()
-    };
-    let result = call(
-        &pack_with(dir.path(), limits),
-        "file_read",
-        json!({"path": "log.txt", "limit": 20000}),
-    )
-    .await;
+    let pack = pack_limited(dir.path(), |l| l.max_read_bytes = 1024);
+    let result = read(&pack, json!({"path": "log.txt", "limit": 20000})).await;
     let text = ok_text(&result);
     // Lines `lNNN\n` are 5 bytes for 1..=999 (the format pads to 3 digits): 204 fit in 1 KiB.
     assert!(
@@ -105,18 +138,7 @@ async fn file_read_stops_at_the_byte_cap_and_says_where_to_continue() {
     assert_eq!(s["totalLines"], 20000);
     assert!(s["content"].as_str().unwrap().len() <= 1024);
 
-    let next = call(
-        &pack_with(
-            dir.path(),
-            WorkspaceLimits {
-                max_read_bytes: 1024,
-                ..WorkspaceLimits::default()
-            },
-        ),
-        "file_read",
-        json!({"path": "log.txt", "offset": 205, "limit": 1}),
-    )
-    .await;
+    let next = read(&pack, json!({"path": "log.txt", "offset": 205, "limit": 1})).await;
     assert_eq!(structured(&next)["content"], "l205\n");
 }
 
@@ -126,9 +148,8 @@ async fn file_read_default_cap_is_256_kib() {
     // 100-byte lines: 2621 whole lines fit in 256 KiB.
     let line = format!("{}\n", "y".repeat(99));
     write_file(dir.path(), "wide.txt", line.repeat(3000));
-    let result = call(
+    let result = read(
         &pack(dir.path()),
-        "file_read",
         json!({"path": "wide.txt", "limit": 3000}),
     )
     .await;
@@ -139,15 +160,10 @@ async fn file_read_default_cap_is_256_kib() {
 
 #[tokio::test]
 async fn file_read_cuts_a_single_line_longer_than_the_cap() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "min.js", format!("{}\nnext\n", "é".repeat(100)));
-    let limits = WorkspaceLimits {
-        max_read_bytes: 51,
-        ..WorkspaceLimits::default()
-    };
-    let result = call(
-        &pack_with(dir.path(), limits),
-        "file_read",
+    let result = read_in_project_with(
+        limits_with(|l| l.max_read_bytes = 51),
+        "min.js",
+        format!("{}\nnext\n", "é".repeat(100)),
         json!({"path": "min.js"}),
     )
     .await;
@@ -167,15 +183,10 @@ async fn file_read_cuts_a_single_line_longer_than_the_cap() {
 
 #[tokio::test]
 async fn file_read_output_cap_applies_when_smaller_than_the_read_cap() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "a.txt", "0123456789\n".repeat(1000));
-    let limits = WorkspaceLimits {
-        max_output_bytes: 2048,
-        ..WorkspaceLimits::default()
-    };
-    let result = call(
-        &pack_with(dir.path(), limits),
-        "file_read",
+    let result = read_in_project_with(
+        limits_with(|l| l.max_output_bytes = 2048),
+        "a.txt",
+        "0123456789\n".repeat(1000),
         json!({"path": "a.txt"}),
     )
     .await;
@@ -194,12 +205,7 @@ async fn file_read_refuses_a_binary_file_naming_it_and_its_size() {
     let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
     png.resize(14_540, 7);
     write_file(dir.path(), "img/logo.png", png);
-    let result = call(
-        &pack(dir.path()),
-        "file_read",
-        json!({"path": "img/logo.png"}),
-    )
-    .await;
+    let result = read(&pack(dir.path()), json!({"path": "img/logo.png"})).await;
     assert_eq!(
         error_text(&result),
         "`img/logo.png` is a binary file (14.2 KiB); file_read reads text files only"
@@ -208,11 +214,9 @@ async fn file_read_refuses_a_binary_file_naming_it_and_its_size() {
 
 #[tokio::test]
 async fn file_read_refuses_a_file_that_is_not_utf8() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "latin1.txt", b"caf\xe9 cr\xe8me\n");
-    let result = call(
-        &pack(dir.path()),
-        "file_read",
+    let result = read_in_project(
+        "latin1.txt",
+        b"caf\xe9 cr\xe8me\n",
         json!({"path": "latin1.txt"}),
     )
     .await;
@@ -229,18 +233,14 @@ async fn file_read_refuses_invalid_utf8_found_past_the_first_8_kib() {
     bytes.extend_from_slice(b"bad \xff\n");
     write_file(dir.path(), "late.txt", &bytes);
     let pack = pack(dir.path());
-    let result = call(
+    assert_read_refused(
         &pack,
-        "file_read",
         json!({"path": "late.txt", "offset": 4001}),
+        "`late.txt` is not UTF-8 text (11.7 KiB); file_read reads text files only",
     )
     .await;
-    assert_eq!(
-        error_text(&result),
-        "`late.txt` is not UTF-8 text (11.7 KiB); file_read reads text files only"
-    );
     // The valid part before it still reads.
-    let early = call(&pack, "file_read", json!({"path": "late.txt", "limit": 2})).await;
+    let early = read(&pack, json!({"path": "late.txt", "limit": 2})).await;
     assert_eq!(structured(&early)["content"], "ok\nok\n");
 }
 
@@ -249,16 +249,18 @@ async fn file_read_refuses_a_directory_and_points_to_directory_list() {
     let dir = tempfile::tempdir().unwrap();
     write_file(dir.path(), "src/a.rs", "");
     let pack = pack(dir.path());
-    let result = call(&pack, "file_read", json!({"path": "src/"})).await;
-    assert_eq!(
-        error_text(&result),
-        "`src` is a directory; use directory_list"
-    );
-    let result = call(&pack, "file_read", json!({"path": "."})).await;
-    assert_eq!(
-        error_text(&result),
-        "`.` is a directory; use directory_list"
-    );
+    assert_read_refused(
+        &pack,
+        json!({"path": "src/"}),
+        "`src` is a directory; use directory_list",
+    )
+    .await;
+    assert_read_refused(
+        &pack,
+        json!({"path": "."}),
+        "`.` is a directory; use directory_list",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -267,7 +269,7 @@ async fn file_read_refuses_a_fifo_instead_of_hanging() {
     mkfifo(&dir.path().join("pipe"));
     let result = tokio::time::timeout(
         std::time::Duration::from_secs(10),
-        call(&pack(dir.path()), "file_read", json!({"path": "pipe"})),
+        read(&pack(dir.path()), json!({"path": "pipe"})),
     )
     .await
     .expect("file_read of a FIFO returns");
@@ -278,28 +280,8 @@ async fn file_read_refuses_a_fifo_instead_of_hanging() {
 }
 
 #[tokio::test]
-async fn file_read_offset_past_the_end_is_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "a.txt", "one\ntwo\n");
-    write_file(dir.path(), "one.txt", "one");
-    let pack = pack(dir.path());
-    let result = call(&pack, "file_read", json!({"path": "a.txt", "offset": 3})).await;
-    assert_eq!(
-        error_text(&result),
-        "offset 3 is past the end of `a.txt`, which has 2 lines"
-    );
-    let result = call(&pack, "file_read", json!({"path": "one.txt", "offset": 2})).await;
-    assert_eq!(
-        error_text(&result),
-        "offset 2 is past the end of `one.txt`, which has 1 line"
-    );
-}
-
-#[tokio::test]
 async fn file_read_of_an_empty_file_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "empty.txt", "");
-    let result = call(&pack(dir.path()), "file_read", json!({"path": "empty.txt"})).await;
+    let result = read_in_project("empty.txt", "", json!({"path": "empty.txt"})).await;
     assert_eq!(ok_text(&result), "(`empty.txt` is empty)\n");
     assert_eq!(
         structured(&result),
@@ -310,46 +292,48 @@ async fn file_read_of_an_empty_file_says_so() {
 #[tokio::test]
 async fn file_read_of_a_missing_file_names_it() {
     let dir = tempfile::tempdir().unwrap();
-    let result = call(&pack(dir.path()), "file_read", json!({"path": "nope/x.rs"})).await;
+    let result = read(&pack(dir.path()), json!({"path": "nope/x.rs"})).await;
     assert_eq!(error_text(&result), "`nope/x.rs` does not exist");
 }
 
+/// Arguments `file_read` refuses, each with the message that names what is wrong (the
+/// failure names the arguments of the case).
 #[tokio::test]
-async fn file_read_without_a_path_or_with_odd_values_gives_a_tool_error() {
+async fn file_read_without_a_path_with_odd_values_or_past_the_end_gives_a_tool_error() {
     let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "a.txt", "one\ntwo\n");
+    write_file(dir.path(), "one.txt", "one");
     let pack = pack(dir.path());
-    let result = call(&pack, "file_read", json!({})).await;
-    assert_eq!(error_text(&result), "missing required argument `path`");
-    let result = call(&pack, "file_read", json!({"path": "a", "offset": 0})).await;
-    assert_eq!(
-        error_text(&result),
-        "`offset` must be an integer of at least 1 (got 0)"
-    );
-    let result = call(&pack, "file_read", json!({"path": "a", "lines": 3})).await;
-    assert_eq!(
-        error_text(&result),
-        "unknown argument `lines`; this tool takes `path`, `offset`, `limit`"
-    );
+    for (arguments, expected) in [
+        (json!({}), "missing required argument `path`"),
+        (
+            json!({"path": "a", "offset": 0}),
+            "`offset` must be an integer of at least 1 (got 0)",
+        ),
+        (
+            json!({"path": "a", "lines": 3}),
+            "unknown argument `lines`; this tool takes `path`, `offset`, `limit`",
+        ),
+        (
+            json!({"path": "a.txt", "offset": 3}),
+            "offset 3 is past the end of `a.txt`, which has 2 lines",
+        ),
+        (
+            json!({"path": "one.txt", "offset": 2}),
+            "offset 2 is past the end of `one.txt`, which has 1 line",
+        ),
+    ] {
+        assert_read_refused(&pack, arguments, expected).await;
+    }
 }
 
 #[tokio::test]
 async fn d11_file_read_stops_counting_lines_in_a_huge_sparse_file() {
-    let dir = tempfile::tempdir().unwrap();
     // Text well past the 8 KiB sniffed for binary data, then a hole of nearly 20 GB: counting
     // the file's lines to its end took minutes.
-    write_file(dir.path(), "s.txt", numbered(10_000));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(dir.path().join("s.txt"))
-        .unwrap()
-        .set_len(20 << 30)
-        .unwrap();
-    let result = call(
-        &pack(dir.path()),
-        "file_read",
-        json!({"path": "s.txt", "limit": 2}),
-    )
-    .await;
+    let dir = sparse_project(20 << 30);
+    let pack = pack(dir.path());
+    let result = read(&pack, json!({"path": "s.txt", "limit": 2})).await;
     let text = ok_text(&result);
     assert!(
         text.starts_with("1\tline 001\n2\tline 002\n[showing lines 1-2 of at least "),
@@ -360,16 +344,12 @@ async fn d11_file_read_stops_counting_lines_in_a_huge_sparse_file() {
     assert_eq!(s["totalLinesExact"], false);
     assert!(s["totalLines"].as_u64().unwrap() >= 10_000, "{s}");
     // Skipping to an offset in the hole stops at its first NUL byte.
-    let result = call(
-        &pack(dir.path()),
-        "file_read",
+    assert_read_refused(
+        &pack,
         json!({"path": "s.txt", "offset": 20_000}),
+        "`s.txt` holds binary data (a NUL byte) before line 20000; file_read reads text files only",
     )
     .await;
-    assert_eq!(
-        error_text(&result),
-        "`s.txt` holds binary data (a NUL byte) before line 20000; file_read reads text files only"
-    );
 }
 
 #[tokio::test]
@@ -377,14 +357,7 @@ async fn d11_a_line_that_runs_into_a_huge_hole_is_not_skipped_to_its_end() {
     // Text past the 8 KiB sniff, then a hole of 64 GiB with no newline: one "line" that the
     // window reaches. Skipping the rest of it (to count the lines after it) read the whole
     // hole, minutes of a thread after the caller had its answer or had given up.
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "s.txt", numbered(10_000));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(dir.path().join("s.txt"))
-        .unwrap()
-        .set_len(64 << 30)
-        .unwrap();
+    let dir = sparse_project(64 << 30);
     let pack = pack(dir.path());
     let timed = |arguments| {
         let pack = pack.clone();
@@ -418,14 +391,7 @@ async fn d11_a_line_that_runs_into_a_huge_hole_is_not_skipped_to_its_end() {
 
 #[tokio::test]
 async fn d17_a_huge_limit_is_too_large_not_too_small() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "a.txt", "a\n");
-    let result = call(
-        &pack(dir.path()),
-        "file_read",
-        json!({"path": "a.txt", "limit": 1e26}),
-    )
-    .await;
+    let result = read_in_project("a.txt", "a\n", json!({"path": "a.txt", "limit": 1e26})).await;
     assert_eq!(
         error_text(&result),
         format!(

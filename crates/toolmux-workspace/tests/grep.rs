@@ -4,28 +4,37 @@ mod results;
 mod support;
 
 use results::{error_text, ok_text, structured};
-use serde_json::json;
-use support::{call, pack, pack_with};
+use serde_json::{Value, json};
+use support::{call, pack, pack_limited, pack_with, project_of};
+use toolmux_core::ToolResult;
 use toolmux_testkit::project::write_file;
-use toolmux_workspace::WorkspaceLimits;
+use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    write_file(
-        root,
-        "src/main.rs",
-        "use std::io;\n\nfn main() {\n    helper(1);\n}\n\nfn helper(x: u8) {}\n",
-    );
-    write_file(root, "src/lib.rs", "pub fn Helper() {}\n// a.b(c)\n");
-    write_file(root, "README.md", "call helper() first\n");
-    dir
+    project_of(&[
+        (
+            "src/main.rs",
+            "use std::io;\n\nfn main() {\n    helper(1);\n}\n\nfn helper(x: u8) {}\n",
+        ),
+        ("src/lib.rs", "pub fn Helper() {}\n// a.b(c)\n"),
+        ("README.md", "call helper() first\n"),
+    ])
+}
+
+/// `grep` of `pack` with `arguments`.
+async fn grep(pack: &WorkspacePack, arguments: Value) -> ToolResult {
+    call(pack, "grep", arguments).await
+}
+
+/// `grep` with `arguments` in a fresh [`project`].
+async fn grep_project(arguments: Value) -> ToolResult {
+    let dir = project();
+    grep(&pack(dir.path()), arguments).await
 }
 
 #[tokio::test]
 async fn grep_finds_regex_matches_sorted_by_path_and_line() {
-    let dir = project();
-    let result = call(&pack(dir.path()), "grep", json!({"pattern": r"fn \w+\("})).await;
+    let result = grep_project(json!({"pattern": r"fn \w+\("})).await;
     assert_eq!(
         ok_text(&result),
         "src/lib.rs:1: pub fn Helper() {}\nsrc/main.rs:3: fn main() {\nsrc/main.rs:7: fn helper(x: u8) {}\n"
@@ -48,10 +57,10 @@ async fn grep_finds_regex_matches_sorted_by_path_and_line() {
 async fn grep_literal_treats_regex_characters_as_text() {
     let dir = project();
     let pack = pack(dir.path());
-    let literal = call(&pack, "grep", json!({"pattern": "a.b(c)", "literal": true})).await;
+    let literal = grep(&pack, json!({"pattern": "a.b(c)", "literal": true})).await;
     assert_eq!(ok_text(&literal), "src/lib.rs:2: // a.b(c)\n");
     // As a regex, `(c)` is a group and `.` any character: `a.bc` would match, `a.b(c)` not.
-    let regex = call(&pack, "grep", json!({"pattern": "a.b(c)"})).await;
+    let regex = grep(&pack, json!({"pattern": "a.b(c)"})).await;
     assert_eq!(structured(&regex)["matches"], json!([]));
 }
 
@@ -59,14 +68,9 @@ async fn grep_literal_treats_regex_characters_as_text() {
 async fn grep_is_case_sensitive_by_default_and_insensitive_on_request() {
     let dir = project();
     let pack = pack(dir.path());
-    let exact = call(&pack, "grep", json!({"pattern": "Helper"})).await;
+    let exact = grep(&pack, json!({"pattern": "Helper"})).await;
     assert_eq!(ok_text(&exact), "src/lib.rs:1: pub fn Helper() {}\n");
-    let blind = call(
-        &pack,
-        "grep",
-        json!({"pattern": "HELPER", "caseSensitive": false}),
-    )
-    .await;
+    let blind = grep(&pack, json!({"pattern": "HELPER", "caseSensitive": false})).await;
     assert_eq!(
         ok_text(&blind),
         "README.md:1: call helper() first\nsrc/lib.rs:1: pub fn Helper() {}\n\
@@ -85,12 +89,7 @@ async fn grep_context_lines_surround_each_match() {
             .replace("row 5\n", "row 5 hit\n")
             .replace("row 11\n", "row 11 hit\n"),
     );
-    let result = call(
-        &pack(dir.path()),
-        "grep",
-        json!({"pattern": "hit", "context": 1}),
-    )
-    .await;
+    let result = grep(&pack(dir.path()), json!({"pattern": "hit", "context": 1})).await;
     assert_eq!(
         ok_text(&result),
         "t.txt-2- row 2\nt.txt:3: row 3 hit\nt.txt-4- row 4\nt.txt:5: row 5 hit\nt.txt-6- row 6\n\
@@ -110,12 +109,7 @@ async fn grep_context_lines_surround_each_match() {
 async fn grep_context_is_shorter_at_the_edges_of_a_file() {
     let dir = tempfile::tempdir().unwrap();
     write_file(dir.path(), "t.txt", "hit\nb\nc\n");
-    let result = call(
-        &pack(dir.path()),
-        "grep",
-        json!({"pattern": "hit", "context": 3}),
-    )
-    .await;
+    let result = grep(&pack(dir.path()), json!({"pattern": "hit", "context": 3})).await;
     assert_eq!(
         structured(&result)["matches"],
         json!([{"path": "t.txt", "line": 1, "text": "hit", "before": [], "after": ["b", "c"]}])
@@ -129,7 +123,7 @@ async fn grep_stops_at_the_result_limit_and_says_so() {
         write_file(dir.path(), &format!("f{f:02}.txt"), "needle\n".repeat(50));
     }
     let pack = pack(dir.path());
-    let result = call(&pack, "grep", json!({"pattern": "needle", "limit": 7})).await;
+    let result = grep(&pack, json!({"pattern": "needle", "limit": 7})).await;
     let text = ok_text(&result);
     assert!(
         text.ends_with(
@@ -144,9 +138,8 @@ async fn grep_stops_at_the_result_limit_and_says_so() {
     assert!(s["filesSearched"].as_u64().unwrap() < 20, "{s}");
     // Exactly as many matches as the limit is complete, not truncated.
     write_file(dir.path(), "f00.txt", "needle\n");
-    let exact = call(
+    let exact = grep(
         &pack,
-        "grep",
         json!({"pattern": "needle", "path": "f00.txt", "limit": 1}),
     )
     .await;
@@ -161,14 +154,8 @@ async fn grep_output_cap_says_it_was_capped() {
         "a.txt",
         format!("{}\n", "needle".repeat(50)).repeat(100),
     );
-    let pack = pack_with(
-        dir.path(),
-        WorkspaceLimits {
-            max_output_bytes: 4096,
-            ..WorkspaceLimits::default()
-        },
-    );
-    let result = call(&pack, "grep", json!({"pattern": "needle"})).await;
+    let pack = pack_limited(dir.path(), |l| l.max_output_bytes = 4096);
+    let result = grep(&pack, json!({"pattern": "needle"})).await;
     let text = ok_text(&result);
     let s = structured(&result);
     let shown = s["matches"].as_array().unwrap().len();
@@ -182,8 +169,7 @@ async fn grep_output_cap_says_it_was_capped() {
 
 #[tokio::test]
 async fn grep_invalid_regex_quotes_the_regex_error() {
-    let dir = project();
-    let result = call(&pack(dir.path()), "grep", json!({"pattern": "fn (main"})).await;
+    let result = grep_project(json!({"pattern": "fn (main"})).await;
     let message = error_text(&result);
     assert!(
         message.starts_with("invalid regex `fn (main`: "),
@@ -196,20 +182,15 @@ async fn grep_invalid_regex_quotes_the_regex_error() {
 async fn grep_glob_filters_files() {
     let dir = project();
     let pack = pack(dir.path());
-    let rs = call(&pack, "grep", json!({"pattern": "helper", "glob": "*.rs"})).await;
+    let rs = grep(&pack, json!({"pattern": "helper", "glob": "*.rs"})).await;
     assert_eq!(
         ok_text(&rs),
         "src/main.rs:4:     helper(1);\nsrc/main.rs:7: fn helper(x: u8) {}\n"
     );
     assert_eq!(structured(&rs)["filesSearched"], 2);
-    let md = call(
-        &pack,
-        "grep",
-        json!({"pattern": "helper", "glob": "**/*.md"}),
-    )
-    .await;
+    let md = grep(&pack, json!({"pattern": "helper", "glob": "**/*.md"})).await;
     assert_eq!(ok_text(&md), "README.md:1: call helper() first\n");
-    let bad = call(&pack, "grep", json!({"pattern": "x", "glob": "{a"})).await;
+    let bad = grep(&pack, json!({"pattern": "x", "glob": "{a"})).await;
     assert_eq!(
         error_text(&bad),
         "invalid glob `{a`: unclosed alternate group; missing '}' (maybe escape '{' with '[{]'?)"
@@ -221,7 +202,7 @@ async fn grep_skips_binary_files() {
     let dir = tempfile::tempdir().unwrap();
     write_file(dir.path(), "blob.bin", b"needle\0\x01\x02needle\n");
     write_file(dir.path(), "text.txt", "needle\n");
-    let result = call(&pack(dir.path()), "grep", json!({"pattern": "needle"})).await;
+    let result = grep(&pack(dir.path()), json!({"pattern": "needle"})).await;
     assert_eq!(ok_text(&result), "text.txt:1: needle\n");
 }
 
@@ -232,7 +213,7 @@ async fn grep_honours_gitignore_outside_a_git_repo() {
     write_file(dir.path(), "build/out.txt", "needle\n");
     write_file(dir.path(), ".hidden/keep.txt", "needle\n");
     write_file(dir.path(), ".git/HEAD", "needle\n");
-    let result = call(&pack(dir.path()), "grep", json!({"pattern": "needle"})).await;
+    let result = grep(&pack(dir.path()), json!({"pattern": "needle"})).await;
     assert_eq!(ok_text(&result), ".hidden/keep.txt:1: needle\n");
 }
 
@@ -241,7 +222,7 @@ async fn grep_shortens_long_lines_around_the_match() {
     let dir = tempfile::tempdir().unwrap();
     let line = format!("{}needle{}", "a".repeat(2000), "b".repeat(2000));
     write_file(dir.path(), "min.js", format!("{line}\n"));
-    let result = call(&pack(dir.path()), "grep", json!({"pattern": "needle"})).await;
+    let result = grep(&pack(dir.path()), json!({"pattern": "needle"})).await;
     let text = structured(&result)["matches"][0]["text"]
         .as_str()
         .unwrap()
@@ -255,9 +236,8 @@ async fn grep_shortens_long_lines_around_the_match() {
 #[tokio::test]
 async fn grep_reports_files_searched_when_nothing_matches() {
     let dir = project();
-    let result = call(
+    let result = grep(
         &pack(dir.path()),
-        "grep",
         json!({"pattern": "zebra", "path": "src"}),
     )
     .await;
@@ -274,9 +254,8 @@ async fn grep_reports_files_searched_when_nothing_matches() {
 #[tokio::test]
 async fn grep_searches_a_single_file_path() {
     let dir = project();
-    let result = call(
+    let result = grep(
         &pack(dir.path()),
-        "grep",
         json!({"pattern": "fn", "path": "src/main.rs"}),
     )
     .await;
@@ -288,13 +267,7 @@ async fn grep_searches_a_single_file_path() {
 
 #[tokio::test]
 async fn grep_rejects_context_above_ten() {
-    let dir = project();
-    let result = call(
-        &pack(dir.path()),
-        "grep",
-        json!({"pattern": "fn", "context": 11}),
-    )
-    .await;
+    let result = grep_project(json!({"pattern": "fn", "context": 11})).await;
     assert_eq!(
         error_text(&result),
         "`context` must be an integer from 0 to 10 (got 11)"
@@ -315,12 +288,7 @@ async fn d5_grep_skips_a_file_with_a_line_longer_than_the_heap_limit() {
         max_line_bytes: 64 * 1024,
         ..WorkspaceLimits::default()
     };
-    let result = call(
-        &pack_with(root, limits),
-        "grep",
-        json!({"pattern": "NEEDLE"}),
-    )
-    .await;
+    let result = grep(&pack_with(root, limits), json!({"pattern": "NEEDLE"})).await;
     let text = ok_text(&result);
     assert!(
         text.contains("[1 file not searched to the end: `huge.txt` (a line longer than 64 KiB)]"),
@@ -360,9 +328,8 @@ fn nested_alternates() -> String {
 #[tokio::test]
 async fn d16_a_deeply_nested_glob_is_a_clean_error_not_a_panic() {
     let dir = project();
-    let result = call(
+    let result = grep(
         &pack(dir.path()),
-        "grep",
         json!({"pattern": "helper", "glob": nested_alternates()}),
     )
     .await;
@@ -374,9 +341,8 @@ async fn d16_a_deeply_nested_glob_is_a_clean_error_not_a_panic() {
     );
     // Under the length cap, the nesting cap answers.
     let glob = format!("{}b{}", "{a,".repeat(500), "}".repeat(500));
-    let result = call(
+    let result = grep(
         &pack(dir.path()),
-        "grep",
         json!({"pattern": "helper", "glob": glob}),
     )
     .await;

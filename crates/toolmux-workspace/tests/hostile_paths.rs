@@ -89,151 +89,152 @@ fn fixture() -> Fixture {
     }
 }
 
-fn leaves(path: &str) -> String {
-    format!("path `{path}` leaves the project root")
-}
-fn absolute(path: &str) -> String {
-    format!("absolute paths are not accepted (`{path}`); give a path relative to the project root")
-}
-fn tilde(path: &str) -> String {
-    format!("`~` is not expanded (`{path}`); give a path relative to the project root")
-}
-fn percent(path: &str) -> String {
-    format!("percent-encoded paths are not accepted (`{path}`); write the characters themselves")
-}
-fn backslash(path: &str) -> String {
-    format!("backslashes are not accepted (`{path}`); separate directories with `/`")
-}
-fn link_leads_out(link: &str) -> String {
-    format!("`{link}` is a symbolic link that leads outside the project root")
-}
-fn missing(path: &str) -> String {
-    format!("`{path}` does not exist")
-}
-
 /// Every hostile path with the exact refusal every tool must give.
 fn hostile_paths(f: &Fixture) -> Vec<(String, String)> {
     let secret_abs = f.base.join("secret.txt").display().to_string();
     let root_abs = f.root.join("src/main.rs").display().to_string();
-    let long = "a".repeat(10_000);
     let deep_climb = format!("{}etc/passwd", "../".repeat(50));
-    let mut table: Vec<(String, String)> = vec![
-        // Climbing out with `..`, however it is dressed.
-        ("..".into(), leaves("..")),
-        ("../".into(), leaves("../")),
-        ("../secret.txt".into(), leaves("../secret.txt")),
-        ("a/../../secret.txt".into(), leaves("a/../../secret.txt")),
-        ("./../secret.txt".into(), leaves("./../secret.txt")),
-        (".//../secret.txt".into(), leaves(".//../secret.txt")),
-        ("src/../..".into(), leaves("src/../..")),
+    let long_dir = format!("{}/x", "b".repeat(300));
+    let mut table: Vec<(String, String)> = Vec::new();
+    // Each path with the refusal that names it.
+    let mut refused = |paths: &[&str], why: fn(&str) -> String| {
+        table.extend(paths.iter().map(|path| (path.to_string(), why(path))));
+    };
+    // Climbing out with `..`, however it is dressed.
+    refused(
+        &[
+            "..",
+            "../",
+            "../secret.txt",
+            "a/../../secret.txt",
+            "./../secret.txt",
+            ".//../secret.txt",
+            "src/../..",
+            "src/../../secret.txt",
+            "a/b.txt/../../../secret.txt",
+            "../project/src/main.rs",
+            &deep_climb,
+        ],
+        |p| format!("path `{p}` leaves the project root"),
+    );
+    // Absolute paths, Unix and Windows.
+    refused(
+        &[
+            "/etc/passwd",
+            "/",
+            "//etc",
+            &secret_abs,
+            &root_abs,
+            "C:\\Windows",
+            "c:/Windows/win.ini",
+            "\\\\server\\share",
+        ],
+        |p| {
+            format!(
+                "absolute paths are not accepted (`{p}`); give a path relative to the project root"
+            )
+        },
+    );
+    // Shell expansion we do not do.
+    refused(&["~/x", "~root", "~"], |p| {
+        format!("`~` is not expanded (`{p}`); give a path relative to the project root")
+    });
+    // Bytes that have no place in a path.
+    refused(&["..\\secret.txt", "a\\..\\..\\secret.txt"], |p| {
+        format!("backslashes are not accepted (`{p}`); separate directories with `/`")
+    });
+    // Percent-encoding, which a careless layer might decode after us.
+    refused(
+        &[
+            "%2e%2e/secret.txt",
+            "%2E%2E%2Fsecret.txt",
+            "..%2fsecret.txt",
+            "a/%2e%2e/%2e%2e/secret.txt",
+            "%00",
+        ],
+        |p| {
+            format!(
+                "percent-encoded paths are not accepted (`{p}`); write the characters themselves"
+            )
+        },
+    );
+    // Look-alikes and odd spellings are just names, and no such names exist.
+    refused(
+        &[
+            "....//secret.txt",
+            ".../secret.txt",
+            " ../secret.txt",
+            "\u{FF0E}\u{FF0E}/secret.txt",
+            "\u{2024}\u{2024}/secret.txt",
+            "..\u{2215}secret.txt",
+            "..\u{FF0F}secret.txt",
+            ".\u{200B}./secret.txt",
+            "file:///etc/passwd",
+            "src/main.rs/../../secret.txt",
+            "src/main.rs/x",
+            &long_dir,
+        ],
+        |p| format!("`{p}` does not exist"),
+    );
+    // Links inside the root that lead out: same answer whether the target exists or not, and
+    // the refusal names the link, not the path asked for.
+    for (path, link) in [
+        ("link_out", "link_out"),
+        ("link_out/secret", "link_out"),
+        ("link_out/no_such_file", "link_out"),
+        ("./link_out//secret", "link_out"),
+        ("link_file", "link_file"),
+        ("dangling_out", "dangling_out"),
+        ("dangling_abs", "dangling_abs"),
+        ("link_parent/secret.txt", "link_parent"),
+        ("link_parent/project/src/main.rs", "link_parent"),
+        ("link_etc/passwd", "link_etc"),
+        ("hop1", "hop1"),
+        ("sub/up", "sub/up"),
+        ("sub/../sub/up", "sub/up"),
+        ("link_out/secret/..", "link_out"),
+    ] {
+        table.push((
+            path.into(),
+            format!("`{link}` is a symbolic link that leads outside the project root"),
+        ));
+    }
+    // Refusals that do not quote the path.
+    for (path, why) in [
+        ("a\0b".to_string(), "path contains a NUL byte"),
+        ("src/main.rs\0".to_string(), "path contains a NUL byte"),
         (
-            "src/../../secret.txt".into(),
-            leaves("src/../../secret.txt"),
+            "a".repeat(10_000),
+            "path is 10000 bytes long; at most 4096 are accepted",
         ),
         (
-            "a/b.txt/../../../secret.txt".into(),
-            leaves("a/b.txt/../../../secret.txt"),
+            "loop_a".to_string(),
+            "`loop_a` has too many levels of symbolic links",
         ),
-        (
-            "../project/src/main.rs".into(),
-            leaves("../project/src/main.rs"),
-        ),
-        (deep_climb.clone(), leaves(&deep_climb)),
-        // Absolute paths, Unix and Windows.
-        ("/etc/passwd".into(), absolute("/etc/passwd")),
-        ("/".into(), absolute("/")),
-        ("//etc".into(), absolute("//etc")),
-        (secret_abs.clone(), absolute(&secret_abs)),
-        (root_abs.clone(), absolute(&root_abs)),
-        ("C:\\Windows".into(), absolute("C:\\Windows")),
-        ("c:/Windows/win.ini".into(), absolute("c:/Windows/win.ini")),
-        ("\\\\server\\share".into(), absolute("\\\\server\\share")),
-        // Shell expansion we do not do.
-        ("~/x".into(), tilde("~/x")),
-        ("~root".into(), tilde("~root")),
-        ("~".into(), tilde("~")),
-        // Bytes that have no place in a path.
-        ("a\0b".into(), "path contains a NUL byte".into()),
-        ("src/main.rs\0".into(), "path contains a NUL byte".into()),
-        (
-            long.clone(),
-            "path is 10000 bytes long; at most 4096 are accepted".into(),
-        ),
-        ("..\\secret.txt".into(), backslash("..\\secret.txt")),
-        (
-            "a\\..\\..\\secret.txt".into(),
-            backslash("a\\..\\..\\secret.txt"),
-        ),
-        // Percent-encoding, which a careless layer might decode after us.
-        ("%2e%2e/secret.txt".into(), percent("%2e%2e/secret.txt")),
-        ("%2E%2E%2Fsecret.txt".into(), percent("%2E%2E%2Fsecret.txt")),
-        ("..%2fsecret.txt".into(), percent("..%2fsecret.txt")),
-        (
-            "a/%2e%2e/%2e%2e/secret.txt".into(),
-            percent("a/%2e%2e/%2e%2e/secret.txt"),
-        ),
-        ("%00".into(), percent("%00")),
-        // Links inside the root that lead out: same answer whether the target exists or not.
-        ("link_out".into(), link_leads_out("link_out")),
-        ("link_out/secret".into(), link_leads_out("link_out")),
-        ("link_out/no_such_file".into(), link_leads_out("link_out")),
-        ("./link_out//secret".into(), link_leads_out("link_out")),
-        ("link_file".into(), link_leads_out("link_file")),
-        ("dangling_out".into(), link_leads_out("dangling_out")),
-        ("dangling_abs".into(), link_leads_out("dangling_abs")),
-        (
-            "link_parent/secret.txt".into(),
-            link_leads_out("link_parent"),
-        ),
-        (
-            "link_parent/project/src/main.rs".into(),
-            link_leads_out("link_parent"),
-        ),
-        ("link_etc/passwd".into(), link_leads_out("link_etc")),
-        ("hop1".into(), link_leads_out("hop1")),
-        ("sub/up".into(), link_leads_out("sub/up")),
-        ("sub/../sub/up".into(), link_leads_out("sub/up")),
-        (
-            "loop_a".into(),
-            "`loop_a` has too many levels of symbolic links".into(),
-        ),
-        // Look-alikes and odd spellings are just names, and no such names exist.
-        ("....//secret.txt".into(), missing("....//secret.txt")),
-        (".../secret.txt".into(), missing(".../secret.txt")),
-        (" ../secret.txt".into(), missing(" ../secret.txt")),
-        (
-            "\u{FF0E}\u{FF0E}/secret.txt".into(),
-            missing("\u{FF0E}\u{FF0E}/secret.txt"),
-        ),
-        (
-            "\u{2024}\u{2024}/secret.txt".into(),
-            missing("\u{2024}\u{2024}/secret.txt"),
-        ),
-        (
-            "..\u{2215}secret.txt".into(),
-            missing("..\u{2215}secret.txt"),
-        ),
-        (
-            "..\u{FF0F}secret.txt".into(),
-            missing("..\u{FF0F}secret.txt"),
-        ),
-        (
-            ".\u{200B}./secret.txt".into(),
-            missing(".\u{200B}./secret.txt"),
-        ),
-        ("file:///etc/passwd".into(), missing("file:///etc/passwd")),
-        (
-            "src/main.rs/../../secret.txt".into(),
-            missing("src/main.rs/../../secret.txt"),
-        ),
-        ("src/main.rs/x".into(), missing("src/main.rs/x")),
-        (
-            format!("{}/x", "b".repeat(300)),
-            missing(&format!("{}/x", "b".repeat(300))),
-        ),
-    ];
-    table.push(("link_out/secret/..".into(), link_leads_out("link_out")));
+    ] {
+        table.push((path, why.into()));
+    }
     table
+}
+
+/// Each of `calls` (a tool and its arguments) refuses `path` with exactly `expected`, and shows
+/// nothing from outside the root.
+async fn assert_refused(
+    f: &Fixture,
+    path: &str,
+    expected: &str,
+    calls: impl IntoIterator<Item = (&str, serde_json::Value)>,
+) {
+    for (tool, arguments) in calls {
+        let result = call(&f.pack, tool, arguments).await;
+        assert_eq!(
+            error_text(&result),
+            expected,
+            "{tool} with path {:?}",
+            path.chars().take(80).collect::<String>()
+        );
+        assert!(!everything(&result).contains(MARKER));
+    }
 }
 
 #[tokio::test]
@@ -248,16 +249,7 @@ async fn every_hostile_path_is_refused_by_every_tool_with_the_exact_message() {
             ("grep", json!({"pattern": "e", "path": path})),
             ("directory_list", json!({"path": path})),
         ];
-        for (tool, arguments) in calls {
-            let result = call(&f.pack, tool, arguments).await;
-            assert_eq!(
-                error_text(&result),
-                *expected,
-                "{tool} with path {:?}",
-                path.chars().take(80).collect::<String>()
-            );
-            assert!(!everything(&result).contains(MARKER));
-        }
+        assert_refused(&f, path, expected, calls).await;
     }
 }
 
@@ -707,17 +699,14 @@ async fn d6_an_ignore_file_that_is_a_fifo_a_device_or_huge_never_blocks_a_walk()
     .await;
     assert_eq!(ok_text(&grep), "ok_dir/found.txt:1: needle\n");
     // Asked for by name, a directory whose ignore file cannot be read says so.
-    let grep = call(
-        &f.pack,
-        "grep",
-        json!({"pattern": "needle", "path": "fifo_dir"}),
+    assert_refused(
+        &f,
+        "fifo_dir",
+        "`fifo_dir/.gitignore` is not a regular file of at most 1 MiB, so the ignore rules of \
+         `fifo_dir` cannot be read; remove or replace it",
+        [("grep", json!({"pattern": "needle", "path": "fifo_dir"}))],
     )
     .await;
-    assert_eq!(
-        error_text(&grep),
-        "`fifo_dir/.gitignore` is not a regular file of at most 1 MiB, so the ignore rules of \
-         `fifo_dir` cannot be read; remove or replace it"
-    );
 }
 
 #[tokio::test]
@@ -828,16 +817,7 @@ async fn every_hostile_path_is_refused_by_every_write_tool_with_the_same_message
         if expected.ends_with("does not exist") {
             continue;
         }
-        for (tool, arguments) in write_calls(path) {
-            let result = call(&f.pack, tool, arguments).await;
-            assert_eq!(
-                error_text(&result),
-                *expected,
-                "{tool} with path {:?}",
-                path.chars().take(80).collect::<String>()
-            );
-            assert!(!everything(&result).contains(MARKER));
-        }
+        assert_refused(&f, path, expected, write_calls(path)).await;
         checked += 1;
     }
     assert!(checked >= 40, "only {checked} hostile paths");
@@ -891,18 +871,18 @@ async fn writes_never_reach_into_git_or_toolmux_state() {
     assert!(!f.root.join(".toolmux/state/new.json").exists());
     // The rest of `.toolmux` defines what toolmux runs and how it sandboxes it (finding D20):
     // refused as well, nothing written.
-    let config = call(
-        &f.pack,
-        "file_write",
-        json!({"path": ".toolmux/config.json", "content": "{}\n"}),
-    )
-    .await;
-    assert_eq!(
-        error_text(&config),
+    assert_refused(
+        &f,
+        ".toolmux/config.json",
         "`.toolmux/config.json` is inside `.toolmux`, toolmux's own configuration, which defines \
          what toolmux runs and how it is sandboxed; the workspace tools never write it (a person \
-         edits it, or `toolmux config set` does)"
-    );
+         edits it, or `toolmux config set` does)",
+        [(
+            "file_write",
+            json!({"path": ".toolmux/config.json", "content": "{}\n"}),
+        )],
+    )
+    .await;
     assert!(!f.root.join(".toolmux/config.json").exists());
 }
 
@@ -928,14 +908,27 @@ async fn a_write_through_a_link_inside_the_root_changes_its_target_and_keeps_the
     );
 }
 
-#[tokio::test]
-async fn d6_a_directory_swapped_for_a_link_during_writes_never_writes_outside() {
+/// The fixture with a directory `outside` beside the root holding the marker in
+/// `outside_file`, and `race` in the root holding `inside_file` and a link `race/alt` to
+/// `outside/<link_to>` (to `outside` itself where there is no `link_to`), for a swapper to race.
+fn race_fixture(
+    outside_file: &str,
+    inside_file: &str,
+    link_to: Option<&str>,
+) -> (Fixture, std::path::PathBuf, std::path::PathBuf) {
     let f = fixture();
     let outside = f.base.join("outside");
-    write_file(&outside, "f.txt", format!("{MARKER}\n"));
+    write_file(&outside, outside_file, format!("{MARKER}\n"));
     let race = f.root.join("race");
-    write_file(&race, "d/f.txt", "inside\n");
-    symlink(&outside, race.join("alt")).unwrap();
+    write_file(&race, inside_file, "inside\n");
+    let target = link_to.map_or_else(|| outside.clone(), |name| outside.join(name));
+    symlink(target, race.join("alt")).unwrap();
+    (f, outside, race)
+}
+
+#[tokio::test]
+async fn d6_a_directory_swapped_for_a_link_during_writes_never_writes_outside() {
+    let (f, outside, race) = race_fixture("f.txt", "d/f.txt", None);
     let before = snapshot(&outside);
 
     const ROUNDS: usize = 300;
@@ -976,12 +969,7 @@ async fn d6_a_directory_swapped_for_a_link_during_writes_never_writes_outside() 
 
 #[tokio::test]
 async fn d6_a_file_swapped_for_a_link_during_writes_never_writes_through_it() {
-    let f = fixture();
-    let outside = f.base.join("outside");
-    write_file(&outside, "target.txt", format!("{MARKER}\n"));
-    let race = f.root.join("race");
-    write_file(&race, "d", "inside\n");
-    symlink(outside.join("target.txt"), race.join("alt")).unwrap();
+    let (f, outside, race) = race_fixture("target.txt", "d", Some("target.txt"));
     let before = snapshot(&outside);
     let swapper = Swapper::start(&race);
     for round in 0..300 {

@@ -6,31 +6,19 @@
 mod results;
 mod support;
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use results::{error_text, ok_text, structured};
 use serde_json::{Value, json};
-use support::{call, pack};
+use support::{call, fingerprint, pack};
 use toolmux_core::{
     Approval, ApprovalQueue, CallContext, Channel, Hub, HubSettings, NullSink, PendingApproval,
     ToolErrorKind, ToolResult,
 };
 use toolmux_testkit::project::write_file;
 use toolmux_workspace::{ProtectedKind, ProtectedPaths, WorkspacePack};
-
-/// The file's bytes, inode and modification time: what "left untouched" means.
-fn fingerprint(path: &Path) -> (Vec<u8>, u64, i64, i64) {
-    let meta = std::fs::metadata(path).expect("stat");
-    (
-        std::fs::read(path).expect("read"),
-        meta.ino(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-    )
-}
 
 /// A hub serving the pack over `root`, and a REST-like context whose `ask` calls wait in
 /// `queue` until the test answers them.

@@ -5,30 +5,19 @@
 mod results;
 mod support;
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use results::{error_text, ok_text, structured};
 use serde_json::{Value, json};
-use support::{call, pack};
-use toolmux_core::{CallContext, Channel, Source, SourceCall, ToolErrorKind, ToolResult};
+use support::{call, call_in_context, fingerprint, pack, preview_in_context};
+use toolmux_core::{CallContext, Channel, Source, ToolErrorKind, ToolResult};
 use toolmux_testkit::project::write_file;
 use toolmux_workspace::WorkspacePack;
 use uuid::Uuid;
 
 fn read(root: &Path, rel: &str) -> String {
     std::fs::read_to_string(root.join(rel)).expect("read back")
-}
-
-/// The file's bytes, inode and modification time: what "left untouched" means.
-fn fingerprint(path: &Path) -> (Vec<u8>, u64, i64, i64) {
-    let meta = std::fs::metadata(path).expect("stat");
-    (
-        std::fs::read(path).expect("read"),
-        meta.ino(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-    )
 }
 
 /// The message of a conflict (a file changed or not read): a tool error of kind `conflict`.
@@ -573,23 +562,7 @@ async fn call_for(
     tool: &str,
     arguments: Value,
 ) -> ToolResult {
-    let descriptor = pack
-        .tools()
-        .into_iter()
-        .find(|t| t.name == tool)
-        .unwrap_or_else(|| panic!("no tool {tool}"));
-    let mut context = CallContext::new(Channel::Mcp).with_session(session);
-    context.approval = approval;
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments must be an object")
-    };
-    pack.call(SourceCall {
-        tool: &descriptor,
-        arguments,
-        context: &context,
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{tool} failed at the source level: {e}"))
+    call_in_context(pack, tool, arguments, &mcp_context(session, approval)).await
 }
 
 /// What the pack would show a person asked to approve `tool` with `arguments` in `session`.
@@ -610,22 +583,14 @@ async fn preview_for(
     tool: &str,
     arguments: Value,
 ) -> Option<String> {
-    let descriptor = pack
-        .tools()
-        .into_iter()
-        .find(|t| t.name == tool)
-        .unwrap_or_else(|| panic!("no tool {tool}"));
+    preview_in_context(pack, tool, arguments, &mcp_context(session, approval)).await
+}
+
+/// The context of a call over MCP in `session`, let run by `approval`.
+fn mcp_context(session: &str, approval: Option<Uuid>) -> CallContext {
     let mut context = CallContext::new(Channel::Mcp).with_session(session);
     context.approval = approval;
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments must be an object")
-    };
-    pack.preview(SourceCall {
-        tool: &descriptor,
-        arguments,
-        context: &context,
-    })
-    .await
+    context
 }
 
 /// Says yes, keeping the messages it was shown.
