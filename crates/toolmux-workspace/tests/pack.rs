@@ -306,10 +306,13 @@ fn d5_a_fan_out_of_calls_takes_at_most_a_few_blocking_threads() {
     assert!(results.iter().all(|r| !r.is_error));
     let threads = threads_named("d5-fan-out");
     drop(runtime);
-    // Two calls at a time; a thread that just finished may not be idle yet when the next
-    // call starts, so up to twice that.
+    // Two calls at a time. A call gives its turn back on its blocking thread, just before that
+    // thread goes idle, so the next call may find no idle thread and start one: on a loaded
+    // machine that race is won now and then (5 threads were seen on 2 busy cores). Without the
+    // limit the 64 calls take 64 threads, so a bound of four times the limit still tells the
+    // two apart without depending on the scheduler.
     assert!(
-        (1..=4).contains(&threads),
+        (1..=8).contains(&threads),
         "64 calls took {threads} blocking threads"
     );
 }
