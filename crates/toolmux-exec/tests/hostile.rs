@@ -406,7 +406,10 @@ async fn a_writable_git_cannot_be_sent_to_another_common_dir() {
         String::from_utf8_lossy(&status.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&status.stdout), "?? evil/\n");
-    assert!(!root.join("pwned").exists(), "git ran the planted fsmonitor");
+    assert!(
+        !root.join("pwned").exists(),
+        "git ran the planted fsmonitor"
+    );
     let notes = out["sandbox"]["notes"].to_string();
     for (made, how) in [
         (".git/config.worktree", "made empty"),
