@@ -183,15 +183,24 @@ impl ExecPack {
         let git = root.join(".git");
         let git_writable = writable.iter().skip(2).any(|p| *p == git);
         let mut notes = Vec::new();
-        // Even then its hooks and configuration stay read-only: toolmux's own `git` (a coding
-        // session's worktree) runs the hooks and honours `core.hooksPath` and
-        // `core.fsmonitor`, outside any sandbox. A mount can cover only what exists, so a
-        // missing one is made (empty, as `git init` would) before it is bound.
-        let git_runs = [(git.join("hooks"), true), (git.join("config"), false)];
+        // Even then what decides which commands git runs stays read-only: toolmux's own `git`
+        // (a coding session's worktree) and the user's run the hooks and honour
+        // `core.hooksPath` and `core.fsmonitor`, outside any sandbox. `commondir` would send
+        // git to another folder's `config` and `hooks`, `config.worktree` is read as
+        // configuration where `extensions.worktreeConfig` is on, and `worktrees/<id>/commondir`
+        // does the same for a linked worktree (a session's). A mount can cover only what
+        // exists, so a missing one is made first, as git tolerates it (see [`GitPlaceholder`]).
+        let git_runs = [
+            (git.join("hooks"), GitPlaceholder::Folder),
+            (git.join("config"), GitPlaceholder::Empty),
+            (git.join("config.worktree"), GitPlaceholder::Empty),
+            (git.join("commondir"), GitPlaceholder::ItsOwnCommonDir),
+            (git.join("worktrees"), GitPlaceholder::Folder),
+        ];
         if git_writable && self.inner.settings.sandbox && git.is_dir() {
-            for (path, folder) in &git_runs {
+            for (path, placeholder) in &git_runs {
                 if path.symlink_metadata().is_err() {
-                    notes.push(make_placeholder(path, *folder));
+                    notes.push(placeholder.make(path));
                 }
             }
         }
@@ -305,29 +314,48 @@ impl ExecPack {
     }
 }
 
-/// Makes the empty folder (or file) that stands for a protected path of a writable `.git`
-/// that does not exist, so that it can be bound read-only; what was done, for the notes.
-fn make_placeholder(path: &std::path::Path, folder: bool) -> String {
-    let made = if folder {
-        std::fs::create_dir(path)
-    } else {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map(drop)
-    };
-    match made {
-        Ok(()) => format!(
-            "`{}` did not exist: it was made empty, and is read-only like the rest of what \
-             toolmux's own `git` runs, so that no command can plant one",
-            path.display()
-        ),
-        Err(e) => format!(
-            "`{}` does not exist and could not be made ({e}), so it could not be made \
-             read-only: a command may create it",
-            path.display()
-        ),
+/// What stands for a missing path of a writable `.git` that decides which commands git runs,
+/// so that it can be bound read-only: each is what git reads as "nothing there".
+#[derive(Clone, Copy, Debug)]
+enum GitPlaceholder {
+    /// An empty folder (`hooks`, `worktrees`; `git worktree prune` may remove the latter
+    /// again, and the next call makes it anew).
+    Folder,
+    /// An empty file (`config`, `config.worktree`: no settings).
+    Empty,
+    /// `commondir` naming the repository itself: git refuses an empty one ("failed to read")
+    /// and reads `.` as the folder it is in, so nothing changes but that it exists.
+    ItsOwnCommonDir,
+}
+
+impl GitPlaceholder {
+    /// Makes it at `path` (which does not exist); what was done, for the notes.
+    fn make(self, path: &std::path::Path) -> String {
+        let file = |contents: &[u8]| {
+            use std::io::Write as _;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .and_then(|mut file| file.write_all(contents))
+        };
+        let (made, how) = match self {
+            Self::Folder => (std::fs::create_dir(path), "made empty"),
+            Self::Empty => (file(b""), "made empty"),
+            Self::ItsOwnCommonDir => (file(b"."), "made naming `.git` itself (`.`)"),
+        };
+        match made {
+            Ok(()) => format!(
+                "`{}` did not exist: it was {how}, and is read-only like the rest of what \
+                 decides which commands git runs, so that no command can plant one",
+                path.display()
+            ),
+            Err(e) => format!(
+                "`{}` does not exist and could not be made ({e}), so it could not be made \
+                 read-only: a command may create it",
+                path.display()
+            ),
+        }
     }
 }
 

@@ -345,6 +345,84 @@ async fn a_writable_git_without_hooks_gets_no_planted_hook() {
     }
 }
 
+/// Found in review of issue 28: with `.git` writable and its hooks and `config` read-only, a
+/// command wrote `.git/commondir` naming a folder of its own, whose `config` sets
+/// `core.fsmonitor`: the next `git status` outside the sandbox (the user's, or toolmux's own
+/// in a session's worktree) read that configuration and ran the command. `commondir`,
+/// `config.worktree` and `worktrees` are kept read-only too, made first where missing as git
+/// reads "nothing there".
+#[tokio::test]
+async fn a_writable_git_cannot_be_sent_to_another_common_dir() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path();
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_COMMON_DIR")
+            .output()
+            .expect("git runs")
+    };
+    assert!(git(&["init", "-q"]).status.success());
+    let pack = pack(
+        root,
+        ExecSettings {
+            writable_paths: vec![".git".into()],
+            ..ExecSettings::default()
+        },
+        Protected::default(),
+    );
+    // `LC_ALL=C`: mkdir quotes the path as the locale says.
+    let command = "export LC_ALL=C; { mkdir -p evil/objects evil/refs evil/hooks; \
+                   printf '[core]\\n\\tfsmonitor = touch pwned\\n' > evil/config; \
+                   echo \"$PWD/evil\" > .git/commondir; \
+                   printf '[core]\\n\\tfsmonitor = touch pwned\\n' > .git/config.worktree; \
+                   mkdir .git/worktrees/planted; echo x > .git/ORIG_HEAD && echo wrote; } 2>&1";
+    let Some(out) = shell(&pack, command).await else {
+        return;
+    };
+    assert_eq!(
+        stdout(&out),
+        "bash: line 1: .git/commondir: Read-only file system\n\
+         bash: line 1: .git/config.worktree: Read-only file system\n\
+         mkdir: cannot create directory '.git/worktrees/planted': Read-only file system\n\
+         wrote\n",
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/commondir")).expect("commondir"),
+        "."
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config.worktree")).expect("config.worktree"),
+        ""
+    );
+    // git outside the sandbox reads the placeholders as nothing there, and runs nothing.
+    let status = git(&["status", "--porcelain"]);
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "?? evil/\n");
+    assert!(
+        !root.join("pwned").exists(),
+        "git ran the planted fsmonitor"
+    );
+    let notes = out["sandbox"]["notes"].to_string();
+    for (made, how) in [
+        (".git/config.worktree", "made empty"),
+        (".git/commondir", "made naming `.git` itself (`.`)"),
+        (".git/worktrees", "made empty"),
+    ] {
+        assert!(
+            notes.contains(&format!("{made}` did not exist: it was {how}")),
+            "{notes}"
+        );
+    }
+}
+
 /// D39: with `serve --socket tm.sock` in the project, a network-less command reached toolmux
 /// through its socket.
 #[tokio::test]

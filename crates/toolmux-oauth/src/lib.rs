@@ -127,10 +127,10 @@ impl OAuthError {
 /// for a terminal or a log.
 const MAX_ERROR_CHARS: usize = 1000;
 
-/// Text an authorization server had a say in, made fit for a terminal or a log: no control
-/// characters (no escape sequence reaches the terminal), at most `max_chars` of it, and `…`
-/// when more was cut.
-pub(crate) fn printable(text: &str, max_chars: usize) -> String {
+/// Text an authorization server (or an MCP server) had a say in, made fit for a terminal or a
+/// log: no control characters (no escape sequence reaches the terminal, no line break forges
+/// a log line), at most `max_chars` of it, and `…` when more was cut.
+pub fn printable(text: &str, max_chars: usize) -> String {
     let mut clean: String = text
         .chars()
         .filter(|c| !c.is_control())

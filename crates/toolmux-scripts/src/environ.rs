@@ -64,6 +64,22 @@ pub fn references(text: &str) -> Vec<String> {
     names
 }
 
+/// The variables the `${VAR}` references of `files` name ([`references`]), in order; a file
+/// that cannot be read names none (loading it reports the error).
+pub fn references_in(files: &[std::path::PathBuf]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for file in files {
+        if let Ok(text) = toolmux_config::read_config_text(file) {
+            for name in references(&text) {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
+}
+
 /// Whether a variable named by the configuration (or `--api-key-env`) is taken out of the
 /// process environment: all but the basics every program needs and toolmux reads itself
 /// (the child allowlist, `XDG_*`, the working directory).
@@ -110,21 +126,87 @@ pub unsafe fn hide_secrets(named: &[String]) -> Hidden {
             })
         })
         .collect();
+    if !toolmux_core::process_env::keep_removed(kept_values(&secrets)) {
+        hidden.problems.push(
+            "the secrets were already hidden once; what this second pass took out is lost to \
+             the configuration"
+                .to_string(),
+        );
+    }
+    // SAFETY: no other thread reads or writes the environment (the caller's promise).
+    unsafe { take_out(secrets, &mut hidden) };
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        hidden
+            .problems
+            .push(format!("cannot make toolmux not dumpable: {e}"));
+    }
+    hidden
+}
+
+/// [`hide_secrets`] for the variables a configuration reloaded since start names (`named`,
+/// its [`references`]): those still in the process environment leave it and the block
+/// `/proc/<toolmux>/environ` shows, their values kept for toolmux's own lookups first. A
+/// proxy variable stays (toolmux's HTTP clients read it there; putting a copy back as at start
+/// would mean a `setenv` while other threads run).
+///
+/// # Safety
+/// No other thread may change the environment (in toolmux nothing does after start but this,
+/// and two reloads take turns here), nor read it through the C library without Rust's
+/// environment lock meanwhile (a `getenv` of C code on another thread): the entries are taken
+/// out with [`std::env::remove_var`], which holds that lock against every Rust reader, and
+/// their original strings are then overwritten. glibc's `unsetenv` frees nothing and the
+/// strings stay mapped, so a C reader at the same moment sees at worst a shortened string,
+/// never freed memory; but that is not a promise the C library makes.
+pub unsafe fn hide_newly_named(named: &[String]) -> Hidden {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut hidden = Hidden::default();
+    let newly: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(name, _)| {
+            name.to_str().is_some_and(|n| {
+                named.iter().any(|m| m == n) && named_is_hidden(n) && !needed_in_process(n)
+            })
+        })
+        .collect();
+    if newly.is_empty() {
+        return hidden;
+    }
+    toolmux_core::process_env::keep_more(kept_values(&newly));
+    // SAFETY: the caller's promise; no proxy variable is among them, so nothing is set.
+    unsafe { take_out(newly, &mut hidden) };
+    hidden
+}
+
+/// The values of `secrets` toolmux keeps for its own lookups: all but the proxy variables
+/// (which stay in the process environment) and values that are not Unicode (which `${VAR}`
+/// could not read before either).
+fn kept_values(secrets: &[(OsString, OsString)]) -> HashMap<String, String> {
+    secrets
+        .iter()
+        .filter(|(name, _)| !needed_in_process(&name.to_string_lossy()))
+        .filter_map(|(name, value)| Some((name.to_str()?.to_string(), value.to_str()?.to_string())))
+        .collect()
+}
+
+/// Takes `secrets` out of the process environment (a proxy variable is put back as a fresh
+/// copy) and overwrites their original strings in the block `/proc` shows.
+///
+/// # Safety
+/// As [`std::env::remove_var`] and [`std::env::set_var`]; see the callers'.
+unsafe fn take_out(secrets: Vec<(OsString, OsString)>, hidden: &mut Hidden) {
     // Where their original strings are, found before the environment changes.
     let originals = original_entries(&secrets, &mut hidden.problems);
-    let mut kept = HashMap::new();
     for (name, value) in secrets {
         if needed_in_process(&name.to_string_lossy()) {
-            // SAFETY: no other thread reads or writes the environment (the caller's promise).
-            // The copy setenv makes is on the heap, which `/proc/PID/environ` never shows.
+            // SAFETY: the caller's promise. The copy setenv makes is on the heap, which
+            // `/proc/PID/environ` never shows.
             unsafe { std::env::set_var(&name, &value) };
         } else {
-            // SAFETY: as above.
+            // SAFETY: the caller's promise.
             unsafe { std::env::remove_var(&name) };
-            // A value that is not Unicode could not be read by `${VAR}` before either.
-            if let (Some(name), Some(value)) = (name.to_str(), value.to_str()) {
-                kept.insert(name.to_string(), value.to_string());
-            }
         }
         hidden.names.push(name.to_string_lossy().into_owned());
     }
@@ -136,20 +218,6 @@ pub unsafe fn hide_secrets(named: &[String]) -> Hidden {
         unsafe { std::ptr::write_bytes(*start, 0, *len) };
     }
     hidden.overwritten = originals.len();
-    if !toolmux_core::process_env::keep_removed(kept) {
-        hidden.problems.push(
-            "the secrets were already hidden once; what this second pass took out is lost to \
-             the configuration"
-                .to_string(),
-        );
-    }
-    #[cfg(target_os = "linux")]
-    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
-        hidden
-            .problems
-            .push(format!("cannot make toolmux not dumpable: {e}"));
-    }
-    hidden
 }
 
 /// The original strings (start, length) of the `secrets` in the block `/proc/self/environ`

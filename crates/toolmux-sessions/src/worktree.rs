@@ -10,6 +10,7 @@ use crate::record::Worktree;
 
 /// Creates `worktree` from the root's `HEAD`.
 pub async fn create(root: &Path, worktree: &Worktree) -> Result<(), SessionError> {
+    refuse_a_redirected_repository(root)?;
     if let Some(parent) = worktree.path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| SessionError::io(parent, e))?;
     }
@@ -45,4 +46,32 @@ pub async fn create(root: &Path, worktree: &Worktree) -> Result<(), SessionError
         ))),
         Ok(Ok(_)) => Ok(()),
     }
+}
+
+/// Refuses a repository whose `.git/commondir` sends git elsewhere. A main repository's `.git`
+/// folder has none, or the `.` the exec pack's sandbox makes so that it can keep it read-only;
+/// anything else was planted (by a command, while `.git` was writable and no sandbox kept it)
+/// so that git reads another folder's `config` and `hooks`, which toolmux's own `git`, run
+/// here outside any sandbox, would then obey.
+fn refuse_a_redirected_repository(root: &Path) -> Result<(), SessionError> {
+    let commondir = root.join(".git").join("commondir");
+    let text = match std::fs::read_to_string(&commondir) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(SessionError::io(&commondir, e)),
+    };
+    let target = text.trim_end_matches(['\n', '\r']);
+    if target == "." {
+        return Ok(());
+    }
+    // Quoted as Rust quotes a string (control characters escaped) and cut: whoever planted it
+    // chose the text.
+    let shown: String = target.chars().take(200).collect();
+    Err(SessionError::Failed(format!(
+        "`{}` sends git to {shown:?} for its configuration and hooks, which neither git nor \
+         toolmux makes in a main repository: something planted it to have git run its own \
+         commands. Remove it (and look at what is there) before starting a session in a \
+         worktree",
+        commondir.display(),
+    )))
 }

@@ -927,6 +927,75 @@ async fn an_acp_agent_in_a_worktree_writes_the_checkout_but_not_its_toolmux_fold
     );
 }
 
+/// Found in review of issue 28: where `.git` was writable, a command could write
+/// `.git/commondir` naming a folder of its own, whose hooks toolmux's `git worktree add` for
+/// the next worktree session then ran, outside any sandbox. The exec pack's sandbox now keeps
+/// `commondir` read-only; a session refuses one that sends git elsewhere all the same, before
+/// running git.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worktree_session_refuses_a_repository_that_commondir_sends_elsewhere() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().canonicalize().expect("canonical");
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join(".toolmux")).expect(".toolmux");
+    std::fs::write(root.join(".toolmux/config.json"), "{}").expect("config");
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-q", "-m", "first"]);
+    // What the command planted: a repository of its own, with the project's objects so that
+    // git works, and a hook.
+    let planted = root.join("planted");
+    let copied = std::process::Command::new("cp")
+        .args(["-r", ".git"])
+        .arg(&planted)
+        .current_dir(&root)
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let hook = planted.join("hooks/post-checkout");
+    let marker = root.join("hook-ran");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).expect("hook");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::write(
+        root.join(".git/commondir"),
+        format!("{}\n", planted.display()),
+    )
+    .expect("commondir");
+    let sessions = Sessions::for_project(
+        &project_root(&root),
+        &root.join(".toolmux/state"),
+        &acp_runner(),
+        None,
+    )
+    .expect("open");
+    let plan = sessions
+        .plan(&RunRequest {
+            worktree: true,
+            branch: Some("agent/planted".into()),
+            ..request("agent", "write notes.txt fine")
+        })
+        .expect("a plan");
+    let refused = sessions
+        .start(plan, None, Some(Arc::new(AllowAll)))
+        .await
+        .expect("recorded");
+    assert_eq!(refused.status, Status::Failed);
+    assert_eq!(
+        refused.error.as_deref(),
+        Some(&*format!(
+            "`{}` sends git to {:?} for its configuration and hooks, which neither git nor \
+             toolmux makes in a main repository: something planted it to have git run its own \
+             commands. Remove it (and look at what is there) before starting a session in a \
+             worktree",
+            root.join(".git/commondir").display(),
+            planted.display().to_string()
+        ))
+    );
+    assert!(!marker.exists(), "the planted hook ran");
+    assert!(!root.join(".toolmux/worktrees").exists());
+}
+
 // What the approval showed ----------------------------------------------------------------
 
 /// A person who, while deciding, sees the runners change (a reload of the configuration), and

@@ -353,10 +353,7 @@ impl Connection {
     pub(crate) async fn open(endpoint: &Endpoint, handler: Handler) -> Result<Self, UpstreamError> {
         let server = endpoint.server.clone();
         let callers = Arc::clone(&handler.callers);
-        let start_error = |message: String| UpstreamError::Start {
-            server: server.clone(),
-            message,
-        };
+        let start_error = |message: String| UpstreamError::start(&server, &message);
         let timeout = endpoint.startup_timeout;
         let timed_out = || UpstreamError::Timeout {
             server: server.clone(),
@@ -742,10 +739,7 @@ impl Connection {
     }
 
     fn protocol(&self, message: String) -> UpstreamError {
-        UpstreamError::Protocol {
-            server: self.server.clone(),
-            message,
-        }
+        UpstreamError::protocol(&self.server, &message)
     }
 
     /// Closes the connection cleanly: for a stdio server, stdin is closed, then SIGTERM is sent
@@ -922,9 +916,10 @@ fn root_cause(error: &(dyn std::error::Error + Send + Sync + 'static)) -> String
     chain[chain.len() - keep..].join(": ")
 }
 
-/// A service error in words a person can act on.
+/// A service error in words a person can act on (what the server said in it through
+/// [`crate::error::server_text`]: a log line takes it as it is).
 pub(crate) fn describe(error: &ServiceError) -> String {
-    match error {
+    let words = match error {
         ServiceError::TransportClosed => "the connection closed (the server exited)".to_string(),
         ServiceError::UnexpectedResponse => {
             "the server answered with something other than a result (toolmux does not support \
@@ -935,7 +930,8 @@ pub(crate) fn describe(error: &ServiceError) -> String {
             format!("the server answered with error {}: {}", e.code.0, e.message)
         }
         other => other.to_string(),
-    }
+    };
+    crate::error::server_text(&words)
 }
 
 #[cfg(test)]

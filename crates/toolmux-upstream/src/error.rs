@@ -3,6 +3,45 @@
 
 use std::time::Duration;
 
+/// The most of one message a server had a say in that an error keeps.
+const MAX_SERVER_TEXT_CHARS: usize = 1000;
+
+/// Text a server had a say in — its HTTP answer, its stderr, its JSON-RPC error, what its
+/// authorization server answered rmcp's token refresh — made fit for where an error goes:
+/// the server's `last_error`, the logs, the REST API's server list and `mcp list`. Printable
+/// (no escape sequence, no line break) and at most [`MAX_SERVER_TEXT_CHARS`] characters; every
+/// message of [`UpstreamError`] that can carry such text is made through it.
+pub(crate) fn server_text(text: &str) -> String {
+    toolmux_oauth::printable(text, MAX_SERVER_TEXT_CHARS)
+}
+
+impl UpstreamError {
+    /// [`UpstreamError::Start`], its message through [`server_text`].
+    pub(crate) fn start(server: &str, message: &str) -> Self {
+        Self::Start {
+            server: server.to_string(),
+            message: server_text(message),
+        }
+    }
+
+    /// [`UpstreamError::Protocol`], its message through [`server_text`].
+    pub(crate) fn protocol(server: &str, message: &str) -> Self {
+        Self::Protocol {
+            server: server.to_string(),
+            message: server_text(message),
+        }
+    }
+
+    /// [`UpstreamError::Answered`], its message through [`server_text`].
+    pub(crate) fn answered(server: &str, code: i32, message: &str) -> Self {
+        Self::Answered {
+            server: server.to_string(),
+            code,
+            message: server_text(message),
+        }
+    }
+}
+
 /// Why talking to an upstream server failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum UpstreamError {

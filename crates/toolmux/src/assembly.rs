@@ -136,6 +136,7 @@ impl Assembly {
     /// server and rebuilds no source. A configuration file that was read before and is missing
     /// now leaves the configuration in force as it is.
     pub fn reload(&self, loaded: &LoadedConfig) {
+        hide_newly_named(loaded);
         let mut in_force = self.in_force.lock().unwrap_or_else(PoisonError::into_inner);
         // The writer's own writes reach the watcher too; an unchanged configuration is not
         // applied twice.
@@ -714,6 +715,33 @@ fn run_from_beneath_root(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
         }
     }
     paths
+}
+
+/// What `main` does at start for the variables the configuration names, done again for a
+/// reloaded one: a `${VAR}` a configuration or registry file names for the first time leaves
+/// toolmux's environment and `/proc`, its value kept for toolmux's own lookups, so that a
+/// child that inherits the whole environment does not get it unless configured to.
+fn hide_newly_named(loaded: &LoadedConfig) {
+    let user = toolmux_config::user_config_path();
+    let files = toolmux_config::referencing_files(&loaded.project_dir, user.as_deref());
+    let named = toolmux_scripts::environ::references_in(&files);
+    #[allow(unsafe_code)]
+    // SAFETY: nothing else in toolmux changes its environment after start, and its own reads
+    // go through Rust's environment lock; a C library's `getenv` on another thread meanwhile
+    // (the resolver's, rarely) is the risk `hide_newly_named` describes, glibc's `unsetenv`
+    // freeing nothing it could read.
+    let hidden = unsafe { toolmux_scripts::environ::hide_newly_named(&named) };
+    if !hidden.names.is_empty() {
+        tracing::info!(
+            names = %hidden.names.join(" "),
+            overwritten = hidden.overwritten,
+            "variables the reloaded configuration names taken out of toolmux's environment \
+             (children get them only through a configured `env`)"
+        );
+    }
+    for problem in &hidden.problems {
+        tracing::warn!("{problem}");
+    }
 }
 
 #[cfg(test)]

@@ -81,11 +81,7 @@ fn named_variables(cli: &Cli) -> Vec<String> {
         Ok(dir) => toolmux_config::referencing_files(&dir, user.as_deref()),
         Err(_) => user.into_iter().collect(),
     };
-    for file in files {
-        if let Ok(text) = toolmux_config::read_config_text(&file) {
-            names.extend(toolmux_scripts::environ::references(&text));
-        }
-    }
+    names.extend(toolmux_scripts::environ::references_in(&files));
     names
 }
 

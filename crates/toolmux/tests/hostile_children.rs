@@ -184,6 +184,53 @@ fn d19_a_variable_a_registry_names_is_hidden_too() {
     assert_eq!(server_env.get(NAME), None, "{server_env}");
 }
 
+/// Found in review of issue 28: the variables the configuration names were hidden only at
+/// start, so a registry added by a reload that names a variable not looking like a secret
+/// left it in toolmux's environment: a child inheriting the whole environment got it, and
+/// `/proc/<toolmux>/environ` showed it. A reload hides what it names for the first time the
+/// way the start does, and the registry's server still gets the value.
+#[test]
+fn d19_a_variable_a_reloaded_registry_names_is_hidden_too() {
+    const NAME: &str = "RELOADED_PLAIN_NAME";
+    const VALUE: &str = "reloaded-plain-value-1414213562";
+    let project = toolmux_project();
+    let mut inheriting = tool(json!(["sh", "-c", PEEK]));
+    inheriting["inheritEnv"] = json!(true);
+    let tools = json!({"peek_all": inheriting});
+    project.config(&config(tools.clone(), json!({})));
+    let served = Served::start_with_env(&project, &[], &[(NAME, VALUE)]);
+    let peek = || text(&served.post("/api/tools/peek_all/call", "{}").json());
+    // Named by nothing yet, it is an ordinary variable: in `/proc` and inherited.
+    let seen = peek();
+    let entry = format!("{NAME}={VALUE}");
+    assert_eq!(seen.matches(&entry).count(), 2, "{seen}");
+
+    project.write(
+        "servers.json",
+        &json!({"mcpServers": {"reg": {
+            "command": mcp_python(),
+            "args": [rogue_script()],
+            "env": {"SEEN": format!("${{{NAME}}}")},
+        }}})
+        .to_string(),
+    );
+    let mut configured: Value =
+        serde_json::from_str(&config(tools, json!({}))).expect("the configuration");
+    configured["registries"] = json!(["servers.json"]);
+    project.config(&configured.to_string());
+    wait_until("the reloaded registry's server", || {
+        !served.tool_names("reg").is_empty()
+    });
+    let seen = peek();
+    assert!(seen.contains("---"), "{seen}");
+    assert!(!seen.contains(VALUE), "{NAME} is still seen:\n{seen}");
+    let called = served.post("/api/tools/reg__env/call", "{}").json();
+    let server_env: Value = serde_json::from_str(&text(&called)).expect("the server's env");
+    assert_eq!(server_env["SEEN"], VALUE, "{server_env}");
+    assert_eq!(server_env.get(NAME), None, "{server_env}");
+    served.stop();
+}
+
 #[test]
 fn d21_nothing_a_script_or_a_server_left_outlives_its_call_or_serve() {
     let project = toolmux_project();

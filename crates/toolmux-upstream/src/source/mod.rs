@@ -535,11 +535,7 @@ impl Inner {
         error: &ServiceError,
     ) -> UpstreamError {
         match error {
-            ServiceError::McpError(e) => UpstreamError::Answered {
-                server: self.name.clone(),
-                code: e.code.0,
-                message: e.message.to_string(),
-            },
+            ServiceError::McpError(e) => UpstreamError::answered(&self.name, e.code.0, &e.message),
             _ if !conn.is_alive() => UpstreamError::Protocol {
                 server: self.name.clone(),
                 message: format!(
@@ -547,10 +543,10 @@ impl Inner {
                     self.name
                 ),
             },
-            other => UpstreamError::Protocol {
-                server: self.name.clone(),
-                message: format!("{method} failed: {}", describe(other)),
-            },
+            other => UpstreamError::protocol(
+                &self.name,
+                &format!("{method} failed: {}", describe(other)),
+            ),
         }
     }
 

@@ -1,0 +1,191 @@
+//! Hostile servers against what toolmux keeps and shows of their errors (THREATS.md rules 1
+//! and 7): what a server says in a failure — its HTTP answer, its stderr — reaches the
+//! server's `last_error`, the logs, the REST API's server list and `mcp list` printable and
+//! cut, never whole with its escape sequences and line breaks.
+
+mod support;
+
+use std::io::{Read, Write};
+
+use serde_json::{Value, json};
+use support::{Project, call};
+use toolmux_core::{CallError, Source, SourceState};
+
+/// What the hostile server says: an escape sequence that would retitle and recolour a
+/// terminal, a line break that would forge a log line, then 60 KiB (rmcp reads at most 64 KiB
+/// of an error answer).
+fn hostile_words() -> String {
+    format!(
+        "\u{1b}]0;owned\u{7}\u{1b}[31mred\nforged line {}",
+        "x".repeat(60 * 1024)
+    )
+}
+
+/// How the hostile endpoint answers.
+#[derive(Clone, Copy)]
+enum Refuses {
+    /// Every request, the handshake's first.
+    Everything,
+    /// Every request after a genuine handshake: the connection is live when it refuses.
+    AfterTheHandshake,
+    /// Every request after the handshake and the tool list (one tool, `echo`): a call.
+    AfterTheListing,
+}
+
+/// A streamable HTTP MCP endpoint on a loopback port that answers what `refuses` says with
+/// `400 Bad Request` and `body` as plain text; its URL.
+fn refusing_endpoint(refuses: Refuses, body: String) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match stream.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let head = String::from_utf8_lossy(&head).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|l| l.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            let mut request = vec![0u8; length];
+            let _ = stream.read_exact(&mut request);
+            let request: Value = serde_json::from_slice(&request).unwrap_or(Value::Null);
+            let method = request["method"].as_str().unwrap_or_default();
+            let live = !matches!(refuses, Refuses::Everything);
+            let (status, content_type, answer) = match (refuses, method) {
+                (_, "initialize") if live => (
+                    "200 OK",
+                    "application/json",
+                    json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+                        "protocolVersion": request["params"]["protocolVersion"],
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "hostile", "version": "1.0.0"},
+                    }})
+                    .to_string(),
+                ),
+                (_, m) if live && m.starts_with("notifications/") => {
+                    ("202 Accepted", "text/plain", String::new())
+                }
+                (Refuses::AfterTheListing, "tools/list") => (
+                    "200 OK",
+                    "application/json",
+                    json!({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": [
+                        {"name": "echo", "inputSchema": {"type": "object"}},
+                    ]}})
+                    .to_string(),
+                ),
+                _ => ("400 Bad Request", "text/plain", body.clone()),
+            };
+            let response = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    url
+}
+
+/// Found in review of issue 28: an HTTP server's refusal reached the start error whole —
+/// 60 KiB with escape sequences and line breaks — and from there `last_error`, the logs, the
+/// REST API and `mcp list`. The error keeps rmcp's words and the server's, printable and cut
+/// at 1,000 characters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_servers_huge_escape_laden_refusal_is_kept_printable_and_cut() {
+    let url = refusing_endpoint(Refuses::Everything, hostile_words());
+    let project = Project::new(&json!({"mcpServers": {"hostile": {"url": url}}}));
+    let upstreams = project.upstreams();
+    let hostile = upstreams.get("hostile").expect("configured");
+    let err = hostile.discover().await.expect_err("refused");
+    let said = format!(
+        "cannot connect to {url}: unexpected server response: HTTP 400 Bad Request: \
+         ]0;owned[31mredforged line {}",
+        "x".repeat(60 * 1024)
+    );
+    let cut: String = said.chars().take(1000).collect();
+    assert_eq!(
+        err.to_string(),
+        format!("MCP server `hostile`: cannot start: {cut}…")
+    );
+    // Kept so for `last_error`, and for the catalog the REST API and `mcp list` read.
+    let status = hostile.status();
+    assert_eq!(status.state, SourceState::Failed);
+    assert_eq!(status.error, Some(err.to_string()));
+    let hub = project.hub(&upstreams);
+    let catalog = hub.catalog();
+    let listed = catalog
+        .sources()
+        .iter()
+        .find(|s| s.id == "hostile")
+        .expect("listed");
+    assert_eq!(listed.status.error, Some(err.to_string()));
+}
+
+/// The same on a live connection: the handshake went well, then the server (or, for one that
+/// asks for OAuth, its authorization server answering rmcp's token refresh) refuses a request
+/// with the same words. The request's error, which discovery keeps as the server's error, is
+/// printable and cut alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_on_a_live_connection_is_kept_printable_and_cut() {
+    let url = refusing_endpoint(Refuses::AfterTheHandshake, hostile_words());
+    let project = Project::new(&json!({"mcpServers": {"hostile": {"url": url}}}));
+    let upstreams = project.upstreams();
+    let hostile = upstreams.get("hostile").expect("configured");
+    let err = hostile.discover().await.expect_err("refused");
+    let text = err.to_string();
+    let said = format!("tools/list failed: {}", send_error(&text));
+    let cut: String = said.chars().take(1000).collect();
+    assert_eq!(text, format!("MCP server `hostile`: {cut}…"));
+    assert_eq!(hostile.status().error, Some(text));
+}
+
+/// rmcp's words for a request the hostile server refused, with the transport's Rust type it
+/// names as `text` names it (the rest is exact): what the error says before it is cut.
+fn send_error(text: &str) -> String {
+    let transport = text
+        .split_once("Transport [")
+        .and_then(|(_, rest)| rest.split_once("] error: "))
+        .map(|(transport, _)| transport)
+        .unwrap_or_else(|| panic!("no transport named in {text}"));
+    format!(
+        "Transport send error: Transport [{transport}] error: unexpected server response: \
+         HTTP 400 Bad Request: ]0;owned[31mredforged line {}",
+        "x".repeat(60 * 1024)
+    )
+}
+
+/// And for a call on a live connection, as its caller sees the failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_call_reaches_its_caller_printable_and_cut() {
+    let url = refusing_endpoint(Refuses::AfterTheListing, hostile_words());
+    let project = Project::new(&json!({"mcpServers": {"hostile": {"url": url}}}));
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    upstreams
+        .get("hostile")
+        .expect("configured")
+        .discover()
+        .await
+        .expect("listed");
+    let called = call(&hub, "hostile__echo", json!({})).await;
+    let Err(CallError::Unavailable { name, message }) = called else {
+        panic!("not refused as unavailable: {called:?}");
+    };
+    assert_eq!(name, "hostile__echo");
+    let cut: String = send_error(&message).chars().take(1000).collect();
+    assert_eq!(
+        message,
+        format!(
+            "MCP server `hostile` is unavailable (service unavailable): the call was tried 4 \
+             times without an answer; last error: {cut}…"
+        )
+    );
+}
