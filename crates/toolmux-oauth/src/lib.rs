@@ -112,6 +112,20 @@ pub enum OAuthError {
         /// The server's name.
         server: String,
     },
+    /// The server refuses toolmux (a 401) but names no authorization server: no
+    /// protected-resource metadata, no authorization-server or OpenID metadata. Guessing
+    /// endpoints from its URL (the 2025-03-26 fallback, which later MCP revisions dropped) would
+    /// only fail later with a confusing answer from whatever serves them.
+    #[error(
+        "MCP server `{server}` offers no OAuth sign-in: {url} publishes no protected-resource \
+         or authorization-server metadata; if it takes a key, set it in the server's `headers`"
+    )]
+    NoAuthorizationServer {
+        /// The server's name.
+        server: String,
+        /// Its URL.
+        url: String,
+    },
 }
 
 impl OAuthError {

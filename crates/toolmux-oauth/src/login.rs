@@ -193,6 +193,14 @@ pub async fn start_login(target: &Target) -> Result<PendingLogin, OAuthError> {
         .resolve_metadata_from_challenge(challenge.as_deref())
         .await
         .map_err(flow_error)?;
+    if resolution.source
+        == rmcp::transport::auth::AuthorizationMetadataSource::LegacyEndpointFallback
+    {
+        return Err(OAuthError::NoAuthorizationServer {
+            server,
+            url: target.url.clone(),
+        });
+    }
     manager.set_metadata(resolution.metadata);
     let settings = &target.settings;
 
