@@ -58,12 +58,17 @@ fn well_known_documents_toolmux_does_not_publish_are_json_404s_and_login_says_wh
         .expect("run toolmux");
     let stderr = String::from_utf8_lossy(&login.stderr);
     assert_eq!(login.status.code(), Some(1), "{stderr}");
+    // Its guess at a registration endpoint (`POST /register`) reaches the web app's files.
+    let guessed = "Registration failed: Dynamic registration failed: Registration failed: HTTP \
+                   405 Method Not Allowed: {\"error\":{\"code\":\"method_not_allowed\",\
+                   \"message\":\"the web app's files are read with GET, not POST\",\"details\":{}}}";
     assert_eq!(
         stderr,
         format!(
             "toolmux: MCP server `hub` offers no OAuth sign-in: {} publishes no \
-             protected-resource or authorization-server metadata; if it takes a key, set it in \
-             the server's `headers`\n",
+             protected-resource or authorization-server metadata, and the endpoints guessed \
+             from its URL failed ({guessed}); if it takes a key, set it in the server's \
+             `headers`\n",
             served.mcp_url()
         )
     );
