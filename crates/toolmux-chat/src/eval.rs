@@ -1,6 +1,7 @@
 //! Tool-selection evaluation: a gold set of prompts, each with the tool a good model should call
-//! first, sent to a provider with the live catalog's tools and system prompt; scored as accuracy
-//! per tool. Nothing runs: only the model's first choice is read.
+//! first (or none, where a good model answers in words), sent to a provider with the live
+//! catalog's tools and system prompt; scored as accuracy per tool. Nothing runs: only the model's
+//! first choice is read.
 
 use std::collections::BTreeMap;
 
@@ -18,9 +19,14 @@ use crate::rendering::tool_specs;
 pub struct EvalCase {
     /// What the person writes.
     pub prompt: String,
-    /// The registry name of the tool a good model calls first.
-    pub tool: String,
+    /// The registry name of the tool a good model calls first; `null` where a good model calls
+    /// none (small talk, what it knows by itself): a model that reaches for a tool at every
+    /// prompt must not score well.
+    pub tool: Option<String>,
 }
+
+/// How a report names the expected "no tool" in its per-tool scores.
+pub const NO_TOOL: &str = "(no tool)";
 
 /// A gold set.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,8 +52,8 @@ impl GoldSet {
 pub struct CaseResult {
     /// The prompt.
     pub prompt: String,
-    /// The expected tool.
-    pub expected: String,
+    /// The expected tool; `None` where no tool was expected.
+    pub expected: Option<String>,
     /// The tool the model called first, if any.
     pub chosen: Option<String>,
     /// Why the case has no answer (the provider failed).
@@ -55,11 +61,18 @@ pub struct CaseResult {
     pub error: Option<String>,
 }
 
+impl CaseResult {
+    /// The model answered, and chose what was expected (a tool, or none).
+    pub fn is_correct(&self) -> bool {
+        self.error.is_none() && self.chosen == self.expected
+    }
+}
+
 /// The score of one expected tool.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolScore {
-    /// The tool.
+    /// The tool, or [`NO_TOOL`].
     pub tool: String,
     /// Cases expecting it.
     pub cases: usize,
@@ -111,11 +124,11 @@ pub async fn evaluate(
 ) -> EvalReport {
     let tools: std::sync::Arc<[crate::provider::ToolSpec]> = tool_specs(catalog, kind).into();
     let system = system_prompt(catalog, project_name, &[]);
-    let (runnable, skipped): (Vec<_>, Vec<_>) = gold
-        .cases
-        .iter()
-        .cloned()
-        .partition(|c| tools.iter().any(|t| t.name == c.tool));
+    let (runnable, skipped): (Vec<_>, Vec<_>) = gold.cases.iter().cloned().partition(|c| {
+        c.tool
+            .as_ref()
+            .is_none_or(|tool| tools.iter().any(|t| &t.name == tool))
+    });
     let results: Vec<CaseResult> = futures::stream::iter(runnable.into_iter().map(|case| {
         let request = ModelRequest {
             model: model.to_string(),
@@ -141,9 +154,11 @@ pub async fn evaluate(
     .await;
     let mut per_tool: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for r in &results {
-        let score = per_tool.entry(r.expected.as_str()).or_default();
+        let score = per_tool
+            .entry(r.expected.as_deref().unwrap_or(NO_TOOL))
+            .or_default();
         score.0 += 1;
-        score.1 += usize::from(r.chosen.as_deref() == Some(r.expected.as_str()));
+        score.1 += usize::from(r.is_correct());
     }
     let correct = per_tool.values().map(|(_, c)| c).sum();
     EvalReport {
@@ -201,5 +216,18 @@ mod tests {
         prompts.sort_unstable();
         prompts.dedup();
         assert_eq!(prompts.len(), gold.cases.len());
+    }
+
+    #[test]
+    fn the_builtin_gold_set_has_web_search_and_no_tool_cases() {
+        let gold = GoldSet::builtin();
+        let count = |tool: Option<&str>| {
+            gold.cases
+                .iter()
+                .filter(|c| c.tool.as_deref() == tool)
+                .count()
+        };
+        assert!(count(Some("web_search")) >= 10);
+        assert!(count(None) >= 10);
     }
 }

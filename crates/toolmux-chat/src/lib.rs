@@ -27,7 +27,7 @@ mod turn;
 pub use backchannel::SamplingSettings;
 pub use delegate::{DELEGATE_SOURCE_ID, DELEGATE_TOOL, DelegateSource};
 pub use error::{ChatError, ProviderError, StoreError};
-pub use eval::{CaseResult, EvalCase, EvalReport, GoldSet, ToolScore, evaluate};
+pub use eval::{CaseResult, EvalCase, EvalReport, GoldSet, NO_TOOL, ToolScore, evaluate};
 pub use events::{EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest};
 pub use genai_provider::GenaiProvider;
 pub use human_input::{InputRequest, NoSuchInput, ReplyError, SOURCE_ID, TOOL_NAME, form_fields};

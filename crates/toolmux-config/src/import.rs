@@ -1,7 +1,9 @@
 //! Translating the upstream servers other clients keep into toolmux's configuration, for
 //! `toolmux import`: reading Claude Code's `.mcp.json`, Cursor's `.cursor/mcp.json` (both an
-//! `mcpServers` object), VS Code's `.vscode/mcp.json` (a `servers` object) and Codex's
-//! `~/.codex/config.toml` (`[mcp_servers.NAME]` tables) ([`read_import`]), each server becoming
+//! `mcpServers` object), Claude Code's `~/.claude.json` (its user scope, a top-level
+//! `mcpServers`, and its local scope, `projects.<project dir>.mcpServers`: where `claude mcp add`
+//! writes), VS Code's `.vscode/mcp.json` (a `servers` object) and Codex's `config.toml` under
+//! `$CODEX_HOME` (`~/.codex` by default; `[mcp_servers.NAME]` tables) ([`read_import`]), each server becoming
 //! an entry of toolmux's `mcpServers` section with a note for everything that did not carry over
 //! as it was; then deciding which of them join the section a file already has ([`plan_import`]).
 //! It reads files and writes none: the caller puts the plan into the file with
@@ -21,6 +23,10 @@ const SHARED_KEYS: &[&str] = &["type", "command", "args", "env", "cwd", "url", "
 pub enum ImportFormat {
     /// Claude Code's project file `.mcp.json`.
     ClaudeCode,
+    /// Claude Code's own `~/.claude.json`: the user scope (its top-level `mcpServers`) and the
+    /// local scope of this project (`projects.<project dir>.mcpServers`, which wins a name
+    /// clash, as in Claude Code). `claude mcp add` writes the local scope by default.
+    ClaudeCodeUser,
     /// Cursor's `.cursor/mcp.json`.
     Cursor,
     /// VS Code's `.vscode/mcp.json`.
@@ -31,20 +37,27 @@ pub enum ImportFormat {
 
 impl ImportFormat {
     /// Every format, in the order `toolmux import` looks for them.
-    pub const ALL: [ImportFormat; 4] = [
+    pub const ALL: [ImportFormat; 5] = [
         ImportFormat::ClaudeCode,
+        ImportFormat::ClaudeCodeUser,
         ImportFormat::Cursor,
         ImportFormat::VsCode,
         ImportFormat::Codex,
     ];
 
-    /// Where the format's file usually is.
+    /// Where the format's file usually is. Codex's is under `$CODEX_HOME` when that is set, as
+    /// Codex itself reads it.
     pub fn default_path(self, project_dir: &Path, home: Option<&Path>) -> Option<PathBuf> {
         match self {
             ImportFormat::ClaudeCode => Some(project_dir.join(".mcp.json")),
+            ImportFormat::ClaudeCodeUser => home.map(|h| h.join(".claude.json")),
             ImportFormat::Cursor => Some(project_dir.join(".cursor").join("mcp.json")),
             ImportFormat::VsCode => Some(project_dir.join(".vscode").join("mcp.json")),
-            ImportFormat::Codex => home.map(|h| h.join(".codex").join("config.toml")),
+            ImportFormat::Codex => std::env::var_os("CODEX_HOME")
+                .filter(|dir| !dir.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| home.map(|h| h.join(".codex")))
+                .map(|dir| dir.join("config.toml")),
         }
     }
 }
@@ -53,6 +66,7 @@ impl fmt::Display for ImportFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ImportFormat::ClaudeCode => "Claude Code",
+            ImportFormat::ClaudeCodeUser => "Claude Code (user and local scopes)",
             ImportFormat::Cursor => "Cursor",
             ImportFormat::VsCode => "VS Code",
             ImportFormat::Codex => "Codex",
@@ -124,15 +138,25 @@ pub fn read_import(
                 Some(_) => return Err(bad(format!("`{key}` is not an object"))),
                 None => return Err(bad(format!("there is no `{key}` object"))),
             };
-            servers
-                .iter()
-                .map(|(name, entry)| {
-                    let Value::Object(entry) = entry else {
-                        return Err(bad(format!("server `{name}` is not an object")));
-                    };
-                    Ok(json_server(format, name, entry, project_dir))
-                })
-                .collect()
+            json_servers(format, servers, project_dir).map_err(bad)
+        }
+        ImportFormat::ClaudeCodeUser => {
+            let value: Value =
+                serde_json::from_str(&text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+            // The file holds much else (settings, history): either scope may be missing.
+            let mut servers = servers_at(&value, &["mcpServers"]).map_err(bad)?;
+            // Claude Code keys a project by the directory it was started in; a symlinked path
+            // may be recorded either way.
+            let mut dirs = vec![project_dir.display().to_string()];
+            if let Ok(real) = project_dir.canonicalize() {
+                dirs.push(real.display().to_string());
+            }
+            dirs.dedup();
+            for dir in &dirs {
+                let local = servers_at(&value, &["projects", dir, "mcpServers"]).map_err(bad)?;
+                servers.extend(local);
+            }
+            json_servers(format, &servers, project_dir).map_err(bad)
         }
         ImportFormat::Codex => {
             let value: toml::Table =
@@ -154,6 +178,38 @@ pub fn read_import(
                 .collect()
         }
     }
+}
+
+/// The object at `path` in `value` (empty when it is missing), or why it is not one.
+fn servers_at(value: &Value, path: &[&str]) -> Result<Map<String, Value>, String> {
+    let mut at = value;
+    for key in path {
+        match at.get(key) {
+            Some(next) => at = next,
+            None => return Ok(Map::new()),
+        }
+    }
+    match at {
+        Value::Object(servers) => Ok(servers.clone()),
+        _ => Err(format!("`{}` is not an object", path.join("."))),
+    }
+}
+
+/// Every entry of an `mcpServers` (or `servers`) object, translated.
+fn json_servers(
+    format: ImportFormat,
+    servers: &Map<String, Value>,
+    project_dir: &Path,
+) -> Result<Vec<ImportedServer>, String> {
+    servers
+        .iter()
+        .map(|(name, entry)| {
+            let Value::Object(entry) = entry else {
+                return Err(format!("server `{name}` is not an object"));
+            };
+            Ok(json_server(format, name, entry, project_dir))
+        })
+        .collect()
 }
 
 fn json_server(
@@ -545,6 +601,49 @@ mod tests {
                    "env": {"TOKEN": "${API_KEY}", "H": "${HOME}"}})
         );
         assert_eq!(servers[0].notes.len(), 1, "{:?}", servers[0].notes);
+    }
+
+    #[test]
+    fn claude_codes_user_scope_and_this_projects_local_scope_are_read_local_first() {
+        // As `claude mcp add -s user` and `claude mcp add` (local) write them, with another
+        // project's local server that must stay out.
+        let servers = import(
+            ImportFormat::ClaudeCodeUser,
+            r#"{"numStartups": 3, "mcpServers": {
+                    "everywhere": {"type": "stdio", "command": "npx", "args": ["-y", "u"], "env": {}},
+                    "both": {"type": "http", "url": "https://user.example/mcp"}},
+                "projects": {
+                    "/work/app": {"allowedTools": [], "mcpServers": {
+                        "both": {"type": "http", "url": "https://local.example/mcp"},
+                        "here": {"type": "stdio", "command": "here-server", "args": []}}},
+                    "/work/other": {"mcpServers": {"elsewhere": {"command": "x"}}}}}"#,
+        );
+        let entries: Vec<(&str, &Value)> = servers
+            .iter()
+            .map(|s| (s.name.as_str(), &s.entry))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                (
+                    "everywhere",
+                    &json!({"type": "stdio", "command": "npx", "args": ["-y", "u"], "env": {}})
+                ),
+                (
+                    "both",
+                    &json!({"type": "http", "url": "https://local.example/mcp"})
+                ),
+                (
+                    "here",
+                    &json!({"type": "stdio", "command": "here-server", "args": []})
+                ),
+            ]
+        );
+        // A `~/.claude.json` without any server imports nothing, and is no error.
+        assert_eq!(
+            import(ImportFormat::ClaudeCodeUser, r#"{"projects": {}}"#),
+            []
+        );
     }
 
     #[test]

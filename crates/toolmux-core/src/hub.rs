@@ -427,7 +427,7 @@ async fn run(
     let approver = refuse_unasked(entry, context)?;
     // Arguments are checked before a person is asked: nobody should approve a call that would
     // be refused anyway.
-    let arguments = match arguments_object(arguments) {
+    let mut arguments = match arguments_object(arguments) {
         Ok(map) => map,
         Err(other) => {
             return Err(CallError::InvalidArguments {
@@ -439,10 +439,11 @@ async fn run(
             });
         }
     };
+    crate::validate::drop_client_added(&entry.descriptor.input_schema, &mut arguments);
     let arguments = Value::Object(arguments);
     match entry.input_schema() {
         Ok(schema) => {
-            let violations = schema.violations(&arguments);
+            let violations = schema.argument_violations(&arguments);
             if !violations.is_empty() {
                 return Err(CallError::InvalidArguments {
                     name: name.clone(),

@@ -68,5 +68,5 @@ pub use secret::{is_secret, is_secret_name};
 pub use source::{
     ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,
 };
-pub use validate::Violation;
+pub use validate::{CLIENT_ADDED_ARGUMENTS, Violation};
 pub use yaml_bounds::{MAX_YAML_BYTES, MAX_YAML_DEPTH, YamlBoundsError, check_yaml_bounds};

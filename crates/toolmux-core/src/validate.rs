@@ -3,7 +3,26 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// Top-level arguments that known MCP clients add to every tool call for their own use, never
+/// the tool's: Gemini CLI's `wait_for_previous` (how it orders parallel calls). They are dropped
+/// before validation unless the tool's schema declares them, so that a strict schema
+/// (`additionalProperties: false`) does not refuse every call such a client makes.
+pub const CLIENT_ADDED_ARGUMENTS: &[&str] = &["wait_for_previous"];
+
+/// Removes the [`CLIENT_ADDED_ARGUMENTS`] that `schema` (a tool's input schema) does not declare
+/// as properties of its own.
+pub(crate) fn drop_client_added(schema: &Value, arguments: &mut Map<String, Value>) {
+    let declared = schema.get("properties").and_then(Value::as_object);
+    for name in CLIENT_ADDED_ARGUMENTS {
+        if !declared.is_some_and(|properties| properties.contains_key(*name))
+            && arguments.remove(*name).is_some()
+        {
+            tracing::debug!(argument = name, "dropped an argument the client added");
+        }
+    }
+}
 
 /// One way a value breaks its schema.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,14 +65,51 @@ impl CompiledSchema {
 
     /// Every violation of `instance`, or none.
     pub(crate) fn violations(&self, instance: &Value) -> Vec<Violation> {
+        self.violations_worded(instance, |_, _| None)
+    }
+
+    /// Every violation of a tool call's `arguments`, or none; an argument the schema does not
+    /// allow is named as such (`unexpected argument `x``), which is what a caller (a person, or
+    /// a model retrying) needs to fix the call.
+    pub(crate) fn argument_violations(&self, arguments: &Value) -> Vec<Violation> {
+        self.violations_worded(arguments, |pointer, kind| match kind {
+            jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected }
+                if pointer.is_empty() =>
+            {
+                let names = unexpected
+                    .iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let noun = if unexpected.len() == 1 {
+                    "argument"
+                } else {
+                    "arguments"
+                };
+                Some(format!(
+                    "unexpected {noun} {names}: the tool's input schema does not allow it"
+                ))
+            }
+            _ => None,
+        })
+    }
+
+    /// The violations, each worded by `reword` (pointer, kind) when it has words of its own,
+    /// else by the validator.
+    fn violations_worded(
+        &self,
+        instance: &Value,
+        reword: impl Fn(&str, &jsonschema::error::ValidationErrorKind) -> Option<String>,
+    ) -> Vec<Violation> {
         if self.0.is_valid(instance) {
             return Vec::new();
         }
         self.0
             .iter_errors(instance)
-            .map(|e| Violation {
-                pointer: e.instance_path().to_string(),
-                message: e.to_string(),
+            .map(|e| {
+                let pointer = e.instance_path().to_string();
+                let message = reword(&pointer, e.kind()).unwrap_or_else(|| e.to_string());
+                Violation { pointer, message }
             })
             .collect()
     }
@@ -87,6 +143,35 @@ mod tests {
         );
         assert!(v.iter().any(|v| v.message.contains("extra")));
         assert!(schema.violations(&json!({"path": "a"})).is_empty());
+    }
+
+    #[test]
+    fn an_extra_argument_is_named_and_a_client_added_one_is_dropped_unless_declared() {
+        let strict = json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "additionalProperties": false
+        });
+        let schema = CompiledSchema::compile(&strict).expect("valid schema");
+        assert_eq!(
+            schema.argument_violations(&json!({"path": "a", "colour": "red"})),
+            [Violation {
+                pointer: String::new(),
+                message: "unexpected argument `colour`: the tool's input schema does not \
+                          allow it"
+                    .into(),
+            }]
+        );
+        let mut arguments = json!({"path": "a", "wait_for_previous": true});
+        let map = arguments.as_object_mut().expect("object");
+        drop_client_added(&strict, map);
+        assert_eq!(arguments, json!({"path": "a"}));
+        // A tool that takes `wait_for_previous` itself gets it.
+        let declaring = json!({"type": "object", "properties": {"wait_for_previous": {}}});
+        let mut arguments = json!({"wait_for_previous": true});
+        let map = arguments.as_object_mut().expect("object");
+        drop_client_added(&declaring, map);
+        assert_eq!(arguments, json!({"wait_for_previous": true}));
     }
 
     #[test]

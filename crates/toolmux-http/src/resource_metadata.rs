@@ -4,15 +4,20 @@
 //! MCP clients try first), and the `WWW-Authenticate` challenge of a refused request, which
 //! points at that metadata (MCP's authorization spec). Without `server.auth` the metadata is
 //! `404`: toolmux then protects nothing with OAuth.
+//!
+//! Every other `/.well-known/*` path is a JSON `404` too, never the web app's page: an OAuth
+//! client probing `/.well-known/oauth-authorization-server` or `openid-configuration` must
+//! learn that toolmux is no authorization server, not fail on HTML it cannot read.
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use serde_json::json;
 
 use crate::LiveOptions;
+use crate::error::ApiError;
 use crate::token_issuer::TokenIssuer;
 
 /// Where the metadata is, relative to the server's origin.
@@ -27,6 +32,7 @@ pub fn protected_resource_routes(live: LiveOptions) -> Router {
             &format!("{RESOURCE_METADATA_PATH}/{{*resource}}"),
             get(metadata),
         )
+        .route("/.well-known/{*unknown}", any(not_served))
         .with_state(live.clone());
     crate::page_guarded(live, routes)
 }
@@ -36,7 +42,10 @@ pub fn protected_resource_routes(live: LiveOptions) -> Router {
 async fn metadata(State(live): State<LiveOptions>, request: Request) -> Response {
     let options = live.current();
     let Some(issuer) = &options.token_issuer else {
-        return StatusCode::NOT_FOUND.into_response();
+        return ApiError::not_found(
+            "no protected-resource metadata here: `server.auth` is not configured",
+        )
+        .into_response();
     };
     let path = request
         .uri()
@@ -55,6 +64,11 @@ async fn metadata(State(live): State<LiveOptions>, request: Request) -> Response
         document["scopes_supported"] = json!(settings.required_scopes);
     }
     ([(header::CACHE_CONTROL, "no-cache")], axum::Json(document)).into_response()
+}
+
+/// A well-known document toolmux does not publish (it is no authorization server).
+async fn not_served(uri: Uri) -> ApiError {
+    ApiError::not_found(format!("toolmux serves no `{}`", uri.path()))
 }
 
 /// `http(s)://host[:port]` as the client reached the server: the `Host` header (already checked

@@ -112,9 +112,39 @@ pub enum OAuthError {
         /// The server's name.
         server: String,
     },
+    /// The server refuses toolmux (a 401) but names no authorization server (no
+    /// protected-resource, authorization-server or OpenID metadata), and the endpoints guessed
+    /// from its URL (2025-03-26's fallback) failed too: most likely it offers no OAuth at all
+    /// (another toolmux, a server that takes a key), which says more than the answer of
+    /// whatever serves those guessed paths.
+    #[error(
+        "MCP server `{server}` offers no OAuth sign-in: {url} publishes no protected-resource \
+         or authorization-server metadata, and the endpoints guessed from its URL failed \
+         ({cause}); if it takes a key, set it in the server's `headers`"
+    )]
+    NoAuthorizationServer {
+        /// The server's name.
+        server: String,
+        /// Its URL.
+        url: String,
+        /// How the guessed endpoints failed (made printable).
+        cause: String,
+    },
 }
 
 impl OAuthError {
+    pub(crate) fn no_authorization_server(
+        server: &str,
+        url: &str,
+        source: rmcp::transport::auth::AuthError,
+    ) -> Self {
+        Self::NoAuthorizationServer {
+            server: server.to_string(),
+            url: url.to_string(),
+            cause: printable(&source.to_string(), MAX_ERROR_CHARS),
+        }
+    }
+
     fn flow(server: &str, source: rmcp::transport::auth::AuthError) -> Self {
         Self::Flow {
             server: server.to_string(),

@@ -193,6 +193,10 @@ pub async fn start_login(target: &Target) -> Result<PendingLogin, OAuthError> {
         .resolve_metadata_from_challenge(challenge.as_deref())
         .await
         .map_err(flow_error)?;
+    // No metadata anywhere: rmcp guessed the endpoints from the URL (2025-03-26's fallback,
+    // which old servers still rely on). If they fail, that is said as such.
+    let guessed = resolution.source
+        == rmcp::transport::auth::AuthorizationMetadataSource::LegacyEndpointFallback;
     manager.set_metadata(resolution.metadata);
     let settings = &target.settings;
 
@@ -245,7 +249,13 @@ pub async fn start_login(target: &Target) -> Result<PendingLogin, OAuthError> {
     }
     let session = AuthorizationSession::new(manager, request)
         .await
-        .map_err(|(_, e)| flow_error(e))?;
+        .map_err(|(_, e)| {
+            if guessed {
+                OAuthError::no_authorization_server(&server, &target.url, e)
+            } else {
+                flow_error(e)
+            }
+        })?;
     let authorization_url = session.get_authorization_url().to_string();
 
     // rmcp puts the CSRF state it will check in the URL; the listener waits for that one.

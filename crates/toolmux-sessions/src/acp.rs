@@ -119,6 +119,10 @@ pub enum AcpEvent {
     },
     /// Any other update (non-text chunks, commands, modes, usage), as ACP's `update` JSON.
     Other(Value),
+    /// What the agent said about itself in its `initialize` answer (`agentInfo`: `name`,
+    /// `version`, `title`), when it said anything: a runner's version where `--version` is no
+    /// help (an ACP adapter started only to speak the protocol).
+    Agent(Value),
 }
 
 /// How the prompt ended.
@@ -278,6 +282,7 @@ async fn converse(
     let on_update = Arc::clone(&handlers);
     let on_permission = Arc::clone(&handlers);
     let on_read = Arc::clone(&handlers);
+    let events = handlers.events.clone();
     let on_write = handlers;
     Client
         .v1()
@@ -333,17 +338,21 @@ async fn converse(
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
             let open = async {
-                cx.send_request(
-                    InitializeRequest::new(ProtocolVersion::V1)
-                        .client_capabilities(
-                            ClientCapabilities::new().fs(FileSystemCapabilities::new()
-                                .read_text_file(true)
-                                .write_text_file(true)),
-                        )
-                        .client_info(Implementation::new("toolmux", env!("CARGO_PKG_VERSION"))),
-                )
-                .block_task()
-                .await?;
+                let initialized = cx
+                    .send_request(
+                        InitializeRequest::new(ProtocolVersion::V1)
+                            .client_capabilities(
+                                ClientCapabilities::new().fs(FileSystemCapabilities::new()
+                                    .read_text_file(true)
+                                    .write_text_file(true)),
+                            )
+                            .client_info(Implementation::new("toolmux", env!("CARGO_PKG_VERSION"))),
+                    )
+                    .block_task()
+                    .await?;
+                if let Some(agent) = initialized.agent_info {
+                    let _ = events.send(AcpEvent::Agent(to_json(&agent))).await;
+                }
                 let session = cx
                     .send_request(NewSessionRequest::new(cwd))
                     .block_task()

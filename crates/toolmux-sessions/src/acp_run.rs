@@ -52,7 +52,7 @@ pub(crate) async fn launch(
     record.status = Status::Running;
     record.started_at = Some(chrono::Utc::now());
     sessions.store().save(record)?;
-    let record = record.clone();
+    let mut record = record.clone();
     let timeout = plan.timeout;
     tokio::spawn(async move {
         let mut log = Log::new(sink);
@@ -72,6 +72,12 @@ pub(crate) async fn launch(
             tokio::select! {
                 biased;
                 Some(event) = rx.recv() => {
+                    if let AcpEvent::Agent(agent) = &event {
+                        record.agent_version = agent["version"].as_str().map(str::to_string);
+                        if let Err(e) = sessions.store().save(&record) {
+                            tracing::warn!("session {}: the agent's version is not recorded: {e}", record.id);
+                        }
+                    }
                     log.write(line_of(event));
                     if rx.is_empty() {
                         log.flush();
@@ -149,6 +155,15 @@ fn line_of(event: AcpEvent) -> Line {
             Some(json!({ "outcome": outcome })),
         ),
         AcpEvent::Other(v) => ("other", String::new(), Some(v)),
+        AcpEvent::Agent(v) => (
+            "agent",
+            format!(
+                "agent: {} {}",
+                v["name"].as_str().unwrap_or("(unnamed)"),
+                v["version"].as_str().unwrap_or("(no version)")
+            ),
+            Some(v),
+        ),
     };
     Line {
         stream: Stream::Acp,

@@ -143,6 +143,14 @@ pub struct SessionRecord {
     /// Why it failed, was cancelled or was lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The runner's version as an ACP agent gave it in its `initialize` answer (`agentInfo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_version: Option<String>,
+    /// The agent's final answer, once it ended: the text of its last message (an ACP agent's
+    /// message after its last tool call, a stream-json `result`, Codex's last `agent_message`),
+    /// when it gave one. What a caller of `session_status` wants without reading the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_answer: Option<String>,
     /// How many log lines it has written (set when it ends).
     #[serde(default)]
     pub log_lines: u64,

@@ -444,13 +444,42 @@ impl Sessions {
     /// Every runner, with what the last detection found (read from the cache: nothing runs).
     pub fn runners(&self) -> Vec<(Runner, Option<Detection>)> {
         let cached = self.inner.cache.read();
+        let told = self.agent_versions();
         self.runner_list()
             .into_iter()
             .map(|r| {
-                let d = cached.get(&r.name).cloned();
+                let mut d = cached.get(&r.name).cloned();
+                // An ACP agent's `--version` often says nothing (an adapter started only to
+                // speak the protocol): the version it gave when a session initialized it
+                // stands in.
+                if let Some(d) = &mut d
+                    && d.installed
+                    && d.version.is_none()
+                    && let Some(version) = told.get(&r.name)
+                {
+                    d.version = Some(version.clone());
+                    d.error = None;
+                }
                 (r, d)
             })
             .collect()
+    }
+
+    /// Per runner, the version its newest session's ACP agent gave in `initialize`.
+    fn agent_versions(&self) -> std::collections::HashMap<String, String> {
+        let mut told = std::collections::HashMap::new();
+        match self.list(None) {
+            // Newest first: the first version seen per runner is the newest.
+            Ok(records) => {
+                for record in records {
+                    if let Some(version) = record.agent_version {
+                        told.entry(record.runner).or_insert(version);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("the sessions cannot be read for agents' versions: {e}"),
+        }
+        told
     }
 
     fn runner_list(&self) -> Vec<Runner> {
@@ -642,6 +671,8 @@ impl Sessions {
             duration_ms: None,
             exit_code: None,
             error: None,
+            agent_version: None,
+            final_answer: None,
             log_lines: 0,
             pgid: None,
             owner: Owner::current(),

@@ -232,6 +232,7 @@ pub(crate) fn finish(
     record.ended_at = Some(chrono::Utc::now());
     record.duration_ms = Some(started.elapsed().as_millis() as u64);
     record.log_lines = log.seq;
+    record.final_answer = log.answer.get();
     record.pgid = None;
     if let Err(e) = sessions.store().save(&record) {
         tracing::warn!("session {} cannot be recorded as ended: {e}", record.id);
@@ -305,6 +306,66 @@ pub(crate) struct Log {
     bytes: u64,
     dropped: u64,
     failed: bool,
+    answer: Answer,
+}
+
+/// The agent's final answer as its log lines show it (see `SessionRecord::final_answer`).
+#[derive(Default)]
+struct Answer {
+    text: String,
+    /// The last ACP update was a piece of the message `text` holds: the next piece continues
+    /// it; after any other update the next piece starts a new message.
+    open: bool,
+}
+
+/// The most of a final answer kept in a session's record (its end; the log keeps it whole).
+const ANSWER_CAP: usize = 64 * 1024;
+
+impl Answer {
+    fn see(&mut self, line: &Line) {
+        match (line.stream, line.kind.as_deref()) {
+            (Stream::Acp, Some("message_chunk")) => {
+                if !self.open {
+                    self.text.clear();
+                    self.open = true;
+                }
+                self.text.push_str(&line.text);
+            }
+            // Thinking aloud does not end a message; the agent's self-description is no update.
+            (Stream::Acp, Some("thought_chunk" | "agent")) => {}
+            (Stream::Acp, _) => self.open = false,
+            (Stream::Stdout, _) => {
+                if let Some(text) = line.json.as_ref().and_then(result_text) {
+                    self.text = text.to_string();
+                }
+            }
+            _ => {}
+        }
+        if self.text.len() > ANSWER_CAP {
+            let mut cut = self.text.len() - ANSWER_CAP;
+            while !self.text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.text.drain(..cut);
+        }
+    }
+
+    fn get(&self) -> Option<String> {
+        let text = self.text.trim();
+        (!text.is_empty()).then(|| text.to_string())
+    }
+}
+
+/// The final text of a stream-json line: Claude Code's `{"type": "result", "result"}` or
+/// Codex's `{"type": "item.completed", "item": {"type": "agent_message", "text"}}`.
+fn result_text(json: &Value) -> Option<&str> {
+    match json["type"].as_str()? {
+        "result" => json["result"].as_str(),
+        "item.completed" if json["item"]["type"] == "agent_message" => {
+            json["item"]["text"].as_str()
+        }
+        _ => None,
+    }
 }
 
 impl Log {
@@ -315,6 +376,7 @@ impl Log {
             bytes: 0,
             dropped: 0,
             failed: false,
+            answer: Answer::default(),
         }
     }
 
@@ -324,6 +386,7 @@ impl Log {
             return;
         }
         self.bytes += line.text.len() as u64 + 64;
+        self.answer.see(&line);
         let text = match &line.json {
             Some(json) if line.stream != Stream::Acp => summary(json).unwrap_or(line.text),
             _ => line.text,

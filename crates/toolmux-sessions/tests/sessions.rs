@@ -515,7 +515,10 @@ async fn an_acp_session_logs_the_agents_updates_and_its_permission_goes_through_
     let sessions = acp_sessions(project.path(), Some(approver));
     let id = start(
         &sessions,
-        request("test-agent", "say hello\nwrite out.txt from the agent"),
+        request(
+            "test-agent",
+            "say hello\nwrite out.txt from the agent\nsay All done.",
+        ),
     )
     .await;
     // The agent's write waits in the queue until a person answers it.
@@ -540,6 +543,25 @@ async fn an_acp_session_logs_the_agents_updates_and_its_permission_goes_through_
     assert_eq!(
         std::fs::read_to_string(project.path().join("out.txt")).expect("written"),
         "from the agent"
+    );
+    // `session_status` has the answer (the message after the agent's last tool call) and the
+    // version the agent gave in `initialize`; the runner's `--version` says nothing, so its
+    // detection reads that version too.
+    assert_eq!(record.final_answer.as_deref(), Some("All done."));
+    assert_eq!(
+        record.agent_version.as_deref(),
+        Some(env!("CARGO_PKG_VERSION"))
+    );
+    sessions.detect(&[], true).await;
+    let detected = sessions
+        .runners()
+        .into_iter()
+        .find(|(runner, _)| runner.name == "test-agent")
+        .and_then(|(_, detection)| detection)
+        .expect("the runner was detected");
+    assert_eq!(
+        (detected.version.as_deref(), detected.error),
+        (Some(env!("CARGO_PKG_VERSION")), None)
     );
     let kinds: Vec<String> = sessions
         .logs(&id, 0, 100)

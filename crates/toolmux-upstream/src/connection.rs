@@ -325,6 +325,9 @@ pub(crate) struct Connection {
     last_active: Mutex<Instant>,
     closed: AtomicBool,
     fault: Arc<Fault>,
+    /// The configuration sends an `Authorization` header of its own: a refusal is of that
+    /// credential, not a want of sign-in.
+    configured_credential: bool,
 }
 
 /// A connection with one request counted as in flight while this lives, so that the idle
@@ -361,6 +364,7 @@ impl Connection {
             after: timeout,
         };
         let fault = Arc::new(Fault::default());
+        let mut configured_credential = false;
         let (service, pgid) = match &endpoint.transport {
             UpstreamTransport::Stdio {
                 command,
@@ -396,6 +400,7 @@ impl Connection {
             }
             UpstreamTransport::Http { url, headers } => {
                 let headers = http_headers(headers).map_err(start_error)?;
+                configured_credential = headers.contains_key(&http::header::AUTHORIZATION);
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.clone());
                 let client = crate::streamable::client_for(endpoint, url, &headers)
@@ -408,12 +413,10 @@ impl Connection {
                 );
                 match tokio::time::timeout(timeout, serve_client(handler, transport)).await {
                     Ok(Ok(service)) => (service, None),
-                    Ok(Err(e)) if crate::streamable::refused(&e) => {
-                        return Err(UpstreamError::NeedsSignIn {
-                            server: server.clone(),
-                        });
-                    }
                     Ok(Err(e)) => {
+                        if let Some(status) = crate::streamable::refused(&e) {
+                            return Err(refusal(&server, configured_credential, status));
+                        }
                         return Err(start_error(format!(
                             "cannot connect to {url}: {}",
                             match &e {
@@ -497,7 +500,13 @@ impl Connection {
             last_active: Mutex::new(Instant::now()),
             closed: AtomicBool::new(false),
             fault,
+            configured_credential,
         })
+    }
+
+    /// What a refusal (`status`) of a request on this connection means for its server.
+    pub(crate) fn refusal(&self, status: u16) -> UpstreamError {
+        refusal(&self.server, self.configured_credential, status)
     }
 
     /// What the server said about itself.
@@ -609,10 +618,8 @@ impl Connection {
         for _ in 0..MAX_TOOL_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
             let (listed, next) = page(params).await.map_err(|e| {
-                if crate::streamable::refused_request(&e) {
-                    UpstreamError::NeedsSignIn {
-                        server: self.server.clone(),
-                    }
+                if let Some(status) = crate::streamable::refused_request(&e) {
+                    self.refusal(status)
                 } else {
                     self.protocol(format!("{method} failed: {}", describe(&e)))
                 }
@@ -885,6 +892,17 @@ async fn log_tail(path: &Path) -> String {
 }
 
 /// Configured headers in the form rmcp takes.
+/// A refusal of `server` with `status`: of the credential its configuration sends, or else for
+/// want of sign-in.
+fn refusal(server: &str, configured_credential: bool, status: u16) -> UpstreamError {
+    let server = server.to_string();
+    if configured_credential {
+        UpstreamError::CredentialRejected { server, status }
+    } else {
+        UpstreamError::NeedsSignIn { server }
+    }
+}
+
 fn http_headers(
     headers: &BTreeMap<String, String>,
 ) -> Result<std::collections::HashMap<http::HeaderName, http::HeaderValue>, String> {

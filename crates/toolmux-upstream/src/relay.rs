@@ -80,6 +80,7 @@ impl From<UpstreamError> for RelayError {
             | UpstreamError::TooManySessions { .. }
             | UpstreamError::SessionEnded { .. }
             | UpstreamError::NeedsSignIn { .. }
+            | UpstreamError::CredentialRejected { .. }
             | UpstreamError::Cache { .. } => RelayError::Unavailable(error.to_string()),
         }
     }

@@ -285,35 +285,37 @@ pub(crate) async fn client_for(
 }
 
 /// Whether a failed handshake was the server refusing toolmux for want of (enough) sign-in: a
-/// 401, or a 403 `insufficient_scope`, that the stored tokens could not answer.
-pub(crate) fn refused(error: &rmcp::service::ClientInitializeError) -> bool {
+/// 401, or a 403 `insufficient_scope`, that the stored tokens could not answer: its status.
+pub(crate) fn refused(error: &rmcp::service::ClientInitializeError) -> Option<u16> {
     let rmcp::service::ClientInitializeError::TransportError { error, .. } = error else {
-        return false;
+        return None;
     };
     refusal_in(error.error.as_ref())
 }
 
 /// Whether a request failed because the server refused toolmux for want of (enough) sign-in —
-/// a server may let the handshake through and refuse what follows.
-pub(crate) fn refused_request(error: &rmcp::ServiceError) -> bool {
+/// a server may let the handshake through and refuse what follows: the refusal's status.
+pub(crate) fn refused_request(error: &rmcp::ServiceError) -> Option<u16> {
     match error {
         rmcp::ServiceError::TransportSend(e) => refusal_in(e.error.as_ref()),
-        _ => false,
+        _ => None,
     }
 }
 
-fn refusal_in(error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+/// The HTTP status of a refusal (401, or 403 `insufficient_scope`) somewhere in `error`'s chain.
+fn refusal_in(error: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<u16> {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = cause {
         if let Some(http) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
-            return matches!(
-                http,
-                StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_)
-            );
+            return match http {
+                StreamableHttpError::AuthRequired(_) => Some(401),
+                StreamableHttpError::InsufficientScope(_) => Some(403),
+                _ => None,
+            };
         }
         cause = e.source();
     }
-    false
+    None
 }
 
 /// Whether `source` reads `needs-sign-in`: its last discovery was refused, or a call was

@@ -281,7 +281,7 @@ fn every_refusal_has_its_status_and_the_one_error_shape() {
     assert_eq!(
         invalid["details"]["violations"],
         json!([
-            {"pointer": "", "message": "Additional properties are not allowed ('patern' was unexpected)"},
+            {"pointer": "", "message": "unexpected argument `patern`: the tool's input schema does not allow it"},
             {"pointer": "", "message": "\"pattern\" is a required property"},
         ])
     );

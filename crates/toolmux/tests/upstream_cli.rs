@@ -314,6 +314,58 @@ fn import_reads_other_clients_files_and_refuses_to_overwrite_without_force() {
 }
 
 #[test]
+fn import_reads_claude_codes_user_and_local_scopes_and_codex_home() {
+    let project = toolmux_project();
+    // What `claude mcp add -s user ...` and `claude mcp add ...` (the local scope, keyed by the
+    // project's directory) write, beside another project's server, which stays out.
+    let claude = json!({
+        "numStartups": 4,
+        "mcpServers": {"memory": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {}}},
+        "projects": {
+            project.path().display().to_string(): {"mcpServers": {"sentry": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}},
+            "/somewhere/else": {"mcpServers": {"other": {"command": "other"}}},
+        },
+    });
+    std::fs::write(project.home().join(".claude.json"), claude.to_string()).expect("write");
+    // Codex's configuration under `$CODEX_HOME`, not `~/.codex`.
+    let codex_home = project.home().join("codex-elsewhere");
+    std::fs::create_dir_all(&codex_home).expect("mkdir");
+    std::fs::write(
+        codex_home.join("config.toml"),
+        "[mcp_servers.docs]\ncommand = \"docs\"\n",
+    )
+    .expect("write");
+    let dry = Run(project
+        .cmd()
+        .args(["import", "--dry-run"])
+        .env("CODEX_HOME", &codex_home)
+        .output()
+        .expect("run toolmux"))
+    .ok();
+    let claude_json = project.home().join(".claude.json");
+    let claude_json = claude_json.display();
+    let lines: Vec<&str> = dry.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!("added memory from Claude Code (user and local scopes) ({claude_json}): npx -y @modelcontextprotocol/server-memory").as_str(),
+            format!("added sentry from Claude Code (user and local scopes) ({claude_json}): http http://127.0.0.1:9/mcp").as_str(),
+            format!("added docs from Codex ({}): docs", codex_home.join("config.toml").display()).as_str(),
+            format!("would add 3 server(s) to {}", project.path().join(".toolmux/config.json").display()).as_str(),
+        ],
+        "{dry}"
+    );
+    // `--from claude` alone finds `~/.claude.json` when the project has no `.mcp.json`.
+    let claude_only = project
+        .run(&["import", "--from", "claude", "--dry-run"])
+        .ok();
+    assert!(
+        claude_only.contains("would add 2 server(s)"),
+        "{claude_only}"
+    );
+}
+
+#[test]
 fn the_reference_everything_server_is_reachable_through_the_cli() {
     let project = toolmux_project();
     let bin = node_peer("upstream", "mcp-server-everything")

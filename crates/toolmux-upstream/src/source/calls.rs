@@ -149,12 +149,11 @@ impl Inner {
             ))));
         }
         if let CallFailure::Sent(e) | CallFailure::NotSent(e) = &failure
-            && crate::streamable::refused_request(e)
+            && let Some(status) = crate::streamable::refused_request(e)
         {
-            // Refused for want of sign-in: no retry can change that, a person signing in can.
-            let refused = UpstreamError::NeedsSignIn {
-                server: self.name.clone(),
-            };
+            // Refused for want of sign-in or a rejected configured credential: no retry can
+            // change that, a person signing in (or fixing the configuration) can.
+            let refused = conn.refusal(status);
             return Attempt::Done(Err(SourceError::Unavailable(refused.to_string())));
         }
         let dropped = match failure {

@@ -138,8 +138,14 @@ impl Inner {
                     .with_min_delay(self.backoff.first_delay)
                     .with_max_times(retries),
             )
-            // A server that wants sign-in says so at once; asking again changes nothing.
-            .when(|e| !matches!(e, UpstreamError::NeedsSignIn { .. }))
+            // A server that wants sign-in, or refuses the configured credential, says so at
+            // once; asking again changes nothing.
+            .when(|e| {
+                !matches!(
+                    e,
+                    UpstreamError::NeedsSignIn { .. } | UpstreamError::CredentialRejected { .. }
+                )
+            })
             .notify(|e, pause| {
                 tracing::debug!(error = %e, retry_in_ms = pause.as_millis() as u64, "start failed; retrying");
             })
@@ -157,8 +163,11 @@ impl Inner {
                 }
                 Ok(Arc::new(conn))
             }
-            // Not a failure to back off from: it works as soon as a person signs in.
-            Err(e @ UpstreamError::NeedsSignIn { .. }) => Err(e),
+            // Not a failure to back off from: it works as soon as a person signs in, or the
+            // configured credential is changed (which starts the server anew).
+            Err(
+                e @ (UpstreamError::NeedsSignIn { .. } | UpstreamError::CredentialRejected { .. }),
+            ) => Err(e),
             Err(e) => {
                 {
                     let mut health = lock(&self.health);

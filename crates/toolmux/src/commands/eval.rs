@@ -21,8 +21,8 @@ pub struct EvalArgs {
     /// The model. Default: the provider's `defaultModel`.
     #[arg(long)]
     pub model: Option<String>,
-    /// A gold set: `{"cases": [{"prompt": "...", "tool": "grep"}, ...]}`. Default: the built-in
-    /// set over the built-in tools.
+    /// A gold set: `{"cases": [{"prompt": "...", "tool": "grep"}, ...]}` (`"tool": null` where
+    /// the right answer is no tool). Default: the built-in set over the built-in tools.
     #[arg(long, value_name = "FILE")]
     pub gold: Option<PathBuf>,
     /// Requests in flight at once.
@@ -97,17 +97,14 @@ pub async fn run(project: Option<&Path>, args: EvalArgs) -> Result<u8, Failure> 
             report.cases,
             report.accuracy * 100.0
         ))?;
-        for r in report
-            .results
-            .iter()
-            .filter(|r| r.chosen.as_deref() != Some(&r.expected))
-        {
+        for r in report.results.iter().filter(|r| !r.is_correct()) {
             let got = match (&r.chosen, &r.error) {
                 (_, Some(e)) => format!("error: {e}"),
                 (Some(tool), None) => tool.clone(),
                 (None, None) => "no tool".into(),
             };
-            eprintln!("  miss: {:?} expected {}, got {got}", r.prompt, r.expected);
+            let expected = r.expected.as_deref().unwrap_or("no tool");
+            eprintln!("  miss: {:?} expected {expected}, got {got}", r.prompt);
         }
         if !report.skipped.is_empty() {
             eprintln!(
@@ -117,7 +114,13 @@ pub async fn run(project: Option<&Path>, args: EvalArgs) -> Result<u8, Failure> 
         }
     }
     match args.min_accuracy {
-        Some(min) if report.accuracy * 100.0 < min => Ok(TOOL_FAILED),
+        Some(min) if report.accuracy * 100.0 < min => {
+            eprintln!(
+                "toolmux: accuracy {:.1}% is below --min-accuracy {min}%",
+                report.accuracy * 100.0
+            );
+            Ok(TOOL_FAILED)
+        }
         _ => Ok(OK),
     }
 }

@@ -1,6 +1,6 @@
 //! `toolmux import`: copy the upstream servers another client already has (Claude Code's
-//! `.mcp.json`, Cursor's `.cursor/mcp.json`, VS Code's `.vscode/mcp.json`, Codex's
-//! `~/.codex/config.toml`), and with `--registry` the script tools and servers of seed 004's
+//! `.mcp.json` and `~/.claude.json`, Cursor's `.cursor/mcp.json`, VS Code's `.vscode/mcp.json`,
+//! Codex's `$CODEX_HOME/config.toml`), and with `--registry` the script tools and servers of seed 004's
 //! `tools.json` / `mcp.json`, into the project's `.toolmux/config.json`, saying what was added
 //! and never replacing a server or tool of the same name without `--force`. The translation and the plan
 //! are `toolmux_config`'s ([`read_import`], [`plan_import`]); this module picks the files from
@@ -41,23 +41,24 @@ pub struct ImportArgs {
 /// The clients toolmux imports from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Client {
-    /// `.mcp.json`
+    /// `.mcp.json` and `~/.claude.json` (the user scope and this project's local scope)
     Claude,
     /// `.cursor/mcp.json`
     Cursor,
     /// `.vscode/mcp.json`
     Vscode,
-    /// `~/.codex/config.toml`
+    /// `$CODEX_HOME/config.toml` (`~/.codex/config.toml` by default)
     Codex,
 }
 
 impl Client {
-    fn format(self) -> ImportFormat {
+    /// The client's formats: the first is how a `--file` is read.
+    fn formats(self) -> &'static [ImportFormat] {
         match self {
-            Client::Claude => ImportFormat::ClaudeCode,
-            Client::Cursor => ImportFormat::Cursor,
-            Client::Vscode => ImportFormat::VsCode,
-            Client::Codex => ImportFormat::Codex,
+            Client::Claude => &[ImportFormat::ClaudeCode, ImportFormat::ClaudeCodeUser],
+            Client::Cursor => &[ImportFormat::Cursor],
+            Client::Vscode => &[ImportFormat::VsCode],
+            Client::Codex => &[ImportFormat::Codex],
         }
     }
 }
@@ -69,21 +70,30 @@ pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let sources: Vec<(ImportFormat, PathBuf)> = match (args.from, &args.file) {
-        (Some(client), Some(file)) => vec![(client.format(), file.clone())],
+        (Some(client), Some(file)) => vec![(client.formats()[0], file.clone())],
         (Some(client), None) => {
-            let format = client.format();
-            let path = format.default_path(&dir, home.as_deref()).ok_or_else(|| {
-                Failure::Usage(format!(
-                    "cannot find {format}'s file: there is no home directory"
-                ))
-            })?;
-            if !path.exists() {
+            let mut sources = Vec::new();
+            let mut missing = Vec::new();
+            for &format in client.formats() {
+                let path = format.default_path(&dir, home.as_deref()).ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "cannot find {format}'s file: there is no home directory"
+                    ))
+                })?;
+                if path.exists() {
+                    sources.push((format, path));
+                } else {
+                    missing.push(format!("`{}`", path.display()));
+                }
+            }
+            if sources.is_empty() {
                 return Err(Failure::Usage(format!(
-                    "{format}'s file `{}` does not exist; give another with --file",
-                    path.display()
+                    "{}'s file {} does not exist; give another with --file",
+                    client.formats()[0],
+                    missing.join(" or ")
                 )));
             }
-            vec![(format, path)]
+            sources
         }
         (None, _) => ImportFormat::ALL
             .iter()
@@ -93,7 +103,7 @@ pub async fn run(project: Option<&Path>, args: ImportArgs) -> Result<u8, Failure
     };
     if sources.is_empty() {
         emit(
-            "nothing to import: found no .mcp.json, .cursor/mcp.json, .vscode/mcp.json or ~/.codex/config.toml",
+            "nothing to import: found no .mcp.json, ~/.claude.json, .cursor/mcp.json, .vscode/mcp.json or $CODEX_HOME/config.toml",
         )?;
         return Ok(OK);
     }
