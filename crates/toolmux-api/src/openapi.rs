@@ -71,6 +71,34 @@ pub(crate) fn described(operations: utoipa::openapi::OpenApi) -> utoipa::openapi
     doc
 }
 
+/// Names every operation after its method and path (`get /api/tools/{name}` is
+/// `get_api_tools_name`). OpenAPI wants operation ids unique in the document, since generated
+/// clients (the web app's types) name their functions and types after them; utoipa takes the
+/// handler's name, which repeats across modules (`list`, `show`).
+pub(crate) fn name_operations(document: &mut utoipa::openapi::OpenApi) {
+    for (path, item) in document.paths.paths.iter_mut() {
+        let words: Vec<&str> = path
+            .split(['/', '{', '}', '-', '.'])
+            .filter(|w| !w.is_empty())
+            .collect();
+        let operations = [
+            ("get", &mut item.get),
+            ("put", &mut item.put),
+            ("post", &mut item.post),
+            ("delete", &mut item.delete),
+            ("options", &mut item.options),
+            ("head", &mut item.head),
+            ("patch", &mut item.patch),
+            ("trace", &mut item.trace),
+        ];
+        for (method, operation) in operations {
+            if let Some(operation) = operation {
+                operation.operation_id = Some(format!("{method}_{}", words.join("_")));
+            }
+        }
+    }
+}
+
 /// The document as served: serialised once, when the router is built, and shared by every
 /// request for it.
 #[derive(Clone)]
