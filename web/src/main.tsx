@@ -42,6 +42,9 @@ function Shell() {
   const path = usePath();
   const [theme, setTheme] = useTheme();
   const waiting = useWaiting();
+  // On a narrow screen the page list folds behind a button; it folds again once a page is chosen.
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [path]);
   const count = waiting.approvals.length + waiting.inputs.length;
   useEffect(() => {
     if (path === "/" || path === "") navigate("/chat", true);
@@ -60,8 +63,22 @@ function Shell() {
         <span className="brand" aria-hidden="true">
           toolmux
         </span>
-        <nav aria-label="Pages">
-          <ul>
+        <nav aria-label="Pages" className={menuOpen ? "open" : undefined}>
+          <button
+            type="button"
+            className="menu-toggle"
+            aria-expanded={menuOpen}
+            aria-controls="pages"
+            onClick={() => setMenuOpen((o) => !o)}
+          >
+            Menu
+            {count > 0 && (
+              <span className="badge count" aria-label={`${count} waiting`}>
+                {count}
+              </span>
+            )}
+          </button>
+          <ul id="pages">
             {PAGES.filter((p) => !p.soon).map((p) => (
               <li key={p.href}>
                 <Link href={p.href} aria-current={section === p.href ? "page" : undefined}>

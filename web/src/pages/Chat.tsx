@@ -6,21 +6,16 @@ import "../zodJitless";
 import { Chat as ChatSession, useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type DynamicToolUIPart, type UIMessage } from "ai";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { answerApproval, api, describe, sessionHeaders, type JsonSchema } from "../api";
+import { answerApproval, api, describe, sessionHeaders, type JsonSchema, type Schemas } from "../api";
 import { Markdown } from "../components/Markdown";
 import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge, ToolCard, type Progress } from "../components/ToolCard";
 import { Link, navigate } from "../router";
 
-interface Conversation {
-  id: string;
-  title: string;
-  provider: string;
-  model: string;
-  updated: string;
-}
+type Conversation = Schemas["ConversationView"];
 
+/// A stored message: the document types them only as JSON objects.
 interface StoredMessage {
   seq: number;
   role: "user" | "assistant" | "tool";
@@ -31,14 +26,6 @@ interface StoredMessage {
   content?: string;
   isError?: boolean;
   logId?: string;
-}
-
-interface ProviderModels {
-  provider: string;
-  defaultModel?: string | null;
-  default_model?: string | null;
-  models?: string[];
-  error?: string;
 }
 
 function newId() {
@@ -72,14 +59,15 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
   return out;
 }
 
-function Conversations({ current, refresh }: { current?: string; refresh: number }) {
+function Conversations(props: { current?: string; refresh: number; open: boolean; onClose: () => void }) {
+  const { current, refresh, open, onClose } = props;
   const [list, setList] = useState<Conversation[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [renaming, setRenaming] = useState<string | null>(null);
   const [title, setTitle] = useState("");
   const load = useCallback(async () => {
     try {
-      setList((await api<{ conversations: Conversation[] }>("/api/conversations")).conversations);
+      setList((await api<Schemas["ConversationList"]>("/api/conversations")).conversations);
       setError(null);
     } catch (e) {
       setError(describe(e));
@@ -107,8 +95,13 @@ function Conversations({ current, refresh }: { current?: string; refresh: number
     }
   };
   return (
-    <aside className="conversations" aria-label="Conversations">
-      <Link href="/chat" className="button">
+    <aside id="conversations" className={open ? "conversations open" : "conversations"} aria-label="Conversations">
+      {open && (
+        <button type="button" className="drawer-close" onClick={onClose}>
+          Close
+        </button>
+      )}
+      <Link href="/chat" className="button" onClick={onClose}>
         New conversation
       </Link>
       {error && <p role="alert" className="error">{error}</p>}
@@ -157,9 +150,9 @@ function Conversations({ current, refresh }: { current?: string; refresh: number
 }
 
 function ModelPicker({ value, onChange }: { value: string; onChange: (v: string) => void }) {
-  const [providers, setProviders] = useState<ProviderModels[]>([]);
+  const [providers, setProviders] = useState<Schemas["ProviderModels"][]>([]);
   useEffect(() => {
-    api<{ providers: ProviderModels[] }>("/api/models")
+    api<Schemas["ModelList"]>("/api/models")
       .then((r) => setProviders(r.providers))
       .catch(() => setProviders([]));
   }, []);
@@ -169,7 +162,7 @@ function ModelPicker({ value, onChange }: { value: string; onChange: (v: string)
       <select value={value} onChange={(e) => onChange(e.target.value)}>
         <option value="">Default</option>
         {providers.map((p) => {
-          const models = p.models ?? [p.defaultModel ?? p.default_model].filter((m): m is string => !!m);
+          const models = p.models ?? [p.defaultModel].filter((m): m is string => !!m);
           return (
             <optgroup key={p.provider} label={p.error ? `${p.provider} (${p.error})` : p.provider}>
               {models.map((m) => (
@@ -315,54 +308,16 @@ function InputCard({ data }: { data: InputData }) {
   );
 }
 
-function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean; onTurnStart: () => void; onTurnEnd: () => void }) {
-  const { id, initial, fresh, onTurnStart, onTurnEnd } = props;
-  const [model, setModel] = useState("");
-  const [progress, setProgress] = useState<Record<string, Progress>>({});
+function Conversation(props: {
+  chat: ChatSession<UIMessage>;
+  model: string;
+  onModel: (model: string) => void;
+  progress: Record<string, Progress>;
+  onTurnStart: () => void;
+}) {
+  const { chat, model, onModel, progress, onTurnStart } = props;
+  const id = chat.id;
   const [draft, setDraft] = useState("");
-  const modelRef = useRef(model);
-  modelRef.current = model;
-  const transport = useMemo(
-    () =>
-      new DefaultChatTransport({
-        api: "/api/chat",
-        credentials: "same-origin",
-        // Read on every request: the session key, without which the cookie is nothing.
-        headers: () => sessionHeaders(),
-        body: () => {
-          const [provider, m] = modelRef.current.split("\u0000");
-          return modelRef.current ? { provider, model: m } : {};
-        },
-      }),
-    [],
-  );
-  const turnEnded = useRef(onTurnEnd);
-  turnEnded.current = onTurnEnd;
-  const chat = useMemo(() => {
-    const session = new ChatSession<UIMessage>({
-      id,
-      messages: initial,
-      transport,
-      onData: (part) => {
-        if (part.type === "data-tool-progress") {
-          const d = part.data as Progress & { toolCallId: string };
-          setProgress((old) => ({ ...old, [d.toolCallId]: d }));
-        }
-      },
-      onFinish: () => turnEnded.current(),
-    });
-    // The SDK deep-clones the whole message on every chunk (for the React Compiler, which we
-    // do not use): with 50 tool results and a long answer that is most of the main thread's
-    // time. Copying the message and its parts one level deep is enough for React to see every
-    // change, since the SDK replaces a part's fields rather than editing inside them.
-    (session as unknown as { state: { snapshot: (m: unknown) => unknown } }).state.snapshot = (m) => {
-      const message = m as UIMessage;
-      return { ...message, parts: message.parts.map((p) => ({ ...p })) };
-    };
-    return session;
-    // One session per conversation: `initial` and the transport are read once.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [id]);
   // One render per 50 ms at most, however fast the deltas come.
   const { messages, sendMessage, status, stop, error } = useChat({ chat, experimental_throttle: 50 });
   const busy = status === "submitted" || status === "streaming";
@@ -372,7 +327,6 @@ function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean;
     if (!text || busy) return;
     setDraft("");
     onTurnStart();
-    if (fresh) history.replaceState(null, "", `/chat/${encodeURIComponent(id)}`);
     void sendMessage({ text });
   };
   const cancel = async () => {
@@ -465,7 +419,7 @@ function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean;
           }}
         />
         <div className="composer-actions">
-          <ModelPicker value={model} onChange={setModel} />
+          <ModelPicker value={model} onChange={onModel} />
           {busy ? (
             <button type="button" className="danger" onClick={() => void cancel()}>
               Stop
@@ -481,49 +435,130 @@ function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean;
   );
 }
 
+/// A chat session of the AI SDK for one conversation, starting from `messages`.
+function chatSession(
+  id: string,
+  messages: UIMessage[],
+  transport: DefaultChatTransport<UIMessage>,
+  on: { progress: (p: Progress & { toolCallId: string }) => void; finish: () => void },
+): ChatSession<UIMessage> {
+  const session = new ChatSession<UIMessage>({
+    id,
+    messages,
+    transport,
+    onData: (part) => {
+      if (part.type === "data-tool-progress") on.progress(part.data as Progress & { toolCallId: string });
+    },
+    onFinish: () => on.finish(),
+  });
+  // The SDK deep-clones the whole message on every chunk (for the React Compiler, which we
+  // do not use): with 50 tool results and a long answer that is most of the main thread's
+  // time. Copying the message and its parts one level deep is enough for React to see every
+  // change, since the SDK replaces a part's fields rather than editing inside them.
+  (session as unknown as { state: { snapshot: (m: unknown) => unknown } }).state.snapshot = (m) => {
+    const message = m as UIMessage;
+    return { ...message, parts: message.parts.map((p) => ({ ...p })) };
+  };
+  return session;
+}
+
 export default function Chat({ path }: { path: string }) {
   const routeId = path.startsWith("/chat/") ? decodeURIComponent(path.slice("/chat/".length)) : undefined;
-  // A new conversation gets its id at once (the server makes one under the id it is sent), so
-  // its address is known before its first answer.
-  const [freshId, setFreshId] = useState(newId);
-  const id = routeId ?? freshId;
-  const [initial, setInitial] = useState<UIMessage[] | null>(routeId ? null : []);
-  const [loadError, setLoadError] = useState<string | null>(null);
+  const [model, setModel] = useState("");
+  const modelRef = useRef(model);
+  modelRef.current = model;
+  const [progress, setProgress] = useState<Record<string, Progress>>({});
   const [refresh, setRefresh] = useState(0);
-  const live = useRef(new Set<string>());
+  const transport = useMemo(
+    () =>
+      new DefaultChatTransport<UIMessage>({
+        api: "/api/chat",
+        credentials: "same-origin",
+        // Read on every request: the session key, without which the cookie is nothing.
+        headers: () => sessionHeaders(),
+        body: () => {
+          const [provider, m] = modelRef.current.split("\u0000");
+          return modelRef.current ? { provider, model: m } : {};
+        },
+      }),
+    [],
+  );
+  // The sessions of the conversations this page sent a turn in, by id: opened again, each shows
+  // what it holds (a turn may still be streaming into it), never another conversation's
+  // messages, and is not read again from the server.
+  const kept = useRef(new Map<string, ChatSession<UIMessage>>());
+  const open = useCallback(
+    (id: string, messages: UIMessage[]) =>
+      chatSession(id, messages, transport, {
+        progress: (p) => setProgress((old) => ({ ...old, [p.toolCallId]: p })),
+        finish: () => setRefresh((n) => n + 1),
+      }),
+    [transport],
+  );
+  const [shown, setShown] = useState<ChatSession<UIMessage> | null>(null);
+  // On a narrow screen the list is a drawer, closed whenever a conversation is chosen.
+  const [drawer, setDrawer] = useState(false);
+  useEffect(() => setDrawer(false), [path]);
+  const [loadError, setLoadError] = useState<string | null>(null);
   useEffect(() => {
+    setLoadError(null);
+    // A new conversation gets its id at once (the server makes one under the id it is sent),
+    // so its address is known before its first answer.
     if (!routeId) {
-      setFreshId(newId());
-      setInitial([]);
+      setShown(open(newId(), []));
       return;
     }
-    if (live.current.has(routeId)) return;
-    setInitial(null);
+    const session = kept.current.get(routeId);
+    if (session) {
+      setShown(session);
+      return;
+    }
+    setShown(null);
+    // Only the answer for the conversation still asked for is shown.
+    let wanted = true;
     api<{ messages: StoredMessage[] }>(`/api/conversations/${encodeURIComponent(routeId)}`)
       .then((r) => {
-        setInitial(toUiMessages(r.messages));
-        setLoadError(null);
+        if (wanted) setShown(open(routeId, toUiMessages(r.messages)));
       })
-      .catch((e) => setLoadError(describe(e)));
-  }, [routeId]);
+      .catch((e) => {
+        if (wanted) setLoadError(describe(e));
+      });
+    return () => {
+      wanted = false;
+    };
+  }, [routeId, open]);
+  const turnStarted = (session: ChatSession<UIMessage>) => {
+    kept.current.set(session.id, session);
+    // Through the router, so the page knows its address: "New conversation" then leaves it.
+    if (!routeId) navigate(`/chat/${encodeURIComponent(session.id)}`, true);
+  };
   return (
     <div className="chat-page">
       <h1 className="visually-hidden">Chat</h1>
-      <Conversations current={routeId} refresh={refresh} />
+      <button
+        type="button"
+        className="drawer-toggle"
+        aria-expanded={drawer}
+        aria-controls="conversations"
+        onClick={() => setDrawer((o) => !o)}
+      >
+        Conversations
+      </button>
+      <Conversations current={routeId} refresh={refresh} open={drawer} onClose={() => setDrawer(false)} />
       {loadError ? (
         <p role="alert" className="error">
           {loadError}
         </p>
-      ) : initial === null ? (
+      ) : shown === null ? (
         <p className="muted">Loading…</p>
       ) : (
         <Conversation
-          key={id}
-          id={id}
-          initial={initial}
-          fresh={!routeId}
-          onTurnStart={() => live.current.add(id)}
-          onTurnEnd={() => setRefresh((n) => n + 1)}
+          key={shown.id}
+          chat={shown}
+          model={model}
+          onModel={setModel}
+          progress={progress}
+          onTurnStart={() => turnStarted(shown)}
         />
       )}
     </div>
