@@ -1,7 +1,7 @@
 import { StrictMode, Suspense, lazy, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { SignIn, signOut, useSession } from "./auth";
-import { Link, navigate, usePath } from "./router";
+import { BrowserRouter, Link, useLocation, useNavigate } from "react-router";
 import { useWaiting } from "./approvals";
 import "./styles.css";
 
@@ -39,7 +39,8 @@ const PAGES = [
 ];
 
 function Shell() {
-  const path = usePath();
+  const path = useLocation().pathname;
+  const navigate = useNavigate();
   const [theme, setTheme] = useTheme();
   const waiting = useWaiting();
   // On a narrow screen the page list folds behind a button; it folds again once a page is chosen.
@@ -47,8 +48,8 @@ function Shell() {
   useEffect(() => setMenuOpen(false), [path]);
   const count = waiting.approvals.length + waiting.inputs.length;
   useEffect(() => {
-    if (path === "/" || path === "") navigate("/chat", true);
-  }, [path]);
+    if (path === "/" || path === "") void navigate("/chat", { replace: true });
+  }, [path, navigate]);
   const section = "/" + (path.split("/")[1] ?? "");
   const page = PAGES.find((p) => p.href === section);
   useEffect(() => {
@@ -81,7 +82,7 @@ function Shell() {
           <ul id="pages">
             {PAGES.filter((p) => !p.soon).map((p) => (
               <li key={p.href}>
-                <Link href={p.href} aria-current={section === p.href ? "page" : undefined}>
+                <Link to={p.href} aria-current={section === p.href ? "page" : undefined}>
                   {p.label}
                   {p.href === "/approvals" && count > 0 && (
                     <span className="badge count" aria-label={`${count} waiting`}>
@@ -118,7 +119,7 @@ function Shell() {
             <section>
               <h1>Not found</h1>
               <p>
-                There is no page at <code>{path}</code>. <Link href="/chat">Go to the chat</Link>.
+                There is no page at <code>{path}</code>. <Link to="/chat">Go to the chat</Link>.
               </p>
             </section>
           )}
@@ -139,6 +140,8 @@ const root = document.getElementById("root");
 if (root)
   createRoot(root).render(
     <StrictMode>
-      <App />
+      <BrowserRouter>
+        <App />
+      </BrowserRouter>
     </StrictMode>,
   );

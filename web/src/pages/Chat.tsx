@@ -11,7 +11,7 @@ import { Markdown } from "../components/Markdown";
 import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge, ToolCard, type Progress } from "../components/ToolCard";
-import { Link, navigate } from "../router";
+import { Link, useNavigate } from "react-router";
 
 type Conversation = Schemas["ConversationView"];
 
@@ -61,6 +61,7 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
 
 function Conversations(props: { current?: string; refresh: number; open: boolean; onClose: () => void }) {
   const { current, refresh, open, onClose } = props;
+  const navigate = useNavigate();
   const [list, setList] = useState<Conversation[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [renaming, setRenaming] = useState<string | null>(null);
@@ -88,7 +89,7 @@ function Conversations(props: { current?: string; refresh: number; open: boolean
     if (!confirm(`Delete “${c.title}”?`)) return;
     try {
       await api(`/api/conversations/${encodeURIComponent(c.id)}`, { method: "DELETE" });
-      if (c.id === current) navigate("/chat");
+      if (c.id === current) void navigate("/chat");
       await load();
     } catch (err) {
       setError(describe(err));
@@ -101,7 +102,7 @@ function Conversations(props: { current?: string; refresh: number; open: boolean
           Close
         </button>
       )}
-      <Link href="/chat" className="button" onClick={onClose}>
+      <Link to="/chat" className="button" onClick={onClose}>
         New conversation
       </Link>
       {error && <p role="alert" className="error">{error}</p>}
@@ -121,7 +122,7 @@ function Conversations(props: { current?: string; refresh: number; open: boolean
               </form>
             ) : (
               <>
-                <Link href={`/chat/${encodeURIComponent(c.id)}`} aria-current={c.id === current ? "page" : undefined}>
+                <Link to={`/chat/${encodeURIComponent(c.id)}`} aria-current={c.id === current ? "page" : undefined}>
                   {c.title || "Untitled"}
                 </Link>
                 <span className="row-actions">
@@ -464,6 +465,7 @@ function chatSession(
 
 export default function Chat({ path }: { path: string }) {
   const routeId = path.startsWith("/chat/") ? decodeURIComponent(path.slice("/chat/".length)) : undefined;
+  const navigate = useNavigate();
   const [model, setModel] = useState("");
   const modelRef = useRef(model);
   modelRef.current = model;
@@ -530,7 +532,7 @@ export default function Chat({ path }: { path: string }) {
   const turnStarted = (session: ChatSession<UIMessage>) => {
     kept.current.set(session.id, session);
     // Through the router, so the page knows its address: "New conversation" then leaves it.
-    if (!routeId) navigate(`/chat/${encodeURIComponent(session.id)}`, true);
+    if (!routeId) void navigate(`/chat/${encodeURIComponent(session.id)}`, { replace: true });
   };
   return (
     <div className="chat-page">
