@@ -2,6 +2,7 @@ import { StrictMode, Suspense, lazy, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { SignIn, signOut, useSession } from "./auth";
 import { BrowserRouter, Link, useLocation, useNavigate } from "react-router";
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { useWaiting } from "./approvals";
 import "./styles.css";
 
@@ -136,12 +137,18 @@ function App() {
   return <Shell />;
 }
 
+/// The page's data layer: what it fetched, shared by the components that show it. A failure is
+/// shown at once (the API's errors are answers, not hiccups to retry).
+const queries = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+
 const root = document.getElementById("root");
 if (root)
   createRoot(root).render(
     <StrictMode>
-      <BrowserRouter>
-        <App />
-      </BrowserRouter>
+      <QueryClientProvider client={queries}>
+        <BrowserRouter>
+          <App />
+        </BrowserRouter>
+      </QueryClientProvider>
     </StrictMode>,
   );

@@ -12,6 +12,7 @@ import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge, ToolCard, type Progress } from "../components/ToolCard";
 import { Link, useNavigate } from "react-router";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 
 type Conversation = Schemas["ConversationView"];
 
@@ -59,27 +60,30 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
   return out;
 }
 
-function Conversations(props: { current?: string; refresh: number; open: boolean; onClose: () => void }) {
-  const { current, refresh, open, onClose } = props;
+/// The conversation list's query: reloaded (invalidated) whenever a turn starts or ends, or one
+/// is renamed or deleted.
+const CONVERSATIONS = ["conversations"];
+
+function Conversations(props: { current?: string; open: boolean; onClose: () => void }) {
+  const { current, open, onClose } = props;
   const navigate = useNavigate();
-  const [list, setList] = useState<Conversation[]>([]);
-  const [error, setError] = useState<string | null>(null);
+  const queryClient = useQueryClient();
+  const conversations = useQuery({
+    queryKey: CONVERSATIONS,
+    queryFn: async () => (await api<Schemas["ConversationList"]>("/api/conversations")).conversations,
+  });
+  const list: Conversation[] = conversations.data ?? [];
+  const [failed, setError] = useState<string | null>(null);
+  const error = failed ?? (conversations.error ? describe(conversations.error) : null);
   const [renaming, setRenaming] = useState<string | null>(null);
   const [title, setTitle] = useState("");
-  const load = useCallback(async () => {
-    try {
-      setList((await api<Schemas["ConversationList"]>("/api/conversations")).conversations);
-      setError(null);
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, []);
-  useEffect(() => void load(), [load, refresh, current]);
+  const load = () => queryClient.invalidateQueries({ queryKey: CONVERSATIONS });
   const rename = async (e: FormEvent, id: string) => {
     e.preventDefault();
     try {
       await api(`/api/conversations/${encodeURIComponent(id)}`, { method: "PATCH", body: { title } });
       setRenaming(null);
+      setError(null);
       await load();
     } catch (err) {
       setError(describe(err));
@@ -90,6 +94,7 @@ function Conversations(props: { current?: string; refresh: number; open: boolean
     try {
       await api(`/api/conversations/${encodeURIComponent(c.id)}`, { method: "DELETE" });
       if (c.id === current) void navigate("/chat");
+      setError(null);
       await load();
     } catch (err) {
       setError(describe(err));
@@ -151,12 +156,8 @@ function Conversations(props: { current?: string; refresh: number; open: boolean
 }
 
 function ModelPicker({ value, onChange }: { value: string; onChange: (v: string) => void }) {
-  const [providers, setProviders] = useState<Schemas["ProviderModels"][]>([]);
-  useEffect(() => {
-    api<Schemas["ModelList"]>("/api/models")
-      .then((r) => setProviders(r.providers))
-      .catch(() => setProviders([]));
-  }, []);
+  // Without the list (no provider answers) the picker offers the default alone.
+  const providers = useQuery({ queryKey: ["models"], queryFn: () => api<Schemas["ModelList"]>("/api/models") }).data?.providers ?? [];
   return (
     <label className="model-picker">
       <span>Model</span>
@@ -470,7 +471,8 @@ export default function Chat({ path }: { path: string }) {
   const modelRef = useRef(model);
   modelRef.current = model;
   const [progress, setProgress] = useState<Record<string, Progress>>({});
-  const [refresh, setRefresh] = useState(0);
+  const queryClient = useQueryClient();
+  const listChanged = useCallback(() => void queryClient.invalidateQueries({ queryKey: CONVERSATIONS }), [queryClient]);
   const transport = useMemo(
     () =>
       new DefaultChatTransport<UIMessage>({
@@ -493,9 +495,9 @@ export default function Chat({ path }: { path: string }) {
     (id: string, messages: UIMessage[]) =>
       chatSession(id, messages, transport, {
         progress: (p) => setProgress((old) => ({ ...old, [p.toolCallId]: p })),
-        finish: () => setRefresh((n) => n + 1),
+        finish: listChanged,
       }),
-    [transport],
+    [transport, listChanged],
   );
   const [shown, setShown] = useState<ChatSession<UIMessage> | null>(null);
   // On a narrow screen the list is a drawer, closed whenever a conversation is chosen.
@@ -531,6 +533,7 @@ export default function Chat({ path }: { path: string }) {
   }, [routeId, open]);
   const turnStarted = (session: ChatSession<UIMessage>) => {
     kept.current.set(session.id, session);
+    listChanged();
     // Through the router, so the page knows its address: "New conversation" then leaves it.
     if (!routeId) void navigate(`/chat/${encodeURIComponent(session.id)}`, { replace: true });
   };
@@ -546,7 +549,7 @@ export default function Chat({ path }: { path: string }) {
       >
         Conversations
       </button>
-      <Conversations current={routeId} refresh={refresh} open={drawer} onClose={() => setDrawer(false)} />
+      <Conversations current={routeId} open={drawer} onClose={() => setDrawer(false)} />
       {loadError ? (
         <p role="alert" className="error">
           {loadError}
