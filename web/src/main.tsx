@@ -4,6 +4,7 @@ import { SignIn, signOut, useSession } from "./auth";
 import { BrowserRouter, Link, useLocation, useNavigate } from "react-router";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { useWaiting } from "./approvals";
+import { FoldButton } from "./components/FoldButton";
 import "./styles.css";
 
 // Each page is its own chunk: the first load carries the shell and the page it opens on.
@@ -66,20 +67,14 @@ function Shell() {
           toolmux
         </span>
         <nav aria-label="Pages" className={menuOpen ? "open" : undefined}>
-          <button
-            type="button"
-            className="menu-toggle"
-            aria-expanded={menuOpen}
-            aria-controls="pages"
-            onClick={() => setMenuOpen((o) => !o)}
-          >
+          <FoldButton open={menuOpen} onToggle={() => setMenuOpen((o) => !o)} controls="pages" className="menu-toggle">
             Menu
             {count > 0 && (
               <span className="badge count" aria-label={`${count} waiting`}>
                 {count}
               </span>
             )}
-          </button>
+          </FoldButton>
           <ul id="pages">
             {PAGES.filter((p) => !p.soon).map((p) => (
               <li key={p.href}>

@@ -72,6 +72,19 @@ async function visit(page, name) {
   await page.getByRole("navigation", { name: "Pages" }).getByRole("link", { name, exact: true }).click();
 }
 
+// Opens `path` as the app's own navigation does, and waits until the page has loaded its data.
+async function showPage(page, path) {
+  await page.evaluate((p) => {
+    history.pushState(null, "", p);
+    dispatchEvent(new PopStateEvent("popstate"));
+  }, path);
+  await page.locator("main h1").first().waitFor({ state: "attached" });
+  // The page holds an event stream open, so the network is never idle: wait for the page's own
+  // "Loading…" placeholders to go instead.
+  await page.waitForFunction(() => !document.querySelector("main")?.textContent?.includes("Loading…"));
+  await page.waitForTimeout(300);
+}
+
 async function ask(page, text) {
   await page.getByLabel("Message", { exact: true }).fill(text);
   await page.getByLabel("Message", { exact: true }).press("Enter");
@@ -178,13 +191,7 @@ const phases = {
     const screenshots = [];
     const width = () => page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: innerWidth }));
     for (const path of pages) {
-      await page.evaluate((p) => {
-        history.pushState(null, "", p);
-        dispatchEvent(new PopStateEvent("popstate"));
-      }, path);
-      await page.locator("main h1").first().waitFor({ state: "attached" });
-      await page.waitForFunction(() => !document.querySelector("main")?.textContent?.includes("Loading…"));
-      await page.waitForTimeout(300);
+      await showPage(page, path);
       const { scroll, inner } = await width();
       if (scroll > inner) overflowing.push({ path, scroll, inner });
       if (path.startsWith("/chat")) {
@@ -492,15 +499,7 @@ const phases = {
     for (const scheme of ["light", "dark"]) {
       await page.emulateMedia({ colorScheme: scheme });
       for (const path of pages) {
-        await page.evaluate((p) => {
-          history.pushState(null, "", p);
-          dispatchEvent(new PopStateEvent("popstate"));
-        }, path);
-        await page.locator("main h1").first().waitFor({ state: "attached" });
-        // The page holds an event stream open, so the network is never idle: wait for the
-        // page's own "Loading…" placeholders to go instead.
-        await page.waitForFunction(() => !document.querySelector("main")?.textContent?.includes("Loading…"));
-        await page.waitForTimeout(300);
+        await showPage(page, path);
         await page.evaluate(axe);
         const result = await page.evaluate(async () => {
           const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });

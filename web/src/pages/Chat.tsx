@@ -7,6 +7,7 @@ import { Chat as ChatSession, useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type DynamicToolUIPart, type UIMessage } from "ai";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { answerApproval, api, describe, sessionHeaders, type JsonSchema, type Schemas } from "../api";
+import { FoldButton } from "../components/FoldButton";
 import { Markdown } from "../components/Markdown";
 import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
@@ -540,15 +541,9 @@ export default function Chat({ path }: { path: string }) {
   return (
     <div className="chat-page">
       <h1 className="visually-hidden">Chat</h1>
-      <button
-        type="button"
-        className="drawer-toggle"
-        aria-expanded={drawer}
-        aria-controls="conversations"
-        onClick={() => setDrawer((o) => !o)}
-      >
+      <FoldButton open={drawer} onToggle={() => setDrawer((o) => !o)} controls="conversations" className="drawer-toggle">
         Conversations
-      </button>
+      </FoldButton>
       <Conversations current={routeId} open={drawer} onClose={() => setDrawer(false)} />
       {loadError ? (
         <p role="alert" className="error">
