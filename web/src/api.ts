@@ -7,6 +7,7 @@
 // of the host (a page or server on another port gets it too), while the key is readable only by
 // this origin's scripts, and no other origin can make the browser send the header.
 import { createParser } from "eventsource-parser";
+import type { components } from "./api-types";
 
 export class ApiFailure extends Error {
   constructor(
@@ -167,26 +168,16 @@ export function describe(e: unknown): string {
   return String(e);
 }
 
-export interface ToolEntry {
-  name: string;
-  originalName: string;
-  source: string;
-  title?: string | null;
-  description: string;
+/// The API's shapes as its OpenAPI document names them: `api-types.ts` is generated from
+/// `web/openapi.json` (the served document, kept equal by a test) when the app builds.
+export type Schemas = components["schemas"];
+
+/// A catalog entry (`ToolView`); the document leaves its schemas as plain JSON, which the page
+/// reads as JSON Schema.
+export type ToolEntry = Omit<Schemas["ToolView"], "inputSchema" | "outputSchema"> & {
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema | null;
-  annotations?: Record<string, unknown> | null;
-  internal: boolean;
-  parallel: boolean;
-  policy: "allow" | "ask" | "deny";
-  policyOrigin: string;
-  effectiveTimeoutMs: number;
-  enabled?: boolean;
-  /// What kind of source it comes from: the badge says so without guessing from the name.
-  sourceKind?: "builtin" | "script" | "mcp";
-  discoveryStatus?: string;
-  lastDiscovered?: string | null;
-}
+};
 
 export interface JsonSchema {
   type?: string | string[];
@@ -215,15 +206,10 @@ export type ContentBlock =
   | { type: "resource_link"; uri: string; name?: string; mimeType?: string }
   | { type: string; [key: string]: unknown };
 
-export interface CallResponse {
-  status: string;
-  content: ContentBlock[];
-  structuredContent?: unknown;
-  error?: string | null;
-  callId: string;
-  durationMs: number;
-}
+/// A call's outcome (`CallResponse`), its content read as MCP's blocks.
+export type CallResponse = Omit<Schemas["CallResponse"], "content"> & { content: ContentBlock[] };
 
+/// One waiting approval: the document types the list's items only as JSON objects.
 export interface PendingApproval {
   id: string;
   created: string;

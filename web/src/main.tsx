@@ -1,8 +1,10 @@
 import { StrictMode, Suspense, lazy, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { SignIn, signOut, useSession } from "./auth";
-import { Link, navigate, usePath } from "./router";
+import { BrowserRouter, Link, useLocation, useNavigate } from "react-router";
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { useWaiting } from "./approvals";
+import { FoldButton } from "./components/FoldButton";
 import "./styles.css";
 
 // Each page is its own chunk: the first load carries the shell and the page it opens on.
@@ -39,13 +41,17 @@ const PAGES = [
 ];
 
 function Shell() {
-  const path = usePath();
+  const path = useLocation().pathname;
+  const navigate = useNavigate();
   const [theme, setTheme] = useTheme();
   const waiting = useWaiting();
+  // On a narrow screen the page list folds behind a button; it folds again once a page is chosen.
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [path]);
   const count = waiting.approvals.length + waiting.inputs.length;
   useEffect(() => {
-    if (path === "/" || path === "") navigate("/chat", true);
-  }, [path]);
+    if (path === "/" || path === "") void navigate("/chat", { replace: true });
+  }, [path, navigate]);
   const section = "/" + (path.split("/")[1] ?? "");
   const page = PAGES.find((p) => p.href === section);
   useEffect(() => {
@@ -60,11 +66,19 @@ function Shell() {
         <span className="brand" aria-hidden="true">
           toolmux
         </span>
-        <nav aria-label="Pages">
-          <ul>
+        <nav aria-label="Pages" className={menuOpen ? "open" : undefined}>
+          <FoldButton open={menuOpen} onToggle={() => setMenuOpen((o) => !o)} controls="pages" className="menu-toggle">
+            Menu
+            {count > 0 && (
+              <span className="badge count" aria-label={`${count} waiting`}>
+                {count}
+              </span>
+            )}
+          </FoldButton>
+          <ul id="pages">
             {PAGES.filter((p) => !p.soon).map((p) => (
               <li key={p.href}>
-                <Link href={p.href} aria-current={section === p.href ? "page" : undefined}>
+                <Link to={p.href} aria-current={section === p.href ? "page" : undefined}>
                   {p.label}
                   {p.href === "/approvals" && count > 0 && (
                     <span className="badge count" aria-label={`${count} waiting`}>
@@ -101,7 +115,7 @@ function Shell() {
             <section>
               <h1>Not found</h1>
               <p>
-                There is no page at <code>{path}</code>. <Link href="/chat">Go to the chat</Link>.
+                There is no page at <code>{path}</code>. <Link to="/chat">Go to the chat</Link>.
               </p>
             </section>
           )}
@@ -118,10 +132,18 @@ function App() {
   return <Shell />;
 }
 
+/// The page's data layer: what it fetched, shared by the components that show it. A failure is
+/// shown at once (the API's errors are answers, not hiccups to retry).
+const queries = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+
 const root = document.getElementById("root");
 if (root)
   createRoot(root).render(
     <StrictMode>
-      <App />
+      <QueryClientProvider client={queries}>
+        <BrowserRouter>
+          <App />
+        </BrowserRouter>
+      </QueryClientProvider>
     </StrictMode>,
   );

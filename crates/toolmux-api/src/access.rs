@@ -12,7 +12,6 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use toolmux_http::Caller;
-use utoipa::openapi::path::Operation;
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, ResponseBuilder};
 
 use crate::ApiError;
@@ -166,43 +165,30 @@ pub(crate) fn document_refusals(document: &mut OpenApi) {
             .schema(Some(Ref::from_schema_name("ErrorBody")))
             .build()
     };
-    for (path, item) in document.paths.paths.iter_mut() {
-        let operations: [(&str, &mut Option<Operation>); 5] = [
-            ("GET", &mut item.get),
-            ("POST", &mut item.post),
-            ("PUT", &mut item.put),
-            ("PATCH", &mut item.patch),
-            ("DELETE", &mut item.delete),
-        ];
-        for (method, operation) in operations {
-            let Some(operation) = operation.as_mut() else {
-                continue;
-            };
-            let method = Method::from_bytes(method.as_bytes()).unwrap_or(Method::GET);
-            let responses = &mut operation.responses.responses;
-            if route_access(&method, path).unwrap_or(Owner) == Owner {
-                responses.entry("403".to_string()).or_insert_with(|| {
-                    ResponseBuilder::new()
-                        .description(
-                            "Refused: the owner's credential, or an access token with an admin \
+    crate::openapi::each_operation(document, |path, method, operation| {
+        let responses = &mut operation.responses.responses;
+        if route_access(&method, path).unwrap_or(Owner) == Owner {
+            responses.entry("403".to_string()).or_insert_with(|| {
+                ResponseBuilder::new()
+                    .description(
+                        "Refused: the owner's credential, or an access token with an admin \
                              scope, is needed",
-                        )
-                        .content("application/json", error())
-                        .build()
-                        .into()
-                });
-            }
-            if operation.request_body.is_some() {
-                responses.entry("415".to_string()).or_insert_with(|| {
-                    ResponseBuilder::new()
-                        .description("The body is not sent as `Content-Type: application/json`")
-                        .content("application/json", error())
-                        .build()
-                        .into()
-                });
-            }
+                    )
+                    .content("application/json", error())
+                    .build()
+                    .into()
+            });
         }
-    }
+        if operation.request_body.is_some() {
+            responses.entry("415".to_string()).or_insert_with(|| {
+                ResponseBuilder::new()
+                    .description("The body is not sent as `Content-Type: application/json`")
+                    .content("application/json", error())
+                    .build()
+                    .into()
+            });
+        }
+    });
 }
 
 #[cfg(test)]

@@ -153,6 +153,7 @@ pub fn api_router_with(state: ApiState, more: OpenApiRouter) -> Router {
     let mut document = openapi::described(operations);
     document.merge(more_operations);
     access::document_refusals(&mut document);
+    openapi::name_operations(&mut document);
     // Any other path under `/api` is answered with the error body, not an empty 404.
     let routes = routes
         .nest(API_PATH, Router::new().fallback(not_found))

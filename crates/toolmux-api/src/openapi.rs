@@ -5,12 +5,13 @@ use std::marker::PhantomData;
 
 use axum::Extension;
 use axum::body::Bytes;
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::response::IntoResponse;
 use schemars::JsonSchema;
 use serde_json::Value;
 use toolmux_core::{Catalog, SourceKind, input_schema};
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterStyle};
+use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{RefOr, Required, Schema};
 use utoipa::{IntoParams, Modify, OpenApi};
@@ -153,6 +154,43 @@ impl<T: JsonSchema> IntoParams for QueryParams<T> {
             })
             .collect()
     }
+}
+
+/// Calls `edit` with every operation of `document`, its path and its method (the five the API
+/// serves).
+pub(crate) fn each_operation(
+    document: &mut utoipa::openapi::OpenApi,
+    mut edit: impl FnMut(&str, Method, &mut Operation),
+) {
+    for (path, item) in document.paths.paths.iter_mut() {
+        let operations = [
+            (Method::GET, &mut item.get),
+            (Method::POST, &mut item.post),
+            (Method::PUT, &mut item.put),
+            (Method::PATCH, &mut item.patch),
+            (Method::DELETE, &mut item.delete),
+        ];
+        for (method, operation) in operations {
+            if let Some(operation) = operation.as_mut() {
+                edit(path, method, operation);
+            }
+        }
+    }
+}
+
+/// Names every operation after its method and path (`get /api/tools/{name}` is
+/// `get_api_tools_name`). OpenAPI wants operation ids unique in the document, since generated
+/// clients (the web app's types) name their functions and types after them; utoipa takes the
+/// handler's name, which repeats across modules (`list`, `show`).
+pub(crate) fn name_operations(document: &mut utoipa::openapi::OpenApi) {
+    each_operation(document, |path, method, operation| {
+        let words: Vec<&str> = path
+            .split(['/', '{', '}', '-', '.'])
+            .filter(|w| !w.is_empty())
+            .collect();
+        let method = method.as_str().to_lowercase();
+        operation.operation_id = Some(format!("{method}_{}", words.join("_")));
+    });
 }
 
 /// The document as served: serialised once, when the router is built, and shared by every

@@ -406,3 +406,51 @@ fn open_hands_the_token_url_to_the_browser() {
     );
     served.stop();
 }
+
+/// The web app's API types (`web/src/api-types.ts`) are generated from `web/openapi.json` when
+/// it builds (issue 26), without a Rust build inside `npm run build`; so the committed file must
+/// be the document the server serves, or the types drift from the API. With
+/// `TOOLMUX_UPDATE_OPENAPI=1` the test rewrites the file instead of comparing.
+#[test]
+fn the_web_apps_openapi_snapshot_is_the_served_document() {
+    let project = toolmux_project();
+    let served = Served::start(&project, &[]);
+    let response = served.get("/api/openapi.json");
+    assert_eq!(response.status, 200, "{}", response.body);
+    let mut document = response.json();
+    // The served key order of the configuration's schemas varies from run to run: compare (and
+    // keep) the keys sorted.
+    document.sort_all_objects();
+    // Unique operation ids, as OpenAPI wants: the generated types name one type per id.
+    let mut ids: Vec<&str> = document["paths"]
+        .as_object()
+        .expect("paths")
+        .values()
+        .flat_map(|item| item.as_object().expect("a path item").values())
+        .filter_map(|operation| operation["operationId"].as_str())
+        .collect();
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "operation ids repeat: {ids:?}");
+    let live = serde_json::to_string_pretty(&document).expect("a JSON document") + "\n";
+    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/openapi.json");
+    if std::env::var_os("TOOLMUX_UPDATE_OPENAPI").is_some() {
+        std::fs::write(&snapshot, &live).expect("write web/openapi.json");
+        return;
+    }
+    let committed = std::fs::read_to_string(&snapshot).unwrap_or_default();
+    // Not `assert_eq!`: the document is some 100 KB; the first differing line says enough.
+    let first_difference = committed
+        .lines()
+        .zip(live.lines())
+        .position(|(a, b)| a != b)
+        .map_or(committed.lines().count().min(live.lines().count()), |i| i);
+    assert!(
+        committed == live,
+        "web/openapi.json is not the served document (first difference at line {}): run \
+         `TOOLMUX_UPDATE_OPENAPI=1 cargo test -p toolmux --test web_app openapi_snapshot`, then \
+         `npm run build` in web/",
+        first_difference + 1
+    );
+}

@@ -79,6 +79,10 @@ fn fixtures(dir: &std::path::Path) -> PathBuf {
          "response": {"toolCalls": many}},
         {"match": {"toolCallId": "call_many_50"},
          "response": {"content": long_answer()}, "chunkSize": 64, "latency": 1},
+        {"match": {"userMessage": "Say hello"}, "response": {"content": "Hello there."}},
+        {"match": {"userMessage": "Say goodbye"}, "response": {"content": "Goodbye now."}},
+        {"match": {"userMessage": "Repeat the long word"},
+         "response": {"content": format!("Here it is: {}", "W".repeat(300))}},
         {"match": {"userMessage": "Run the long operation", "hasToolResult": false},
          "response": {"toolCalls": [call("call_long", "everything__trigger-long-running-operation",
                                          json!({"duration": 4, "steps": 4}))]}},
@@ -192,6 +196,75 @@ fn a_question_shows_grep_and_file_read_as_badged_cards_and_then_the_answer() {
     let shown = flow.served.get(&format!("/api/conversations/{id}"));
     assert_eq!(shown.status, 200, "{}", shown.body);
     assert_eq!(shown.json()["conversation"]["title"], "Codename hunt");
+}
+
+/// Issue 30: "New conversation" empties the thread and the next message starts a new
+/// conversation (the page's address goes through its router); a conversation sent in, left for
+/// another and opened again shows its own messages, not the other's.
+#[test]
+fn a_new_conversation_starts_empty_and_switching_back_shows_the_same_conversation() {
+    let flow = start("conversations", "");
+    let found = browse(&flow, "conversations", &[]);
+    assert_eq!(found["afterNew"], 0, "{found}");
+    assert_ne!(found["first"], found["second"], "{found}");
+    assert_eq!(found["secondShowsFirst"], false, "{found}");
+    assert_eq!(found["backShowsFirst"], true, "{found}");
+    assert_eq!(found["backShowsSecond"], false, "{found}");
+    // The server agrees: each conversation holds its own turns.
+    let user_texts = |address: &Value| -> Vec<String> {
+        let id = address
+            .as_str()
+            .and_then(|a| a.strip_prefix("/chat/"))
+            .expect("a conversation address");
+        let shown = flow.served.get(&format!("/api/conversations/{id}"));
+        assert_eq!(shown.status, 200, "{}", shown.body);
+        shown.json()["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["text"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(
+        user_texts(&found["first"]),
+        ["Where is the release codename defined?", "Say goodbye"]
+    );
+    assert_eq!(user_texts(&found["second"]), ["Say hello"]);
+}
+
+/// Issue 30: every page at a viewport `width` (`None`: a desktop's), with a 300-character word
+/// in the conversation: no page scrolls sideways and Send stays on screen.
+fn layout_flow(width: Option<&str>) -> Value {
+    let flow = start(
+        if width.is_some() {
+            "layout-phone"
+        } else {
+            "layout"
+        },
+        "",
+    );
+    let env: Vec<(&str, &str)> = width.map(|w| ("E2E_WIDTH", w)).into_iter().collect();
+    let found = browse(&flow, "layout", &env);
+    assert_eq!(found["pages"], 8, "{found}");
+    assert_eq!(found["overflowing"], json!([]), "{found}");
+    assert_eq!(found["hiddenSend"], json!([]), "{found}");
+    found
+}
+
+#[test]
+fn no_page_scrolls_sideways_on_a_phone_and_its_lists_fold() {
+    let found = layout_flow(Some("390"));
+    assert_eq!(
+        found["folded"],
+        json!({"listFolded": true, "drawerClosed": true, "drawerClosedAgain": true})
+    );
+}
+
+#[test]
+fn a_long_word_does_not_widen_any_page_on_a_desktop() {
+    let found = layout_flow(None);
+    assert_eq!(found["folded"], Value::Null);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 // checks what the flows leave on disk and in the server).
 //
 // Usage: node e2e.mjs PHASE URL SCRATCH
-//   PHASE   chat | approvals | tools | servers | signin | activity | sessions | progress | a11y | perf
+//   PHASE   chat | conversations | layout | approvals | tools | servers | signin | activity | sessions | progress | a11y | perf
 //   URL     the web app's URL as `toolmux serve` printed it (with `#token=…`)
 //   SCRATCH a folder for the browser's profile and the screenshots
 // E2E_WIDTH (optional) is the viewport's width, for a phone-sized screen.
@@ -65,6 +65,26 @@ async function shot(page, name) {
   return path;
 }
 
+// A page chosen from the navigation: on a phone, its Menu opened first.
+async function visit(page, name) {
+  const menu = page.getByRole("button", { name: "Menu" });
+  if (await menu.isVisible()) await menu.click();
+  await page.getByRole("navigation", { name: "Pages" }).getByRole("link", { name, exact: true }).click();
+}
+
+// Opens `path` as the app's own navigation does, and waits until the page has loaded its data.
+async function showPage(page, path) {
+  await page.evaluate((p) => {
+    history.pushState(null, "", p);
+    dispatchEvent(new PopStateEvent("popstate"));
+  }, path);
+  await page.locator("main h1").first().waitFor({ state: "attached" });
+  // The page holds an event stream open, so the network is never idle: wait for the page's own
+  // "Loading…" placeholders to go instead.
+  await page.waitForFunction(() => !document.querySelector("main")?.textContent?.includes("Loading…"));
+  await page.waitForTimeout(300);
+}
+
 async function ask(page, text) {
   await page.getByLabel("Message", { exact: true }).fill(text);
   await page.getByLabel("Message", { exact: true }).press("Enter");
@@ -111,6 +131,101 @@ const phases = {
     return { badges, address, screenshots: [chatShot, darkShot], problems };
   },
 
+  // Conversations keep their own messages (issue 30): "New conversation" empties the thread
+  // and the next message starts a new conversation; sent in A, B opened, A opened again shows A.
+  async conversations() {
+    const { context, page, problems } = await open();
+    const thread = page.getByRole("log", { name: "Messages" });
+    await ask(page, "Where is the release codename defined?");
+    await page.locator(".message.assistant .markdown", { hasText: "The codename is Bluefin." }).waitFor();
+    const first = new URL(page.url()).pathname;
+    await page.getByRole("link", { name: "New conversation" }).click();
+    await page.waitForURL((u) => u.pathname === "/chat");
+    const afterNew = await page.locator(".message").count();
+    await ask(page, "Say hello");
+    await page.locator(".message.assistant", { hasText: "Hello there." }).waitFor();
+    const second = new URL(page.url()).pathname;
+    const secondThread = await thread.innerText();
+    // A fresh load: neither conversation is this page's own any more.
+    await page.goto(origin + second);
+    await page.locator(".message.assistant", { hasText: "Hello there." }).waitFor();
+    const opened = (path) => page.locator(`.conversations a[href="${path}"]`).click();
+    // Send in A, open B, open A again.
+    await opened(first);
+    await page.locator(".message.assistant", { hasText: "The codename is Bluefin." }).waitFor();
+    await ask(page, "Say goodbye");
+    await page.locator(".message.assistant", { hasText: "Goodbye now." }).waitFor();
+    await opened(second);
+    await page.locator(".message.assistant", { hasText: "Hello there." }).waitFor();
+    await opened(first);
+    await page.waitForURL((u) => u.pathname === first);
+    await page.locator(".message.assistant", { hasText: "Goodbye now." }).waitFor({ timeout: 5_000 }).catch(() => undefined);
+    const back = await thread.innerText();
+    const screenshot = await shot(page, "conversations");
+    await context.close();
+    return {
+      first,
+      second,
+      afterNew,
+      secondShowsFirst: secondThread.includes("Bluefin"),
+      backShowsFirst: back.includes("Bluefin") && back.includes("Goodbye now."),
+      backShowsSecond: back.includes("Hello there."),
+      screenshots: [screenshot],
+      problems,
+    };
+  },
+
+  // Every page at the viewport's width (E2E_WIDTH, or a desktop's) with a 300-character word in
+  // the conversation: none scrolls sideways, Send is on screen; on a phone the page list and the
+  // conversations fold behind buttons that open them.
+  async layout() {
+    const { context, page, problems } = await open();
+    const phone = Boolean(process.env.E2E_WIDTH);
+    const word = "W".repeat(300);
+    await ask(page, `Repeat the long word ${word}`);
+    await page.locator(".message.assistant", { hasText: "Here it is:" }).waitFor();
+    const conversation = new URL(page.url()).pathname;
+    const pages = [conversation, "/chat", "/tools", "/tools/grep", "/servers", "/activity", "/approvals", "/sessions"];
+    const overflowing = [];
+    const hiddenSend = [];
+    const screenshots = [];
+    const width = () => page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: innerWidth }));
+    for (const path of pages) {
+      await showPage(page, path);
+      const { scroll, inner } = await width();
+      if (scroll > inner) overflowing.push({ path, scroll, inner });
+      if (path.startsWith("/chat")) {
+        const box = await page.getByRole("button", { name: "Send" }).boundingBox();
+        const size = page.viewportSize();
+        if (!box || box.x < 0 || box.y < 0 || box.x + box.width > size.width || box.y + box.height > size.height)
+          hiddenSend.push({ path, box });
+      }
+      screenshots.push(await shot(page, `layout${path === conversation ? "-conversation" : path.replaceAll("/", "-")}`));
+    }
+    let folded = null;
+    if (phone) {
+      // The page list: folded, then opened by "Menu", and a page chosen from it.
+      const tools = page.getByRole("navigation", { name: "Pages" }).getByRole("link", { name: "Tools" });
+      const listFolded = !(await tools.isVisible());
+      await visit(page, "Tools");
+      await page.waitForURL((u) => u.pathname === "/tools");
+      // The conversations: a drawer, closed until asked for.
+      await visit(page, "Chat");
+      const list = page.getByRole("complementary", { name: "Conversations" });
+      await page.getByRole("button", { name: "Conversations" }).waitFor();
+      const drawerClosed = !(await list.isVisible());
+      await page.getByRole("button", { name: "Conversations" }).click();
+      await list.locator(`a[href="${conversation}"]`).click();
+      await page.waitForURL((u) => u.pathname === conversation);
+      await page.locator(".message.assistant", { hasText: "Here it is:" }).waitFor();
+      const drawerClosedAgain = !(await list.isVisible());
+      screenshots.push(await shot(page, "layout-drawer-chosen"));
+      folded = { listFolded, drawerClosed, drawerClosedAgain };
+    }
+    await context.close();
+    return { overflowing, hiddenSend, folded, pages: pages.length, screenshots, problems };
+  },
+
   // An `ask` tool: the approval inline (and counted in the navigation), Deny with a reason
   // reaches the model as the error; Allow for this conversation stops asking (server-side); the model's
   // question as a form whose answer reaches the model.
@@ -119,7 +234,7 @@ const phases = {
     await ask(page, "Read the secret plan");
     const card = page.locator("section.approval-card").first();
     await card.waitFor();
-    await page.locator("nav .badge.count", { hasText: "1" }).waitFor();
+    await page.getByRole("link", { name: /^Approvals/ }).locator(".badge.count", { hasText: "1" }).waitFor();
     const badge = await card.locator(".badge").innerText();
     await card.getByLabel("Reason for denying").fill("not today");
     await card.getByRole("button", { name: "Deny" }).click();
@@ -155,7 +270,7 @@ const phases = {
   // renderers.
   async tools() {
     const { context, page, problems } = await open();
-    await page.getByRole("link", { name: "Tools" }).click();
+    await visit(page, "Tools");
     await page.getByRole("searchbox", { name: "Search tools" }).fill("file_search");
     await page.getByLabel("On or off").selectOption("off");
     const offRow = page.locator('.tool-row.off[data-tool="file_search"]');
@@ -192,7 +307,7 @@ const phases = {
   // Adding a server by pasting an `mcpServers` block discovers its tools.
   async servers() {
     const { context, page, problems } = await open();
-    await page.getByRole("link", { name: "MCP servers" }).click();
+    await visit(page, "MCP servers");
     const block = process.env.PASTE;
     check(block, "PASTE (the mcpServers block) is not set");
     await page.getByLabel(/An mcpServers block/).fill(block);
@@ -251,7 +366,7 @@ const phases = {
   // server until it is signed in and discovered.
   async signin() {
     const { context, page, problems } = await open();
-    await page.getByRole("link", { name: "MCP servers" }).click();
+    await visit(page, "MCP servers");
     const status = page.locator('li.server[data-server="oauthy"] [data-testid="status"]');
     await status.waitFor();
     const before = await status.innerText();
@@ -276,7 +391,7 @@ const phases = {
     page.on("request", (r) => {
       if (live && new URL(r.url()).pathname === "/api/logs") listReadsAfterLive++;
     });
-    await page.getByRole("link", { name: "Activity" }).click();
+    await visit(page, "Activity");
     const row = page.locator('tr[data-tool="file_search"]', { hasText: "cli" }).first();
     await row.waitFor();
     await row.getByRole("button", { name: "file_search" }).click();
@@ -308,7 +423,7 @@ const phases = {
   // Coding sessions: one started from the page and followed live to its end, one cancelled.
   async sessions() {
     const { context, page, problems } = await open();
-    await page.getByRole("link", { name: "Sessions" }).click();
+    await visit(page, "Sessions");
     const start = async (prompt) => {
       await page.getByRole("heading", { name: "Start a session" }).waitFor();
       await page.getByLabel("Runner").selectOption("claude");
@@ -384,15 +499,7 @@ const phases = {
     for (const scheme of ["light", "dark"]) {
       await page.emulateMedia({ colorScheme: scheme });
       for (const path of pages) {
-        await page.evaluate((p) => {
-          history.pushState(null, "", p);
-          dispatchEvent(new PopStateEvent("popstate"));
-        }, path);
-        await page.locator("main h1").first().waitFor({ state: "attached" });
-        // The page holds an event stream open, so the network is never idle: wait for the
-        // page's own "Loading…" placeholders to go instead.
-        await page.waitForFunction(() => !document.querySelector("main")?.textContent?.includes("Loading…"));
-        await page.waitForTimeout(300);
+        await showPage(page, path);
         await page.evaluate(axe);
         const result = await page.evaluate(async () => {
           const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });
@@ -454,7 +561,7 @@ const phases = {
     });
     const catalogShot = await shot(page, "tools-1000");
 
-    await page.getByRole("link", { name: "Chat" }).click();
+    await visit(page, "Chat");
     await page.evaluate(() => {
       globalThis.__long = [];
       new PerformanceObserver((list) => {

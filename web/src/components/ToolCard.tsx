@@ -2,7 +2,7 @@
 // runs, how long it took, its outcome and its result, with a link to its execution-log entry.
 import type { DynamicToolUIPart } from "ai";
 import { memo } from "react";
-import { Link } from "../router";
+import { Link } from "react-router";
 import { JsonTree } from "./JsonTree";
 import { ErrorView, ResultView } from "./Renderers";
 
@@ -80,7 +80,7 @@ function ToolCardView({ part, source, progress }: CardProps) {
         <span className={`outcome ${outcome}`}>{outcome}</span>
         {output?.durationMs !== undefined && <span className="muted">{output.durationMs} ms</span>}
         {output?.logId && (
-          <Link href={`/activity?id=${encodeURIComponent(output.logId)}`} className="log-link">
+          <Link to={`/activity?id=${encodeURIComponent(output.logId)}`} className="log-link">
             Activity entry
           </Link>
         )}

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useState } from "react";
 import { api, describe, openStream } from "../api";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge } from "../components/ToolCard";
-import { Link } from "../router";
+import { Link, useLocation } from "react-router";
 
 interface LogEntry {
   id: string;
@@ -35,7 +35,7 @@ function useSettled<T>(value: T, ms: number): T {
 }
 
 export default function Activity() {
-  const params = new URLSearchParams(location.search);
+  const params = new URLSearchParams(useLocation().search);
   const [tool, setTool] = useState("");
   const [outcome, setOutcome] = useState("");
   const [since, setSince] = useState("");
@@ -194,7 +194,7 @@ export default function Activity() {
         )}
         {selected && !detail && entries.length > 0 && (
           <p className="muted">
-            That call is not among the newest shown. <Link href="/activity">Clear</Link>
+            That call is not among the newest shown. <Link to="/activity">Clear</Link>
           </p>
         )}
       </div>

@@ -6,21 +6,18 @@ import "../zodJitless";
 import { Chat as ChatSession, useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type DynamicToolUIPart, type UIMessage } from "ai";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { answerApproval, api, describe, sessionHeaders, type JsonSchema } from "../api";
+import { answerApproval, api, describe, sessionHeaders, type JsonSchema, type Schemas } from "../api";
+import { FoldButton } from "../components/FoldButton";
 import { Markdown } from "../components/Markdown";
 import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge, ToolCard, type Progress } from "../components/ToolCard";
-import { Link, navigate } from "../router";
+import { Link, useNavigate } from "react-router";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 
-interface Conversation {
-  id: string;
-  title: string;
-  provider: string;
-  model: string;
-  updated: string;
-}
+type Conversation = Schemas["ConversationView"];
 
+/// A stored message: the document types them only as JSON objects.
 interface StoredMessage {
   seq: number;
   role: "user" | "assistant" | "tool";
@@ -31,14 +28,6 @@ interface StoredMessage {
   content?: string;
   isError?: boolean;
   logId?: string;
-}
-
-interface ProviderModels {
-  provider: string;
-  defaultModel?: string | null;
-  default_model?: string | null;
-  models?: string[];
-  error?: string;
 }
 
 function newId() {
@@ -72,25 +61,30 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
   return out;
 }
 
-function Conversations({ current, refresh }: { current?: string; refresh: number }) {
-  const [list, setList] = useState<Conversation[]>([]);
-  const [error, setError] = useState<string | null>(null);
+/// The conversation list's query: reloaded (invalidated) whenever a turn starts or ends, or one
+/// is renamed or deleted.
+const CONVERSATIONS = ["conversations"];
+
+function Conversations(props: { current?: string; open: boolean; onClose: () => void }) {
+  const { current, open, onClose } = props;
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  const conversations = useQuery({
+    queryKey: CONVERSATIONS,
+    queryFn: async () => (await api<Schemas["ConversationList"]>("/api/conversations")).conversations,
+  });
+  const list: Conversation[] = conversations.data ?? [];
+  const [failed, setError] = useState<string | null>(null);
+  const error = failed ?? (conversations.error ? describe(conversations.error) : null);
   const [renaming, setRenaming] = useState<string | null>(null);
   const [title, setTitle] = useState("");
-  const load = useCallback(async () => {
-    try {
-      setList((await api<{ conversations: Conversation[] }>("/api/conversations")).conversations);
-      setError(null);
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, []);
-  useEffect(() => void load(), [load, refresh, current]);
+  const load = () => queryClient.invalidateQueries({ queryKey: CONVERSATIONS });
   const rename = async (e: FormEvent, id: string) => {
     e.preventDefault();
     try {
       await api(`/api/conversations/${encodeURIComponent(id)}`, { method: "PATCH", body: { title } });
       setRenaming(null);
+      setError(null);
       await load();
     } catch (err) {
       setError(describe(err));
@@ -100,15 +94,21 @@ function Conversations({ current, refresh }: { current?: string; refresh: number
     if (!confirm(`Delete “${c.title}”?`)) return;
     try {
       await api(`/api/conversations/${encodeURIComponent(c.id)}`, { method: "DELETE" });
-      if (c.id === current) navigate("/chat");
+      if (c.id === current) void navigate("/chat");
+      setError(null);
       await load();
     } catch (err) {
       setError(describe(err));
     }
   };
   return (
-    <aside className="conversations" aria-label="Conversations">
-      <Link href="/chat" className="button">
+    <aside id="conversations" className={open ? "conversations open" : "conversations"} aria-label="Conversations">
+      {open && (
+        <button type="button" className="drawer-close" onClick={onClose}>
+          Close
+        </button>
+      )}
+      <Link to="/chat" className="button" onClick={onClose}>
         New conversation
       </Link>
       {error && <p role="alert" className="error">{error}</p>}
@@ -128,7 +128,7 @@ function Conversations({ current, refresh }: { current?: string; refresh: number
               </form>
             ) : (
               <>
-                <Link href={`/chat/${encodeURIComponent(c.id)}`} aria-current={c.id === current ? "page" : undefined}>
+                <Link to={`/chat/${encodeURIComponent(c.id)}`} aria-current={c.id === current ? "page" : undefined}>
                   {c.title || "Untitled"}
                 </Link>
                 <span className="row-actions">
@@ -157,19 +157,15 @@ function Conversations({ current, refresh }: { current?: string; refresh: number
 }
 
 function ModelPicker({ value, onChange }: { value: string; onChange: (v: string) => void }) {
-  const [providers, setProviders] = useState<ProviderModels[]>([]);
-  useEffect(() => {
-    api<{ providers: ProviderModels[] }>("/api/models")
-      .then((r) => setProviders(r.providers))
-      .catch(() => setProviders([]));
-  }, []);
+  // Without the list (no provider answers) the picker offers the default alone.
+  const providers = useQuery({ queryKey: ["models"], queryFn: () => api<Schemas["ModelList"]>("/api/models") }).data?.providers ?? [];
   return (
     <label className="model-picker">
       <span>Model</span>
       <select value={value} onChange={(e) => onChange(e.target.value)}>
         <option value="">Default</option>
         {providers.map((p) => {
-          const models = p.models ?? [p.defaultModel ?? p.default_model].filter((m): m is string => !!m);
+          const models = p.models ?? [p.defaultModel].filter((m): m is string => !!m);
           return (
             <optgroup key={p.provider} label={p.error ? `${p.provider} (${p.error})` : p.provider}>
               {models.map((m) => (
@@ -315,54 +311,16 @@ function InputCard({ data }: { data: InputData }) {
   );
 }
 
-function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean; onTurnStart: () => void; onTurnEnd: () => void }) {
-  const { id, initial, fresh, onTurnStart, onTurnEnd } = props;
-  const [model, setModel] = useState("");
-  const [progress, setProgress] = useState<Record<string, Progress>>({});
+function Conversation(props: {
+  chat: ChatSession<UIMessage>;
+  model: string;
+  onModel: (model: string) => void;
+  progress: Record<string, Progress>;
+  onTurnStart: () => void;
+}) {
+  const { chat, model, onModel, progress, onTurnStart } = props;
+  const id = chat.id;
   const [draft, setDraft] = useState("");
-  const modelRef = useRef(model);
-  modelRef.current = model;
-  const transport = useMemo(
-    () =>
-      new DefaultChatTransport({
-        api: "/api/chat",
-        credentials: "same-origin",
-        // Read on every request: the session key, without which the cookie is nothing.
-        headers: () => sessionHeaders(),
-        body: () => {
-          const [provider, m] = modelRef.current.split("\u0000");
-          return modelRef.current ? { provider, model: m } : {};
-        },
-      }),
-    [],
-  );
-  const turnEnded = useRef(onTurnEnd);
-  turnEnded.current = onTurnEnd;
-  const chat = useMemo(() => {
-    const session = new ChatSession<UIMessage>({
-      id,
-      messages: initial,
-      transport,
-      onData: (part) => {
-        if (part.type === "data-tool-progress") {
-          const d = part.data as Progress & { toolCallId: string };
-          setProgress((old) => ({ ...old, [d.toolCallId]: d }));
-        }
-      },
-      onFinish: () => turnEnded.current(),
-    });
-    // The SDK deep-clones the whole message on every chunk (for the React Compiler, which we
-    // do not use): with 50 tool results and a long answer that is most of the main thread's
-    // time. Copying the message and its parts one level deep is enough for React to see every
-    // change, since the SDK replaces a part's fields rather than editing inside them.
-    (session as unknown as { state: { snapshot: (m: unknown) => unknown } }).state.snapshot = (m) => {
-      const message = m as UIMessage;
-      return { ...message, parts: message.parts.map((p) => ({ ...p })) };
-    };
-    return session;
-    // One session per conversation: `initial` and the transport are read once.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [id]);
   // One render per 50 ms at most, however fast the deltas come.
   const { messages, sendMessage, status, stop, error } = useChat({ chat, experimental_throttle: 50 });
   const busy = status === "submitted" || status === "streaming";
@@ -372,7 +330,6 @@ function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean;
     if (!text || busy) return;
     setDraft("");
     onTurnStart();
-    if (fresh) history.replaceState(null, "", `/chat/${encodeURIComponent(id)}`);
     void sendMessage({ text });
   };
   const cancel = async () => {
@@ -465,7 +422,7 @@ function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean;
           }}
         />
         <div className="composer-actions">
-          <ModelPicker value={model} onChange={setModel} />
+          <ModelPicker value={model} onChange={onModel} />
           {busy ? (
             <button type="button" className="danger" onClick={() => void cancel()}>
               Stop
@@ -481,49 +438,127 @@ function Conversation(props: { id: string; initial: UIMessage[]; fresh: boolean;
   );
 }
 
+/// A chat session of the AI SDK for one conversation, starting from `messages`.
+function chatSession(
+  id: string,
+  messages: UIMessage[],
+  transport: DefaultChatTransport<UIMessage>,
+  on: { progress: (p: Progress & { toolCallId: string }) => void; finish: () => void },
+): ChatSession<UIMessage> {
+  const session = new ChatSession<UIMessage>({
+    id,
+    messages,
+    transport,
+    onData: (part) => {
+      if (part.type === "data-tool-progress") on.progress(part.data as Progress & { toolCallId: string });
+    },
+    onFinish: () => on.finish(),
+  });
+  // The SDK deep-clones the whole message on every chunk (for the React Compiler, which we
+  // do not use): with 50 tool results and a long answer that is most of the main thread's
+  // time. Copying the message and its parts one level deep is enough for React to see every
+  // change, since the SDK replaces a part's fields rather than editing inside them.
+  (session as unknown as { state: { snapshot: (m: unknown) => unknown } }).state.snapshot = (m) => {
+    const message = m as UIMessage;
+    return { ...message, parts: message.parts.map((p) => ({ ...p })) };
+  };
+  return session;
+}
+
 export default function Chat({ path }: { path: string }) {
   const routeId = path.startsWith("/chat/") ? decodeURIComponent(path.slice("/chat/".length)) : undefined;
-  // A new conversation gets its id at once (the server makes one under the id it is sent), so
-  // its address is known before its first answer.
-  const [freshId, setFreshId] = useState(newId);
-  const id = routeId ?? freshId;
-  const [initial, setInitial] = useState<UIMessage[] | null>(routeId ? null : []);
+  const navigate = useNavigate();
+  const [model, setModel] = useState("");
+  const modelRef = useRef(model);
+  modelRef.current = model;
+  const [progress, setProgress] = useState<Record<string, Progress>>({});
+  const queryClient = useQueryClient();
+  const listChanged = useCallback(() => void queryClient.invalidateQueries({ queryKey: CONVERSATIONS }), [queryClient]);
+  const transport = useMemo(
+    () =>
+      new DefaultChatTransport<UIMessage>({
+        api: "/api/chat",
+        credentials: "same-origin",
+        // Read on every request: the session key, without which the cookie is nothing.
+        headers: () => sessionHeaders(),
+        body: () => {
+          const [provider, m] = modelRef.current.split("\u0000");
+          return modelRef.current ? { provider, model: m } : {};
+        },
+      }),
+    [],
+  );
+  // The sessions of the conversations this page sent a turn in, by id: opened again, each shows
+  // what it holds (a turn may still be streaming into it), never another conversation's
+  // messages, and is not read again from the server.
+  const kept = useRef(new Map<string, ChatSession<UIMessage>>());
+  const open = useCallback(
+    (id: string, messages: UIMessage[]) =>
+      chatSession(id, messages, transport, {
+        progress: (p) => setProgress((old) => ({ ...old, [p.toolCallId]: p })),
+        finish: listChanged,
+      }),
+    [transport, listChanged],
+  );
+  const [shown, setShown] = useState<ChatSession<UIMessage> | null>(null);
+  // On a narrow screen the list is a drawer, closed whenever a conversation is chosen.
+  const [drawer, setDrawer] = useState(false);
+  useEffect(() => setDrawer(false), [path]);
   const [loadError, setLoadError] = useState<string | null>(null);
-  const [refresh, setRefresh] = useState(0);
-  const live = useRef(new Set<string>());
   useEffect(() => {
+    setLoadError(null);
+    // A new conversation gets its id at once (the server makes one under the id it is sent),
+    // so its address is known before its first answer.
     if (!routeId) {
-      setFreshId(newId());
-      setInitial([]);
+      setShown(open(newId(), []));
       return;
     }
-    if (live.current.has(routeId)) return;
-    setInitial(null);
+    const session = kept.current.get(routeId);
+    if (session) {
+      setShown(session);
+      return;
+    }
+    setShown(null);
+    // Only the answer for the conversation still asked for is shown.
+    let wanted = true;
     api<{ messages: StoredMessage[] }>(`/api/conversations/${encodeURIComponent(routeId)}`)
       .then((r) => {
-        setInitial(toUiMessages(r.messages));
-        setLoadError(null);
+        if (wanted) setShown(open(routeId, toUiMessages(r.messages)));
       })
-      .catch((e) => setLoadError(describe(e)));
-  }, [routeId]);
+      .catch((e) => {
+        if (wanted) setLoadError(describe(e));
+      });
+    return () => {
+      wanted = false;
+    };
+  }, [routeId, open]);
+  const turnStarted = (session: ChatSession<UIMessage>) => {
+    kept.current.set(session.id, session);
+    listChanged();
+    // Through the router, so the page knows its address: "New conversation" then leaves it.
+    if (!routeId) void navigate(`/chat/${encodeURIComponent(session.id)}`, { replace: true });
+  };
   return (
     <div className="chat-page">
       <h1 className="visually-hidden">Chat</h1>
-      <Conversations current={routeId} refresh={refresh} />
+      <FoldButton open={drawer} onToggle={() => setDrawer((o) => !o)} controls="conversations" className="drawer-toggle">
+        Conversations
+      </FoldButton>
+      <Conversations current={routeId} open={drawer} onClose={() => setDrawer(false)} />
       {loadError ? (
         <p role="alert" className="error">
           {loadError}
         </p>
-      ) : initial === null ? (
+      ) : shown === null ? (
         <p className="muted">Loading…</p>
       ) : (
         <Conversation
-          key={id}
-          id={id}
-          initial={initial}
-          fresh={!routeId}
-          onTurnStart={() => live.current.add(id)}
-          onTurnEnd={() => setRefresh((n) => n + 1)}
+          key={shown.id}
+          chat={shown}
+          model={model}
+          onModel={setModel}
+          progress={progress}
+          onTurnStart={() => turnStarted(shown)}
         />
       )}
     </div>

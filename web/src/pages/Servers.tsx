@@ -3,18 +3,11 @@
 // import those other clients' files; replace, remove, refresh, sign in (OAuth); their prompts
 // and resources.
 import { useCallback, useEffect, useRef, useState, type FormEvent } from "react";
-import { api, describe } from "../api";
+import { api, describe, type Schemas } from "../api";
 import { JsonTree } from "../components/JsonTree";
 
-interface Server {
-  name: string;
-  prefix: string;
-  transport?: "stdio" | "http" | "sse";
-  enabled?: boolean;
-  discovery: Record<string, unknown> | null;
-  tools: string[];
-  stderrTail?: string[];
-}
+/// A server as the list shows it; its detail adds the stderr tail.
+type Server = Schemas["McpServerView"] & Partial<Pick<Schemas["McpServerDetail"], "stderrTail">>;
 
 /// A server's discovery status; `needs-sign-in` asks for the Sign in button.
 const statusOf = (s: Server) => String(s.discovery?.discoveryStatus ?? s.discovery?.status ?? "never");
@@ -119,12 +112,7 @@ function SignIn({ server, onChanged }: { server: Server; onChanged: () => Promis
   );
 }
 
-interface ImportReport {
-  files: string[];
-  servers: string[];
-  added: string[];
-  skipped: string[];
-}
+type ImportReport = Schemas["ImportReport"];
 
 /// `toolmux import` from the page: the MCP servers of Claude Code, Cursor, VS Code and Codex.
 function Import({ onImported }: { onImported: () => Promise<void> }) {

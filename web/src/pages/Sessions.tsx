@@ -5,7 +5,7 @@
 // one `status`), with Cancel while it runs.
 import { useCallback, useEffect, useState, type FormEvent } from "react";
 import { api, describe, openStream } from "../api";
-import { Link, navigate } from "../router";
+import { Link, useNavigate } from "react-router";
 
 interface Session {
   id: string;
@@ -38,6 +38,7 @@ interface Final {
 const RUNNING = new Set(["pending", "running"]);
 
 function NewSession({ onStarted }: { onStarted: () => Promise<void> }) {
+  const navigate = useNavigate();
   const [runners, setRunners] = useState<string[]>([]);
   const [runner, setRunner] = useState("");
   const [prompt, setPrompt] = useState("");
@@ -60,7 +61,7 @@ function NewSession({ onStarted }: { onStarted: () => Promise<void> }) {
       const record = await api<Session>("/api/sessions", { method: "POST", body: { runner, prompt } });
       setPrompt("");
       await onStarted();
-      navigate(`/sessions/${encodeURIComponent(record.id)}`);
+      void navigate(`/sessions/${encodeURIComponent(record.id)}`);
     } catch (err) {
       setError(describe(err));
     } finally {
@@ -114,7 +115,7 @@ function SessionList({ sessions }: { sessions: Session[] }) {
         {sessions.map((s) => (
           <tr key={s.id} data-session={s.id}>
             <td>
-              <Link href={`/sessions/${encodeURIComponent(s.id)}`}>{s.id}</Link>
+              <Link to={`/sessions/${encodeURIComponent(s.id)}`}>{s.id}</Link>
             </td>
             <td>{s.runner}</td>
             <td className={`outcome ${s.status}`}>{s.status}</td>
@@ -172,7 +173,7 @@ function SessionView({ id, onChanged }: { id: string; onChanged: () => Promise<v
   return (
     <section className="session-view" aria-labelledby="session-title">
       <p>
-        <Link href="/sessions">← All sessions</Link>
+        <Link to="/sessions">← All sessions</Link>
       </p>
       <h2 id="session-title">
         Session <code>{id}</code>{" "}

@@ -10,7 +10,7 @@ import { JsonTree } from "../components/JsonTree";
 import { ErrorView, ResultView } from "../components/Renderers";
 import { SchemaForm } from "../components/SchemaForm";
 import { SourceBadge } from "../components/ToolCard";
-import { Link, navigate } from "../router";
+import { Link, useNavigate } from "react-router";
 
 function useCatalog(): [ToolEntry[] | null, string | null, () => Promise<void>] {
   const [tools, setTools] = useState<ToolEntry[] | null>(null);
@@ -138,7 +138,7 @@ function Catalog({ tools, onChanged }: { tools: ToolEntry[]; onChanged: () => Pr
                 >
                   <span aria-hidden="true">{on ? "on" : "off"}</span>
                 </button>{" "}
-                <Link href={`/tools/${encodeURIComponent(t.name)}`}>
+                <Link to={`/tools/${encodeURIComponent(t.name)}`}>
                   <strong>{t.name}</strong>
                 </Link>{" "}
                 <SourceBadge source={t.source} kind={t.sourceKind} /> <span className={`policy ${t.policy}`}>{t.policy}</span>
@@ -185,7 +185,7 @@ function Details({ tool, onChanged }: { tool: ToolEntry; onChanged: () => Promis
   return (
     <section className="tool-details" aria-labelledby="tool-title">
       <p>
-        <Link href="/tools">← All tools</Link>
+        <Link to="/tools">← All tools</Link>
       </p>
       <h2 id="tool-title">
         {tool.name} <SourceBadge source={tool.source} kind={tool.sourceKind} />
@@ -257,7 +257,7 @@ function Details({ tool, onChanged }: { tool: ToolEntry; onChanged: () => Promis
         <div className="result" role="region" aria-label="Result" tabIndex={0}>
           <p className="muted">
             {result.status} in {Math.round(result.durationMs)} ms ·{" "}
-            <Link href={`/activity?id=${encodeURIComponent(result.callId)}`}>Activity entry</Link>
+            <Link to={`/activity?id=${encodeURIComponent(result.callId)}`}>Activity entry</Link>
           </p>
           {result.error ? (
             <ErrorView text={result.error} />
@@ -280,11 +280,12 @@ function Details({ tool, onChanged }: { tool: ToolEntry; onChanged: () => Promis
 
 export default function Tools({ path }: { path: string }) {
   const [tools, error, reload] = useCatalog();
+  const navigate = useNavigate();
   const name = path.startsWith("/tools/") ? decodeURIComponent(path.slice("/tools/".length)) : undefined;
   const tool = name ? tools?.find((t) => t.name === name) : undefined;
   useEffect(() => {
-    if (name && tools && !tool) navigate("/tools", true);
-  }, [name, tools, tool]);
+    if (name && tools && !tool) void navigate("/tools", { replace: true });
+  }, [name, tools, tool, navigate]);
   return (
     <div className="tools-page">
       <h1>Tools</h1>
