@@ -367,3 +367,50 @@ async fn unknown_methods_get_method_not_found_over_http() {
         response.body
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_form_leaves_the_approval_to_the_queue_and_a_declined_one_denies() {
+    // Headless clients answer elicitation at once: `claude -p` with `cancel`, `codex exec` with
+    // `decline`. Under `serve` a `cancel` is no answer: the approval keeps waiting in the
+    // queue, where a person answers it (what `POST /api/approvals/{id}` calls).
+    let queue = Arc::new(toolmux_core::ApprovalQueue::new());
+    let options = ServeOptions {
+        people: Some(Arc::clone(&queue)),
+        ..ServeOptions::default()
+    };
+    let server = HttpServer::start(hub(), options).await;
+    let call = json!({"op": "call", "name": "danger", "arguments": {"text": "x"}});
+    let mut client = PythonClient::start(json!({
+        "transport": "http",
+        "url": server.url,
+        "elicitation": ["cancel", "decline"],
+        "steps": [call, call]
+    }));
+    assert_eq!(
+        client.next().await["connected"]["serverInfo"]["name"],
+        "toolmux"
+    );
+    let id = loop {
+        if let Some(waiting) = queue.pending(None).first() {
+            break waiting.id;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    queue
+        .answer(id, toolmux_core::Approval::Allow)
+        .expect("the approval still waits after the client's `cancel`");
+    let ran = client.next().await;
+    assert_eq!(ran["result"]["isError"], false, "{ran}");
+    let declined = client.next().await;
+    assert_eq!(
+        result_text(&declined),
+        "tool `danger` was denied: the user declined it"
+    );
+    assert!(queue.pending(None).is_empty());
+    let done = client.next().await;
+    assert_eq!(
+        done["done"]["elicitations"].as_array().map(Vec::len),
+        Some(2),
+        "{done}"
+    );
+}
