@@ -414,3 +414,43 @@ async fn a_cancelled_form_leaves_the_approval_to_the_queue_and_a_declined_one_de
         "{done}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_answered_through_the_queue_withdraws_the_clients_open_form() {
+    let queue = Arc::new(toolmux_core::ApprovalQueue::new());
+    let options = ServeOptions {
+        people: Some(Arc::clone(&queue)),
+        ..ServeOptions::default()
+    };
+    let server = HttpServer::start(hub(), options).await;
+    let mut client = PythonClient::start(json!({
+        "transport": "http",
+        "url": server.url,
+        "elicitation": ["wait"],
+        "steps": [
+            {"op": "call", "name": "danger", "arguments": {"text": "x"}},
+            {"op": "ping"}
+        ]
+    }));
+    client.next().await;
+    let id = loop {
+        if let Some(waiting) = queue.pending(None).first() {
+            break waiting.id;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    queue
+        .answer(id, toolmux_core::Approval::Allow)
+        .expect("the approval waits");
+    let ran = client.next().await;
+    assert_eq!(ran["result"]["isError"], false, "{ran}");
+    assert_eq!(client.next().await, json!({"ok": true}));
+    let done = &client.next().await["done"];
+    // The form the client still showed was withdrawn by its own request id.
+    assert_eq!(
+        done["elicitation_ids"].as_array().map(Vec::len),
+        Some(1),
+        "{done}"
+    );
+    assert_eq!(done["withdrawn"], done["elicitation_ids"], "{done}");
+}
