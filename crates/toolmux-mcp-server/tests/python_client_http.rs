@@ -454,3 +454,60 @@ async fn an_approval_answered_through_the_queue_withdraws_the_clients_open_form(
     );
     assert_eq!(done["withdrawn"], done["elicitation_ids"], "{done}");
 }
+
+/// Issue 29: every response stream started with an empty-data priming event (`data: `,
+/// `id: 0`, `retry: 3000`, SEP-1699), which only 2025-11-25 has; older client libraries (Gemini
+/// CLI's) read its empty data as JSON and give up. It goes only to clients of a version that
+/// has it: on the `initialize` answer by the version asked for, later by `MCP-Protocol-Version`
+/// (absent: 2025-03-26, as the transport says).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_priming_event_goes_only_to_clients_whose_version_has_it() {
+    let server = HttpServer::start(hub(), ServeOptions::default()).await;
+    let port = server.port;
+    for (version, primed) in [
+        ("2025-03-26", false),
+        ("2025-06-18", false),
+        ("2025-11-25", true),
+    ] {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {},
+            "clientInfo": {"name": "priming-test", "version": "0"}}});
+        let answer = raw_http(port, &post(port, &init, "")).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(
+            answer.body.contains("retry: 3000"),
+            primed,
+            "{version}: {}",
+            answer.body
+        );
+        assert!(answer.body.contains(version), "{version}: {}", answer.body);
+        let session = answer
+            .header("mcp-session-id")
+            .expect("a session id")
+            .to_string();
+        // 2025-03-26 clients send no version header.
+        let header = if version == "2025-03-26" {
+            String::new()
+        } else {
+            format!("MCP-Protocol-Version: {version}\r\n")
+        };
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+        let listed = raw_http(
+            port,
+            &post(
+                port,
+                &list,
+                &format!("Mcp-Session-Id: {session}\r\n{header}"),
+            ),
+        )
+        .await;
+        assert_eq!(listed.status, 200, "{}", listed.body);
+        assert!(listed.body.contains("\"echo\""), "{}", listed.body);
+        assert_eq!(
+            listed.body.contains("retry: 3000"),
+            primed,
+            "{version}: {}",
+            listed.body
+        );
+    }
+}
