@@ -60,7 +60,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
 
 
@@ -172,10 +172,10 @@ async def run(plan: dict[str, Any]) -> None:
             cwd=plan.get("cwd"),
         )
     else:
-        http = create_mcp_http_client(headers=plan.get("headers"))
+        # The SDK's client (its timeouts), over a transport that notes the server's cancels.
         http = httpx2.AsyncClient(
-            headers=http.headers,
-            timeout=http.timeout,
+            headers=plan.get("headers"),
+            timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
             transport=CancelRecorder(httpx2.AsyncHTTPTransport(), withdrawn),
         )
         server = streamable_http_client(plan["url"], http_client=http)
