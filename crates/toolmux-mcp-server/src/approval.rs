@@ -325,25 +325,20 @@ impl Approver for QueuedApprover {
             Ok(handle) => handle,
             Err(e) => return approval_failed(&e),
         };
-        let id = handle.id.clone();
-        let from_client = elicit_result(handle);
-        let queued = self.queue.approve(request);
-        tokio::pin!(from_client, queued);
-        tokio::select! {
-            biased;
-            answer = &mut from_client => match answer {
-                // `cancel` is "no answer here" (headless clients such as `claude -p` answer it
-                // at once): the approval keeps waiting in the queue for a person, until its
-                // time limit. A `decline` is a denial.
-                Ok(answer) if answer.action == ElicitationAction::Cancel => queued.await,
-                Ok(answer) => client.approval_of(request, answer),
-                Err(e) => approval_failed(&e),
+        first_answer(
+            client,
+            handle,
+            self.queue.approve(request),
+            |answer| match answer {
+                // `cancel` is "no answer here" (headless clients such as `claude -p` answer it at
+                // once): the approval keeps waiting in the queue for a person, until its time
+                // limit. A `decline` is a denial.
+                Ok(answer) if answer.action == ElicitationAction::Cancel => None,
+                Ok(answer) => Some(client.approval_of(request, answer)),
+                Err(e) => Some(approval_failed(&e)),
             },
-            approval = &mut queued => {
-                client.withdraw(id).await;
-                approval
-            }
-        }
+        )
+        .await
     }
 
     async fn ask(&self, question: &HumanQuestion) -> Result<HumanAnswer, CannotAsk> {
@@ -354,22 +349,39 @@ impl Approver for QueuedApprover {
             .send(question_params(question)?, question.time_limit)
             .await
             .map_err(|e| question_failed(&e))?;
-        let id = handle.id.clone();
-        let from_client = elicit_result(handle);
-        let queued = self.queue.ask(question);
-        tokio::pin!(from_client, queued);
-        tokio::select! {
-            biased;
-            answer = &mut from_client => match answer.map(human_answer) {
+        first_answer(client, handle, self.queue.ask(question), |answer| {
+            match answer.map(human_answer) {
                 // As for approvals: `cancel` leaves the question to the queue.
-                Ok(HumanAnswer::Cancel) => queued.await,
-                Ok(answer) => Ok(answer),
-                Err(e) => Err(question_failed(&e)),
-            },
-            answer = &mut queued => {
-                client.withdraw(id).await;
-                answer
+                Ok(HumanAnswer::Cancel) => None,
+                Ok(answer) => Some(Ok(answer)),
+                Err(e) => Some(Err(question_failed(&e))),
             }
+        })
+        .await
+    }
+}
+
+/// The first answer, the client's (to the elicitation `handle` stands for) or the queue's. The
+/// client's is read by `read`, where `None` is no answer (a `cancel`): the queue's is then
+/// awaited. When the queue answers first, the client is told to close its form.
+async fn first_answer<T>(
+    client: &ElicitationApprover,
+    handle: RequestHandle<RoleServer>,
+    queued: impl Future<Output = T>,
+    read: impl FnOnce(Result<ElicitResult, ServiceError>) -> Option<T>,
+) -> T {
+    let id = handle.id.clone();
+    let from_client = elicit_result(handle);
+    tokio::pin!(from_client, queued);
+    tokio::select! {
+        biased;
+        answer = &mut from_client => match read(answer) {
+            Some(answer) => answer,
+            None => queued.await,
+        },
+        answer = &mut queued => {
+            client.withdraw(id).await;
+            answer
         }
     }
 }
