@@ -5,10 +5,14 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
-use rmcp::service::{Peer, RoleServer};
+use rmcp::model::{
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, RequestId, ServerRequest,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RequestHandle, RoleServer, ServiceError};
 use serde_json::{Value, json};
 use toolmux_core::{
     Approval, ApprovalQueue, ApprovalRequest, Approver, CannotAsk, HumanAnswer, HumanQuestion,
@@ -135,12 +139,9 @@ pub(crate) enum Decision {
     Deny(String),
 }
 
-#[async_trait]
-impl Approver for ElicitationApprover {
-    async fn approve(&self, request: &ApprovalRequest) -> Approval {
-        if self.grants.contains(&request.tool) {
-            return Approval::Allow;
-        }
+impl ElicitationApprover {
+    /// The approval form for `request`.
+    fn approval_params(&self, request: &ApprovalRequest) -> ElicitRequestParams {
         let arguments =
             serde_json::to_string_pretty(&request.arguments).unwrap_or_else(|_| "{}".into());
         // A configured `approvalMessage` is the question as its author worded it; otherwise
@@ -161,26 +162,46 @@ impl Approver for ElicitationApprover {
             message.push_str("\n\n");
             message.push_str(preview);
         }
-        let params = ElicitRequestParams::FormElicitationParams {
+        ElicitRequestParams::FormElicitationParams {
             meta: None,
             message,
             requested_schema: decision_schema(),
-        };
-        let answer = self
-            .peer
-            // The pipeline's limit, given to rmcp too so that when it runs out the client is
-            // told (`notifications/cancelled`) and closes its form, rather than the wait
-            // merely being dropped on our side.
-            .create_elicitation_with_timeout(params, Some(request.time_limit))
-            .await;
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(e) => {
-                return Approval::Deny {
-                    reason: format!("the approval request to the MCP client failed: {e}"),
-                };
-            }
-        };
+        }
+    }
+
+    /// Sends one elicitation; its handle carries the request id, by which the client can be
+    /// told to close the form ([`withdraw`](Self::withdraw)). The time limit is given to rmcp
+    /// so that when it runs out the client is told (`notifications/cancelled`) and closes its
+    /// form, rather than the wait merely being dropped on our side.
+    async fn send(
+        &self,
+        params: ElicitRequestParams,
+        time_limit: Duration,
+    ) -> Result<RequestHandle<RoleServer>, ServiceError> {
+        self.peer
+            .send_request_with_option(
+                ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+                PeerRequestOptions::with_timeout(time_limit),
+            )
+            .await
+    }
+
+    /// Tells the client that the form it shows for `id` was answered elsewhere, so it closes
+    /// it.
+    async fn withdraw(&self, id: RequestId) {
+        let notice = CancelledNotificationParam::new(
+            Some(id),
+            Some("answered elsewhere (the web app or the REST API)".into()),
+        );
+        if let Err(e) = self.peer.notify_cancelled(notice).await {
+            // The call goes on with the other channel's answer; the client merely keeps a
+            // stale form, which it drops when it answers or disconnects.
+            tracing::warn!(error = %e, "could not withdraw an elicitation from the MCP client");
+        }
+    }
+
+    /// What an answer to the approval form means for the call.
+    fn approval_of(&self, request: &ApprovalRequest, answer: ElicitResult) -> Approval {
         match decide(answer.action, answer.content.as_ref()) {
             Decision::Once => Approval::Allow,
             Decision::Session => {
@@ -190,43 +211,91 @@ impl Approver for ElicitationApprover {
             Decision::Deny(reason) => Approval::Deny { reason },
         }
     }
+}
+
+/// The client's answer to one elicitation.
+async fn elicit_result(handle: RequestHandle<RoleServer>) -> Result<ElicitResult, ServiceError> {
+    match handle.await_response().await? {
+        ClientResult::ElicitResult(result) => Ok(result),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+fn approval_failed(e: &ServiceError) -> Approval {
+    Approval::Deny {
+        reason: format!("the approval request to the MCP client failed: {e}"),
+    }
+}
+
+/// The form for a question.
+fn question_params(question: &HumanQuestion) -> Result<ElicitRequestParams, CannotAsk> {
+    let Value::Object(schema) = question.schema.clone() else {
+        return Err(CannotAsk(
+            "the answer's schema must be a JSON object".into(),
+        ));
+    };
+    let requested_schema = ElicitationSchema::from_json_schema(schema).map_err(|e| {
+        CannotAsk(format!(
+            "the answer's schema cannot be shown as an MCP form ({e}); a form is an object \
+             of flat fields: string, number, integer, boolean, or a string enum"
+        ))
+    })?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question.question.clone(),
+        requested_schema,
+    })
+}
+
+fn question_failed(e: &ServiceError) -> CannotAsk {
+    CannotAsk(format!("the question to the MCP client failed: {e}"))
+}
+
+fn human_answer(answer: ElicitResult) -> HumanAnswer {
+    match answer.action {
+        ElicitationAction::Accept => {
+            HumanAnswer::Accept(answer.content.unwrap_or_else(|| json!({})))
+        }
+        ElicitationAction::Decline => HumanAnswer::Decline,
+        _ => HumanAnswer::Cancel,
+    }
+}
+
+#[async_trait]
+impl Approver for ElicitationApprover {
+    async fn approve(&self, request: &ApprovalRequest) -> Approval {
+        if self.grants.contains(&request.tool) {
+            return Approval::Allow;
+        }
+        let sent = self
+            .send(self.approval_params(request), request.time_limit)
+            .await;
+        match sent {
+            Ok(handle) => match elicit_result(handle).await {
+                Ok(answer) => self.approval_of(request, answer),
+                Err(e) => approval_failed(&e),
+            },
+            Err(e) => approval_failed(&e),
+        }
+    }
 
     async fn ask(&self, question: &HumanQuestion) -> Result<HumanAnswer, CannotAsk> {
-        let Value::Object(schema) = question.schema.clone() else {
-            return Err(CannotAsk(
-                "the answer's schema must be a JSON object".into(),
-            ));
-        };
-        let requested_schema = ElicitationSchema::from_json_schema(schema).map_err(|e| {
-            CannotAsk(format!(
-                "the answer's schema cannot be shown as an MCP form ({e}); a form is an object \
-                 of flat fields: string, number, integer, boolean, or a string enum"
-            ))
-        })?;
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: question.question.clone(),
-            requested_schema,
-        };
-        let answer = self
-            .peer
-            .create_elicitation_with_timeout(params, Some(question.time_limit))
+        let handle = self
+            .send(question_params(question)?, question.time_limit)
             .await
-            .map_err(|e| CannotAsk(format!("the question to the MCP client failed: {e}")))?;
-        Ok(match answer.action {
-            ElicitationAction::Accept => {
-                HumanAnswer::Accept(answer.content.unwrap_or_else(|| json!({})))
-            }
-            ElicitationAction::Decline => HumanAnswer::Decline,
-            _ => HumanAnswer::Cancel,
-        })
+            .map_err(|e| question_failed(&e))?;
+        elicit_result(handle)
+            .await
+            .map(human_answer)
+            .map_err(|e| question_failed(&e))
     }
 }
 
 /// Under `toolmux serve`, where a person can also answer through the REST API (the web app, a
 /// bot on `/api/approvals/stream`): each approval and question is put to the client by
 /// elicitation and parked in the process's queue at once, and the first answer wins (the other
-/// is withdrawn). A client that cannot elicit still has its approvals parked in the queue; its
+/// is withdrawn: an answer from the queue sends the client `notifications/cancelled` for its
+/// form). A client's `cancel` is no answer: the queue keeps waiting. A client that cannot elicit still has its approvals parked in the queue; its
 /// questions are refused, since they are meant for the client's own user.
 pub(crate) struct QueuedApprover {
     client: Option<ElicitationApprover>,
@@ -245,23 +314,74 @@ impl Approver for QueuedApprover {
         let Some(client) = &self.client else {
             return self.queue.approve(request).await;
         };
-        tokio::select! {
-            // The client first: a tool allowed for the session answers at once, before the
-            // queue shows anything.
-            biased;
-            approval = client.approve(request) => approval,
-            approval = self.queue.approve(request) => approval,
+        // A tool allowed for the session answers at once, before the queue shows anything.
+        if client.grants.contains(&request.tool) {
+            return Approval::Allow;
         }
+        let handle = match client
+            .send(client.approval_params(request), request.time_limit)
+            .await
+        {
+            Ok(handle) => handle,
+            Err(e) => return approval_failed(&e),
+        };
+        first_answer(
+            client,
+            handle,
+            self.queue.approve(request),
+            |answer| match answer {
+                // `cancel` is "no answer here" (headless clients such as `claude -p` answer it at
+                // once): the approval keeps waiting in the queue for a person, until its time
+                // limit. A `decline` is a denial.
+                Ok(answer) if answer.action == ElicitationAction::Cancel => None,
+                Ok(answer) => Some(client.approval_of(request, answer)),
+                Err(e) => Some(approval_failed(&e)),
+            },
+        )
+        .await
     }
 
     async fn ask(&self, question: &HumanQuestion) -> Result<HumanAnswer, CannotAsk> {
         let Some(client) = &self.client else {
             return Err(CannotAsk(NO_ELICITATION.to_string()));
         };
-        tokio::select! {
-            biased;
-            answer = client.ask(question) => answer,
-            answer = self.queue.ask(question) => answer,
+        let handle = client
+            .send(question_params(question)?, question.time_limit)
+            .await
+            .map_err(|e| question_failed(&e))?;
+        first_answer(client, handle, self.queue.ask(question), |answer| {
+            match answer.map(human_answer) {
+                // As for approvals: `cancel` leaves the question to the queue.
+                Ok(HumanAnswer::Cancel) => None,
+                Ok(answer) => Some(Ok(answer)),
+                Err(e) => Some(Err(question_failed(&e))),
+            }
+        })
+        .await
+    }
+}
+
+/// The first answer, the client's (to the elicitation `handle` stands for) or the queue's. The
+/// client's is read by `read`, where `None` is no answer (a `cancel`): the queue's is then
+/// awaited. When the queue answers first, the client is told to close its form.
+async fn first_answer<T>(
+    client: &ElicitationApprover,
+    handle: RequestHandle<RoleServer>,
+    queued: impl Future<Output = T>,
+    read: impl FnOnce(Result<ElicitResult, ServiceError>) -> Option<T>,
+) -> T {
+    let id = handle.id.clone();
+    let from_client = elicit_result(handle);
+    tokio::pin!(from_client, queued);
+    tokio::select! {
+        biased;
+        answer = &mut from_client => match read(answer) {
+            Some(answer) => answer,
+            None => queued.await,
+        },
+        answer = &mut queued => {
+            client.withdraw(id).await;
+            answer
         }
     }
 }

@@ -367,3 +367,147 @@ async fn unknown_methods_get_method_not_found_over_http() {
         response.body
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_form_leaves_the_approval_to_the_queue_and_a_declined_one_denies() {
+    // Headless clients answer elicitation at once: `claude -p` with `cancel`, `codex exec` with
+    // `decline`. Under `serve` a `cancel` is no answer: the approval keeps waiting in the
+    // queue, where a person answers it (what `POST /api/approvals/{id}` calls).
+    let queue = Arc::new(toolmux_core::ApprovalQueue::new());
+    let options = ServeOptions {
+        people: Some(Arc::clone(&queue)),
+        ..ServeOptions::default()
+    };
+    let server = HttpServer::start(hub(), options).await;
+    let call = json!({"op": "call", "name": "danger", "arguments": {"text": "x"}});
+    let mut client = PythonClient::start(json!({
+        "transport": "http",
+        "url": server.url,
+        "elicitation": ["cancel", "decline"],
+        "steps": [call, call]
+    }));
+    assert_eq!(
+        client.next().await["connected"]["serverInfo"]["name"],
+        "toolmux"
+    );
+    let id = loop {
+        if let Some(waiting) = queue.pending(None).first() {
+            break waiting.id;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    queue
+        .answer(id, toolmux_core::Approval::Allow)
+        .expect("the approval still waits after the client's `cancel`");
+    let ran = client.next().await;
+    assert_eq!(ran["result"]["isError"], false, "{ran}");
+    let declined = client.next().await;
+    assert_eq!(
+        result_text(&declined),
+        "tool `danger` was denied: the user declined it"
+    );
+    assert!(queue.pending(None).is_empty());
+    let done = client.next().await;
+    assert_eq!(
+        done["done"]["elicitations"].as_array().map(Vec::len),
+        Some(2),
+        "{done}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_answered_through_the_queue_withdraws_the_clients_open_form() {
+    let queue = Arc::new(toolmux_core::ApprovalQueue::new());
+    let options = ServeOptions {
+        people: Some(Arc::clone(&queue)),
+        ..ServeOptions::default()
+    };
+    let server = HttpServer::start(hub(), options).await;
+    let mut client = PythonClient::start(json!({
+        "transport": "http",
+        "url": server.url,
+        "elicitation": ["wait"],
+        "steps": [
+            {"op": "call", "name": "danger", "arguments": {"text": "x"}},
+            {"op": "ping"}
+        ]
+    }));
+    client.next().await;
+    let id = loop {
+        if let Some(waiting) = queue.pending(None).first() {
+            break waiting.id;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    queue
+        .answer(id, toolmux_core::Approval::Allow)
+        .expect("the approval waits");
+    let ran = client.next().await;
+    assert_eq!(ran["result"]["isError"], false, "{ran}");
+    assert_eq!(client.next().await, json!({"ok": true}));
+    let done = &client.next().await["done"];
+    // The form the client still showed was withdrawn by its own request id.
+    assert_eq!(
+        done["elicitation_ids"].as_array().map(Vec::len),
+        Some(1),
+        "{done}"
+    );
+    assert_eq!(done["withdrawn"], done["elicitation_ids"], "{done}");
+}
+
+/// Issue 29: every response stream started with an empty-data priming event (`data: `,
+/// `id: 0`, `retry: 3000`, SEP-1699), which only 2025-11-25 has; older client libraries (Gemini
+/// CLI's) read its empty data as JSON and give up. It goes only to clients of a version that
+/// has it: on the `initialize` answer by the version asked for, later by `MCP-Protocol-Version`
+/// (absent: 2025-03-26, as the transport says).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_priming_event_goes_only_to_clients_whose_version_has_it() {
+    let server = HttpServer::start(hub(), ServeOptions::default()).await;
+    let port = server.port;
+    for (version, primed) in [
+        ("2025-03-26", false),
+        ("2025-06-18", false),
+        ("2025-11-25", true),
+    ] {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {},
+            "clientInfo": {"name": "priming-test", "version": "0"}}});
+        let answer = raw_http(port, &post(port, &init, "")).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(
+            answer.body.contains("retry: 3000"),
+            primed,
+            "{version}: {}",
+            answer.body
+        );
+        assert!(answer.body.contains(version), "{version}: {}", answer.body);
+        let session = answer
+            .header("mcp-session-id")
+            .expect("a session id")
+            .to_string();
+        // 2025-03-26 clients send no version header.
+        let header = if version == "2025-03-26" {
+            String::new()
+        } else {
+            format!("MCP-Protocol-Version: {version}\r\n")
+        };
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+        let listed = raw_http(
+            port,
+            &post(
+                port,
+                &list,
+                &format!("Mcp-Session-Id: {session}\r\n{header}"),
+            ),
+        )
+        .await;
+        assert_eq!(listed.status, 200, "{}", listed.body);
+        assert!(listed.body.contains("\"echo\""), "{}", listed.body);
+        assert_eq!(
+            listed.body.contains("retry: 3000"),
+            primed,
+            "{version}: {}",
+            listed.body
+        );
+    }
+}

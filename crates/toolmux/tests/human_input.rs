@@ -333,6 +333,53 @@ impl EventStream {
     }
 }
 
+/// Issue 29: headless clients answer every form at once — `claude -p` with `cancel`, `codex exec`
+/// with `decline`. A `cancel` is no answer: the approval keeps waiting for a person, and a REST
+/// allow runs the call; a `decline` denies it.
+#[test]
+fn a_clients_cancel_leaves_the_approval_to_rest_and_its_decline_denies() {
+    let (_project, served) = served_project(r#""policies": {"tools": {"grep": "ask"}}"#);
+    let mut events = EventStream::open(&served);
+    let call = json!({"op": "call", "name": "grep", "arguments": {"pattern": "milk"}});
+    let plan = json!({
+        "transport": "http",
+        "url": served.mcp_url(),
+        "headers": {"Authorization": format!("Bearer {KEY}")},
+        "elicitation": ["cancel", "decline"],
+        "steps": [call, call],
+    });
+    std::thread::scope(|scope| {
+        let client = scope.spawn(|| run_client(&plan));
+        let (name, pending) = events.next();
+        assert_eq!(
+            (name.as_str(), &pending["kind"]),
+            ("pending", &json!("approval"))
+        );
+        let id = pending["id"].as_str().expect("id").to_string();
+        let answered = served.post(&format!("/api/approvals/{id}"), r#"{"decision": "allow"}"#);
+        assert_eq!(answered.status, 204, "{}", answered.body);
+        assert_eq!(events.next().1, json!({"id": id, "outcome": "allowed"}));
+
+        // The second call: the client's `decline` wins, and the queue's wait is withdrawn.
+        let (name, pending) = events.next();
+        assert_eq!(name, "pending");
+        assert_eq!(
+            events.next().1,
+            json!({"id": pending["id"], "outcome": "withdrawn"})
+        );
+
+        let (steps, asked) = client.join().expect("the client");
+        assert_eq!(asked.len(), 2);
+        assert_eq!(steps[0]["result"]["isError"], false, "{}", steps[0]);
+        assert!(text(&steps[0]).contains("buy milk"), "{}", steps[0]);
+        assert_eq!(
+            text(&steps[1]),
+            "tool `grep` was denied: the user declined it"
+        );
+    });
+    served.stop();
+}
+
 #[test]
 fn the_stream_shows_an_mcp_clients_approval_and_a_rest_answer_lets_the_call_run() {
     let (_project, served) = served_project(r#""policies": {"tools": {"grep": "ask"}}"#);

@@ -11,7 +11,8 @@ PLAN_JSON is an object:
       SDK's own default: `server/discover` first, so 2026-07-28 with a server that speaks it)
   "elicitation": a list of answers, used in order, one per elicitation request:
       "allow_once" | "allow_session" | "deny" | "decline" | "cancel", or an object, which is
-      accepted as the form's content
+      accepted as the form's content, or "wait": the form stays open until the server withdraws
+      it (`notifications/cancelled`), as a person who has not answered yet
       (absent: the client declares no elicitation capability)
   "sampling": the text the client's "model" answers every sampling request with
       (absent: the client declares no sampling capability)
@@ -42,7 +43,9 @@ PLAN_JSON is an object:
 Each step's outcome is printed as one JSON line on stdout as soon as it is known, so that a test
 can react to a `signal` while the client stays connected. The first line describes the
 connection: {"connected": {"protocolVersion": ..., "serverInfo": ..., "capabilities": ...}}.
-The last line is {"done": {"elicitations": [...], "logs": [...], "samplings": [...]}}.
+The last line is {"done": {"elicitations": [...], "elicitation_ids": [...], "withdrawn": [...],
+"logs": [...], "samplings": [...]}}: the forms asked, their request ids, and the ids of the "wait"
+requests the server's `notifications/cancelled` named (over HTTP only: read off the wire).
 """
 
 from __future__ import annotations
@@ -52,17 +55,64 @@ import sys
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
 
 
 def emit(obj: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
+
+
+class CancelRecorder(httpx2.AsyncBaseTransport):
+    """Passes every exchange through, noting the request id of each `notifications/cancelled`
+    the server sends on a response stream."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, seen: list[Any]) -> None:
+        self.inner = inner
+        self.seen = seen
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        return httpx2.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=CancelScanner(response.stream, self.seen),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class CancelScanner(httpx2.AsyncByteStream):
+    def __init__(self, inner: Any, seen: list[Any]) -> None:
+        self.inner = inner
+        self.seen = seen
+
+    async def __aiter__(self) -> Any:
+        pending = b""
+        async for chunk in self.inner:
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not line.startswith(b"data:"):
+                    continue
+                try:
+                    message = json.loads(line[5:])
+                except ValueError:
+                    continue
+                if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
+                    self.seen.append((message.get("params") or {}).get("requestId"))
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def dump(model: Any) -> Any:
@@ -72,6 +122,10 @@ def dump(model: Any) -> Any:
 async def run(plan: dict[str, Any]) -> None:
     answers: list[str] = list(plan.get("elicitation") or [])
     elicitations: list[dict[str, Any]] = []
+    elicitation_ids: list[Any] = []
+    # The request ids named by the server's notifications/cancelled, read off the wire: the SDK
+    # applies them itself and hands none to the message handler.
+    withdrawn: list[Any] = []
     samplings: list[dict[str, Any]] = []
     logs: list[Any] = []
     updated: list[str] = []
@@ -79,7 +133,11 @@ async def run(plan: dict[str, Any]) -> None:
 
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         elicitations.append(dump(params))
+        elicitation_ids.append(context.request_id)
         answer = answers.pop(0) if answers else "cancel"
+        if answer == "wait":
+            # Cancelled by the SDK when the server withdraws the form (or the connection ends).
+            await anyio.sleep_forever()
         if isinstance(answer, dict):
             return types.ElicitResult(action="accept", content=answer)
         if answer in ("decline", "cancel"):
@@ -114,7 +172,12 @@ async def run(plan: dict[str, Any]) -> None:
             cwd=plan.get("cwd"),
         )
     else:
-        http = create_mcp_http_client(headers=plan.get("headers"))
+        # The SDK's client (its timeouts), over a transport that notes the server's cancels.
+        http = httpx2.AsyncClient(
+            headers=plan.get("headers"),
+            timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+            transport=CancelRecorder(httpx2.AsyncHTTPTransport(), withdrawn),
+        )
         server = streamable_http_client(plan["url"], http_client=http)
 
     kwargs: dict[str, Any] = {
@@ -234,7 +297,17 @@ async def run(plan: dict[str, Any]) -> None:
                 emit({"logs": list(logs)})
             else:
                 raise ValueError(f"unknown step {op!r}")
-    emit({"done": {"elicitations": elicitations, "logs": logs, "samplings": samplings}})
+    emit(
+        {
+            "done": {
+                "elicitations": elicitations,
+                "elicitation_ids": elicitation_ids,
+                "withdrawn": withdrawn,
+                "logs": logs,
+                "samplings": samplings,
+            }
+        }
+    )
 
 
 def main() -> None:
