@@ -97,8 +97,7 @@ struct Answers {
 /// JSON, nested too deep included, and an invalid request (-32600) for JSON that is not a
 /// JSON-RPC message; a body over rmcp's size cap keeps its `413` but says so as a JSON-RPC
 /// error too; and a `DELETE` of a session that does not exist is `404`, as every other request
-/// naming an unknown session is, not `202`; and clients of versions before 2025-11-25 get no
-/// priming event ([`primed_for`]). Everything else is rmcp's.
+/// naming an unknown session is, not `202`. Everything else is rmcp's.
 ///
 /// A JSON body goes to rmcp as it comes, parsed once, by rmcp; its chunks are kept on the side
 /// (shared, not copied) only so that rmcp's `415` for a body it could not read can be told
