@@ -11,9 +11,7 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use rmcp::transport::common::http_header::{
-    EVENT_STREAM_MIME_TYPE, HEADER_MCP_PROTOCOL_VERSION, HEADER_SESSION_ID,
-};
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::{
     SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
@@ -132,10 +130,8 @@ async fn answer_as_json_rpc(
                 essence.trim().eq_ignore_ascii_case("application/json")
             });
     if !json_body {
-        let version = stated_version(&request);
-        return primed_for(version.as_deref(), next.run(request).await);
+        return next.run(request).await;
     }
-    let version = stated_version(&request);
     let kept: Arc<std::sync::Mutex<Vec<Bytes>>> = Arc::default();
     let (parts, body) = request.into_parts();
     let keeping = Arc::clone(&kept);
@@ -157,20 +153,7 @@ async fn answer_as_json_rpc(
                 format!("Invalid Request: the body is larger than {MAX_BODY_BYTES} bytes"),
             );
         }
-        _ => {
-            // The `initialize` request states its version in its body only.
-            let version = version.or_else(|| {
-                let body = kept
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .concat();
-                serde_json::from_slice::<InitializeProbe>(&body)
-                    .ok()
-                    .and_then(|probe| probe.params)
-                    .map(|params| params.protocol_version)
-            });
-            return primed_for(version.as_deref(), answer);
-        }
+        _ => return answer,
     }
     let chunks = std::mem::take(
         &mut *kept
@@ -191,100 +174,6 @@ async fn answer_as_json_rpc(
         // `AnyJson` accepts every kind of value, so serde_json has no data error to give.
         Err(_) => answer,
     }
-}
-
-/// The protocol version a request states in its header; a request of a session without one is
-/// of 2025-03-26, as the transport says. `None` for a request outside a session without the
-/// header (`initialize`, whose version is in its body).
-fn stated_version(request: &Request) -> Option<String> {
-    let headers = request.headers();
-    match headers
-        .get(HEADER_MCP_PROTOCOL_VERSION)
-        .and_then(|v| v.to_str().ok())
-    {
-        Some(version) => Some(version.to_string()),
-        None => headers
-            .contains_key(HEADER_SESSION_ID)
-            .then(|| "2025-03-26".to_string()),
-    }
-}
-
-/// Just enough of an `initialize` request to read the version it asks for.
-#[derive(serde::Deserialize)]
-struct InitializeProbe {
-    params: Option<InitializeProbeParams>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct InitializeProbeParams {
-    protocol_version: String,
-}
-
-/// The first protocol version whose event streams start with a priming event (SEP-1699).
-const FIRST_PRIMED_VERSION: &str = "2025-11-25";
-
-/// rmcp 3.9 starts every event stream with an empty-data priming event (`id: 0`,
-/// `retry: 3000`), whatever the client's version: its `sse_retry` settings
-/// (`StreamableHttpServerConfig` for the `initialize` answer and the standalone `GET` stream,
-/// `SessionConfig` for each request's stream) are one per service, with no per-session or
-/// per-version rule. Clients of versions before 2025-11-25 read the empty data as a JSON
-/// message and fail, so for them the event is taken off here, as the official SDKs never send
-/// it. Versions are dates, so they compare as strings.
-fn primed_for(version: Option<&str>, response: Response) -> Response {
-    let old = version.is_some_and(|v| v < FIRST_PRIMED_VERSION);
-    let event_stream = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with(EVENT_STREAM_MIME_TYPE));
-    if !(old && event_stream) {
-        return response;
-    }
-    let (parts, body) = response.into_parts();
-    let events = body.into_data_stream().fuse();
-    // The head (bytes before the end of the first event) is kept until that event is whole;
-    // after it, chunks pass as they come.
-    let stream = futures::stream::unfold(
-        (events, Some(Vec::new())),
-        |(mut events, head)| async move {
-            let Some(mut head) = head else {
-                return events.next().await.map(|chunk| (chunk, (events, None)));
-            };
-            loop {
-                match events.next().await {
-                    Some(Ok(chunk)) => {
-                        head.extend_from_slice(&chunk);
-                        if let Some(end) = head.windows(2).position(|w| w == b"\n\n") {
-                            let rest = if is_priming(&head[..end]) {
-                                head.split_off(end + 2)
-                            } else {
-                                head
-                            };
-                            return Some((Ok(Bytes::from(rest)), (events, None)));
-                        }
-                    }
-                    Some(Err(e)) => return Some((Err(e), (events, None))),
-                    None => {
-                        return (!head.is_empty()).then(|| (Ok(Bytes::from(head)), (events, None)));
-                    }
-                }
-            }
-        },
-    );
-    Response::from_parts(parts, Body::from_stream(stream))
-}
-
-/// Whether an event (its lines, without the blank line ending it) carries no data: only an id,
-/// a retry interval and empty `data` lines.
-fn is_priming(event: &[u8]) -> bool {
-    event.split(|b| *b == b'\n').all(|line| {
-        line.starts_with(b"id:")
-            || line.starts_with(b"retry:")
-            || line
-                .strip_prefix(b"data:")
-                .is_some_and(|d| d.trim_ascii().is_empty())
-    })
 }
 
 /// The largest body rmcp reads (its own default, set here so that the answer to a larger one
