@@ -85,6 +85,12 @@ async function showPage(page, path) {
   await page.waitForTimeout(300);
 }
 
+// "New conversation", then the empty thread it shows: a person reads the page before typing.
+async function newConversation(page) {
+  await page.getByRole("link", { name: "New conversation" }).click();
+  await page.getByText("Ask anything; the model can use every tool in the catalog.").waitFor();
+}
+
 async function ask(page, text) {
   await page.getByLabel("Message", { exact: true }).fill(text);
   await page.getByLabel("Message", { exact: true }).press("Enter");
@@ -243,7 +249,7 @@ const phases = {
     const denied = await failed.innerText();
     check(/refused/.test(denied) && /not today/.test(denied), `the denial is not shown as the error: ${denied}`);
 
-    await page.getByRole("link", { name: "New conversation" }).click();
+    await newConversation(page);
     await ask(page, "Read the plan twice");
     await page.locator("section.approval-card").first().getByRole("button", { name: "Allow for this conversation" }).click();
     await page.locator(".message.assistant", { hasText: "Read it twice." }).waitFor();
@@ -253,7 +259,7 @@ const phases = {
     check(approvals === 1 && /Allowed for this conversation/.test(first), `approvals: ${approvals} ${first}`);
     check((await page.locator("section.approval-card button").count()) === 0, "an approval still asks");
 
-    await page.getByRole("link", { name: "New conversation" }).click();
+    await newConversation(page);
     await ask(page, "Pick a colour for me");
     const question = page.locator("section.input-card");
     await question.waitFor();

@@ -12,7 +12,7 @@ import { Markdown } from "../components/Markdown";
 import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge, ToolCard, type Progress } from "../components/ToolCard";
-import { Link, useNavigate } from "react-router";
+import { Link, useLocation, useNavigate } from "react-router";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 
 type Conversation = Schemas["ConversationView"];
@@ -500,30 +500,30 @@ export default function Chat({ path }: { path: string }) {
       }),
     [transport, listChanged],
   );
-  const [shown, setShown] = useState<ChatSession<UIMessage> | null>(null);
+  // The conversation shown is worked out while rendering the address, never in an effect
+  // after it: an effect would leave the previous conversation on screen for a frame, and what
+  // is typed into it in that frame would be sent to the conversation just left.
+  const { key: visit } = useLocation();
+  // A new conversation gets its id at once (the server makes one under the id it is sent), so
+  // its address is known before its first answer; each visit to "New conversation" (`visit`)
+  // is a new one.
+  const fresh = useMemo(() => (routeId ? null : open(newId(), [])), [routeId, visit, open]);
+  const [loaded, setLoaded] = useState<ChatSession<UIMessage> | null>(null);
+  const keptSession = routeId ? kept.current.get(routeId) : undefined;
+  const shown = fresh ?? keptSession ?? (loaded !== null && loaded.id === routeId ? loaded : null);
   // On a narrow screen the list is a drawer, closed whenever a conversation is chosen.
   const [drawer, setDrawer] = useState(false);
   useEffect(() => setDrawer(false), [path]);
   const [loadError, setLoadError] = useState<string | null>(null);
+  const needsLoading = routeId !== undefined && keptSession === undefined && loaded?.id !== routeId;
   useEffect(() => {
     setLoadError(null);
-    // A new conversation gets its id at once (the server makes one under the id it is sent),
-    // so its address is known before its first answer.
-    if (!routeId) {
-      setShown(open(newId(), []));
-      return;
-    }
-    const session = kept.current.get(routeId);
-    if (session) {
-      setShown(session);
-      return;
-    }
-    setShown(null);
+    if (!needsLoading || routeId === undefined) return;
     // Only the answer for the conversation still asked for is shown.
     let wanted = true;
     api<{ messages: StoredMessage[] }>(`/api/conversations/${encodeURIComponent(routeId)}`)
       .then((r) => {
-        if (wanted) setShown(open(routeId, toUiMessages(r.messages)));
+        if (wanted) setLoaded(open(routeId, toUiMessages(r.messages)));
       })
       .catch((e) => {
         if (wanted) setLoadError(describe(e));
@@ -531,7 +531,7 @@ export default function Chat({ path }: { path: string }) {
     return () => {
       wanted = false;
     };
-  }, [routeId, open]);
+  }, [routeId, needsLoading, open]);
   const turnStarted = (session: ChatSession<UIMessage>) => {
     kept.current.set(session.id, session);
     listChanged();
