@@ -22,7 +22,7 @@ use toolmux_specs::{SpecBoard, SpecFilter};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, CallFailures, ToolConflict};
-use crate::openapi::QueryParams;
+use crate::openapi::{QueryParams, ToolBody};
 use crate::{ApiState, arguments};
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
@@ -88,119 +88,25 @@ pub struct LinkQuery {
     pub target: String,
 }
 
-/// A new spec: `spec_create`'s arguments.
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewSpec {
-    /// Kebab-case name (`search-index`); a leading `NNN-` is dropped. The number is the next
-    /// free one.
-    pub name: String,
-    /// The title (the `# ` heading). Default: the name in title case.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// `draft`, `planned`, `in-progress`, `complete` or `archived`. Default `planned` (`draft`
-    /// when the LeanSpec config enables draft status).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    /// `low`, `medium`, `high` or `critical`. Default `medium`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub priority: Option<String>,
-    /// A template file in `.lean-spec/templates/`. Default: the config's, else the built-in one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub template: Option<String>,
-    /// The body in markdown, instead of the template.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
-    /// Tags.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tags: Option<Vec<String>>,
-    /// The parent (umbrella) spec.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent: Option<String>,
-    /// Specs this one depends on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub depends_on: Option<Vec<String>>,
-    /// Who owns it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub assignee: Option<String>,
-}
+/// The routes whose body is a spec tool's arguments: the document derives each body from the
+/// tool's input schema ([`ToolBody`]), and the pipeline checks the body against it.
+pub(crate) const TOOL_BODIES: &[ToolBody] = &[CREATE, UPDATE];
 
-/// Changes to a spec: `spec_update`'s arguments but the spec, which the path names.
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SpecChanges {
-    /// New status (`draft`, `planned`, `in-progress`, `complete`, `archived`, or the aliases
-    /// `in_progress`, `completed`), recorded in `transitions` with timestamps.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    /// New priority (`low`, `medium`, `high`, `critical`, or the aliases `med`, `urgent`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub priority: Option<String>,
-    /// New assignee; an empty string removes it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub assignee: Option<String>,
-    /// Tags to add.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub add_tags: Option<Vec<String>>,
-    /// Tags to remove.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub remove_tags: Option<Vec<String>>,
-    /// Text replacements in the body, applied in order.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub replacements: Option<Vec<Replacement>>,
-    /// Edits of `## ` sections, by heading.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub section_updates: Option<Vec<SectionUpdate>>,
-    /// Check or uncheck `- [ ]` items found by their text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub checklist_toggles: Option<Vec<ChecklistToggle>>,
-    /// A whole new body (the title heading is kept); other body edits are then ignored.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
-    /// The `contentHash` you read (`GET /api/specs/{spec}`): the update is refused with 409 if
-    /// the spec changed since.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expected_content_hash: Option<String>,
-    /// Skip the completion and draft-stage checks. Default false.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub force: Option<bool>,
-}
+/// `POST /api/specs`: `spec_create`'s arguments.
+const CREATE: ToolBody = ToolBody {
+    method: "post",
+    path: "/api/specs",
+    tool: "spec_create",
+    from_path: &[],
+};
 
-/// One text replacement in a spec's body.
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Replacement {
-    /// The exact text to find.
-    pub old_string: String,
-    /// Its replacement.
-    pub new_string: String,
-    /// `unique` (default: exactly one occurrence must exist), `all` or `first`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub match_mode: Option<String>,
-}
-
-/// One edit of a `## ` section.
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SectionUpdate {
-    /// The heading text (case-insensitive).
-    pub section: String,
-    /// The new content.
-    pub content: String,
-    /// `replace` (default), `append` or `prepend`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
-}
-
-/// One checklist item to check or uncheck.
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ChecklistToggle {
-    /// Text the item contains (case-insensitive).
-    pub item_text: String,
-    /// Checked or not.
-    pub checked: bool,
-}
+/// `PATCH /api/specs/{spec}`: `spec_update`'s arguments but the spec, which the path names.
+const UPDATE: ToolBody = ToolBody {
+    method: "patch",
+    path: "/api/specs/{spec}",
+    tool: "spec_update",
+    from_path: &["spec"],
+};
 
 /// A link to add from the spec in the path.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -394,7 +300,7 @@ pub(crate) async fn view(
 /// policy `ask`, the request waits in `GET /api/approvals` for a person's answer.
 #[utoipa::path(
     post, path = "/api/specs", tag = "specs",
-    request_body = NewSpec,
+    request_body(content = Object, description = "`spec_create`'s arguments (the `spec_create.input` component)"),
     responses(
         (status = 201, description = "Created: `spec_create`'s structured result (`id`, `number`, `file`, `contentHash`, ...); `Location` names the new spec", body = Object),
         CallFailures,
@@ -404,9 +310,9 @@ pub(crate) async fn view(
 pub(crate) async fn create(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiJson(spec): ApiJson<NewSpec>,
+    ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    let created = run(&state, caller, "spec_create", body_arguments(&spec)?).await?;
+    let created = run(&state, caller, CREATE.tool, CREATE.arguments(body, &[])?).await?;
     let location = created["id"]
         .as_str()
         .and_then(|id| HeaderValue::from_str(&format!("/api/specs/{id}")).ok());
@@ -424,7 +330,7 @@ pub(crate) async fn create(
 #[utoipa::path(
     patch, path = "/api/specs/{spec}", tag = "specs",
     params(("spec" = String, Path, description = "The spec: its number, folder name, or a unique fragment")),
-    request_body = SpecChanges,
+    request_body(content = Object, description = "`spec_update`'s arguments but `spec`, which the path names (the `spec_update.body` component)"),
     responses(
         (status = 200, description = "`spec_update`'s structured result: `changed`, `previousContentHash`, `contentHash`, ...", body = Object),
         CallFailures,
@@ -435,11 +341,10 @@ pub(crate) async fn update(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     ApiPath(spec): ApiPath<String>,
-    ApiJson(changes): ApiJson<SpecChanges>,
+    ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut args = body_arguments(&changes)?;
-    args.insert("spec".into(), Value::from(spec));
-    run(&state, caller, "spec_update", args).await.map(Json)
+    let args = UPDATE.arguments(body, &[spec])?;
+    run(&state, caller, UPDATE.tool, args).await.map(Json)
 }
 
 /// Adds a parent, child or `depends_on` link (the `spec_relationships` tool); one that would

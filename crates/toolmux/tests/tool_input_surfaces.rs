@@ -165,3 +165,84 @@ fn every_builtin_tool_input_is_an_openapi_component() {
         );
     }
 }
+
+/// A REST body that stands for a tool's arguments is that tool's input schema in the document
+/// (`POST /api/specs` is `spec_create.input`; `PATCH /api/specs/{spec}` is `spec_update.input`
+/// without the `spec` its path names), and the tool's own rules answer a body: a field the
+/// struct does not have is the pipeline's 422, and a body naming the spec the path names is
+/// a malformed request (400), never silently overridden.
+#[test]
+fn a_spec_routes_body_is_its_tools_input() {
+    let project = toolmux_project();
+    project.config(&config_with_key(
+        r#""policies": {"tools": {"spec_update": "allow"}}"#,
+    ));
+    project.write(
+        "specs/001-first/README.md",
+        "---\nstatus: planned\ncreated: 2025-01-10\n---\n\n# First\n",
+    );
+    let served = Served::start(&project, &[]);
+    let tools = served.get_with_key("/api/tools").json();
+    let schema_of = |name: &str| {
+        tools["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["inputSchema"].clone())
+            .unwrap_or_else(|| panic!("no {name} in {tools}"))
+    };
+    let document = served.get_with_key("/api/openapi.json").json();
+    let body_ref = |path: &str, method: &str| {
+        document["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]
+            ["$ref"]
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| panic!("{method} {path} has no body reference"))
+    };
+    assert_eq!(
+        body_ref("/api/specs", "post"),
+        "#/components/schemas/spec_create.input"
+    );
+    assert_eq!(
+        body_ref("/api/specs/{spec}", "patch"),
+        "#/components/schemas/spec_update.body"
+    );
+    let mut changes = schema_of("spec_update");
+    changes["properties"]
+        .as_object_mut()
+        .expect("properties")
+        .remove("spec");
+    changes["required"] = json!([]);
+    let mut documented = document["components"]["schemas"]["spec_update.body"].clone();
+    if documented.get("required").is_none() {
+        documented["required"] = json!([]);
+    }
+    assert_eq!(documented, changes);
+
+    let unknown = served.send(
+        "PATCH",
+        "/api/specs/1",
+        Some(r#"{"status": "in-progress", "colour": "teal"}"#),
+    );
+    let refused = unknown.error(422, "invalid_arguments");
+    assert!(
+        refused.to_string().contains("colour"),
+        "the violation names the extra field: {refused}"
+    );
+    served
+        .send("PATCH", "/api/specs/1", Some(r#"{"spec": "2"}"#))
+        .exact_error(
+            400,
+            "malformed",
+            "`spec` is named by the path (/api/specs/{spec}), not the body",
+        );
+    let changed = served.send(
+        "PATCH",
+        "/api/specs/1",
+        Some(r#"{"status": "in-progress"}"#),
+    );
+    assert_eq!(changed.status, 200, "{}", changed.body);
+    let viewed = served.get_with_key("/api/specs/1").json();
+    assert_eq!(viewed["status"], "in-progress", "{viewed}");
+}
