@@ -318,9 +318,6 @@ fn assert_challenge(answer: &Response, served: &Served, path: &str, error: &str)
 #[test]
 fn a_rogue_signed_token_with_the_admin_scope_is_refused() {
     let issuer = Issuer::start("RS256", AUDIENCE);
-    let project = project_for(&issuer);
-    let before = project.saved_config();
-    let served = Served::start(&project, &[]);
     let rogue = Issuer::mint_at(
         &issuer.rogue,
         &[
@@ -330,25 +327,13 @@ fn a_rogue_signed_token_with_the_admin_scope_is_refused() {
         ],
     );
     let invalid = "the access token is not valid: its signature does not check";
-    for (method, path, body) in [
-        ("GET", "/api/logs", None),
-        ("GET", "/api/tools", None),
-        (
-            "POST",
-            "/api/tools/config_set/call",
-            Some(r#"{"path": "policies.default", "value": "allow"}"#),
-        ),
-    ] {
-        let refused = with_token(&served, method, path, &rogue, body);
-        refused.exact_error(401, "unauthorized", invalid);
-        assert_challenge(&refused, &served, path, "invalid_token");
-    }
-    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let refused = with_token(&served, "POST", "/mcp", &rogue, Some(initialize));
-    refused.exact_json_rpc_refusal(401, "unauthorized", invalid);
-    assert_challenge(&refused, &served, "/mcp", "invalid_token");
-    assert_eq!(project.saved_config(), before);
-    served.stop();
+    refused_everywhere(
+        &issuer,
+        &rogue,
+        (401, "unauthorized"),
+        invalid,
+        "invalid_token",
+    );
 }
 
 /// The admin scope makes a token the owner's equal, not a token of its own: the scopes the
@@ -356,11 +341,29 @@ fn a_rogue_signed_token_with_the_admin_scope_is_refused() {
 #[test]
 fn an_admin_scope_without_the_required_scope_is_refused() {
     let issuer = Issuer::start("RS256", AUDIENCE);
-    let project = project_for(&issuer);
-    let before = project.saved_config();
-    let served = Served::start(&project, &[]);
     let admin_only = token(&issuer, ADMIN);
     let lacking = "the access token lacks the scope this server requires: tools";
+    refused_everywhere(
+        &issuer,
+        &admin_only,
+        (403, "insufficient_scope"),
+        lacking,
+        "insufficient_scope",
+    );
+}
+
+/// `token` is refused with `status`, `message` and the challenge's `error` on the REST API
+/// (reads and an admin write) and on `/mcp`, and the configuration is left as it was.
+fn refused_everywhere(
+    issuer: &Issuer,
+    token: &str,
+    (status, code): (u16, &str),
+    message: &str,
+    error: &str,
+) {
+    let project = project_for(issuer);
+    let before = project.saved_config();
+    let served = Served::start(&project, &[]);
     for (method, path, body) in [
         ("GET", "/api/logs", None),
         ("GET", "/api/tools", None),
@@ -370,14 +373,14 @@ fn an_admin_scope_without_the_required_scope_is_refused() {
             Some(r#"{"path": "policies.default", "value": "allow"}"#),
         ),
     ] {
-        let refused = with_token(&served, method, path, &admin_only, body);
-        refused.exact_error(403, "insufficient_scope", lacking);
-        assert_challenge(&refused, &served, path, "insufficient_scope");
+        let refused = with_token(&served, method, path, token, body);
+        refused.exact_error(status, code, message);
+        assert_challenge(&refused, &served, path, error);
     }
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let refused = with_token(&served, "POST", "/mcp", &admin_only, Some(initialize));
-    refused.exact_json_rpc_refusal(403, "insufficient_scope", lacking);
-    assert_challenge(&refused, &served, "/mcp", "insufficient_scope");
+    let refused = with_token(&served, "POST", "/mcp", token, Some(initialize));
+    refused.exact_json_rpc_refusal(status, code, message);
+    assert_challenge(&refused, &served, "/mcp", error);
     assert_eq!(project.saved_config(), before);
     served.stop();
 }
