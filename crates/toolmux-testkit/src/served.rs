@@ -22,6 +22,43 @@ pub fn config_with_key(extra: &str) -> String {
     format!(r#"{{"server": {{"apiKeys": ["${{TOOLMUX_TEST_KEY}}"]}}{sep}{extra}}}"#)
 }
 
+/// The tools an empty project serves, by name in order: the built-in packs of a project with
+/// no specs directory and no configuration. A test of a listing compares with it.
+pub const DEFAULT_TOOLS: [&str; 32] = [
+    "apply_patch",
+    "cancel_session",
+    "code_execution",
+    "delegate",
+    "detect_runners",
+    "directory_list",
+    "file_edit",
+    "file_read",
+    "file_search",
+    "file_write",
+    "grep",
+    "list_runners",
+    "list_sessions",
+    "request_human_input",
+    "run_code",
+    "run_session",
+    "run_subagent",
+    "search_tools",
+    "session_logs",
+    "session_status",
+    "shell",
+    "skill_list",
+    "skill_load",
+    "task_add_note",
+    "task_complete",
+    "task_create",
+    "task_delete",
+    "task_list",
+    "task_update",
+    "task_view",
+    "url_fetch",
+    "web_search",
+];
+
 /// `toolmux serve` running in the background; killed on drop if a test fails early.
 pub struct Served {
     child: Child,

@@ -54,43 +54,7 @@ fn the_catalog_is_listed_filtered_and_shown() {
     assert!(all["version"].as_u64().expect("version") >= 1);
     let mut listed = names(&all);
     listed.sort();
-    assert_eq!(
-        listed,
-        [
-            "apply_patch",
-            "cancel_session",
-            "code_execution",
-            "delegate",
-            "detect_runners",
-            "directory_list",
-            "file_edit",
-            "file_read",
-            "file_search",
-            "file_write",
-            "grep",
-            "list_runners",
-            "list_sessions",
-            "request_human_input",
-            "run_code",
-            "run_session",
-            "run_subagent",
-            "search_tools",
-            "session_logs",
-            "session_status",
-            "shell",
-            "skill_list",
-            "skill_load",
-            "task_add_note",
-            "task_complete",
-            "task_create",
-            "task_delete",
-            "task_list",
-            "task_update",
-            "task_view",
-            "url_fetch",
-            "web_search"
-        ]
-    );
+    assert_eq!(listed, toolmux_testkit::served::DEFAULT_TOOLS);
 
     let workspace = served.get("/api/tools?source=workspace").json();
     assert_eq!(names(&workspace).len(), 7);

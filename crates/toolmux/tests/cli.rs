@@ -50,43 +50,7 @@ fn tools_list_shows_the_workspace_pack_as_a_table_and_as_json() {
         .iter()
         .map(|t| t["name"].as_str().expect("name"))
         .collect();
-    assert_eq!(
-        names,
-        [
-            "apply_patch",
-            "cancel_session",
-            "code_execution",
-            "delegate",
-            "detect_runners",
-            "directory_list",
-            "file_edit",
-            "file_read",
-            "file_search",
-            "file_write",
-            "grep",
-            "list_runners",
-            "list_sessions",
-            "request_human_input",
-            "run_code",
-            "run_session",
-            "run_subagent",
-            "search_tools",
-            "session_logs",
-            "session_status",
-            "shell",
-            "skill_list",
-            "skill_load",
-            "task_add_note",
-            "task_complete",
-            "task_create",
-            "task_delete",
-            "task_list",
-            "task_update",
-            "task_view",
-            "url_fetch",
-            "web_search"
-        ]
-    );
+    assert_eq!(names, toolmux_testkit::served::DEFAULT_TOOLS);
     assert_eq!(json[5]["name"], "directory_list");
     assert_eq!(json[5]["policy"], "allow");
     assert_eq!(json[5]["policyOrigin"], "tool annotations");
