@@ -31,6 +31,7 @@ mod skills;
 mod specs;
 mod sse;
 mod tasks;
+mod tool_routes;
 mod tools;
 mod upstreams;
 

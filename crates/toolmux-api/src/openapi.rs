@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderValue, Method, header};
 use axum::response::IntoResponse;
 use schemars::JsonSchema;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use toolmux_core::{Catalog, SourceKind, input_schema};
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterStyle};
@@ -121,39 +121,45 @@ pub(crate) struct QueryParams<T>(PhantomData<T>);
 
 impl<T: JsonSchema> IntoParams for QueryParams<T> {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        let schema = input_schema::<T>();
-        let required: Vec<&str> = schema["required"]
-            .as_array()
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let Some(properties) = schema["properties"].as_object() else {
-            return Vec::new();
-        };
-        properties
-            .iter()
-            .map(|(name, property)| {
-                let mut property = property.clone();
-                let description = property
-                    .as_object_mut()
-                    .and_then(|p| p.remove("description"))
-                    .and_then(|d| d.as_str().map(String::from));
-                let list = property["type"] == "array";
-                ParameterBuilder::new()
-                    .name(name)
-                    .parameter_in(ParameterIn::Query)
-                    .required(if required.contains(&name.as_str()) {
-                        Required::True
-                    } else {
-                        Required::False
-                    })
-                    .description(description)
-                    .schema(as_schema(&property).ok())
-                    .style(list.then_some(ParameterStyle::Form))
-                    .explode(list.then_some(false))
-                    .build()
-            })
-            .collect()
+        query_parameters(&input_schema::<T>())
     }
+}
+
+/// The query parameters that stand for the arguments `schema` describes: one per property,
+/// with its description, schema and whether it is required. A list is written
+/// comma-separated (`tags=api,auth`: form style, not exploded).
+pub(crate) fn query_parameters(schema: &Value) -> Vec<Parameter> {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema["properties"].as_object() else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .map(|(name, property)| {
+            let mut property = property.clone();
+            let description = property
+                .as_object_mut()
+                .and_then(|p| p.remove("description"))
+                .and_then(|d| d.as_str().map(String::from));
+            let list = property["type"] == "array";
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Query)
+                .required(if required.contains(&name.as_str()) {
+                    Required::True
+                } else {
+                    Required::False
+                })
+                .description(description)
+                .schema(as_schema(&property).ok())
+                .style(list.then_some(ParameterStyle::Form))
+                .explode(list.then_some(false))
+                .build()
+        })
+        .collect()
 }
 
 /// Calls `edit` with every operation of `document`, its path and its method (the five the API
@@ -215,92 +221,13 @@ impl Document {
                     .or_insert_with(|| Value::Object(Default::default()));
                 if let Some(schemas) = schemas.as_object_mut() {
                     schemas.extend(tool_inputs(catalog));
-                    for body in crate::specs::TOOL_BODIES {
-                        body.document(&mut value, catalog);
+                    for route in crate::tool_routes::every() {
+                        route.document(&mut value, catalog);
                     }
                 }
             }
         }
         Self(Bytes::from(value.to_string()))
-    }
-}
-
-/// A route whose JSON body is a built-in tool's arguments but for those its path names
-/// (`PATCH /api/specs/{spec}` is `spec_update` without `spec`). Its body in the document is
-/// the tool's own input schema less those properties, so the tool's input struct is the one
-/// definition of the body: no copy for the document to drift from.
-pub(crate) struct ToolBody {
-    /// The route's method, lower case as in the document (`post`).
-    pub method: &'static str,
-    /// The route's path as in the document (`/api/specs/{spec}`).
-    pub path: &'static str,
-    /// The tool the route calls.
-    pub tool: &'static str,
-    /// The arguments the path gives, left out of the body.
-    pub from_path: &'static [&'static str],
-}
-
-impl ToolBody {
-    /// The body's component name: the tool's input itself when the path gives nothing,
-    /// `{tool}.body` otherwise.
-    fn component(&self) -> String {
-        if self.from_path.is_empty() {
-            tool_input_component(self.tool)
-        } else {
-            format!("{}.body", self.tool)
-        }
-    }
-
-    /// The body's schema: the tool's input schema without the path's arguments; `None` when
-    /// the tool is not in `catalog` (the spec pack without a specs directory).
-    fn schema(&self, catalog: &Catalog) -> Option<Value> {
-        let mut schema = catalog
-            .get(self.tool)?
-            .descriptor
-            .input_schema
-            .as_ref()
-            .clone();
-        if let Some(properties) = schema["properties"].as_object_mut() {
-            properties.retain(|name, _| !self.from_path.contains(&name.as_str()));
-        }
-        if let Some(required) = schema["required"].as_array_mut() {
-            required.retain(|name| !self.from_path.iter().any(|p| name == p));
-        }
-        Some(schema)
-    }
-
-    /// Writes the body's schema into `document` (a serialised OpenAPI document) as a component
-    /// and points the operation's JSON body at it.
-    fn document(&self, document: &mut Value, catalog: &Catalog) {
-        let Some(schema) = self.schema(catalog) else {
-            return;
-        };
-        let component = self.component();
-        let reference = serde_json::json!({ "$ref": format!("#/components/schemas/{component}") });
-        document["components"]["schemas"][&component] = schema;
-        let body = &mut document["paths"][self.path][self.method]["requestBody"];
-        if body.is_object() {
-            body["content"]["application/json"]["schema"] = reference;
-        }
-    }
-
-    /// A request's body as the tool's arguments, with the path's `values` (in `from_path`'s
-    /// order) put in. A body that names one of them itself is refused: the path says which.
-    pub(crate) fn arguments(
-        &self,
-        mut body: Map<String, Value>,
-        values: &[String],
-    ) -> Result<Map<String, Value>, crate::error::ApiError> {
-        for (name, value) in self.from_path.iter().zip(values) {
-            if body.contains_key(*name) {
-                return Err(crate::error::ApiError::malformed(format!(
-                    "`{name}` is named by the path ({}), not the body",
-                    self.path
-                )));
-            }
-            body.insert((*name).to_string(), Value::from(value.as_str()));
-        }
-        Ok(body)
     }
 }
 

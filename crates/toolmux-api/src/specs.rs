@@ -22,7 +22,8 @@ use toolmux_specs::{SpecBoard, SpecFilter};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, CallFailures, ToolConflict};
-use crate::openapi::{QueryParams, ToolBody};
+use crate::openapi::QueryParams;
+use crate::tool_routes::{Takes, ToolRoute};
 use crate::{ApiState, arguments};
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
@@ -89,22 +90,24 @@ pub struct LinkQuery {
 }
 
 /// The routes whose body is a spec tool's arguments: the document derives each body from the
-/// tool's input schema ([`ToolBody`]), and the pipeline checks the body against it.
-pub(crate) const TOOL_BODIES: &[ToolBody] = &[CREATE, UPDATE];
+/// tool's input schema ([`ToolRoute`]), and the pipeline checks the body against it.
+pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[CREATE, UPDATE];
 
 /// `POST /api/specs`: `spec_create`'s arguments.
-const CREATE: ToolBody = ToolBody {
+const CREATE: ToolRoute = ToolRoute {
     method: "post",
     path: "/api/specs",
     tool: "spec_create",
+    takes: Takes::Body,
     from_path: &[],
 };
 
 /// `PATCH /api/specs/{spec}`: `spec_update`'s arguments but the spec, which the path names.
-const UPDATE: ToolBody = ToolBody {
+const UPDATE: ToolRoute = ToolRoute {
     method: "patch",
     path: "/api/specs/{spec}",
     tool: "spec_update",
+    takes: Takes::Body,
     from_path: &["spec"],
 };
 
@@ -312,7 +315,13 @@ pub(crate) async fn create(
     Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    let created = run(&state, caller, CREATE.tool, CREATE.arguments(body, &[])?).await?;
+    let created = run(
+        &state,
+        caller,
+        CREATE.tool,
+        CREATE.body_arguments(body, &[])?,
+    )
+    .await?;
     let location = created["id"]
         .as_str()
         .and_then(|id| HeaderValue::from_str(&format!("/api/specs/{id}")).ok());
@@ -343,7 +352,7 @@ pub(crate) async fn update(
     ApiPath(spec): ApiPath<String>,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    let args = UPDATE.arguments(body, &[spec])?;
+    let args = UPDATE.body_arguments(body, &[spec])?;
     run(&state, caller, UPDATE.tool, args).await.map(Json)
 }
 

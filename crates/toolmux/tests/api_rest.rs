@@ -379,7 +379,9 @@ fn the_files_routes_call_the_workspace_tools_inside_the_root() {
     assert_eq!(content["content"], "buy milk\n");
     assert_eq!(content["startLine"], 2);
 
-    let found = served.get_with_key("/api/files/search?glob=**/*.rs").json();
+    let found = served
+        .get_with_key("/api/files/search?pattern=**/*.rs")
+        .json();
     assert_eq!(found["files"], json!(["src/main.rs"]), "{found}");
 
     let grep = served
@@ -394,12 +396,35 @@ fn the_files_routes_call_the_workspace_tools_inside_the_root() {
         outside["message"],
         "path `../secret` leaves the project root"
     );
-    served
+    // The query is the tool's arguments, read and checked by the tool's input schema: a
+    // missing or unknown argument is the pipeline's 422 naming it, a value not of its
+    // property's type a malformed request naming both.
+    let missing = served
         .get_with_key("/api/files/content")
-        .error(400, "malformed");
+        .error(422, "invalid_arguments");
+    assert!(missing.to_string().contains("path"), "{missing}");
+    let unknown = served
+        .get_with_key("/api/files/content?path=notes/todo.md&colour=teal")
+        .error(422, "invalid_arguments");
+    assert!(unknown.to_string().contains("colour"), "{unknown}");
+    served
+        .get_with_key("/api/files/content?path=notes/todo.md&limit=many")
+        .exact_error(
+            400,
+            "malformed",
+            "bad query string: `limit` must be a whole number, not `many`",
+        );
+    served
+        .get_with_key("/api/files/content?path=a&path=b")
+        .exact_error(
+            400,
+            "malformed",
+            "bad query string: `path` is given more than once",
+        );
 
-    // They went through the pipeline: each is in the log.
-    let entries = logged(&served, "?limit=10", 5);
+    // They went through the pipeline: each is in the log, the two the tool's schema refused
+    // too (a malformed query string never reaches the tool).
+    let entries = logged(&served, "?limit=10", 7);
     let tools: Vec<&str> = entries
         .iter()
         .map(|e| e["tool"].as_str().expect("tool"))
@@ -411,6 +436,8 @@ fn the_files_routes_call_the_workspace_tools_inside_the_root() {
             "file_read",
             "file_search",
             "grep",
+            "file_read",
+            "file_read",
             "file_read"
         ]
     );
@@ -470,7 +497,7 @@ fn d8_keyless_loopback_get_cannot_read_files_or_logs_when_keys_are_set() {
     let closed = [
         "/api/files?path=notes",
         "/api/files/content?path=notes/todo.md",
-        "/api/files/search?glob=**/*.rs",
+        "/api/files/search?pattern=**/*.rs",
         "/api/files/grep?pattern=milk",
         "/api/logs",
         "/api/approvals",

@@ -246,3 +246,51 @@ fn a_spec_routes_body_is_its_tools_input() {
     let viewed = served.get_with_key("/api/specs/1").json();
     assert_eq!(viewed["status"], "in-progress", "{viewed}");
 }
+
+/// A route whose query string is a tool's arguments (`GET /api/files/grep`) documents one
+/// query parameter per property of the tool's input schema, required as the schema says, so
+/// a field added to the tool is a parameter with no edit to the route.
+#[test]
+fn a_files_routes_query_is_its_tools_input() {
+    let project = toolmux_project();
+    project.config(&config_with_key(""));
+    let served = Served::start(&project, &[]);
+    let tools = served.get_with_key("/api/tools").json();
+    let document = served.get_with_key("/api/openapi.json").json();
+    for (path, tool) in [
+        ("/api/files", "directory_list"),
+        ("/api/files/content", "file_read"),
+        ("/api/files/search", "file_search"),
+        ("/api/files/grep", "grep"),
+    ] {
+        let schema = &tools["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == tool)
+            .unwrap_or_else(|| panic!("no {tool}"))["inputSchema"];
+        let required: Vec<&Value> = schema["required"]
+            .as_array()
+            .map(|r| r.iter().collect())
+            .unwrap_or_default();
+        let mut expected: Vec<(String, bool)> = properties(schema)
+            .keys()
+            .map(|name| (name.clone(), required.contains(&&json!(name))))
+            .collect();
+        let mut documented: Vec<(String, bool)> = document["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{path} has no parameters"))
+            .iter()
+            .map(|p| {
+                assert_eq!(p["in"], "query", "{p}");
+                (
+                    p["name"].as_str().expect("name").to_string(),
+                    p["required"] == json!(true),
+                )
+            })
+            .collect();
+        expected.sort();
+        documented.sort();
+        assert_eq!(documented, expected, "{path}");
+    }
+}
