@@ -48,7 +48,7 @@ async fn call(
 ) -> Result<Json<Value>, ApiError> {
     let arguments = {
         let catalog = state.inner.hub.catalog();
-        route.query_arguments(pairs, &[], &catalog)?
+        route.query_arguments(pairs, Vec::new(), &catalog)?
     };
     state
         .run_tool(caller, route.tool, arguments)

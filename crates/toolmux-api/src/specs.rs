@@ -319,7 +319,7 @@ pub(crate) async fn create(
         &state,
         caller,
         CREATE.tool,
-        CREATE.body_arguments(body, &[])?,
+        CREATE.body_arguments(body, Vec::new())?,
     )
     .await?;
     let location = created["id"]
@@ -352,7 +352,7 @@ pub(crate) async fn update(
     ApiPath(spec): ApiPath<String>,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    let args = UPDATE.body_arguments(body, &[spec])?;
+    let args = UPDATE.body_arguments(body, vec![Value::from(spec)])?;
     run(&state, caller, UPDATE.tool, args).await.map(Json)
 }
 

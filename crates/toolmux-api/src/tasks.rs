@@ -8,12 +8,11 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
-use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, CallFailures};
+use crate::tool_routes::{Takes, ToolRoute};
 use crate::{ApiState, arguments};
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
@@ -23,74 +22,41 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(add_note))
 }
 
-/// `GET /api/tasks`: every filter that is set must match.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query, rename_all = "camelCase")]
-pub struct TaskFilter {
-    /// Only tasks with this status: `pending`, `in_progress` or `completed`.
-    pub status: Option<String>,
-    /// Only the steps (at any depth) of this task.
-    pub parent: Option<u64>,
-    /// How many tasks to answer with (100 when omitted, at most 1000).
-    pub limit: Option<u64>,
-    /// How many matching tasks to skip, in plan order (the previous page's `nextOffset`).
-    pub offset: Option<u64>,
-}
+/// The routes whose query or body is a task tool's arguments, read and checked by the tool's
+/// input schema ([`ToolRoute`]); a task the path names is its `id`.
+pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[LIST, CREATE, UPDATE, ADD_NOTE];
 
-/// A new task: `task_create`'s arguments.
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewTask {
-    /// What is to be done, in a line.
-    pub title: String,
-    /// More detail.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// `pending` (default), `in_progress` or `completed`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    /// The task this is a step of.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent: Option<u64>,
-    /// Where among its siblings (0 is first; the end when omitted).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub position: Option<u64>,
-}
+const LIST: ToolRoute = ToolRoute {
+    method: "get",
+    path: "/api/tasks",
+    tool: "task_list",
+    takes: Takes::Query,
+    from_path: &[],
+};
 
-/// Changes to a task: `task_update`'s arguments; what is left out stays as it is. `parent` and
-/// `description` may be `null` (top level; no description).
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TaskChanges {
-    /// A new title.
-    pub title: Option<String>,
-    /// A new description, or `null` to remove it.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    pub description: Option<Value>,
-    /// `pending`, `in_progress` or `completed`.
-    pub status: Option<String>,
-    /// A new parent, or `null` for the top level.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<u64>)]
-    pub parent: Option<Value>,
-    /// A new place among its siblings.
-    pub position: Option<u64>,
-}
+const CREATE: ToolRoute = ToolRoute {
+    method: "post",
+    path: "/api/tasks",
+    tool: "task_create",
+    takes: Takes::Body,
+    from_path: &[],
+};
 
-/// Keeps an explicit `null` (as `Some(Value::Null)`) apart from a missing key (`None`).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
-}
+const UPDATE: ToolRoute = ToolRoute {
+    method: "patch",
+    path: "/api/tasks/{id}",
+    tool: "task_update",
+    takes: Takes::Body,
+    from_path: &["id"],
+};
 
-/// A note: `task_add_note`'s text.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewNote {
-    /// What the note says.
-    pub text: String,
-}
+const ADD_NOTE: ToolRoute = ToolRoute {
+    method: "post",
+    path: "/api/tasks/{id}/notes",
+    tool: "task_add_note",
+    takes: Takes::Body,
+    from_path: &["id"],
+};
 
 fn id_argument(id: u64) -> Map<String, Value> {
     arguments([("id", Some(Value::from(id)))])
@@ -99,7 +65,7 @@ fn id_argument(id: u64) -> Map<String, Value> {
 /// Lists the tasks in plan order (each followed by its steps), with counts by status, a page
 /// at a time (the `task_list` tool).
 #[utoipa::path(
-    get, path = "/api/tasks", tag = "tasks", params(TaskFilter),
+    get, path = "/api/tasks", tag = "tasks",
     responses(
         (status = 200, description = "`task_list`'s structured result: `tasks` (one page), `counts`, `total`, `offset`, `limit`, `nextOffset`", body = Object),
         CallFailures,
@@ -108,21 +74,19 @@ fn id_argument(id: u64) -> Map<String, Value> {
 pub(crate) async fn list(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiQuery(filter): ApiQuery<TaskFilter>,
+    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    let args = arguments([
-        ("status", filter.status.map(Value::from)),
-        ("parent", filter.parent.map(Value::from)),
-        ("limit", filter.limit.map(Value::from)),
-        ("offset", filter.offset.map(Value::from)),
-    ]);
-    state.run_tool(caller, "task_list", args).await.map(Json)
+    let args = {
+        let catalog = state.inner.hub.catalog();
+        LIST.query_arguments(pairs, Vec::new(), &catalog)?
+    };
+    state.run_tool(caller, LIST.tool, args).await.map(Json)
 }
 
 /// Adds a task (the `task_create` tool).
 #[utoipa::path(
     post, path = "/api/tasks", tag = "tasks",
-    request_body = NewTask,
+    request_body(content = Object, description = "`task_create`'s arguments (the `task_create.input` component)"),
     responses(
         (status = 201, description = "Created: `task_create`'s structured result (`task`); `Location` names it", body = Object),
         CallFailures,
@@ -131,13 +95,10 @@ pub(crate) async fn list(
 pub(crate) async fn create(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiJson(task): ApiJson<NewTask>,
+    ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    let args = match serde_json::to_value(&task) {
-        Ok(Value::Object(map)) => map,
-        _ => return Err(ApiError::internal("a new task cannot be passed on")),
-    };
-    let created = state.run_tool(caller, "task_create", args).await?;
+    let args = CREATE.body_arguments(body, Vec::new())?;
+    let created = state.run_tool(caller, CREATE.tool, args).await?;
     let location = created["task"]["id"]
         .as_u64()
         .and_then(|id| HeaderValue::from_str(&format!("/api/tasks/{id}")).ok());
@@ -172,7 +133,7 @@ pub(crate) async fn view(
 #[utoipa::path(
     patch, path = "/api/tasks/{id}", tag = "tasks",
     params(("id" = u64, Path, description = "The task's id")),
-    request_body = TaskChanges,
+    request_body(content = Object, description = "`task_update`'s arguments but `id`, which the path names (the `task_update.body` component); what is left out stays as it is, and `parent` and `description` may be `null` (top level; no description)"),
     responses(
         (status = 200, description = "`task_update`'s structured result (`task`)", body = Object),
         CallFailures,
@@ -182,17 +143,10 @@ pub(crate) async fn update(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<u64>,
-    ApiJson(changes): ApiJson<TaskChanges>,
+    ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut args = arguments([
-        ("title", changes.title.map(Value::from)),
-        ("description", changes.description),
-        ("status", changes.status.map(Value::from)),
-        ("parent", changes.parent),
-        ("position", changes.position.map(Value::from)),
-    ]);
-    args.extend(id_argument(id));
-    state.run_tool(caller, "task_update", args).await.map(Json)
+    let args = UPDATE.body_arguments(body, vec![Value::from(id)])?;
+    state.run_tool(caller, UPDATE.tool, args).await.map(Json)
 }
 
 /// Removes a task and its steps (the `task_delete` tool).
@@ -219,7 +173,7 @@ pub(crate) async fn remove(
 #[utoipa::path(
     post, path = "/api/tasks/{id}/notes", tag = "tasks",
     params(("id" = u64, Path, description = "The task's id")),
-    request_body = NewNote,
+    request_body(content = Object, description = "`task_add_note`'s arguments but `id`, which the path names (the `task_add_note.body` component)"),
     responses(
         (status = 200, description = "`task_add_note`'s structured result (`task`)", body = Object),
         CallFailures,
@@ -229,12 +183,8 @@ pub(crate) async fn add_note(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<u64>,
-    ApiJson(note): ApiJson<NewNote>,
+    ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut args = id_argument(id);
-    args.insert("text".into(), Value::from(note.text));
-    state
-        .run_tool(caller, "task_add_note", args)
-        .await
-        .map(Json)
+    let args = ADD_NOTE.body_arguments(body, vec![Value::from(id)])?;
+    state.run_tool(caller, ADD_NOTE.tool, args).await.map(Json)
 }

@@ -38,6 +38,7 @@ pub(crate) fn every() -> impl Iterator<Item = &'static ToolRoute> {
     crate::files::TOOL_ROUTES
         .iter()
         .chain(crate::specs::TOOL_ROUTES)
+        .chain(crate::tasks::TOOL_ROUTES)
 }
 
 impl ToolRoute {
@@ -101,11 +102,11 @@ impl ToolRoute {
     }
 
     /// A request's body as the tool's arguments, with the path's `values` (in `from_path`'s
-    /// order) put in.
+    /// order, typed as the path parsed them) put in.
     pub(crate) fn body_arguments(
         &self,
         body: Map<String, Value>,
-        values: &[String],
+        values: Vec<Value>,
     ) -> Result<Map<String, Value>, ApiError> {
         self.with_path(body, values)
     }
@@ -118,17 +119,24 @@ impl ToolRoute {
     pub(crate) fn query_arguments(
         &self,
         pairs: Vec<(String, String)>,
-        values: &[String],
+        values: Vec<Value>,
         catalog: &Catalog,
     ) -> Result<Map<String, Value>, ApiError> {
         let schema = self.schema(catalog).unwrap_or(Value::Null);
         let mut arguments = Map::new();
         for (name, text) in pairs {
-            let value = typed(&schema["properties"][&name], &text).ok_or_else(|| {
-                ApiError::malformed(format!(
-                    "bad query string: `{name}` must be {}, not `{text}`",
-                    expected(&schema["properties"][&name])
-                ))
+            let property = &schema["properties"][&name];
+            let value = typed(property, &text).ok_or_else(|| {
+                let digits = text.strip_prefix('-').unwrap_or(&text);
+                let whole = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+                ApiError::malformed(if property["type"] == "integer" && whole {
+                    format!("bad query string: `{name}` is too large ({text})")
+                } else {
+                    format!(
+                        "bad query string: `{name}` must be {}, not `{text}`",
+                        expected(property)
+                    )
+                })
             })?;
             if arguments.insert(name.clone(), value).is_some() {
                 return Err(ApiError::malformed(format!(
@@ -144,7 +152,7 @@ impl ToolRoute {
     fn with_path(
         &self,
         mut arguments: Map<String, Value>,
-        values: &[String],
+        values: Vec<Value>,
     ) -> Result<Map<String, Value>, ApiError> {
         for (name, value) in self.from_path.iter().zip(values) {
             if arguments.contains_key(*name) {
@@ -157,7 +165,7 @@ impl ToolRoute {
                     }
                 )));
             }
-            arguments.insert((*name).to_string(), Value::from(value.as_str()));
+            arguments.insert((*name).to_string(), value);
         }
         Ok(arguments)
     }

@@ -208,6 +208,14 @@ fn a_spec_routes_body_is_its_tools_input() {
         body_ref("/api/specs/{spec}", "patch"),
         "#/components/schemas/spec_update.body"
     );
+    assert_eq!(
+        body_ref("/api/tasks", "post"),
+        "#/components/schemas/task_create.input"
+    );
+    assert_eq!(
+        body_ref("/api/tasks/{id}/notes", "post"),
+        "#/components/schemas/task_add_note.body"
+    );
     let mut changes = schema_of("spec_update");
     changes["properties"]
         .as_object_mut()
@@ -247,11 +255,11 @@ fn a_spec_routes_body_is_its_tools_input() {
     assert_eq!(viewed["status"], "in-progress", "{viewed}");
 }
 
-/// A route whose query string is a tool's arguments (`GET /api/files/grep`) documents one
-/// query parameter per property of the tool's input schema, required as the schema says, so
-/// a field added to the tool is a parameter with no edit to the route.
+/// A route whose query string is a tool's arguments (`GET /api/files/grep`, `GET /api/tasks`)
+/// documents one query parameter per property of the tool's input schema, required as the
+/// schema says, so a field added to the tool is a parameter with no edit to the route.
 #[test]
-fn a_files_routes_query_is_its_tools_input() {
+fn a_routes_query_is_its_tools_input() {
     let project = toolmux_project();
     project.config(&config_with_key(""));
     let served = Served::start(&project, &[]);
@@ -262,6 +270,7 @@ fn a_files_routes_query_is_its_tools_input() {
         ("/api/files/content", "file_read"),
         ("/api/files/search", "file_search"),
         ("/api/files/grep", "grep"),
+        ("/api/tasks", "task_list"),
     ] {
         let schema = &tools["tools"]
             .as_array()
