@@ -46,10 +46,7 @@ async fn call(
     route: &ToolRoute,
     pairs: Vec<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    let arguments = {
-        let catalog = state.inner.hub.catalog();
-        route.query_arguments(pairs, Vec::new(), &catalog)?
-    };
+    let arguments = state.query_arguments(route, pairs, Vec::new())?;
     state
         .run_tool(caller, route.tool, arguments)
         .await

@@ -3,13 +3,12 @@
 
 use axum::extract::State;
 use axum::{Extension, Json};
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use toolmux_http::{ApiQuery, Caller, OpenApiRouter, routes};
-use utoipa::IntoParams;
 
+use crate::ApiState;
 use crate::error::{ApiError, CallFailures};
-use crate::{ApiState, arguments};
+use crate::tool_routes::{Takes, ToolRoute};
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -36,20 +35,19 @@ pub(crate) async fn list(
         .map(Json)
 }
 
-/// `POST /api/runners/detect`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query, rename_all = "camelCase")]
-pub struct DetectQuery {
-    /// Check again even where the cache is still valid.
-    pub refresh: Option<bool>,
-}
+/// `POST /api/runners/detect`: `detect_runners`' arguments as the query.
+pub(crate) const DETECT: ToolRoute = ToolRoute {
+    method: "post",
+    path: "/api/runners/detect",
+    tool: "detect_runners",
+    takes: Takes::Query,
+    from_path: &[],
+};
 
 /// Looks for every runner's program on PATH and reads its version (the `detect_runners`
 /// tool).
 #[utoipa::path(
     post, path = "/api/runners/detect", tag = "sessions",
-    params(DetectQuery),
     responses(
         (status = 200, description = "`detect_runners`' structured result: `count`, `runners`", body = Object),
         CallFailures,
@@ -58,11 +56,8 @@ pub struct DetectQuery {
 pub(crate) async fn detect(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiQuery(query): ApiQuery<DetectQuery>,
+    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    let args = arguments([("refresh", query.refresh.map(Value::from))]);
-    state
-        .run_tool(caller, "detect_runners", args)
-        .await
-        .map(Json)
+    let args = state.query_arguments(&DETECT, pairs, Vec::new())?;
+    state.run_tool(caller, DETECT.tool, args).await.map(Json)
 }

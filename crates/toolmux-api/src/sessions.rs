@@ -6,17 +6,16 @@
 //! `GET /api/sessions/{id}/stream` follows the session's log from the store as it is written:
 //! one `log` event per entry, then one `status` event with status, exit code and duration.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
-use utoipa::{IntoParams, ToSchema};
+
+use crate::tool_routes::{Takes, ToolRoute};
 
 use crate::error::{ApiError, CallFailures, ErrorBody};
 use crate::sse;
@@ -31,66 +30,37 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(stream))
 }
 
-/// A session to start (the `run_session` tool's arguments).
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewSession {
-    /// The runner (`GET /api/runners`).
-    pub runner: String,
-    /// What the agent should do; with `specs`, text before them or their template with
-    /// `{specs}`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt: Option<String>,
-    /// Specs to build the prompt from.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub specs: Vec<String>,
-    /// The folder to run in, relative to the project root.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// Run in a new git worktree on a new branch.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub worktree: bool,
-    /// The new branch's name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub branch: Option<String>,
-    /// More environment variables.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
-    /// The time limit in milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-    /// The model to ask for.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-}
+/// The routes whose query or body is a session tool's arguments, read and checked by the
+/// tool's input schema ([`ToolRoute`]).
+pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[LIST, CREATE, LOGS];
 
-/// `GET /api/sessions`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query, rename_all = "camelCase")]
-pub struct SessionFilter {
-    /// Only sessions with this status: `pending`, `running`, `completed`, `failed`,
-    /// `cancelled` or `lost`.
-    pub status: Option<String>,
-    /// At most this many (default 50).
-    pub limit: Option<u64>,
-}
+const LIST: ToolRoute = ToolRoute {
+    method: "get",
+    path: "/api/sessions",
+    tool: "list_sessions",
+    takes: Takes::Query,
+    from_path: &[],
+};
 
-/// `GET /api/sessions/{id}/logs`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query, rename_all = "camelCase")]
-pub struct LogsPage {
-    /// The first entry (default 0).
-    pub offset: Option<u64>,
-    /// At most this many entries (default 200, at most 2000).
-    pub limit: Option<u64>,
-}
+const CREATE: ToolRoute = ToolRoute {
+    method: "post",
+    path: "/api/sessions",
+    tool: "run_session",
+    takes: Takes::Body,
+    from_path: &[],
+};
+
+const LOGS: ToolRoute = ToolRoute {
+    method: "get",
+    path: "/api/sessions/{id}/logs",
+    tool: "session_logs",
+    takes: Takes::Query,
+    from_path: &["id"],
+};
 
 /// Sessions of this project, newest first, from every channel (the `list_sessions` tool).
 #[utoipa::path(
     get, path = "/api/sessions", tag = "sessions",
-    params(SessionFilter),
     responses(
         (status = 200, description = "`list_sessions`' structured result: `count`, `total`, `sessions`", body = Object),
         CallFailures,
@@ -99,23 +69,17 @@ pub struct LogsPage {
 pub(crate) async fn list(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiQuery(filter): ApiQuery<SessionFilter>,
+    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    let args = arguments([
-        ("status", filter.status.map(Value::from)),
-        ("limit", filter.limit.map(Value::from)),
-    ]);
-    state
-        .run_tool(caller, "list_sessions", args)
-        .await
-        .map(Json)
+    let args = state.query_arguments(&LIST, pairs, Vec::new())?;
+    state.run_tool(caller, LIST.tool, args).await.map(Json)
 }
 
 /// Starts a session (the `run_session` tool). With the default policy `ask`, the request waits
 /// in `GET /api/approvals` for a person's answer.
 #[utoipa::path(
     post, path = "/api/sessions", tag = "sessions",
-    request_body = NewSession,
+    request_body(content = Object, description = "`run_session`'s arguments (the `run_session.input` component)"),
     responses(
         (status = 201, description = "Started: the session's record (`id`, `status`, `command`, ...); `Location` names it", body = Object),
         CallFailures,
@@ -124,12 +88,10 @@ pub(crate) async fn list(
 pub(crate) async fn create(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiJson(session): ApiJson<NewSession>,
+    ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    let Ok(Value::Object(args)) = serde_json::to_value(&session) else {
-        return Err(ApiError::internal("the session request cannot be read"));
-    };
-    let record = state.run_tool(caller, "run_session", args).await?;
+    let args = CREATE.body_arguments(body, Vec::new())?;
+    let record = state.run_tool(caller, CREATE.tool, args).await?;
     let location = record["id"]
         .as_str()
         .and_then(|id| HeaderValue::from_str(&format!("/api/sessions/{id}")).ok());
@@ -164,7 +126,7 @@ pub(crate) async fn show(
 /// A page of a session's log (the `session_logs` tool).
 #[utoipa::path(
     get, path = "/api/sessions/{id}/logs", tag = "sessions",
-    params(("id" = String, Path, description = "The session's id"), LogsPage),
+    params(("id" = String, Path, description = "The session's id")),
     responses(
         (status = 200, description = "`session_logs`' structured result: `entries`, `offset`, `nextOffset`, `more`, `status`", body = Object),
         CallFailures,
@@ -174,14 +136,10 @@ pub(crate) async fn logs(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     ApiPath(id): ApiPath<String>,
-    ApiQuery(page): ApiQuery<LogsPage>,
+    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    let args = arguments([
-        ("id", Some(Value::from(id))),
-        ("offset", page.offset.map(Value::from)),
-        ("limit", page.limit.map(Value::from)),
-    ]);
-    state.run_tool(caller, "session_logs", args).await.map(Json)
+    let args = state.query_arguments(&LOGS, pairs, vec![Value::from(id)])?;
+    state.run_tool(caller, LOGS.tool, args).await.map(Json)
 }
 
 /// Cancels a running session (the `cancel_session` tool): its runner and everything it

@@ -45,38 +45,6 @@ type SpecFilterQuery = QueryParams<SpecFilter>;
 /// `GET /api/specs/board`'s query: `spec_board`'s input struct (the group, then the filters).
 type SpecBoardQuery = QueryParams<SpecBoard>;
 
-/// `GET /api/specs/search`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query, rename_all = "camelCase")]
-pub struct SearchQuery {
-    /// LeanSpec's query syntax: words (all must match), `AND`, `OR`, `NOT`, `"phrases"`,
-    /// `status:`, `tag:`, `priority:`, `title:`, `created:>=2025-01`, fuzzy `term~2`.
-    pub q: String,
-    /// The most results (default 10).
-    pub limit: Option<u64>,
-}
-
-/// `GET /api/specs/validation`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query, rename_all = "camelCase")]
-pub struct ValidationQuery {
-    /// One spec (number, folder name or a unique fragment); every spec when absent.
-    pub spec: Option<String>,
-}
-
-/// `GET /api/specs/tokens`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query, rename_all = "camelCase")]
-pub struct TokensQuery {
-    /// One spec (its README and sub-spec files).
-    pub spec: Option<String>,
-    /// A file relative to the project root, instead of a spec.
-    pub file: Option<String>,
-}
-
 /// `DELETE /api/specs/{spec}/relationships`: the link to remove.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -89,9 +57,26 @@ pub struct LinkQuery {
     pub target: String,
 }
 
-/// The routes whose body is a spec tool's arguments: the document derives each body from the
-/// tool's input schema ([`ToolRoute`]), and the pipeline checks the body against it.
-pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[CREATE, UPDATE];
+/// The routes whose query or body is a spec tool's arguments: the document derives each from
+/// the tool's input schema ([`ToolRoute`]), and the pipeline checks the arguments against it.
+pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[SEARCH, VALIDATION, TOKENS, CREATE, UPDATE];
+
+const fn query_of(path: &'static str, tool: &'static str) -> ToolRoute {
+    ToolRoute {
+        method: "get",
+        path,
+        tool,
+        takes: Takes::Query,
+        from_path: &[],
+    }
+}
+
+/// `GET /api/specs/search`: `spec_search`'s arguments (`query`, `limit`).
+const SEARCH: ToolRoute = query_of("/api/specs/search", "spec_search");
+/// `GET /api/specs/validation`: `spec_validate`'s arguments.
+const VALIDATION: ToolRoute = query_of("/api/specs/validation", "spec_validate");
+/// `GET /api/specs/tokens`: `spec_tokens`'s arguments.
+const TOKENS: ToolRoute = query_of("/api/specs/tokens", "spec_tokens");
 
 /// `POST /api/specs`: `spec_create`'s arguments.
 const CREATE: ToolRoute = ToolRoute {
@@ -180,7 +165,7 @@ pub(crate) async fn list(
 /// Searches the specs with LeanSpec's query syntax and scoring, best first (the `spec_search`
 /// tool).
 #[utoipa::path(
-    get, path = "/api/specs/search", tag = "specs", params(SearchQuery),
+    get, path = "/api/specs/search", tag = "specs",
     responses(
         (status = 200, description = "`spec_search`'s structured result: `query`, `count`, `results`", body = Object),
         CallFailures,
@@ -190,13 +175,10 @@ pub(crate) async fn list(
 pub(crate) async fn search(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiQuery(q): ApiQuery<SearchQuery>,
+    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    let args = arguments([
-        ("query", Some(Value::from(q.q))),
-        ("limit", q.limit.map(Value::from)),
-    ]);
-    run(&state, caller, "spec_search", args).await.map(Json)
+    let args = state.query_arguments(&SEARCH, pairs, Vec::new())?;
+    run(&state, caller, SEARCH.tool, args).await.map(Json)
 }
 
 /// The board: specs grouped by status, priority, assignee, tag or parent (the `spec_board`
@@ -241,7 +223,7 @@ pub(crate) async fn stats(
 /// Checks one spec, or all, against LeanSpec's rules: errors and warnings with line numbers
 /// (the `spec_validate` tool). Findings are the answer, so a spec with errors is still a 200.
 #[utoipa::path(
-    get, path = "/api/specs/validation", tag = "specs", params(ValidationQuery),
+    get, path = "/api/specs/validation", tag = "specs",
     responses(
         (status = 200, description = "`spec_validate`'s structured result: `valid`, `errors`, `warnings`, `specs`", body = Object),
         CallFailures,
@@ -251,16 +233,16 @@ pub(crate) async fn stats(
 pub(crate) async fn validation(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiQuery(q): ApiQuery<ValidationQuery>,
+    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    let args = arguments([("spec", q.spec.map(Value::from))]);
-    run(&state, caller, "spec_validate", args).await.map(Json)
+    let args = state.query_arguments(&VALIDATION, pairs, Vec::new())?;
+    run(&state, caller, VALIDATION.tool, args).await.map(Json)
 }
 
 /// Counts cl100k tokens of one spec, a file, or every spec, with LeanSpec's ratings (the
 /// `spec_tokens` tool).
 #[utoipa::path(
-    get, path = "/api/specs/tokens", tag = "specs", params(TokensQuery),
+    get, path = "/api/specs/tokens", tag = "specs",
     responses(
         (status = 200, description = "`spec_tokens`'s structured result: `encoding`, `total`, `items`, `thresholds`", body = Object),
         CallFailures,
@@ -270,13 +252,10 @@ pub(crate) async fn validation(
 pub(crate) async fn tokens(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiQuery(q): ApiQuery<TokensQuery>,
+    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    let args = arguments([
-        ("spec", q.spec.map(Value::from)),
-        ("file", q.file.map(Value::from)),
-    ]);
-    run(&state, caller, "spec_tokens", args).await.map(Json)
+    let args = state.query_arguments(&TOKENS, pairs, Vec::new())?;
+    run(&state, caller, TOKENS.tool, args).await.map(Json)
 }
 
 /// One spec: frontmatter, body, sub-spec files, parent, children, dependencies and dependents,

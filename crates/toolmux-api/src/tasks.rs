@@ -76,10 +76,7 @@ pub(crate) async fn list(
     Extension(caller): Extension<Caller>,
     ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    let args = {
-        let catalog = state.inner.hub.catalog();
-        LIST.query_arguments(pairs, Vec::new(), &catalog)?
-    };
+    let args = state.query_arguments(&LIST, pairs, Vec::new())?;
     state.run_tool(caller, LIST.tool, args).await.map(Json)
 }
 

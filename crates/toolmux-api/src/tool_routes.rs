@@ -39,6 +39,8 @@ pub(crate) fn every() -> impl Iterator<Item = &'static ToolRoute> {
         .iter()
         .chain(crate::specs::TOOL_ROUTES)
         .chain(crate::tasks::TOOL_ROUTES)
+        .chain(crate::sessions::TOOL_ROUTES)
+        .chain([&crate::runners::DETECT])
 }
 
 impl ToolRoute {

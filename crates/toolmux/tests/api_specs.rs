@@ -146,9 +146,9 @@ fn the_read_routes_answer_with_their_tools_results() {
     let billing = read(&served, "/api/specs/003-billing");
     assert_eq!(billing["children"], json!(["004-billing-invoices"]));
 
-    let found = read(&served, "/api/specs/search?q=tag:api%20monthly");
+    let found = read(&served, "/api/specs/search?query=tag:api%20monthly");
     assert_eq!(ids(&found["results"]), ["004-billing-invoices"], "{found}");
-    let found = read(&served, "/api/specs/search?q=billing&limit=1");
+    let found = read(&served, "/api/specs/search?query=billing&limit=1");
     assert_eq!(found["count"], 1, "{found}");
 
     let board = read(&served, "/api/specs/board");
@@ -383,7 +383,7 @@ fn without_a_specs_directory_every_spec_route_says_so() {
     for (method, path, body) in [
         ("GET", "/api/specs", None),
         ("GET", "/api/specs/1", None),
-        ("GET", "/api/specs/search?q=x", None),
+        ("GET", "/api/specs/search?query=x", None),
         ("GET", "/api/specs/stats", None),
         ("POST", "/api/specs", Some(r#"{"name": "first"}"#)),
         ("PATCH", "/api/specs/1", Some(r#"{"priority": "low"}"#)),
