@@ -205,7 +205,7 @@ fn a_question_shows_grep_and_file_read_as_badged_cards_and_then_the_answer() {
 fn a_new_conversation_starts_empty_and_switching_back_shows_the_same_conversation() {
     let flow = start("conversations", "");
     let found = browse(&flow, "conversations", &[]);
-    assert_eq!(found["afterNew"], 0, "{found}");
+    assert_eq!(found["afterNew"], "/chat", "{found}");
     assert_ne!(found["first"], found["second"], "{found}");
     assert_eq!(found["secondShowsFirst"], false, "{found}");
     assert_eq!(found["backShowsFirst"], true, "{found}");
