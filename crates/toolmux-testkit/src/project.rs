@@ -104,6 +104,27 @@ impl TestProject {
         cmd
     }
 
+    /// A plan for the Python MCP client ([`crate::python_client`]) that starts the driven
+    /// program with `args` (`["mcp"]`) over stdio in the project, as [`cmd`](Self::cmd) would:
+    /// the isolated home, the project as the working directory.
+    pub fn stdio_plan(&self, args: &[&str], steps: serde_json::Value) -> serde_json::Value {
+        let program = self
+            .program
+            .as_ref()
+            .expect("this project drives no program: make it with TestProject::driving");
+        serde_json::json!({
+            "transport": "stdio",
+            "command": program,
+            "args": args,
+            "cwd": self.path(),
+            "env": {
+                "HOME": self.home(),
+                "XDG_CONFIG_HOME": self.home().join(".config"),
+            },
+            "steps": steps,
+        })
+    }
+
     /// Runs the driven program with `args` and returns its output.
     pub fn run(&self, args: &[&str]) -> Run {
         Run(self.cmd().args(args).output().expect("run the program"))

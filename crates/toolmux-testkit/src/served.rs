@@ -246,7 +246,10 @@ impl Served {
         )
     }
 
-    /// Sends SIGTERM and expects a clean exit.
+    /// Sends SIGTERM and expects a clean exit. The bound is what a stop may take at worst, with
+    /// room for a loaded machine: the connections' shutdown grace (5 s), then each upstream
+    /// server's stop sequence (stdin closed, 3 s, SIGTERM, 3 s, SIGKILL) and the coding
+    /// sessions' grace. On a loaded machine a stop once took longer than 10 s.
     pub fn stop(mut self) {
         let pid = self.child.id().to_string();
         let sent = Command::new("kill")
@@ -254,7 +257,7 @@ impl Served {
             .status()
             .expect("run kill");
         assert!(sent.success());
-        let status = wait_bounded(&mut self.child, Duration::from_secs(10));
+        let status = wait_bounded(&mut self.child, Duration::from_secs(30));
         assert!(status.success(), "toolmux serve exited with {status}");
     }
 }

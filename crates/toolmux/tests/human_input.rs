@@ -17,20 +17,6 @@ use toolmux_testkit::project::TestProject;
 use toolmux_testkit::python_client::run_mcp_steps;
 use toolmux_testkit::served::{KEY, Served, config_with_key};
 
-fn stdio_plan(project: &TestProject, steps: Value) -> Value {
-    json!({
-        "transport": "stdio",
-        "command": env!("CARGO_BIN_EXE_toolmux"),
-        "args": ["mcp"],
-        "cwd": project.path(),
-        "env": {
-            "HOME": project.home(),
-            "XDG_CONFIG_HOME": project.home().join(".config"),
-        },
-        "steps": steps,
-    })
-}
-
 fn text(line: &Value) -> &str {
     line["result"]["content"][0]["text"]
         .as_str()
@@ -60,8 +46,7 @@ fn run_client(plan: &Value) -> (Vec<Value>, Vec<Value>) {
 fn an_mcp_client_answers_request_human_input_through_its_elicitation_form() {
     let project = toolmux_project();
     project.config("{}");
-    let mut plan = stdio_plan(
-        &project,
+    let mut plan = project.stdio_plan(&["mcp"],
         json!([
             {"op": "call", "name": "request_human_input", "arguments": {"question": "Favourite colour?"}},
             {"op": "call", "name": "request_human_input",
@@ -99,8 +84,8 @@ fn an_mcp_client_answers_request_human_input_through_its_elicitation_form() {
 fn an_mcp_clients_answer_that_does_not_fit_is_refused_and_the_form_shown_again() {
     let project = toolmux_project();
     project.config("{}");
-    let mut plan = stdio_plan(
-        &project,
+    let mut plan = project.stdio_plan(
+        &["mcp"],
         json!([{"op": "call", "name": "request_human_input",
                 "arguments": {"question": "How many?", "schema": count_schema()}}]),
     );
@@ -126,8 +111,8 @@ fn an_mcp_clients_answer_that_does_not_fit_is_refused_and_the_form_shown_again()
 fn an_mcp_client_without_elicitation_gets_an_error_the_model_can_read() {
     let project = toolmux_project();
     project.config("{}");
-    let steps = run_mcp_steps(&stdio_plan(
-        &project,
+    let steps = run_mcp_steps(&project.stdio_plan(
+        &["mcp"],
         json!([{"op": "call", "name": "request_human_input", "arguments": {"question": "Why?"}}]),
     ));
     assert_eq!(steps[0]["result"]["isError"], true, "{}", steps[0]);
@@ -146,8 +131,8 @@ fn a_configured_approval_message_is_the_question_an_mcp_client_shows() {
         r#"{"policies": {"tools": {"grep": "ask"}},
             "toolSettings": {"grep": {"approvalMessage": "Search for {{pattern}} in {{where.dir}}?"}}}"#,
     );
-    let mut plan = stdio_plan(
-        &project,
+    let mut plan = project.stdio_plan(
+        &["mcp"],
         json!([{"op": "call", "name": "grep", "arguments": {"pattern": "needle"}}]),
     );
     plan["elicitation"] = json!(["allow_once"]);

@@ -16,23 +16,6 @@ use toolmux_testkit::project::TestProject;
 use toolmux_testkit::python_client::{run_mcp_client, run_mcp_steps};
 use toolmux_testkit::served::Served;
 
-/// A plan for the Python client that starts `toolmux mcp ARGS` in the project over stdio.
-fn stdio_plan(project: &TestProject, args: &[&str], steps: Value) -> Value {
-    let mut cmd_args = vec!["mcp"];
-    cmd_args.extend_from_slice(args);
-    json!({
-        "transport": "stdio",
-        "command": env!("CARGO_BIN_EXE_toolmux"),
-        "args": cmd_args,
-        "cwd": project.path(),
-        "env": {
-            "HOME": project.home(),
-            "XDG_CONFIG_HOME": project.home().join(".config"),
-        },
-        "steps": steps,
-    })
-}
-
 fn names(line: &Value) -> Vec<&str> {
     line["tools"]
         .as_array()
@@ -58,9 +41,8 @@ fn project_with_files() -> TestProject {
 #[test]
 fn mcp_over_stdio_serves_the_workspace_tools_to_a_real_client() {
     let project = project_with_files();
-    let lines = run_mcp_client(&stdio_plan(
-        &project,
-        &[],
+    let lines = run_mcp_client(&project.stdio_plan(
+        &["mcp"],
         json!([
             {"op": "list"},
             {"op": "call", "name": "file_read", "arguments": {"path": "notes.txt"}},
@@ -123,9 +105,8 @@ fn mcp_over_stdio_serves_the_workspace_tools_to_a_real_client() {
 fn denied_tools_are_not_offered_and_a_call_to_one_is_refused_with_the_rule() {
     let project = project_with_files();
     project.config(r#"{"policies": {"tools": {"grep": "deny"}}}"#);
-    let lines = run_mcp_client(&stdio_plan(
-        &project,
-        &[],
+    let lines = run_mcp_client(&project.stdio_plan(
+        &["mcp"],
         json!([
             {"op": "list"},
             {"op": "call", "name": "grep", "arguments": {"pattern": "needle"}},
@@ -167,7 +148,7 @@ fn mcp_over_stdio_asks_the_client_by_elicitation_for_ask_tools() {
     let project = project_with_files();
     project.config(r#"{"policies": {"tools": {"grep": "ask"}}}"#);
     let call = json!({"op": "call", "name": "grep", "arguments": {"pattern": "needle"}});
-    let mut plan = stdio_plan(&project, &[], json!([call, call, call]));
+    let mut plan = project.stdio_plan(&["mcp"], json!([call, call, call]));
     plan["elicitation"] = json!(["deny", "allow_session"]);
     let lines = run_mcp_client(&plan);
 
@@ -196,9 +177,8 @@ fn mcp_over_stdio_asks_the_client_by_elicitation_for_ask_tools() {
 fn mcp_over_stdio_denies_ask_tools_with_a_hint_when_the_client_cannot_elicit() {
     let project = project_with_files();
     project.config(r#"{"policies": {"tools": {"grep": "ask"}}}"#);
-    let lines = run_mcp_client(&stdio_plan(
-        &project,
-        &[],
+    let lines = run_mcp_client(&project.stdio_plan(
+        &["mcp"],
         json!([{"op": "call", "name": "grep", "arguments": {"pattern": "needle"}}]),
     ));
     assert_eq!(lines[1]["result"]["isError"], true);
@@ -213,9 +193,8 @@ fn mcp_over_stdio_denies_ask_tools_with_a_hint_when_the_client_cannot_elicit() {
 #[test]
 fn mcp_filters_and_pass_through_choose_the_served_tools() {
     let project = project_with_files();
-    let lines = run_mcp_client(&stdio_plan(
-        &project,
-        &["--tools", "file_*", "--exclude", "file_search"],
+    let lines = run_mcp_client(&project.stdio_plan(
+        &["mcp", "--tools", "file_*", "--exclude", "file_search"],
         json!([{"op": "list"}, {"op": "call", "name": "grep", "arguments": {"pattern": "x"}}]),
     ));
     assert_eq!(names(&lines[1]), ["file_edit", "file_read", "file_write"]);
@@ -238,9 +217,8 @@ fn mcp_code_mode_offers_two_tools_whose_scripts_reach_every_tool() {
     let script = "import { workspace } from '@capabilities/workspace';\n\
                   const found = await workspace.grep({ pattern: 'needle' });\n\
                   return found.matches.map((m) => `${m.path}:${m.line}`);";
-    let lines = run_mcp_client(&stdio_plan(
-        &project,
-        &["--code-mode"],
+    let lines = run_mcp_client(&project.stdio_plan(
+        &["mcp", "--code-mode"],
         json!([
             {"op": "list"},
             {"op": "call", "name": "run_code", "arguments": {"code": script}},
@@ -288,9 +266,8 @@ fn d4_filters_hold_inside_run_code_and_search_tools() {
             "search_tools",
         ][..],
     ] {
-        let lines = run_mcp_client(&stdio_plan(
-            &project,
-            args,
+        let lines = run_mcp_client(&project.stdio_plan(
+            &[&["mcp"], args].concat(),
             json!([
                 {"op": "call", "name": "run_code", "arguments": {"code": call_grep}},
                 {"op": "call", "name": "run_code", "arguments": {"code": typed_grep}},
@@ -752,9 +729,8 @@ fn a_2026_client_lists_calls_and_reads_over_stdio_without_a_handshake() {
         "specs/001-search-index/README.md",
         "---\nstatus: planned\ncreated: 2026-07-28\n---\n\n# Search index\n",
     );
-    let mut plan = stdio_plan(
-        &project,
-        &[],
+    let mut plan = project.stdio_plan(
+        &["mcp"],
         json!([
             {"op": "list"},
             {"op": "call", "name": "file_read", "arguments": {"path": "notes.txt"}},
@@ -800,9 +776,8 @@ fn text_of(result: &Value) -> String {
 #[test]
 fn an_upstreams_progress_logs_sampling_and_elicitation_reach_the_client() {
     let project = project_with_fixture();
-    let mut plan = stdio_plan(
-        &project,
-        &[],
+    let mut plan = project.stdio_plan(
+        &["mcp"],
         json!([
             {"op": "set_level", "level": "debug"},
             {"op": "call", "name": "conformance__test_tool_with_progress", "progress": true},
@@ -871,9 +846,8 @@ fn an_upstreams_progress_logs_sampling_and_elicitation_reach_the_client() {
 #[test]
 fn an_upstreams_prompts_resources_and_completions_are_served_namespaced() {
     let project = project_with_fixture();
-    let lines = run_mcp_client(&stdio_plan(
-        &project,
-        &[],
+    let lines = run_mcp_client(&project.stdio_plan(
+        &["mcp"],
         json!([
             {"op": "prompts"},
             {"op": "get_prompt", "name": "conformance__test_prompt_with_arguments",
@@ -995,9 +969,9 @@ fn serve_time_filters_and_a_denied_server_narrow_the_relayed_prompts_and_resourc
     };
 
     // `--exclude` applies to prompts and resources by their registry names, as to tools.
-    let steps = run_mcp_steps(&stdio_plan(
-        &project,
+    let steps = run_mcp_steps(&project.stdio_plan(
         &[
+            "mcp",
             "--exclude",
             "conformance__test_simple_prompt",
             "--exclude",
@@ -1027,9 +1001,8 @@ fn serve_time_filters_and_a_denied_server_narrow_the_relayed_prompts_and_resourc
     assert!(steps[4]["contents"].is_array(), "{}", steps[4]);
 
     // Code mode offers two tools and nothing else.
-    let steps = run_mcp_steps(&stdio_plan(
-        &project,
-        &["--code-mode"],
+    let steps = run_mcp_steps(&project.stdio_plan(
+        &["mcp", "--code-mode"],
         json!([{"op": "prompts"}, {"op": "resources"}]),
     ));
     assert!(names(&steps[0], "prompts").is_empty(), "{}", steps[0]);
@@ -1044,9 +1017,8 @@ fn serve_time_filters_and_a_denied_server_narrow_the_relayed_prompts_and_resourc
         }}})
         .to_string(),
     );
-    let steps = run_mcp_steps(&stdio_plan(
-        &project,
-        &[],
+    let steps = run_mcp_steps(&project.stdio_plan(
+        &["mcp"],
         json!([{"op": "prompts"}, {"op": "read", "uri": "test://static-text"}]),
     ));
     assert!(names(&steps[0], "prompts").is_empty(), "{}", steps[0]);
@@ -1061,14 +1033,19 @@ fn serve_time_filters_and_a_denied_server_narrow_the_relayed_prompts_and_resourc
 fn mcp_serve_is_the_bare_mcp_command_by_name() {
     let project = project_with_files();
     let steps = json!([{"op": "list"}]);
-    let named = run_mcp_client(&stdio_plan(
-        &project,
-        &["serve", "--tools", "file_*", "--exclude", "file_search"],
+    let named = run_mcp_client(&project.stdio_plan(
+        &[
+            "mcp",
+            "serve",
+            "--tools",
+            "file_*",
+            "--exclude",
+            "file_search",
+        ],
         steps.clone(),
     ));
-    let bare = run_mcp_client(&stdio_plan(
-        &project,
-        &["--tools", "file_*", "--exclude", "file_search"],
+    let bare = run_mcp_client(&project.stdio_plan(
+        &["mcp", "--tools", "file_*", "--exclude", "file_search"],
         steps,
     ));
     assert_eq!(names(&named[1]), names(&bare[1]));

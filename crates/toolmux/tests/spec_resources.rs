@@ -39,23 +39,6 @@ fn project_with_specs() -> TestProject {
     project
 }
 
-/// A plan for the Python client that starts `toolmux mcp ARGS` in the project over stdio.
-fn stdio_plan(project: &TestProject, args: &[&str], steps: Value) -> Value {
-    let mut cmd_args = vec!["mcp"];
-    cmd_args.extend_from_slice(args);
-    json!({
-        "transport": "stdio",
-        "command": env!("CARGO_BIN_EXE_toolmux"),
-        "args": cmd_args,
-        "cwd": project.path(),
-        "env": {
-            "HOME": project.home(),
-            "XDG_CONFIG_HOME": project.home().join(".config"),
-        },
-        "steps": steps,
-    })
-}
-
 /// The `spec://` resources of a `resources` step (or REST listing), by URI.
 fn spec_resources(resources: &Value) -> BTreeMap<String, Value> {
     resources
@@ -74,9 +57,8 @@ fn uris(resources: &BTreeMap<String, Value>) -> Vec<&str> {
 #[test]
 fn specs_are_listed_and_read_as_resources_over_stdio() {
     let project = project_with_specs();
-    let lines = run_mcp_client(&stdio_plan(
-        &project,
-        &[],
+    let lines = run_mcp_client(&project.stdio_plan(
+        &["mcp"],
         json!([
             {"op": "resources"},
             {"op": "read", "uri": "spec://001-search-index"},
@@ -128,9 +110,8 @@ fn specs_are_listed_and_read_as_resources_over_stdio() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spec_created_on_disk_during_a_session_is_announced_and_listed() {
     let project = project_with_specs();
-    let mut client = PythonClient::start(stdio_plan(
-        &project,
-        &[],
+    let mut client = PythonClient::start(project.stdio_plan(
+        &["mcp"],
         json!([
             {"op": "resources"},
             {"op": "subscribe", "uri": "spec://002-export"},
@@ -174,7 +155,7 @@ fn pass_through_and_filters_that_hide_the_spec_tools_hide_the_spec_resources() {
         &["--pass-through", "workspace"][..],
         &["--exclude", "spec_*"][..],
     ] {
-        let outcome = run_mcp_steps(&stdio_plan(&project, args, steps.clone()));
+        let outcome = run_mcp_steps(&project.stdio_plan(&[&["mcp"], args].concat(), steps.clone()));
         let listed = spec_resources(&outcome[0]["resources"]);
         assert!(listed.is_empty(), "{args:?} lists {listed:?}");
         assert_eq!(
@@ -183,7 +164,7 @@ fn pass_through_and_filters_that_hide_the_spec_tools_hide_the_spec_resources() {
         );
     }
     // A filter that keeps the spec tools keeps their resources.
-    let outcome = run_mcp_steps(&stdio_plan(&project, &["--tools", "spec_*"], steps));
+    let outcome = run_mcp_steps(&project.stdio_plan(&["mcp", "--tools", "spec_*"], steps));
     assert_eq!(
         uris(&spec_resources(&outcome[0]["resources"])),
         [

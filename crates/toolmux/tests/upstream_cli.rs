@@ -396,21 +396,6 @@ fn the_reference_everything_server_is_reachable_through_the_cli() {
     }
 }
 
-/// A plan for the Python client that starts `toolmux mcp` in the project over stdio.
-fn mcp_session(project: &TestProject, steps: Value) -> Value {
-    json!({
-        "transport": "stdio",
-        "command": env!("CARGO_BIN_EXE_toolmux"),
-        "args": ["mcp"],
-        "cwd": project.path(),
-        "env": {
-            "HOME": project.home(),
-            "XDG_CONFIG_HOME": project.home().join(".config"),
-        },
-        "steps": steps,
-    })
-}
-
 /// Rewrites `mcpServers.NAME.args` in the project's config file.
 fn set_server_args(project: &TestProject, name: &str, args: &[&str]) {
     let mut config = project.saved_config();
@@ -505,8 +490,8 @@ fn d13_a_session_that_ends_while_a_server_is_discovered_leaves_no_server() {
 
     // Never discovered, so `toolmux mcp` discovers it at start; the session ends while that
     // discovery still waits for the handshake.
-    let steps = run_mcp_steps(&mcp_session(
-        &project,
+    let steps = run_mcp_steps(&project.stdio_plan(
+        &["mcp"],
         json!([{"op": "list"}, {"op": "wait_list_changed", "timeout": 1.0}]),
     ));
     assert!(steps[0]["tools"].is_array(), "{steps:?}");
@@ -530,8 +515,8 @@ fn d17_after_an_args_edit_the_tools_stay_known_and_a_call_rediscovers() {
 
     // A fresh `toolmux mcp` still knows the tools, and calling one starts the server with the
     // configuration in force.
-    let steps = run_mcp_steps(&mcp_session(
-        &project,
+    let steps = run_mcp_steps(&project.stdio_plan(
+        &["mcp"],
         json!([
             {"op": "list"},
             {"op": "call", "name": "faults__echo", "arguments": {"text": "known"}},
