@@ -26,16 +26,35 @@ pub struct Aimock {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
+    /// The folder of the fixtures file written for [`Aimock::serving`], kept while aimock runs.
+    _written: Option<tempfile::TempDir>,
 }
 
 impl Aimock {
     /// Starts aimock with `fixtures` from `tests/peers/chat/fixtures` (such as `chat.json`).
     pub fn start(fixtures: &str) -> Self {
+        Self::start_with(&chat_peers().join("fixtures").join(fixtures), None)
+    }
+
+    /// Starts aimock with `fixtures`, a test's own list of fixtures (written to a file that
+    /// lives as long as aimock).
+    pub fn serving(fixtures: serde_json::Value) -> Self {
+        let dir = tempfile::tempdir().expect("a folder for the fixtures");
+        let path = dir.path().join("fixtures.json");
+        std::fs::write(
+            &path,
+            serde_json::json!({ "fixtures": fixtures }).to_string(),
+        )
+        .expect("write the fixtures");
+        Self::start_with(&path, Some(dir))
+    }
+
+    fn start_with(fixtures: &std::path::Path, written: Option<tempfile::TempDir>) -> Self {
         let chat = chat_peers();
         let mut child = Command::new("node")
             .arg(chat.join("node_modules/@copilotkit/aimock/dist/cli.js"))
             .args(["-p", "0", "-f"])
-            .arg(chat.join("fixtures").join(fixtures))
+            .arg(fixtures)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -52,7 +71,18 @@ impl Aimock {
         };
         // Keep draining its output so it never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        Self { child, url }
+        Self {
+            child,
+            url,
+            _written: written,
+        }
+    }
+
+    /// An OpenAI-compatible provider entry of toolmux's `providers` for this aimock, with
+    /// `gpt-4o` as its default model.
+    pub fn openai_provider(&self) -> serde_json::Value {
+        serde_json::json!({"kind": "openai", "baseUrl": format!("{}/v1", self.url),
+            "apiKey": "not-a-secret", "defaultModel": "gpt-4o"})
     }
 
     /// The request journal: every request aimock received (up to a thousand), newest last.

@@ -59,12 +59,7 @@ fn project_with(aimock: &Aimock, chat: Option<&str>, server: Option<&str>) -> Te
     let fixture = peer_file("mcp/conformance_fixture.py");
     let project = toolmux_project();
     let mut config = json!({
-            "providers": {"mock": {
-                "kind": "openai",
-                "baseUrl": format!("{}/v1", aimock.url),
-                "apiKey": "not-a-secret",
-                "defaultModel": "gpt-4o"
-            }},
+            "providers": {"mock": aimock.openai_provider()},
             "server": {"apiKeys": [KEY]},
             "mcpServers": {"conformance": {
                 "command": python,

@@ -29,20 +29,10 @@ use toolmux_testkit::eventually::wait_until;
 use toolmux_testkit::project::TestProject;
 use toolmux_testkit::served::{KEY, Served, config_with_key};
 
-/// aimock serving these fixtures (written to a temporary file; the directory must outlive it).
-fn aimock(fixtures: Value) -> (tempfile::TempDir, Aimock) {
-    let dir = tempfile::tempdir().expect("fixtures dir");
-    let path = dir.path().join("chat_parity.json");
-    std::fs::write(&path, json!({ "fixtures": fixtures }).to_string()).expect("write fixtures");
-    let aimock = Aimock::start(&path.display().to_string());
-    (dir, aimock)
-}
-
 /// A served project with a key, aimock as its provider and `extra` config entries.
 fn served(aimock: &Aimock, extra: &str) -> (TestProject, Served) {
     let project = toolmux_project();
-    let provider = json!({"mock": {"kind": "openai", "baseUrl": format!("{}/v1", aimock.url),
-        "apiKey": "not-a-secret", "defaultModel": "gpt-4o"}});
+    let provider = json!({"mock": aimock.openai_provider()});
     project.config(&config_with_key(&format!(
         r#""providers": {provider}{extra}"#
     )));
@@ -168,7 +158,7 @@ fn the_issue_17_tools_called_by_the_chat_give_the_results_rest_gives() {
         ),
         ("c_search", "web_search", json!({"query": "milk"})),
     ];
-    let (_fixtures, aimock) = aimock(json!(chain("Use the tools", &calls, "All done.")));
+    let aimock = Aimock::serving(json!(chain("Use the tools", &calls, "All done.")));
     let allow = r#", "policies": {"tools": {"file_write": "allow", "file_edit": "allow",
         "apply_patch": "allow", "shell": "allow", "code_execution": "allow"}}"#;
     let (chat_project, chat_served) = served(&aimock, allow);
@@ -214,7 +204,7 @@ fn the_models_question_reaches_the_person_and_the_answer_the_model() {
         "request_human_input",
         json!({"question": "Which list?"}),
     )];
-    let (_fixtures, aimock) = aimock(json!(chain("Ask me", &calls, "Thanks.")));
+    let aimock = Aimock::serving(json!(chain("Ask me", &calls, "Thanks.")));
     let (_project, served) = served(&aimock, "");
     let mut asked = 0;
     let events = stream_chat(
@@ -314,7 +304,7 @@ fn allow_for_this_conversation_is_remembered_by_the_server_for_that_conversation
         )],
         "Third done.",
     ));
-    let (_fixtures, aimock) = aimock(json!(fixtures));
+    let aimock = Aimock::serving(json!(fixtures));
     let (project, served) = served(&aimock, "");
 
     // One question for two writes: the first answer covers the second.

@@ -13,20 +13,10 @@ use toolmux_testkit::eventually::wait_until;
 use toolmux_testkit::python_client::run_mcp_steps;
 use toolmux_testkit::served::{KEY, Served, config_with_key};
 
-/// aimock serving these fixtures (written to a temporary file; the directory must outlive it).
-fn aimock(fixtures: Value) -> (tempfile::TempDir, Aimock) {
-    let dir = tempfile::tempdir().expect("fixtures dir");
-    let path = dir.path().join("delegate.json");
-    std::fs::write(&path, json!({ "fixtures": fixtures }).to_string()).expect("write fixtures");
-    let aimock = Aimock::start(&path.display().to_string());
-    (dir, aimock)
-}
-
 /// A served project with a key, aimock as its only provider, and `extra` config entries.
 fn served(aimock: &Aimock, extra: &str) -> (toolmux_testkit::project::TestProject, Served) {
     let project = toolmux_project();
-    let provider = json!({"mock": {"kind": "openai", "baseUrl": format!("{}/v1", aimock.url),
-        "apiKey": "not-a-secret", "defaultModel": "gpt-4o"}});
+    let provider = json!({"mock": aimock.openai_provider()});
     project.config(&config_with_key(&format!(
         r#""providers": {provider}{extra}"#
     )));
@@ -66,7 +56,7 @@ fn read_fixtures() -> Value {
 
 #[test]
 fn a_delegated_task_reads_a_file_over_mcp_and_rest_and_its_calls_name_the_delegate_call() {
-    let (_fixtures, aimock) = aimock(read_fixtures());
+    let aimock = Aimock::serving(read_fixtures());
     let (_project, served) = served(&aimock, r#", "policies": {"tools": {"delegate": "allow"}}"#);
     let arguments = json!({"task": "Summarise notes/todo.md", "tools": ["file_*", "delegate"]});
 
@@ -133,7 +123,7 @@ fn a_delegated_task_reads_a_file_over_mcp_and_rest_and_its_calls_name_the_delega
 
 #[test]
 fn a_tool_the_patterns_leave_out_is_refused_and_the_step_limit_cuts_the_task_short() {
-    let (_fixtures, aimock) = aimock(json!([
+    let aimock = Aimock::serving(json!([
         {"match": {"userMessage": "Run a command", "hasToolResult": false},
          "response": {"toolCalls": [{"id": "call_shell", "name": "shell",
              "arguments": json!({"command": "touch escaped.txt"}).to_string()}]}},
@@ -199,7 +189,7 @@ fn a_tool_the_patterns_leave_out_is_refused_and_the_step_limit_cuts_the_task_sho
 
 #[test]
 fn a_delegated_write_asks_the_callers_person_and_is_logged_under_the_delegate_call() {
-    let (_fixtures, aimock) = aimock(json!([
+    let aimock = Aimock::serving(json!([
         {"match": {"userMessage": "Write the answer", "hasToolResult": false},
          "response": {"toolCalls": [{"id": "call_write", "name": "file_write",
              "arguments": json!({"path": "answer.txt", "content": "42\n"}).to_string()}]}},
@@ -294,7 +284,7 @@ fn the_chat_code_mode_and_the_cli_delegate_too() {
         json!({"match": {"toolCallId": "call_delegate", "toolResultContains": "buy milk"},
          "response": {"content": "My helper says: buy milk."}}),
     ]);
-    let (_fixtures, aimock) = aimock(Value::Array(fixtures));
+    let aimock = Aimock::serving(Value::Array(fixtures));
     let (project, served) = served(&aimock, r#", "policies": {"tools": {"delegate": "allow"}}"#);
 
     // The chat: the sub-agent's calls are the conversation's (its session) and name the

@@ -381,30 +381,21 @@ fn listed_ids(list: &Value) -> Vec<String> {
 #[test]
 fn a_session_started_from_the_chat_or_code_mode_is_listed_everywhere_and_lists_the_others() {
     // The chat's model (aimock) starts a session, then lists the sessions.
-    let fixtures = tempfile::tempdir().expect("fixtures dir");
-    let fixture = fixtures.path().join("sessions.json");
-    std::fs::write(
-        &fixture,
-        json!({"fixtures": [
-            {"match": {"userMessage": "Start a coding session", "hasToolResult": false},
-             "response": {"toolCalls": [{"id": "call_run", "name": "run_session",
-                 "arguments": json!({"runner": "claude", "prompt": "from chat"}).to_string()}]}},
-            {"match": {"toolCallId": "call_run", "toolResultContains": "claude"},
-             "response": {"toolCalls": [{"id": "call_list", "name": "list_sessions", "arguments": "{}"}]}},
-            {"match": {"toolCallId": "call_list"},
-             "response": {"content": "Started and listed."}},
-        ]})
-        .to_string(),
-    )
-    .expect("write the fixture");
-    let aimock = toolmux_testkit::aimock::Aimock::start(&fixture.display().to_string());
+    let aimock = toolmux_testkit::aimock::Aimock::serving(json!([
+        {"match": {"userMessage": "Start a coding session", "hasToolResult": false},
+         "response": {"toolCalls": [{"id": "call_run", "name": "run_session",
+             "arguments": json!({"runner": "claude", "prompt": "from chat"}).to_string()}]}},
+        {"match": {"toolCallId": "call_run", "toolResultContains": "claude"},
+         "response": {"toolCalls": [{"id": "call_list", "name": "list_sessions", "arguments": "{}"}]}},
+        {"match": {"toolCallId": "call_list"},
+         "response": {"content": "Started and listed."}},
+    ]));
     let project = toolmux_project();
     project.config(
         &json!({
             "runners": {"claude": {"command": fake("claude").display().to_string()}},
             "policies": {"tools": {"run_session": "allow"}},
-            "providers": {"mock": {"kind": "openai", "baseUrl": format!("{}/v1", aimock.url),
-                                   "apiKey": "not-a-secret", "defaultModel": "gpt-4o"}},
+            "providers": {"mock": aimock.openai_provider()},
         })
         .to_string(),
     );
