@@ -138,8 +138,6 @@ const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
     )
 )]
 pub(crate) async fn stream(State(state): State<ApiState>) -> axum::response::Response {
-    use axum::http::{HeaderValue, header};
-
     let queue = std::sync::Arc::clone(&state.inner.approvals);
     // Subscribe before reading what waits, so nothing falls between the two.
     let mut watched = Watching {
@@ -149,19 +147,13 @@ pub(crate) async fn stream(State(state): State<ApiState>) -> axum::response::Res
         queue,
     };
     watched.catch_up();
-    let body = futures::stream::unfold(watched, |mut watching| async move {
-        let frame = watching.next_frame().await?;
-        Some((Ok::<_, std::convert::Infallible>(frame), watching))
-    });
-    let mut response = axum::response::Response::new(axum::body::Body::from_stream(body));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
+    crate::sse::response(futures::stream::unfold(
+        watched,
+        |mut watching| async move {
+            let frame = watching.next_frame().await?;
+            Some((frame, watching))
+        },
+    ))
 }
 
 /// One client's stream: the queue's events, with what waited when it connected (or when it

@@ -132,8 +132,6 @@ pub(crate) async fn stream(
     State(state): State<ApiState>,
     ApiQuery(filter): ApiQuery<StreamFilter>,
 ) -> Result<axum::response::Response, ApiError> {
-    use axum::http::{HeaderValue, header};
-
     let outcome = filter
         .outcome
         .as_deref()
@@ -162,19 +160,13 @@ pub(crate) async fn stream(
         backlog: VecDeque::new(),
         stopping: state.inner.approvals.watch(),
     };
-    let body = futures::stream::unfold(tail, |mut tail| async move {
-        let frame = tail.next_frame().await?;
-        Some((Ok::<_, std::convert::Infallible>(frame), tail))
-    });
-    let mut response = axum::response::Response::new(axum::body::Body::from_stream(body));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
+    Ok(crate::sse::response(futures::stream::unfold(
+        tail,
+        |mut tail| async move {
+            let frame = tail.next_frame().await?;
+            Some((frame, tail))
+        },
+    )))
 }
 
 /// One client's tail of the log: entries read but not yet sent, and the follower (lent to the

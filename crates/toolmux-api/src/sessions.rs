@@ -200,15 +200,7 @@ pub(crate) async fn stream(
             toolmux_sessions::FollowEvent::Entry(entry) => sse::frame("log", &entry),
             toolmux_sessions::FollowEvent::Ended(end) => sse::frame("status", &end),
         };
-        Some((Ok::<_, std::convert::Infallible>(frame), follower))
+        Some((frame, follower))
     });
-    let mut response = Response::new(axum::body::Body::from_stream(body));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
+    Ok(sse::response(body))
 }

@@ -1,6 +1,25 @@
 //! Server-sent events, as every stream of the REST API writes them (approvals, logs, sessions).
 
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
+use futures::{Stream, StreamExt};
 use serde::Serialize;
+
+/// A response that streams `frames` (each a whole event: [`frame`], or a comment) as
+/// server-sent events, with the headers every stream sends: not cached, and not buffered by a
+/// proxy in front (`x-accel-buffering`), so each event leaves when it is written.
+pub(crate) fn response(frames: impl Stream<Item = String> + Send + 'static) -> Response {
+    let body = frames.map(Ok::<_, std::convert::Infallible>);
+    let mut response = Response::new(axum::body::Body::from_stream(body));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
 
 /// One event: its name, and its data as one line of JSON. A value that cannot be written as
 /// JSON (only a map with keys that are not strings could be) is logged and sent as `null`, so
