@@ -782,6 +782,13 @@ impl Sessions {
         }
     }
 
+    /// The ids of the sessions this process runs now.
+    pub fn running(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.live().keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
     /// Cancels every session this process runs and waits (at most `limit`) until they are
     /// recorded as ended: what `serve` does when it stops.
     pub async fn shutdown(&self, limit: Duration) {

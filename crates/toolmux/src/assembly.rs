@@ -75,6 +75,9 @@ pub struct Assembly {
 /// How long stopping waits for one coding session to be recorded as ended: its runner's
 /// SIGTERM grace (2 s) and the sweep after it, with room to spare.
 const SESSION_STOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a one-shot command follows a session it started before it gives up waiting: past
+/// any session's own time limit ([`Assembly::finish_sessions`]).
+const SESSION_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 impl Assembly {
     /// Finds the project, loads its configuration and puts it in force.
@@ -449,6 +452,42 @@ impl Assembly {
     pub async fn stop_sessions(&self) {
         if let Some(sessions) = self.sessions.get() {
             sessions.shutdown(SESSION_STOP_LIMIT).await;
+        }
+    }
+
+    /// What a one-shot command (`toolmux mcp` over stdio, `tools call`) does before it exits
+    /// with coding sessions it started still running: they are supervised by this process, so
+    /// exiting would kill them and leave them `lost` (issue 29). It says so on stderr and waits
+    /// until each has ended, which its own time limit bounds; Ctrl-C cancels them instead.
+    pub async fn finish_sessions(&self) {
+        let Some(sessions) = self.sessions.get() else {
+            return;
+        };
+        let running = sessions.running();
+        if running.is_empty() {
+            return;
+        }
+        eprintln!(
+            "toolmux: waiting for {} coding session(s) to finish before exiting ({}); Ctrl-C \
+             cancels them",
+            running.len(),
+            running.join(", ")
+        );
+        let ended = async {
+            for id in &running {
+                if let Err(e) = sessions.wait(id, SESSION_WAIT_LIMIT).await {
+                    tracing::warn!(session = %id, error = %e, "cannot follow a session to its end");
+                }
+            }
+        };
+        tokio::select! {
+            () = ended => {}
+            interrupted = tokio::signal::ctrl_c() => {
+                if let Err(e) = interrupted {
+                    tracing::warn!(error = %e, "cannot listen for Ctrl-C; cancelling the sessions");
+                }
+                sessions.shutdown(SESSION_STOP_LIMIT).await;
+            }
         }
     }
 

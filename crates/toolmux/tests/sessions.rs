@@ -284,6 +284,45 @@ fn a_session_started_on_any_channel_is_listed_on_every_channel() {
     served.stop();
 }
 
+/// Issue 29: a session started by a one-shot process is not killed when that process is done
+/// with its answer. `tools call run_session` prints the session, says on stderr that it waits
+/// for it, and exits once the session has ended, recorded `completed` (it was `lost`: the
+/// process exited under its supervision). The same holds for `toolmux mcp` over stdio whose
+/// client closed it, through the same `Assembly::finish_sessions`.
+#[test]
+fn a_session_started_by_a_one_shot_call_runs_to_its_end() {
+    let project = project();
+    let call = project.run(&[
+        "tools",
+        "call",
+        "run_session",
+        "--json",
+        "--args",
+        r#"{"runner": "claude", "prompt": "pause"}"#,
+    ]);
+    let answer = call.json();
+    let id = answer["structuredContent"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_string();
+    assert_eq!(
+        call.stderr(),
+        format!(
+            "toolmux: waiting for 1 coding session(s) to finish before exiting ({id}); Ctrl-C \
+             cancels them\n"
+        )
+    );
+    let list = sessions_json(&project);
+    assert_eq!(list["sessions"][0]["id"], id.as_str(), "{list}");
+    assert_eq!(list["sessions"][0]["status"], "completed", "{list}");
+    let logs = project.run(&["sessions", "logs", &id]);
+    assert!(
+        logs.stdout().contains("done after a pause"),
+        "{}",
+        logs.stdout()
+    );
+}
+
 #[test]
 fn a_toolmux_killed_mid_run_leaves_a_session_the_next_start_marks_lost() {
     let project = project();

@@ -19,6 +19,8 @@ pub async fn run(project: Option<&Path>, filters: ServeFilterArgs) -> Result<u8,
         filters.code_mode,
     )?;
     let served = toolmux_mcp_server::serve_stdio(project.hub.clone(), options).await;
+    // The client is gone; coding sessions it started still run in this process.
+    project.finish_sessions().await;
     // Stop the servers (those a background discovery was still starting included) before the
     // runtime goes away under them; `main` then stops whatever escaped their process groups.
     project.upstreams.shutdown().await;

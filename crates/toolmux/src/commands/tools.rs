@@ -396,6 +396,8 @@ async fn call(project: &Assembly, args: CallArgs) -> Result<u8, Failure> {
             _ => emit(&text)?,
         }
     }
+    // The answer is out; a session the call started runs in this process until it ends.
+    project.finish_sessions().await;
     Ok(if result.is_error {
         Failure::from_tool_error(&result).code()
     } else {
