@@ -11,7 +11,7 @@ use toolmux_http::{ApiQuery, Caller, OpenApiRouter, routes};
 
 use crate::ApiState;
 use crate::error::{ApiError, CallFailures};
-use crate::tool_routes::{Takes, ToolRoute};
+use crate::tool_routes::ToolRoute;
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -24,20 +24,10 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
 /// The routes of this module, each its tool's arguments as its query.
 pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[LIST, CONTENT, SEARCH, GREP];
 
-const fn query_of(path: &'static str, tool: &'static str) -> ToolRoute {
-    ToolRoute {
-        method: "get",
-        path,
-        tool,
-        takes: Takes::Query,
-        from_path: &[],
-    }
-}
-
-const LIST: ToolRoute = query_of("/api/files", "directory_list");
-const CONTENT: ToolRoute = query_of("/api/files/content", "file_read");
-const SEARCH: ToolRoute = query_of("/api/files/search", "file_search");
-const GREP: ToolRoute = query_of("/api/files/grep", "grep");
+const LIST: ToolRoute = ToolRoute::get("/api/files", "directory_list");
+const CONTENT: ToolRoute = ToolRoute::get("/api/files/content", "file_read");
+const SEARCH: ToolRoute = ToolRoute::get("/api/files/search", "file_search");
+const GREP: ToolRoute = ToolRoute::get("/api/files/grep", "grep");
 
 /// Calls `route`'s tool with the query's `pairs` as its arguments.
 async fn call(

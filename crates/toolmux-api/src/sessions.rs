@@ -34,13 +34,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
 /// tool's input schema ([`ToolRoute`]).
 pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[LIST, CREATE, LOGS];
 
-const LIST: ToolRoute = ToolRoute {
-    method: "get",
-    path: "/api/sessions",
-    tool: "list_sessions",
-    takes: Takes::Query,
-    from_path: &[],
-};
+const LIST: ToolRoute = ToolRoute::get("/api/sessions", "list_sessions");
 
 const CREATE: ToolRoute = ToolRoute {
     method: "post",

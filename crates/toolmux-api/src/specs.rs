@@ -61,22 +61,12 @@ pub struct LinkQuery {
 /// the tool's input schema ([`ToolRoute`]), and the pipeline checks the arguments against it.
 pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[SEARCH, VALIDATION, TOKENS, CREATE, UPDATE];
 
-const fn query_of(path: &'static str, tool: &'static str) -> ToolRoute {
-    ToolRoute {
-        method: "get",
-        path,
-        tool,
-        takes: Takes::Query,
-        from_path: &[],
-    }
-}
-
 /// `GET /api/specs/search`: `spec_search`'s arguments (`query`, `limit`).
-const SEARCH: ToolRoute = query_of("/api/specs/search", "spec_search");
+const SEARCH: ToolRoute = ToolRoute::get("/api/specs/search", "spec_search");
 /// `GET /api/specs/validation`: `spec_validate`'s arguments.
-const VALIDATION: ToolRoute = query_of("/api/specs/validation", "spec_validate");
+const VALIDATION: ToolRoute = ToolRoute::get("/api/specs/validation", "spec_validate");
 /// `GET /api/specs/tokens`: `spec_tokens`'s arguments.
-const TOKENS: ToolRoute = query_of("/api/specs/tokens", "spec_tokens");
+const TOKENS: ToolRoute = ToolRoute::get("/api/specs/tokens", "spec_tokens");
 
 /// `POST /api/specs`: `spec_create`'s arguments.
 const CREATE: ToolRoute = ToolRoute {

@@ -26,13 +26,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
 /// input schema ([`ToolRoute`]); a task the path names is its `id`.
 pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[LIST, CREATE, UPDATE, ADD_NOTE];
 
-const LIST: ToolRoute = ToolRoute {
-    method: "get",
-    path: "/api/tasks",
-    tool: "task_list",
-    takes: Takes::Query,
-    from_path: &[],
-};
+const LIST: ToolRoute = ToolRoute::get("/api/tasks", "task_list");
 
 const CREATE: ToolRoute = ToolRoute {
     method: "post",

@@ -44,6 +44,17 @@ pub(crate) fn every() -> impl Iterator<Item = &'static ToolRoute> {
 }
 
 impl ToolRoute {
+    /// `GET path`, whose query string is all of `tool`'s arguments.
+    pub(crate) const fn get(path: &'static str, tool: &'static str) -> Self {
+        Self {
+            method: "get",
+            path,
+            tool,
+            takes: Takes::Query,
+            from_path: &[],
+        }
+    }
+
     /// The tool's input schema without the path's arguments; `None` when the tool is not in
     /// `catalog` (the spec pack without a specs directory).
     fn schema(&self, catalog: &Catalog) -> Option<Value> {
