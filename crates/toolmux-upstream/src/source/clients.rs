@@ -211,18 +211,22 @@ impl Inner {
         }
     }
 
-    /// Closes every per-client connection (toolmux stops the server).
+    /// Closes every per-client connection (toolmux stops the server), all at once: each close
+    /// may wait out a process's stop sequence (seconds), and a pass-through server has one
+    /// process per client, so closing them one by one held a `serve` with twenty clients for
+    /// half a minute.
     pub(super) async fn end_clients(&self) {
         let slots: Vec<ClientSlot> = lock(&self.clients.slots)
             .drain()
             .map(|(_, slot)| slot)
             .collect();
-        for slot in slots {
+        futures::future::join_all(slots.into_iter().map(|slot| async move {
             let conn = slot.lock().await.take();
             if let Some(conn) = conn {
                 conn.close().await;
             }
-        }
+        }))
+        .await;
     }
 
     /// Takes `dropped` out of service after its connection dropped during a call, so that the
