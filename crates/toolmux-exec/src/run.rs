@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use toolmux_scripts::child::{self, Guard, Signal};
 
 use crate::output::{Capture, Captured};
-use crate::sandbox::{Prepared, SandboxPolicy, SandboxReport};
+use crate::sandbox::{DanglingLink, Prepared, SandboxPolicy, SandboxReport};
 
 /// How long a group has between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(1);
@@ -86,6 +86,15 @@ pub enum RunError {
     /// Waiting for it failed.
     #[error("cannot wait for the command: {0}")]
     Wait(std::io::Error),
+    /// A path the sandbox keeps read-only is reached through a link to nothing, which no
+    /// mount can cover: a command could create what the link names (hooks git would run),
+    /// so nothing runs, whatever `shell.requireSandbox` says.
+    #[error(
+        "not run: {}, so the sandbox cannot keep it read-only and a command could create it \
+         there. Remove the link (or make what it names) and ask again",
+        dangling_text(.0)
+    )]
+    DanglingLink(Vec<DanglingLink>),
     /// The sandbox is on and required, and this system cannot give all of it.
     #[error(
         "not run: the sandbox is required (`shell.requireSandbox`) but this system cannot give \
@@ -102,6 +111,26 @@ pub enum RunError {
         /// What could be applied.
         report: SandboxReport,
     },
+}
+
+/// The paths of `links`, for [`RunError::DanglingLink`].
+fn dangling_text(links: &[DanglingLink]) -> String {
+    links
+        .iter()
+        .map(|d| {
+            let through = if d.link == d.path {
+                String::new()
+            } else {
+                format!(" (through `{}`)", d.link.display())
+            };
+            format!(
+                "`{}`{through} is a link to `{}`, which does not exist",
+                d.path.display(),
+                d.target.display()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The values of toolmux's variables named in `names` (`shell.env`), when set and not an
@@ -126,6 +155,9 @@ pub fn passed_env(names: &[String]) -> Vec<(OsString, OsString)> {
 /// Runs `spec` to its end (or its time limit).
 pub async fn run(spec: CommandSpec) -> Result<Finished, RunError> {
     let prepared = Prepared::new(&spec.sandbox);
+    if !prepared.dangling().is_empty() {
+        return Err(RunError::DanglingLink(prepared.dangling().to_vec()));
+    }
     let sandbox = prepared.report().clone();
     let missing = sandbox.missing();
     if spec.require_sandbox && !missing.is_empty() {

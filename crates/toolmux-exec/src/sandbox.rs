@@ -20,7 +20,10 @@
 //!   own Unix socket is covered by `/dev/null`, although they lie beneath the writable project
 //!   root: Landlock grants whole hierarchies and cannot subtract from one. The binds cannot be
 //!   undone from inside (no capabilities; Landlock forbids mount changes), a protected path
-//!   cannot be renamed away (a mount point) or hard-linked out (another mount).
+//!   cannot be renamed away (a mount point) or hard-linked out (another mount). A mount covers
+//!   only what exists, so a protected path reached through a link to nothing (`.git/hooks ->
+//!   /tmp/evil`) cannot be covered — the command could create what the link names — and the
+//!   call is refused ([`DanglingLink`]).
 //! - **Files: Landlock.** Everything may be read and executed; files may be written, created,
 //!   removed and renamed only beneath the project root, the call's temp dir and the configured
 //!   `writablePaths` (plus the harmless devices such as `/dev/null`), and no device node may be
@@ -230,8 +233,24 @@ impl Protected {
 /// ruleset), so that the hook in the child only makes system calls.
 pub struct Prepared {
     report: SandboxReport,
+    /// Protected paths reached through a link to nothing: no call may run while there is one.
+    dangling: Vec<DanglingLink>,
     #[cfg(target_os = "linux")]
     hook: linux::Hook,
+}
+
+/// A protected path that a link to nothing leads to (`.git/hooks -> /tmp/evil`, where
+/// `/tmp/evil` does not exist). A mount covers only what exists, and a command could create
+/// what the link names — a folder of hooks that git, outside any sandbox, then runs — so no
+/// command runs while there is one ([`Prepared::dangling`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DanglingLink {
+    /// The protected path.
+    pub path: PathBuf,
+    /// The link on the way to it (the path itself, or a folder above it).
+    pub link: PathBuf,
+    /// What the link names.
+    pub target: PathBuf,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -248,6 +267,7 @@ impl Prepared {
     pub fn new(policy: &SandboxPolicy) -> Self {
         if !policy.enabled {
             return Self {
+                dangling: Vec::new(),
                 report: SandboxReport {
                     landlock: Landlock::Off,
                     network: Network::Allowed,
@@ -264,12 +284,17 @@ impl Prepared {
         }
         #[cfg(target_os = "linux")]
         {
-            let (hook, report) = linux::prepare(policy);
-            Self { report, hook }
+            let (hook, report, dangling) = linux::prepare(policy);
+            Self {
+                report,
+                dangling,
+                hook,
+            }
         }
         #[cfg(not(target_os = "linux"))]
         {
             Self {
+                dangling: Vec::new(),
                 report: SandboxReport {
                     landlock: Landlock::Unavailable,
                     network: if policy.network {
@@ -293,6 +318,12 @@ impl Prepared {
     /// What will be in force.
     pub fn report(&self) -> &SandboxReport {
         &self.report
+    }
+
+    /// The protected paths a link to nothing leads to: the call must not run while there is
+    /// one (empty when the sandbox is off, which protects nothing).
+    pub fn dangling(&self) -> &[DanglingLink] {
+        &self.dangling
     }
 
     /// Installs the sandbox into `command`, to be applied in the child before it runs. `cwd`
@@ -972,12 +1003,14 @@ mod linux {
 
     /// The paths of `paths` that exist, canonical (as the binds will find them), with, when
     /// `link_folders`, the folder holding each one named through a link; a note for each that
-    /// does not exist.
+    /// does not exist — but, when `link_folders`, one reached through a link to nothing goes
+    /// to `dangling` instead (see [`super::DanglingLink`]).
     fn existing(
         paths: &[PathBuf],
         notes: &mut Vec<String>,
         what: &str,
         link_folders: bool,
+        dangling: &mut Vec<super::DanglingLink>,
     ) -> Vec<PathBuf> {
         let mut found = Vec::new();
         for path in paths {
@@ -1006,14 +1039,41 @@ mod linux {
                         found.push(real);
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => notes.push(format!(
-                    "`{}` does not exist, so it could not be {what}: a command may create it",
-                    path.display()
-                )),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => match link_to_nothing(path) {
+                    // A mount covers only what exists, and what the link names would be
+                    // created by the command where the link sends whoever reads the path
+                    // later (git reading `.git/hooks`): the call is refused instead.
+                    Some(link) if link_folders => dangling.push(link),
+                    _ => notes.push(format!(
+                        "`{}` does not exist, so it could not be {what}: a command may create \
+                         it",
+                        path.display()
+                    )),
+                },
                 Err(e) => notes.push(format!("`{}` could not be {what}: {e}", path.display())),
             }
         }
         found
+    }
+
+    /// The link to nothing on the way to `path`, which does not resolve: the innermost part
+    /// of it that exists, when that is a link whose target does not. `None` when `path` is
+    /// simply missing.
+    fn link_to_nothing(path: &Path) -> Option<super::DanglingLink> {
+        let link = path
+            .ancestors()
+            .find(|part| part.symlink_metadata().is_ok())?;
+        let is_link = link
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_symlink());
+        if !is_link || std::fs::canonicalize(link).is_ok() {
+            return None;
+        }
+        Some(super::DanglingLink {
+            path: path.to_path_buf(),
+            link: link.to_path_buf(),
+            target: std::fs::read_link(link).unwrap_or_default(),
+        })
     }
 
     /// The folders between a writable folder (itself included) and each of `read_only`,
@@ -1040,8 +1100,11 @@ mod linux {
     }
 
     /// The hook and the report for `policy` (enabled).
-    pub(super) fn prepare(policy: &SandboxPolicy) -> (Hook, SandboxReport) {
+    pub(super) fn prepare(
+        policy: &SandboxPolicy,
+    ) -> (Hook, SandboxReport, Vec<super::DanglingLink>) {
         let mut notes = policy.notes.clone();
+        let mut dangling = Vec::new();
         let (landlock, ruleset) = match landlock_support() {
             Ok(RulesetStatus::NotEnforced) => {
                 notes.push(
@@ -1098,8 +1161,14 @@ mod linux {
                          namespace), but sees them listed in `/proc`"
                     ));
                 }
-                let read_only = existing(&policy.read_only, &mut notes, "made read-only", true);
-                let hidden = existing(&policy.hidden, &mut notes, "hidden", false);
+                let read_only = existing(
+                    &policy.read_only,
+                    &mut notes,
+                    "made read-only",
+                    true,
+                    &mut dangling,
+                );
+                let hidden = existing(&policy.hidden, &mut notes, "hidden", false, &mut dangling);
                 let pinned = pinned(&read_only, &policy.writable);
                 let c = |paths: &[PathBuf]| paths.iter().map(|p| c_path(p)).collect();
                 (
@@ -1143,6 +1212,7 @@ mod linux {
                 namespaces,
                 notes,
             },
+            dangling,
         )
     }
 

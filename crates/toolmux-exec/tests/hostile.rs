@@ -423,6 +423,60 @@ async fn a_writable_git_cannot_be_sent_to_another_common_dir() {
     }
 }
 
+/// Found in review of issue 28: what decides which commands git runs was kept read-only only
+/// where it existed, and a link at `.git/hooks` to a folder that did not exist yet was
+/// "missing" — so a command made the folder the link names, planted a hook in it, and git
+/// outside the sandbox ran it. Whether `.git` is writable or not, a call is refused while a
+/// protected path is a link to nothing (no mount can cover it), and a link to something is
+/// covered where it points.
+#[tokio::test]
+async fn a_link_at_git_hooks_cannot_be_followed_out_of_the_sandbox() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::create_dir(root.join(".git")).expect(".git");
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    let evil = root.join("evil-hooks");
+    std::os::unix::fs::symlink(&evil, root.join(".git/hooks")).expect("link");
+    let plant = "mkdir -p evil-hooks && echo '#!/bin/sh' > evil-hooks/post-checkout; echo ran";
+    for writable_paths in [vec![], vec![PathBuf::from(".git")]] {
+        let settings = ExecSettings {
+            writable_paths,
+            ..ExecSettings::default()
+        };
+        let pack = pack(&root, settings, Protected::default());
+        let result = call(&pack, "shell", json!({ "command": plant })).await;
+        if !system_can_sandbox() {
+            // Refused for the missing sandbox, which is what protects the paths at all.
+            assert!(sandboxed(result).is_none());
+            return;
+        }
+        assert!(result.is_error, "{}", result.text_content());
+        assert_eq!(
+            result.text_content(),
+            format!(
+                "not run: `{hooks}` is a link to `{target}`, which does not exist, so the \
+                 sandbox cannot keep it read-only and a command could create it there. Remove \
+                 the link (or make what it names) and ask again",
+                hooks = root.join(".git/hooks").display(),
+                target = evil.display(),
+            )
+        );
+        assert!(!evil.exists(), "the command made the link's target");
+    }
+    // Once what it names exists, it is bound read-only where it is.
+    std::fs::create_dir(&evil).expect("the hooks folder");
+    let pack = pack(&root, ExecSettings::default(), Protected::default());
+    let Some(out) = shell(&pack, &format!("{{ {plant}; }} 2>&1")).await else {
+        return;
+    };
+    assert_eq!(
+        stdout(&out),
+        "bash: line 1: evil-hooks/post-checkout: Read-only file system\nran\n",
+        "{out}"
+    );
+    assert_eq!(std::fs::read_dir(&evil).expect("hooks").count(), 0);
+}
+
 /// D39: with `serve --socket tm.sock` in the project, a network-less command reached toolmux
 /// through its socket.
 #[tokio::test]
