@@ -95,6 +95,18 @@ pub enum RunError {
         dangling_text(.0)
     )]
     DanglingLink(Vec<DanglingLink>),
+    /// The process that relays the command's end out of its PID namespace was killed from
+    /// outside before it did (the command cannot reach it): the command's end is unknown, and
+    /// the command and everything it started were stopped.
+    #[error(
+        "the command's end is unknown: the process that relays it out of the sandbox was \
+         killed from outside toolmux ({how}) while the command ran; the command and everything \
+         it started were stopped"
+    )]
+    RelayLost {
+        /// How the relay ended (`SIGKILL`).
+        how: String,
+    },
     /// The sandbox is on and required, and this system cannot give all of it.
     #[error(
         "not run: the sandbox is required (`shell.requireSandbox`) but this system cannot give \
@@ -169,13 +181,14 @@ pub async fn run(spec: CommandSpec) -> Result<Finished, RunError> {
     }
     let mut env = passed_env(&spec.pass_env);
     env.extend(spec.env.iter().cloned());
+    let mut relay = None;
     let (mut started, guard) = child::spawn_prepared(
         &spec.program,
         &spec.args,
         &spec.cwd,
         env,
         false,
-        |command| prepared.install(command, &spec.cwd),
+        |command| relay = prepared.install(command, &spec.cwd),
     )
     .map_err(|source| RunError::Spawn {
         program: spec.program.to_string_lossy().into_owned(),
@@ -221,13 +234,22 @@ pub async fn run(spec: CommandSpec) -> Result<Finished, RunError> {
             }
         }
     };
-    if !timed_out && pgid.is_some_and(group_alive) {
+    // Killed from outside before it relayed the command's end (toolmux's own time limit
+    // aside): the command's end is unknown, and what it left is stopped below all the same.
+    let relay_lost = !timed_out && relay.as_ref().is_some_and(|watch| !watch.relayed());
+    if !relay_lost && !timed_out && pgid.is_some_and(group_alive) {
         notes.push(
             "processes the command left running in the background were stopped when it ended"
                 .to_string(),
         );
     }
     running.finish().await;
+    if relay_lost {
+        let (exit_code, signal) = ended_by(status);
+        return Err(RunError::RelayLost {
+            how: signal.unwrap_or_else(|| format!("exit code {}", exit_code.unwrap_or(-1))),
+        });
+    }
     let drained = tokio::time::timeout(DRAIN_LIMIT, async {
         while readers.join_next().await.is_some() {}
     })

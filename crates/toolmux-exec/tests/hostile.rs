@@ -24,6 +24,7 @@ use support::call;
 use toolmux_core::{Source, ToolResult};
 use toolmux_exec::{ExecPack, ExecSettings, Protected};
 use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::processes::{alive, parent, processes_with, unique_sleep};
 use toolmux_testkit::sandbox::{system_can_sandbox, toolmux_proc_refusal};
 use toolmux_workspace::ProjectRoot;
 
@@ -475,6 +476,61 @@ async fn a_link_at_git_hooks_cannot_be_followed_out_of_the_sandbox() {
         "{out}"
     );
     assert_eq!(std::fs::read_dir(&evil).expect("hooks").count(), 0);
+}
+
+/// Issue 28: the process toolmux starts is the relay of the command's PID namespace, which
+/// forks the namespace's init; killed from outside while the init waits for the command, it
+/// was reported as the command dying of SIGKILL. Now the call fails saying what happened, and
+/// the namespace's processes — one in the call's group, one that left it with `setsid` — were
+/// all killed: nothing waits for them, and they end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_sandbox_relay_ends_the_command_and_says_so() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pack = pack(dir.path(), ExecSettings::default(), Protected::default());
+    let sleep = unique_sleep();
+    let command = format!("setsid sleep {sleep} & sleep {sleep}; echo unreachable");
+    let call_task = {
+        let pack = pack.clone();
+        tokio::spawn(async move { call(&pack, "shell", json!({ "command": command })).await })
+    };
+    if !system_can_sandbox() {
+        assert!(sandboxed(call_task.await.expect("the call")).is_none());
+        return;
+    }
+    let marker = format!("sleep\0{sleep}");
+    wait_until("both sleeps run", || processes_with(&marker).len() == 2);
+    // From a sleep up to this process (toolmux here): bash, the init, the relay.
+    let us = std::process::id();
+    let mut chain = processes_with(&marker);
+    while let Some(up) = chain.last().copied().and_then(parent).filter(|&p| p != us) {
+        assert!(up > 1, "{chain:?} does not lead to this process");
+        chain.push(up);
+    }
+    let relay = *chain.last().expect("the relay");
+    assert!(chain.len() >= 5, "sleeps, bash, init and relay: {chain:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(relay).expect("a pid")),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the relay");
+    // A bound only so that a hang fails here instead of holding the suite.
+    let result = tokio::time::timeout(Duration::from_secs(60), call_task)
+        .await
+        .expect("the call ended")
+        .expect("the call's task");
+    assert!(result.is_error, "{}", result.text_content());
+    assert_eq!(
+        result.text_content(),
+        "the command's end is unknown: the process that relays it out of the sandbox was \
+         killed from outside toolmux (SIGKILL) while the command ran; the command and \
+         everything it started were stopped"
+    );
+    // Each was sent SIGKILL before the call returned (the init's death takes the namespace,
+    // the `setsid` one included, with it); dying takes a moment on a loaded machine.
+    wait_until(
+        "the relay, the init and the command's processes end",
+        || chain.iter().all(|&pid| !alive(pid)),
+    );
 }
 
 /// D39: with `serve --socket tm.sock` in the project, a network-less command reached toolmux
