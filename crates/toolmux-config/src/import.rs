@@ -53,7 +53,9 @@ impl ImportFormat {
             ImportFormat::ClaudeCodeUser => home.map(|h| h.join(".claude.json")),
             ImportFormat::Cursor => Some(project_dir.join(".cursor").join("mcp.json")),
             ImportFormat::VsCode => Some(project_dir.join(".vscode").join("mcp.json")),
-            ImportFormat::Codex => std::env::var_os("CODEX_HOME")
+            // Through toolmux's environment, which keeps a variable taken out of the process
+            // environment at start (as every other lookup of the configuration does).
+            ImportFormat::Codex => toolmux_core::process_env::var("CODEX_HOME")
                 .filter(|dir| !dir.is_empty())
                 .map(PathBuf::from)
                 .or_else(|| home.map(|h| h.join(".codex")))
@@ -559,6 +561,22 @@ mod tests {
         let path = dir.path().join("file");
         std::fs::write(&path, text).expect("write");
         read_import(format, &path, Path::new("/work/app")).expect("imports")
+    }
+
+    /// Issue 28, found in review: Codex's folder was looked up in the process environment
+    /// alone, so a `CODEX_HOME` toolmux took out of it at start (as it does with every
+    /// variable it keeps from children) was not found; every other lookup goes through
+    /// `process_env::var`.
+    #[test]
+    fn codex_home_taken_out_of_the_process_environment_is_still_found() {
+        let kept = "/kept/by/toolmux/codex";
+        toolmux_core::process_env::keep_more([("CODEX_HOME".to_string(), kept.to_string())].into());
+        // A `CODEX_HOME` in this process's own environment wins, as it does in toolmux.
+        let expected = std::env::var("CODEX_HOME").unwrap_or_else(|_| kept.to_string());
+        assert_eq!(
+            ImportFormat::Codex.default_path(Path::new("/work/app"), Some(Path::new("/home/u"))),
+            Some(PathBuf::from(expected).join("config.toml"))
+        );
     }
 
     #[test]

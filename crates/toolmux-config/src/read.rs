@@ -15,32 +15,20 @@ pub const MAX_CONFIG_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// device: opened without waiting for a writer, never read), longer than
 /// [`MAX_CONFIG_FILE_BYTES`] (read no further than one byte past the cap) or not UTF-8.
 pub fn read_config_text(path: &Path) -> io::Result<String> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    // Opening a FIFO for reading waits for a writer; without waiting, `fstat` tells it apart.
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(
-        &mut options,
-        rustix::fs::OFlags::NONBLOCK.bits() as i32,
-    );
-    let file = options.open(path)?;
-    let kind = file.metadata()?.file_type();
-    if !kind.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{}, not a regular file", toolmux_core::file_kind(kind)),
-        ));
-    }
-    let Some(bytes) = toolmux_files::read_capped(file, MAX_CONFIG_FILE_BYTES)? else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "the file is larger than {} MiB, more than any configuration needs",
-                MAX_CONFIG_FILE_BYTES / (1024 * 1024)
+    use toolmux_files::ReadTextError;
+    toolmux_files::read_text(path, MAX_CONFIG_FILE_BYTES, toolmux_files::Links::Follow).map_err(
+        |e| match e {
+            ReadTextError::Io(e) => e,
+            ReadTextError::TooLarge { .. } => io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the file is larger than {} MiB, more than any configuration needs",
+                    MAX_CONFIG_FILE_BYTES / (1024 * 1024)
+                ),
             ),
-        ));
-    };
-    String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+            refused => io::Error::new(io::ErrorKind::InvalidData, refused),
+        },
+    )
 }
 
 #[cfg(test)]

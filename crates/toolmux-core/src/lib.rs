@@ -12,7 +12,6 @@ mod catalog;
 mod context;
 mod duration;
 mod error;
-mod file_kind;
 mod hub;
 mod human;
 mod input;
@@ -43,7 +42,6 @@ pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOve
 pub use context::{CallContext, Channel};
 pub use duration::{DurationParseError, format_duration, parse_duration};
 pub use error::{CallError, SourceError};
-pub use file_kind::file_kind;
 pub use hub::{BatchCall, CallReport, Hub, HubSettings, WeakHub};
 pub use human::{
     ANSWER_FIELD, HUMAN_INPUT_TOOL, HUMAN_SOURCE_ID, HumanInputSource, fill_form_defaults,

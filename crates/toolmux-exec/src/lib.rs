@@ -18,7 +18,8 @@
 //!
 //! What the sandbox does not defend: reading (a command may read anything toolmux may, so the
 //! person approving it should read it), a protected path that does not exist yet (the result
-//! names it), and a command that is allowed the network.
+//! names it; one that a link to nothing leads to refuses the call instead, see
+//! [`DanglingLink`]), and a command that is allowed the network.
 
 pub mod code;
 pub mod output;
@@ -40,8 +41,8 @@ use toolmux_workspace::ProjectRoot;
 pub use output::{Capture, Captured};
 pub use run::{CommandSpec, Finished, RunError, run};
 pub use sandbox::{
-    Landlock, Namespaces, Network, Prepared, Protected, ProtectedPaths, SandboxPolicy,
-    SandboxReport,
+    DanglingLink, Landlock, Namespaces, Network, Prepared, Protected, ProtectedPaths,
+    SandboxPolicy, SandboxReport,
 };
 
 /// The id of the pack's source in the registry.
@@ -204,9 +205,19 @@ impl ExecPack {
                 }
             }
         }
+        // A link among them is kept even inside a read-only `.git`: binding `.git` covers the
+        // link, not what it names (`.git/hooks -> ../hooks`, a folder the command may write).
+        // The sandbox binds what a link names, or refuses the call when it names nothing.
+        let is_link = |path: &std::path::Path| {
+            path.symlink_metadata()
+                .is_ok_and(|meta| meta.file_type().is_symlink())
+        };
         let kept_paths = [(root.join(".toolmux"), true), (git, !git_writable)]
             .into_iter()
-            .chain(git_runs.into_iter().map(|(path, _)| (path, git_writable)));
+            .chain(git_runs.into_iter().map(|(path, _)| {
+                let kept = git_writable || is_link(&path);
+                (path, kept)
+            }));
         for (own, kept) in kept_paths {
             if kept && own.symlink_metadata().is_ok() && !read_only.contains(&own) {
                 read_only.push(own);

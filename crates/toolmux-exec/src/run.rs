@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use toolmux_scripts::child::{self, Guard, Signal};
 
 use crate::output::{Capture, Captured};
-use crate::sandbox::{Prepared, SandboxPolicy, SandboxReport};
+use crate::sandbox::{DanglingLink, Prepared, SandboxPolicy, SandboxReport};
 
 /// How long a group has between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(1);
@@ -86,6 +86,27 @@ pub enum RunError {
     /// Waiting for it failed.
     #[error("cannot wait for the command: {0}")]
     Wait(std::io::Error),
+    /// A path the sandbox keeps read-only is reached through a link to nothing, which no
+    /// mount can cover: a command could create what the link names (hooks git would run),
+    /// so nothing runs, whatever `shell.requireSandbox` says.
+    #[error(
+        "not run: {}, so the sandbox cannot keep it read-only and a command could create it \
+         there. Remove the link (or make what it names) and ask again",
+        dangling_text(.0)
+    )]
+    DanglingLink(Vec<DanglingLink>),
+    /// The process that relays the command's end out of its PID namespace was killed from
+    /// outside before it did (the command cannot reach it): the command's end is unknown, and
+    /// the command and everything it started were stopped.
+    #[error(
+        "the command's end is unknown: the process that relays it out of the sandbox was \
+         killed from outside toolmux ({how}) while the command ran; the command and everything \
+         it started were stopped"
+    )]
+    RelayLost {
+        /// How the relay ended (`SIGKILL`).
+        how: String,
+    },
     /// The sandbox is on and required, and this system cannot give all of it.
     #[error(
         "not run: the sandbox is required (`shell.requireSandbox`) but this system cannot give \
@@ -102,6 +123,26 @@ pub enum RunError {
         /// What could be applied.
         report: SandboxReport,
     },
+}
+
+/// The paths of `links`, for [`RunError::DanglingLink`].
+fn dangling_text(links: &[DanglingLink]) -> String {
+    links
+        .iter()
+        .map(|d| {
+            let through = if d.link == d.path {
+                String::new()
+            } else {
+                format!(" (through `{}`)", d.link.display())
+            };
+            format!(
+                "`{}`{through} is a link to `{}`, which does not exist",
+                d.path.display(),
+                d.target.display()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The values of toolmux's variables named in `names` (`shell.env`), when set and not an
@@ -126,6 +167,9 @@ pub fn passed_env(names: &[String]) -> Vec<(OsString, OsString)> {
 /// Runs `spec` to its end (or its time limit).
 pub async fn run(spec: CommandSpec) -> Result<Finished, RunError> {
     let prepared = Prepared::new(&spec.sandbox);
+    if !prepared.dangling().is_empty() {
+        return Err(RunError::DanglingLink(prepared.dangling().to_vec()));
+    }
     let sandbox = prepared.report().clone();
     let missing = sandbox.missing();
     if spec.require_sandbox && !missing.is_empty() {
@@ -137,13 +181,14 @@ pub async fn run(spec: CommandSpec) -> Result<Finished, RunError> {
     }
     let mut env = passed_env(&spec.pass_env);
     env.extend(spec.env.iter().cloned());
+    let mut relay = None;
     let (mut started, guard) = child::spawn_prepared(
         &spec.program,
         &spec.args,
         &spec.cwd,
         env,
         false,
-        |command| prepared.install(command, &spec.cwd),
+        |command| relay = prepared.install(command, &spec.cwd),
     )
     .map_err(|source| RunError::Spawn {
         program: spec.program.to_string_lossy().into_owned(),
@@ -189,13 +234,22 @@ pub async fn run(spec: CommandSpec) -> Result<Finished, RunError> {
             }
         }
     };
-    if !timed_out && pgid.is_some_and(group_alive) {
+    // Killed from outside before it relayed the command's end (toolmux's own time limit
+    // aside): the command's end is unknown, and what it left is stopped below all the same.
+    let relay_lost = !timed_out && relay.as_ref().is_some_and(|watch| !watch.relayed());
+    if !relay_lost && !timed_out && pgid.is_some_and(group_alive) {
         notes.push(
             "processes the command left running in the background were stopped when it ended"
                 .to_string(),
         );
     }
     running.finish().await;
+    if relay_lost {
+        let (exit_code, signal) = ended_by(status);
+        return Err(RunError::RelayLost {
+            how: signal.unwrap_or_else(|| format!("exit code {}", exit_code.unwrap_or(-1))),
+        });
+    }
     let drained = tokio::time::timeout(DRAIN_LIMIT, async {
         while readers.join_next().await.is_some() {}
     })

@@ -20,7 +20,10 @@
 //!   own Unix socket is covered by `/dev/null`, although they lie beneath the writable project
 //!   root: Landlock grants whole hierarchies and cannot subtract from one. The binds cannot be
 //!   undone from inside (no capabilities; Landlock forbids mount changes), a protected path
-//!   cannot be renamed away (a mount point) or hard-linked out (another mount).
+//!   cannot be renamed away (a mount point) or hard-linked out (another mount). A mount covers
+//!   only what exists, so a protected path reached through a link to nothing (`.git/hooks ->
+//!   /tmp/evil`) cannot be covered — the command could create what the link names — and the
+//!   call is refused ([`DanglingLink`]).
 //! - **Files: Landlock.** Everything may be read and executed; files may be written, created,
 //!   removed and renamed only beneath the project root, the call's temp dir and the configured
 //!   `writablePaths` (plus the harmless devices such as `/dev/null`), and no device node may be
@@ -230,8 +233,24 @@ impl Protected {
 /// ruleset), so that the hook in the child only makes system calls.
 pub struct Prepared {
     report: SandboxReport,
+    /// Protected paths reached through a link to nothing: no call may run while there is one.
+    dangling: Vec<DanglingLink>,
     #[cfg(target_os = "linux")]
     hook: linux::Hook,
+}
+
+/// A protected path that a link to nothing leads to (`.git/hooks -> /tmp/evil`, where
+/// `/tmp/evil` does not exist). A mount covers only what exists, and a command could create
+/// what the link names — a folder of hooks that git, outside any sandbox, then runs — so no
+/// command runs while there is one ([`Prepared::dangling`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DanglingLink {
+    /// The protected path.
+    pub path: PathBuf,
+    /// The link on the way to it (the path itself, or a folder above it).
+    pub link: PathBuf,
+    /// What the link names.
+    pub target: PathBuf,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -248,6 +267,7 @@ impl Prepared {
     pub fn new(policy: &SandboxPolicy) -> Self {
         if !policy.enabled {
             return Self {
+                dangling: Vec::new(),
                 report: SandboxReport {
                     landlock: Landlock::Off,
                     network: Network::Allowed,
@@ -264,12 +284,17 @@ impl Prepared {
         }
         #[cfg(target_os = "linux")]
         {
-            let (hook, report) = linux::prepare(policy);
-            Self { report, hook }
+            let (hook, report, dangling) = linux::prepare(policy);
+            Self {
+                report,
+                dangling,
+                hook,
+            }
         }
         #[cfg(not(target_os = "linux"))]
         {
             Self {
+                dangling: Vec::new(),
                 report: SandboxReport {
                     landlock: Landlock::Unavailable,
                     network: if policy.network {
@@ -295,14 +320,58 @@ impl Prepared {
         &self.report
     }
 
+    /// The protected paths a link to nothing leads to: the call must not run while there is
+    /// one (empty when the sandbox is off, which protects nothing).
+    pub fn dangling(&self) -> &[DanglingLink] {
+        &self.dangling
+    }
+
     /// Installs the sandbox into `command`, to be applied in the child before it runs. `cwd`
     /// is the command's directory, entered again once the protected paths are bound, so that a
     /// command started inside one sees it read-only too.
-    pub fn install(self, command: &mut tokio::process::Command, cwd: &std::path::Path) {
+    ///
+    /// Returns the watch on the PID namespace's relay, when there is one: after the child was
+    /// waited for, it tells whether the relay ended as the command did or was killed first.
+    pub fn install(
+        self,
+        command: &mut tokio::process::Command,
+        cwd: &std::path::Path,
+    ) -> Option<RelayWatch> {
         #[cfg(target_os = "linux")]
-        self.hook.install(command, cwd);
+        {
+            self.hook.install(command, cwd)
+        }
         #[cfg(not(target_os = "linux"))]
-        let _ = (command, cwd);
+        {
+            let _ = (command, cwd);
+            None
+        }
+    }
+}
+
+/// Whether the process toolmux started — the relay of a PID namespace (see
+/// `enter_pid_namespace`) — reported the command's end before it ended. Only a relay killed
+/// from outside (by the user, the OOM killer) ends without: the command cannot reach it from
+/// its namespace, and toolmux's own time limit is known to the caller. Without the report, a
+/// relay killed by SIGKILL would read as a command that died of it.
+#[derive(Debug)]
+pub struct RelayWatch {
+    #[cfg(target_os = "linux")]
+    read: std::os::fd::OwnedFd,
+}
+
+impl RelayWatch {
+    /// Whether the relay reported the command's end (ask once the child was waited for).
+    pub fn relayed(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            let mut byte = [0u8; 1];
+            nix::unistd::read(&self.read, &mut byte) == Ok(1)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            true
+        }
     }
 }
 
@@ -310,6 +379,7 @@ impl Prepared {
 mod linux {
     use std::ffi::{CStr, CString};
     use std::io;
+    use std::os::fd::{AsRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
     use std::path::{Path, PathBuf};
     use std::sync::OnceLock;
@@ -378,6 +448,9 @@ mod linux {
         fresh_proc: bool,
         /// The command's directory, entered again after the binds.
         cwd: Option<CString>,
+        /// The write end of the relay's report ([`super::RelayWatch`]): the relay writes one
+        /// byte there just before it ends as the command did.
+        report: Option<libc::c_int>,
     }
 
     /// How this system gives a command namespaces of its own, as the probe found.
@@ -396,6 +469,8 @@ mod linux {
     pub(super) struct Hook {
         ruleset: Option<RulesetCreated>,
         enter: Option<Enter>,
+        /// The relay's report pipe (read end, write end), when there is a relay.
+        report: Option<(OwnedFd, OwnedFd)>,
     }
 
     impl Hook {
@@ -403,17 +478,32 @@ mod linux {
             Self {
                 ruleset: None,
                 enter: None,
+                report: None,
             }
         }
 
-        pub(super) fn install(self, command: &mut tokio::process::Command, cwd: &Path) {
+        /// Hooks the sandbox into `command`; the watch on the relay's report, when there is
+        /// a relay.
+        pub(super) fn install(
+            self,
+            command: &mut tokio::process::Command,
+            cwd: &Path,
+        ) -> Option<super::RelayWatch> {
             let Hook {
                 mut ruleset,
                 mut enter,
+                report,
             } = self;
             if ruleset.is_none() && enter.is_none() {
-                return;
+                return None;
             }
+            // The write end lives in the hook, and so in the command, until it is started:
+            // then only the relay holds it (its other copies close at `exec` or in `settle`),
+            // and the read end says whether the relay reported before it ended.
+            let (watch, report_end) = match report {
+                Some((read, write)) => (Some(super::RelayWatch { read }), Some(write)),
+                None => (None, None),
+            };
             if let Some(enter) = &mut enter {
                 enter.cwd = Some(c_path(cwd));
             }
@@ -424,6 +514,7 @@ mod linux {
             // nothing either.
             unsafe {
                 command.pre_exec(move || {
+                    let _kept_until_started = &report_end;
                     if let Some(enter) = &enter {
                         enter.apply()?;
                     }
@@ -435,6 +526,7 @@ mod linux {
                     Ok(())
                 });
             }
+            watch
         }
     }
 
@@ -524,7 +616,7 @@ mod linux {
                     None::<&CStr>,
                 )?;
             }
-            enter_pid_namespace()?;
+            enter_pid_namespace(self.report)?;
             if self.fresh_proc {
                 // The `/proc` of the command's own PID namespace: toolmux and the user's other
                 // processes are not in it.
@@ -561,19 +653,21 @@ mod linux {
     /// - The **relay** (what toolmux waits for, the leader of the call's group) ends as the
     ///   command did (its exit code, or dying by its signal), after the init when nothing was
     ///   left, so toolmux's check for processes left behind sees the init only when there are
-    ///   some. A signal to the group (the time limit's SIGTERM) ends the relay at once.
+    ///   some. A signal to the group (the time limit's SIGTERM) ends the relay at once. Just
+    ///   before it ends as the command did, it writes a byte to toolmux ([`super::RelayWatch`]),
+    ///   so that a relay killed from outside is not taken for a command that died.
     ///
     /// Both close every descriptor they hold (the command's pipes, std's report of a failed
     /// `exec`, which then closes when the command's `exec` does) and drop their capabilities;
     /// neither ever returns, so nothing but the command runs the rest of the hook.
-    fn enter_pid_namespace() -> io::Result<()> {
+    fn enter_pid_namespace(report: Option<libc::c_int>) -> io::Result<()> {
         let (status_read, status_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         // SAFETY: fork in the single-threaded child of a fork; both sides go on with system
         // calls only.
         match unsafe { nix::unistd::fork() }? {
             nix::unistd::ForkResult::Parent { child } => {
                 drop(status_write);
-                relay(child, status_read)
+                relay(child, status_read, report)
             }
             nix::unistd::ForkResult::Child => {
                 drop(status_read);
@@ -590,9 +684,18 @@ mod linux {
     }
 
     /// The relay's part (see [`enter_pid_namespace`]): never returns.
-    fn relay(init: nix::unistd::Pid, status: std::os::fd::OwnedFd) -> ! {
-        use std::os::fd::AsRawFd;
-        settle(status.as_raw_fd());
+    fn relay(init: nix::unistd::Pid, status: OwnedFd, report: Option<libc::c_int>) -> ! {
+        match report {
+            Some(report) => {
+                let (low, high) = if report < status.as_raw_fd() {
+                    (report, status.as_raw_fd())
+                } else {
+                    (status.as_raw_fd(), report)
+                };
+                settle(&[low, high]);
+            }
+            None => settle(&[status.as_raw_fd()]),
+        }
         let mut message = [0u8; 5];
         let mut got = 0;
         while got < message.len() {
@@ -612,13 +715,17 @@ mod linux {
         // Nothing left: the init exits at once, and is reaped before the relay ends, so that
         // toolmux finds the group empty.
         let init_ended = if left { None } else { wait_raw(init.as_raw()) };
+        if let Some(report) = report {
+            // SAFETY: write of one byte from a static to a descriptor we hold. A failure
+            // leaves toolmux to report a lost relay, which it then is.
+            unsafe { libc::write(report, c"r".as_ptr().cast(), 1) };
+        }
         end_as(ended.or(init_ended).unwrap_or(libc::EXIT_FAILURE << 8))
     }
 
     /// The init's part (see [`enter_pid_namespace`]): never returns.
-    fn init(command: nix::unistd::Pid, status: std::os::fd::OwnedFd) -> ! {
-        use std::os::fd::AsRawFd;
-        settle(status.as_raw_fd());
+    fn init(command: nix::unistd::Pid, status: OwnedFd) -> ! {
+        settle(&[status.as_raw_fd()]);
         let ended = loop {
             let mut raw = 0;
             // SAFETY: waitpid with a pointer to a local integer.
@@ -653,8 +760,9 @@ mod linux {
     }
 
     /// What the relay and the init do first: the default action for every signal (toolmux's
-    /// handlers write to its own descriptors), no descriptor but `keep`, no capabilities.
-    fn settle(keep: libc::c_int) {
+    /// handlers write to its own descriptors), no descriptor but `keep` (ascending), no
+    /// capabilities.
+    fn settle(keep: &[libc::c_int]) {
         use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
         let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
         for signal in Signal::iterator() {
@@ -671,15 +779,24 @@ mod linux {
         let _ = drop_capabilities();
     }
 
-    /// Closes every descriptor but `keep`.
-    fn close_all_but(keep: libc::c_int) {
-        let keep = libc::c_uint::try_from(keep).unwrap_or(0);
+    /// Closes every descriptor but those of `keep` (ascending).
+    fn close_all_but(keep: &[libc::c_int]) {
         let close_range = |first: libc::c_uint, last: libc::c_uint| {
             // SAFETY: close_range with integers only.
             unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) == 0 }
         };
-        let below = keep == 0 || close_range(0, keep - 1);
-        if below && close_range(keep + 1, libc::c_uint::MAX) {
+        let mut first: libc::c_uint = 0;
+        let mut closed = true;
+        for fd in keep
+            .iter()
+            .filter_map(|fd| libc::c_uint::try_from(*fd).ok())
+        {
+            if fd > first {
+                closed &= close_range(first, fd - 1);
+            }
+            first = fd.saturating_add(1);
+        }
+        if closed && close_range(first, libc::c_uint::MAX) {
             return;
         }
         // Before Linux 5.9: one at a time, up to the limit of open descriptors.
@@ -687,7 +804,7 @@ mod linux {
         let limit = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
         let limit = libc::c_int::try_from(limit).unwrap_or(1 << 20).min(1 << 20);
         for fd in 0..limit {
-            if libc::c_uint::try_from(fd).is_ok_and(|fd| fd != keep) {
+            if !keep.contains(&fd) {
                 // SAFETY: as above.
                 unsafe { libc::close(fd) };
             }
@@ -952,6 +1069,7 @@ mod linux {
             hidden: vec![c"/dev/null".to_owned()],
             fresh_proc,
             cwd: None,
+            report: None,
         };
         let mut probe = std::process::Command::new("bash");
         probe
@@ -972,12 +1090,14 @@ mod linux {
 
     /// The paths of `paths` that exist, canonical (as the binds will find them), with, when
     /// `link_folders`, the folder holding each one named through a link; a note for each that
-    /// does not exist.
+    /// does not exist — but, when `link_folders`, one reached through a link to nothing goes
+    /// to `dangling` instead (see [`super::DanglingLink`]).
     fn existing(
         paths: &[PathBuf],
         notes: &mut Vec<String>,
         what: &str,
         link_folders: bool,
+        dangling: &mut Vec<super::DanglingLink>,
     ) -> Vec<PathBuf> {
         let mut found = Vec::new();
         for path in paths {
@@ -1006,14 +1126,41 @@ mod linux {
                         found.push(real);
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => notes.push(format!(
-                    "`{}` does not exist, so it could not be {what}: a command may create it",
-                    path.display()
-                )),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => match link_to_nothing(path) {
+                    // A mount covers only what exists, and what the link names would be
+                    // created by the command where the link sends whoever reads the path
+                    // later (git reading `.git/hooks`): the call is refused instead.
+                    Some(link) if link_folders => dangling.push(link),
+                    _ => notes.push(format!(
+                        "`{}` does not exist, so it could not be {what}: a command may create \
+                         it",
+                        path.display()
+                    )),
+                },
                 Err(e) => notes.push(format!("`{}` could not be {what}: {e}", path.display())),
             }
         }
         found
+    }
+
+    /// The link to nothing on the way to `path`, which does not resolve: the innermost part
+    /// of it that exists, when that is a link whose target does not. `None` when `path` is
+    /// simply missing.
+    fn link_to_nothing(path: &Path) -> Option<super::DanglingLink> {
+        let link = path
+            .ancestors()
+            .find(|part| part.symlink_metadata().is_ok())?;
+        let is_link = link
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_symlink());
+        if !is_link || std::fs::canonicalize(link).is_ok() {
+            return None;
+        }
+        Some(super::DanglingLink {
+            path: path.to_path_buf(),
+            link: link.to_path_buf(),
+            target: std::fs::read_link(link).unwrap_or_default(),
+        })
     }
 
     /// The folders between a writable folder (itself included) and each of `read_only`,
@@ -1040,8 +1187,12 @@ mod linux {
     }
 
     /// The hook and the report for `policy` (enabled).
-    pub(super) fn prepare(policy: &SandboxPolicy) -> (Hook, SandboxReport) {
+    pub(super) fn prepare(
+        policy: &SandboxPolicy,
+    ) -> (Hook, SandboxReport, Vec<super::DanglingLink>) {
         let mut notes = policy.notes.clone();
+        let mut dangling = Vec::new();
+        let mut report = None;
         let (landlock, ruleset) = match landlock_support() {
             Ok(RulesetStatus::NotEnforced) => {
                 notes.push(
@@ -1098,10 +1249,27 @@ mod linux {
                          namespace), but sees them listed in `/proc`"
                     ));
                 }
-                let read_only = existing(&policy.read_only, &mut notes, "made read-only", true);
-                let hidden = existing(&policy.hidden, &mut notes, "hidden", false);
+                let read_only = existing(
+                    &policy.read_only,
+                    &mut notes,
+                    "made read-only",
+                    true,
+                    &mut dangling,
+                );
+                let hidden = existing(&policy.hidden, &mut notes, "hidden", false, &mut dangling);
                 let pinned = pinned(&read_only, &policy.writable);
                 let c = |paths: &[PathBuf]| paths.iter().map(|p| c_path(p)).collect();
+                report = match nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK) {
+                    Ok(pipe) => Some(pipe),
+                    Err(e) => {
+                        notes.push(format!(
+                            "no pipe for the relay's report ({e}): were the process that \
+                             relays the command's end killed from outside, the result would \
+                             show its end as the command's"
+                        ));
+                        None
+                    }
+                };
                 (
                     Namespaces::Full,
                     Some(Enter {
@@ -1112,6 +1280,7 @@ mod linux {
                         hidden: c(&hidden),
                         fresh_proc: fresh_proc.is_ok(),
                         cwd: None,
+                        report: report.as_ref().map(|(_, write)| write.as_raw_fd()),
                     }),
                 )
             }
@@ -1136,13 +1305,18 @@ mod linux {
             }
         };
         (
-            Hook { ruleset, enter },
+            Hook {
+                ruleset,
+                enter,
+                report,
+            },
             SandboxReport {
                 landlock,
                 network,
                 namespaces,
                 notes,
             },
+            dangling,
         )
     }
 

@@ -24,6 +24,7 @@ use support::call;
 use toolmux_core::{Source, ToolResult};
 use toolmux_exec::{ExecPack, ExecSettings, Protected};
 use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::processes::{alive, parent, processes_with, unique_sleep};
 use toolmux_testkit::sandbox::{system_can_sandbox, toolmux_proc_refusal};
 use toolmux_workspace::ProjectRoot;
 
@@ -421,6 +422,115 @@ async fn a_writable_git_cannot_be_sent_to_another_common_dir() {
             "{notes}"
         );
     }
+}
+
+/// Found in review of issue 28: what decides which commands git runs was kept read-only only
+/// where it existed, and a link at `.git/hooks` to a folder that did not exist yet was
+/// "missing" — so a command made the folder the link names, planted a hook in it, and git
+/// outside the sandbox ran it. Whether `.git` is writable or not, a call is refused while a
+/// protected path is a link to nothing (no mount can cover it), and a link to something is
+/// covered where it points.
+#[tokio::test]
+async fn a_link_at_git_hooks_cannot_be_followed_out_of_the_sandbox() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::create_dir(root.join(".git")).expect(".git");
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    let evil = root.join("evil-hooks");
+    std::os::unix::fs::symlink(&evil, root.join(".git/hooks")).expect("link");
+    let plant = "mkdir -p evil-hooks && echo '#!/bin/sh' > evil-hooks/post-checkout; echo ran";
+    for writable_paths in [vec![], vec![PathBuf::from(".git")]] {
+        let settings = ExecSettings {
+            writable_paths,
+            ..ExecSettings::default()
+        };
+        let pack = pack(&root, settings, Protected::default());
+        let result = call(&pack, "shell", json!({ "command": plant })).await;
+        if !system_can_sandbox() {
+            // Refused for the missing sandbox, which is what protects the paths at all.
+            assert!(sandboxed(result).is_none());
+            return;
+        }
+        assert!(result.is_error, "{}", result.text_content());
+        assert_eq!(
+            result.text_content(),
+            format!(
+                "not run: `{hooks}` is a link to `{target}`, which does not exist, so the \
+                 sandbox cannot keep it read-only and a command could create it there. Remove \
+                 the link (or make what it names) and ask again",
+                hooks = root.join(".git/hooks").display(),
+                target = evil.display(),
+            )
+        );
+        assert!(!evil.exists(), "the command made the link's target");
+    }
+    // Once what it names exists, it is bound read-only where it is.
+    std::fs::create_dir(&evil).expect("the hooks folder");
+    let pack = pack(&root, ExecSettings::default(), Protected::default());
+    let Some(out) = shell(&pack, &format!("{{ {plant}; }} 2>&1")).await else {
+        return;
+    };
+    assert_eq!(
+        stdout(&out),
+        "bash: line 1: evil-hooks/post-checkout: Read-only file system\nran\n",
+        "{out}"
+    );
+    assert_eq!(std::fs::read_dir(&evil).expect("hooks").count(), 0);
+}
+
+/// Issue 28: the process toolmux starts is the relay of the command's PID namespace, which
+/// forks the namespace's init; killed from outside while the init waits for the command, it
+/// was reported as the command dying of SIGKILL. Now the call fails saying what happened, and
+/// the namespace's processes — one in the call's group, one that left it with `setsid` — were
+/// all killed: nothing waits for them, and they end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_sandbox_relay_ends_the_command_and_says_so() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pack = pack(dir.path(), ExecSettings::default(), Protected::default());
+    let sleep = unique_sleep();
+    let command = format!("setsid sleep {sleep} & sleep {sleep}; echo unreachable");
+    let call_task = {
+        let pack = pack.clone();
+        tokio::spawn(async move { call(&pack, "shell", json!({ "command": command })).await })
+    };
+    if !system_can_sandbox() {
+        assert!(sandboxed(call_task.await.expect("the call")).is_none());
+        return;
+    }
+    let marker = format!("sleep\0{sleep}");
+    wait_until("both sleeps run", || processes_with(&marker).len() == 2);
+    // From a sleep up to this process (toolmux here): bash, the init, the relay.
+    let us = std::process::id();
+    let mut chain = processes_with(&marker);
+    while let Some(up) = chain.last().copied().and_then(parent).filter(|&p| p != us) {
+        assert!(up > 1, "{chain:?} does not lead to this process");
+        chain.push(up);
+    }
+    let relay = *chain.last().expect("the relay");
+    assert!(chain.len() >= 5, "sleeps, bash, init and relay: {chain:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(relay).expect("a pid")),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the relay");
+    // A bound only so that a hang fails here instead of holding the suite.
+    let result = tokio::time::timeout(Duration::from_secs(60), call_task)
+        .await
+        .expect("the call ended")
+        .expect("the call's task");
+    assert!(result.is_error, "{}", result.text_content());
+    assert_eq!(
+        result.text_content(),
+        "the command's end is unknown: the process that relays it out of the sandbox was \
+         killed from outside toolmux (SIGKILL) while the command ran; the command and \
+         everything it started were stopped"
+    );
+    // Each was sent SIGKILL before the call returned (the init's death takes the namespace,
+    // the `setsid` one included, with it); dying takes a moment on a loaded machine.
+    wait_until(
+        "the relay, the init and the command's processes end",
+        || chain.iter().all(|&pid| !alive(pid)),
+    );
 }
 
 /// D39: with `serve --socket tm.sock` in the project, a network-less command reached toolmux

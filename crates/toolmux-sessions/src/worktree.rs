@@ -48,17 +48,32 @@ pub async fn create(root: &Path, worktree: &Worktree) -> Result<(), SessionError
     }
 }
 
+/// The most of `.git/commondir` read: git writes one path there.
+const MAX_COMMONDIR_BYTES: u64 = 4096;
+
 /// Refuses a repository whose `.git/commondir` sends git elsewhere. A main repository's `.git`
 /// folder has none, or the `.` the exec pack's sandbox makes so that it can keep it read-only;
 /// anything else was planted (by a command, while `.git` was writable and no sandbox kept it)
 /// so that git reads another folder's `config` and `hooks`, which toolmux's own `git`, run
 /// here outside any sandbox, would then obey.
+///
+/// Whoever planted it chose what it is, too: it is read as git writes it — a regular file,
+/// never through a link, a line of at most [`MAX_COMMONDIR_BYTES`] — and anything else is
+/// refused unread (a FIFO would hold the session's start until someone wrote to it).
 fn refuse_a_redirected_repository(root: &Path) -> Result<(), SessionError> {
+    use toolmux_files::{Links, ReadTextError};
     let commondir = root.join(".git").join("commondir");
-    let text = match std::fs::read_to_string(&commondir) {
+    let text = match toolmux_files::read_text(&commondir, MAX_COMMONDIR_BYTES, Links::Refuse) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(SessionError::io(&commondir, e)),
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(ReadTextError::Io(e)) => return Err(SessionError::io(&commondir, e)),
+        Err(refused) => {
+            return Err(SessionError::Failed(format!(
+                "`{}` is not what git writes there ({refused}): something planted it. Remove \
+                 it (and look at what is there) before starting a session in a worktree",
+                commondir.display(),
+            )));
+        }
     };
     let target = text.trim_end_matches(['\n', '\r']);
     if target == "." {

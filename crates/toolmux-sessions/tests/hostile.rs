@@ -927,6 +927,41 @@ async fn an_acp_agent_in_a_worktree_writes_the_checkout_but_not_its_toolmux_fold
     );
 }
 
+/// A repository with one commit (of `.toolmux/config.json`) in a temp folder, and its
+/// canonical path.
+fn committed_repository() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp");
+    let root = dir.path().canonicalize().expect("canonical");
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join(".toolmux")).expect(".toolmux");
+    std::fs::write(root.join(".toolmux/config.json"), "{}").expect("config");
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-q", "-m", "first"]);
+    (dir, root)
+}
+
+/// Plans and starts (allowed) an ACP session in a worktree of `root`: what was recorded.
+async fn start_in_a_worktree(root: &Path) -> SessionRecord {
+    let sessions = Sessions::for_project(
+        &project_root(root),
+        &root.join(".toolmux/state"),
+        &acp_runner(),
+        None,
+    )
+    .expect("open");
+    let plan = sessions
+        .plan(&RunRequest {
+            worktree: true,
+            branch: Some("agent/planted".into()),
+            ..request("agent", "write notes.txt fine")
+        })
+        .expect("a plan");
+    sessions
+        .start(plan, None, Some(Arc::new(AllowAll)))
+        .await
+        .expect("recorded")
+}
+
 /// Found in review of issue 28: where `.git` was writable, a command could write
 /// `.git/commondir` naming a folder of its own, whose hooks toolmux's `git worktree add` for
 /// the next worktree session then ran, outside any sandbox. The exec pack's sandbox now keeps
@@ -936,13 +971,7 @@ async fn an_acp_agent_in_a_worktree_writes_the_checkout_but_not_its_toolmux_fold
 async fn a_worktree_session_refuses_a_repository_that_commondir_sends_elsewhere() {
     use std::os::unix::fs::PermissionsExt;
 
-    let dir = tempfile::tempdir().expect("temp");
-    let root = dir.path().canonicalize().expect("canonical");
-    git(&root, &["init", "-q", "-b", "main"]);
-    std::fs::create_dir_all(root.join(".toolmux")).expect(".toolmux");
-    std::fs::write(root.join(".toolmux/config.json"), "{}").expect("config");
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "-q", "-m", "first"]);
+    let (_dir, root) = committed_repository();
     // What the command planted: a repository of its own, with the project's objects so that
     // git works, and a hook.
     let planted = root.join("planted");
@@ -962,24 +991,7 @@ async fn a_worktree_session_refuses_a_repository_that_commondir_sends_elsewhere(
         format!("{}\n", planted.display()),
     )
     .expect("commondir");
-    let sessions = Sessions::for_project(
-        &project_root(&root),
-        &root.join(".toolmux/state"),
-        &acp_runner(),
-        None,
-    )
-    .expect("open");
-    let plan = sessions
-        .plan(&RunRequest {
-            worktree: true,
-            branch: Some("agent/planted".into()),
-            ..request("agent", "write notes.txt fine")
-        })
-        .expect("a plan");
-    let refused = sessions
-        .start(plan, None, Some(Arc::new(AllowAll)))
-        .await
-        .expect("recorded");
+    let refused = start_in_a_worktree(&root).await;
     assert_eq!(refused.status, Status::Failed);
     assert_eq!(
         refused.error.as_deref(),
@@ -993,6 +1005,32 @@ async fn a_worktree_session_refuses_a_repository_that_commondir_sends_elsewhere(
         ))
     );
     assert!(!marker.exists(), "the planted hook ran");
+    assert!(!root.join(".toolmux/worktrees").exists());
+}
+
+/// Found in review of issue 28: `.git/commondir` was read as it came — through a link, whole,
+/// and waited on when it was a FIFO, which held the session's start until something wrote to
+/// it. A FIFO there is refused at once, unread (the writer waiting on its other end is never
+/// heard), and git never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worktree_session_refuses_a_fifo_as_commondir_without_waiting() {
+    let (_dir, root) = committed_repository();
+    let commondir = root.join(".git/commondir");
+    toolmux_testkit::fifo::mkfifo(&commondir);
+    let refused = toolmux_testkit::fifo::read_with_a_writer(&commondir, b"planted\n", || {
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(start_in_a_worktree(&root))
+        })
+    });
+    assert_eq!(refused.status, Status::Failed);
+    assert_eq!(
+        refused.error.as_deref(),
+        Some(&*format!(
+            "`{}` is not what git writes there (a FIFO, not a regular file): something planted \
+             it. Remove it (and look at what is there) before starting a session in a worktree",
+            commondir.display(),
+        ))
+    );
     assert!(!root.join(".toolmux/worktrees").exists());
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
-use toolmux_core::file_kind;
+use toolmux_files::file_kind;
 use toolmux_workspace::ProjectRoot;
 
 use crate::error::SpecsError;

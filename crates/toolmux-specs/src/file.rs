@@ -7,7 +7,8 @@
 
 use std::path::Path;
 
-use toolmux_core::{file_kind, human_bytes};
+use toolmux_core::human_bytes;
+use toolmux_files::ReadTextError;
 use toolmux_workspace::ProjectRoot;
 
 use crate::error::SpecsError;
@@ -35,21 +36,16 @@ pub(crate) enum Capped {
 pub(crate) fn read_spec_file(project: &ProjectRoot, abs: &Path) -> Result<Capped, SpecsError> {
     let shown = abs.strip_prefix(project.path()).unwrap_or(abs);
     let failed = |message: String| SpecsError::io(abs, std::io::Error::other(message));
-    let (file, meta) = project
+    let (file, _) = project
         .open_for_reading(abs, &shown.to_string_lossy())
         .map_err(|e| failed(e.to_string()))?;
-    if !meta.is_file() {
-        return Ok(Capped::NotRegular(file_kind(meta.file_type())));
-    }
-    if meta.len() > MAX_SPEC_FILE_BYTES {
-        return Ok(Capped::TooLarge(meta.len()));
-    }
-    // It may have grown since it was looked at: the cap holds for what is read.
-    match toolmux_files::read_capped(file, MAX_SPEC_FILE_BYTES)
-        .map_err(|e| SpecsError::io(abs, e))?
-    {
-        Some(bytes) => Ok(String::from_utf8(bytes).map_or(Capped::NotUtf8, Capped::Text)),
-        None => Ok(Capped::TooLarge(MAX_SPEC_FILE_BYTES + 1)),
+    match toolmux_files::read_text_from(file, MAX_SPEC_FILE_BYTES) {
+        Ok(text) => Ok(Capped::Text(text)),
+        Err(ReadTextError::TooLarge { size, .. }) => Ok(Capped::TooLarge(size)),
+        Err(ReadTextError::NotUtf8) => Ok(Capped::NotUtf8),
+        Err(ReadTextError::NotRegular { kind }) => Ok(Capped::NotRegular(kind)),
+        Err(ReadTextError::Io(e)) => Err(SpecsError::io(abs, e)),
+        Err(e @ ReadTextError::Link) => Err(failed(e.to_string())),
     }
 }
 
@@ -101,23 +97,16 @@ pub(crate) fn read_config(project: &ProjectRoot, rel: &str) -> Result<String, Sp
         message,
     };
     let real = project.resolve(rel).map_err(|e| refused(e.to_string()))?;
-    let (file, meta) = project
+    let (file, _) = project
         .open_for_reading(&real, rel)
         .map_err(|e| refused(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(refused(format!(
-            "{}, not a regular file",
-            file_kind(meta.file_type())
-        )));
-    }
     let limit = toolmux_core::MAX_YAML_BYTES as u64;
-    let Some(bytes) =
-        toolmux_files::read_capped(file, limit).map_err(|e| SpecsError::io(&path, e))?
-    else {
-        return Err(refused(format!(
+    toolmux_files::read_text_from(file, limit).map_err(|e| match e {
+        ReadTextError::Io(e) => SpecsError::io(&path, e),
+        ReadTextError::TooLarge { .. } => refused(format!(
             "larger than the {} a config may be",
             human_bytes(limit)
-        )));
-    };
-    String::from_utf8(bytes).map_err(|_| refused("not valid UTF-8".into()))
+        )),
+        refusal => refused(refusal.to_string()),
+    })
 }

@@ -6,6 +6,8 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use toolmux_files::{Links, ReadTextError};
+
 /// The largest document a store keeps: it is read and rewritten whole on every change, so it
 /// stays small; a change that would pass it is refused (the tasks pack says so), and a file
 /// larger than it is not read.
@@ -76,19 +78,21 @@ impl JsonFile {
 
 impl StateStore for JsonFile {
     fn read(&self) -> Result<Option<Vec<u8>>, StorageError> {
-        let file = match File::open(&self.path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(self.error("read", &self.path)(e)),
-        };
-        // Never buffered past the cap, whatever wrote the file.
-        match toolmux_files::read_capped(file, MAX_DOCUMENT_BYTES as u64)
-            .map_err(self.error("read", &self.path))?
-        {
-            Some(bytes) => Ok(Some(bytes)),
-            None => Err(self.error("read", &self.path)(io::Error::other(format!(
-                "it is larger than the {} a state document may be",
-                toolmux_core::human_bytes(MAX_DOCUMENT_BYTES as u64)
+        // A cloned project chooses what is at the path: never waited on (a FIFO), never read
+        // unless it is a regular file, never buffered past the cap. A link is followed, as
+        // `write_atomic` keeps it.
+        match toolmux_files::read_text(&self.path, MAX_DOCUMENT_BYTES as u64, Links::Follow) {
+            Ok(text) => Ok(Some(text.into_bytes())),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(ReadTextError::Io(e)) => Err(self.error("read", &self.path)(e)),
+            Err(ReadTextError::TooLarge { .. }) => {
+                Err(self.error("read", &self.path)(io::Error::other(format!(
+                    "it is larger than the {} a state document may be",
+                    toolmux_core::human_bytes(MAX_DOCUMENT_BYTES as u64)
+                ))))
+            }
+            Err(refused) => Err(self.error("read", &self.path)(io::Error::other(format!(
+                "it is {refused}"
             )))),
         }
     }

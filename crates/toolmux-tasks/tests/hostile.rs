@@ -348,3 +348,27 @@ async fn a_chain_of_steps_as_long_as_the_list_is_listed_without_recursion() {
     assert_eq!(page["total"], MAX_TASKS - 1);
     assert_eq!(page["tasks"][0]["id"], 9_992);
 }
+
+/// Issue 28 (rule 1), found in review: `tasks.json` was opened as it came, so a cloned project
+/// shipping a FIFO there held every `task_list` until someone wrote to it. It is refused at
+/// once, unread (the writer waiting on the FIFO's other end is never heard).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_as_the_task_list_is_refused_without_waiting() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = tasks_file(dir.path());
+    std::fs::create_dir_all(file.parent().expect("a state folder")).expect("state folder");
+    toolmux_testkit::fifo::mkfifo(&file);
+    let hub = hub(dir.path());
+    let listed = toolmux_testkit::fifo::read_with_a_writer(&file, b"planted", || {
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(call(&hub, "task_list", json!({})))
+        })
+    });
+    assert_eq!(
+        listed,
+        Err(format!(
+            "cannot read `{}`: it is a FIFO, not a regular file",
+            file.display()
+        ))
+    );
+}

@@ -41,6 +41,11 @@ pub fn alive(pid: u32) -> bool {
     toolmux_files::ProcStat::of(pid).is_some_and(|stat| stat.field(3).is_some_and(|s| s != "Z"))
 }
 
+/// The parent of process `pid`, while it exists.
+pub fn parent(pid: u32) -> Option<u32> {
+    toolmux_files::ProcStat::of(pid)?.number(4)
+}
+
 /// Fails unless process `pid` is gone within `limit`.
 pub fn assert_exited(pid: u32, limit: Duration) {
     let deadline = Instant::now() + limit;
