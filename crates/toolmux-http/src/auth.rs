@@ -523,6 +523,9 @@ mod tests {
             session_secret(&last_tried, &credentials).as_deref(),
             Some("secret")
         );
-        assert_eq!(session_secret(&with_planted(MAX_SESSION_COOKIES), &credentials), None);
+        assert_eq!(
+            session_secret(&with_planted(MAX_SESSION_COOKIES), &credentials),
+            None
+        );
     }
 }
