@@ -3,6 +3,7 @@
 //! params, and a change made while a stream's resources are being subscribed to is told on it,
 //! never lost.
 
+#[allow(dead_code)] // each test binary uses a part of the shared helpers
 mod common;
 
 use std::sync::mpsc;
