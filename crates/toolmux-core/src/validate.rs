@@ -245,9 +245,8 @@ mod tests {
 
     #[test]
     fn an_invalid_schema_is_reported() {
-        let err = CompiledSchema::compile(&json!({"type": "no-such-type"}))
-            .err()
-            .expect("invalid schema");
+        let err =
+            CompiledSchema::compile(&json!({"type": "no-such-type"})).expect_err("invalid schema");
         assert!(err.contains("no-such-type"), "{err}");
     }
 }
