@@ -460,24 +460,27 @@ mod tests {
     /// Found in review of issue 28 (D26's kind): a page on another port of the host can set a
     /// cookie of the session's name with a longer `Path`, which the browser sends first; only
     /// the first was read, so the person was locked out until it expired. Every value is tried.
+    /// The headers of a request sending `cookie` and the session key `key`.
+    fn sending(cookie: &str, key: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_str(cookie).expect("cookie"),
+        );
+        headers.insert(SESSION_HEADER, HeaderValue::from_str(key).expect("key"));
+        headers
+    }
+
     #[test]
     fn a_planted_cookie_of_the_same_name_does_not_hide_the_real_session() {
         let credentials = Credentials::default();
         let opened = credentials.open("secret").expect("open");
-        let mut headers = HeaderMap::new();
-        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:7700"));
         let cookie = format!(
             "toolmux_session_7700=planted; toolmux_session_7700={}",
             opened.id
         );
-        headers.insert(
-            header::COOKIE,
-            HeaderValue::from_str(&cookie).expect("cookie"),
-        );
-        headers.insert(
-            SESSION_HEADER,
-            HeaderValue::from_str(&opened.key).expect("key"),
-        );
+        let mut headers = sending(&cookie, &opened.key);
+        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:7700"));
         assert_eq!(
             session_secret(&headers, &credentials).as_deref(),
             Some("secret")
@@ -499,21 +502,11 @@ mod tests {
         let credentials = Credentials::default();
         let opened = credentials.open("secret").expect("open");
         let with_planted = |planted: usize| {
-            let mut headers = HeaderMap::new();
-            let cookie = format!(
-                "{}toolmux_session={}",
-                "toolmux_session=planted; ".repeat(planted),
-                opened.id
-            );
-            headers.insert(
-                header::COOKIE,
-                HeaderValue::from_str(&cookie).expect("cookie"),
-            );
-            headers.insert(
-                SESSION_HEADER,
-                HeaderValue::from_str(&opened.key).expect("key"),
-            );
-            headers
+            let planted = "toolmux_session=planted; ".repeat(planted);
+            sending(
+                &format!("{planted}toolmux_session={}", opened.id),
+                &opened.key,
+            )
         };
         let flood = with_planted(10_000);
         assert_eq!(session_cookies(&flood).count(), MAX_SESSION_COOKIES);

@@ -173,23 +173,30 @@ fn send_error(text: &str) -> String {
     )
 }
 
+/// The project's only server, `server`, listed, then its `echo` called: the name and the
+/// message of the call's refusal as unavailable.
+async fn refused_echo(project: &Project, server: &str) -> (String, String) {
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    upstreams
+        .get(server)
+        .expect("configured")
+        .discover()
+        .await
+        .expect("listed");
+    let called = call(&hub, &format!("{server}__echo"), json!({})).await;
+    let Err(CallError::Unavailable { name, message }) = called else {
+        panic!("not refused as unavailable: {called:?}");
+    };
+    (name, message)
+}
+
 /// And for a call on a live connection, as its caller sees the failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_call_reaches_its_caller_printable_and_cut() {
     let url = refusing_endpoint(Refuses::AfterTheListing, hostile_words());
     let project = Project::new(&json!({"mcpServers": {"hostile": {"url": url}}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    upstreams
-        .get("hostile")
-        .expect("configured")
-        .discover()
-        .await
-        .expect("listed");
-    let called = call(&hub, "hostile__echo", json!({})).await;
-    let Err(CallError::Unavailable { name, message }) = called else {
-        panic!("not refused as unavailable: {called:?}");
-    };
+    let (name, message) = refused_echo(&project, "hostile").await;
     assert_eq!(name, "hostile__echo");
     let cut: String = send_error(&message).chars().take(1000).collect();
     assert_eq!(
@@ -216,44 +223,29 @@ async fn a_refused_key_in_any_secret_header_is_the_configured_credentials_refusa
     };
 
     let url = endpoint_refusing_with(Refuses::Everything, "401 Unauthorized", "no".into());
-    let project = keyed(&url, json!({"X-API-Key": "not-the-key", "X-Trace": "on"}));
-    let upstreams = project.upstreams();
-    let err = upstreams
-        .get("keyed")
-        .expect("configured")
-        .discover()
-        .await
-        .expect_err("refused");
-    assert_eq!(err.to_string(), rejected);
-
-    let project = keyed(&url, json!({"X-Trace": "on"}));
-    let upstreams = project.upstreams();
-    let err = upstreams
-        .get("keyed")
-        .expect("configured")
-        .discover()
-        .await
-        .expect_err("refused");
-    assert_eq!(
-        err.to_string(),
-        "MCP server `keyed` needs sign-in: run `toolmux mcp login keyed` (or use Sign in on its \
-         card in the web app)"
-    );
+    let needs_sign_in = "MCP server `keyed` needs sign-in: run `toolmux mcp login keyed` (or use \
+                         Sign in on its card in the web app)";
+    for (headers, said) in [
+        (
+            json!({"X-API-Key": "not-the-key", "X-Trace": "on"}),
+            rejected,
+        ),
+        (json!({"X-Trace": "on"}), needs_sign_in),
+    ] {
+        let project = keyed(&url, headers);
+        let upstreams = project.upstreams();
+        let err = upstreams
+            .get("keyed")
+            .expect("configured")
+            .discover()
+            .await
+            .expect_err("refused");
+        assert_eq!(err.to_string(), said);
+    }
 
     // A call refused on a live connection.
     let url = endpoint_refusing_with(Refuses::AfterTheListing, "401 Unauthorized", "no".into());
     let project = keyed(&url, json!({"X-API-Key": "revoked-key"}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    upstreams
-        .get("keyed")
-        .expect("configured")
-        .discover()
-        .await
-        .expect("listed");
-    let called = call(&hub, "keyed__echo", json!({})).await;
-    let Err(CallError::Unavailable { name, message }) = called else {
-        panic!("not refused as unavailable: {called:?}");
-    };
+    let (name, message) = refused_echo(&project, "keyed").await;
     assert_eq!((name.as_str(), message.as_str()), ("keyed__echo", rejected));
 }

@@ -94,13 +94,9 @@ fn a_question_whose_schema_is_too_deep_or_too_large_is_refused_while_an_approval
 #[test]
 fn an_answer_too_deep_or_too_large_is_refused_and_the_question_keeps_waiting() {
     let served = served();
+    let question = json!({"question": "Which branch?"}).to_string();
     std::thread::scope(|scope| {
-        let asking = scope.spawn(|| {
-            served.post(
-                "/api/tools/request_human_input/call",
-                r#"{"question": "Which branch?"}"#,
-            )
-        });
+        let asking = scope.spawn(|| served.post("/api/tools/request_human_input/call", &question));
         let input = first_waiting(&served, "/api/inputs", "inputs");
         let id = input["id"].as_str().expect("id");
         for (answer, why) in [
