@@ -27,8 +27,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolmux_config::SamplingPolicy;
 use toolmux_core::{
-    Approval, ApprovalQueue, ApprovalRequest, Backchannel, BackchannelError, Channel, HumanAnswer,
-    HumanQuestion, LogMessage, Progress,
+    AnswerSchema, Approval, ApprovalQueue, ApprovalRequest, Backchannel, BackchannelError, Channel,
+    HumanAnswer, HumanQuestion, LogMessage, Progress,
 };
 
 use crate::events::TurnEvent;
@@ -309,13 +309,12 @@ impl Backchannel for CallBackchannel {
             .get("requestedSchema")
             .cloned()
             .ok_or_else(|| BackchannelError::Failed("the form has no `requestedSchema`".into()))?;
-        // A schema that cannot check an answer would make every answer a decline; the server
-        // hears why instead, and the person is not bothered.
-        if let Err(e) = jsonschema::validator_for(&schema) {
-            return Err(BackchannelError::Failed(format!(
-                "the form's `requestedSchema` is not a valid JSON Schema: {e}"
-            )));
-        }
+        // Compiled once, here, before the form waits; every answer is checked with it. A
+        // schema that cannot check an answer (or is too large or deep for a form) would make
+        // every answer a decline; the server hears why instead, and the person is not bothered.
+        let schema = AnswerSchema::compile(schema).map_err(|why| {
+            BackchannelError::Failed(format!("the form's `requestedSchema`: {why}"))
+        })?;
         // The form waits in the one queue, in the conversation, like the model's questions:
         // an answer that does not fit is refused there and the form stays open.
         let question = HumanQuestion {
@@ -434,6 +433,68 @@ fn block_text(block: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call's backchannel in conversation `c`, whose provider is never reached.
+    fn call_backchannel(approvals: Arc<ApprovalQueue>) -> CallBackchannel {
+        let settings = toolmux_config::ProviderSettings {
+            kind: toolmux_config::ProviderKind::Openai,
+            base_url: Some("http://127.0.0.1:9/v1/".into()),
+            api_key: None,
+            default_model: None,
+        };
+        let provider = crate::GenaiProvider::new("unused", &settings).expect("a provider");
+        CallBackchannel {
+            call_id: "call-1".into(),
+            tool: "srv__register".into(),
+            source: "srv".into(),
+            conversation: "c".into(),
+            events: mpsc::channel(8).0,
+            turn: CancellationToken::new(),
+            ended: CancellationToken::new(),
+            approvals,
+            approval_timeout: Duration::from_secs(60),
+            provider: Arc::new(provider),
+            model: "unused".into(),
+            sampling: SamplingSettings::default().for_server("srv"),
+            sampled: Arc::new(TurnUsage::default()),
+        }
+    }
+
+    /// Found in review of issue 28: a server's form was compiled with no bound on its schema
+    /// (and compiled again for every answer, in the queue's lock). A form nested too deep or too
+    /// large is refused to the server with why, before anything waits on the person.
+    #[tokio::test]
+    async fn a_form_nested_too_deep_or_too_large_is_refused_before_it_waits() {
+        let approvals = Arc::new(ApprovalQueue::new());
+        let backchannel = call_backchannel(Arc::clone(&approvals));
+        let mut deep = json!({"type": "string"});
+        for _ in 0..40 {
+            deep = json!({"type": "object", "properties": {"f": deep}});
+        }
+        let refused = backchannel
+            .elicit(json!({"message": "Who?", "requestedSchema": deep}))
+            .await;
+        assert_eq!(
+            refused,
+            Err(BackchannelError::Failed(
+                "the form's `requestedSchema`: it nests deeper than 32 levels".into()
+            ))
+        );
+        let properties: serde_json::Map<String, Value> = (0..2_000)
+            .map(|n| (format!("field{n}"), json!({"type": "string"})))
+            .collect();
+        let huge = json!({"type": "object", "properties": properties});
+        let refused = backchannel
+            .elicit(json!({"message": "Who?", "requestedSchema": huge}))
+            .await;
+        assert_eq!(
+            refused,
+            Err(BackchannelError::Failed(
+                "the form's `requestedSchema`: it is larger than 32 KiB serialized".into()
+            ))
+        );
+        assert!(approvals.waiting().is_empty(), "nothing waits");
+    }
 
     #[test]
     fn a_sampling_request_becomes_text_messages_with_its_images_named() {

@@ -345,6 +345,10 @@ impl Approver for DelegatedApprover {
         self.inner.ask(question).await
     }
 
+    fn checks_answers(&self) -> bool {
+        self.inner.checks_answers()
+    }
+
     fn standing_approval(&self, request: &ApprovalRequest) -> Option<uuid::Uuid> {
         self.inner.standing_approval(request)
     }

@@ -117,7 +117,7 @@ mod tests {
             ..toolmux_core::HumanQuestion::new(
                 crate::TOOL_NAME,
                 format!("question {n}"),
-                toolmux_core::free_text_schema(),
+                toolmux_core::AnswerSchema::free_text(),
                 toolmux_core::Channel::Chat,
             )
         }

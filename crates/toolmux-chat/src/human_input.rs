@@ -45,7 +45,7 @@ impl InputRequest {
             id: input.id,
             conversation: question.session.clone()?,
             question: question.question.clone(),
-            form: (!question.is_free_text()).then(|| question.schema.clone()),
+            form: (!question.is_free_text()).then(|| question.schema.as_value().clone()),
             asker: question.asker.clone(),
         })
     }
@@ -179,7 +179,12 @@ mod tests {
         HumanQuestion {
             session: Some(conversation.into()),
             asker: Some("srv".into()),
-            ..HumanQuestion::new("register", "Who?", user_form(), Channel::Chat)
+            ..HumanQuestion::new(
+                "register",
+                "Who?",
+                toolmux_core::AnswerSchema::compile(user_form()).expect("a valid schema"),
+                Channel::Chat,
+            )
         }
     }
 

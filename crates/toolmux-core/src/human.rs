@@ -9,13 +9,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::approval::{AskError, CannotAsk, HumanAnswer, HumanQuestion, ask_within};
+use crate::approval::{AnswerSchema, AskError, CannotAsk, HumanAnswer, HumanQuestion, ask_within};
 use crate::context::Channel;
 use crate::error::SourceError;
 use crate::hub::WeakHub;
 use crate::model::{ToolAnnotations, ToolDescriptor, ToolResult};
 use crate::source::{Source, SourceCall, SourceKind};
-use crate::validate::CompiledSchema;
 
 /// The source id.
 pub const HUMAN_SOURCE_ID: &str = "human";
@@ -133,10 +132,15 @@ impl Source for HumanInputSource {
             Err(e) => return Ok(ToolResult::error(e)),
         };
         let free_text = given.is_none();
-        let schema = given.map_or_else(free_text_schema, Value::Object);
-        if let Err(why) = check_schema(&schema) {
-            return Ok(ToolResult::error(format!("the answer's schema: {why}")));
-        }
+        // Compiled here, once, before the question waits anywhere; every answer is checked
+        // with it.
+        let schema = match given {
+            None => AnswerSchema::free_text(),
+            Some(given) => match object_schema(Value::Object(given)) {
+                Ok(schema) => schema,
+                Err(why) => return Ok(ToolResult::error(format!("the answer's schema: {why}"))),
+            },
+        };
         let time_limit = self.time_limit();
         let question = HumanQuestion {
             tool: call.tool.name.clone(),
@@ -193,12 +197,12 @@ fn nobody_to_ask(channel: Channel) -> String {
     }
 }
 
-/// The answer's schema must compile and describe an object.
-fn check_schema(schema: &Value) -> Result<CompiledSchema, String> {
+/// The answer's schema, compiled: it must describe an object, within the bounds of a form.
+fn object_schema(schema: Value) -> Result<AnswerSchema, String> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return Err("it must be a JSON Schema with \"type\": \"object\"".to_string());
     }
-    CompiledSchema::compile(schema)
+    AnswerSchema::compile(schema)
 }
 
 #[cfg(test)]
@@ -207,8 +211,8 @@ mod tests {
 
     #[test]
     fn a_schema_must_be_an_object_schema() {
-        assert!(check_schema(&free_text_schema()).is_ok());
-        assert!(check_schema(&json!({"type": "string"})).is_err());
-        assert!(check_schema(&json!({"type": "object", "properties": 3})).is_err());
+        assert!(object_schema(free_text_schema()).is_ok());
+        assert!(object_schema(json!({"type": "string"})).is_err());
+        assert!(object_schema(json!({"type": "object", "properties": 3})).is_err());
     }
 }

@@ -30,11 +30,12 @@ mod validate;
 mod yaml_bounds;
 
 pub use approval::{
-    AnswerApprovalError, AnswerError, Approval, ApprovalQueue, ApprovalRequest, ApprovalScope,
-    ApprovalTemplate, Approver, AskError, Asker, CannotAsk, HumanAnswer, HumanQuestion,
-    NoSuchApproval, Outcome as WaitOutcome, PendingApproval, PendingInput, PersonEvent,
-    PersonEvents, Resolved, TemplateError, WaitingItem, Watched, approve_within, ask_within,
-    field_value,
+    AnswerApprovalError, AnswerError, AnswerSchema, Approval, ApprovalQueue, ApprovalRequest,
+    ApprovalScope, ApprovalTemplate, Approver, AskError, Asker, CannotAsk, HumanAnswer,
+    HumanQuestion, MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH, MAX_FORM_SCHEMA_BYTES,
+    MAX_FORM_SCHEMA_DEPTH, NoSuchApproval, Outcome as WaitOutcome, PendingApproval, PendingInput,
+    PersonEvent, PersonEvents, Resolved, TemplateError, WaitingItem, Watched, approve_within,
+    ask_within, field_value,
 };
 pub use backchannel::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
 pub use bytes::human_bytes;
@@ -66,5 +67,5 @@ pub use secret::{is_secret, is_secret_name};
 pub use source::{
     ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,
 };
-pub use validate::{CLIENT_ADDED_ARGUMENTS, Violation};
+pub use validate::{CLIENT_ADDED_ARGUMENTS, CompiledSchema, Violation};
 pub use yaml_bounds::{MAX_YAML_BYTES, MAX_YAML_DEPTH, YamlBoundsError, check_yaml_bounds};

@@ -52,19 +52,68 @@ pub(crate) fn format_violations(violations: &[Violation]) -> String {
         .join("; ")
 }
 
-/// A compiled schema. The draft is taken from `$schema` when present, 2020-12 otherwise.
-pub(crate) struct CompiledSchema(jsonschema::Validator);
+/// Whether `value` nests deeper than `max` levels (a scalar is one level, `{"a": 1}` two),
+/// found with an explicit stack: the value is outside input.
+pub(crate) fn nests_deeper_than(value: &Value, max: usize) -> bool {
+    let mut stack = vec![(value, 1usize)];
+    while let Some((value, depth)) = stack.pop() {
+        if depth > max {
+            return true;
+        }
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|item| (item, depth + 1))),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether `value`, serialized as JSON, is longer than `max` bytes; serializing stops as soon
+/// as it is.
+pub(crate) fn serializes_longer_than(value: &Value, max: usize) -> bool {
+    /// Counts what is written, and refuses to take more than `max` bytes.
+    struct Counter {
+        written: usize,
+        max: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.written += bytes.len();
+            if self.written > self.max {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { written: 0, max };
+    serde_json::to_writer(&mut counter, value).is_err()
+}
+
+/// A compiled JSON Schema: the one way toolmux checks a value against a schema (tool arguments
+/// and results, a question's answers, a form an upstream server sends). The draft is taken from
+/// `$schema` when present, 2020-12 otherwise.
+pub struct CompiledSchema(jsonschema::Validator);
+
+impl std::fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledSchema").finish_non_exhaustive()
+    }
+}
 
 impl CompiledSchema {
     /// Compiles a schema; the error says why the schema itself is invalid.
-    pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
+    pub fn compile(schema: &Value) -> Result<Self, String> {
         jsonschema::validator_for(schema)
             .map(Self)
             .map_err(|e| e.to_string())
     }
 
     /// Every violation of `instance`, or none.
-    pub(crate) fn violations(&self, instance: &Value) -> Vec<Violation> {
+    pub fn violations(&self, instance: &Value) -> Vec<Violation> {
         self.violations_worded(instance, |_, _| None)
     }
 
@@ -175,10 +224,29 @@ mod tests {
     }
 
     #[test]
+    fn depth_and_size_are_measured_without_recursion() {
+        let mut deep = json!(1);
+        for _ in 0..100_000 {
+            deep = Value::Array(vec![deep]);
+        }
+        assert!(nests_deeper_than(&deep, 32));
+        assert!(!nests_deeper_than(&json!({"a": [1]}), 3));
+        assert!(nests_deeper_than(&json!({"a": [1]}), 2));
+        assert!(!serializes_longer_than(&json!("abc"), 5));
+        assert!(serializes_longer_than(&json!("abcd"), 5));
+        // A value this deep is dropped without recursion too (serde_json's own drop recurses).
+        let mut stack = vec![deep];
+        while let Some(value) = stack.pop() {
+            if let Value::Array(items) = value {
+                stack.extend(items);
+            }
+        }
+    }
+
+    #[test]
     fn an_invalid_schema_is_reported() {
-        let err = CompiledSchema::compile(&json!({"type": "no-such-type"}))
-            .err()
-            .expect("invalid schema");
+        let err =
+            CompiledSchema::compile(&json!({"type": "no-such-type"})).expect_err("invalid schema");
         assert!(err.contains("no-such-type"), "{err}");
     }
 }

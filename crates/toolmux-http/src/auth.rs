@@ -194,10 +194,16 @@ pub(crate) fn cookie_name(headers: &HeaderMap) -> String {
     }
 }
 
-/// Every session id the request's `Cookie` headers carry. More than one means a page on another
-/// port of the host set a cookie of the same name (cookies are not port-bound, and one with a
-/// longer `Path` is sent first): each is tried, so a planted cookie cannot hide the real one and
-/// lock the person out.
+/// The most session cookies of the request's name that are tried: as many as a browser keeps for
+/// one host (Chromium's limit is 180 cookies a domain), so no number of cookies a page on another
+/// port can plant hides the real one, while a hand-made request carrying thousands of them costs
+/// no more than these lookups.
+pub(crate) const MAX_SESSION_COOKIES: usize = 180;
+
+/// Every session id the request's `Cookie` headers carry, at most [`MAX_SESSION_COOKIES`] of
+/// them. More than one means a page on another port of the host set a cookie of the same name
+/// (cookies are not port-bound, and one with a longer `Path` is sent first): each is tried, so a
+/// planted cookie cannot hide the real one and lock the person out.
 pub(crate) fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     let name = cookie_name(headers);
     headers
@@ -208,6 +214,7 @@ pub(crate) fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str>
         .filter_map(|pair| pair.trim().split_once('='))
         .filter(move |(n, _)| *n == name)
         .map(|(_, value)| value.trim())
+        .take(MAX_SESSION_COOKIES)
 }
 
 /// The session key a request sends, if any.
@@ -453,24 +460,27 @@ mod tests {
     /// Found in review of issue 28 (D26's kind): a page on another port of the host can set a
     /// cookie of the session's name with a longer `Path`, which the browser sends first; only
     /// the first was read, so the person was locked out until it expired. Every value is tried.
+    /// The headers of a request sending `cookie` and the session key `key`.
+    fn sending(cookie: &str, key: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_str(cookie).expect("cookie"),
+        );
+        headers.insert(SESSION_HEADER, HeaderValue::from_str(key).expect("key"));
+        headers
+    }
+
     #[test]
     fn a_planted_cookie_of_the_same_name_does_not_hide_the_real_session() {
         let credentials = Credentials::default();
         let opened = credentials.open("secret").expect("open");
-        let mut headers = HeaderMap::new();
-        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:7700"));
         let cookie = format!(
             "toolmux_session_7700=planted; toolmux_session_7700={}",
             opened.id
         );
-        headers.insert(
-            header::COOKIE,
-            HeaderValue::from_str(&cookie).expect("cookie"),
-        );
-        headers.insert(
-            SESSION_HEADER,
-            HeaderValue::from_str(&opened.key).expect("key"),
-        );
+        let mut headers = sending(&cookie, &opened.key);
+        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:7700"));
         assert_eq!(
             session_secret(&headers, &credentials).as_deref(),
             Some("secret")
@@ -481,5 +491,34 @@ mod tests {
             HeaderValue::from_static("toolmux_session_7700=planted"),
         );
         assert_eq!(session_secret(&headers, &credentials), None);
+    }
+
+    /// Found in review of issue 28: the same-name cookie lookup had no cap, so one request with
+    /// 10,000 `toolmux_session` cookies made 10,000 session lookups. At most
+    /// [`MAX_SESSION_COOKIES`] are tried: the real session among the first of them is found (as
+    /// many as a browser keeps for a host), one sent after 10,000 planted ones is not.
+    #[test]
+    fn ten_thousand_same_name_cookies_are_tried_only_up_to_the_cap() {
+        let credentials = Credentials::default();
+        let opened = credentials.open("secret").expect("open");
+        let with_planted = |planted: usize| {
+            let planted = "toolmux_session=planted; ".repeat(planted);
+            sending(
+                &format!("{planted}toolmux_session={}", opened.id),
+                &opened.key,
+            )
+        };
+        let flood = with_planted(10_000);
+        assert_eq!(session_cookies(&flood).count(), MAX_SESSION_COOKIES);
+        assert_eq!(session_secret(&flood, &credentials), None);
+        let last_tried = with_planted(MAX_SESSION_COOKIES - 1);
+        assert_eq!(
+            session_secret(&last_tried, &credentials).as_deref(),
+            Some("secret")
+        );
+        assert_eq!(
+            session_secret(&with_planted(MAX_SESSION_COOKIES), &credentials),
+            None
+        );
     }
 }

@@ -229,7 +229,7 @@ fn approval_failed(e: &ServiceError) -> Approval {
 
 /// The form for a question.
 fn question_params(question: &HumanQuestion) -> Result<ElicitRequestParams, CannotAsk> {
-    let Value::Object(schema) = question.schema.clone() else {
+    let Value::Object(schema) = question.schema.as_value().clone() else {
         return Err(CannotAsk(
             "the answer's schema must be a JSON object".into(),
         ));

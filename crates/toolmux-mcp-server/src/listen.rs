@@ -6,13 +6,22 @@
 //! notice tagged with the subscription's id by rmcp's `SubscriptionSink`. One watcher serves
 //! both.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use rmcp::model::ResourceUpdatedNotificationParam;
-use rmcp::service::{Peer, RoleServer, SubscriptionSendError, SubscriptionSink};
+use futures::StreamExt;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{ResourceUpdatedNotificationParam, SubscriptionFilter};
+use rmcp::service::{
+    Peer, RoleServer, SubscriptionContext, SubscriptionSendError, SubscriptionSink,
+};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use toolmux_core::Catalog;
 
-use crate::server::Shared;
+use crate::convert::View;
+use crate::relay::Subscriptions;
+use crate::server::{RelayedListings, Shared};
 
 /// One client's way to hear of changes.
 #[derive(Clone)]
@@ -84,6 +93,113 @@ impl Listener {
     }
 }
 
+/// The most resources one `subscriptions/listen` request may name: each is followed by a task
+/// (and, for an upstream's resource, a subscription on its server) for the stream's life.
+pub(crate) const MAX_LISTEN_RESOURCES: usize = 100;
+
+/// How many of a stream's resources are subscribed to at once: enough that a slow upstream does
+/// not hold the others up, few enough that one request cannot flood the upstreams.
+const CONCURRENT_SUBSCRIBES: usize = 8;
+
+/// What a client's filter is granted: everything asked for that the server announces (rmcp
+/// takes out the rest), but no resource at all from a request naming more than
+/// [`MAX_LISTEN_RESOURCES`], which [`listen_stream`] then refuses — so the acknowledgment never
+/// claims resources that are not followed.
+pub(crate) fn accepted_filter(requested: &SubscriptionFilter) -> SubscriptionFilter {
+    let mut accepted = requested.clone();
+    if over_the_cap(requested).is_some() {
+        accepted.resource_subscriptions = None;
+    }
+    accepted
+}
+
+/// How many resources `requested` names, when that is more than [`MAX_LISTEN_RESOURCES`].
+fn over_the_cap(requested: &SubscriptionFilter) -> Option<usize> {
+    let named = requested
+        .resource_subscriptions
+        .as_ref()
+        .map_or(0, Vec::len);
+    (named > MAX_LISTEN_RESOURCES).then_some(named)
+}
+
+/// Serves one `subscriptions/listen` stream until the client cancels it or the session ends:
+/// what it is told is compared with what was served when the request came — taken before its
+/// resources are subscribed to, so a change while subscribing is told, not lost — and its
+/// resources are subscribed to a few at a time. A request naming more than
+/// [`MAX_LISTEN_RESOURCES`] is refused with invalid params.
+pub(crate) async fn listen_stream(
+    shared: Arc<Shared>,
+    session_end: &CancellationToken,
+    context: SubscriptionContext,
+) -> Result<(), McpError> {
+    if let Some(named) = over_the_cap(context.requested()) {
+        return Err(McpError::invalid_params(
+            format!(
+                "subscriptions/listen follows at most {MAX_LISTEN_RESOURCES} resources in one \
+                 request; this one names {named}"
+            ),
+            None,
+        ));
+    }
+    let baseline = Baseline::now(&shared).await;
+    let listener = Listener::Stream(context.sink().clone());
+    let stop = session_end.child_token();
+    let _stop_on_return = stop.clone().drop_guard();
+    // Subscriptions of this stream alone, released when it ends.
+    let subscriptions = Subscriptions::default();
+    let uris: BTreeSet<String> = context
+        .accepted()
+        .resource_subscriptions
+        .iter()
+        .flatten()
+        .cloned()
+        .collect();
+    if let Some(relay) = shared.relay() {
+        futures::stream::iter(uris)
+            .map(|uri| {
+                let follow = subscriptions.subscribe(&relay, uri.clone(), listener.clone(), &stop);
+                async move { (uri, follow.await) }
+            })
+            .buffer_unordered(CONCURRENT_SUBSCRIBES)
+            .for_each(|(uri, followed)| async move {
+                if let Err(e) = followed {
+                    // The stream stays open for the others.
+                    tracing::info!(uri, error = %e.message, "cannot follow a resource for subscriptions/listen");
+                }
+            })
+            .await;
+    }
+    tokio::select! {
+        () = context.cancelled() => {}
+        () = follow_changes(Arc::clone(&shared), baseline, listener, stop.clone()) => {}
+    }
+    Ok(())
+}
+
+/// What a listener was last told about: the catalog, the built-in providers' generation, the
+/// tools served and the relayed listings, as they are when it starts listening.
+struct Baseline {
+    catalogs: watch::Receiver<Arc<Catalog>>,
+    builtin: watch::Receiver<u64>,
+    shown: Arc<View>,
+    relayed: Option<Arc<RelayedListings>>,
+}
+
+impl Baseline {
+    async fn now(shared: &Shared) -> Self {
+        let mut catalogs = shared.hub.subscribe();
+        catalogs.borrow_and_update();
+        let mut builtin = shared.options.resources.changes();
+        builtin.borrow_and_update();
+        Self {
+            catalogs,
+            builtin,
+            shown: shared.view(),
+            relayed: shared.relayed_listings().await,
+        }
+    }
+}
+
 /// Tells `listener` whenever a new catalog changes the tools this server serves, and whenever a
 /// new catalog or a change on disk that a built-in provider's poll saw changes the prompts or
 /// resources it serves, until `stop` or until the listener is gone. The poll runs while
@@ -93,12 +209,23 @@ pub(crate) async fn announce_changes(
     listener: Listener,
     stop: CancellationToken,
 ) {
-    let mut catalogs = shared.hub.subscribe();
-    catalogs.borrow_and_update();
-    let mut builtin = shared.options.resources.changes();
-    builtin.borrow_and_update();
-    let mut shown = shared.view();
-    let mut relayed = shared.relayed_listings().await;
+    let baseline = Baseline::now(&shared).await;
+    follow_changes(shared, baseline, listener, stop).await;
+}
+
+/// [`announce_changes`] from `baseline`.
+async fn follow_changes(
+    shared: Arc<Shared>,
+    baseline: Baseline,
+    listener: Listener,
+    stop: CancellationToken,
+) {
+    let Baseline {
+        mut catalogs,
+        mut builtin,
+        mut shown,
+        mut relayed,
+    } = baseline;
     loop {
         tokio::select! {
             () = stop.cancelled() => return,

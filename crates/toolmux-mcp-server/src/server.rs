@@ -28,7 +28,7 @@ use toolmux_core::{CallContext, CallError, Channel, Hub, ToolScope};
 use crate::approval::{ElicitationApprover, QueuedApprover, SessionGrants};
 use crate::backchannel;
 use crate::convert::{View, wire_result};
-use crate::listen::{Listener, announce_changes};
+use crate::listen::{Listener, accepted_filter, announce_changes, listen_stream};
 use crate::options::ServeOptions;
 use crate::relay::{Relay, Subscriptions};
 use crate::revision::{Audience, NEWEST_SUPPORTED, hinted, is_stateless, request_log_level};
@@ -564,33 +564,13 @@ impl ServerHandler for McpServer {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        // Everything asked for that the server announces (rmcp takes out the rest): a URI this
-        // server cannot follow is told in the log, and the stream stays open for the others.
-        Some(requested.clone())
+        // A URI this server cannot follow is told in the log, and the stream stays open for
+        // the others.
+        Some(accepted_filter(requested))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let listener = Listener::Stream(context.sink().clone());
-        let stop = self.session.stop.child_token();
-        let _stop_on_return = stop.clone().drop_guard();
-        // Subscriptions of this stream alone, released when it ends.
-        let subscriptions = Subscriptions::default();
-        let uris = context.accepted().resource_subscriptions.clone();
-        if let (Ok(relay), Some(uris)) = (self.relay(), uris) {
-            for uri in uris {
-                let follow = subscriptions
-                    .subscribe(&relay, uri.clone(), listener.clone(), &stop)
-                    .await;
-                if let Err(e) = follow {
-                    tracing::info!(uri, error = %e.message, "cannot follow a resource for subscriptions/listen");
-                }
-            }
-        }
-        tokio::select! {
-            () = context.cancelled() => {}
-            () = announce_changes(Arc::clone(&self.shared), listener, stop.clone()) => {}
-        }
-        Ok(())
+        listen_stream(Arc::clone(&self.shared), &self.session.stop, context).await
     }
 
     async fn unsubscribe(

@@ -56,10 +56,48 @@ struct Flow {
     session: AuthorizationSession,
     redirect: oneshot::Receiver<Redirect>,
     shutdown: oneshot::Sender<()>,
-    /// The listener's task: awaited after `shutdown`, so that the outcome's page is written
-    /// before a failed sign-in returns (and the command that started it exits).
-    listener: tokio::task::JoinHandle<()>,
+    listener: ListenerTask,
     target: Target,
+}
+
+/// The redirect listener's task, kept until it has ended: a sign-in that finishes (or fails)
+/// stops it and waits for it, and one dropped unfinished aborts it, so no sign-in leaves a
+/// listening socket behind in a process that goes on (`toolmux serve` signs in from the REST
+/// API).
+struct ListenerTask(tokio::task::JoinHandle<()>);
+
+impl ListenerTask {
+    /// Stops the listener: gracefully, so that the pages in flight (the outcome's among them)
+    /// are written, for at most [`LISTENER_STOP`] — a browser that never reads its page cannot
+    /// hold the sign-in longer — then by aborting it. Returns once the task has ended and its
+    /// socket is closed.
+    async fn stop(mut self, shutdown: oneshot::Sender<()>) {
+        // The listener may have stopped already; then nobody hears this.
+        let _ = shutdown.send(());
+        match tokio::time::timeout(LISTENER_STOP, &mut self.0).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "the sign-in redirect listener failed"),
+            Err(_) => {
+                tracing::warn!(
+                    "the sign-in redirect listener did not stop within {LISTENER_STOP:?}; it is \
+                     aborted"
+                );
+                self.0.abort();
+                if let Err(e) = (&mut self.0).await
+                    && !e.is_cancelled()
+                {
+                    tracing::warn!(error = %e, "the sign-in redirect listener failed");
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ListenerTask {
+    fn drop(&mut self) {
+        // Ended already after `stop`; else the sign-in was dropped unfinished.
+        self.0.abort();
+    }
 }
 
 /// The redirect that carried this sign-in's `state`, and where its page learns the outcome.
@@ -105,11 +143,11 @@ impl PendingLogin {
         let redirect = match redirected {
             Ok(Ok(redirect)) => redirect,
             Ok(Err(_)) => {
-                let _ = shutdown.send(());
+                listener.stop(shutdown).await;
                 return Err(redirect_error("the redirect listener stopped".into()));
             }
             Err(_) => {
-                let _ = shutdown.send(());
+                listener.stop(shutdown).await;
                 return Err(redirect_error(format!(
                     "nobody finished signing in within {}s; run `toolmux mcp login {}` again",
                     wait.as_secs(),
@@ -122,18 +160,7 @@ impl PendingLogin {
         let _ = redirect
             .outcome
             .send(outcome.as_ref().map(|_| ()).map_err(ToString::to_string));
-        let _ = shutdown.send(());
-        // A graceful stop writes the answers in flight, the outcome's page among them; a
-        // browser that never reads it cannot hold the command longer than this.
-        match tokio::time::timeout(LISTENER_STOP, listener).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "the sign-in redirect listener failed"),
-            Err(_) => {
-                tracing::warn!(
-                    "the sign-in redirect listener did not stop within {LISTENER_STOP:?}"
-                )
-            }
-        }
+        listener.stop(shutdown).await;
         outcome
     }
 }
@@ -281,7 +308,7 @@ pub async fn start_login(target: &Target) -> Result<PendingLogin, OAuthError> {
             state: Arc::from(expected_state),
             sender: Arc::new(Mutex::new(Some(redirect_tx))),
         });
-    let listener = tokio::spawn(async move {
+    let listener = ListenerTask(tokio::spawn(async move {
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(async {
                 let _ = stop.await;
@@ -290,7 +317,7 @@ pub async fn start_login(target: &Target) -> Result<PendingLogin, OAuthError> {
         if let Err(e) = served {
             tracing::warn!(error = %e, "the sign-in redirect listener failed");
         }
-    });
+    }));
     Ok(PendingLogin {
         server,
         authorization_url: Some(authorization_url),

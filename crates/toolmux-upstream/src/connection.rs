@@ -325,9 +325,9 @@ pub(crate) struct Connection {
     last_active: Mutex<Instant>,
     closed: AtomicBool,
     fault: Arc<Fault>,
-    /// The configuration sends an `Authorization` header of its own: a refusal is of that
-    /// credential, not a want of sign-in.
-    configured_credential: bool,
+    /// The configured header that sends a credential of its own (`Authorization`, `X-API-Key`),
+    /// when one does: a refusal is of that credential, not a want of sign-in.
+    configured_credential: Option<String>,
 }
 
 /// A connection with one request counted as in flight while this lives, so that the idle
@@ -364,7 +364,7 @@ impl Connection {
             after: timeout,
         };
         let fault = Arc::new(Fault::default());
-        let mut configured_credential = false;
+        let mut configured_credential = None;
         let (service, pgid) = match &endpoint.transport {
             UpstreamTransport::Stdio {
                 command,
@@ -399,8 +399,8 @@ impl Connection {
                 }
             }
             UpstreamTransport::Http { url, headers } => {
+                configured_credential = credential_header(headers);
                 let headers = http_headers(headers).map_err(start_error)?;
-                configured_credential = headers.contains_key(&http::header::AUTHORIZATION);
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.clone());
                 let client = crate::streamable::client_for(endpoint, url, &headers)
@@ -415,7 +415,7 @@ impl Connection {
                     Ok(Ok(service)) => (service, None),
                     Ok(Err(e)) => {
                         if let Some(status) = crate::streamable::refused(&e) {
-                            return Err(refusal(&server, configured_credential, status));
+                            return Err(refusal(&server, configured_credential.as_deref(), status));
                         }
                         return Err(start_error(format!(
                             "cannot connect to {url}: {}",
@@ -506,7 +506,7 @@ impl Connection {
 
     /// What a refusal (`status`) of a request on this connection means for its server.
     pub(crate) fn refusal(&self, status: u16) -> UpstreamError {
-        refusal(&self.server, self.configured_credential, status)
+        refusal(&self.server, self.configured_credential.as_deref(), status)
     }
 
     /// What the server said about itself.
@@ -891,18 +891,36 @@ async fn log_tail(path: &Path) -> String {
     format!("; its stderr ends with: {tail}")
 }
 
-/// Configured headers in the form rmcp takes.
-/// A refusal of `server` with `status`: of the credential its configuration sends, or else for
-/// want of sign-in.
-fn refusal(server: &str, configured_credential: bool, status: u16) -> UpstreamError {
+/// A refusal of `server` with `status`: of the credential its configuration sends in the header
+/// `configured_credential`, or else for want of sign-in.
+fn refusal(server: &str, configured_credential: Option<&str>, status: u16) -> UpstreamError {
     let server = server.to_string();
-    if configured_credential {
-        UpstreamError::CredentialRejected { server, status }
-    } else {
-        UpstreamError::NeedsSignIn { server }
+    match configured_credential {
+        Some(header) => UpstreamError::CredentialRejected {
+            server,
+            status,
+            header: header.to_string(),
+        },
+        None => UpstreamError::NeedsSignIn { server },
     }
 }
 
+/// The first configured header that holds a credential: `Authorization`, or any other whose
+/// name or value says it holds a secret (`X-API-Key: ${KEY}`, `Private-Token`, a value with a
+/// well-known key's prefix), by the one rule of what is secret ([`toolmux_core::is_secret`]).
+/// A server that refuses a request carrying one refuses that credential: signing in would not
+/// help.
+fn credential_header(headers: &BTreeMap<String, String>) -> Option<String> {
+    headers
+        .iter()
+        .find(|(name, value)| {
+            name.eq_ignore_ascii_case(http::header::AUTHORIZATION.as_str())
+                || toolmux_core::is_secret(name, std::ffi::OsStr::new(value.as_str()))
+        })
+        .map(|(name, _)| name.clone())
+}
+
+/// Configured headers in the form rmcp takes.
 fn http_headers(
     headers: &BTreeMap<String, String>,
 ) -> Result<std::collections::HashMap<http::HeaderName, http::HeaderValue>, String> {

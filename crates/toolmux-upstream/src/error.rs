@@ -121,18 +121,20 @@ pub enum UpstreamError {
         /// The server's name.
         server: String,
     },
-    /// The server refused the credential its configuration sends (an `Authorization` header
-    /// in `headers`, which toolmux never replaces with a sign-in): only a changed
-    /// configuration or secret can help, as other MCP clients say.
+    /// The server refused the credential its configuration sends (a header in `headers` that
+    /// holds a secret — `Authorization`, `X-API-Key` — which toolmux never replaces with a
+    /// sign-in): only a changed configuration or secret can help, as other MCP clients say.
     #[error(
         "MCP server `{server}` rejected the configured credential (HTTP {status}): check the \
-         `Authorization` header in its `headers` and the secret or variable it reads"
+         `{header}` header in its `headers` and the secret or variable it reads"
     )]
     CredentialRejected {
         /// The server's name.
         server: String,
         /// 401, or 403 for a credential without the scope asked for.
         status: u16,
+        /// The configured header that sent it, as the configuration names it.
+        header: String,
     },
     /// The server is switched off in configuration.
     #[error("MCP server `{server}` is disabled in configuration")]

@@ -107,7 +107,7 @@ fn finish(mut schema: Value) -> Result<Sanitised, String> {
             toolmux_core::human_bytes(MAX_SCHEMA_BYTES as u64)
         ));
     }
-    if let Err(e) = jsonschema::validator_for(&schema) {
+    if let Err(e) = toolmux_core::CompiledSchema::compile(&schema) {
         return Err(format!("the schema is invalid ({e})"));
     }
     Ok(Sanitised { schema, note })

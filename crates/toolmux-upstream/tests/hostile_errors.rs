@@ -35,6 +35,12 @@ enum Refuses {
 /// A streamable HTTP MCP endpoint on a loopback port that answers what `refuses` says with
 /// `400 Bad Request` and `body` as plain text; its URL.
 fn refusing_endpoint(refuses: Refuses, body: String) -> String {
+    endpoint_refusing_with(refuses, "400 Bad Request", body)
+}
+
+/// [`refusing_endpoint`] refusing with `status` (a `401 Unauthorized` with a bearer
+/// challenge, as a server that takes keys answers a wrong one).
+fn endpoint_refusing_with(refuses: Refuses, status: &'static str, body: String) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
     std::thread::spawn(move || {
@@ -81,10 +87,15 @@ fn refusing_endpoint(refuses: Refuses, body: String) -> String {
                     ]}})
                     .to_string(),
                 ),
-                _ => ("400 Bad Request", "text/plain", body.clone()),
+                _ => (status, "text/plain", body.clone()),
+            };
+            let challenge = if status.starts_with("401") {
+                "WWW-Authenticate: Bearer realm=\"hostile\"\r\n"
+            } else {
+                ""
             };
             let response = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n\
+                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n{challenge}\
                  Content-Length: {}\r\nConnection: close\r\n\r\n{answer}",
                 answer.len()
             );
@@ -162,23 +173,30 @@ fn send_error(text: &str) -> String {
     )
 }
 
+/// The project's only server, `server`, listed, then its `echo` called: the name and the
+/// message of the call's refusal as unavailable.
+async fn refused_echo(project: &Project, server: &str) -> (String, String) {
+    let upstreams = project.upstreams();
+    let hub = project.hub(&upstreams);
+    upstreams
+        .get(server)
+        .expect("configured")
+        .discover()
+        .await
+        .expect("listed");
+    let called = call(&hub, &format!("{server}__echo"), json!({})).await;
+    let Err(CallError::Unavailable { name, message }) = called else {
+        panic!("not refused as unavailable: {called:?}");
+    };
+    (name, message)
+}
+
 /// And for a call on a live connection, as its caller sees the failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_call_reaches_its_caller_printable_and_cut() {
     let url = refusing_endpoint(Refuses::AfterTheListing, hostile_words());
     let project = Project::new(&json!({"mcpServers": {"hostile": {"url": url}}}));
-    let upstreams = project.upstreams();
-    let hub = project.hub(&upstreams);
-    upstreams
-        .get("hostile")
-        .expect("configured")
-        .discover()
-        .await
-        .expect("listed");
-    let called = call(&hub, "hostile__echo", json!({})).await;
-    let Err(CallError::Unavailable { name, message }) = called else {
-        panic!("not refused as unavailable: {called:?}");
-    };
+    let (name, message) = refused_echo(&project, "hostile").await;
     assert_eq!(name, "hostile__echo");
     let cut: String = send_error(&message).chars().take(1000).collect();
     assert_eq!(
@@ -188,4 +206,46 @@ async fn a_refused_call_reaches_its_caller_printable_and_cut() {
              times without an answer; last error: {cut}…"
         )
     );
+}
+
+/// Found in review of issue 28: a 401 from a server whose configuration sends its key in another
+/// header than `Authorization` (`X-API-Key: ${KEY}`, as many hosted servers take it) was
+/// reported as a want of sign-in ("run `toolmux mcp login`"), which cannot help. Any configured
+/// header holding a secret makes the refusal the configured credential's, naming that header,
+/// at the handshake and on a live connection alike; a header that holds none leaves it a
+/// want of sign-in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_key_in_any_secret_header_is_the_configured_credentials_refusal() {
+    let rejected = "MCP server `keyed` rejected the configured credential (HTTP 401): check the \
+                    `X-API-Key` header in its `headers` and the secret or variable it reads";
+    let keyed = |url: &str, headers: Value| {
+        Project::new(&json!({"mcpServers": {"keyed": {"url": url, "headers": headers}}}))
+    };
+
+    let url = endpoint_refusing_with(Refuses::Everything, "401 Unauthorized", "no".into());
+    let needs_sign_in = "MCP server `keyed` needs sign-in: run `toolmux mcp login keyed` (or use \
+                         Sign in on its card in the web app)";
+    for (headers, said) in [
+        (
+            json!({"X-API-Key": "not-the-key", "X-Trace": "on"}),
+            rejected,
+        ),
+        (json!({"X-Trace": "on"}), needs_sign_in),
+    ] {
+        let project = keyed(&url, headers);
+        let upstreams = project.upstreams();
+        let err = upstreams
+            .get("keyed")
+            .expect("configured")
+            .discover()
+            .await
+            .expect_err("refused");
+        assert_eq!(err.to_string(), said);
+    }
+
+    // A call refused on a live connection.
+    let url = endpoint_refusing_with(Refuses::AfterTheListing, "401 Unauthorized", "no".into());
+    let project = keyed(&url, json!({"X-API-Key": "revoked-key"}));
+    let (name, message) = refused_echo(&project, "keyed").await;
+    assert_eq!((name.as_str(), message.as_str()), ("keyed__echo", rejected));
 }

@@ -68,12 +68,14 @@ impl Approver for TerminalApprover {
 fn fill_in(question: &HumanQuestion, term: &Term) -> dialoguer::Result<Option<Map<String, Value>>> {
     let properties = question
         .schema
+        .as_value()
         .get("properties")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
     let required: Vec<&str> = question
         .schema
+        .as_value()
         .get("required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())

@@ -491,6 +491,64 @@ fn a_servers_form_reaches_the_person_and_their_answer_reaches_the_tool() {
     );
 }
 
+/// Found in review of issue 28 (THREATS.md rule 1): an answer to a form was checked with no
+/// bound on its depth or size, inside the lock every approval and question waits behind. An
+/// answer nested too deep or too large, posted to `POST /api/chat/{id}/input`, is refused with
+/// why, the form still open; the person then declines, and the server hears a decline.
+#[test]
+fn an_answer_too_deep_or_too_large_is_refused_and_the_form_stays_open() {
+    let fixture = serve();
+    let served = &fixture.served;
+    let mut deep = json!("ada");
+    for _ in 0..40 {
+        deep = Value::Array(vec![deep]);
+    }
+    let hostile = [
+        json!({"answer": {"username": deep, "email": "ada@example.com"}}),
+        json!({"answer": {"username": "x".repeat(300 * 1024), "email": "ada@example.com"}}),
+    ];
+    let mut answered = Vec::new();
+    let events = stream_chat(
+        &served.address,
+        KEY,
+        &json!({"conversation": "c-hostile", "text": "Register me with the server"}),
+        |event| {
+            if event["type"] == "data-input-request" {
+                let data = &event["data"];
+                let path = data["answer"].as_str().expect("answer path");
+                for answer in hostile.iter().chain([&json!({"action": "decline"})]) {
+                    let mut body = answer.clone();
+                    body["id"] = data["requestId"].clone();
+                    let response = served.post(path, &body.to_string());
+                    let body = (!response.body.is_empty()).then(|| response.json());
+                    answered.push((response.status, body));
+                }
+            }
+        },
+    );
+    let refusal = |why: &str| {
+        Some(json!({"error": {
+            "code": "invalid_answer",
+            "message": format!("the answer does not fit the form, so the question still waits: {why}"),
+            "details": {},
+        }}))
+    };
+    assert_eq!(
+        answered,
+        [
+            (422, refusal("the answer nests deeper than 32 levels")),
+            (422, refusal("the answer is larger than 256 KiB serialized")),
+            (204, None),
+        ]
+    );
+    assert_outcome(
+        &events,
+        "call_elicit",
+        "User response: action=decline, content={}",
+        "You declined to register.",
+    );
+}
+
 #[test]
 fn the_terminal_chat_asks_a_servers_form_field_by_field() {
     let aimock = Aimock::start("backchannel.json");

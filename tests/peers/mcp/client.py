@@ -34,9 +34,11 @@ PLAN_JSON is an object:
       {"op": "wait_list_changed", "timeout": S} -> {"list_changed": true|false}
       {"op": "wait_resources_changed", "timeout": S} -> {"resources_changed": true|false}
           (like wait_list_changed, for notifications/resources/list_changed)
-      {"op": "listen", "timeout": S}          -> {"listening": SubscriptionFilter} once the
-          server acknowledged a `subscriptions/listen` for tool list changes (2026-07-28), then
-          {"event": "ToolsListChanged" | None} for the first change within S seconds
+      {"op": "listen", "timeout": S, "resources": [U, ...]} -> {"listening": SubscriptionFilter}
+          once the server acknowledged a `subscriptions/listen` for tool list changes (and the
+          resources named, if any) (2026-07-28), then {"event": "ToolsListChanged" |
+          "ResourceUpdated" | None} for the first change within S seconds; {"error": {...}}
+          when the server refuses the request (before or after its acknowledgment)
       {"op": "wait_logs", "count": N, "timeout": S} -> {"logs": [params, ...]}  (log messages
           may travel on another HTTP stream than the call's result, so they can arrive after it)
 
@@ -60,6 +62,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
 
@@ -266,12 +269,23 @@ async def run(plan: dict[str, Any]) -> None:
                 completed = await client.complete(reference, step["argument"])
                 emit({"completion": dump(completed.completion)})
             elif op == "listen":
-                async with client.listen(tools_list_changed=True) as subscription:
-                    emit({"listening": dump(subscription.honored)})
-                    event: Any = None
-                    with anyio.move_on_after(step.get("timeout", 10)):
-                        event = await subscription.__anext__()
-                    emit({"event": type(event).__name__ if event is not None else None})
+                try:
+                    async with client.listen(
+                        tools_list_changed=True, resource_subscriptions=step.get("resources", ())
+                    ) as subscription:
+                        emit({"listening": dump(subscription.honored)})
+                        event: Any = None
+                        with anyio.move_on_after(step.get("timeout", 10)):
+                            event = await subscription.__anext__()
+                        emit({"event": type(event).__name__ if event is not None else None})
+                except MCPError as e:
+                    emit({"error": {"code": e.code, "message": e.message}})
+                except SubscriptionLost as e:
+                    # The server ended the stream after its acknowledgment with an error.
+                    cause = e.__cause__
+                    if not isinstance(cause, MCPError):
+                        raise
+                    emit({"error": {"code": cause.code, "message": cause.message}})
             elif op == "ping":
                 await client.send_ping()
                 emit({"ok": True})

@@ -18,7 +18,8 @@ mod template;
 pub use events::{Outcome, PersonEvent, PersonEvents, Resolved, WaitingItem, Watched};
 pub use grants::ApprovalScope;
 pub use question::{
-    AnswerError, AskError, CannotAsk, HumanAnswer, HumanQuestion, ask_within, field_value,
+    AnswerError, AnswerSchema, AskError, CannotAsk, HumanAnswer, HumanQuestion, MAX_ANSWER_BYTES,
+    MAX_ANSWER_DEPTH, MAX_FORM_SCHEMA_BYTES, MAX_FORM_SCHEMA_DEPTH, ask_within, field_value,
 };
 pub use queue::{
     AnswerApprovalError, ApprovalQueue, NoSuchApproval, PendingApproval, PendingInput,
@@ -158,6 +159,14 @@ pub trait Approver: Send + Sync {
         Err(CannotAsk(
             "nobody can answer questions on this channel".to_string(),
         ))
+    }
+
+    /// Whether every answer [`ask`](Self::ask) brings back was already taken under the
+    /// question's one rule ([`HumanQuestion::check`]) — the queue refuses a misfit where it is
+    /// given — so that [`ask_within`] does not check it a second time. `false` by default: an
+    /// answer brought over a wire (an MCP client's form, the terminal) is checked there.
+    fn checks_answers(&self) -> bool {
+        false
     }
 
     /// An earlier answer that already allows this call, so nobody is asked again: the id of the

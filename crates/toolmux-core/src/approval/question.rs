@@ -6,14 +6,171 @@
 //! when an approver that answers over a wire (an MCP client's elicitation form, the terminal
 //! prompt) brings one back.
 
-use serde::Serialize;
+use std::sync::{Arc, LazyLock};
+
+use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::Approver;
 use super::events::Outcome;
 use crate::context::Channel;
 use crate::human::{ANSWER_FIELD, fill_form_defaults, free_text_schema};
-use crate::validate::{CompiledSchema, format_violations};
+use crate::validate::{
+    CompiledSchema, format_violations, nests_deeper_than, serializes_longer_than,
+};
+
+/// The largest schema a question may have, serialized: a form is a handful of flat fields.
+pub const MAX_FORM_SCHEMA_BYTES: usize = 32 * 1024;
+/// The deepest a question's schema may nest.
+pub const MAX_FORM_SCHEMA_DEPTH: usize = 32;
+/// The largest answer taken, serialized (a free-text answer is text a person typed or pasted).
+pub const MAX_ANSWER_BYTES: usize = 256 * 1024;
+/// The deepest an answer may nest.
+pub const MAX_ANSWER_DEPTH: usize = 32;
+
+/// The JSON Schema a question's answer must fit, compiled once — when the question is asked,
+/// before it waits anywhere (never under the queue's lock) — and kept with the question, so
+/// every answer to it, from every channel, is checked by the same validator. Its size and depth
+/// are bounded before it is compiled: the schema comes from a model or an upstream server.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct AnswerSchema(Arc<CompiledForm>);
+
+struct CompiledForm {
+    schema: Value,
+    validator: CompiledSchema,
+}
+
+/// The free-text question's schema, compiled once for the process.
+static FREE_TEXT: LazyLock<Result<AnswerSchema, String>> =
+    LazyLock::new(|| AnswerSchema::compile(free_text_schema()));
+
+impl AnswerSchema {
+    /// `schema` compiled; the error says why it cannot be a question's schema (too large, too
+    /// deep, not a valid JSON Schema), in words that follow the schema's name ("the answer's
+    /// schema: …").
+    pub fn compile(schema: Value) -> Result<Self, String> {
+        if nests_deeper_than(&schema, MAX_FORM_SCHEMA_DEPTH) {
+            return Err(format!(
+                "it nests deeper than {MAX_FORM_SCHEMA_DEPTH} levels"
+            ));
+        }
+        if serializes_longer_than(&schema, MAX_FORM_SCHEMA_BYTES) {
+            return Err(format!(
+                "it is larger than {} serialized",
+                crate::human_bytes(MAX_FORM_SCHEMA_BYTES as u64)
+            ));
+        }
+        let validator = CompiledSchema::compile(&schema)
+            .map_err(|e| format!("it is not a valid JSON Schema: {e}"))?;
+        Ok(Self(Arc::new(CompiledForm { schema, validator })))
+    }
+
+    /// The schema of a free-text question (`{"answer": "..."}`).
+    pub fn free_text() -> Self {
+        match &*FREE_TEXT {
+            Ok(schema) => schema.clone(),
+            Err(why) => unreachable!("the free-text schema is valid: {why}"),
+        }
+    }
+
+    /// The schema as JSON.
+    pub fn as_value(&self) -> &Value {
+        &self.0.schema
+    }
+
+    /// Whether it asks for free text (a one-field `{"answer": …}` form) rather than a form.
+    pub fn is_free_text(&self) -> bool {
+        matches!(&*FREE_TEXT, Ok(free) if free.0.schema == self.0.schema)
+    }
+
+    /// The one rule: `answer` as it is taken — an accepted answer with the defaults of the
+    /// fields it leaves empty filled in (SEP-1034), when it is within the answer's bounds and
+    /// then fits the schema — or why not (each field and what is wrong with it), in which case
+    /// the question stays open. A decline or a dismissal always fits.
+    pub fn check(&self, answer: HumanAnswer) -> Result<HumanAnswer, AnswerError> {
+        match answer {
+            HumanAnswer::Accept(content) => self
+                .fit(content)
+                .map(HumanAnswer::Accept)
+                .map_err(AnswerError::Invalid),
+            other => Ok(other),
+        }
+    }
+
+    /// `content` with the defaults of the fields it leaves empty, when it is within bounds and
+    /// then fits; else why not.
+    fn fit(&self, mut content: Value) -> Result<Value, String> {
+        if nests_deeper_than(&content, MAX_ANSWER_DEPTH) {
+            return Err(format!(
+                "the answer nests deeper than {MAX_ANSWER_DEPTH} levels"
+            ));
+        }
+        if serializes_longer_than(&content, MAX_ANSWER_BYTES) {
+            return Err(format!(
+                "the answer is larger than {} serialized",
+                crate::human_bytes(MAX_ANSWER_BYTES as u64)
+            ));
+        }
+        // A field left empty means its default (SEP-1034), so a required field with a default
+        // is not refused for being empty.
+        if let Some(fields) = content.as_object_mut() {
+            fill_form_defaults(&self.0.schema, fields);
+        }
+        let violations = self.0.validator.violations(&content);
+        if violations.is_empty() {
+            Ok(content)
+        } else {
+            Err(format_violations(&violations))
+        }
+    }
+
+    /// An answer typed as text (the terminal chat, the chat's text box), checked: the answer of
+    /// a free-text question; for a form, a JSON object of its fields or, for a form of one
+    /// field, that field's value in the type it declares.
+    pub fn answer_text(&self, text: &str) -> Result<HumanAnswer, AnswerError> {
+        let content = if self.is_free_text() {
+            json!({ ANSWER_FIELD: text })
+        } else {
+            match serde_json::from_str::<Value>(text) {
+                Ok(content @ Value::Object(_)) => content,
+                _ => {
+                    let properties = self.0.schema.get("properties").and_then(Value::as_object);
+                    match properties.map(|p| p.iter().collect::<Vec<_>>()).as_deref() {
+                        Some([(name, field)]) => {
+                            json!({ (*name).clone(): field_value(field, text) })
+                        }
+                        _ => {
+                            return Err(AnswerError::Invalid(
+                                "the form has several fields; answer with a JSON object of them"
+                                    .into(),
+                            ));
+                        }
+                    }
+                }
+            }
+        };
+        self.check(HumanAnswer::Accept(content))
+    }
+}
+
+impl Serialize for AnswerSchema {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.schema.serialize(serializer)
+    }
+}
+
+impl std::fmt::Debug for AnswerSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.schema.fmt(f)
+    }
+}
+
+impl PartialEq for AnswerSchema {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.schema == other.0.schema
+    }
+}
 
 /// A question for the person: `request_human_input`'s, a code-mode script's `human.ask`, or an
 /// upstream server's form (elicitation) relayed to the person of the calling channel.
@@ -26,9 +183,9 @@ pub struct HumanQuestion {
     pub arguments: Value,
     /// The question.
     pub question: String,
-    /// The JSON Schema the answer's content must fit: an object (a free-text question asks for
-    /// `{"answer": "..."}`).
-    pub schema: Value,
+    /// The JSON Schema the answer's content must fit, compiled: an object (a free-text
+    /// question asks for `{"answer": "..."}`).
+    pub schema: AnswerSchema,
     /// The channel the call came through.
     pub channel: Channel,
     /// The conversation or session, when there is one.
@@ -87,7 +244,7 @@ impl HumanQuestion {
     pub fn new(
         tool: impl Into<String>,
         question: impl Into<String>,
-        schema: Value,
+        schema: AnswerSchema,
         channel: Channel,
     ) -> Self {
         Self {
@@ -104,48 +261,17 @@ impl HumanQuestion {
 
     /// Whether it asks for free text (a one-field `{"answer": …}` form) rather than a form.
     pub fn is_free_text(&self) -> bool {
-        self.schema == free_text_schema()
+        self.schema.is_free_text()
     }
 
-    /// The one rule: `answer` as it is taken — an accepted answer with the defaults of the
-    /// fields it leaves empty filled in (SEP-1034), when it then fits the schema — or why it
-    /// does not fit (each field and what is wrong with it), in which case the question stays
-    /// open. A decline or a dismissal always fits.
+    /// The one rule ([`AnswerSchema::check`]) for this question's form.
     pub fn check(&self, answer: HumanAnswer) -> Result<HumanAnswer, AnswerError> {
-        match answer {
-            HumanAnswer::Accept(content) => fit(&self.schema, content)
-                .map(HumanAnswer::Accept)
-                .map_err(AnswerError::Invalid),
-            other => Ok(other),
-        }
+        self.schema.check(answer)
     }
 
-    /// An answer typed as text (the terminal chat, the chat's text box), checked: the answer of
-    /// a free-text question; for a form, a JSON object of its fields or, for a form of one
-    /// field, that field's value in the type it declares.
+    /// An answer typed as text, checked ([`AnswerSchema::answer_text`]).
     pub fn answer_text(&self, text: &str) -> Result<HumanAnswer, AnswerError> {
-        let content = if self.is_free_text() {
-            json!({ ANSWER_FIELD: text })
-        } else {
-            match serde_json::from_str::<Value>(text) {
-                Ok(content @ Value::Object(_)) => content,
-                _ => {
-                    let properties = self.schema.get("properties").and_then(Value::as_object);
-                    match properties.map(|p| p.iter().collect::<Vec<_>>()).as_deref() {
-                        Some([(name, field)]) => {
-                            json!({ (*name).clone(): field_value(field, text) })
-                        }
-                        _ => {
-                            return Err(AnswerError::Invalid(
-                                "the form has several fields; answer with a JSON object of them"
-                                    .into(),
-                            ));
-                        }
-                    }
-                }
-            }
-        };
-        self.check(HumanAnswer::Accept(content))
+        self.schema.answer_text(text)
     }
 
     /// The question asked again after `why` refused an answer.
@@ -156,24 +282,6 @@ impl HumanQuestion {
             self.question
         );
         again
-    }
-}
-
-/// `content` with the defaults of the fields it leaves empty, when it then fits `schema`; else
-/// every violation, each with the field it is at.
-fn fit(schema: &Value, mut content: Value) -> Result<Value, String> {
-    // A field left empty means its default (SEP-1034), so a required field with a default is
-    // not refused for being empty.
-    if let Some(fields) = content.as_object_mut() {
-        fill_form_defaults(schema, fields);
-    }
-    let compiled = CompiledSchema::compile(schema)
-        .map_err(|e| format!("the question's schema is invalid: {e}"))?;
-    let violations = compiled.violations(&content);
-    if violations.is_empty() {
-        Ok(content)
-    } else {
-        Err(format_violations(&violations))
     }
 }
 
@@ -225,17 +333,26 @@ pub async fn ask_within(
     approver: &dyn Approver,
     question: &HumanQuestion,
 ) -> Option<Result<HumanAnswer, AskError>> {
+    // The queue takes only answers that fit, where they are given: checking them again here
+    // would validate each twice.
+    let check = |answer: HumanAnswer| {
+        if approver.checks_answers() {
+            Ok(answer)
+        } else {
+            question.check(answer)
+        }
+    };
     let asking = async {
         let mut asked = question.clone();
         for _ in 0..MAX_REFUSED_ANSWERS {
             let answer = approver.ask(&asked).await.map_err(AskError::CannotAsk)?;
-            match question.check(answer) {
+            match check(answer) {
                 Ok(answer) => return Ok(answer),
                 Err(why) => asked = question.asked_again(&why),
             }
         }
         let answer = approver.ask(&asked).await.map_err(AskError::CannotAsk)?;
-        question.check(answer).map_err(AskError::DoesNotFit)
+        check(answer).map_err(AskError::DoesNotFit)
     };
     tokio::time::timeout(question.time_limit, asking).await.ok()
 }
@@ -256,6 +373,7 @@ mod tests {
     use super::*;
 
     fn form(schema: Value) -> HumanQuestion {
+        let schema = AnswerSchema::compile(schema).expect("a valid schema");
         HumanQuestion::new("request_human_input", "?", schema, Channel::Rest)
     }
 

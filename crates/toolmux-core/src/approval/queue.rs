@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, oneshot, watch};
 
 use super::events::{Outcome, PersonEvent, PersonEvents, Resolved, WaitingItem};
 use super::grants::{ApprovalScope, Grants, conversation_of};
-use super::question::{AnswerError, CannotAsk, HumanAnswer, HumanQuestion};
+use super::question::{AnswerError, AnswerSchema, CannotAsk, HumanAnswer, HumanQuestion};
 use super::{Approval, ApprovalRequest, Approver};
 
 /// Everything waiting on a person who answers out of band: through the REST API
@@ -206,31 +206,34 @@ impl ApprovalQueue {
 
     /// Answers one waiting question. An answer that does not fit the question's form is
     /// refused with the reasons (each field and what is wrong) and the question keeps waiting,
-    /// so the person can correct it ([`HumanQuestion::check`], the one rule).
+    /// so the person can correct it ([`AnswerSchema::check`], the one rule).
     pub fn answer_input(&self, id: uuid::Uuid, answer: HumanAnswer) -> Result<(), AnswerError> {
-        self.answer_input_with(id, |question| question.check(answer))
+        self.answer_input_with(id, |schema| schema.check(answer))
     }
 
-    /// Answers one waiting question with text a person typed ([`HumanQuestion::answer_text`]),
+    /// Answers one waiting question with text a person typed ([`AnswerSchema::answer_text`]),
     /// under the same rule as [`answer_input`](Self::answer_input).
     pub fn answer_input_text(&self, id: uuid::Uuid, text: &str) -> Result<(), AnswerError> {
-        self.answer_input_with(id, |question| question.answer_text(text))
+        self.answer_input_with(id, |schema| schema.answer_text(text))
     }
 
+    /// Checks an answer with the question's compiled schema outside the lock — an answer is
+    /// outside input, and every approval and question waits behind that lock — then takes it
+    /// if the question still waits.
     fn answer_input_with(
         &self,
         id: uuid::Uuid,
-        answer: impl FnOnce(&HumanQuestion) -> Result<HumanAnswer, AnswerError>,
+        answer: impl FnOnce(&AnswerSchema) -> Result<HumanAnswer, AnswerError>,
     ) -> Result<(), AnswerError> {
-        let mut waiting = self.lock();
-        let Some(Waiting::Input(input, _)) = waiting.get(&id) else {
+        let schema = match self.lock().get(&id) {
+            Some(Waiting::Input(input, _)) => input.question.schema.clone(),
+            _ => return Err(AnswerError::NotWaiting(id)),
+        };
+        let answer = answer(&schema)?;
+        // Answered by another channel, or withdrawn, while this answer was checked.
+        let Some(Waiting::Input(_, tx)) = self.lock().remove(&id) else {
             return Err(AnswerError::NotWaiting(id));
         };
-        let answer = answer(&input.question)?;
-        let Some(Waiting::Input(_, tx)) = waiting.remove(&id) else {
-            unreachable!("the question was found under this id with the lock held");
-        };
-        drop(waiting);
         let outcome = answer.outcome();
         // The call may have ended a moment ago; then nobody hears the answer.
         let _ = tx.send(answer);
@@ -309,6 +312,11 @@ impl Drop for Withdraw<'_> {
 
 #[async_trait]
 impl Approver for ApprovalQueue {
+    /// [`answer_input`](ApprovalQueue::answer_input) takes only answers that fit.
+    fn checks_answers(&self) -> bool {
+        true
+    }
+
     fn standing_approval(&self, request: &ApprovalRequest) -> Option<uuid::Uuid> {
         let conversation = conversation_of(request)?;
         self.grants
@@ -452,12 +460,12 @@ mod tests {
     async fn a_question_waits_until_an_answer_fits_its_schema_and_the_stream_sees_both_ends() {
         let queue = std::sync::Arc::new(ApprovalQueue::new());
         let mut events = queue.watch();
-        let question = HumanQuestion::new(
-            "request_human_input",
-            "How many?",
+        let schema = AnswerSchema::compile(
             json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
-            Channel::Rest,
-        );
+        )
+        .expect("a valid schema");
+        let question =
+            HumanQuestion::new("request_human_input", "How many?", schema, Channel::Rest);
         let asker = std::sync::Arc::clone(&queue);
         let asked = tokio::spawn(async move { asker.ask(&question).await });
         let Some(Watched::Event(PersonEvent::Pending(item))) = events.next().await else {
