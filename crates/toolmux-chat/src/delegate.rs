@@ -194,6 +194,10 @@ impl Source for DelegateSource {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some("Hands a self-contained sub-task to a sub-conversation with a subset of the tools; its final answer comes back.".to_string())
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         vec![descriptor()]
     }

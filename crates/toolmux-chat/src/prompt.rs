@@ -78,6 +78,13 @@ pub fn system_prompt(catalog: &Catalog, project: &str, skills: &[SkillSummary]) 
         if !notes.is_empty() {
             let _ = write!(out, " ({})", notes.join("; "));
         }
+        // What the source is for, so the model knows when to turn to it, not only that it is
+        // there.
+        if let Some(description) = info.description.as_deref().map(str::trim)
+            && !description.is_empty()
+        {
+            let _ = write!(out, " — {}", one_line(description));
+        }
         out.push('\n');
     }
     if by_source.is_empty() {
@@ -120,6 +127,12 @@ pub fn system_prompt(catalog: &Catalog, project: &str, skills: &[SkillSummary]) 
     out
 }
 
+/// `text` on one line: a server's own description may span several, which would break the
+/// list.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The tool that loads a skill's instructions.
 const SKILL_LOAD: &str = "skill_load";
 
@@ -141,6 +154,25 @@ mod tests {
             name: "csv-summary".into(),
             description: "Summarise a CSV file.".into(),
         }]
+    }
+
+    #[test]
+    fn each_source_is_listed_with_what_it_is_for() {
+        let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
+        hub.add_source(Arc::new(toolmux_skills::SkillsSource::new(
+            std::path::Path::new("/nowhere"),
+            Vec::new(),
+        )));
+        let prompt = system_prompt(&hub.catalog(), "demo", &[]);
+        let line = prompt
+            .lines()
+            .find(|l| l.starts_with("- `skills`"))
+            .unwrap_or_else(|| panic!("no line for the skills source: {prompt}"));
+        assert_eq!(
+            line,
+            "- `skills` (built into toolmux): 2 tools (2 only read) — Loads the instructions of \
+             an installed skill for a particular task."
+        );
     }
 
     #[test]

@@ -188,6 +188,10 @@ impl Source for CodeModeSource {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some("Runs a TypeScript script that calls many tools in one step, and searches the tools by what they do.".to_string())
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         self.descriptors()
     }

@@ -30,7 +30,7 @@ use crate::upstream::{ServerName, UpstreamServer};
 #[serde(
     deny_unknown_fields,
     expecting = "a tool with `description`, `script` and optionally `name`, `inputSchema`, \
-                 `outputSchema`, `parallel_capable`, `timeout` (seconds)"
+                 `outputSchema`, `parallel_capable`, `timeout` (seconds), `_internal`"
 )]
 struct SeedTool {
     /// Its name (in the list form; the object form takes the key).
@@ -48,6 +48,9 @@ struct SeedTool {
     output_schema: Option<Value>,
     #[serde(default, alias = "parallelCapable")]
     parallel_capable: bool,
+    /// Internal: hidden from models, callable by trusted callers (seed 003's tool field).
+    #[serde(default, rename = "_internal")]
+    internal: bool,
     /// Seconds.
     #[serde(default)]
     timeout: Option<f64>,
@@ -269,6 +272,7 @@ fn script_tool(seed: &SeedTool, folder: &Path, project_dir: &Path) -> Result<Scr
         "description": seed.description,
         "command": command,
         "parallel": seed.parallel_capable,
+        "_internal": seed.internal,
     });
     if let Some(schema) = &seed.input_schema {
         tool["inputSchema"] = schema.clone();
@@ -391,6 +395,27 @@ mod tests {
         assert!(tool.command[1].ends_with("backend/src/tools/hello_world.py"));
         assert!(tool.parallel);
         assert_eq!(tool.timeout_ms.map(|t| t.get()), Some(2500));
+    }
+
+    #[test]
+    fn a_seed_tool_marked_internal_stays_internal() {
+        let (dir, path) = registry(
+            r#"[{"name": "openllm_secrets_get", "description": "[Internal] Get a key.",
+                 "script": "get.py", "_internal": true},
+                {"name": "read_file", "description": "Read.", "script": "read.py",
+                 "_internal": false}]"#,
+            "tools.json",
+        );
+        let found = read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect("read");
+        let internal: Vec<(&str, bool)> = found
+            .tools
+            .iter()
+            .map(|(name, tool)| (name.as_str(), tool.internal))
+            .collect();
+        assert_eq!(
+            internal,
+            [("openllm_secrets_get", true), ("read_file", false)]
+        );
     }
 
     #[test]

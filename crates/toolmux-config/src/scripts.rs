@@ -22,7 +22,7 @@ use crate::model::RateLimitSetting;
     deny_unknown_fields,
     expecting = "an object with `description`, `command` and optionally `inputSchema`, \
                  `outputSchema`, `cwd`, `env`, `inheritEnv`, `timeoutMs`, `parallel`, `policy`, \
-                 `rateLimit`"
+                 `rateLimit`, `_internal`"
 )]
 pub struct ScriptTool {
     /// What the tool does, for the model that chooses it.
@@ -61,6 +61,15 @@ pub struct ScriptTool {
     /// At most this many calls per period.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimitSetting>,
+    /// `true` makes it internal, as `_meta._internal` makes an MCP server's tool (seed 003's
+    /// field, under its name): never offered to a model or an MCP client, callable by trusted
+    /// callers only.
+    #[serde(
+        default,
+        rename = "_internal",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub internal: bool,
 }
 
 fn any_object() -> Value {

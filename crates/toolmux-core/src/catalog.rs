@@ -78,6 +78,9 @@ pub struct SourceInfo {
     pub id: String,
     /// Its family.
     pub kind: SourceKind,
+    /// What its tools are for ([`crate::Source::description`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// Its health.
     pub status: SourceStatus,
     /// Tools it contributes to the catalog.
@@ -282,6 +285,7 @@ impl Catalog {
             infos.push(SourceInfo {
                 id: source_id,
                 kind: source.kind(),
+                description: source.description(),
                 status: source.status(),
                 tool_count: count,
                 enabled,

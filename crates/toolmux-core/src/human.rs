@@ -118,6 +118,10 @@ impl Source for HumanInputSource {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some("Asks the person a question and waits for the answer.".to_string())
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         vec![self.descriptor.clone()]
     }

@@ -83,6 +83,12 @@ pub trait Source: Send + Sync + 'static {
     /// Its family.
     fn kind(&self) -> SourceKind;
 
+    /// What its tools are for, in a sentence a model reads in the chat's system prompt to know
+    /// when to turn to this source; `None` when it cannot say.
+    fn description(&self) -> Option<String> {
+        None
+    }
+
     /// The tools it provides now, with registry names already assigned.
     fn tools(&self) -> Vec<ToolDescriptor>;
 

@@ -176,7 +176,10 @@ impl ExecPack {
                 map.insert("filesTruncated".into(), json!(true));
             }
         }
-        ToolResult::structured_with_text(value, text)
+        failed_unless_zero(
+            ToolResult::structured_with_text(value, text),
+            finished.exit_code,
+        )
     }
 
     /// TypeScript through code mode's `run_code`, with the caller's context (its scope, its
@@ -243,8 +246,16 @@ impl ExecPack {
             "files": [],
             "notes": ["TypeScript runs in code mode's QuickJS sandbox: no files, process or network except through tools"],
         });
-        ToolResult::structured_with_text(value, text)
+        failed_unless_zero(ToolResult::structured_with_text(value, text), exit_code)
     }
+}
+
+/// `result` flagged as a tool error unless the code exited with 0 (a timeout or a signal
+/// leaves no exit code): a model or client reading only `isError` must see that the code
+/// failed, not just one reading `exitCode`. The result keeps everything it reports.
+fn failed_unless_zero(mut result: ToolResult, exit_code: Option<i32>) -> ToolResult {
+    result.is_error = exit_code != Some(0);
+    result
 }
 
 /// Code mode's console lines as stdout (`log`, `info`, `debug`) and stderr (`warn`, `error`).

@@ -558,6 +558,13 @@ impl Source for ExecPack {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some(
+            "Runs shell commands and Python, Bash or TypeScript code in the project, sandboxed."
+                .to_string(),
+        )
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         self.inner.tools.clone()
     }

@@ -37,6 +37,8 @@ fn setup() -> Setup {
     }
 }
 
+/// The call's structured result, after checking that it is flagged an error exactly when the
+/// code did not exit with 0.
 async fn run(pack: &ExecPack, language: &str, code: &str) -> Value {
     let tool = pack
         .tools()
@@ -55,8 +57,10 @@ async fn run(pack: &ExecPack, language: &str, code: &str) -> Value {
         })
         .await
         .expect("call");
-    assert!(!result.is_error, "{}", result.text_content());
+    let failed = result.is_error;
+    let text = result.text_content();
     let value = result.structured_content.expect("structured");
+    assert_eq!(failed, value["exitCode"] != json!(0), "{text}");
     // The result is what the tool's output schema promises.
     let schema = tool.output_schema.expect("output schema");
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");

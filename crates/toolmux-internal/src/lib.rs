@@ -439,6 +439,10 @@ impl Source for InternalPack {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some("toolmux's own settings and secrets, for trusted callers only.".to_string())
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         self.tools.clone()
     }

@@ -295,8 +295,9 @@ impl Approver for ElicitationApprover {
 /// bot on `/api/approvals/stream`): each approval and question is put to the client by
 /// elicitation and parked in the process's queue at once, and the first answer wins (the other
 /// is withdrawn: an answer from the queue sends the client `notifications/cancelled` for its
-/// form). A client's `cancel` is no answer: the queue keeps waiting. A client that cannot elicit still has its approvals parked in the queue; its
-/// questions are refused, since they are meant for the client's own user.
+/// form). A client's `cancel` is no answer: the queue keeps waiting. A client that cannot elicit
+/// has its approvals and its questions (`request_human_input`) parked in the queue alone, where
+/// the web app, the REST API or the terminal answers them.
 pub(crate) struct QueuedApprover {
     client: Option<ElicitationApprover>,
     queue: Arc<ApprovalQueue>,
@@ -343,7 +344,7 @@ impl Approver for QueuedApprover {
 
     async fn ask(&self, question: &HumanQuestion) -> Result<HumanAnswer, CannotAsk> {
         let Some(client) = &self.client else {
-            return Err(CannotAsk(NO_ELICITATION.to_string()));
+            return self.queue.ask(question).await;
         };
         let handle = client
             .send(question_params(question)?, question.time_limit)
@@ -385,10 +386,6 @@ async fn first_answer<T>(
         }
     }
 }
-
-/// What a model hears when its MCP client cannot show a question to its user.
-pub(crate) const NO_ELICITATION: &str = "this MCP client cannot show questions to its user (it \
-     did not declare the elicitation capability); ask the person in your reply instead";
 
 #[cfg(test)]
 mod tests {

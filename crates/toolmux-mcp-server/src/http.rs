@@ -11,7 +11,10 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use rmcp::transport::common::http_header::HEADER_SESSION_ID;
+use rmcp::model::ProtocolVersion;
+use rmcp::transport::common::http_header::{
+    EVENT_STREAM_MIME_TYPE, HEADER_MCP_PROTOCOL_VERSION, HEADER_SESSION_ID,
+};
 use rmcp::transport::streamable_http_server::{
     SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
@@ -76,7 +79,11 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
     );
     let router = Router::new()
         .route_service(MCP_PATH, service)
-        .layer(middleware::from_fn_with_state(answers, answer_as_json_rpc));
+        .layer(middleware::from_fn_with_state(
+            answers.clone(),
+            answer_as_json_rpc,
+        ))
+        .layer(middleware::from_fn_with_state(answers, prime_by_version));
     match own_guard {
         Some(options) => toolmux_http::mcp_guarded(options, router),
         None => router,
@@ -106,12 +113,7 @@ async fn answer_as_json_rpc(
     next: Next,
 ) -> Response {
     if request.method() == Method::DELETE {
-        let session: Option<SessionId> = request
-            .headers()
-            .get(HEADER_SESSION_ID)
-            .and_then(|v| v.to_str().ok())
-            .map(Arc::from);
-        if let Some(session) = session
+        if let Some(session) = session_named(request.headers())
             && !answers.sessions.has_session(&session).await.unwrap_or(true)
         {
             return (StatusCode::NOT_FOUND, SESSION_NOT_FOUND).into_response();
@@ -174,6 +176,116 @@ async fn answer_as_json_rpc(
         // `AnyJson` accepts every kind of value, so serde_json has no data error to give.
         Err(_) => answer,
     }
+}
+
+/// The first protocol version whose event streams start with a priming event (SEP-1699).
+const FIRST_PRIMED_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// rmcp 3.9 starts every event stream with an empty-data priming event (`id: 0`,
+/// `retry: 3000`), whatever the client's version: its `sse_retry` settings are one per service,
+/// with no per-session rule. Clients of versions before 2025-11-25 read the empty data as a JSON
+/// message and fail (Gemini CLI: "Unexpected end of JSON input"), so for them the event is taken
+/// off here, as the official SDKs never send it to them.
+///
+/// The version is the one the session's `initialize` agreed on (for the `initialize` answer
+/// itself, the session it created), never the request's `MCP-Protocol-Version` header: a
+/// client of 2025-11-25 may send an older header on a raw request (the conformance suite's
+/// `server-sse-polling` does) and still needs the event to resume with `Last-Event-ID`. A
+/// request outside any session is a stateless one of 2026-07-28 or later, whose version is its
+/// `_meta` protocol version; rmcp answers it only when its `MCP-Protocol-Version` header names
+/// that same version, so the header read then is the `_meta` version. (rmcp sends such a
+/// request no priming event anyway, having no event store to resume it from.)
+async fn prime_by_version(
+    State(answers): State<Answers>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let session = session_named(request.headers());
+    let stated = request
+        .headers()
+        .get(HEADER_MCP_PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let response = next.run(request).await;
+    let event_stream = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(EVENT_STREAM_MIME_TYPE));
+    if !event_stream {
+        return response;
+    }
+    let primed = |version: &str| version >= FIRST_PRIMED_VERSION.as_str();
+    let primes = match session.or_else(|| session_named(response.headers())) {
+        Some(session) => answers
+            .sessions
+            .negotiated_version(&session)
+            .map(|v| primed(v.as_str())),
+        None => stated.as_deref().map(primed),
+    };
+    // Versions are dates, so they compare as strings. Without a known version, rmcp's answer
+    // stands.
+    if primes == Some(false) {
+        without_priming(response)
+    } else {
+        response
+    }
+}
+
+/// The session a request (or the `initialize` answer) names in `Mcp-Session-Id`.
+fn session_named(headers: &axum::http::HeaderMap) -> Option<SessionId> {
+    headers
+        .get(HEADER_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(Arc::from)
+}
+
+/// `response`'s event stream without its first event when that is a priming event; rmcp sends
+/// one only first. The bytes before the end of the first event are held until that event is
+/// whole; after it, chunks pass as they come.
+fn without_priming(response: Response) -> Response {
+    let (parts, body) = response.into_parts();
+    let events = body.into_data_stream().fuse();
+    let stream = futures::stream::unfold(
+        (events, Some(Vec::new())),
+        |(mut events, head)| async move {
+            let Some(mut head) = head else {
+                return events.next().await.map(|chunk| (chunk, (events, None)));
+            };
+            loop {
+                match events.next().await {
+                    Some(Ok(chunk)) => {
+                        head.extend_from_slice(&chunk);
+                        if let Some(end) = head.windows(2).position(|w| w == b"\n\n") {
+                            let rest = if is_priming(&head[..end]) {
+                                head.split_off(end + 2)
+                            } else {
+                                head
+                            };
+                            return Some((Ok(Bytes::from(rest)), (events, None)));
+                        }
+                    }
+                    Some(Err(e)) => return Some((Err(e), (events, None))),
+                    None => {
+                        return (!head.is_empty()).then(|| (Ok(Bytes::from(head)), (events, None)));
+                    }
+                }
+            }
+        },
+    );
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// Whether an event (its lines, without the blank line ending it) carries no data: only an id,
+/// a retry interval and empty `data` lines.
+fn is_priming(event: &[u8]) -> bool {
+    event.split(|b| *b == b'\n').all(|line| {
+        line.starts_with(b"id:")
+            || line.starts_with(b"retry:")
+            || line
+                .strip_prefix(b"data:")
+                .is_some_and(|d| d.trim_ascii().is_empty())
+    })
 }
 
 /// The largest body rmcp reads (its own default, set here so that the answer to a larger one

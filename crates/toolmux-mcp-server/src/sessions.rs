@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ProtocolVersion, ServerJsonRpcMessage, ServerResult};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::session::{
     EventStore, RestoreOutcome, ServerSseMessage,
@@ -71,6 +71,8 @@ struct Activity {
     /// When the client was last heard from or its last stream closed, in milliseconds since
     /// the table's epoch.
     last: AtomicU64,
+    /// The protocol version the session's `initialize` agreed on.
+    version: OnceLock<ProtocolVersion>,
 }
 
 /// rmcp's session table with idle sessions closed (see the module's documentation). Generic
@@ -173,6 +175,12 @@ impl<M: SessionManager> SessionTable<M> {
         }
     }
 
+    /// The protocol version `id`'s `initialize` agreed on; `None` for a session not (yet)
+    /// initialised, or gone.
+    pub(crate) fn negotiated_version(&self, id: &SessionId) -> Option<ProtocolVersion> {
+        self.table().get(id)?.version.get().cloned()
+    }
+
     /// Takes the sessions idle for longer than the limit out of the table; returns them and
     /// the earliest time another could expire, if any is idle.
     fn take_expired(&self) -> (Vec<SessionId>, Option<Instant>) {
@@ -256,8 +264,15 @@ impl<M: SessionManager> SessionManager for SessionTable<M> {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.touch(id);
-        self.sessions.initialize_session(id, message).await
+        let activity = self.touch(id);
+        let answer = self.sessions.initialize_session(id, message).await?;
+        if let (Some(activity), ServerJsonRpcMessage::Response(response)) = (activity, &answer)
+            && let ServerResult::InitializeResult(result) = &response.result
+        {
+            // Set once: a session has one `initialize`.
+            let _ = activity.version.set(result.protocol_version.clone());
+        }
+        Ok(answer)
     }
 
     /// A session that expired is gone at once, even while rmcp's worker winds down.

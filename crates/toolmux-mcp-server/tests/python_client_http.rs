@@ -454,3 +454,97 @@ async fn an_approval_answered_through_the_queue_withdraws_the_clients_open_form(
     );
     assert_eq!(done["withdrawn"], done["elicitation_ids"], "{done}");
 }
+
+/// The `data` of each SSE event of a raw response body, in order (chunk-size lines skipped).
+fn event_data(body: &str) -> Vec<&str> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .collect()
+}
+
+/// Issue 29: every response stream started with an empty-data priming event (`data: `,
+/// `id: 0`, `retry: 3000`, SEP-1699), which only 2025-11-25 has; older client libraries (Gemini
+/// CLI's) read its empty data as JSON and give up. It goes only to sessions whose `initialize`
+/// agreed on a version that has it, whatever version header a later request states: the
+/// conformance suite's `server-sse-polling` negotiates 2025-11-25, then posts with a 2025-03-26
+/// header, and needs the event to resume. A stateless 2026-07-28 request is judged by its
+/// `_meta` version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_priming_event_goes_only_to_sessions_whose_negotiated_version_has_it() {
+    let server = HttpServer::start(hub(), ServeOptions::default()).await;
+    let port = server.port;
+    // (version asked for in `initialize`, the header later requests state, primed)
+    for (version, header, primed) in [
+        ("2025-03-26", None, false),
+        ("2025-06-18", Some("2025-06-18"), false),
+        ("2025-11-25", Some("2025-11-25"), true),
+        ("2025-11-25", Some("2025-03-26"), true),
+    ] {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {},
+            "clientInfo": {"name": "priming-test", "version": "0"}}});
+        let answer = raw_http(port, &post(port, &init, "")).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let session = answer
+            .header("mcp-session-id")
+            .expect("a session id")
+            .to_string();
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+        let header = header.map_or(String::new(), |h| format!("MCP-Protocol-Version: {h}\r\n"));
+        let listed = raw_http(
+            port,
+            &post(
+                port,
+                &list,
+                &format!("Mcp-Session-Id: {session}\r\n{header}"),
+            ),
+        )
+        .await;
+        assert_eq!(listed.status, 200, "{}", listed.body);
+        for (response, id) in [(&answer, 1), (&listed, 2)] {
+            let events = event_data(&response.body);
+            let first = if primed {
+                assert_eq!(events[0], "", "{version}: {}", response.body);
+                assert!(
+                    response.body.contains("\nretry: 3000\n"),
+                    "{version}: {}",
+                    response.body
+                );
+                events[1]
+            } else {
+                assert!(!response.body.contains("retry:"), "{}", response.body);
+                events[0]
+            };
+            let message: serde_json::Value = serde_json::from_str(first)
+                .unwrap_or_else(|e| panic!("{version}: the first event is not JSON ({e})"));
+            assert_eq!(message["id"], id, "{message}");
+            if id == 1 {
+                assert_eq!(message["result"]["protocolVersion"], version, "{message}");
+            }
+        }
+    }
+    // A stateless 2026-07-28 request has no session: its `_meta` version (≥ 2025-11-25) decides,
+    // and rmcp, with no event store to resume from, sends it no priming event to take off.
+    let stateless = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let listed = raw_http(
+        port,
+        &post(
+            port,
+            &stateless,
+            "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n",
+        ),
+    )
+    .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    // Answered as JSON or as an event stream, whose first event is then the answer.
+    let body = event_data(&listed.body)
+        .first()
+        .copied()
+        .unwrap_or(listed.body.trim());
+    let first: serde_json::Value = serde_json::from_str(body)
+        .unwrap_or_else(|e| panic!("the first event is not JSON ({e}): {}", listed.body));
+    assert_eq!(first["id"], 3, "{first}");
+}

@@ -70,6 +70,7 @@ impl Script {
         descriptor.parallel = tool.parallel;
         descriptor.timeout = tool.timeout_ms.map(|ms| Duration::from_millis(ms.get()));
         descriptor.policy = tool.policy;
+        descriptor.internal = tool.internal;
         descriptor.rate_limit = tool.rate_limit.as_ref().map(|r| RateLimit {
             requests: r.requests.get(),
             period: r.period.duration(),
@@ -105,6 +106,10 @@ impl Source for ScriptSource {
 
     fn kind(&self) -> SourceKind {
         SourceKind::Script
+    }
+
+    fn description(&self) -> Option<String> {
+        Some("The project's own commands, written for this project: prefer them for the project's routine jobs.".to_string())
     }
 
     fn tools(&self) -> Vec<ToolDescriptor> {

@@ -271,3 +271,38 @@ async fn d12_output_held_by_an_unattributable_process_ends_the_call_after_a_grac
     )
     .await;
 }
+
+/// Issue 29: seed 003 marks a tool internal with a top-level `"_internal": true`; a script
+/// tool's definition takes it as `_meta._internal` counts for an MCP server's tool: the model
+/// never sees the tool, an untrusted caller cannot reach it, a trusted one calls it.
+#[tokio::test]
+async fn a_script_tool_marked_internal_is_hidden_from_models_and_callable_when_trusted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let hub = hub(
+        dir.path(),
+        json!({
+            "reset_cache": {
+                "description": "Empties the cache.",
+                "command": ["sh", "-c", "printf emptied"],
+                "_internal": true,
+            },
+            "status": {"description": "Says how things are.", "command": ["sh", "-c", "printf fine"]},
+        }),
+    );
+    let catalog = hub.catalog();
+    let offered: Vec<&str> = catalog
+        .tools()
+        .map(|e| e.descriptor.name.as_str())
+        .collect();
+    assert_eq!(offered, ["status"]);
+    let refused = hub
+        .call("reset_cache", json!({}), &cx())
+        .await
+        .expect_err("an untrusted caller cannot reach an internal tool");
+    assert_eq!(refused.to_string(), "unknown tool `reset_cache`");
+    let ran = hub
+        .call("reset_cache", json!({}), &cx().trusted())
+        .await
+        .expect("a trusted caller calls it");
+    assert_eq!(ran.text_content(), "emptied");
+}

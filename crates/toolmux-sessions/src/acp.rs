@@ -40,8 +40,8 @@ use agent_client_protocol::v1::schema::{
     Implementation, InitializeRequest, NewSessionRequest, PermissionOption, PermissionOptionKind,
     PromptRequest, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionNotification, SessionUpdate, StopReason, TextContent, WriteTextFileRequest,
-    WriteTextFileResponse,
+    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallContent,
+    WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ErrorCode, Lines};
@@ -454,15 +454,14 @@ impl Handlers {
                 None => text,
             }
         });
-        let mut message = format!(
-            "The coding agent `{}` asks permission for `{title}` in `{}`.",
-            self.agent,
-            self.root.path().display()
+        let message = permission_message(
+            &self.agent,
+            self.root.path(),
+            &title,
+            fields.content.as_deref().unwrap_or_default(),
+            preview.as_deref(),
+            &request.options,
         );
-        if let Some(preview) = &preview {
-            message.push_str("\n\n");
-            message.push_str(preview);
-        }
         let question = ApprovalRequest {
             tool: title,
             source: format!("acp:{}", self.agent),
@@ -473,7 +472,10 @@ impl Handlers {
             session: self.asker.session.clone(),
             message,
             preview,
-            configured_message: false,
+            // The agent's own words, worded for the person: an approver that words its own
+            // question (an MCP client's form, which names the tool its client called,
+            // `run_session`) shows this one instead.
+            configured_message: true,
             time_limit: self.asker.time_limit,
         };
         let approval = tokio::select! {
@@ -550,6 +552,54 @@ impl Handlers {
             .map_err(|e| path_refusal(&request.path, &e))?;
         Ok(())
     }
+}
+
+/// The question a permission request puts to the person, in the agent's words: what it wants
+/// to do (its title, say the command it would run), the text it attached, its input, and the
+/// options it offers with the one each answer here picks (see [`choose`]).
+fn permission_message(
+    agent: &str,
+    dir: &Path,
+    title: &str,
+    content: &[ToolCallContent],
+    input: Option<&str>,
+    options: &[PermissionOption],
+) -> String {
+    let mut message = format!(
+        "The coding agent `{agent}` asks permission in `{}`: {title}",
+        dir.display()
+    );
+    for item in content {
+        if let ToolCallContent::Content(item) = item
+            && let ContentBlock::Text(text) = &item.content
+        {
+            message.push('\n');
+            message.push_str(&text.text);
+        }
+    }
+    if let Some(input) = input {
+        message.push_str("\n\n");
+        message.push_str(input);
+    }
+    if !options.is_empty() {
+        let names: Vec<String> = options.iter().map(|o| format!("“{}”", o.name)).collect();
+        let picked = |approval: &Approval| match choose(options, approval).0 {
+            RequestPermissionOutcome::Selected(selected) => options
+                .iter()
+                .find(|o| o.option_id == selected.option_id)
+                .map_or_else(|| "none".to_string(), |o| format!("“{}”", o.name)),
+            _ => "none (the request is cancelled)".to_string(),
+        };
+        message.push_str(&format!(
+            "\n\nThe agent offers: {}. Allowing picks {}; denying picks {}.",
+            names.join(", "),
+            picked(&Approval::Allow),
+            picked(&Approval::Deny {
+                reason: String::new()
+            }),
+        ));
+    }
+    message
 }
 
 /// The option an answer selects: allow → `allow_once`; deny → `reject_once`, else

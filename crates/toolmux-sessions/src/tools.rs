@@ -268,6 +268,10 @@ impl Source for SessionsSource {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some("Starts coding agents (Claude Code, Codex, …) on a task in the project and follows their sessions: status, logs, cancel.".to_string())
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         self.tools.as_ref().clone()
     }

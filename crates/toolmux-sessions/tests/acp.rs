@@ -210,11 +210,23 @@ async fn an_allowed_write_streams_in_order_and_lands_inside_the_directory() {
     assert_eq!(asked.len(), 1, "one question: {asked:?}");
     assert_eq!(asked[0].tool, "Write notes/hello.txt");
     assert_eq!(asked[0].source, "acp:toolmux-acp-test-agent");
-    assert!(
-        asked[0].message.contains("hello from the agent"),
-        "the person sees the input: {}",
-        asked[0].message
+    // Issue 29: the question is the agent's own (its title, its input, its options), marked so
+    // that an MCP client's form shows it instead of "Allow `run_session` …" and raw JSON.
+    let input = serde_json::to_string_pretty(&serde_json::json!({
+        "path": dir.path().join("notes/hello.txt"),
+        "content": "hello from the agent",
+    }))
+    .expect("json");
+    assert_eq!(
+        asked[0].message,
+        format!(
+            "The coding agent `toolmux-acp-test-agent` asks permission in `{}`: Write \
+             notes/hello.txt\n\n{input}\n\nThe agent offers: “Allow once”, “Always allow”, \
+             “Reject”. Allowing picks “Allow once”; denying picks “Reject”.",
+            dir.path().display()
+        )
     );
+    assert!(asked[0].configured_message);
     assert_no_process_left(dir.path());
 }
 

@@ -297,6 +297,10 @@ impl Source for SkillsSource {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some("Loads the instructions of an installed skill for a particular task.".to_string())
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         self.inner.tools.clone()
     }

@@ -191,6 +191,13 @@ impl Source for SpecsSource {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some(
+            "The project's specs (LeanSpec's format): list, read, search, create and update them."
+                .to_string(),
+        )
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         self.inner.tools.clone()
     }

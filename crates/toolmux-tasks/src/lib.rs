@@ -376,6 +376,10 @@ impl Source for TasksPack {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some("The project's task list, kept across turns and conversations: plan work, track it, note progress.".to_string())
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         self.tools.clone()
     }

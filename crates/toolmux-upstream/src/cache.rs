@@ -50,6 +50,40 @@ pub struct ServerIdentity {
     /// The protocol version agreed on.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub protocol_version: String,
+    /// What it says it is for: its `serverInfo.description`, else its title, else the first
+    /// line of its instructions (cut at [`DESCRIPTION_CHARS`]); the chat's system prompt shows
+    /// it beside the server's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The longest a server's description may be in [`ServerIdentity`]: it goes into every chat
+/// request's system prompt.
+pub const DESCRIPTION_CHARS: usize = 300;
+
+impl ServerIdentity {
+    /// What a server's handshake says it is for (see [`ServerIdentity::description`]).
+    pub fn description_of(info: &rmcp::model::ServerPeerInfo) -> Option<String> {
+        let own = info.server_info.as_ref().and_then(|i| {
+            i.description
+                .clone()
+                .or_else(|| i.title.clone())
+                .filter(|d| !d.trim().is_empty())
+        });
+        let from_instructions = || {
+            info.instructions
+                .as_deref()
+                .and_then(|text| text.lines().map(str::trim).find(|l| !l.is_empty()))
+                .map(str::to_string)
+        };
+        own.or_else(from_instructions).map(|text| {
+            let text = text.trim();
+            match text.char_indices().nth(DESCRIPTION_CHARS) {
+                Some((cut, _)) => format!("{}…", &text[..cut]),
+                None => text.to_string(),
+            }
+        })
+    }
 }
 
 /// One discovered tool, under the server's own name, with sanitised schemas.
@@ -256,6 +290,41 @@ fn short_hash(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_servers_description_is_its_own_else_its_title_else_its_instructions_first_line() {
+        use rmcp::model::{Implementation, ProtocolVersion, ServerCapabilities, ServerPeerInfo};
+        let info = || {
+            ServerPeerInfo::new(ProtocolVersion::V_2025_11_25, ServerCapabilities::default())
+                .with_instructions("\n  Use these tools for the issue tracker.\nMore detail.")
+        };
+        let named = Implementation::new("tracker", "1");
+        assert_eq!(
+            ServerIdentity::description_of(
+                &info().with_server_info(named.clone().with_description("Issues and boards."))
+            )
+            .as_deref(),
+            Some("Issues and boards.")
+        );
+        assert_eq!(
+            ServerIdentity::description_of(
+                &info().with_server_info(named.clone().with_title("Tracker"))
+            )
+            .as_deref(),
+            Some("Tracker")
+        );
+        assert_eq!(
+            ServerIdentity::description_of(&info().with_server_info(named)).as_deref(),
+            Some("Use these tools for the issue tracker.")
+        );
+        let long = "x".repeat(DESCRIPTION_CHARS + 5);
+        let cut = ServerIdentity::description_of(
+            &ServerPeerInfo::new(ProtocolVersion::V_2025_11_25, ServerCapabilities::default())
+                .with_instructions(long),
+        )
+        .expect("a description");
+        assert_eq!(cut, format!("{}…", "x".repeat(DESCRIPTION_CHARS)));
+    }
 
     #[test]
     fn the_hash_covers_what_decides_the_tools_and_nothing_else() {

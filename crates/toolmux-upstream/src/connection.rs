@@ -482,6 +482,7 @@ impl Connection {
                     .map(|i| i.version.clone())
                     .unwrap_or_default(),
                 protocol_version: info.protocol_version.to_string(),
+                description: ServerIdentity::description_of(&info),
             })
             .unwrap_or_default();
         let capabilities = peer

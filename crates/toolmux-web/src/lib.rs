@@ -303,6 +303,10 @@ impl Source for WebPack {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some("Searches the web and reads web pages.".to_string())
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         self.tools.as_ref().clone()
     }

@@ -322,6 +322,10 @@ impl Source for WorkspacePack {
         SourceKind::Builtin
     }
 
+    fn description(&self) -> Option<String> {
+        Some("Reads, searches and edits the project's files.".to_string())
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         self.inner.tools.clone()
     }

@@ -107,6 +107,8 @@ fn an_mcp_clients_answer_that_does_not_fit_is_refused_and_the_form_shown_again()
     assert_eq!(asked[1]["requestedSchema"], asked[0]["requestedSchema"]);
 }
 
+/// Over plain stdio (`toolmux mcp`) nobody else can answer: the question is refused in words
+/// the model can act on. Under `serve` it waits in the queue instead (the test after).
 #[test]
 fn an_mcp_client_without_elicitation_gets_an_error_the_model_can_read() {
     let project = toolmux_project();
@@ -121,6 +123,37 @@ fn an_mcp_client_without_elicitation_gets_an_error_the_model_can_read() {
         message.contains("elicitation") && message.contains("ask the person in your reply"),
         "{message}"
     );
+}
+
+/// Issue 29: under `serve`, a question from an MCP client that cannot show forms waits in the
+/// one queue (web app, REST, terminal) instead of failing, and the answer given there reaches
+/// the client.
+#[test]
+fn under_serve_a_question_from_a_client_without_elicitation_is_answered_over_rest() {
+    let (_project, served) = served_project("");
+    let plan = json!({
+        "transport": "http",
+        "url": served.mcp_url(),
+        "headers": {"Authorization": format!("Bearer {KEY}")},
+        "steps": [{"op": "call", "name": "request_human_input",
+                   "arguments": {"question": "Which branch?"}}],
+    });
+    std::thread::scope(|scope| {
+        let client = scope.spawn(|| run_mcp_steps(&plan));
+        let input = first_waiting(&served, "/api/inputs", "inputs");
+        assert_eq!(input["question"], "Which branch?", "{input}");
+        assert_eq!(input["channel"], "mcp", "{input}");
+        let id = input["id"].as_str().expect("id");
+        let answered = served.post(
+            &format!("/api/inputs/{id}"),
+            r#"{"action": "accept", "content": {"answer": "main"}}"#,
+        );
+        assert_eq!(answered.status, 204, "{}", answered.body);
+        let steps = client.join().expect("the client");
+        assert_eq!(steps[0]["result"]["isError"], false, "{}", steps[0]);
+        assert_eq!(text(&steps[0]), "main");
+    });
+    served.stop();
 }
 
 #[test]

@@ -56,8 +56,10 @@ pub struct ApprovalRequest {
     /// client knows it) and must still show it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<String>,
-    /// Whether `message` is the tool's configured `approvalMessage` (rendered with the call's
-    /// arguments): an approver that words its own question shows this one instead.
+    /// Whether `message` is worded for the person as it stands: the tool's configured
+    /// `approvalMessage` (rendered with the call's arguments), or the words of whoever asks on
+    /// the call's behalf (a delegated task, a coding agent's permission request). An approver
+    /// that words its own question shows this one instead.
     #[serde(skip)]
     pub configured_message: bool,
     /// How long the person has to answer; [`approve_within`] holds the wait to it, and an

@@ -571,6 +571,14 @@ impl Source for UpstreamSource {
         SourceKind::Mcp
     }
 
+    fn description(&self) -> Option<String> {
+        read(&self.inner.view)
+            .record
+            .server_info
+            .as_ref()
+            .and_then(|identity| identity.description.clone())
+    }
+
     fn tools(&self) -> Vec<ToolDescriptor> {
         read(&self.inner.view).tools.as_ref().clone()
     }
