@@ -62,8 +62,9 @@ pub use import::{
     plan_import, read_import, read_registry_import,
 };
 pub use load::{
-    LoadedConfig, check_config_text, find_project_dir, load, load_with_env, load_with_secrets,
-    project_config_path, project_schema_path, unexpanded_upstreams, user_config_path,
+    FileText, LoadedConfig, check_config_text, find_project_dir, load, load_with_env,
+    load_with_secrets, project_config_path, project_schema_path, unexpanded_upstreams,
+    user_config_path,
 };
 pub use model::{
     Config, Defaults, FilterSettings, LogSettings, Policies, RateLimitSetting, SkillsSettings,

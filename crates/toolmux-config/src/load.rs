@@ -3,6 +3,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -28,6 +29,27 @@ pub struct LoadedConfig {
     pub root: PathBuf,
     /// The files that were read, lowest precedence first.
     pub files: Vec<PathBuf>,
+    /// Every file this load read — the configuration files, then the registries — with the
+    /// text it read, so that what else looks at them (the variables they name, the entries
+    /// as written) reuses this read instead of reading them again.
+    pub texts: Vec<FileText>,
+}
+
+/// One file as a load read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileText {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text, as read (a byte-order mark and comments included).
+    pub text: Arc<str>,
+}
+
+impl FileText {
+    /// Its JSON as written, references unexpanded and nothing checked; `None` when it does
+    /// not parse.
+    pub(crate) fn unexpanded(&self) -> Option<Value> {
+        parse_unexpanded(&self.text)
+    }
 }
 
 /// Walks up from `start` to the first directory that holds `.toolmux/config.json`.
@@ -67,19 +89,19 @@ pub fn load(project_dir: &Path, user_config: Option<&Path>) -> Result<LoadedConf
     load_merged(project_dir, user_config, Lookups::process(), None)
 }
 
-/// [`load`], with `${secret:NAME}` references read from `secrets`: the store is passed in, as
-/// the environment is, and kept by nothing.
+/// [`load`], with `${secret:NAME}` references read from `secrets` when there is a store (without
+/// one, such a reference is an error): the store is passed in, as the environment is, and kept
+/// by nothing.
 pub fn load_with_secrets(
     project_dir: &Path,
     user_config: Option<&Path>,
-    secrets: &dyn SecretLookup,
+    secrets: Option<&dyn SecretLookup>,
 ) -> Result<LoadedConfig, ConfigError> {
-    load_merged(
-        project_dir,
-        user_config,
-        Lookups::process().with_secrets(secrets),
-        None,
-    )
+    let env = match secrets {
+        Some(secrets) => Lookups::process().with_secrets(secrets),
+        None => Lookups::process(),
+    };
+    load_merged(project_dir, user_config, env, None)
 }
 
 /// [`load`] with the environment given as a lookup function.
@@ -108,20 +130,26 @@ pub(crate) fn load_merged(
 
     let mut merged = Value::Object(Map::new());
     let mut files = Vec::new();
+    let mut texts = Vec::new();
     let mut root_file = None;
     for path in candidates {
-        let value = match project_text {
-            Some(text) if path == project_file => Some(check_text(path, text, env)?),
-            _ => read_file(path, env)?,
+        let text: Arc<str> = match project_text {
+            Some(text) if path == project_file => text.into(),
+            _ => match read_text(path)? {
+                Some(text) => text.into(),
+                None => continue,
+            },
         };
-        let Some(value) = value else {
-            continue;
-        };
+        let value = check_text(path, &text, env)?;
         if value.get("root").is_some() {
             root_file = Some(path.to_path_buf());
         }
         merge(&mut merged, value);
         files.push(path.to_path_buf());
+        texts.push(FileText {
+            path: path.to_path_buf(),
+            text,
+        });
     }
 
     // Each file was checked alone and merging two valid files gives a valid one, so this only
@@ -133,7 +161,7 @@ pub(crate) fn load_merged(
             e.into_inner().to_string(),
         )
     })?;
-    crate::registries::read_into(&mut config, project_dir, env)?;
+    crate::registries::read_into(&mut config, project_dir, env, &mut texts)?;
     let root_file = root_file.unwrap_or(project_file);
     let root = resolve_root(project_dir, config.root.as_deref(), &root_file)?;
     Ok(LoadedConfig {
@@ -141,24 +169,22 @@ pub(crate) fn load_merged(
         project_dir: project_dir.to_path_buf(),
         root,
         files,
+        texts,
     })
 }
 
-/// Reads one file and checks it alone, so that every error names its own file and position;
-/// returns its raw value with references expanded, ready to merge. `None` when it is missing.
-fn read_file(path: &Path, env: Lookups<'_>) -> Result<Option<Value>, ConfigError> {
-    let text = match crate::read::read_config_text(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(ConfigError::new(
-                path,
-                "",
-                format!("cannot read the file: {e}"),
-            ));
-        }
-    };
-    check_text(path, &text, env).map(Some)
+/// Reads one configuration file (checked alone afterwards, so that every error names its own
+/// file and position); `None` when it is missing.
+fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+    match crate::read::read_config_text(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError::new(
+            path,
+            "",
+            format!("cannot read the file: {e}"),
+        )),
+    }
 }
 
 /// Checks the text of a configuration file as if it were read from `path` (which names it in
@@ -194,11 +220,15 @@ fn check_text(path: &Path, text: &str, env: Lookups<'_>) -> Result<Value, Config
 
 /// The `mcpServers` entries of the files a configuration was loaded from, merged the same way
 /// but with `${VAR}` references left as written: what decides a server's tool list, without
-/// the secrets the references stand for. A file that can no longer be read is left out.
+/// the secrets the references stand for. Taken from the texts the load read.
 pub fn unexpanded_upstreams(loaded: &LoadedConfig) -> Map<String, Value> {
     let mut merged = Value::Object(Map::new());
-    for path in &loaded.files {
-        if let Some(Value::Object(mut file)) = read_unexpanded(path)
+    let configs = loaded
+        .texts
+        .iter()
+        .filter(|file| loaded.files.contains(&file.path));
+    for file in configs {
+        if let Some(Value::Object(mut file)) = file.unexpanded()
             && let Some(servers) = {
                 crate::server_list::normalise(&mut file);
                 file.remove(crate::server_list::KEY)
@@ -216,8 +246,13 @@ pub fn unexpanded_upstreams(loaded: &LoadedConfig) -> Map<String, Value> {
 /// A configuration file's JSON as written, references unexpanded and nothing checked; `None`
 /// when it can no longer be read or parsed.
 pub(crate) fn read_unexpanded(path: &Path) -> Option<Value> {
-    let text = crate::read::read_config_text(path).ok()?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    parse_unexpanded(&crate::read::read_config_text(path).ok()?)
+}
+
+/// A configuration file's text as JSON, references unexpanded and nothing checked; `None`
+/// when it does not parse.
+pub(crate) fn parse_unexpanded(text: &str) -> Option<Value> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     serde_json::from_str(&crate::jsonc::without_comments(text)).ok()
 }
 

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -21,6 +22,7 @@ use serde_json::{Map, Value, json};
 use crate::env::{Lookups, expand_lookups};
 use crate::error::{ConfigError, field_path};
 use crate::fields::ToolName;
+use crate::load::FileText;
 use crate::model::Config;
 use crate::scripts::ScriptTool;
 use crate::upstream::{ServerName, UpstreamServer};
@@ -76,14 +78,26 @@ pub(crate) struct Found {
 
 /// Reads every registry `config` names and adds its tools and servers to `config`. A name
 /// that the configuration (or an earlier registry) already has is an error of the registry.
+/// Each registry's text joins `texts`, the files the load read.
 pub(crate) fn read_into(
     config: &mut Config,
     project_dir: &Path,
     env: Lookups<'_>,
+    texts: &mut Vec<FileText>,
 ) -> Result<(), ConfigError> {
-    for relative in config.registries.clone() {
-        let path = project_dir.join(&relative);
-        let found = read_registry(&path, project_dir, env)?;
+    for (index, relative) in config.registries.clone().iter().enumerate() {
+        let path = registry_path(project_dir, relative).map_err(|message| {
+            ConfigError::new(
+                &crate::load::project_config_path(project_dir),
+                format!("registries[{index}]"),
+                message,
+            )
+        })?;
+        let (text, found) = read_registry_file(&path, project_dir, env)?;
+        texts.push(FileText {
+            path: path.clone(),
+            text,
+        });
         for (name, tool) in found.tools {
             if config.tools.contains_key(&name) {
                 return Err(ConfigError::new(
@@ -115,34 +129,73 @@ pub(crate) fn read_into(
 }
 
 /// The registry files `config` names, as paths: what a watcher watches besides the
-/// configuration files.
+/// configuration files. A path [`registry_path`] refuses is left out (loading reports it).
 pub fn registry_paths(config: &Config, project_dir: &Path) -> Vec<PathBuf> {
     config
         .registries
         .iter()
-        .map(|p| project_dir.join(p))
+        .filter_map(|p| registry_path(project_dir, p).ok())
         .collect()
 }
 
+/// Where the registry named `relative` is: inside the project directory, or nowhere. A
+/// configuration may come with a cloned repository, and a registry names commands to run and
+/// servers to start, so it may not reach the user's other files (`~/.claude.json`'s servers,
+/// another project's tools): an absolute path and any `..` are refused, and so is a path whose
+/// symbolic links lead out of the project (checked when it is named; a link swapped in later
+/// needs a writer inside the project, who could edit the registry itself).
+pub(crate) fn registry_path(project_dir: &Path, relative: &Path) -> Result<PathBuf, String> {
+    use std::path::Component;
+    let shown = relative.display();
+    if relative.is_absolute() {
+        return Err(format!(
+            "`{shown}` is an absolute path; a registry is named by a path relative to the \
+             project directory, inside it"
+        ));
+    }
+    if relative.components().any(|c| c == Component::ParentDir) {
+        return Err(format!(
+            "`{shown}` climbs out with `..`; a registry is named by a path relative to the \
+             project directory, inside it"
+        ));
+    }
+    let path = project_dir.join(relative);
+    // A missing registry is the read's error, reported with its path.
+    if let (Ok(real), Ok(project)) = (path.canonicalize(), project_dir.canonicalize())
+        && !real.starts_with(&project)
+    {
+        return Err(format!(
+            "`{shown}` leads out of the project directory through a symbolic link (to `{}`); \
+             a registry stays inside the project",
+            real.display()
+        ));
+    }
+    Ok(path)
+}
+
 /// Every file whose `${VAR}` references a load of the project at `project_dir` (over the user
-/// file `user_config`) expands: the two configuration files and every registry either names
-/// (both files' `registries`, whichever wins the merge: naming one variable too many hides
-/// it, one too few leaves a secret where children can read it). Read before the configuration
-/// is loaded, so that the variables they name can leave the process environment at start; a
-/// file that cannot be read names no registry here (loading it reports the error).
-pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<PathBuf> {
-    let configs: Vec<PathBuf> = user_config
+/// file `user_config`) expands, with its text: the two configuration files and every registry
+/// either names (both files' `registries`, whichever wins the merge: naming one variable too
+/// many hides it, one too few leaves a secret where children can read it). Read before the
+/// configuration is loaded, so that the variables they name can leave the process environment
+/// at start; each file is read once. A file that cannot be read is left out, and so is a
+/// registry path [`registry_path`] refuses (loading reports both).
+pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<FileText> {
+    let configs = user_config
         .map(Path::to_path_buf)
         .into_iter()
-        .chain([crate::load::project_config_path(project_dir)])
-        .collect();
-    let mut files = configs.clone();
-    for config in &configs {
-        let Ok(text) = crate::read::read_config_text(config) else {
-            continue;
-        };
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        let Ok(value) = serde_json::from_str::<Value>(&crate::jsonc::without_comments(text)) else {
+        .chain([crate::load::project_config_path(project_dir)]);
+    let read = |path: PathBuf, files: &mut Vec<FileText>| {
+        if files.iter().any(|f| f.path == path) {
+            return None;
+        }
+        let text: Arc<str> = crate::read::read_config_text(&path).ok()?.into();
+        files.push(FileText { path, text });
+        files.last().cloned()
+    };
+    let mut files = Vec::new();
+    for config in configs {
+        let Some(value) = read(config, &mut files).and_then(|f| f.unexpanded()) else {
             continue;
         };
         let named = value.get("registries").and_then(Value::as_array);
@@ -150,13 +203,25 @@ pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<
             // As the load reads it: references in the path expanded.
             let relative = crate::env::expand_text(relative, crate::env::Lookups::process())
                 .map_or_else(|_| relative.to_string(), |p| p.into_owned());
-            let path = project_dir.join(relative);
-            if !files.contains(&path) {
-                files.push(path);
+            if let Ok(path) = registry_path(project_dir, Path::new(&relative)) {
+                read(path, &mut files);
             }
         }
     }
     files
+}
+
+/// Reads the registry at `path` ([`read_registry`]); returns its text too.
+pub(crate) fn read_registry_file(
+    path: &Path,
+    project_dir: &Path,
+    env: Lookups<'_>,
+) -> Result<(Arc<str>, Found), ConfigError> {
+    let text: Arc<str> = crate::read::read_config_text(path)
+        .map_err(|e| ConfigError::new(path, "", format!("cannot read the registry: {e}")))?
+        .into();
+    let found = read_registry(path, &text, project_dir, env)?;
+    Ok((text, found))
 }
 
 /// One registry: servers when it holds `mcpServers` or `servers` (seed 004's `mcp.json`),
@@ -164,12 +229,11 @@ pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<
 /// asks: a registry named in the configuration is expected to be there.
 pub(crate) fn read_registry(
     path: &Path,
+    text: &str,
     project_dir: &Path,
     env: Lookups<'_>,
 ) -> Result<Found, ConfigError> {
-    let text = crate::read::read_config_text(path)
-        .map_err(|e| ConfigError::new(path, "", format!("cannot read the registry: {e}")))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let text = &*crate::jsonc::without_comments(text);
     let value: Value =
         serde_json::from_str(text).map_err(|e| ConfigError::from_json(path, None, &e))?;
@@ -384,7 +448,13 @@ mod tests {
                 "parallel_capable": true, "timeout": 2.5, "script": "hello_world.py"}]}"#,
             "tools.json",
         );
-        let found = read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect("read");
+        let found = read_registry(
+            &path,
+            &std::fs::read_to_string(&path).expect("read"),
+            dir.path(),
+            Lookups::vars(&no_env),
+        )
+        .expect("read");
         let (name, tool) = &found.tools[0];
         assert_eq!(name.as_str(), "hello_world");
         assert_eq!(tool.command[0], "python3");
@@ -399,8 +469,13 @@ mod tests {
             "{\n  \"hello\": {\n    \"description\": \"x\",\n    \"script\": \"h.py\",\n    \"timeoutMs\": 5\n  }\n}\n",
             "tools.json",
         );
-        let error =
-            read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect_err("unknown key");
+        let error = read_registry(
+            &path,
+            &std::fs::read_to_string(&path).expect("read"),
+            dir.path(),
+            Lookups::vars(&no_env),
+        )
+        .expect_err("unknown key");
         assert_eq!(error.file, path);
         assert_eq!(error.line, Some(5), "{error}");
         assert_eq!(error.field, "hello", "{error}");
@@ -413,14 +488,25 @@ mod tests {
                 "local": {"command": "python3", "args": ["server.py"]}}}"#,
             "mcp.json",
         );
-        let found = read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect("read");
+        let found = read_registry(
+            &path,
+            &std::fs::read_to_string(&path).expect("read"),
+            dir.path(),
+            Lookups::vars(&no_env),
+        )
+        .expect("read");
         assert_eq!(found.servers.len(), 2);
         let bad = registry(
             r#"{"mcpServers": {"x": {"transport": "pigeon", "url": "u"}}}"#,
             "mcp.json",
         );
-        let error =
-            read_registry(&bad.1, bad.0.path(), Lookups::vars(&no_env)).expect_err("bad transport");
+        let error = read_registry(
+            &bad.1,
+            &std::fs::read_to_string(&bad.1).expect("read"),
+            bad.0.path(),
+            Lookups::vars(&no_env),
+        )
+        .expect_err("bad transport");
         assert!(error.field.starts_with("mcpServers.x"), "{error}");
         assert_eq!(error.line, Some(1));
     }
