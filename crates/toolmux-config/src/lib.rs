@@ -42,6 +42,7 @@ mod oauth;
 mod providers;
 mod read;
 mod registries;
+mod registry_edit;
 mod runners;
 mod schema;
 mod scripts;
@@ -49,6 +50,7 @@ mod secret_refs;
 mod server;
 mod server_auth;
 mod server_list;
+mod unavailable;
 mod upstream;
 mod web;
 
@@ -73,7 +75,8 @@ pub use model::{
 pub use oauth::{OAuthGrant, OAuthSettings};
 pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers, SamplingPolicy};
 pub use read::{MAX_CONFIG_FILE_BYTES, read_config_text};
-pub use registries::{referencing_files, registry_paths};
+pub use registries::{RegistryFile, RegistryKind, referencing_files, registry_paths};
+pub use registry_edit::{RegistryDocument, tool_fits_registry};
 pub use runners::{RunnerProtocol, RunnerSettings};
 pub use schema::{schema, starter_config};
 pub use scripts::{SCRIPT_SOURCE_ID, ScriptTool};
@@ -83,6 +86,7 @@ pub use server_auth::ServerAuth;
 /// `<project_dir>/.toolmux/state`, where toolmux keeps what it writes itself (the layout is
 /// `toolmux_files`'; named here too, beside the configuration's own paths).
 pub use toolmux_files::state_dir;
+pub use unavailable::UnavailableServer;
 pub use upstream::{
     DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_STARTUP_TIMEOUT,
     Prefix, RetryMode, ServerEntry, ServerName, SessionMode, TransportKind, UpstreamServer,

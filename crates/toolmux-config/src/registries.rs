@@ -25,6 +25,7 @@ use crate::fields::ToolName;
 use crate::load::FileText;
 use crate::model::Config;
 use crate::scripts::ScriptTool;
+use crate::unavailable::{UnavailableServer, take_unavailable};
 use crate::upstream::{ServerName, UpstreamServer};
 
 /// One tool of a seed `tools.json`.
@@ -69,22 +70,52 @@ struct Wrapped<T> {
     tools: T,
 }
 
+/// What a registry holds: script tools (a seed `tools.json`) or upstream servers (an
+/// `mcp.json`, with `mcpServers` or `servers`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RegistryKind {
+    /// Script tools.
+    #[default]
+    Tools,
+    /// Upstream servers.
+    Servers,
+}
+
+/// The keys under which an MCP registry lists its servers, in the order they are looked for.
+pub(crate) const SERVER_KEYS: [&str; 2] = ["mcpServers", "servers"];
+
+/// One registry a load read: the file, what it holds and the names it defines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistryFile {
+    /// The file and its text as read.
+    pub file: FileText,
+    /// Tools or servers.
+    pub kind: RegistryKind,
+    /// The names of its entries.
+    pub names: Vec<String>,
+}
+
 /// What a registry holds, in toolmux's terms.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
+    pub(crate) kind: RegistryKind,
     pub(crate) tools: Vec<(ToolName, ScriptTool)>,
     pub(crate) servers: Vec<(ServerName, UpstreamServer)>,
+    /// Servers waiting for a variable or secret they name.
+    pub(crate) unavailable: Vec<(ServerName, UnavailableServer)>,
 }
 
-/// Reads every registry `config` names and adds its tools and servers to `config`. A name
-/// that the configuration (or an earlier registry) already has is an error of the registry.
-/// Each registry's text joins `texts`, the files the load read.
+/// Reads every registry `config` names and adds its tools and servers to `config`; returns the
+/// registries read. A name that the configuration (or an earlier registry) already has is an
+/// error of the registry. A registry whose text is `given` is read from it instead of the disk.
 pub(crate) fn read_into(
     config: &mut Config,
+    unavailable_servers: &mut BTreeMap<ServerName, UnavailableServer>,
     project_dir: &Path,
     env: Lookups<'_>,
-    texts: &mut Vec<FileText>,
-) -> Result<(), ConfigError> {
+    given: Option<(&Path, &str)>,
+) -> Result<Vec<RegistryFile>, ConfigError> {
+    let mut read = Vec::new();
     for (index, relative) in config.registries.clone().iter().enumerate() {
         let path = registry_path(project_dir, relative).map_err(|message| {
             ConfigError::new(
@@ -93,10 +124,38 @@ pub(crate) fn read_into(
                 message,
             )
         })?;
-        let (text, found) = read_registry_file(&path, project_dir, env)?;
-        texts.push(FileText {
-            path: path.clone(),
-            text,
+        let (text, found) = match given {
+            Some((given, text)) if given == path => {
+                let found = read_registry(&path, text, project_dir, env)?;
+                (text.into(), found)
+            }
+            _ => read_registry_file(&path, project_dir, env)?,
+        };
+        for (name, server) in found.unavailable {
+            if config.upstreams.contains_key(&name) || unavailable_servers.contains_key(&name) {
+                return Err(defined_twice(&path, &name));
+            }
+            unavailable_servers.insert(name, server);
+        }
+        let kind = found.kind;
+        let names = found
+            .tools
+            .iter()
+            .map(|(name, _)| name.as_str().to_string())
+            .chain(
+                found
+                    .servers
+                    .iter()
+                    .map(|(name, _)| name.as_str().to_string()),
+            )
+            .collect();
+        read.push(RegistryFile {
+            file: FileText {
+                path: path.clone(),
+                text,
+            },
+            kind,
+            names,
         });
         for (name, tool) in found.tools {
             if config.tools.contains_key(&name) {
@@ -112,20 +171,24 @@ pub(crate) fn read_into(
             config.tools.insert(name, tool);
         }
         for (name, server) in found.servers {
-            if config.upstreams.contains_key(&name) {
-                return Err(ConfigError::new(
-                    &path,
-                    name.as_str(),
-                    format!(
-                        "the MCP server `{}` is defined twice (also in the configuration or an earlier registry)",
-                        name.as_str()
-                    ),
-                ));
+            if config.upstreams.contains_key(&name) || unavailable_servers.contains_key(&name) {
+                return Err(defined_twice(&path, &name));
             }
             config.upstreams.insert(name, server);
         }
     }
-    Ok(())
+    Ok(read)
+}
+
+fn defined_twice(path: &Path, name: &ServerName) -> ConfigError {
+    ConfigError::new(
+        path,
+        name.as_str(),
+        format!(
+            "the MCP server `{}` is defined twice (also in the configuration or an earlier registry)",
+            name.as_str()
+        ),
+    )
 }
 
 /// The registry files `config` names, as paths: what a watcher watches besides the
@@ -237,9 +300,7 @@ pub(crate) fn read_registry(
     let text = &*crate::jsonc::without_comments(text);
     let value: Value =
         serde_json::from_str(text).map_err(|e| ConfigError::from_json(path, None, &e))?;
-    let servers_key = ["mcpServers", "servers"]
-        .into_iter()
-        .find(|k| value.get(k).is_some());
+    let servers_key = SERVER_KEYS.into_iter().find(|k| value.get(k).is_some());
     match servers_key {
         Some(key) => read_servers(path, text, value, key, env),
         None => read_tools(path, text, &value, project_dir),
@@ -309,6 +370,17 @@ fn by_key(tools: BTreeMap<String, SeedTool>) -> Vec<(String, SeedTool)> {
     tools.into_iter().collect()
 }
 
+/// The interpreter a seed registry runs a script with, by its extension; `None`: the script
+/// runs itself.
+pub(crate) fn interpreter_of(script: &Path) -> Option<&'static str> {
+    match script.extension().and_then(|e| e.to_str()) {
+        Some("py") => Some("python3"),
+        Some("sh") => Some("bash"),
+        Some("js" | "mjs") => Some("node"),
+        _ => None,
+    }
+}
+
 /// The script tool a seed tool stands for.
 fn script_tool(seed: &SeedTool, folder: &Path, project_dir: &Path) -> Result<ScriptTool, String> {
     let script = [folder.join(&seed.script), project_dir.join(&seed.script)]
@@ -318,13 +390,7 @@ fn script_tool(seed: &SeedTool, folder: &Path, project_dir: &Path) -> Result<Scr
         // registry's: the other tools still load.
         .unwrap_or_else(|| folder.join(&seed.script));
     let script = script.display().to_string();
-    let interpreter = match seed.script.extension().and_then(|e| e.to_str()) {
-        Some("py") => Some("python3"),
-        Some("sh") => Some("bash"),
-        Some("js" | "mjs") => Some("node"),
-        _ => None,
-    };
-    let command: Vec<String> = interpreter
+    let command: Vec<String> = interpreter_of(&seed.script)
         .map(str::to_string)
         .into_iter()
         .chain([script])
@@ -378,7 +444,16 @@ fn read_servers(
             ));
         }
     };
-    let mut found = Found::default();
+    let mut servers: Map<String, Value> = servers
+        .into_iter()
+        .map(|(name, entry)| (name, seed_server(entry)))
+        .collect();
+    let unavailable = take_unavailable(path, key, &mut servers, env)?;
+    let mut found = Found {
+        kind: RegistryKind::Servers,
+        unavailable,
+        ..Found::default()
+    };
     for (name, entry) in servers {
         let at = |field: String, message: String| {
             let mut error = ConfigError::new(path, field, message);
@@ -386,9 +461,8 @@ fn read_servers(
             error
         };
         let server_name = ServerName::new(&name).map_err(|e| at(format!("{key}.{name}"), e))?;
-        let entry = seed_server(entry);
         let entry = expand_lookups(entry, env)
-            .map_err(|e| at(format!("{key}.{name}{}", e.path), e.problem.to_string()))?;
+            .map_err(|e| at(format!("{key}.{name}.{}", e.path), e.problem.to_string()))?;
         let server: UpstreamServer = serde_path_to_error::deserialize(entry).map_err(|e| {
             let field = field_path(e.path().iter());
             let field = if field.is_empty() {
