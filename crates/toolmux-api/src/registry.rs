@@ -337,11 +337,18 @@ fn registry_for(editor: &ConfigEditor, edit: &Edit) -> Result<Option<PathBuf>, A
     };
     let loaded = editor.load().map_err(toolmux_config::EditError::from)?;
     let kind = section.registry_kind();
+    let defined = match section {
+        Section::ScriptTools => loaded.config.tools.keys().any(|n| n.as_str() == edit.name),
+        Section::Upstreams => loaded
+            .config
+            .upstreams
+            .keys()
+            .chain(loaded.unavailable_servers.keys())
+            .any(|n| n.as_str() == edit.name),
+    };
     let registry = match entry {
-        // A name already taken is refused by the writer of the file that has it.
-        Some(_) if loaded.registry_of(kind, &edit.name).is_some() => {
-            loaded.registry_of(kind, &edit.name)
-        }
+        // A name already taken is refused (409) by the writer of the file that has it.
+        Some(_) if defined => loaded.registry_of(kind, &edit.name),
         Some(entry) => loaded
             .first_registry(kind)
             .filter(|_| kind == RegistryKind::Servers || tool_fits_registry(entry).is_ok()),

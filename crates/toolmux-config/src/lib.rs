@@ -20,8 +20,12 @@
 //! known (a typo is an error with a "did you mean"), and patterns, tool names and periods are
 //! checked as they are read. `${VAR}` and `${VAR:-default}` are expanded in every string value
 //! (not in keys) of each file before merging, with `$${` for a literal `${` ([`expand_env`]);
-//! an unset variable without a default is an error. Finally `root` is resolved against the
-//! directory holding `.toolmux/` and must be an existing directory.
+//! an unset variable without a default is an error — except in an upstream server's entry,
+//! which then alone waits, shown with the reason ([`UnavailableServer`]). Finally `root` is
+//! resolved against the directory holding `.toolmux/` and must be an existing directory.
+//!
+//! Seed 004's registries (`registries`) are read in place, from inside the project only, and
+//! edited in place in their own format ([`ConfigEditor::edit_registry`]).
 //!
 //! It also translates the upstream servers other clients keep (Claude Code, Cursor, VS Code,
 //! Codex) into its `mcpServers` section ([`read_import`], [`plan_import`]).

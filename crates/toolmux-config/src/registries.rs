@@ -131,24 +131,21 @@ pub(crate) fn read_into(
             }
             _ => read_registry_file(&path, project_dir, env)?,
         };
+        let kind = found.kind;
+        let names = found
+            .tools
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .chain(found.servers.iter().map(|(name, _)| name.as_str()))
+            .chain(found.unavailable.iter().map(|(name, _)| name.as_str()))
+            .map(str::to_string)
+            .collect();
         for (name, server) in found.unavailable {
             if config.upstreams.contains_key(&name) || unavailable_servers.contains_key(&name) {
                 return Err(defined_twice(&path, &name));
             }
             unavailable_servers.insert(name, server);
         }
-        let kind = found.kind;
-        let names = found
-            .tools
-            .iter()
-            .map(|(name, _)| name.as_str().to_string())
-            .chain(
-                found
-                    .servers
-                    .iter()
-                    .map(|(name, _)| name.as_str().to_string()),
-            )
-            .collect();
         read.push(RegistryFile {
             file: FileText {
                 path: path.clone(),

@@ -590,6 +590,15 @@ fn a_server_naming_an_unset_variable_alone_is_unavailable_and_says_why() {
          `mcpServers.github.env.GITHUB_TOKEN` of `{}`)",
         project.config_file().display()
     );
+    // Refreshing every server discovers the one that can start and names why the other
+    // cannot.
+    let refreshed = run_with_key(&project, &["mcp", "refresh"]);
+    assert_ne!(refreshed.code(), 0);
+    let said = format!("{}{}", refreshed.stdout(), refreshed.stderr());
+    assert!(
+        said.contains(&format!("MCP server `github`: cannot start: {reason}")),
+        "{said}"
+    );
     let called = run_with_key(
         &project,
         &[
@@ -617,14 +626,6 @@ fn a_server_naming_an_unset_variable_alone_is_unavailable_and_says_why() {
         .and_then(|rows| rows.iter().find(|row| row["name"] == "faults"))
         .unwrap_or_else(|| panic!("no faults in {list}"));
     assert_eq!(faults["status"], "success", "{list}");
-
-    let refreshed = run_with_key(&project, &["mcp", "refresh", "github"]);
-    assert_ne!(refreshed.code(), 0);
-    let said = format!("{}{}", refreshed.stdout(), refreshed.stderr());
-    assert!(
-        said.contains(&format!("MCP server `github`: cannot start: {reason}")),
-        "{said}"
-    );
 
     let served = Served::start(&project, &[]);
     let view = served.get("/api/mcp-servers/github").json();
