@@ -782,6 +782,11 @@ impl Sessions {
         }
     }
 
+    /// The ids of the sessions this process runs now.
+    pub fn running(&self) -> Vec<String> {
+        self.live().keys().cloned().collect()
+    }
+
     /// Cancels every session this process runs and waits (at most `limit`) until they are
     /// recorded as ended: what `serve` does when it stops.
     pub async fn shutdown(&self, limit: Duration) {

@@ -76,6 +76,9 @@ pub struct Assembly {
 /// SIGTERM grace (2 s) and the sweep after it, with room to spare.
 const SESSION_STOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// How long [`Assembly::finish_sessions`] waits for a session before looking again.
+const SESSION_WAIT_STEP: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl Assembly {
     /// Finds the project, loads its configuration and puts it in force.
     pub fn open(given: Option<&std::path::Path>) -> Result<Self, Failure> {
@@ -449,6 +452,37 @@ impl Assembly {
     pub async fn stop_sessions(&self) {
         if let Some(sessions) = self.sessions.get() {
             sessions.shutdown(SESSION_STOP_LIMIT).await;
+        }
+    }
+
+    /// Waits until the coding sessions this process started have ended, saying so on stderr:
+    /// a one-shot command (`toolmux mcp` over stdio whose client left, `toolmux tools call
+    /// run_session`) that exited at once would kill them, and they would read `lost`
+    /// (#29 item 8). Ctrl-C still stops them.
+    pub async fn finish_sessions(&self) {
+        let Some(sessions) = self.sessions.get() else {
+            return;
+        };
+        let running = sessions.running();
+        if running.is_empty() {
+            return;
+        }
+        eprintln!(
+            "toolmux: waiting for coding session {} to end before exiting (Ctrl-C stops it; \
+             follow it with `toolmux sessions logs ID --follow`)",
+            running.join(", ")
+        );
+        for id in running {
+            loop {
+                match sessions.wait(&id, SESSION_WAIT_STEP).await {
+                    Ok(record) if record.status.is_final() => break,
+                    Ok(_) => continue,
+                    Err(e) => {
+                        tracing::warn!("cannot follow coding session {id}: {e}");
+                        break;
+                    }
+                }
+            }
         }
     }
 

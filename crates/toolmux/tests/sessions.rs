@@ -681,3 +681,38 @@ fn a_hostile_session_request_over_rest_cannot_steer_the_runner() {
     assert_eq!(served.send("GET", "/api/sessions", None).json()["count"], 1);
     served.stop();
 }
+
+/// Issue 29, item 8: a session started from a one-shot process (`toolmux tools call
+/// run_session`) is not killed when that process would exit: the process says it waits, and
+/// the session ends as its own time limit says (`failed`, the limit reached), never `lost`.
+#[test]
+fn a_session_started_by_a_one_shot_call_runs_to_its_end_and_is_not_lost() {
+    let project = project();
+    let run = project.run(&[
+        "tools",
+        "call",
+        "run_session",
+        "-a",
+        "runner=claude",
+        "-a",
+        "prompt=slow",
+        "-a",
+        "timeoutMs=2000",
+        "--json",
+    ]);
+    assert!(run.0.status.success(), "{}", run.stderr());
+    let id = run.json()["structuredContent"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", run.stdout()))
+        .to_string();
+    assert!(
+        run.stderr().contains(&format!(
+            "toolmux: waiting for coding session {id} to end before exiting"
+        )),
+        "{}",
+        run.stderr()
+    );
+    let list = sessions_json(&project);
+    assert_eq!(list["sessions"][0]["id"], id.as_str(), "{list}");
+    assert_eq!(list["sessions"][0]["status"], "failed", "{list}");
+}

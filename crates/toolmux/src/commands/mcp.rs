@@ -19,6 +19,8 @@ pub async fn run(project: Option<&Path>, filters: ServeFilterArgs) -> Result<u8,
         filters.code_mode,
     )?;
     let served = toolmux_mcp_server::serve_stdio(project.hub.clone(), options).await;
+    // A coding session a client started would die with this process: it runs to its end.
+    project.finish_sessions().await;
     // Stop the servers (those a background discovery was still starting included) before the
     // runtime goes away under them; `main` then stops whatever escaped their process groups.
     project.upstreams.shutdown().await;
