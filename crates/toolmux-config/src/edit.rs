@@ -271,13 +271,7 @@ impl ConfigEditor {
             Some(old) => *old == doc.root,
             None => doc.root.is_empty(),
         };
-        let mut text = serde_json::to_string_pretty(&Value::Object(doc.root)).map_err(|e| {
-            EditError::Uneditable {
-                path: path.clone(),
-                message: format!("the edited configuration cannot be serialized: {e}"),
-            }
-        })?;
-        text.push('\n');
+        let text = file_text(&path, &Value::Object(doc.root))?;
         // Checked merged with the user's file, the way every command will read it; nothing is
         // written when that fails.
         let loaded = if unchanged {
@@ -341,12 +335,7 @@ impl ConfigEditor {
                 written: false,
             });
         }
-        let mut text =
-            serde_json::to_string_pretty(&doc.root).map_err(|e| EditError::Uneditable {
-                path: path.to_path_buf(),
-                message: format!("the edited registry cannot be serialized: {e}"),
-            })?;
-        text.push('\n');
+        let text = file_text(path, &doc.root)?;
         let loaded = load_merged(
             &self.project_dir,
             self.user_config.as_deref(),
@@ -415,6 +404,16 @@ fn write_config_file(path: &Path, bytes: &[u8]) -> Result<(), EditError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// An edited file's new text: pretty JSON ending with a newline, as every edit writes it.
+fn file_text(path: &Path, value: &Value) -> Result<String, EditError> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| EditError::Uneditable {
+        path: path.to_path_buf(),
+        message: format!("the edited file cannot be serialized: {e}"),
+    })?;
+    text.push('\n');
+    Ok(text)
 }
 
 /// The file's top-level object; `None` when there is no file.

@@ -20,12 +20,12 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::env::{Lookups, expand_lookups};
-use crate::error::{ConfigError, field_path};
+use crate::error::ConfigError;
 use crate::fields::ToolName;
 use crate::load::FileText;
 use crate::model::Config;
 use crate::scripts::ScriptTool;
-use crate::unavailable::{UnavailableServer, take_unavailable};
+use crate::unavailable::{UnavailableServer, checked_server, take_unavailable};
 use crate::upstream::{ServerName, UpstreamServer};
 
 /// One tool of a seed `tools.json`.
@@ -460,15 +460,7 @@ fn read_servers(
         let server_name = ServerName::new(&name).map_err(|e| at(format!("{key}.{name}"), e))?;
         let entry = expand_lookups(entry, env)
             .map_err(|e| at(format!("{key}.{name}.{}", e.path), e.problem.to_string()))?;
-        let server: UpstreamServer = serde_path_to_error::deserialize(entry).map_err(|e| {
-            let field = field_path(e.path().iter());
-            let field = if field.is_empty() {
-                format!("{key}.{name}")
-            } else {
-                format!("{key}.{name}.{field}")
-            };
-            at(field, e.into_inner().to_string())
-        })?;
+        let server = checked_server(entry, key, &name).map_err(|(field, e)| at(field, e))?;
         found.servers.push((server_name, server));
     }
     Ok(found)

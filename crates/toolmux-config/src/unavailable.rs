@@ -22,6 +22,24 @@ pub struct UnavailableServer {
     pub reason: String,
 }
 
+/// The server an `mcpServers` entry (`name` under `key`) stands for, or the field at fault and
+/// why.
+pub(crate) fn checked_server(
+    entry: Value,
+    key: &str,
+    name: &str,
+) -> Result<UpstreamServer, (String, String)> {
+    serde_path_to_error::deserialize(entry).map_err(|e| {
+        let field = field_path(e.path().iter());
+        let field = if field.is_empty() {
+            format!("{key}.{name}")
+        } else {
+            format!("{key}.{name}.{field}")
+        };
+        (field, e.into_inner().to_string())
+    })
+}
+
 /// The entry a waiting server is shown with: as written, except that a `url` that is all or
 /// partly a reference (`"${SEARCH_URL}"`), which cannot pass the URL check, reads
 /// `http://unset.invalid/` (a name that never resolves); it is never connected to.
@@ -71,16 +89,8 @@ pub(crate) fn take_unavailable(
         };
         let at = |field: String, message: String| ConfigError::new(path, field, message);
         let server_name = ServerName::new(&name).map_err(|e| at(format!("{key}.{name}"), e))?;
-        let server: UpstreamServer =
-            serde_path_to_error::deserialize(stand_in(entry)).map_err(|e| {
-                let field = field_path(e.path().iter());
-                let field = if field.is_empty() {
-                    format!("{key}.{name}")
-                } else {
-                    format!("{key}.{name}.{field}")
-                };
-                at(field, e.into_inner().to_string())
-            })?;
+        let server =
+            checked_server(stand_in(entry), key, &name).map_err(|(field, e)| at(field, e))?;
         taken.push((server_name, UnavailableServer { server, reason }));
     }
     Ok(taken)
