@@ -163,10 +163,11 @@ fn secret_references_resolve_from_the_store_and_never_leak() {
     assert!(log.contains("[redacted]"), "{log}");
     assert!(!log.contains("s3cr3t"), "the value reached the log:\n{log}");
 
-    // Gone: a not-found refusal (exit code 4), and the configuration no longer loads.
+    // Gone: a not-found refusal (exit code 4), and the server waits for it again.
     project.run(&["secrets", "delete", "REMOTE_TOKEN"]).ok();
     assert_eq!(project.run(&["secrets", "get", "REMOTE_TOKEN"]).code(), 4);
-    assert_eq!(project.run(&["tools", "list"]).code(), 3);
+    let list = project.run(&["mcp", "list", "--json"]).json();
+    assert_eq!(list[0]["status"], "unavailable", "{list}");
 }
 
 #[test]
