@@ -1,9 +1,15 @@
 //! Registry writes: script tools and upstream servers registered, replaced and removed through the
 //! API. Every change goes through one writer task, so concurrent requests apply one after
-//! another, and through [`ConfigEditor`], the one editor of the config file (which also locks it
-//! against a CLI command writing at the same time): each is checked as a whole new file before
-//! anything is written (a bad definition leaves the file untouched), written atomically, and
-//! applied to the running server at once.
+//! another, and through [`ConfigEditor`], the one editor of the config file and of seed 004's
+//! registries (which also locks them against a CLI command writing at the same time): each is
+//! checked as a whole new configuration before anything is written (a bad definition leaves the
+//! file untouched), written atomically, and applied to the running server at once.
+//!
+//! An entry is changed in the file it came from: a tool of a `tools.json` or a server of an
+//! `mcp.json` in that registry, in its format; anything else in the project's config file. A
+//! new server goes to the first `mcp.json` the configuration names, else the config file; a
+//! new tool to the first `tools.json` when its definition fits the seed's format (a script run
+//! by the interpreter its extension names, no `env` or `cwd`), else the config file.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,7 +17,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use toolmux_config::{
-    ConfigDocument, ConfigEditor, LoadedConfig, SecretLookup, ToolName, project_config_path,
+    ConfigDocument, ConfigEditor, LoadedConfig, RegistryDocument, RegistryKind, SecretLookup,
+    ToolName, project_config_path, tool_fits_registry,
 };
 use toolmux_core::{Hub, Policy};
 
@@ -43,6 +50,14 @@ struct SectionNames {
 }
 
 impl Section {
+    /// The kind of registry that holds entries of this section.
+    fn registry_kind(self) -> RegistryKind {
+        match self {
+            Self::ScriptTools => RegistryKind::Tools,
+            Self::Upstreams => RegistryKind::Servers,
+        }
+    }
+
     fn names(self) -> &'static SectionNames {
         match self {
             Self::ScriptTools => &SectionNames {
@@ -61,11 +76,18 @@ impl Section {
     }
 
     /// Why `name` cannot be replaced or removed: it is not an entry of this section of the
-    /// project's file. 409 when something else has the name (so the caller learns it cannot be
-    /// changed here), 404 when nothing has it.
+    /// project's file or of a registry. 409 when something else has the name (so the caller
+    /// learns it cannot be changed here), 404 when nothing has it.
     fn missing(self, hub: &Hub, name: &str) -> ApiError {
         match self {
             Self::ScriptTools => match hub.catalog().get(name) {
+                Some(entry) if entry.descriptor.source == toolmux_config::SCRIPT_SOURCE_ID => {
+                    ApiError::conflict(format!(
+                        "`{name}` is not a script tool of the project's configuration file or \
+                         its registries (it may come from the user's \
+                         `~/.config/toolmux/config.json`, which the API does not change)"
+                    ))
+                }
                 Some(entry) => ApiError::conflict(format!(
                     "`{name}` is a tool of source `{}`; only script tools can be changed through the API",
                     entry.descriptor.source
@@ -83,15 +105,13 @@ impl Section {
         }
     }
 
-    /// Checks that `name` is free to add: 409 when the section or the catalog has it already.
-    fn check_free(self, hub: &Hub, doc: &ConfigDocument, name: &str) -> Result<(), ApiError> {
+    /// Checks that `name` is free to add: 409 when the file being edited (`in_file`) or the
+    /// catalog has it already.
+    fn check_free(self, hub: &Hub, in_file: bool, name: &str) -> Result<(), ApiError> {
         if self == Self::ScriptTools {
             ToolName::new(name).map_err(ApiError::unprocessable)?;
         }
-        if doc
-            .section(self.names().key)?
-            .is_some_and(|s| s.contains_key(name))
-        {
+        if in_file {
             return Err(ApiError::conflict(format!(
                 "{} named `{name}` exists already; replace it with PUT {}/{name}",
                 self.names().entry,
@@ -296,10 +316,73 @@ impl crate::ApiState {
     }
 }
 
-/// One change: edit (checked, written atomically, under the lock), then apply.
+/// One change: edit the file the entry belongs in (checked, written atomically, under the
+/// lock), then apply.
 fn write(hub: &Hub, editor: &ConfigEditor, apply: &Apply, edit: Edit) -> Result<(), ApiError> {
-    let edited = editor.edit(|doc| change(hub, doc, edit))?;
+    let edited = match registry_for(editor, &edit)? {
+        Some(registry) => editor.edit_registry(&registry, |doc| change_registry(hub, doc, edit))?,
+        None => editor.edit(|doc| change(hub, doc, edit))?,
+    };
     apply(&edited.loaded);
+    Ok(())
+}
+
+/// The registry `edit` changes, if it is one (see the module's documentation); `None`: the
+/// project's config file.
+fn registry_for(editor: &ConfigEditor, edit: &Edit) -> Result<Option<PathBuf>, ApiError> {
+    let (section, entry) = match &edit.change {
+        Change::Add(section, entry) => (*section, Some(entry)),
+        Change::Replace(section, _) | Change::Remove(section) => (*section, None),
+        Change::ToolState { .. } => return Ok(None),
+    };
+    let loaded = editor.load().map_err(toolmux_config::EditError::from)?;
+    let kind = section.registry_kind();
+    let defined = match section {
+        Section::ScriptTools => loaded.config.tools.keys().any(|n| n.as_str() == edit.name),
+        Section::Upstreams => loaded
+            .config
+            .upstreams
+            .keys()
+            .chain(loaded.unavailable_servers.keys())
+            .any(|n| n.as_str() == edit.name),
+    };
+    let registry = match entry {
+        // A name already taken is refused (409) by the writer of the file that has it.
+        Some(_) if defined => loaded.registry_of(kind, &edit.name),
+        Some(entry) => loaded
+            .first_registry(kind)
+            .filter(|_| kind == RegistryKind::Servers || tool_fits_registry(entry).is_ok()),
+        None => loaded.registry_of(kind, &edit.name),
+    };
+    Ok(registry.map(std::path::Path::to_path_buf))
+}
+
+/// [`change`] for an entry of a registry.
+fn change_registry(hub: &Hub, doc: &mut RegistryDocument, edit: Edit) -> Result<(), ApiError> {
+    let Edit { name, change } = edit;
+    match change {
+        Change::Add(section, entry) => {
+            section.check_free(hub, doc.contains(&name)?, &name)?;
+            doc.put(&name, entry)?;
+        }
+        Change::Replace(section, entry) => {
+            if !doc.contains(&name)? {
+                return Err(section.missing(hub, &name));
+            }
+            doc.put(&name, entry)?;
+        }
+        Change::Remove(section) => {
+            if !doc.remove(&name)? {
+                return Err(section.missing(hub, &name));
+            }
+        }
+        // Settings live in the config file (`registry_for`).
+        Change::ToolState { .. } => {
+            return Err(ApiError::internal(
+                "a tool's settings are kept in the config file, not a registry",
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -307,7 +390,10 @@ fn change(hub: &Hub, doc: &mut ConfigDocument, edit: Edit) -> Result<(), ApiErro
     let Edit { name, change } = edit;
     match change {
         Change::Add(section, entry) => {
-            section.check_free(hub, doc, &name)?;
+            let in_file = doc
+                .section(section.names().key)?
+                .is_some_and(|s| s.contains_key(&name));
+            section.check_free(hub, in_file, &name)?;
             doc.section_mut(section.names().key)?
                 .insert(name, Value::Object(entry));
         }

@@ -18,6 +18,7 @@ use toolmux_files::{remove_stale_temps, state_dir, write_atomic};
 use crate::env::Lookups;
 use crate::error::ConfigError;
 use crate::load::{LoadedConfig, load_merged, project_config_path};
+use crate::registry_edit::RegistryDocument;
 use crate::secret_refs::SecretLookup;
 
 /// Why an edit was not made. In every case the file on disk is as it was.
@@ -270,13 +271,7 @@ impl ConfigEditor {
             Some(old) => *old == doc.root,
             None => doc.root.is_empty(),
         };
-        let mut text = serde_json::to_string_pretty(&Value::Object(doc.root)).map_err(|e| {
-            EditError::Uneditable {
-                path: path.clone(),
-                message: format!("the edited configuration cannot be serialized: {e}"),
-            }
-        })?;
-        text.push('\n');
+        let text = file_text(&path, &Value::Object(doc.root))?;
         // Checked merged with the user's file, the way every command will read it; nothing is
         // written when that fails.
         let loaded = if unchanged {
@@ -286,7 +281,7 @@ impl ConfigEditor {
                 &self.project_dir,
                 self.user_config.as_deref(),
                 self.env(),
-                Some(&text),
+                Some((&path, &text)),
             )
             .map_err(EditError::from)?
         };
@@ -297,6 +292,66 @@ impl ConfigEditor {
             value,
             loaded,
             written: !unchanged,
+        })
+    }
+
+    /// Runs one edit of the registry at `path` (one the configuration names, see
+    /// [`crate::registry_edit`]) under the same lock as every configuration edit: read it,
+    /// `change` it in its own format, check the whole configuration with the result, write it
+    /// atomically. When `change` fails, or the result does not load, nothing is written.
+    pub fn edit_registry<T, E>(
+        &self,
+        path: &Path,
+        change: impl FnOnce(&mut RegistryDocument) -> Result<T, E>,
+    ) -> Result<Edited<T>, E>
+    where
+        E: From<EditError>,
+    {
+        let _lock = self.lock()?;
+        remove_stale_temps(path);
+        let before = self.load().map_err(EditError::from)?;
+        if !before.registry_files.iter().any(|r| r.file.path == path) {
+            return Err(EditError::Uneditable {
+                path: path.to_path_buf(),
+                message: "the configuration names no such registry".to_string(),
+            }
+            .into());
+        }
+        let text = crate::read::read_config_text(path).map_err(|source| EditError::Io {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let old = crate::load::parse_unexpanded(&text).ok_or_else(|| EditError::Uneditable {
+            path: path.to_path_buf(),
+            message: "the file is not valid JSON".to_string(),
+        })?;
+        let mut doc = RegistryDocument::new(path.to_path_buf(), old.clone(), before.root.clone());
+        let value = change(&mut doc)?;
+        if doc.root == old {
+            return Ok(Edited {
+                value,
+                loaded: before,
+                written: false,
+            });
+        }
+        let text = file_text(path, &doc.root)?;
+        let loaded = load_merged(
+            &self.project_dir,
+            self.user_config.as_deref(),
+            self.env(),
+            Some((path, &text)),
+        )
+        .map_err(EditError::from)?;
+        write_atomic(path, text.as_bytes()).map_err(|source| EditError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Edited {
+            value,
+            loaded,
+            written: true,
         })
     }
 
@@ -349,6 +404,16 @@ fn write_config_file(path: &Path, bytes: &[u8]) -> Result<(), EditError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// An edited file's new text: pretty JSON ending with a newline, as every edit writes it.
+fn file_text(path: &Path, value: &Value) -> Result<String, EditError> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| EditError::Uneditable {
+        path: path.to_path_buf(),
+        message: format!("the edited file cannot be serialized: {e}"),
+    })?;
+    text.push('\n');
+    Ok(text)
 }
 
 /// The file's top-level object; `None` when there is no file.

@@ -433,8 +433,8 @@ pub fn read_registry_import(
     // Every `${VAR}` is looked up as itself, so the imported entries keep the references
     // (never the values) as the configuration should.
     let keep = |name: &str| Some(format!("${{{name}}}"));
-    let found =
-        crate::registries::read_registry(path, project_dir, crate::env::Lookups::vars(&keep))?;
+    let (_, found) =
+        crate::registries::read_registry_file(path, project_dir, crate::env::Lookups::vars(&keep))?;
     let relative = |arg: &String| {
         Path::new(arg)
             .strip_prefix(project_dir)

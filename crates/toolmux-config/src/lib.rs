@@ -20,8 +20,12 @@
 //! known (a typo is an error with a "did you mean"), and patterns, tool names and periods are
 //! checked as they are read. `${VAR}` and `${VAR:-default}` are expanded in every string value
 //! (not in keys) of each file before merging, with `$${` for a literal `${` ([`expand_env`]);
-//! an unset variable without a default is an error. Finally `root` is resolved against the
-//! directory holding `.toolmux/` and must be an existing directory.
+//! an unset variable without a default is an error — except in an upstream server's entry,
+//! which then alone waits, shown with the reason ([`UnavailableServer`]). Finally `root` is
+//! resolved against the directory holding `.toolmux/` and must be an existing directory.
+//!
+//! Seed 004's registries (`registries`) are read in place, from inside the project only, and
+//! edited in place in their own format ([`ConfigEditor::edit_registry`]).
 //!
 //! It also translates the upstream servers other clients keep (Claude Code, Cursor, VS Code,
 //! Codex) into its `mcpServers` section ([`read_import`], [`plan_import`]).
@@ -42,6 +46,7 @@ mod oauth;
 mod providers;
 mod read;
 mod registries;
+mod registry_edit;
 mod runners;
 mod schema;
 mod scripts;
@@ -49,6 +54,7 @@ mod secret_refs;
 mod server;
 mod server_auth;
 mod server_list;
+mod unavailable;
 mod upstream;
 mod web;
 
@@ -62,8 +68,9 @@ pub use import::{
     plan_import, read_import, read_registry_import,
 };
 pub use load::{
-    LoadedConfig, check_config_text, find_project_dir, load, load_with_env, load_with_secrets,
-    project_config_path, project_schema_path, unexpanded_upstreams, user_config_path,
+    FileText, LoadedConfig, check_config_text, find_project_dir, load, load_with_env,
+    load_with_secrets, project_config_path, project_schema_path, unexpanded_upstreams,
+    user_config_path,
 };
 pub use model::{
     Config, Defaults, FilterSettings, LogSettings, Policies, RateLimitSetting, SkillsSettings,
@@ -72,7 +79,8 @@ pub use model::{
 pub use oauth::{OAuthGrant, OAuthSettings};
 pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers, SamplingPolicy};
 pub use read::{MAX_CONFIG_FILE_BYTES, read_config_text};
-pub use registries::{referencing_files, registry_paths};
+pub use registries::{RegistryFile, RegistryKind, referencing_files, registry_paths};
+pub use registry_edit::{RegistryDocument, tool_fits_registry};
 pub use runners::{RunnerProtocol, RunnerSettings};
 pub use schema::{schema, starter_config};
 pub use scripts::{SCRIPT_SOURCE_ID, ScriptTool};
@@ -82,6 +90,7 @@ pub use server_auth::ServerAuth;
 /// `<project_dir>/.toolmux/state`, where toolmux keeps what it writes itself (the layout is
 /// `toolmux_files`'; named here too, beside the configuration's own paths).
 pub use toolmux_files::state_dir;
+pub use unavailable::UnavailableServer;
 pub use upstream::{
     DEFAULT_DISCOVERY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_STARTUP_TIMEOUT,
     Prefix, RetryMode, ServerEntry, ServerName, SessionMode, TransportKind, UpstreamServer,

@@ -1,8 +1,10 @@
 //! Finding, reading, checking and merging the configuration files.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -10,6 +12,8 @@ use crate::env::{Env, Expand, Lookups, expand_lookups};
 use crate::error::{ConfigError, field_path};
 use crate::model::Config;
 use crate::secret_refs::SecretLookup;
+use crate::unavailable::{UnavailableServer, take_unavailable};
+use crate::upstream::ServerName;
 
 use toolmux_files::PROJECT_DIR_NAME;
 /// The configuration file's name, in the project and in the user's directory.
@@ -28,6 +32,54 @@ pub struct LoadedConfig {
     pub root: PathBuf,
     /// The files that were read, lowest precedence first.
     pub files: Vec<PathBuf>,
+    /// Every file this load read — the configuration files, then the registries — with the
+    /// text it read, so that what else looks at them (the variables they name, the entries
+    /// as written) reuses this read instead of reading them again.
+    pub texts: Vec<FileText>,
+    /// The registries read (`registries`), in order, with what each holds: where an edit of
+    /// one of their entries goes.
+    pub registry_files: Vec<crate::registries::RegistryFile>,
+    /// Servers configured but waiting for a variable or secret they name: never started,
+    /// shown with the reason ([`crate::UnavailableServer`]).
+    pub unavailable_servers: BTreeMap<ServerName, UnavailableServer>,
+}
+
+impl LoadedConfig {
+    /// The registry the script tool (`kind` [`RegistryKind::Tools`]) or the server
+    /// ([`RegistryKind::Servers`]) `name` came from; `None` when it came from a configuration
+    /// file or nowhere.
+    pub fn registry_of(&self, kind: crate::RegistryKind, name: &str) -> Option<&Path> {
+        self.registry_files
+            .iter()
+            .find(|r| r.kind == kind && r.names.iter().any(|n| n == name))
+            .map(|r| r.file.path.as_path())
+    }
+
+    /// The first registry of `kind` the configuration names: where a new entry of that kind
+    /// goes when there is one.
+    pub fn first_registry(&self, kind: crate::RegistryKind) -> Option<&Path> {
+        self.registry_files
+            .iter()
+            .find(|r| r.kind == kind)
+            .map(|r| r.file.path.as_path())
+    }
+}
+
+/// One file as a load read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileText {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text, as read (a byte-order mark and comments included).
+    pub text: Arc<str>,
+}
+
+impl FileText {
+    /// Its JSON as written, references unexpanded and nothing checked; `None` when it does
+    /// not parse.
+    pub(crate) fn unexpanded(&self) -> Option<Value> {
+        parse_unexpanded(&self.text)
+    }
 }
 
 /// Walks up from `start` to the first directory that holds `.toolmux/config.json`.
@@ -67,19 +119,19 @@ pub fn load(project_dir: &Path, user_config: Option<&Path>) -> Result<LoadedConf
     load_merged(project_dir, user_config, Lookups::process(), None)
 }
 
-/// [`load`], with `${secret:NAME}` references read from `secrets`: the store is passed in, as
-/// the environment is, and kept by nothing.
+/// [`load`], with `${secret:NAME}` references read from `secrets` when there is a store (without
+/// one, such a reference is an error): the store is passed in, as the environment is, and kept
+/// by nothing.
 pub fn load_with_secrets(
     project_dir: &Path,
     user_config: Option<&Path>,
-    secrets: &dyn SecretLookup,
+    secrets: Option<&dyn SecretLookup>,
 ) -> Result<LoadedConfig, ConfigError> {
-    load_merged(
-        project_dir,
-        user_config,
-        Lookups::process().with_secrets(secrets),
-        None,
-    )
+    let env = match secrets {
+        Some(secrets) => Lookups::process().with_secrets(secrets),
+        None => Lookups::process(),
+    };
+    load_merged(project_dir, user_config, env, None)
 }
 
 /// [`load`] with the environment given as a lookup function.
@@ -91,14 +143,14 @@ pub fn load_with_env(
     load_merged(project_dir, user_config, Lookups::vars(env), None)
 }
 
-/// [`load_with_env`], with the project file's text given instead of read from disk when
-/// `project_text` is set: how an edit is checked, merged with the user's file exactly as it
-/// will be read, before anything is written.
+/// [`load_with_env`], with one file's text (the project file's or a registry's) given instead of
+/// read from disk when `given` is set: how an edit is checked, merged with the other files
+/// exactly as it will be read, before anything is written.
 pub(crate) fn load_merged(
     project_dir: &Path,
     user_config: Option<&Path>,
     env: Lookups<'_>,
-    project_text: Option<&str>,
+    given: Option<(&Path, &str)>,
 ) -> Result<LoadedConfig, ConfigError> {
     let project_file = project_config_path(project_dir);
     let candidates = user_config
@@ -108,20 +160,38 @@ pub(crate) fn load_merged(
 
     let mut merged = Value::Object(Map::new());
     let mut files = Vec::new();
+    let mut texts = Vec::new();
     let mut root_file = None;
+    let mut unavailable_servers = BTreeMap::new();
     for path in candidates {
-        let value = match project_text {
-            Some(text) if path == project_file => Some(check_text(path, text, env)?),
-            _ => read_file(path, env)?,
+        let text: Arc<str> = match given {
+            Some((given, text)) if given == path => text.into(),
+            _ => match read_text(path)? {
+                Some(text) => text.into(),
+                None => continue,
+            },
         };
-        let Some(value) = value else {
-            continue;
-        };
+        let (value, unavailable) = check_file(path, &text, env)?;
+        // A later file's word on a server is the last: defined there, it is available (as
+        // that file has it); waiting there, an earlier file's entry does not stand in.
+        if let Some(Value::Object(servers)) = value.get(crate::server_list::KEY) {
+            unavailable_servers.retain(|name: &ServerName, _| !servers.contains_key(name.as_str()));
+        }
+        if let Some(Value::Object(servers)) = merged.get_mut(crate::server_list::KEY) {
+            for (name, _) in &unavailable {
+                servers.shift_remove(name.as_str());
+            }
+        }
+        unavailable_servers.extend(unavailable);
         if value.get("root").is_some() {
             root_file = Some(path.to_path_buf());
         }
         merge(&mut merged, value);
         files.push(path.to_path_buf());
+        texts.push(FileText {
+            path: path.to_path_buf(),
+            text,
+        });
     }
 
     // Each file was checked alone and merging two valid files gives a valid one, so this only
@@ -133,7 +203,14 @@ pub(crate) fn load_merged(
             e.into_inner().to_string(),
         )
     })?;
-    crate::registries::read_into(&mut config, project_dir, env)?;
+    let registry_files = crate::registries::read_into(
+        &mut config,
+        &mut unavailable_servers,
+        project_dir,
+        env,
+        given,
+    )?;
+    texts.extend(registry_files.iter().map(|r| r.file.clone()));
     let root_file = root_file.unwrap_or(project_file);
     let root = resolve_root(project_dir, config.root.as_deref(), &root_file)?;
     Ok(LoadedConfig {
@@ -141,24 +218,24 @@ pub(crate) fn load_merged(
         project_dir: project_dir.to_path_buf(),
         root,
         files,
+        texts,
+        registry_files,
+        unavailable_servers,
     })
 }
 
-/// Reads one file and checks it alone, so that every error names its own file and position;
-/// returns its raw value with references expanded, ready to merge. `None` when it is missing.
-fn read_file(path: &Path, env: Lookups<'_>) -> Result<Option<Value>, ConfigError> {
-    let text = match crate::read::read_config_text(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(ConfigError::new(
-                path,
-                "",
-                format!("cannot read the file: {e}"),
-            ));
-        }
-    };
-    check_text(path, &text, env).map(Some)
+/// Reads one configuration file (checked alone afterwards, so that every error names its own
+/// file and position); `None` when it is missing.
+fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+    match crate::read::read_config_text(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError::new(
+            path,
+            "",
+            format!("cannot read the file: {e}"),
+        )),
+    }
 }
 
 /// Checks the text of a configuration file as if it were read from `path` (which names it in
@@ -173,32 +250,72 @@ pub fn check_config_text(path: &Path, text: &str) -> Result<Config, ConfigError>
 
 /// The checks of one file's text; returns its raw value with references expanded.
 fn check_text(path: &Path, text: &str, env: Lookups<'_>) -> Result<Value, ConfigError> {
+    check_file(path, text, env).map(|(value, _)| value)
+}
+
+/// [`check_text`], with the servers that wait for an unset variable or secret taken out of the
+/// value and returned apart ([`crate::UnavailableServer`]).
+fn check_file(
+    path: &Path,
+    text: &str,
+    env: Lookups<'_>,
+) -> Result<(Value, Vec<(ServerName, UnavailableServer)>), ConfigError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let text = &*crate::jsonc::without_comments(text);
 
-    let mut de = serde_json::Deserializer::from_str(text);
-    let checked: Result<Config, _> = serde_path_to_error::deserialize(Expand::new(&mut de, env));
-    if let Err(e) = checked {
-        return Err(ConfigError::from_json(path, Some(e.path()), e.inner()));
-    }
-    de.end()
-        .map_err(|e| ConfigError::from_json(path, None, &e))?;
-
     let mut raw: Value =
         serde_json::from_str(text).map_err(|e| ConfigError::from_json(path, None, &e))?;
+    let mut unavailable = Vec::new();
     if let Value::Object(file) = &mut raw {
         crate::server_list::normalise(file);
+        if let Some(Value::Object(servers)) = file.get_mut(crate::server_list::KEY) {
+            unavailable = take_unavailable(path, crate::server_list::KEY, servers, env)?;
+        }
     }
-    expand_lookups(raw, env).map_err(|e| ConfigError::new(path, e.path, e.problem.to_string()))
+
+    // Checked from the text, so that errors have their line and column; when servers were
+    // taken out, from the rest, whose positions are not the file's.
+    let rest;
+    let checked_text = if unavailable.is_empty() {
+        text
+    } else {
+        rest = raw.to_string();
+        &rest
+    };
+    let mut de = serde_json::Deserializer::from_str(checked_text);
+    let checked: Result<Config, _> = serde_path_to_error::deserialize(Expand::new(&mut de, env));
+    let positioned = |mut error: ConfigError| {
+        if !unavailable.is_empty() {
+            error.line = None;
+            error.column = None;
+        }
+        error
+    };
+    if let Err(e) = checked {
+        return Err(positioned(ConfigError::from_json(
+            path,
+            Some(e.path()),
+            e.inner(),
+        )));
+    }
+    de.end()
+        .map_err(|e| positioned(ConfigError::from_json(path, None, &e)))?;
+    let value = expand_lookups(raw, env)
+        .map_err(|e| ConfigError::new(path, e.path, e.problem.to_string()))?;
+    Ok((value, unavailable))
 }
 
 /// The `mcpServers` entries of the files a configuration was loaded from, merged the same way
 /// but with `${VAR}` references left as written: what decides a server's tool list, without
-/// the secrets the references stand for. A file that can no longer be read is left out.
+/// the secrets the references stand for. Taken from the texts the load read.
 pub fn unexpanded_upstreams(loaded: &LoadedConfig) -> Map<String, Value> {
     let mut merged = Value::Object(Map::new());
-    for path in &loaded.files {
-        if let Some(Value::Object(mut file)) = read_unexpanded(path)
+    let configs = loaded
+        .texts
+        .iter()
+        .filter(|file| loaded.files.contains(&file.path));
+    for file in configs {
+        if let Some(Value::Object(mut file)) = file.unexpanded()
             && let Some(servers) = {
                 crate::server_list::normalise(&mut file);
                 file.remove(crate::server_list::KEY)
@@ -216,8 +333,13 @@ pub fn unexpanded_upstreams(loaded: &LoadedConfig) -> Map<String, Value> {
 /// A configuration file's JSON as written, references unexpanded and nothing checked; `None`
 /// when it can no longer be read or parsed.
 pub(crate) fn read_unexpanded(path: &Path) -> Option<Value> {
-    let text = crate::read::read_config_text(path).ok()?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    parse_unexpanded(&crate::read::read_config_text(path).ok()?)
+}
+
+/// A configuration file's text as JSON, references unexpanded and nothing checked; `None`
+/// when it does not parse.
+pub(crate) fn parse_unexpanded(text: &str) -> Option<Value> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     serde_json::from_str(&crate::jsonc::without_comments(text)).ok()
 }
 

@@ -14,15 +14,18 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::env::{Lookups, expand_lookups};
-use crate::error::{ConfigError, field_path};
+use crate::error::ConfigError;
 use crate::fields::ToolName;
+use crate::load::FileText;
 use crate::model::Config;
 use crate::scripts::ScriptTool;
+use crate::unavailable::{UnavailableServer, checked_server, take_unavailable};
 use crate::upstream::{ServerName, UpstreamServer};
 
 /// One tool of a seed `tools.json`.
@@ -70,23 +73,90 @@ struct Wrapped<T> {
     tools: T,
 }
 
+/// What a registry holds: script tools (a seed `tools.json`) or upstream servers (an
+/// `mcp.json`, with `mcpServers` or `servers`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RegistryKind {
+    /// Script tools.
+    #[default]
+    Tools,
+    /// Upstream servers.
+    Servers,
+}
+
+/// The keys under which an MCP registry lists its servers, in the order they are looked for.
+pub(crate) const SERVER_KEYS: [&str; 2] = ["mcpServers", "servers"];
+
+/// One registry a load read: the file, what it holds and the names it defines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistryFile {
+    /// The file and its text as read.
+    pub file: FileText,
+    /// Tools or servers.
+    pub kind: RegistryKind,
+    /// The names of its entries.
+    pub names: Vec<String>,
+}
+
 /// What a registry holds, in toolmux's terms.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
+    pub(crate) kind: RegistryKind,
     pub(crate) tools: Vec<(ToolName, ScriptTool)>,
     pub(crate) servers: Vec<(ServerName, UpstreamServer)>,
+    /// Servers waiting for a variable or secret they name.
+    pub(crate) unavailable: Vec<(ServerName, UnavailableServer)>,
 }
 
-/// Reads every registry `config` names and adds its tools and servers to `config`. A name
-/// that the configuration (or an earlier registry) already has is an error of the registry.
+/// Reads every registry `config` names and adds its tools and servers to `config`; returns the
+/// registries read. A name that the configuration (or an earlier registry) already has is an
+/// error of the registry. A registry whose text is `given` is read from it instead of the disk.
 pub(crate) fn read_into(
     config: &mut Config,
+    unavailable_servers: &mut BTreeMap<ServerName, UnavailableServer>,
     project_dir: &Path,
     env: Lookups<'_>,
-) -> Result<(), ConfigError> {
-    for relative in config.registries.clone() {
-        let path = project_dir.join(&relative);
-        let found = read_registry(&path, project_dir, env)?;
+    given: Option<(&Path, &str)>,
+) -> Result<Vec<RegistryFile>, ConfigError> {
+    let mut read = Vec::new();
+    for (index, relative) in config.registries.clone().iter().enumerate() {
+        let path = registry_path(project_dir, relative).map_err(|message| {
+            ConfigError::new(
+                &crate::load::project_config_path(project_dir),
+                format!("registries[{index}]"),
+                message,
+            )
+        })?;
+        let (text, found) = match given {
+            Some((given, text)) if given == path => {
+                let found = read_registry(&path, text, project_dir, env)?;
+                (text.into(), found)
+            }
+            _ => read_registry_file(&path, project_dir, env)?,
+        };
+        let kind = found.kind;
+        let names = found
+            .tools
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .chain(found.servers.iter().map(|(name, _)| name.as_str()))
+            .chain(found.unavailable.iter().map(|(name, _)| name.as_str()))
+            .map(str::to_string)
+            .collect();
+        for (name, server) in found.unavailable {
+            if config.upstreams.contains_key(&name) || unavailable_servers.contains_key(&name) {
+                return Err(defined_twice(&path, &name));
+            }
+            unavailable_servers.insert(name, server);
+        }
+        read.push(RegistryFile {
+            file: FileText {
+                path: path.clone(),
+                text,
+            },
+            kind,
+            names,
+        });
         for (name, tool) in found.tools {
             if config.tools.contains_key(&name) {
                 return Err(ConfigError::new(
@@ -101,51 +171,94 @@ pub(crate) fn read_into(
             config.tools.insert(name, tool);
         }
         for (name, server) in found.servers {
-            if config.upstreams.contains_key(&name) {
-                return Err(ConfigError::new(
-                    &path,
-                    name.as_str(),
-                    format!(
-                        "the MCP server `{}` is defined twice (also in the configuration or an earlier registry)",
-                        name.as_str()
-                    ),
-                ));
+            if config.upstreams.contains_key(&name) || unavailable_servers.contains_key(&name) {
+                return Err(defined_twice(&path, &name));
             }
             config.upstreams.insert(name, server);
         }
     }
-    Ok(())
+    Ok(read)
+}
+
+fn defined_twice(path: &Path, name: &ServerName) -> ConfigError {
+    ConfigError::new(
+        path,
+        name.as_str(),
+        format!(
+            "the MCP server `{}` is defined twice (also in the configuration or an earlier registry)",
+            name.as_str()
+        ),
+    )
 }
 
 /// The registry files `config` names, as paths: what a watcher watches besides the
-/// configuration files.
+/// configuration files. A path [`registry_path`] refuses is left out (loading reports it).
 pub fn registry_paths(config: &Config, project_dir: &Path) -> Vec<PathBuf> {
     config
         .registries
         .iter()
-        .map(|p| project_dir.join(p))
+        .filter_map(|p| registry_path(project_dir, p).ok())
         .collect()
 }
 
+/// Where the registry named `relative` is: inside the project directory, or nowhere. A
+/// configuration may come with a cloned repository, and a registry names commands to run and
+/// servers to start, so it may not reach the user's other files (`~/.claude.json`'s servers,
+/// another project's tools): an absolute path and any `..` are refused, and so is a path whose
+/// symbolic links lead out of the project (checked when it is named; a link swapped in later
+/// needs a writer inside the project, who could edit the registry itself).
+pub(crate) fn registry_path(project_dir: &Path, relative: &Path) -> Result<PathBuf, String> {
+    use std::path::Component;
+    let shown = relative.display();
+    if relative.is_absolute() {
+        return Err(format!(
+            "`{shown}` is an absolute path; a registry is named by a path relative to the \
+             project directory, inside it"
+        ));
+    }
+    if relative.components().any(|c| c == Component::ParentDir) {
+        return Err(format!(
+            "`{shown}` climbs out with `..`; a registry is named by a path relative to the \
+             project directory, inside it"
+        ));
+    }
+    let path = project_dir.join(relative);
+    // A missing registry is the read's error, reported with its path.
+    if let (Ok(real), Ok(project)) = (path.canonicalize(), project_dir.canonicalize())
+        && !real.starts_with(&project)
+    {
+        return Err(format!(
+            "`{shown}` leads out of the project directory through a symbolic link (to `{}`); \
+             a registry stays inside the project",
+            real.display()
+        ));
+    }
+    Ok(path)
+}
+
 /// Every file whose `${VAR}` references a load of the project at `project_dir` (over the user
-/// file `user_config`) expands: the two configuration files and every registry either names
-/// (both files' `registries`, whichever wins the merge: naming one variable too many hides
-/// it, one too few leaves a secret where children can read it). Read before the configuration
-/// is loaded, so that the variables they name can leave the process environment at start; a
-/// file that cannot be read names no registry here (loading it reports the error).
-pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<PathBuf> {
-    let configs: Vec<PathBuf> = user_config
+/// file `user_config`) expands, with its text: the two configuration files and every registry
+/// either names (both files' `registries`, whichever wins the merge: naming one variable too
+/// many hides it, one too few leaves a secret where children can read it). Read before the
+/// configuration is loaded, so that the variables they name can leave the process environment
+/// at start; each file is read once. A file that cannot be read is left out, and so is a
+/// registry path [`registry_path`] refuses (loading reports both).
+pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<FileText> {
+    let configs = user_config
         .map(Path::to_path_buf)
         .into_iter()
-        .chain([crate::load::project_config_path(project_dir)])
-        .collect();
-    let mut files = configs.clone();
-    for config in &configs {
-        let Ok(text) = crate::read::read_config_text(config) else {
-            continue;
-        };
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        let Ok(value) = serde_json::from_str::<Value>(&crate::jsonc::without_comments(text)) else {
+        .chain([crate::load::project_config_path(project_dir)]);
+    let read = |path: PathBuf, files: &mut Vec<FileText>| {
+        if files.iter().any(|f| f.path == path) {
+            return None;
+        }
+        let text: Arc<str> = crate::read::read_config_text(&path).ok()?.into();
+        files.push(FileText { path, text });
+        files.last().cloned()
+    };
+    let mut files = Vec::new();
+    for config in configs {
+        let Some(value) = read(config, &mut files).and_then(|f| f.unexpanded()) else {
             continue;
         };
         let named = value.get("registries").and_then(Value::as_array);
@@ -153,13 +266,25 @@ pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<
             // As the load reads it: references in the path expanded.
             let relative = crate::env::expand_text(relative, crate::env::Lookups::process())
                 .map_or_else(|_| relative.to_string(), |p| p.into_owned());
-            let path = project_dir.join(relative);
-            if !files.contains(&path) {
-                files.push(path);
+            if let Ok(path) = registry_path(project_dir, Path::new(&relative)) {
+                read(path, &mut files);
             }
         }
     }
     files
+}
+
+/// Reads the registry at `path` ([`read_registry`]); returns its text too.
+pub(crate) fn read_registry_file(
+    path: &Path,
+    project_dir: &Path,
+    env: Lookups<'_>,
+) -> Result<(Arc<str>, Found), ConfigError> {
+    let text: Arc<str> = crate::read::read_config_text(path)
+        .map_err(|e| ConfigError::new(path, "", format!("cannot read the registry: {e}")))?
+        .into();
+    let found = read_registry(path, &text, project_dir, env)?;
+    Ok((text, found))
 }
 
 /// One registry: servers when it holds `mcpServers` or `servers` (seed 004's `mcp.json`),
@@ -167,18 +292,15 @@ pub fn referencing_files(project_dir: &Path, user_config: Option<&Path>) -> Vec<
 /// asks: a registry named in the configuration is expected to be there.
 pub(crate) fn read_registry(
     path: &Path,
+    text: &str,
     project_dir: &Path,
     env: Lookups<'_>,
 ) -> Result<Found, ConfigError> {
-    let text = crate::read::read_config_text(path)
-        .map_err(|e| ConfigError::new(path, "", format!("cannot read the registry: {e}")))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let text = &*crate::jsonc::without_comments(text);
     let value: Value =
         serde_json::from_str(text).map_err(|e| ConfigError::from_json(path, None, &e))?;
-    let servers_key = ["mcpServers", "servers"]
-        .into_iter()
-        .find(|k| value.get(k).is_some());
+    let servers_key = SERVER_KEYS.into_iter().find(|k| value.get(k).is_some());
     match servers_key {
         Some(key) => read_servers(path, text, value, key, env),
         None => read_tools(path, text, &value, project_dir),
@@ -248,6 +370,17 @@ fn by_key(tools: BTreeMap<String, SeedTool>) -> Vec<(String, SeedTool)> {
     tools.into_iter().collect()
 }
 
+/// The interpreter a seed registry runs a script with, by its extension; `None`: the script
+/// runs itself.
+pub(crate) fn interpreter_of(script: &Path) -> Option<&'static str> {
+    match script.extension().and_then(|e| e.to_str()) {
+        Some("py") => Some("python3"),
+        Some("sh") => Some("bash"),
+        Some("js" | "mjs") => Some("node"),
+        _ => None,
+    }
+}
+
 /// The script tool a seed tool stands for.
 fn script_tool(seed: &SeedTool, folder: &Path, project_dir: &Path) -> Result<ScriptTool, String> {
     let script = [folder.join(&seed.script), project_dir.join(&seed.script)]
@@ -257,13 +390,7 @@ fn script_tool(seed: &SeedTool, folder: &Path, project_dir: &Path) -> Result<Scr
         // registry's: the other tools still load.
         .unwrap_or_else(|| folder.join(&seed.script));
     let script = script.display().to_string();
-    let interpreter = match seed.script.extension().and_then(|e| e.to_str()) {
-        Some("py") => Some("python3"),
-        Some("sh") => Some("bash"),
-        Some("js" | "mjs") => Some("node"),
-        _ => None,
-    };
-    let command: Vec<String> = interpreter
+    let command: Vec<String> = interpreter_of(&seed.script)
         .map(str::to_string)
         .into_iter()
         .chain([script])
@@ -318,7 +445,16 @@ fn read_servers(
             ));
         }
     };
-    let mut found = Found::default();
+    let mut servers: Map<String, Value> = servers
+        .into_iter()
+        .map(|(name, entry)| (name, seed_server(entry)))
+        .collect();
+    let unavailable = take_unavailable(path, key, &mut servers, env)?;
+    let mut found = Found {
+        kind: RegistryKind::Servers,
+        unavailable,
+        ..Found::default()
+    };
     for (name, entry) in servers {
         let at = |field: String, message: String| {
             let mut error = ConfigError::new(path, field, message);
@@ -326,18 +462,9 @@ fn read_servers(
             error
         };
         let server_name = ServerName::new(&name).map_err(|e| at(format!("{key}.{name}"), e))?;
-        let entry = seed_server(entry);
         let entry = expand_lookups(entry, env)
-            .map_err(|e| at(format!("{key}.{name}{}", e.path), e.problem.to_string()))?;
-        let server: UpstreamServer = serde_path_to_error::deserialize(entry).map_err(|e| {
-            let field = field_path(e.path().iter());
-            let field = if field.is_empty() {
-                format!("{key}.{name}")
-            } else {
-                format!("{key}.{name}.{field}")
-            };
-            at(field, e.into_inner().to_string())
-        })?;
+            .map_err(|e| at(format!("{key}.{name}.{}", e.path), e.problem.to_string()))?;
+        let server = checked_server(entry, key, &name).map_err(|(field, e)| at(field, e))?;
         found.servers.push((server_name, server));
     }
     Ok(found)
@@ -388,7 +515,13 @@ mod tests {
                 "parallel_capable": true, "timeout": 2.5, "script": "hello_world.py"}]}"#,
             "tools.json",
         );
-        let found = read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect("read");
+        let found = read_registry(
+            &path,
+            &std::fs::read_to_string(&path).expect("read"),
+            dir.path(),
+            Lookups::vars(&no_env),
+        )
+        .expect("read");
         let (name, tool) = &found.tools[0];
         assert_eq!(name.as_str(), "hello_world");
         assert_eq!(tool.command[0], "python3");
@@ -424,8 +557,13 @@ mod tests {
             "{\n  \"hello\": {\n    \"description\": \"x\",\n    \"script\": \"h.py\",\n    \"timeoutMs\": 5\n  }\n}\n",
             "tools.json",
         );
-        let error =
-            read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect_err("unknown key");
+        let error = read_registry(
+            &path,
+            &std::fs::read_to_string(&path).expect("read"),
+            dir.path(),
+            Lookups::vars(&no_env),
+        )
+        .expect_err("unknown key");
         assert_eq!(error.file, path);
         assert_eq!(error.line, Some(5), "{error}");
         assert_eq!(error.field, "hello", "{error}");
@@ -438,14 +576,25 @@ mod tests {
                 "local": {"command": "python3", "args": ["server.py"]}}}"#,
             "mcp.json",
         );
-        let found = read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect("read");
+        let found = read_registry(
+            &path,
+            &std::fs::read_to_string(&path).expect("read"),
+            dir.path(),
+            Lookups::vars(&no_env),
+        )
+        .expect("read");
         assert_eq!(found.servers.len(), 2);
         let bad = registry(
             r#"{"mcpServers": {"x": {"transport": "pigeon", "url": "u"}}}"#,
             "mcp.json",
         );
-        let error =
-            read_registry(&bad.1, bad.0.path(), Lookups::vars(&no_env)).expect_err("bad transport");
+        let error = read_registry(
+            &bad.1,
+            &std::fs::read_to_string(&bad.1).expect("read"),
+            bad.0.path(),
+            Lookups::vars(&no_env),
+        )
+        .expect_err("bad transport");
         assert!(error.field.starts_with("mcpServers.x"), "{error}");
         assert_eq!(error.line, Some(1));
     }

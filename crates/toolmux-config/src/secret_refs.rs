@@ -1,8 +1,9 @@
 //! `${secret:NAME}` references: a configuration string may name a value in toolmux's secret
 //! store, resolved while the file is read (so an error names file, line and field like a
 //! `${VAR}`'s), while the file keeps the reference. This crate knows no store: whoever loads
-//! the configuration passes one in its [`crate::Env`] ([`crate::Env::with_secrets`]), as it
-//! passes the variables; nothing is kept for the process. Also the effective configuration as
+//! the configuration passes one to the load ([`crate::load_with_secrets`],
+//! [`crate::ConfigEditor::with_secrets`]), as it passes the variables; nothing is kept for the
+//! process. Also the effective configuration as
 //! written ([`unexpanded_config`]), references kept, for `config_get`.
 
 use std::path::PathBuf;

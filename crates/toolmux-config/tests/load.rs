@@ -614,9 +614,9 @@ fn each_load_reads_the_secret_store_it_is_given() {
     };
     let first = |name: &str| Ok((name == "DOCS_TOKEN").then(|| "one".to_string()));
     let second = |name: &str| Ok((name == "DOCS_TOKEN").then(|| "two".to_string()));
-    let loaded = load_with_secrets(project.path(), None, &first).expect("loads");
+    let loaded = load_with_secrets(project.path(), None, Some(&first)).expect("loads");
     assert_eq!(token(&loaded), "Bearer one");
-    let loaded = load_with_secrets(project.path(), None, &second).expect("loads");
+    let loaded = load_with_secrets(project.path(), None, Some(&second)).expect("loads");
     assert_eq!(token(&loaded), "Bearer two");
 
     let err = load(project.path(), None).expect_err("no store was given");

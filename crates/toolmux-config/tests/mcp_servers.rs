@@ -283,11 +283,20 @@ fn a_blank_server_name_is_an_error() {
 #[test]
 fn an_unset_secret_reference_names_the_variable_and_the_header() {
     let project = Project::new();
-    let (_, err) = project.error(
+    let file = project.config(
         r#"{"mcpServers": {"w": {"url": "http://a/", "headers": {"Authorization": "Bearer ${NOPE}"}}}}"#,
     );
-    assert_eq!(err.field, "mcpServers.w.headers.Authorization");
-    assert_eq!(err.message, "environment variable `NOPE` is not set");
+    let loaded = project.load().expect("loads, without `w`");
+    assert!(loaded.config.upstreams.is_empty());
+    let waiting = loaded.unavailable_servers.values().next().expect("w waits");
+    assert_eq!(
+        waiting.reason,
+        format!(
+            "environment variable `NOPE` is not set (used in `mcpServers.w.headers.Authorization` \
+             of `{}`)",
+            file.display()
+        )
+    );
 }
 
 #[test]
@@ -446,5 +455,83 @@ fn inherit_env_is_a_stdio_servers_opt_in_and_a_script_tools() {
     assert_eq!(
         err.message,
         "`inheritEnv` only applies to stdio servers, not to an `http` server"
+    );
+}
+
+/// Issue 29, item 12: seed 000's own example names `GITHUB_TOKEN`; without it, that server
+/// alone waits (with the variable, the field and the file), the others load, and so do the
+/// servers of an MCP registry beside one that waits. A reference outside a server's entry is
+/// still an error of the whole file.
+#[test]
+fn an_unset_variable_makes_its_server_alone_unavailable() {
+    let project = Project::new();
+    let file = project.config(
+        r#"{
+  "registries": ["mcp.json"],
+  "mcpServers": {
+    "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+               "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GH_TOKEN_29}"}},
+    "files": {"command": "npx", "args": ["${PORT}"]}
+  }
+}"#,
+    );
+    let registry = project.path().join("mcp.json");
+    fs::write(
+        &registry,
+        r#"{"mcpServers": {"search": {"transport": "http", "url": "${SEARCH_URL}"},
+            "local": {"command": "python3"}}}"#,
+    )
+    .expect("registry");
+    let loaded = project.load().expect("loads");
+    let names: Vec<&str> = loaded.config.upstreams.keys().map(|n| n.as_str()).collect();
+    assert_eq!(names, ["files", "local"]);
+    let waiting: BTreeMap<&str, &str> = loaded
+        .unavailable_servers
+        .iter()
+        .map(|(name, server)| (name.as_str(), server.reason.as_str()))
+        .collect();
+    assert_eq!(
+        waiting,
+        BTreeMap::from([
+            (
+                "github",
+                format!(
+                    "environment variable `GH_TOKEN_29` is not set (used in \
+                     `mcpServers.github.env.GITHUB_PERSONAL_ACCESS_TOKEN` of `{}`)",
+                    file.display()
+                )
+                .as_str()
+            ),
+            (
+                "search",
+                format!(
+                    "environment variable `SEARCH_URL` is not set (used in \
+                     `mcpServers.search.url` of `{}`)",
+                    registry.display()
+                )
+                .as_str()
+            ),
+        ])
+    );
+    // The waiting entry is kept as written: nothing of it is expanded, nothing started.
+    let github = &loaded
+        .unavailable_servers
+        .iter()
+        .next()
+        .expect("github")
+        .1
+        .server;
+    match &github.transport {
+        UpstreamTransport::Stdio { env, .. } => assert_eq!(
+            env.get("GITHUB_PERSONAL_ACCESS_TOKEN").map(String::as_str),
+            Some("${GH_TOKEN_29}")
+        ),
+        other => panic!("{other:?}"),
+    }
+
+    let (_, error) = project.error(r#"{"root": "${NOPE_29}", "mcpServers": {}}"#);
+    assert_eq!(
+        error.message, "environment variable `NOPE_29` is not set",
+        "{error}"
     );
 }

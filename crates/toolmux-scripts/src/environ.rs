@@ -64,20 +64,16 @@ pub fn references(text: &str) -> Vec<String> {
     names
 }
 
-/// The variables the `${VAR}` references of `files` name ([`references`]), in order; a file
-/// that cannot be read names none (loading it reports the error).
-pub fn references_in(files: &[std::path::PathBuf]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for file in files {
-        if let Ok(text) = toolmux_config::read_config_text(file) {
-            for name in references(&text) {
-                if !names.contains(&name) {
-                    names.push(name);
-                }
-            }
-        }
-    }
-    names
+/// The variables the `${VAR}` references of `files` name ([`references`]), in order, without
+/// repeats: the texts as read once by [`toolmux_config::referencing_files`] or a load
+/// ([`toolmux_config::LoadedConfig::texts`]).
+pub fn references_in(files: &[toolmux_config::FileText]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    files
+        .iter()
+        .flat_map(|file| references(&file.text))
+        .filter(|name| seen.insert(name.clone()))
+        .collect()
 }
 
 /// Whether a variable named by the configuration (or `--api-key-env`) is taken out of the

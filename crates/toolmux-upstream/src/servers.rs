@@ -87,14 +87,22 @@ impl Upstreams {
         upstreams
     }
 
-    /// One spec per configured server, with the hash of its entry as written.
+    /// One spec per configured server, with the hash of its entry as written; a server that
+    /// waits for an unset variable or secret too, with why.
     fn specs(&self, loaded: &LoadedConfig) -> Vec<ServerSpec> {
         let raw = toolmux_config::unexpanded_upstreams(loaded);
-        loaded
+        let available = loaded
             .config
             .upstreams
             .iter()
-            .map(|(name, server)| {
+            .map(|(name, server)| (name, server, None));
+        let waiting = loaded
+            .unavailable_servers
+            .iter()
+            .map(|(name, waiting)| (name, &waiting.server, Some(waiting.reason.clone())));
+        available
+            .chain(waiting)
+            .map(|(name, server, unavailable)| {
                 let entry = raw
                     .get(name.as_str())
                     .cloned()
@@ -103,6 +111,7 @@ impl Upstreams {
                     name: name.as_str().to_string(),
                     server: server.clone(),
                     config_hash: config_hash(&entry),
+                    unavailable,
                 }
             })
             .collect()
@@ -196,14 +205,18 @@ impl Upstreams {
                     // checked entry covers the rest (filters, policies, time limits, and
                     // `${VAR}` values, which the hash leaves out). What the process itself
                     // depends on replaces the server; the rest is applied to it as it runs.
+                    // A server that waited for a variable and has it now (or the other way
+                    // round) is a new server.
                     Some(old)
                         if old.config_hash() == spec.config_hash
+                            && old.unavailable() == spec.unavailable.as_deref()
                             && *old.server() == spec.server =>
                     {
                         next.push(old)
                     }
                     Some(old)
                         if old.config_hash() == spec.config_hash
+                            && old.unavailable() == spec.unavailable.as_deref()
                             && old.can_reconfigure(&spec.server) =>
                     {
                         report.reconfigured.push(spec.name.clone());

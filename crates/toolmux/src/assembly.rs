@@ -761,9 +761,8 @@ fn run_from_beneath_root(loaded: &LoadedConfig) -> Vec<std::path::PathBuf> {
 /// toolmux's environment and `/proc`, its value kept for toolmux's own lookups, so that a
 /// child that inherits the whole environment does not get it unless configured to.
 fn hide_newly_named(loaded: &LoadedConfig) {
-    let user = toolmux_config::user_config_path();
-    let files = toolmux_config::referencing_files(&loaded.project_dir, user.as_deref());
-    let named = toolmux_scripts::environ::references_in(&files);
+    // The texts this load read: nothing is read again.
+    let named = toolmux_scripts::environ::references_in(&loaded.texts);
     #[allow(unsafe_code)]
     // SAFETY: nothing else in toolmux changes its environment after start, and its own reads
     // go through Rust's environment lock; a C library's `getenv` on another thread meanwhile

@@ -79,7 +79,16 @@ fn named_variables(cli: &Cli) -> Vec<String> {
     let user = toolmux_config::user_config_path();
     let files = match project::locate(cli.project.as_deref()) {
         Ok(dir) => toolmux_config::referencing_files(&dir, user.as_deref()),
-        Err(_) => user.into_iter().collect(),
+        Err(_) => user
+            .and_then(|path| {
+                let text = toolmux_config::read_config_text(&path).ok()?;
+                Some(toolmux_config::FileText {
+                    path,
+                    text: text.into(),
+                })
+            })
+            .into_iter()
+            .collect(),
     };
     names.extend(toolmux_scripts::environ::references_in(&files));
     names

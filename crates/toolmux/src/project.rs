@@ -42,13 +42,9 @@ pub fn config_secrets(project_dir: &Path) -> Option<Arc<dyn SecretLookup>> {
 /// Loads the configuration of a project directory (project file over user file).
 pub fn load_config(project_dir: &Path) -> Result<LoadedConfig, Failure> {
     let user = toolmux_config::user_config_path();
-    let loaded = match config_secrets(project_dir) {
-        Some(secrets) => {
-            toolmux_config::load_with_secrets(project_dir, user.as_deref(), secrets.as_ref())
-        }
-        None => toolmux_config::load(project_dir, user.as_deref()),
-    };
-    loaded.map_err(|e| Failure::Config(e.to_string()))
+    let secrets = config_secrets(project_dir);
+    toolmux_config::load_with_secrets(project_dir, user.as_deref(), secrets.as_deref())
+        .map_err(|e| Failure::Config(e.to_string()))
 }
 
 /// Where the execution log lives.

@@ -28,7 +28,10 @@ impl UpstreamView {
         if let Some(record) = discovery.as_object_mut() {
             record.remove("tools");
             // A call refused since the last discovery (a revoked token) counts too.
-            if source.needs_sign_in() {
+            if source.unavailable().is_some() {
+                // Waiting for a variable or secret its entry names; `discoveryError` says which.
+                record.insert("discoveryStatus".into(), json!("unavailable"));
+            } else if source.needs_sign_in() {
                 record.insert("discoveryStatus".into(), json!("needs-sign-in"));
             }
         }

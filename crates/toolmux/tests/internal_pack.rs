@@ -106,18 +106,19 @@ fn secret_references_resolve_from_the_store_and_never_leak() {
         .to_string(),
     );
 
-    // Unset: a configuration error that names the file, the field and the secret.
+    // Unset: that server alone waits (#29 item 12), and says for which secret, field and file.
     let run = project.run(&["tools", "list"]);
-    assert_eq!(run.code(), 3, "stderr: {}", run.stderr());
-    let err = run.stderr();
-    assert!(err.contains("config.json"), "{err}");
-    assert!(
-        err.contains("mcpServers.remote.headers.Authorization"),
-        "{err}"
-    );
-    assert!(
-        err.contains("secret `REMOTE_TOKEN` is not in the secret store"),
-        "{err}"
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let list = project.run(&["mcp", "list", "--json"]).json();
+    assert_eq!(list[0]["status"], "unavailable", "{list}");
+    assert_eq!(
+        list[0]["error"],
+        format!(
+            "secret `REMOTE_TOKEN` is not in the secret store (set it with `toolmux secrets set \
+             REMOTE_TOKEN`) (used in `mcpServers.remote.headers.Authorization` of `{}`)",
+            project.config_file().display()
+        ),
+        "{list}"
     );
 
     set_secret(&project, "REMOTE_TOKEN", "s3cr3t-value-42");
@@ -162,10 +163,11 @@ fn secret_references_resolve_from_the_store_and_never_leak() {
     assert!(log.contains("[redacted]"), "{log}");
     assert!(!log.contains("s3cr3t"), "the value reached the log:\n{log}");
 
-    // Gone: a not-found refusal (exit code 4), and the configuration no longer loads.
+    // Gone: a not-found refusal (exit code 4), and the server waits for it again.
     project.run(&["secrets", "delete", "REMOTE_TOKEN"]).ok();
     assert_eq!(project.run(&["secrets", "get", "REMOTE_TOKEN"]).code(), 4);
-    assert_eq!(project.run(&["tools", "list"]).code(), 3);
+    let list = project.run(&["mcp", "list", "--json"]).json();
+    assert_eq!(list[0]["status"], "unavailable", "{list}");
 }
 
 #[test]

@@ -175,3 +175,206 @@ fn import_copies_a_registry_into_the_configuration() {
         .ok();
     assert!(again.contains("skipped script tool hello_world"), "{again}");
 }
+
+/// Issue 29, item 11: an edit through the API lands in the file the entry came from — a
+/// `tools.json` tool in `tools.json`, an `mcp.json` server in `mcp.json`, in their format, the
+/// rest of the file as it was — and a new entry in the registry of its kind when it fits there.
+/// A definition the registry cannot hold, and a write that fails, leave every file as it was.
+#[test]
+fn api_edits_land_in_the_registry_the_entry_came_from() {
+    let project = seed_project(&config_with_key(
+        r#""registries": ["backend/src/tools/tools.json", "backend/mcp.json"]"#,
+    ));
+    let served = Served::start(&project, &[]);
+    let config_before = std::fs::read_to_string(project.config_file()).expect("config");
+    let tools_file = project.path().join("backend/src/tools/tools.json");
+    let mcp_file = project.path().join("backend/mcp.json");
+    let read = |path: &std::path::Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON")
+    };
+
+    // Changed in place, in the seed's terms; the script is written relative to the registry.
+    let replaced = served.send(
+        "PUT",
+        "/api/tools/hello_world",
+        Some(
+            &json!({
+                "description": "Greet someone, replaced.",
+                "inputSchema": {"type": "object", "properties": {"who": {"type": "string"}}},
+                "timeoutMs": 4000,
+                "command": ["python3", "backend/src/tools/hello_world.py"],
+            })
+            .to_string(),
+        ),
+    );
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
+    assert_eq!(replaced.json()["description"], "Greet someone, replaced.");
+    let hello = json!({
+        "name": "hello_world",
+        "description": "Greet someone, replaced.",
+        "inputSchema": {"type": "object", "properties": {"who": {"type": "string"}}},
+        "timeout": 4.0,
+        "script": "hello_world.py",
+    });
+    assert_eq!(read(&tools_file), json!({"tools": [hello]}));
+
+    // A new tool that fits the seed's format joins tools.json; one with an `env` cannot, and
+    // goes to the config file.
+    let goodbye = json!({
+        "name": "goodbye",
+        "description": "Say goodbye.",
+        "parallel": true,
+        "command": ["python3", "backend/src/tools/hello_world.py"],
+    });
+    let added = served.post("/api/tools", &goodbye.to_string());
+    assert_eq!(added.status, 201, "{}", added.body);
+    let with_env = json!({
+        "name": "with_env",
+        "description": "Has an env.",
+        "env": {"GREETING": "hi"},
+        "command": ["python3", "backend/src/tools/hello_world.py"],
+    });
+    let added = served.post("/api/tools", &with_env.to_string());
+    assert_eq!(added.status, 201, "{}", added.body);
+    assert_eq!(
+        read(&tools_file),
+        json!({"tools": [hello, {
+            "name": "goodbye",
+            "description": "Say goodbye.",
+            "parallel_capable": true,
+            "script": "hello_world.py",
+        }]})
+    );
+    assert_eq!(
+        project.saved_config()["tools"]["with_env"]["env"],
+        json!({"GREETING": "hi"})
+    );
+    let called = served
+        .post("/api/tools/goodbye/call", r#"{"who": "Cy"}"#)
+        .json();
+    assert_eq!(
+        called["structuredContent"],
+        json!({"greeting": "Hello, Cy!"})
+    );
+
+    // A definition the registry cannot hold is refused; nothing is written.
+    let tools_before = std::fs::read_to_string(&tools_file).expect("tools.json");
+    let refused = served.send(
+        "PUT",
+        "/api/tools/hello_world",
+        Some(
+            &json!({"description": "d", "cwd": "backend", "command": ["python3", "x.py"]})
+                .to_string(),
+        ),
+    );
+    let error = refused.error(422, "invalid_definition");
+    assert_eq!(
+        error["details"]["violations"][0]["message"],
+        "`cwd` cannot be written to this registry: a tool there has only `description`, \
+         `inputSchema`, `outputSchema`, `parallel`, `timeoutMs` and `command` (its script)",
+        "{error}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&tools_file).expect("tools.json"),
+        tools_before
+    );
+
+    // Removed from tools.json.
+    let deleted = served.send("DELETE", "/api/tools/goodbye", None);
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    assert_eq!(read(&tools_file), json!({"tools": [hello]}));
+    assert!(
+        !served
+            .tool_names("scripts")
+            .contains(&"goodbye".to_string())
+    );
+
+    // A new server joins mcp.json, written with the seed's `transport` as its neighbours are;
+    // the registry's own server is removed from it.
+    let added = served.post(
+        "/api/mcp-servers",
+        &json!({"name": "faults2", "type": "stdio", "command": mcp_python(), "args": [faults_script()]})
+            .to_string(),
+    );
+    assert_eq!(added.status, 201, "{}", added.body);
+    let deleted = served.send("DELETE", "/api/mcp-servers/faults", None);
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    assert_eq!(
+        read(&mcp_file),
+        json!({"mcpServers": {"faults2": {
+            "command": mcp_python(),
+            "args": [faults_script()],
+            "transport": "stdio",
+        }}})
+    );
+    // The config file changed only by the tool that could not go to tools.json.
+    let mut config: Value = serde_json::from_str(&config_before).expect("JSON");
+    config["tools"] = json!({"with_env": {
+        "description": "Has an env.",
+        "env": {"GREETING": "hi"},
+        "command": ["python3", "backend/src/tools/hello_world.py"],
+    }});
+    assert_eq!(project.saved_config(), config);
+
+    // A write that fails (the registry's folder cannot be written) leaves the file as it was.
+    let folder = tools_file.parent().expect("folder").to_path_buf();
+    let _unlocked = Unwritable::make(&folder);
+    let tools_before = std::fs::read_to_string(&tools_file).expect("tools.json");
+    let failed = served.send(
+        "PUT",
+        "/api/tools/hello_world",
+        Some(
+            &json!({"description": "Never written.", "command": ["python3", "hello_world.py"]})
+                .to_string(),
+        ),
+    );
+    let error = failed.error(500, "internal");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with(&format!("cannot write `{}`", tools_file.display()))),
+        "{error}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&tools_file).expect("tools.json"),
+        tools_before
+    );
+    drop(_unlocked);
+    served.stop();
+}
+
+/// A folder no one can write to while it lives: immutable (`chattr +i`) for root, whom
+/// permissions do not stop, else mode 0555. Checked, so the test cannot pass by accident.
+struct Unwritable(std::path::PathBuf);
+
+impl Unwritable {
+    fn make(folder: &std::path::Path) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let immutable = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(folder)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !immutable {
+            std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o555))
+                .expect("chmod");
+        }
+        let probe = folder.join(".probe");
+        assert!(
+            std::fs::write(&probe, "x").is_err(),
+            "the folder is still writable"
+        );
+        Self(folder.to_path_buf())
+    }
+}
+
+impl Drop for Unwritable {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+    }
+}

@@ -15,6 +15,7 @@ use toolmux_testkit::processes::{
 };
 use toolmux_testkit::project::{Run, TestProject};
 use toolmux_testkit::python_client::run_mcp_steps;
+use toolmux_testkit::served::{Served, run_with_key};
 use toolmux_testkit::servers::{HungServer, faults_script, rogue_script};
 
 /// How long a server the CLI started may take to exit once the command is done.
@@ -545,4 +546,87 @@ fn d17_after_an_args_edit_the_tools_stay_known_and_a_call_rediscovers() {
     let list = project.run(&["mcp", "list", "--json"]).json();
     assert_eq!(list[0]["status"], "success", "{list}");
     assert_no_process_left(project.path());
+}
+
+/// Issue 29, item 12: a `${VAR}` that is not set in one server's entry (seed 000's example
+/// names `GITHUB_TOKEN`) makes that server alone unavailable, with the variable, the field and
+/// the file, in `toolmux mcp list` and the REST view; every other server serves, and the
+/// waiting one is never started.
+#[test]
+fn a_server_naming_an_unset_variable_alone_is_unavailable_and_says_why() {
+    let project = toolmux_project();
+    let pid_file = project.path().join("github.pid");
+    project.config(
+        &json!({
+            "server": {"apiKeys": ["${TOOLMUX_TEST_KEY}"]},
+            "mcpServers": {
+                "faults": {"command": python(), "args": [faults_script()]},
+                "github": {
+                    "command": python(),
+                    "args": [faults_script(), "--pid-file", pid_file],
+                    "env": {"GITHUB_TOKEN": "${TOOLMUX_TEST_NEVER_SET_29}"},
+                },
+            },
+        })
+        .to_string(),
+    );
+    let reason = format!(
+        "environment variable `TOOLMUX_TEST_NEVER_SET_29` is not set (used in \
+         `mcpServers.github.env.GITHUB_TOKEN` of `{}`)",
+        project.config_file().display()
+    );
+    // Refreshing every server discovers the one that can start and names why the other
+    // cannot.
+    let refreshed = run_with_key(&project, &["mcp", "refresh"]);
+    assert_ne!(refreshed.code(), 0);
+    let said = format!("{}{}", refreshed.stdout(), refreshed.stderr());
+    assert!(
+        said.contains(&format!("MCP server `github`: cannot start: {reason}")),
+        "{said}"
+    );
+    let called = run_with_key(
+        &project,
+        &[
+            "tools",
+            "call",
+            "faults__echo",
+            "-a",
+            "text=hello",
+            "--json",
+        ],
+    )
+    .json();
+    assert_eq!(called["content"][0]["text"], "hello", "{called}");
+
+    let list = run_with_key(&project, &["mcp", "list", "--json"]).json();
+    let github = list
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["name"] == "github"))
+        .unwrap_or_else(|| panic!("no github in {list}"));
+    assert_eq!(github["status"], "unavailable", "{list}");
+    assert_eq!(github["error"], reason.as_str(), "{list}");
+    assert_eq!(github["tools"], 0, "{list}");
+    let faults = list
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["name"] == "faults"))
+        .unwrap_or_else(|| panic!("no faults in {list}"));
+    assert_eq!(faults["status"], "success", "{list}");
+
+    let served = Served::start(&project, &[]);
+    let view = served.get("/api/mcp-servers/github").json();
+    assert_eq!(
+        view["discovery"]["discoveryStatus"], "unavailable",
+        "{view}"
+    );
+    assert_eq!(
+        view["discovery"]["discoveryError"],
+        reason.as_str(),
+        "{view}"
+    );
+    let echoed = served
+        .post("/api/tools/faults__echo/call", r#"{"text": "rest"}"#)
+        .json();
+    assert_eq!(echoed["status"], "success", "{echoed}");
+    served.stop();
+    assert!(!pid_file.exists(), "the waiting server was started");
 }

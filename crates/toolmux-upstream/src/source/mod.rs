@@ -69,6 +69,8 @@ pub struct UpstreamSource {
 
 struct Inner {
     name: String,
+    /// Why it is never started ([`ServerSpec::unavailable`]).
+    unavailable: Option<String>,
     /// What can change while the server runs (see [`UpstreamSource::reconfigure`]).
     settings: RwLock<Settings>,
     endpoint: Endpoint,
@@ -130,6 +132,9 @@ pub struct ServerSpec {
     pub server: UpstreamServer,
     /// The hash of its unexpanded entry ([`crate::config_hash`]).
     pub config_hash: String,
+    /// Why it cannot be started, when its entry names a variable or secret that is not set
+    /// ([`toolmux_config::UnavailableServer`]): it is shown with this reason and never started.
+    pub unavailable: Option<String>,
 }
 
 impl UpstreamSource {
@@ -144,6 +149,7 @@ impl UpstreamSource {
             name,
             server,
             config_hash,
+            unavailable,
         } = spec;
         let prefix = prefix_of(&name, &server);
         let paths = ServerPaths::new(state_dir, &name);
@@ -163,6 +169,13 @@ impl UpstreamSource {
             }
             None => DiscoveryRecord::never(&name, &config_hash),
         };
+        let mut record = record;
+        if let Some(reason) = &unavailable {
+            // Tools from an earlier discovery would be offered only to fail: none are.
+            record.discovery_status = DiscoveryStatus::Failed;
+            record.discovery_error = Some(reason.clone());
+            record.tools.clear();
+        }
         let tools = Arc::new(descriptors(&name, &prefix, &server, &record));
         let endpoint = Endpoint {
             server: name.clone(),
@@ -175,6 +188,7 @@ impl UpstreamSource {
         Self {
             inner: Arc::new(Inner {
                 name,
+                unavailable,
                 settings: RwLock::new(Settings {
                     server: Arc::new(server),
                     prefix,
@@ -306,7 +320,14 @@ impl UpstreamSource {
     /// configuration, or the last discovery failed.
     pub fn needs_discovery(&self) -> bool {
         let view = read(&self.inner.view);
-        self.inner.server().enabled && view.record.discovery_status != DiscoveryStatus::Success
+        self.inner.server().enabled
+            && self.inner.unavailable.is_none()
+            && view.record.discovery_status != DiscoveryStatus::Success
+    }
+
+    /// Why it is never started (a variable or secret its entry names is not set), if so.
+    pub fn unavailable(&self) -> Option<&str> {
+        self.inner.unavailable.as_deref()
     }
 
     /// The process group of its running process, when it is a running stdio server.

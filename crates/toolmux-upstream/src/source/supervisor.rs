@@ -98,6 +98,12 @@ impl Inner {
                 server: self.name.clone(),
             });
         }
+        if let Some(reason) = &self.unavailable {
+            return Err(UpstreamError::Start {
+                server: self.name.clone(),
+                message: reason.clone(),
+            });
+        }
         {
             let health = lock(&self.health);
             if let Some(until) = health.unavailable_until {

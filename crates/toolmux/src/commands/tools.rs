@@ -385,7 +385,21 @@ fn show(project: &Assembly, name: &str, json: bool) -> Result<u8, Failure> {
 async fn call(project: &Assembly, args: CallArgs) -> Result<u8, Failure> {
     let arguments = parse_arguments(&args)?;
     let result = cli_call::call(project, &args.name, arguments).await?;
-    if args.json {
+    // The result (a session's id) is printed first; a session the call started runs to its
+    // end before this process exits, which would kill it.
+    let shown = show_result(&result, args.json);
+    project.finish_sessions().await;
+    shown?;
+    Ok(if result.is_error {
+        Failure::from_tool_error(&result).code()
+    } else {
+        OK
+    })
+}
+
+/// Prints a call's result: JSON with `--json`, else its text (or structured content).
+fn show_result(result: &toolmux_core::ToolResult, json: bool) -> Result<(), Failure> {
+    if json {
         emit(&pretty(&result)?)?;
     } else if result.is_error {
         eprintln!("{}", result.text_content());
@@ -396,13 +410,7 @@ async fn call(project: &Assembly, args: CallArgs) -> Result<u8, Failure> {
             _ => emit(&text)?,
         }
     }
-    // The answer is out; a session the call started runs in this process until it ends.
-    project.finish_sessions().await;
-    Ok(if result.is_error {
-        Failure::from_tool_error(&result).code()
-    } else {
-        OK
-    })
+    Ok(())
 }
 
 /// Builds the arguments object from `--args` and `-a key=value` pairs.

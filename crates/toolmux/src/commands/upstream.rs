@@ -159,7 +159,13 @@ fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
                 "name": server.name(),
                 "transport": server.server().transport.kind(),
                 "enabled": server.server().enabled,
-                "status": if needs_sign_in { "needs-sign-in" } else { state_name(status.state) },
+                "status": if server.unavailable().is_some() {
+                    "unavailable"
+                } else if needs_sign_in {
+                    "needs-sign-in"
+                } else {
+                    state_name(status.state)
+                },
                 "tools": offered,
                 "discovered": record.tools.len(),
                 "lastDiscovery": status.last_discovery,
