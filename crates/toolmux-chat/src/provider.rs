@@ -53,6 +53,18 @@ pub enum Message {
         /// The execution-log id of the call, where the full result is kept.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         log_id: Option<String>,
+        /// The tool's source (a built-in pack's id, `script`, or the MCP server's name), kept
+        /// so that a reopened conversation badges the call as the live one did; the model never
+        /// sees it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
+        /// How long the pipeline took, in milliseconds (not for the model either).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        /// The tool's structured content, for the person's result views; kept only when it is
+        /// no larger than the chat's tool-result limit (the execution log keeps all of it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured: Option<Value>,
     },
 }
 

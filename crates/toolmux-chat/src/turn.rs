@@ -315,6 +315,12 @@ impl ChatEngine {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether a turn runs in a conversation now (a page that reopens it follows the turn until
+    /// it ends).
+    pub fn is_running(&self, conversation: &str) -> bool {
+        self.running().contains_key(conversation)
+    }
+
     /// Cancels the turn running in a conversation; false when none runs.
     pub fn cancel(&self, conversation: &str) -> bool {
         match self.running().get(conversation) {
@@ -569,13 +575,7 @@ impl ChatEngine {
             let messages: Vec<Message> = match results {
                 Some(outputs) => outputs
                     .into_iter()
-                    .map(|o| Message::Tool {
-                        call_id: o.call_id,
-                        name: o.name,
-                        content: o.content,
-                        is_error: o.is_error,
-                        log_id: Some(o.log_id),
-                    })
+                    .map(|o| self.stored_result(o, &catalog))
                     .collect(),
                 None => calls
                     .iter()
@@ -585,6 +585,9 @@ impl ChatEngine {
                         content: "the call was cancelled by the person".into(),
                         is_error: true,
                         log_id: None,
+                        source: catalog.get(&c.name).map(|e| e.descriptor.source.clone()),
+                        duration_ms: None,
+                        structured: None,
                     })
                     .collect(),
             };
@@ -758,6 +761,28 @@ impl ChatEngine {
                 .for_server(&source),
             sampled: Arc::clone(&turn.sampled),
             source,
+        }
+    }
+
+    /// A finished call's result message: what the model sees, and what a reopened conversation
+    /// shows as the live card did (source, duration, and the structured content when it is no
+    /// larger than the limit the model's text is cut to).
+    fn stored_result(&self, output: ToolOutput, catalog: &Catalog) -> Message {
+        let limit = self.settings.max_tool_result_bytes;
+        let structured = output
+            .structured
+            .filter(|value| serde_json::to_string(value).is_ok_and(|text| text.len() <= limit));
+        Message::Tool {
+            source: catalog
+                .get(&output.name)
+                .map(|e| e.descriptor.source.clone()),
+            call_id: output.call_id,
+            name: output.name,
+            content: output.content,
+            is_error: output.is_error,
+            log_id: Some(output.log_id),
+            duration_ms: Some(output.duration_ms),
+            structured,
         }
     }
 
