@@ -616,8 +616,8 @@ pub(crate) struct ConversationDetail {
     /// Whether a turn runs in it now (its client may have gone away: a turn outlives it).
     running: bool,
     /// The messages in order, each with its `seq` and `created` and the message's own fields
-    /// (`role`, `content`, ...; a tool result also its `source`, `durationMs` and
-    /// `structured`, as the live stream showed them).
+    /// (`role`, `content`, ...; a tool call also its `source`, a tool result its `durationMs`
+    /// and `structured`, as the live stream showed them).
     #[schema(value_type = Vec<Object>)]
     messages: Vec<StoredMessage>,
 }

@@ -519,10 +519,13 @@ impl ChatEngine {
                 max_tokens: None,
             };
             let answer = self.model_call(turn, request, &mut usage).await;
-            let (text, calls, cancelled) = match answer {
+            let (text, mut calls, cancelled) = match answer {
                 Ok(answer) => answer,
                 Err(e) => return Err(e.to_string()),
             };
+            for call in &mut calls {
+                call.source = catalog.get(&call.name).map(|e| e.descriptor.source.clone());
+            }
             let assistant = Message::Assistant {
                 text,
                 tool_calls: calls.clone(),
@@ -541,7 +544,7 @@ impl ChatEngine {
             for call in &calls {
                 turn.emit(TurnEvent::ToolInput {
                     call: call.clone(),
-                    source: catalog.get(&call.name).map(|e| e.descriptor.source.clone()),
+                    source: call.source.clone(),
                 })
                 .await;
             }
@@ -573,10 +576,7 @@ impl ChatEngine {
             // Every call gets a result message, even a cancelled one: providers reject a
             // conversation in which a tool call has no answer.
             let messages: Vec<Message> = match results {
-                Some(outputs) => outputs
-                    .into_iter()
-                    .map(|o| self.stored_result(o, &catalog))
-                    .collect(),
+                Some(outputs) => outputs.into_iter().map(|o| self.stored_result(o)).collect(),
                 None => calls
                     .iter()
                     .map(|c| Message::Tool {
@@ -585,7 +585,6 @@ impl ChatEngine {
                         content: "the call was cancelled by the person".into(),
                         is_error: true,
                         log_id: None,
-                        source: catalog.get(&c.name).map(|e| e.descriptor.source.clone()),
                         duration_ms: None,
                         structured: None,
                     })
@@ -765,17 +764,14 @@ impl ChatEngine {
     }
 
     /// A finished call's result message: what the model sees, and what a reopened conversation
-    /// shows as the live card did (source, duration, and the structured content when it is no
+    /// shows as the live card did (the duration, and the structured content when it is no
     /// larger than the limit the model's text is cut to).
-    fn stored_result(&self, output: ToolOutput, catalog: &Catalog) -> Message {
+    fn stored_result(&self, output: ToolOutput) -> Message {
         let limit = self.settings.max_tool_result_bytes;
         let structured = output
             .structured
             .filter(|value| serde_json::to_string(value).is_ok_and(|text| text.len() <= limit));
         Message::Tool {
-            source: catalog
-                .get(&output.name)
-                .map(|e| e.descriptor.source.clone()),
             call_id: output.call_id,
             name: output.name,
             content: output.content,

@@ -406,6 +406,11 @@ fn reload_flow(screen: Screen) {
         json!(["Allow once", "Allow for this conversation", "Deny"]),
         "{found}"
     );
+    assert_eq!(found["waitingCards"][0]["outcome"], "running", "{found}");
+    assert_eq!(
+        found["waitingCards"][0]["badge"], "built-in · workspace",
+        "{found}"
+    );
     assert_eq!(found["cards"].as_array().map(Vec::len), Some(1), "{found}");
     assert_eq!(found["cards"][0]["outcome"], "done", "{found}");
     assert_eq!(

@@ -317,13 +317,15 @@ const phases = {
     const card = page.locator("section.approval-card", { hasText: "file_read" });
     await card.getByRole("button", { name: "Allow once" }).waitFor();
     const buttons = await card.locator("button").allInnerTexts();
+    // The call's own card, still running, badged as the live one was.
+    const waitingCards = await cardViews(page);
     const waitingShot = await shot(page, "chat-reload-waiting");
     await card.getByRole("button", { name: "Allow once" }).click();
     await page.locator(".message.assistant", { hasText: "The plan says secret." }).waitFor();
     const cards = await cardViews(page);
     const answeredShot = await shot(page, "chat-reload-answered");
     await context.close();
-    return { address, buttons, cards, screenshots: [waitingShot, answeredShot], problems };
+    return { address, buttons, waitingCards, cards, screenshots: [waitingShot, answeredShot], problems };
   },
 
   // An approval answered elsewhere (issue 30): the chat's card, answered on the Approvals page

@@ -25,13 +25,12 @@ interface StoredMessage {
   seq: number;
   role: "user" | "assistant" | "tool";
   text?: string;
-  toolCalls?: { id: string; name: string; arguments: unknown }[];
+  toolCalls?: { id: string; name: string; arguments: unknown; source?: string }[];
   callId?: string;
   name?: string;
   content?: string;
   isError?: boolean;
   logId?: string;
-  source?: string;
   durationMs?: number;
   structured?: unknown;
 }
@@ -54,7 +53,9 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
       const parts: UIMessage["parts"] = [];
       if (m.text) parts.push({ type: "text", text: m.text });
       for (const c of m.toolCalls ?? []) {
-        const part = { type: "dynamic-tool", toolCallId: c.id, toolName: c.name, state: "input-available", input: c.arguments } as DynamicToolUIPart;
+        // The source where the live part has it (`sourceOf`): the stream's provider metadata.
+        const source = c.source ? { callProviderMetadata: { toolmux: { source: c.source } } } : {};
+        const part = { type: "dynamic-tool", toolCallId: c.id, toolName: c.name, state: "input-available", input: c.arguments, ...source } as DynamicToolUIPart;
         calls.set(c.id, part);
         parts.push(part);
       }
@@ -64,12 +65,11 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
     } else if (m.role === "tool" && m.callId) {
       const part = calls.get(m.callId) as Record<string, unknown> | undefined;
       if (!part) continue;
-      if (m.source) part.callProviderMetadata = { toolmux: { source: m.source } };
       if (m.isError) Object.assign(part, { state: "output-error", errorText: m.content ?? "" });
       else
         Object.assign(part, {
           state: "output-available",
-          output: { content: m.content, structured: m.structured, logId: m.logId, durationMs: m.durationMs, source: m.source },
+          output: { content: m.content, structured: m.structured, logId: m.logId, durationMs: m.durationMs },
         });
     }
   }
