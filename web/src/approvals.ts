@@ -2,8 +2,9 @@
 // the Approvals page: approvals (`GET /api/approvals`) and questions (`GET /api/inputs`), read
 // again at once whenever the server's one event stream of them (`GET /api/approvals/stream`:
 // `pending`, `resolved`) says something changed, and every few seconds besides, so the count
-// stays right if the stream drops.
-import { useEffect, useState } from "react";
+// stays right if the stream drops. How each wait ended (`resolved`) is kept too, so that a card
+// answered elsewhere (another tab, the Approvals page, the REST API) stops offering its buttons.
+import { useEffect, useMemo, useState } from "react";
 import { api, openStream, type JsonSchema, type PendingApproval } from "./api";
 
 export interface PendingInput {
@@ -18,13 +19,19 @@ export interface PendingInput {
   expires?: string;
 }
 
+/// How a wait ended, as the stream's `resolved` event says.
+export type Outcome = "allowed" | "denied" | "accepted" | "declined" | "cancelled" | "withdrawn";
+
 export interface Waiting {
   approvals: PendingApproval[];
   inputs: PendingInput[];
+  /// How each wait that ended while the page was open ended, by id.
+  resolved: Record<string, Outcome>;
 }
 
 export function useWaiting(): Waiting {
-  const [waiting, setWaiting] = useState<Waiting>({ approvals: [], inputs: [] });
+  const [waiting, setWaiting] = useState<Omit<Waiting, "resolved">>({ approvals: [], inputs: [] });
+  const [resolved, setResolved] = useState<Record<string, Outcome>>({});
   useEffect(() => {
     let live = true;
     let timer: number | undefined;
@@ -42,7 +49,11 @@ export function useWaiting(): Waiting {
       });
     };
     const source = openStream("/api/approvals/stream", {
-      onEvent: (event) => {
+      onEvent: (event, data) => {
+        if (event === "resolved") {
+          const ended = parseResolved(data);
+          if (ended) setResolved((old) => ({ ...old, [ended.id]: ended.outcome }));
+        }
         if (event === "pending" || event === "resolved") void load();
       },
     });
@@ -56,5 +67,18 @@ export function useWaiting(): Waiting {
       window.removeEventListener("toolmux:approvals-changed", changed);
     };
   }, []);
-  return waiting;
+  return useMemo(() => ({ ...waiting, resolved }), [waiting, resolved]);
+}
+
+/// A `resolved` event's `{id, outcome}`; null for anything else (the stream is the server's,
+/// but a page never trusts a shape it did not check).
+function parseResolved(data: string): { id: string; outcome: Outcome } | null {
+  try {
+    const value = JSON.parse(data) as { id?: unknown; outcome?: unknown };
+    return typeof value.id === "string" && typeof value.outcome === "string"
+      ? { id: value.id, outcome: value.outcome as Outcome }
+      : null;
+  } catch {
+    return null;
+  }
 }

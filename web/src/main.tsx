@@ -105,7 +105,7 @@ function Shell() {
       </header>
       <main id="main" tabIndex={-1}>
         <Suspense fallback={<p className="muted">Loading…</p>}>
-          {section === "/chat" && <Chat path={path} />}
+          {section === "/chat" && <Chat path={path} waiting={waiting} />}
           {section === "/tools" && <Tools path={path} />}
           {section === "/servers" && <Servers />}
           {section === "/activity" && <Activity />}

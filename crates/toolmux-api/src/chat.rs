@@ -48,8 +48,12 @@
 //! ends render them as `dynamic-tool` parts. The AI SDK's client drops fields it does not know
 //! from the parts it builds but keeps `tool-input-available`'s `providerMetadata` as the part's
 //! `callProviderMetadata`, so the tool's source travels there (`toolmux.source`) for front ends
-//! that badge a call, and as a plain `source` field for raw readers of the stream. A client that
-//! disconnects cancels the turn.
+//! that badge a call, and as a plain `source` field for raw readers of the stream.
+//!
+//! A client that disconnects does not stop the turn: a reloaded page must not lose a turn that
+//! waits on an approval. The turn runs to its end and is saved; the page finds what it waits on
+//! in `GET /api/approvals` (by `session`, the conversation) and follows the turn through
+//! `running` of `GET /api/conversations/{id}`. `POST /api/chat/{conversation}/cancel` stops it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -63,7 +67,6 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolmux_chat::CancellationToken;
 use toolmux_core::HumanAnswer;
 use toolmux_http::{ApiError, ApiJson, ApiPath, ErrorBody, OpenApiRouter, routes};
 use utoipa::ToSchema;
@@ -225,12 +228,14 @@ async fn chat(
         provider: body.provider,
         model: body.model,
     };
-    let (conversation, events, cancel) = state
+    // The turn's token is not tied to the response: a client that goes away leaves the turn
+    // running (see the module documentation); the cancel route reaches it through the engine.
+    let (conversation, events, _cancel) = state
         .engine
         .start_turn(request)
         .await
         .map_err(chat_failure)?;
-    let stream = ui_message_stream(conversation, events, cancel);
+    let stream = ui_message_stream(conversation, events);
     let mut response = Response::new(Body::from_stream(stream));
     let headers = response.headers_mut();
     headers.insert(
@@ -244,18 +249,14 @@ async fn chat(
 }
 
 /// Turns a turn's events into the UI message stream. Dropping the stream (the client went
-/// away) cancels the turn.
+/// away) drops the receiver only: the turn's later events go nowhere, and the turn goes on.
 fn ui_message_stream(
     conversation: String,
     events: tokio::sync::mpsc::Receiver<TurnEvent>,
-    cancel: CancellationToken,
 ) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
-    let guard = cancel.drop_guard();
     let mut encoder = UiEncoder::new(conversation);
-    let body = tokio_stream_from(events).flat_map(move |event| {
-        let _ = &guard;
-        futures::stream::iter(encoder.encode(&event))
-    });
+    let body = tokio_stream_from(events)
+        .flat_map(move |event| futures::stream::iter(encoder.encode(&event)));
     body.chain(futures::stream::once(async {
         "data: [DONE]\n\n".to_string()
     }))
@@ -612,8 +613,11 @@ pub(crate) struct ConversationList {
 #[derive(Serialize, ToSchema)]
 pub(crate) struct ConversationDetail {
     conversation: ConversationView,
+    /// Whether a turn runs in it now (its client may have gone away: a turn outlives it).
+    running: bool,
     /// The messages in order, each with its `seq` and `created` and the message's own fields
-    /// (`role`, `content`, ...).
+    /// (`role`, `content`, ...; a tool call also its `source`, a tool result its `durationMs`
+    /// and `structured`, as the live stream showed them).
     #[schema(value_type = Vec<Object>)]
     messages: Vec<StoredMessage>,
 }
@@ -666,8 +670,10 @@ async fn show(
         .await
         .map_err(chat_failure)?;
     let conversation = conversation.ok_or_else(|| chat_failure(ChatError::NoConversation(id)))?;
+    let running = state.engine.is_running(&conversation.id);
     Ok(Json(ConversationDetail {
         conversation: conversation.into(),
+        running,
         messages,
     }))
 }

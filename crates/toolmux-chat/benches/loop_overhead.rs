@@ -58,6 +58,7 @@ impl ChatProvider for InstantModel {
                     id: format!("call_{n}"),
                     name: "noop".into(),
                     arguments: json!({"path": "x"}),
+                    source: None,
                 })),
                 Ok(ProviderEvent::Finish {
                     reason: Some("tool_calls".into()),

@@ -318,6 +318,7 @@ fn convert(
                         id: call.call_id.clone(),
                         name: call.fn_name.clone(),
                         arguments: parse_arguments(&call.fn_arguments),
+                        source: None,
                     })));
                 }
             }

@@ -17,6 +17,12 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments object (a string when the model sent JSON that does not parse).
     pub arguments: Value,
+    /// The tool's source (a built-in pack's id, `script`, or the MCP server's name), set by the
+    /// loop from the catalog, never by a provider, and kept so that a reopened conversation
+    /// badges the call as the live one did (also while it still runs); the model never sees
+    /// it. `None` for a tool the catalog does not have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// One message of a conversation.
@@ -53,6 +59,14 @@ pub enum Message {
         /// The execution-log id of the call, where the full result is kept.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         log_id: Option<String>,
+        /// How long the pipeline took, in milliseconds, kept so that a reopened conversation
+        /// shows it as the live card did; the model never sees it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        /// The tool's structured content, for the person's result views; kept only when it is
+        /// no larger than the chat's tool-result limit (the execution log keeps all of it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured: Option<Value>,
     },
 }
 

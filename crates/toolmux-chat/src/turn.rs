@@ -315,6 +315,12 @@ impl ChatEngine {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether a turn runs in a conversation now (a page that reopens it follows the turn until
+    /// it ends).
+    pub fn is_running(&self, conversation: &str) -> bool {
+        self.running().contains_key(conversation)
+    }
+
     /// Cancels the turn running in a conversation; false when none runs.
     pub fn cancel(&self, conversation: &str) -> bool {
         match self.running().get(conversation) {
@@ -513,10 +519,13 @@ impl ChatEngine {
                 max_tokens: None,
             };
             let answer = self.model_call(turn, request, &mut usage).await;
-            let (text, calls, cancelled) = match answer {
+            let (text, mut calls, cancelled) = match answer {
                 Ok(answer) => answer,
                 Err(e) => return Err(e.to_string()),
             };
+            for call in &mut calls {
+                call.source = catalog.get(&call.name).map(|e| e.descriptor.source.clone());
+            }
             let assistant = Message::Assistant {
                 text,
                 tool_calls: calls.clone(),
@@ -535,7 +544,7 @@ impl ChatEngine {
             for call in &calls {
                 turn.emit(TurnEvent::ToolInput {
                     call: call.clone(),
-                    source: catalog.get(&call.name).map(|e| e.descriptor.source.clone()),
+                    source: call.source.clone(),
                 })
                 .await;
             }
@@ -567,16 +576,7 @@ impl ChatEngine {
             // Every call gets a result message, even a cancelled one: providers reject a
             // conversation in which a tool call has no answer.
             let messages: Vec<Message> = match results {
-                Some(outputs) => outputs
-                    .into_iter()
-                    .map(|o| Message::Tool {
-                        call_id: o.call_id,
-                        name: o.name,
-                        content: o.content,
-                        is_error: o.is_error,
-                        log_id: Some(o.log_id),
-                    })
-                    .collect(),
+                Some(outputs) => outputs.into_iter().map(|o| self.stored_result(o)).collect(),
                 None => calls
                     .iter()
                     .map(|c| Message::Tool {
@@ -585,6 +585,8 @@ impl ChatEngine {
                         content: "the call was cancelled by the person".into(),
                         is_error: true,
                         log_id: None,
+                        duration_ms: None,
+                        structured: None,
                     })
                     .collect(),
             };
@@ -758,6 +760,25 @@ impl ChatEngine {
                 .for_server(&source),
             sampled: Arc::clone(&turn.sampled),
             source,
+        }
+    }
+
+    /// A finished call's result message: what the model sees, and what a reopened conversation
+    /// shows as the live card did (the duration, and the structured content when it is no
+    /// larger than the limit the model's text is cut to).
+    fn stored_result(&self, output: ToolOutput) -> Message {
+        let limit = self.settings.max_tool_result_bytes;
+        let structured = output
+            .structured
+            .filter(|value| serde_json::to_string(value).is_ok_and(|text| text.len() <= limit));
+        Message::Tool {
+            call_id: output.call_id,
+            name: output.name,
+            content: output.content,
+            is_error: output.is_error,
+            log_id: Some(output.log_id),
+            duration_ms: Some(output.duration_ms),
+            structured,
         }
     }
 

@@ -65,7 +65,25 @@ async fn the_model_greps_then_reads_and_the_answer_quotes_the_file_and_survives_
         toolmux_chat::ConversationStore::messages(&reopened, &conversation).expect("messages");
     // user, assistant(grep), tool, assistant(file_read), tool, assistant(answer)
     assert_eq!(messages.len(), 6, "{messages:?}");
-    assert!(matches!(&messages[2].message, Message::Tool { name, .. } if name == "grep"));
+    // Each result keeps what its live card showed (issue 30: a reopened conversation showed
+    // "unknown source", no duration and no grouped result).
+    let Message::Assistant { tool_calls, .. } = &messages[1].message else {
+        panic!("not the model's call: {:?}", messages[1]);
+    };
+    assert_eq!(tool_calls[0].source.as_deref(), Some("workspace"));
+    let Message::Tool {
+        name,
+        duration_ms,
+        structured,
+        ..
+    } = &messages[2].message
+    else {
+        panic!("not a tool result: {:?}", messages[2]);
+    };
+    assert_eq!(name, "grep");
+    assert_eq!(*duration_ms, Some(outs[0].duration_ms));
+    assert!(outs[0].structured.is_some(), "{outs:?}");
+    assert_eq!(structured, &outs[0].structured);
 }
 
 #[tokio::test]

@@ -71,6 +71,14 @@ fn fixtures(dir: &std::path::Path) -> PathBuf {
          "response": {"toolCalls": [call("call_twice_2", "file_read", json!({"path": "plan.txt"}))]}},
         {"match": {"toolCallId": "call_twice_2", "toolResultContains": "secret"},
          "response": {"content": "Read it twice."}},
+        {"match": {"userMessage": "Read the plan after a reload", "hasToolResult": false},
+         "response": {"toolCalls": [call("call_reload", "file_read", json!({"path": "plan.txt"}))]}},
+        {"match": {"toolCallId": "call_reload", "toolResultContains": "secret"},
+         "response": {"content": "The plan says secret."}},
+        {"match": {"userMessage": "Read the plan from elsewhere", "hasToolResult": false},
+         "response": {"toolCalls": [call("call_elsewhere", "file_read", json!({"path": "plan.txt"}))]}},
+        {"match": {"toolCallId": "call_elsewhere", "toolResultContains": "secret"},
+         "response": {"content": "Read it once."}},
         {"match": {"userMessage": "Pick a colour for me", "hasToolResult": false},
          "response": {"toolCalls": [call("call_ask", "request_human_input", json!({"question": "Which colour do you like?"}))]}},
         {"match": {"toolCallId": "call_ask", "toolResultContains": "teal"},
@@ -110,15 +118,59 @@ fn project(aimock: &Aimock, extra: &str) -> TestProject {
     project
 }
 
+/// The screen a flow runs on.
+#[derive(Clone, Copy)]
+enum Screen {
+    /// 1280 × 800.
+    Desktop,
+    /// 390 × 844.
+    Phone,
+}
+
+impl Screen {
+    /// The flow's scratch folder: each screen its own, since the tests run side by side.
+    fn folder(self, flow: &str) -> String {
+        match self {
+            Screen::Desktop => flow.to_string(),
+            Screen::Phone => format!("{flow}-phone"),
+        }
+    }
+
+    /// What tells the script the viewport (it opens a desktop's without it).
+    fn env(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Screen::Desktop => None,
+            Screen::Phone => Some(("E2E_WIDTH", "390")),
+        }
+    }
+}
+
+/// A flow's two tests: on a desktop's screen, and on a phone's.
+macro_rules! on_both_screens {
+    ($flow:ident: $desktop:ident, $phone:ident) => {
+        #[test]
+        fn $desktop() {
+            $flow(Screen::Desktop);
+        }
+
+        #[test]
+        fn $phone() {
+            $flow(Screen::Phone);
+        }
+    };
+}
+
 struct Flow {
     _aimock: Aimock,
     project: TestProject,
     served: Served,
     scratch: PathBuf,
+    screen: Screen,
     _fixtures: tempfile::TempDir,
 }
 
-fn start(name: &str, extra: &str) -> Flow {
+/// A server for the flow `name` on `screen`, with `extra` configuration keys.
+fn start(name: &str, screen: Screen, extra: &str) -> Flow {
     let fixtures_dir = tempfile::tempdir().expect("a folder for the fixtures");
     let fixtures = fixtures(fixtures_dir.path());
     let aimock = Aimock::start(fixtures.to_str().expect("a UTF-8 path"));
@@ -129,22 +181,32 @@ fn start(name: &str, extra: &str) -> Flow {
         "serve printed no local token: {}",
         served.web_url
     );
-    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("webapp-e2e")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&scratch);
-    std::fs::create_dir_all(&scratch).expect("create the scratch folder");
-    eprintln!("webapp e2e `{name}`: screenshots in {}", scratch.display());
     Flow {
         _aimock: aimock,
         project,
         served,
-        scratch,
+        scratch: scratch(&screen.folder(name)),
+        screen,
         _fixtures: fixtures_dir,
     }
 }
 
-/// Runs one flow of the browser script against `served`; its findings as JSON.
+/// An empty scratch folder for a flow's browser profile and screenshots.
+fn scratch(folder: &str) -> PathBuf {
+    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("webapp-e2e")
+        .join(folder);
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).expect("create the scratch folder");
+    eprintln!(
+        "webapp e2e `{folder}`: screenshots in {}",
+        scratch.display()
+    );
+    scratch
+}
+
+/// Runs one flow of the browser script against `served`, on the flow's screen; its findings as
+/// JSON.
 fn browse(flow: &Flow, phase: &str, env: &[(&str, &str)]) -> Value {
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let script = peer_file("webapp/e2e.mjs");
@@ -160,7 +222,7 @@ fn browse(flow: &Flow, phase: &str, env: &[(&str, &str)]) -> Value {
         .arg(&script)
         .args([phase, &flow.served.web_url])
         .arg(&flow.scratch)
-        .envs(env.iter().copied())
+        .envs(env.iter().copied().chain(flow.screen.env()))
         .output()
         .expect("run node");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -181,29 +243,49 @@ fn browse(flow: &Flow, phase: &str, env: &[(&str, &str)]) -> Value {
     findings
 }
 
-#[test]
-fn a_question_shows_grep_and_file_read_as_badged_cards_and_then_the_answer() {
-    let flow = start("chat", "");
+/// A question whose answer needs grep then file_read: two badged cards with their result views,
+/// then the answer. Reopened from its address, the conversation shows the same cards (issue 30:
+/// the stored messages keep each call's source, duration and structured result).
+fn chat_flow(screen: Screen) {
+    let flow = start("chat", screen, "");
     let found = browse(&flow, "chat", &[]);
     assert_eq!(
         found["badges"],
         json!(["built-in · workspace", "built-in · workspace"])
     );
-    let id = found["address"]
-        .as_str()
-        .and_then(|a| a.strip_prefix("/chat/"))
-        .expect("a conversation address");
-    let shown = flow.served.get(&format!("/api/conversations/{id}"));
-    assert_eq!(shown.status, 200, "{}", shown.body);
-    assert_eq!(shown.json()["conversation"]["title"], "Codename hunt");
+    let live = found["live"].as_array().expect("the live cards");
+    assert_eq!(live.len(), 2, "{found}");
+    for card in live {
+        assert!(
+            card["duration"]
+                .as_str()
+                .and_then(|d| d.strip_suffix(" ms"))
+                .is_some_and(|ms| ms.parse::<u64>().is_ok()),
+            "a card without its duration: {found}"
+        );
+    }
+    assert_eq!(
+        live[0]["groups"],
+        json!(["notes/release.md (1)"]),
+        "{found}"
+    );
+    assert!(live[1]["lines"].as_u64().is_some_and(|n| n >= 2), "{found}");
+    assert_eq!(found["reopened"], found["live"], "{found}");
+    let kept = conversation_at(&flow, &found["address"]);
+    assert_eq!(kept["conversation"]["title"], "Codename hunt", "{kept}");
 }
+
+on_both_screens!(
+    chat_flow:
+    a_question_shows_grep_and_file_read_as_badged_cards_and_then_the_answer,
+    a_question_shows_its_badged_cards_and_the_answer_on_a_phone
+);
 
 /// Issue 30: "New conversation" empties the thread and the next message starts a new
 /// conversation (the page's address goes through its router); a conversation sent in, left for
 /// another and opened again shows its own messages, not the other's.
-#[test]
-fn a_new_conversation_starts_empty_and_switching_back_shows_the_same_conversation() {
-    let flow = start("conversations", "");
+fn conversations_flow(screen: Screen) {
+    let flow = start("conversations", screen, "");
     let found = browse(&flow, "conversations", &[]);
     assert_eq!(found["afterNew"], "/chat", "{found}");
     assert_ne!(found["first"], found["second"], "{found}");
@@ -212,13 +294,7 @@ fn a_new_conversation_starts_empty_and_switching_back_shows_the_same_conversatio
     assert_eq!(found["backShowsSecond"], false, "{found}");
     // The server agrees: each conversation holds its own turns.
     let user_texts = |address: &Value| -> Vec<String> {
-        let id = address
-            .as_str()
-            .and_then(|a| a.strip_prefix("/chat/"))
-            .expect("a conversation address");
-        let shown = flow.served.get(&format!("/api/conversations/{id}"));
-        assert_eq!(shown.status, 200, "{}", shown.body);
-        shown.json()["messages"]
+        conversation_at(&flow, address)["messages"]
             .as_array()
             .expect("messages")
             .iter()
@@ -233,19 +309,17 @@ fn a_new_conversation_starts_empty_and_switching_back_shows_the_same_conversatio
     assert_eq!(user_texts(&found["second"]), ["Say hello"]);
 }
 
-/// Issue 30: every page at a viewport `width` (`None`: a desktop's), with a 300-character word
-/// in the conversation: no page scrolls sideways and Send stays on screen.
-fn layout_flow(width: Option<&str>) -> Value {
-    let flow = start(
-        if width.is_some() {
-            "layout-phone"
-        } else {
-            "layout"
-        },
-        "",
-    );
-    let env: Vec<(&str, &str)> = width.map(|w| ("E2E_WIDTH", w)).into_iter().collect();
-    let found = browse(&flow, "layout", &env);
+on_both_screens!(
+    conversations_flow:
+    a_new_conversation_starts_empty_and_switching_back_shows_the_same_conversation,
+    a_new_conversation_and_switching_back_work_from_the_drawer_on_a_phone
+);
+
+/// Issue 30: every page on `screen`, with a 300-character word in the conversation: no page
+/// scrolls sideways and Send stays on screen.
+fn layout_flow(screen: Screen) -> Value {
+    let flow = start("layout", screen, "");
+    let found = browse(&flow, "layout", &[]);
     assert_eq!(found["pages"], 8, "{found}");
     assert_eq!(found["overflowing"], json!([]), "{found}");
     assert_eq!(found["hiddenSend"], json!([]), "{found}");
@@ -254,7 +328,7 @@ fn layout_flow(width: Option<&str>) -> Value {
 
 #[test]
 fn no_page_scrolls_sideways_on_a_phone_and_its_lists_fold() {
-    let found = layout_flow(Some("390"));
+    let found = layout_flow(Screen::Phone);
     assert_eq!(
         found["folded"],
         json!({"listFolded": true, "drawerClosed": true, "drawerClosedAgain": true})
@@ -263,16 +337,17 @@ fn no_page_scrolls_sideways_on_a_phone_and_its_lists_fold() {
 
 #[test]
 fn a_long_word_does_not_widen_any_page_on_a_desktop() {
-    let found = layout_flow(None);
+    let found = layout_flow(Screen::Desktop);
     assert_eq!(found["folded"], Value::Null);
 }
 
-#[test]
-fn an_ask_tool_is_denied_or_allowed_for_the_conversation_inline() {
-    let flow = start(
-        "approvals",
-        r#""policies": {"tools": {"file_read": "ask"}}"#,
-    );
+/// The policy that makes every `file_read` wait for a person.
+const FILE_READ_ASKS: &str = r#""policies": {"tools": {"file_read": "ask"}}"#;
+
+/// An `ask` tool in the chat: denied with a reason, allowed for the conversation, and the
+/// model's question answered, all inline.
+fn approvals_flow(screen: Screen) {
+    let flow = start("approvals", screen, FILE_READ_ASKS);
     let found = browse(&flow, "approvals", &[]);
     assert_eq!(found["badge"], "built-in · workspace");
     assert_eq!(found["approvals"], 1);
@@ -291,10 +366,101 @@ fn an_ask_tool_is_denied_or_allowed_for_the_conversation_inline() {
     assert!(entries[2]["approvedBy"].is_string(), "{}", log.body);
 }
 
+on_both_screens!(
+    approvals_flow:
+    an_ask_tool_is_denied_or_allowed_for_the_conversation_inline,
+    an_ask_tool_is_answered_inline_on_a_phone
+);
+
+/// The outcomes of the execution log's `file_read` calls, oldest first.
+fn file_read_outcomes(flow: &Flow) -> Vec<String> {
+    let log = flow.served.get("/api/logs?tool=file_read");
+    assert_eq!(log.status, 200, "{}", log.body);
+    log.json()["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["outcome"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// The conversation at a page's `address` (`/chat/ID`), as the server keeps it.
+fn conversation_at(flow: &Flow, address: &Value) -> Value {
+    let id = address
+        .as_str()
+        .and_then(|a| a.strip_prefix("/chat/"))
+        .expect("a conversation address");
+    let shown = flow.served.get(&format!("/api/conversations/{id}"));
+    assert_eq!(shown.status, 200, "{}", shown.body);
+    shown.json()
+}
+
+/// Issue 30: a page reloaded while its turn waits on an approval does not cancel the turn; the
+/// reloaded page shows the approval (from the queue) with live buttons and, once it is
+/// answered, the turn's answer.
+fn reload_flow(screen: Screen) {
+    let flow = start("reload", screen, FILE_READ_ASKS);
+    let found = browse(&flow, "reload", &[]);
+    assert_eq!(
+        found["buttons"],
+        json!(["Allow once", "Allow for this conversation", "Deny"]),
+        "{found}"
+    );
+    assert_eq!(found["waitingCards"][0]["outcome"], "running", "{found}");
+    assert_eq!(
+        found["waitingCards"][0]["badge"], "built-in · workspace",
+        "{found}"
+    );
+    assert_eq!(found["cards"].as_array().map(Vec::len), Some(1), "{found}");
+    assert_eq!(found["cards"][0]["outcome"], "done", "{found}");
+    assert_eq!(
+        found["cards"][0]["badge"], "built-in · workspace",
+        "{found}"
+    );
+    assert_eq!(file_read_outcomes(&flow), ["ok"]);
+    let kept = conversation_at(&flow, &found["address"]);
+    assert_eq!(kept["running"], false, "{kept}");
+    let texts: Vec<&str> = kept["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .filter(|t| !t.is_empty())
+        .collect();
+    assert_eq!(
+        texts,
+        ["Read the plan after a reload", "The plan says secret."],
+        "{kept}"
+    );
+}
+
+on_both_screens!(
+    reload_flow:
+    a_turn_waiting_on_an_approval_survives_a_reload,
+    a_turn_waiting_on_an_approval_survives_a_reload_on_a_phone
+);
+
+/// Issue 30: an approval answered on the Approvals page of another tab updates the chat's card:
+/// it says so and offers no button (today's buttons failed with `not_found`).
+fn elsewhere_flow(screen: Screen) {
+    let flow = start("elsewhere", screen, FILE_READ_ASKS);
+    let found = browse(&flow, "elsewhere", &[]);
+    assert_eq!(found["said"], "Allowed elsewhere", "{found}");
+    assert_eq!(found["buttons"], 0, "{found}");
+    assert_eq!(file_read_outcomes(&flow), ["ok"]);
+}
+
+on_both_screens!(
+    elsewhere_flow:
+    an_approval_answered_in_another_tab_updates_the_chats_card,
+    an_approval_answered_in_another_tab_updates_the_chats_card_on_a_phone
+);
+
 #[test]
 fn a_policy_changed_in_the_catalog_is_written_to_the_config_and_survives_a_restart() {
     let flow = start(
         "tools",
+        Screen::Desktop,
         r#""toolSettings": {"file_search": {"enabled": false}}"#,
     );
     let before = flow.served.get("/api/tools/file_search");
@@ -333,7 +499,7 @@ fn a_policy_changed_in_the_catalog_is_written_to_the_config_and_survives_a_resta
 
 #[test]
 fn a_pasted_mcp_servers_block_adds_the_server_and_discovers_its_tools() {
-    let flow = start("servers", "");
+    let flow = start("servers", Screen::Desktop, "");
     let everything = node_peer("upstream", "mcp-server-everything");
     let block = json!({"mcpServers": {"everything": {"command": everything}}}).to_string();
     // Claude Code's file, for the Import button.
@@ -375,7 +541,7 @@ fn a_pasted_mcp_servers_block_adds_the_server_and_discovers_its_tools() {
 
 #[test]
 fn the_activity_page_shows_a_call_made_from_the_command_line() {
-    let flow = start("activity", "");
+    let flow = start("activity", Screen::Desktop, "");
     flow.project
         .run(&["tools", "call", "file_search", "-a", "pattern=**/*.md"])
         .ok();
@@ -412,10 +578,10 @@ fn the_activity_page_shows_a_call_made_from_the_command_line() {
     );
 }
 
-/// The sessions flow at a viewport `width` (`None`: a desktop's): a session started from the
-/// page, its log followed live through the event stream (which carries the session key), one
-/// cancelled.
-fn sessions_flow(width: Option<&str>) {
+/// The sessions flow on `screen`: a session started from the page, its log followed live
+/// through the event stream (which carries the session key the page keeps and sends on every
+/// request and stream: issue 28, D26), one cancelled.
+fn sessions_flow(screen: Screen) {
     let fake = |name: &str| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../toolmux-sessions/tests/fixtures/bin")
@@ -426,17 +592,8 @@ fn sessions_flow(width: Option<&str>) {
             "policies": {{"tools": {{"run_session": "allow"}}}}"#,
         Value::from(fake("claude").display().to_string())
     );
-    // Each its own scratch folder: the two widths run side by side.
-    let flow = start(
-        if width.is_some() {
-            "sessions-phone"
-        } else {
-            "sessions"
-        },
-        &extra,
-    );
-    let env: Vec<(&str, &str)> = width.map(|w| ("E2E_WIDTH", w)).into_iter().collect();
-    let found = browse(&flow, "sessions", &env);
+    let flow = start("sessions", screen, &extra);
+    let found = browse(&flow, "sessions", &[]);
     assert_eq!(found["finished"], "completed", "{found}");
     assert_eq!(found["cancelled"], "cancelled", "{found}");
     // Both sessions are the server's, as every channel sees them.
@@ -454,27 +611,20 @@ fn sessions_flow(width: Option<&str>) {
     assert_eq!(found["rows"], 2, "{found}");
 }
 
-#[test]
-fn a_session_is_started_followed_live_and_cancelled_from_the_sessions_page() {
-    sessions_flow(None);
-}
+on_both_screens!(
+    sessions_flow:
+    a_session_is_started_followed_live_and_cancelled_from_the_sessions_page,
+    a_session_is_followed_live_on_a_phone_sized_screen
+);
 
-/// The session key the page keeps and sends on every request and stream (issue 28, D26), on a
-/// phone-sized screen: signed in from the printed address, the live log followed, a session
-/// cancelled.
-#[test]
-fn a_session_is_followed_live_on_a_phone_sized_screen() {
-    sessions_flow(Some("390"));
-}
-
-#[test]
-fn a_long_running_mcp_tool_shows_its_progress_on_its_card() {
+/// A call of an MCP server's long-running tool, on `screen`: its progress shown live on its card.
+fn progress_flow(screen: Screen) {
     let everything = node_peer("upstream", "mcp-server-everything");
     let extra = format!(
         r#""mcpServers": {{"everything": {{"command": {}}}}}"#,
         Value::from(everything.display().to_string())
     );
-    let flow = start("progress", &extra);
+    let flow = start("progress", screen, &extra);
     // The model may only call what the catalog has: discover the server first.
     let refreshed = flow.served.post("/api/mcp-servers/everything/refresh", "");
     assert_eq!(refreshed.status, 200, "{}", refreshed.body);
@@ -507,6 +657,12 @@ fn a_long_running_mcp_tool_shows_its_progress_on_its_card() {
     );
     assert_eq!(found["max"], "4", "{found}");
 }
+
+on_both_screens!(
+    progress_flow:
+    a_long_running_mcp_tool_shows_its_progress_on_its_card,
+    a_long_running_mcp_tool_shows_its_progress_on_a_phone
+);
 
 /// A real authorization server (`oauth2-mock-server`, which approves at once) in front of a
 /// real MCP server that checks every token: the peers `tests/oauth_client.rs` drives from the
@@ -557,11 +713,7 @@ fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
     let project = project(&aimock, &extra);
     // The tokens go to the encrypted-file store: the machine has no keyring.
     let served = Served::start_with_env(&project, &[], &[("TOOLMUX_SECRET_BACKEND", "file")]);
-    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("webapp-e2e")
-        .join("signin");
-    let _ = std::fs::remove_dir_all(&scratch);
-    std::fs::create_dir_all(&scratch).expect("create the scratch folder");
+    let scratch = scratch("signin");
     // Discovery is refused until someone signs in: the server reads `needs-sign-in`.
     let _ = served.post("/api/mcp-servers/oauthy/refresh", "");
     let view = served.get("/api/mcp-servers/oauthy").json();
@@ -574,6 +726,7 @@ fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
         project,
         served,
         scratch,
+        screen: Screen::Desktop,
         _fixtures: fixtures_dir,
     };
     let found = browse(&flow, "signin", &[]);
@@ -584,7 +737,7 @@ fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
 
 #[test]
 fn every_page_has_no_serious_accessibility_violation_in_light_or_dark() {
-    let flow = start("a11y", "");
+    let flow = start("a11y", Screen::Desktop, "");
     let found = browse(&flow, "a11y", &[]);
     assert_eq!(found["serious"], json!([]), "{}", found["findings"]);
     assert_eq!(found["first"], "Skip to content");
@@ -607,7 +760,7 @@ fn the_first_load_fits_its_budget_and_long_pages_stay_virtualised() {
         })
         .collect();
     let extra = format!(r#""tools": {}"#, Value::Object(tools));
-    let flow = start("perf", &extra);
+    let flow = start("perf", Screen::Desktop, &extra);
     let found = browse(&flow, "perf", &[]);
     eprintln!(
         "webapp figures: first load {} bytes of JS (compressed) in {} files; catalog of {} in \

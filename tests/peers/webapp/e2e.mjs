@@ -3,10 +3,11 @@
 // checks what the flows leave on disk and in the server).
 //
 // Usage: node e2e.mjs PHASE URL SCRATCH
-//   PHASE   chat | conversations | layout | approvals | tools | servers | signin | activity | sessions | progress | a11y | perf
+//   PHASE   chat | conversations | layout | approvals | reload | elsewhere | tools | servers | signin | activity | sessions | progress | a11y | perf
 //   URL     the web app's URL as `toolmux serve` printed it (with `#token=…`)
 //   SCRATCH a folder for the browser's profile and the screenshots
-// E2E_WIDTH (optional) is the viewport's width, for a phone-sized screen.
+// E2E_WIDTH (optional) is the viewport's width, for a phone-sized screen (390 × 844); without it
+// the screen is a desktop's (1280 × 800).
 // Prints one JSON object of findings on stdout; exits 1 with the reason when a flow fails.
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -40,7 +41,7 @@ async function open(options = {}) {
       "--disable-sync",
     ],
     // E2E_WIDTH runs a flow on a phone-sized screen (390 × 844) instead of a desktop's.
-    viewport: process.env.E2E_WIDTH ? { width: Number(process.env.E2E_WIDTH), height: 844 } : { width: 1280, height: 860 },
+    viewport: process.env.E2E_WIDTH ? { width: Number(process.env.E2E_WIDTH), height: 844 } : { width: 1280, height: 800 },
     ...options,
   });
   context.setDefaultTimeout(TIMEOUT);
@@ -85,10 +86,39 @@ async function showPage(page, path) {
   await page.waitForTimeout(300);
 }
 
+// The conversation list: on a phone, its drawer opened first.
+async function conversationList(page) {
+  const drawer = page.getByRole("button", { name: "Conversations" });
+  if ((await drawer.isVisible()) && (await drawer.getAttribute("aria-expanded")) !== "true") await drawer.click();
+  return page.getByRole("complementary", { name: "Conversations" });
+}
+
 // "New conversation", then the empty thread it shows: a person reads the page before typing.
 async function newConversation(page) {
-  await page.getByRole("link", { name: "New conversation" }).click();
+  await (await conversationList(page)).getByRole("link", { name: "New conversation" }).click();
   await page.getByText("Ask anything; the model can use every tool in the catalog.").waitFor();
+}
+
+// The navigation's count of what waits: on the Approvals link, or on a phone on its Menu button.
+function waitingCount(page) {
+  const nav = page.getByRole("navigation", { name: "Pages" });
+  return nav.locator(".badge.count").filter({ visible: true }).first();
+}
+
+// What each tool card shows of its call: its badge, duration, and how its result is laid out
+// (grep's matches grouped by file, file_read's numbered lines).
+function cardViews(page) {
+  return page.locator("article.tool-card").evaluateAll((cards) =>
+    cards.map((card) => ({
+      tool: card.dataset.tool,
+      badge: card.querySelector(".badge")?.textContent ?? null,
+      duration: card.querySelector(".duration")?.textContent ?? null,
+      outcome: card.querySelector(".outcome")?.textContent ?? null,
+      groups: [...card.querySelectorAll(".grep-file h4")].map((h) => h.textContent),
+      marks: card.querySelectorAll("mark").length,
+      lines: card.querySelectorAll("table.code-lines tr").length,
+    })),
+  );
 }
 
 async function ask(page, text) {
@@ -120,21 +150,24 @@ const phases = {
     check(lineNo === "2", `file_read line number: ${lineNo}`);
     check((await read.locator("a.log-link").count()) === 1, "no link to the activity entry");
     const chatShot = await shot(page, "chat");
+    const live = await cardViews(page);
     const address = new URL(page.url()).pathname;
     check(/^\/chat\/.+/.test(address), `the conversation has no address: ${address}`);
-    // Resume: a fresh load of the address shows the same conversation.
+    // Resume: a fresh load of the address shows the same conversation, its cards as they were.
     await page.reload();
     await page.locator('article.tool-card[data-tool="file_read"]').waitFor();
     await page.locator(".message.assistant", { hasText: "The codename is Bluefin." }).waitFor();
+    const reopened = await cardViews(page);
+    const reopenedShot = await shot(page, "chat-reopened");
     // Rename from the list.
-    await page.getByRole("button", { name: /^Rename / }).first().click();
+    await (await conversationList(page)).getByRole("button", { name: /^Rename / }).first().click();
     await page.getByLabel("New title").fill("Codename hunt");
     await page.getByRole("button", { name: "Save" }).click();
     await page.getByRole("link", { name: "Codename hunt" }).waitFor();
     await page.emulateMedia({ colorScheme: "dark" });
     const darkShot = await shot(page, "chat-dark");
     await context.close();
-    return { badges, address, screenshots: [chatShot, darkShot], problems };
+    return { badges, address, live, reopened, screenshots: [chatShot, reopenedShot, darkShot], problems };
   },
 
   // Conversations keep their own messages (issue 30): "New conversation" empties the thread
@@ -156,7 +189,7 @@ const phases = {
     // A fresh load: neither conversation is this page's own any more.
     await page.goto(origin + second);
     await page.locator(".message.assistant", { hasText: "Hello there." }).waitFor();
-    const opened = (path) => page.locator(`.conversations a[href="${path}"]`).click();
+    const opened = async (path) => (await conversationList(page)).locator(`a[href="${path}"]`).click();
     // Send in A, open B, open A again.
     await opened(first);
     await page.locator(".message.assistant", { hasText: "The codename is Bluefin." }).waitFor();
@@ -241,7 +274,7 @@ const phases = {
     await ask(page, "Read the secret plan");
     const card = page.locator("section.approval-card").first();
     await card.waitFor();
-    await page.getByRole("link", { name: /^Approvals/ }).locator(".badge.count", { hasText: "1" }).waitFor();
+    await waitingCount(page).filter({ hasText: "1" }).waitFor();
     const badge = await card.locator(".badge").innerText();
     await card.getByLabel("Reason for denying").fill("not today");
     await card.getByRole("button", { name: "Deny" }).click();
@@ -270,6 +303,54 @@ const phases = {
     const screenshot = await shot(page, "chat-approvals");
     await context.close();
     return { badge, denied, approvals, screenshots: [screenshot], problems };
+  },
+
+  // A turn survives a reload (issue 30): reloaded while its approval waits, the page shows the
+  // approval from the queue with live buttons, and once it is answered, the turn's answer.
+  async reload() {
+    const { context, page, problems } = await open();
+    await ask(page, "Read the plan after a reload");
+    await page.locator("section.approval-card").first().getByRole("button", { name: "Allow once" }).waitFor();
+    await page.waitForURL((u) => /^\/chat\/.+/.test(u.pathname));
+    const address = new URL(page.url()).pathname;
+    await page.reload();
+    await page.waitForURL((u) => u.pathname === address);
+    const card = page.locator("section.approval-card", { hasText: "file_read" });
+    await card.getByRole("button", { name: "Allow once" }).waitFor();
+    const buttons = await card.locator("button").allInnerTexts();
+    // The call's own card, still running, badged as the live one was.
+    const waitingCards = await cardViews(page);
+    const waitingShot = await shot(page, "chat-reload-waiting");
+    await card.getByRole("button", { name: "Allow once" }).click();
+    await page.locator(".message.assistant", { hasText: "The plan says secret." }).waitFor();
+    const cards = await cardViews(page);
+    const answeredShot = await shot(page, "chat-reload-answered");
+    await context.close();
+    return { address, buttons, waitingCards, cards, screenshots: [waitingShot, answeredShot], problems };
+  },
+
+  // An approval answered elsewhere (issue 30): the chat's card, answered on the Approvals page
+  // of another tab, says how it ended and offers no button.
+  async elsewhere() {
+    const { context, page, problems } = await open();
+    await ask(page, "Read the plan from elsewhere");
+    const card = page.locator("section.approval-card", { hasText: "file_read" });
+    await card.getByRole("button", { name: "Allow once" }).waitFor();
+    const other = await context.newPage();
+    other.on("pageerror", (e) => problems.push(`other tab: page error: ${e.message}`));
+    await other.goto(origin + "/approvals");
+    const waitingCall = other.locator("li.approval-card", { hasText: "file_read" });
+    await waitingCall.getByRole("button", { name: "Allow", exact: true }).click();
+    await waitingCall.waitFor({ state: "detached" });
+    const otherShot = await shot(other, "approvals-answered-elsewhere");
+    await other.close();
+    await card.getByRole("status").filter({ hasText: "Allowed elsewhere" }).waitFor();
+    const said = await card.getByRole("status").innerText();
+    const buttons = await card.locator("button").count();
+    await page.locator(".message.assistant", { hasText: "Read it once." }).waitFor();
+    const screenshot = await shot(page, "chat-answered-elsewhere");
+    await context.close();
+    return { said, buttons, screenshots: [otherShot, screenshot], problems };
   },
 
   // The catalog: a switched-off tool listed greyed and switched on again, search, a tool's

@@ -78,7 +78,7 @@ function ToolCardView({ part, source, progress }: CardProps) {
         <strong className="tool-name">{part.toolName}</strong>
         <SourceBadge source={source} />
         <span className={`outcome ${outcome}`}>{outcome}</span>
-        {output?.durationMs !== undefined && <span className="muted">{output.durationMs} ms</span>}
+        {output?.durationMs !== undefined && <span className="muted duration">{output.durationMs} ms</span>}
         {output?.logId && (
           <Link to={`/activity?id=${encodeURIComponent(output.logId)}`} className="log-link">
             Activity entry

@@ -1,17 +1,20 @@
 // The chat: conversations on the side, the AI SDK's own `useChat` speaking to `POST /api/chat`
 // (toolmux keeps the history; the client sends the conversation id and the new message), tool
-// calls as cards, approvals and questions inline.
+// calls as cards, approvals and questions inline. A turn outlives the page that started it: a
+// conversation reopened while its turn runs (a reload) shows what waits in the approvals queue
+// and reads itself again until the turn ends.
 // First, before the AI SDK builds its schemas: see the module.
 import "../zodJitless";
 import { Chat as ChatSession, useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type DynamicToolUIPart, type UIMessage } from "ai";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { answerApproval, api, describe, sessionHeaders, type JsonSchema, type Schemas } from "../api";
+import { ApiFailure, answerApproval, api, describe, sessionHeaders, type JsonSchema, type PendingApproval, type Schemas } from "../api";
 import { FoldButton } from "../components/FoldButton";
 import { Markdown } from "../components/Markdown";
 import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge, ToolCard, type Progress } from "../components/ToolCard";
+import type { Outcome, Waiting } from "../approvals";
 import { Link, useLocation, useNavigate } from "react-router";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 
@@ -22,19 +25,25 @@ interface StoredMessage {
   seq: number;
   role: "user" | "assistant" | "tool";
   text?: string;
-  toolCalls?: { id: string; name: string; arguments: unknown }[];
+  toolCalls?: { id: string; name: string; arguments: unknown; source?: string }[];
   callId?: string;
   name?: string;
   content?: string;
   isError?: boolean;
   logId?: string;
+  durationMs?: number;
+  structured?: unknown;
 }
+
+/// `GET /api/conversations/{id}`, its messages typed as the page reads them.
+type ConversationDetail = Omit<Schemas["ConversationDetail"], "messages"> & { messages: StoredMessage[] };
 
 function newId() {
   return crypto.randomUUID();
 }
 
-/// The stored history as the UI messages `useChat` starts from.
+/// The stored history as the UI messages `useChat` starts from; a tool call's card gets what
+/// the live one had (its source where `sourceOf` reads it, its duration and structured result).
 function toUiMessages(stored: StoredMessage[]): UIMessage[] {
   const out: UIMessage[] = [];
   const calls = new Map<string, DynamicToolUIPart>();
@@ -44,7 +53,9 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
       const parts: UIMessage["parts"] = [];
       if (m.text) parts.push({ type: "text", text: m.text });
       for (const c of m.toolCalls ?? []) {
-        const part = { type: "dynamic-tool", toolCallId: c.id, toolName: c.name, state: "input-available", input: c.arguments } as DynamicToolUIPart;
+        // The source where the live part has it (`sourceOf`): the stream's provider metadata.
+        const source = c.source ? { callProviderMetadata: { toolmux: { source: c.source } } } : {};
+        const part = { type: "dynamic-tool", toolCallId: c.id, toolName: c.name, state: "input-available", input: c.arguments, ...source } as DynamicToolUIPart;
         calls.set(c.id, part);
         parts.push(part);
       }
@@ -55,7 +66,11 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
       const part = calls.get(m.callId) as Record<string, unknown> | undefined;
       if (!part) continue;
       if (m.isError) Object.assign(part, { state: "output-error", errorText: m.content ?? "" });
-      else Object.assign(part, { state: "output-available", output: { content: m.content, logId: m.logId } });
+      else
+        Object.assign(part, {
+          state: "output-available",
+          output: { content: m.content, structured: m.structured, logId: m.logId, durationMs: m.durationMs },
+        });
     }
   }
   return out;
@@ -189,11 +204,23 @@ interface ApprovalData {
   message?: string | null;
 }
 
-function ApprovalCard({ data }: { data: ApprovalData }) {
+/// What a card says of an approval that ended without an answer from it.
+const ENDED_ELSEWHERE: Partial<Record<Outcome, string>> = {
+  allowed: "Allowed elsewhere",
+  denied: "Denied elsewhere",
+  withdrawn: "No longer waiting: it timed out or its turn was cancelled",
+};
+
+/// An approval in the thread. `outcome` is how it ended when it ended anywhere (the approvals
+/// stream): answered on the Approvals page, in another tab, over REST, or timed out; the card
+/// then says so and offers no button that could only fail.
+function ApprovalCard({ data, outcome }: { data: ApprovalData; outcome?: Outcome }) {
   const [done, setDone] = useState<string | null>(null);
+  const [answering, setAnswering] = useState(false);
   const [reason, setReason] = useState("");
   const [error, setError] = useState<string | null>(null);
   const answer = async (decision: "allow" | "deny", always = false) => {
+    setAnswering(true);
     try {
       await answerApproval(
         data.approvalId,
@@ -204,9 +231,15 @@ function ApprovalCard({ data }: { data: ApprovalData }) {
       setDone(decision === "allow" ? (always ? "Allowed for this conversation" : "Allowed once") : "Denied");
       window.dispatchEvent(new Event("toolmux:approvals-changed"));
     } catch (e) {
-      setError(describe(e));
+      // Gone between the stream's word and the click: say so instead of offering it again.
+      if (e instanceof ApiFailure && e.status === 404) setDone("No longer waiting: it was answered elsewhere or timed out");
+      else setError(describe(e));
+    } finally {
+      setAnswering(false);
     }
   };
+  // While this card's own answer is on its way, the stream's word of it is this answer.
+  const ended = done ?? (outcome && !answering ? (ENDED_ELSEWHERE[outcome] ?? `Ended: ${outcome}`) : null);
   // "For this conversation" is toolmux's to keep (`scope: "conversation"`): the tool's later
   // calls in this conversation run without asking, so no card comes for them.
   return (
@@ -219,9 +252,9 @@ function ApprovalCard({ data }: { data: ApprovalData }) {
         <summary>Arguments</summary>
         <JsonTree value={data.arguments} />
       </details>
-      {done ? (
+      {ended ? (
         <p className="muted" role="status">
-          {done}
+          {ended}
         </p>
       ) : (
         <div className="actions">
@@ -311,19 +344,35 @@ function InputCard({ data }: { data: InputData }) {
   );
 }
 
+/// A waiting approval from the queue, as the turn's stream words it.
+function approvalData(approval: PendingApproval): ApprovalData {
+  const r = approval.request;
+  return { approvalId: approval.id, tool: r.tool, source: r.source, arguments: r.arguments, message: r.message };
+}
+
 function Conversation(props: {
   chat: ChatSession<UIMessage>;
   model: string;
   onModel: (model: string) => void;
   progress: Record<string, Progress>;
   onTurnStart: () => void;
+  waiting: Waiting;
+  /// A turn runs on the server that this page does not stream (started before a reload).
+  runningElsewhere: boolean;
 }) {
-  const { chat, model, onModel, progress, onTurnStart } = props;
+  const { chat, model, onModel, progress, onTurnStart, waiting, runningElsewhere } = props;
   const id = chat.id;
   const [draft, setDraft] = useState("");
   // One render per 50 ms at most, however fast the deltas come.
   const { messages, sendMessage, status, stop, error } = useChat({ chat, experimental_throttle: 50 });
-  const busy = status === "submitted" || status === "streaming";
+  const streaming = status === "submitted" || status === "streaming";
+  const busy = streaming || runningElsewhere;
+  // What this conversation's turn waits on that its stream did not bring (the page was
+  // reloaded, or opened again, while the turn waited): read from the approvals queue.
+  const inline = new Set(
+    messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "data-approval" ? [(p.data as ApprovalData).approvalId] : []))),
+  );
+  const queued = streaming ? [] : waiting.approvals.filter((a) => a.request.session === id && !inline.has(a.id));
   const send = (e: FormEvent) => {
     e.preventDefault();
     const text = draft.trim();
@@ -391,7 +440,7 @@ function Conversation(props: {
               if (p.type === "dynamic-tool") return <ToolCard key={p.toolCallId} part={p} progress={progress[p.toolCallId]} />;
               if (p.type === "data-approval") {
                 const data = p.data as ApprovalData;
-                return <ApprovalCard key={data.approvalId} data={data} />;
+                return <ApprovalCard key={data.approvalId} data={data} outcome={waiting.resolved[data.approvalId]} />;
               }
               if (p.type === "data-input-request") {
                 const data = p.data as InputData;
@@ -401,6 +450,14 @@ function Conversation(props: {
             })}
           </div>
         ))}
+        {queued.map((a) => (
+          <ApprovalCard key={a.id} data={approvalData(a)} outcome={waiting.resolved[a.id]} />
+        ))}
+        {runningElsewhere && (
+          <p className="muted" role="status">
+            The answer is still being worked on; it appears here when the turn ends.
+          </p>
+        )}
         {error && (
           <p role="alert" className="error">
             {error.message}
@@ -465,7 +522,10 @@ function chatSession(
   return session;
 }
 
-export default function Chat({ path }: { path: string }) {
+/// How often a conversation whose turn runs without this page's stream is read again.
+const FOLLOW_MS = 1000;
+
+export default function Chat({ path, waiting }: { path: string; waiting: Waiting }) {
   const routeId = path.startsWith("/chat/") ? decodeURIComponent(path.slice("/chat/".length)) : undefined;
   const navigate = useNavigate();
   const [model, setModel] = useState("");
@@ -509,6 +569,8 @@ export default function Chat({ path }: { path: string }) {
   // is a new one.
   const fresh = useMemo(() => (routeId ? null : open(newId(), [])), [routeId, visit, open]);
   const [loaded, setLoaded] = useState<ChatSession<UIMessage> | null>(null);
+  // The loaded conversation whose turn runs on the server without this page's stream.
+  const [runningId, setRunningId] = useState<string | null>(null);
   const keptSession = routeId ? kept.current.get(routeId) : undefined;
   const shown = fresh ?? keptSession ?? (loaded !== null && loaded.id === routeId ? loaded : null);
   // On a narrow screen the list is a drawer, closed whenever a conversation is chosen.
@@ -521,9 +583,11 @@ export default function Chat({ path }: { path: string }) {
     if (!needsLoading || routeId === undefined) return;
     // Only the answer for the conversation still asked for is shown.
     let wanted = true;
-    api<{ messages: StoredMessage[] }>(`/api/conversations/${encodeURIComponent(routeId)}`)
+    api<ConversationDetail>(`/api/conversations/${encodeURIComponent(routeId)}`)
       .then((r) => {
-        if (wanted) setLoaded(open(routeId, toUiMessages(r.messages)));
+        if (!wanted) return;
+        setLoaded(open(routeId, toUiMessages(r.messages)));
+        setRunningId(r.running ? routeId : null);
       })
       .catch((e) => {
         if (wanted) setLoadError(describe(e));
@@ -532,6 +596,37 @@ export default function Chat({ path }: { path: string }) {
       wanted = false;
     };
   }, [routeId, needsLoading, open]);
+  // A conversation opened while its turn runs on the server (its page was reloaded, or the
+  // turn was started elsewhere): read again until the turn ends, so its cards and answer appear
+  // as they are saved. (The server keeps no replay of a turn's stream to reattach to.)
+  const followed = loaded !== null && shown === loaded && runningId === loaded.id ? loaded : null;
+  useEffect(() => {
+    if (followed === null) return;
+    let wanted = true;
+    let timer: number | undefined;
+    const again = () => {
+      timer = window.setTimeout(() => {
+        api<ConversationDetail>(`/api/conversations/${encodeURIComponent(followed.id)}`)
+          .then((r) => {
+            if (!wanted) return;
+            followed.messages = toUiMessages(r.messages);
+            if (r.running) again();
+            else {
+              setRunningId(null);
+              listChanged();
+            }
+          })
+          .catch((e) => {
+            if (wanted) setLoadError(describe(e));
+          });
+      }, FOLLOW_MS);
+    };
+    again();
+    return () => {
+      wanted = false;
+      window.clearTimeout(timer);
+    };
+  }, [followed, listChanged]);
   const turnStarted = (session: ChatSession<UIMessage>) => {
     kept.current.set(session.id, session);
     listChanged();
@@ -559,6 +654,8 @@ export default function Chat({ path }: { path: string }) {
           onModel={setModel}
           progress={progress}
           onTurnStart={() => turnStarted(shown)}
+          waiting={waiting}
+          runningElsewhere={shown === followed}
         />
       )}
     </div>
