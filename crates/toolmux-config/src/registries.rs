@@ -539,7 +539,13 @@ mod tests {
                  "_internal": false}]"#,
             "tools.json",
         );
-        let found = read_registry(&path, dir.path(), Lookups::vars(&no_env)).expect("read");
+        let found = read_registry(
+            &path,
+            &std::fs::read_to_string(&path).expect("read"),
+            dir.path(),
+            Lookups::vars(&no_env),
+        )
+        .expect("read");
         let internal: Vec<(&str, bool)> = found
             .tools
             .iter()

@@ -51,14 +51,11 @@ fn a_huge_claude_json_is_refused_by_its_size() {
 fn a_fifo_in_place_of_claude_json_is_refused_without_waiting() {
     let home = project();
     let path = home.path().join(".claude.json");
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        &path,
-        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
-    )
-    .expect("mkfifo");
-    // No writer ever opens it: a read that waited would hang this test.
-    let error = import_error(ImportFormat::ClaudeCodeUser, &path, home.path());
+    toolmux_testkit::fifo::mkfifo(&path);
+    // A writer on the other end: a read that waited gets text and fails the test, not hangs it.
+    let error = toolmux_testkit::fifo::read_with_a_writer(&path, b"{}", || {
+        import_error(ImportFormat::ClaudeCodeUser, &path, home.path())
+    });
     assert_eq!(
         error,
         format!(
