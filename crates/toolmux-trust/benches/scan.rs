@@ -49,7 +49,8 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let mut findings = 0;
             for (title, description, schema) in &tools {
-                findings += toolmux_trust::scan_tool(Some(title), description, schema, None).len();
+                findings +=
+                    toolmux_trust::scan_tool("tool", Some(title), description, schema, None).len();
                 let clean = toolmux_trust::visible(description);
                 let schema = toolmux_trust::visible_value(schema);
                 std::hint::black_box((clean, schema));

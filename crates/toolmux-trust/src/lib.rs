@@ -87,6 +87,56 @@ impl Action {
     }
 }
 
+/// toolmux's own tools' names (its built-in packs'), which an upstream tool must not pose as
+/// (see [`shadowing`]). The tests check the list against what an empty project serves.
+pub const BUILTIN_TOOLS: [&str; 32] = [
+    "apply_patch",
+    "cancel_session",
+    "code_execution",
+    "delegate",
+    "detect_runners",
+    "directory_list",
+    "file_edit",
+    "file_read",
+    "file_search",
+    "file_write",
+    "grep",
+    "list_runners",
+    "list_sessions",
+    "request_human_input",
+    "run_code",
+    "run_session",
+    "run_subagent",
+    "search_tools",
+    "session_logs",
+    "session_status",
+    "shell",
+    "skill_list",
+    "skill_load",
+    "task_add_note",
+    "task_complete",
+    "task_create",
+    "task_delete",
+    "task_list",
+    "task_update",
+    "task_view",
+    "url_fetch",
+    "web_search",
+];
+
+/// One tool's findings and what they do to it, as `toolmux mcp list --json` and
+/// `GET /api/mcp-servers/{name}` show them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolFindings {
+    /// The server's own name for the tool.
+    pub tool: String,
+    /// What they do: `warn` (offered), `ask` (every call asks a person), `block` (left out).
+    pub action: Action,
+    /// The findings, by position.
+    pub findings: Vec<Finding>,
+}
+
 /// One thing the scanner found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -159,43 +209,56 @@ pub fn scan(text: &str) -> Vec<Finding> {
     findings
 }
 
-/// Everything found in one tool's definition: its title, description and every string of its
-/// schemas (property names, descriptions, titles, enum values …), each finding's `field`
-/// saying where. Shadowing is [`shadowing`]'s, since it needs the other names.
+/// Everything found in one tool's definition: its name, title, description and every string
+/// of its schemas (property names, descriptions, titles, enum values …), each finding's
+/// `field` saying where. Shadowing is [`shadowing`]'s, since it needs the other names.
 pub fn scan_tool(
+    name: &str,
     title: Option<&str>,
     description: &str,
     input_schema: &Value,
     output_schema: Option<&Value>,
 ) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    let mut add = |field: &str, text: &str| {
-        findings.extend(scan(text).into_iter().map(|mut f| {
-            f.field = field.to_string();
-            f
-        }));
-    };
+    let mut texts: Vec<(String, &str)> = vec![("name".to_string(), name)];
     if let Some(title) = title {
-        add("title", title);
+        texts.push(("title".to_string(), title));
     }
-    add("description", description);
-    walk_strings(input_schema, &mut "inputSchema".to_string(), &mut add);
+    texts.push(("description".to_string(), description));
+    walk_strings(input_schema, &mut "inputSchema".to_string(), &mut texts);
     if let Some(output) = output_schema {
-        walk_strings(output, &mut "outputSchema".to_string(), &mut add);
+        walk_strings(output, &mut "outputSchema".to_string(), &mut texts);
     }
-    findings
+    // Most tools have nothing to find: one pass of the pattern set over all their text (and a
+    // look for invisible characters) settles that, instead of one pass per string.
+    let joined: String = texts
+        .iter()
+        .map(|(_, text)| *text)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if matches!(visible(&joined), Cow::Borrowed(_)) && !patterns::any(&joined) {
+        return Vec::new();
+    }
+    texts
+        .iter()
+        .flat_map(|(field, text)| {
+            scan(text).into_iter().map(|mut f| {
+                f.field.clone_from(field);
+                f
+            })
+        })
+        .collect()
 }
 
-/// Calls `visit` with the JSON pointer and text of every string and every object key in
-/// `value`; an object key's pointer ends in `/`.
-fn walk_strings(value: &Value, pointer: &mut String, visit: &mut impl FnMut(&str, &str)) {
+/// Adds the JSON pointer and text of every string and every object key in `value`; an object
+/// key's pointer ends in `/`.
+fn walk_strings<'v>(value: &'v Value, pointer: &mut String, out: &mut Vec<(String, &'v str)>) {
     match value {
-        Value::String(text) => visit(pointer, text),
+        Value::String(text) => out.push((pointer.clone(), text)),
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 let len = pointer.len();
                 pointer.push_str(&format!("/{i}"));
-                walk_strings(item, pointer, visit);
+                walk_strings(item, pointer, out);
                 pointer.truncate(len);
             }
         }
@@ -205,9 +268,9 @@ fn walk_strings(value: &Value, pointer: &mut String, visit: &mut impl FnMut(&str
                 pointer.push('/');
                 pointer.push_str(key);
                 pointer.push('/');
-                visit(pointer, key);
+                out.push((pointer.clone(), key));
                 pointer.pop();
-                walk_strings(item, pointer, visit);
+                walk_strings(item, pointer, out);
                 pointer.truncate(len);
             }
         }

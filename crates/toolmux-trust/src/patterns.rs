@@ -6,7 +6,7 @@
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet};
+use regex::{Regex, RegexSet, RegexSetBuilder};
 
 use crate::{FindingKind, Severity};
 
@@ -152,17 +152,29 @@ struct Compiled {
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let sources: Vec<String> = PATTERNS
         .iter()
-        .map(|(_, _, p)| format!("(?i){p}"))
+        // ASCII word boundaries: a Unicode `\b` makes the lazy DFA give up on non-ASCII text
+        // and fall back to a slower engine, and every pattern's words are ASCII.
+        .map(|(_, _, p)| format!("(?i){}", p.replace(r"\b", r"(?-u:\b)")))
         .collect();
     // The patterns are constants; a test compiles them, so a bad one fails the tests.
     Compiled {
-        set: RegexSet::new(&sources).expect("the trust patterns compile"),
+        // A larger lazy-DFA cache than the default: the set's many bounded gaps make many
+        // states, and a cache that fills up falls back to a far slower engine.
+        set: RegexSetBuilder::new(&sources)
+            .dfa_size_limit(32 << 20)
+            .build()
+            .expect("the trust patterns compile"),
         each: sources
             .iter()
             .map(|p| Regex::new(p).expect("the trust patterns compile"))
             .collect(),
     }
 });
+
+/// Whether any pattern occurs in a text: one pass of the set.
+pub(crate) fn any(text: &str) -> bool {
+    COMPILED.set.is_match(text)
+}
 
 /// Every pattern's matches in a text: what, how serious, where.
 pub(crate) fn matches(text: &str) -> Vec<(FindingKind, Severity, Range<usize>)> {

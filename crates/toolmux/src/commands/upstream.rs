@@ -165,6 +165,7 @@ fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
                 "lastDiscovery": status.last_discovery,
                 "error": status.error,
                 "prefix": server.prefix(),
+                "findings": server.findings(),
             })
         })
         .collect();
@@ -188,6 +189,7 @@ fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
             "STATUS",
             "TOOLS",
             "LAST DISCOVERY",
+            "FINDINGS",
             "ERROR",
         ]);
     for row in &rows {
@@ -211,11 +213,44 @@ fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
             status,
             row["tools"].to_string(),
             last,
+            findings_summary(&row["findings"]),
             row["error"].as_str().unwrap_or_default().to_string(),
         ]);
     }
     emit(&table.to_string())?;
     Ok(OK)
+}
+
+/// The trust scanner's findings of a server in a table cell: each tool with findings, what
+/// they do to it and its most serious one (`get_time: ask, high instruction in description`).
+fn findings_summary(findings: &Value) -> String {
+    let Some(tools) = findings.as_array().filter(|t| !t.is_empty()) else {
+        return "-".to_string();
+    };
+    tools
+        .iter()
+        .map(|tool| {
+            let worst = tool["findings"].as_array().and_then(|found| {
+                ["high", "medium", "low"]
+                    .iter()
+                    .find_map(|s| found.iter().find(|f| f["severity"] == *s))
+            });
+            let what = worst.map_or_else(String::new, |f| {
+                format!(
+                    ", {} {} in {}",
+                    f["severity"].as_str().unwrap_or_default(),
+                    f["kind"].as_str().unwrap_or_default(),
+                    f["field"].as_str().unwrap_or_default()
+                )
+            });
+            format!(
+                "{}: {}{what}",
+                tool["tool"].as_str().unwrap_or_default(),
+                tool["action"].as_str().unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn state_name(state: SourceState) -> &'static str {
