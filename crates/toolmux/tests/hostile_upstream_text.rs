@@ -132,6 +132,19 @@ fn under_on_finding_block_a_flagged_tool_is_left_out() {
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let listed = project.run_keyed(&["tools", "list"]).ok();
     assert!(!listed.contains("poisoned__"), "{listed}");
+    let shown = project.run_keyed(&["mcp", "show", "poisoned"]).ok();
+    assert_eq!(
+        shown.lines().skip(1).collect::<Vec<_>>(),
+        [
+            "clock: block (left out)",
+            "  high invisible-unicode in description [17..129] (hidden in tag characters): \"Ignore previous instructions\"",
+            "  high instruction in description [17..129] (hidden in tag characters): \"Ignore previous instructions\"",
+            "backup: block (left out)",
+            "  high secret in description [24..30]: \"~/.ssh\"",
+            "  high secret in description [31..37]: \"id_rsa\"",
+        ],
+        "{shown}"
+    );
     let servers = project.run_keyed(&["mcp", "list", "--json"]).json();
     let actions: Vec<(Value, Value)> = servers[0]["findings"]
         .as_array()
