@@ -193,8 +193,8 @@ pub struct ServerEntry {
     pub internal_tools: Vec<ToolPattern>,
     /// What a tool whose name, description or schema has a high-severity finding of the trust
     /// scanner gets (hidden instructions, credential paths, concealment …): `ask` (default)
-    /// asks a person before each call, `block` leaves it out, `warn` only shows the finding.
-    /// Explicit `policy` / `toolPolicies` rules still decide the policy of an offered tool.
+    /// asks a person before each call (over `policy` and `toolPolicies`, unless they deny),
+    /// `block` leaves it out, `warn` only shows the finding. Rules in `policies.tools` win.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_finding: Option<toolmux_trust::Action>,
 }

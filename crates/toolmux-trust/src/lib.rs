@@ -65,6 +65,7 @@ pub enum Severity {
 /// What a tool with a high-severity finding gets; medium and low findings only warn.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(rename = "FindingAction")]
 pub enum Action {
     /// Offered as usual; the findings are shown.
     Warn,
