@@ -2,7 +2,7 @@
 //! (`corpus/benign.jsonl`, extracted from their code, each with its source file) and ones
 //! written from the published tool-poisoning attack categories (`corpus/poisoned.jsonl`).
 //! Every poisoned one is caught (a medium or high finding) and no benign one has a
-//! high-severity finding. `cargo test -p toolmux-trust --test corpus -- --nocapture` prints
+//! high-severity finding. `cargo test -p toolmux-trust --test hostile_corpus -- --nocapture` prints
 //! the recall and the false-positive rates.
 
 use serde_json::Value;
