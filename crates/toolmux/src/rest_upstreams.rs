@@ -28,7 +28,8 @@ impl UpstreamView {
         if let Some(record) = discovery.as_object_mut() {
             record.remove("tools");
             // The trust scanner's findings stay visible, by tool, with what they do.
-            let findings = serde_json::to_value(source.findings()).unwrap_or_default();
+            let findings = self.upstreams.findings(source.name()).unwrap_or_default();
+            let findings = serde_json::to_value(findings).unwrap_or_default();
             record.insert("findings".into(), findings);
             // A call refused since the last discovery (a revoked token) counts too.
             if source.needs_sign_in() {

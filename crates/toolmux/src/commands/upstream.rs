@@ -231,7 +231,7 @@ fn server_row(project: &Assembly, server: &UpstreamSource) -> Value {
         "lastDiscovery": status.last_discovery,
         "error": status.error,
         "prefix": server.prefix(),
-        "findings": server.findings(),
+        "findings": project.upstreams.findings(server.name()).unwrap_or_default(),
     })
 }
 
