@@ -106,8 +106,10 @@ pub struct UpstreamView {
     pub enabled: bool,
     /// Its discovery record without the cached tool list: `discoveryStatus` (`never`,
     /// `success`, `failed`, `needs-sign-in`), `lastDiscovery`, `discoveryError`, `configHash`,
-    /// `serverInfo`, its prompts and resources as MCP lists them, and `offers`. MCP's JSON as
-    /// the upstream crate keeps it, which this crate does not type.
+    /// `serverInfo`, its prompts and resources as MCP lists them, `offers`, and `findings`:
+    /// what the trust scanner found in each tool's definition (`tool`, `action`: `warn`, `ask`
+    /// or `block`, and `findings` with `kind`, `severity`, `field`, `span` and `text`). MCP's
+    /// JSON as the upstream crate keeps it, which this crate does not type.
     #[schema(value_type = Object)]
     pub discovery: Value,
     /// The registry names of its tools in the catalog.

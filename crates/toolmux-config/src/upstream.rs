@@ -191,6 +191,12 @@ pub struct ServerEntry {
     /// request). A tool whose definition says `_meta._internal: true` is internal too.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub internal_tools: Vec<ToolPattern>,
+    /// What a tool whose name, description or schema has a high-severity finding of the trust
+    /// scanner gets (hidden instructions, credential paths, concealment …): `ask` (default)
+    /// asks a person before each call (over `policy` and `toolPolicies`, unless they deny),
+    /// `block` leaves it out, `warn` only shows the finding. Rules in `policies.tools` win.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_finding: Option<toolmux_trust::Action>,
 }
 
 /// How toolmux reaches a server.
@@ -280,6 +286,8 @@ pub struct UpstreamServer {
     pub internal_tools: Vec<ToolPattern>,
     /// How toolmux signs in to it (HTTP and SSE servers), when configured.
     pub oauth: Option<crate::oauth::OAuthSettings>,
+    /// What a tool with a high-severity trust finding gets; `None` is `ask`.
+    pub on_finding: Option<toolmux_trust::Action>,
 }
 
 impl UpstreamServer {
@@ -365,6 +373,7 @@ impl TryFrom<ServerEntry> for UpstreamServer {
             retry,
             tool_retry,
             internal_tools,
+            on_finding,
         } = entry;
         let kind = match (kind, &command, &url) {
             (_, Some(_), Some(_)) => {
@@ -468,6 +477,7 @@ impl TryFrom<ServerEntry> for UpstreamServer {
             tool_retry,
             internal_tools,
             oauth,
+            on_finding,
         })
     }
 }
@@ -509,6 +519,7 @@ impl From<UpstreamServer> for ServerEntry {
             tool_retry: server.tool_retry,
             internal_tools: server.internal_tools,
             oauth: server.oauth,
+            on_finding: server.on_finding,
             ..ServerEntry::default()
         };
         match server.transport {
@@ -744,6 +755,7 @@ mod tests {
             "retry": "never",
             "toolRetry": {"search_*": "always", "search_exact": "safe"},
             "internalTools": ["admin_*"],
+            "onFinding": "block",
         });
         let server: UpstreamServer = serde_json::from_value(written.clone()).expect("valid");
         assert_eq!(server.session_mode, SessionMode::PerClient);
@@ -756,6 +768,7 @@ mod tests {
         assert_eq!(server.retry_for("search_exact"), RetryMode::Safe);
         assert_eq!(server.retry_for("delete"), RetryMode::Never);
         assert!(server.is_internal("admin_reset") && !server.is_internal("search_all"));
+        assert_eq!(server.on_finding, Some(toolmux_trust::Action::Block));
         assert_eq!(serde_json::to_value(&server).expect("serialises"), written);
 
         let plain: UpstreamServer =

@@ -7,8 +7,9 @@
 //! this system can sandbox commands ([`sandbox`]).
 //!
 //! A dev-only library: a crate's tests take what they need from it, and what is specific to one
-//! crate's tests stays in that crate. It depends on no toolmux crate, since every one of them
-//! depends on it for its tests.
+//! crate's tests stays in that crate. It depends on no toolmux crate whose tests use it (they
+//! would form a cycle); `toolmux-trust`, whose list of built-in tool names it serves as
+//! [`served::DEFAULT_TOOLS`], is the one it takes.
 
 pub mod aimock;
 pub mod conformance;

@@ -23,41 +23,9 @@ pub fn config_with_key(extra: &str) -> String {
 }
 
 /// The tools an empty project serves, by name in order: the built-in packs of a project with
-/// no specs directory and no configuration. A test of a listing compares with it.
-pub const DEFAULT_TOOLS: [&str; 32] = [
-    "apply_patch",
-    "cancel_session",
-    "code_execution",
-    "delegate",
-    "detect_runners",
-    "directory_list",
-    "file_edit",
-    "file_read",
-    "file_search",
-    "file_write",
-    "grep",
-    "list_runners",
-    "list_sessions",
-    "request_human_input",
-    "run_code",
-    "run_session",
-    "run_subagent",
-    "search_tools",
-    "session_logs",
-    "session_status",
-    "shell",
-    "skill_list",
-    "skill_load",
-    "task_add_note",
-    "task_complete",
-    "task_create",
-    "task_delete",
-    "task_list",
-    "task_update",
-    "task_view",
-    "url_fetch",
-    "web_search",
-];
+/// no specs directory and no configuration (every built-in, the names the trust scanner guards
+/// against shadowing). A test of a listing compares with it.
+pub const DEFAULT_TOOLS: [&str; 32] = toolmux_trust::BUILTIN_TOOLS;
 
 /// `toolmux serve` running in the background; killed on drop if a test fails early.
 pub struct Served {

@@ -55,6 +55,7 @@ fn tool(server: usize, i: usize) -> CachedTool {
         },
         note: None,
         internal: false,
+        findings: Vec::new(),
     }
 }
 

@@ -113,6 +113,10 @@ pub struct CachedTool {
     /// offered to a model or an MCP client.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub internal: bool,
+    /// What the trust scanner found in the definition as the server sent it (spans are into
+    /// that text); the fields above are what models see, invisible characters removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<toolmux_trust::Finding>,
 }
 
 /// One server's cache file.
@@ -364,6 +368,7 @@ mod tests {
             annotations: ToolAnnotations::read_only(),
             note: None,
             internal: false,
+            findings: Vec::new(),
         });
         record.write(&paths.cache).expect("write");
         assert_eq!(DiscoveryRecord::read(&paths.cache), Some(record));

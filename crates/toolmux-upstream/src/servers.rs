@@ -170,6 +170,40 @@ impl Upstreams {
         self.read().iter().find(|s| s.name() == name).cloned()
     }
 
+    /// What the trust scanner found in one server's tools (see [`UpstreamSource::findings`]),
+    /// with shadowing between servers: a tool named like one of another enabled server's
+    /// (a medium finding, shown but deciding nothing). `None` when there is no such server.
+    pub fn findings(&self, name: &str) -> Option<Vec<toolmux_trust::ToolFindings>> {
+        let servers = self.read();
+        let source = servers.iter().find(|s| s.name() == name)?;
+        let server = source.server();
+        let others: Vec<String> = servers
+            .iter()
+            .filter(|s| s.name() != name && s.server().enabled)
+            .flat_map(|s| s.record().tools.into_iter().map(|t| t.name))
+            .collect();
+        let mut findings = source.findings();
+        for tool in source.record().tools {
+            let Some(shadowing) =
+                toolmux_trust::shadowing(&tool.name, others.iter().map(String::as_str))
+            else {
+                continue;
+            };
+            match findings.iter_mut().find(|f| f.tool == tool.name) {
+                Some(found) => found.findings.push(shadowing),
+                None => findings.push(toolmux_trust::ToolFindings {
+                    action: toolmux_trust::Action::for_findings(
+                        server.on_finding,
+                        std::slice::from_ref(&shadowing),
+                    ),
+                    tool: tool.name,
+                    findings: vec![shadowing],
+                }),
+            }
+        }
+        Some(findings)
+    }
+
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.read().is_empty()

@@ -41,6 +41,7 @@ fn main() {
                 annotations: ToolAnnotations::default(),
                 note: None,
                 internal: false,
+                findings: Vec::new(),
             })
             .collect();
         record

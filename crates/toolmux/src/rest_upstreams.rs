@@ -27,6 +27,10 @@ impl UpstreamView {
         // The cached tool list is the catalog's business; show registry names instead.
         if let Some(record) = discovery.as_object_mut() {
             record.remove("tools");
+            // The trust scanner's findings stay visible, by tool, with what they do.
+            let findings = self.upstreams.findings(source.name()).unwrap_or_default();
+            let findings = serde_json::to_value(findings).unwrap_or_default();
+            record.insert("findings".into(), findings);
             // A call refused since the last discovery (a revoked token) counts too.
             if source.unavailable().is_some() {
                 // Waiting for a variable or secret its entry names; `discoveryError` says which.

@@ -316,6 +316,13 @@ impl UpstreamSource {
         read(&self.inner.view).record.clone()
     }
 
+    /// What the trust scanner found in its tools' definitions, and what each tool gets under
+    /// the server's `onFinding`.
+    pub fn findings(&self) -> Vec<toolmux_trust::ToolFindings> {
+        let view = read(&self.inner.view);
+        discovery::trust_findings(&self.inner.server(), &view.record)
+    }
+
     /// Whether its tools should be discovered: never discovered, discovered with another
     /// configuration, or the last discovery failed.
     pub fn needs_discovery(&self) -> bool {

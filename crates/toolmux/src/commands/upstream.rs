@@ -27,6 +27,15 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Show one upstream server: its status, and what the trust scanner found in its tools'
+    /// definitions (kind, severity, where, the exact text) and what that does to each tool.
+    Show {
+        /// The server's name.
+        name: String,
+        /// Print JSON (the row `list --json` prints).
+        #[arg(long)]
+        json: bool,
+    },
     /// Add an upstream server and discover its tools: `toolmux mcp add NAME -- COMMAND ARGS...` for a
     /// local (stdio) server, `toolmux mcp add NAME --url URL` for an HTTP one.
     Add(Box<AddArgs>),
@@ -126,6 +135,7 @@ pub struct AddArgs {
 pub async fn run(project: Option<&Path>, cmd: McpCommand) -> Result<u8, Failure> {
     match cmd {
         McpCommand::List { json } => list(project, json),
+        McpCommand::Show { name, json } => show(project, &name, json),
         McpCommand::Add(args) => add(project, *args).await,
         McpCommand::Remove { name } => remove(project, &name),
         McpCommand::Enable { name } => set_enabled(project, &name, true),
@@ -141,38 +151,11 @@ pub async fn run(project: Option<&Path>, cmd: McpCommand) -> Result<u8, Failure>
 
 fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
     let project = Assembly::open(project)?;
-    let catalog = project.hub.catalog();
     let rows: Vec<Value> = project
         .upstreams
         .servers()
         .iter()
-        .map(|server| {
-            let status = server.status();
-            let offered = catalog
-                .sources()
-                .iter()
-                .find(|s| s.id == server.name())
-                .map_or(0, |s| s.tool_count);
-            let record = server.record();
-            let needs_sign_in = server.needs_sign_in();
-            json!({
-                "name": server.name(),
-                "transport": server.server().transport.kind(),
-                "enabled": server.server().enabled,
-                "status": if server.unavailable().is_some() {
-                    "unavailable"
-                } else if needs_sign_in {
-                    "needs-sign-in"
-                } else {
-                    state_name(status.state)
-                },
-                "tools": offered,
-                "discovered": record.tools.len(),
-                "lastDiscovery": status.last_discovery,
-                "error": status.error,
-                "prefix": server.prefix(),
-            })
-        })
+        .map(|server| server_row(&project, server))
         .collect();
     if json {
         emit(&pretty(&rows)?)?;
@@ -194,6 +177,7 @@ fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
             "STATUS",
             "TOOLS",
             "LAST DISCOVERY",
+            "FINDINGS",
             "ERROR",
         ]);
     for row in &rows {
@@ -217,11 +201,131 @@ fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
             status,
             row["tools"].to_string(),
             last,
+            findings_summary(&row["findings"]),
             row["error"].as_str().unwrap_or_default().to_string(),
         ]);
     }
     emit(&table.to_string())?;
     Ok(OK)
+}
+
+/// One server as `mcp list --json` and `mcp show --json` print it.
+fn server_row(project: &Assembly, server: &UpstreamSource) -> Value {
+    let status = server.status();
+    let offered = project
+        .hub
+        .catalog()
+        .sources()
+        .iter()
+        .find(|s| s.id == server.name())
+        .map_or(0, |s| s.tool_count);
+    let record = server.record();
+    let needs_sign_in = server.needs_sign_in();
+    json!({
+        "name": server.name(),
+        "transport": server.server().transport.kind(),
+        "enabled": server.server().enabled,
+        "status": if server.unavailable().is_some() {
+            "unavailable"
+        } else if needs_sign_in {
+            "needs-sign-in"
+        } else {
+            state_name(status.state)
+        },
+        "tools": offered,
+        "discovered": record.tools.len(),
+        "lastDiscovery": status.last_discovery,
+        "error": status.error,
+        "prefix": server.prefix(),
+        "findings": project.upstreams.findings(server.name()).unwrap_or_default(),
+    })
+}
+
+fn show(project: Option<&Path>, name: &str, json: bool) -> Result<u8, Failure> {
+    let project = Assembly::open(project)?;
+    let Some(server) = project.upstreams.get(name) else {
+        return Err(unknown(&project, name));
+    };
+    let row = server_row(&project, &server);
+    if json {
+        emit(&pretty(&row)?)?;
+        return Ok(OK);
+    }
+    let mut lines = vec![format!(
+        "{name} ({}): {}, {} tools offered of {} discovered, prefix `{}`",
+        row["transport"].as_str().unwrap_or_default(),
+        row["status"].as_str().unwrap_or_default(),
+        row["tools"],
+        row["discovered"],
+        row["prefix"].as_str().unwrap_or_default(),
+    )];
+    if let Some(error) = row["error"].as_str() {
+        lines.push(format!("error: {error}"));
+    }
+    let findings = row["findings"].as_array().cloned().unwrap_or_default();
+    if findings.is_empty() {
+        lines.push("trust: nothing found".to_string());
+    }
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    for tool in &findings {
+        let action = match tool["action"].as_str() {
+            Some("warn") => "warn (offered)",
+            Some("ask") => "ask (each call asks first)",
+            Some("block") => "block (left out)",
+            _ => "",
+        };
+        lines.push(format!("{}: {action}", text(&tool["tool"])));
+        for f in tool["findings"].as_array().into_iter().flatten() {
+            lines.push(format!(
+                "  {} {} in {} [{}..{}]{}: {}",
+                text(&f["severity"]),
+                text(&f["kind"]),
+                text(&f["field"]),
+                f["span"]["start"],
+                f["span"]["end"],
+                if f["hidden"] == true {
+                    " (hidden in tag characters)"
+                } else {
+                    ""
+                },
+                f["text"]
+            ));
+        }
+    }
+    emit(&lines.join("\n"))?;
+    Ok(OK)
+}
+
+/// The trust scanner's findings of a server in a table cell: each tool with findings, what
+/// they do to it and its most serious one (`get_time: ask, high instruction in description`).
+fn findings_summary(findings: &Value) -> String {
+    let Some(tools) = findings.as_array().filter(|t| !t.is_empty()) else {
+        return "-".to_string();
+    };
+    tools
+        .iter()
+        .map(|tool| {
+            let worst = tool["findings"].as_array().and_then(|found| {
+                ["high", "medium", "low"]
+                    .iter()
+                    .find_map(|s| found.iter().find(|f| f["severity"] == *s))
+            });
+            let what = worst.map_or_else(String::new, |f| {
+                format!(
+                    ", {} {} in {}",
+                    f["severity"].as_str().unwrap_or_default(),
+                    f["kind"].as_str().unwrap_or_default(),
+                    f["field"].as_str().unwrap_or_default()
+                )
+            });
+            format!(
+                "{}: {}{what}",
+                tool["tool"].as_str().unwrap_or_default(),
+                tool["action"].as_str().unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn state_name(state: SourceState) -> &'static str {
