@@ -105,7 +105,8 @@ pub struct UpstreamView {
     /// `false` when the configuration keeps it but switched it off.
     pub enabled: bool,
     /// Its discovery record without the cached tool list: `discoveryStatus` (`never`,
-    /// `success`, `failed`, `needs-sign-in`), `lastDiscovery`, `discoveryError`, `configHash`,
+    /// `success`, `failed`, `needs-sign-in`, `unavailable`: the configuration names an unset
+    /// variable, said in `discoveryError`), `lastDiscovery`, `discoveryError`, `configHash`,
     /// `serverInfo`, its prompts and resources as MCP lists them, `offers`, and `findings`:
     /// what the trust scanner found in each tool's definition (`tool`, `action`: `warn`, `ask`
     /// or `block`, and `findings` with `kind`, `severity`, `field`, `span` and `text`). MCP's
