@@ -126,6 +126,7 @@ fn chat_failure(e: impl Into<ChatError>) -> ApiError {
         }
         ChatError::NoConversation(_) => (StatusCode::NOT_FOUND, "not_found"),
         ChatError::Busy(_) => (StatusCode::CONFLICT, "busy"),
+        ChatError::TooManyTurns(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_turns"),
         ChatError::Provider(_) => (StatusCode::BAD_GATEWAY, "provider"),
         ChatError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store"),
     };

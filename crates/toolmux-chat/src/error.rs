@@ -20,6 +20,13 @@ pub enum ChatError {
     /// The conversation already has a turn running.
     #[error("conversation `{0}` already has a turn running; wait for it or cancel it")]
     Busy(String),
+    /// As many turns as the engine runs at once are running ([`crate::MAX_RUNNING_TURNS`]): a
+    /// turn outlives the client that started it, so without a bound a client that starts
+    /// turns and goes away would pile them up.
+    #[error(
+        "{0} turns are running already, the most this server runs at once; wait for one to end or cancel one"
+    )]
+    TooManyTurns(usize),
     /// The conversation database failed.
     #[error("conversation store: {0}")]
     Store(#[from] StoreError),

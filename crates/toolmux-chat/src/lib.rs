@@ -40,7 +40,7 @@ pub use rendering::{cut, preview, tool_specs};
 pub use schema::clean_schema;
 pub use store::{Conversation, ConversationStore, SqliteStore, StoredMessage};
 pub use tokio_util::sync::CancellationToken;
-pub use turn::ChatEngine;
+pub use turn::{ChatEngine, MAX_RUNNING_TURNS};
 
 /// Where the state database lives, relative to the project directory.
 pub const DATABASE_PATH: &str = ".toolmux/state/toolmux.db";

@@ -201,6 +201,23 @@ impl Turn {
     }
 }
 
+/// How many turns one engine runs at once, across conversations. A turn outlives the client
+/// that started it (a reload must not cancel it), so this bounds what clients that start
+/// turns and go away can leave running.
+pub const MAX_RUNNING_TURNS: usize = 16;
+
+/// Takes a turn off the engine's running turns when its task ends, however it ends.
+struct TurnEnded {
+    engine: Arc<ChatEngine>,
+    conversation: String,
+}
+
+impl Drop for TurnEnded {
+    fn drop(&mut self) {
+        self.engine.running().remove(&self.conversation);
+    }
+}
+
 impl ChatEngine {
     /// An engine. `approvals` must be the queue the hub's `ask` calls and questions park in for
     /// the chat channel (the loop passes it as the approver).
@@ -379,6 +396,9 @@ impl ChatEngine {
             if running.contains_key(&conversation) {
                 return Err(ChatError::Busy(conversation));
             }
+            if running.len() >= MAX_RUNNING_TURNS {
+                return Err(ChatError::TooManyTurns(running.len()));
+            }
             running.insert(conversation.clone(), cancel.clone());
         }
         let (tx, rx) = mpsc::channel(256);
@@ -401,7 +421,14 @@ impl ChatEngine {
             scope: None,
         };
         let engine = Arc::clone(self);
+        let ended = TurnEnded {
+            engine: Arc::clone(self),
+            conversation: conversation.clone(),
+        };
         tokio::spawn(async move {
+            // Taken off the running turns however the task ends, a panic included: else the
+            // conversation would answer `Busy` for good.
+            let _ended = ended;
             let _forward = forward_requests(
                 turn.conversation.clone(),
                 turn.events.clone(),
@@ -409,7 +436,6 @@ impl ChatEngine {
                 waiting,
             );
             engine.run(&turn).await;
-            engine.running().remove(&turn.conversation);
         });
         Ok((conversation, rx, cancel))
     }
@@ -770,7 +796,7 @@ impl ChatEngine {
         let limit = self.settings.max_tool_result_bytes;
         let structured = output
             .structured
-            .filter(|value| serde_json::to_string(value).is_ok_and(|text| text.len() <= limit));
+            .filter(|value| !toolmux_core::serializes_longer_than(value, limit));
         Message::Tool {
             call_id: output.call_id,
             name: output.name,

@@ -481,3 +481,49 @@ async fn a_loaded_skill_narrows_the_turn_to_its_allowed_tools() {
         );
     }
 }
+
+/// A turn outlives its client, so the engine bounds how many run at once: past
+/// `MAX_RUNNING_TURNS` (each here waiting on its question) a new turn is refused with why, and
+/// one cancelled makes room again.
+#[tokio::test]
+async fn the_engine_runs_a_bounded_number_of_turns_at_once() {
+    let aimock = Aimock::start("chat.json");
+    let harness = Harness::new(&aimock, HubSettings::default(), 25);
+    let mut started = Vec::new();
+    for _ in 0..toolmux_chat::MAX_RUNNING_TURNS {
+        let (conversation, mut events, cancel) = harness
+            .engine
+            .start_turn(ask("Pick a colour for me"))
+            .await
+            .expect("turn starts");
+        // Running: its question is asked.
+        loop {
+            match events.recv().await {
+                Some(TurnEvent::InputRequested(_)) => break,
+                Some(_) => continue,
+                None => panic!("the turn of {conversation} ended before it asked"),
+            }
+        }
+        started.push((conversation, events, cancel));
+    }
+    let refused = harness.engine.start_turn(ask("Pick a colour for me")).await;
+    match refused {
+        Err(e) => assert_eq!(
+            e.to_string(),
+            format!(
+                "{} turns are running already, the most this server runs at once; wait for one \
+                 to end or cancel one",
+                toolmux_chat::MAX_RUNNING_TURNS
+            )
+        ),
+        Ok((conversation, ..)) => panic!("a turn past the bound started: {conversation}"),
+    }
+    let (conversation, mut events, _) = started.pop().expect("a started turn");
+    assert!(harness.engine.cancel(&conversation));
+    while events.recv().await.is_some() {}
+    harness
+        .engine
+        .start_turn(ask("Pick a colour for me"))
+        .await
+        .expect("a turn starts once one has ended");
+}

@@ -71,7 +71,7 @@ pub(crate) fn nests_deeper_than(value: &Value, max: usize) -> bool {
 
 /// Whether `value`, serialized as JSON, is longer than `max` bytes; serializing stops as soon
 /// as it is.
-pub(crate) fn serializes_longer_than(value: &Value, max: usize) -> bool {
+pub fn serializes_longer_than(value: &Value, max: usize) -> bool {
     /// Counts what is written, and refuses to take more than `max` bytes.
     struct Counter {
         written: usize,

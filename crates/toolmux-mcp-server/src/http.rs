@@ -255,8 +255,15 @@ fn without_priming(response: Response) -> Response {
             loop {
                 match events.next().await {
                     Some(Ok(chunk)) => {
+                        // Only the new bytes (and the one before them) can complete the blank
+                        // line: the search never goes over what it has seen.
+                        let from = head.len().saturating_sub(1);
                         head.extend_from_slice(&chunk);
-                        if let Some(end) = head.windows(2).position(|w| w == b"\n\n") {
+                        if let Some(end) = head[from..]
+                            .windows(2)
+                            .position(|w| w == b"\n\n")
+                            .map(|at| from + at)
+                        {
                             let rest = if is_priming(&head[..end]) {
                                 head.split_off(end + 2)
                             } else {

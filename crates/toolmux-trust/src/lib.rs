@@ -225,9 +225,9 @@ pub fn scan_tool(
         texts.push(("title".to_string(), title));
     }
     texts.push(("description".to_string(), description));
-    walk_strings(input_schema, &mut "inputSchema".to_string(), &mut texts);
+    walk_strings(input_schema, "inputSchema", &mut texts);
     if let Some(output) = output_schema {
-        walk_strings(output, &mut "outputSchema".to_string(), &mut texts);
+        walk_strings(output, "outputSchema", &mut texts);
     }
     // Most tools have nothing to find: one pass of the pattern set over all their text (and a
     // look for invisible characters) settles that, instead of one pass per string.
@@ -251,76 +251,77 @@ pub fn scan_tool(
 }
 
 /// Adds the JSON pointer and text of every string and every object key in `value`; an object
-/// key's pointer ends in `/`.
-fn walk_strings<'v>(value: &'v Value, pointer: &mut String, out: &mut Vec<(String, &'v str)>) {
-    match value {
-        Value::String(text) => out.push((pointer.clone(), text)),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let len = pointer.len();
-                pointer.push_str(&format!("/{i}"));
-                walk_strings(item, pointer, out);
-                pointer.truncate(len);
+/// key's pointer ends in `/`. With a stack of its own, not recursion: the value is a server's.
+fn walk_strings<'v>(value: &'v Value, pointer: &str, out: &mut Vec<(String, &'v str)>) {
+    /// What is left to walk: a value, or an object key to add as it comes.
+    enum Next<'v> {
+        Value(String, &'v Value),
+        Key(String, &'v str),
+    }
+    let mut stack = vec![Next::Value(pointer.to_string(), value)];
+    while let Some(next) = stack.pop() {
+        let (pointer, value) = match next {
+            Next::Key(pointer, key) => {
+                out.push((pointer, key));
+                continue;
             }
-        }
-        Value::Object(fields) => {
-            for (key, item) in fields {
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(key);
-                pointer.push('/');
-                out.push((pointer.clone(), key));
-                pointer.pop();
-                walk_strings(item, pointer, out);
-                pointer.truncate(len);
+            Next::Value(pointer, value) => (pointer, value),
+        };
+        match value {
+            Value::String(text) => out.push((pointer, text)),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push(Next::Value(format!("{pointer}/{i}"), item));
+                }
             }
+            // Reversed onto the stack, so each key comes out before what it holds, in the
+            // object's order.
+            Value::Object(fields) => {
+                for (key, item) in fields.iter().rev() {
+                    stack.push(Next::Value(format!("{pointer}/{key}"), item));
+                    stack.push(Next::Key(format!("{pointer}/{key}/"), key));
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
 /// A value with every string and object key passed through [`visible`]; `None` when nothing
-/// changed (the common case, so nothing is copied).
+/// changed (the common case, so nothing is copied). With a stack of its own, not recursion:
+/// the value is a server's.
 pub fn visible_value(value: &Value) -> Option<Value> {
-    match value {
-        Value::String(text) => match visible(text) {
-            Cow::Owned(clean) => Some(Value::String(clean)),
-            Cow::Borrowed(_) => None,
-        },
-        Value::Array(items) => {
-            let cleaned: Vec<Option<Value>> = items.iter().map(visible_value).collect();
-            cleaned.iter().any(Option::is_some).then(|| {
-                Value::Array(
-                    cleaned
-                        .into_iter()
-                        .zip(items)
-                        .map(|(clean, item)| clean.unwrap_or_else(|| item.clone()))
-                        .collect(),
-                )
-            })
-        }
-        Value::Object(fields) => {
-            let cleaned: Vec<(Cow<'_, str>, Option<Value>)> = fields
-                .iter()
-                .map(|(key, item)| (visible(key), visible_value(item)))
-                .collect();
-            let changed = cleaned
-                .iter()
-                .any(|(key, item)| matches!(key, Cow::Owned(_)) || item.is_some());
-            changed.then(|| {
-                Value::Object(
-                    cleaned
-                        .into_iter()
-                        .zip(fields.values())
-                        .map(|((key, clean), item)| {
-                            (key.into_owned(), clean.unwrap_or_else(|| item.clone()))
-                        })
-                        .collect(),
-                )
-            })
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) => None,
+    let mut texts = Vec::new();
+    walk_strings(value, "", &mut texts);
+    if texts
+        .iter()
+        .all(|(_, text)| matches!(visible(text), Cow::Borrowed(_)))
+    {
+        return None;
     }
+    let mut clean = value.clone();
+    let mut stack: Vec<&mut Value> = vec![&mut clean];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::String(text) => {
+                if let Cow::Owned(shown) = visible(text) {
+                    *text = shown;
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(fields) => {
+                if fields.keys().any(|k| matches!(visible(k), Cow::Owned(_))) {
+                    *fields = std::mem::take(fields)
+                        .into_iter()
+                        .map(|(key, item)| (visible(&key).into_owned(), item))
+                        .collect();
+                }
+                stack.extend(fields.values_mut());
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    Some(clean)
 }
 
 /// A finding when `name` (a tool's own name, compared without case and with `-` as `_`) is

@@ -241,8 +241,8 @@ pub(super) fn lists_changed(source: Weak<Inner>) -> Arc<dyn Fn() + Send + Sync> 
 /// sent (its findings kept), and with invisible and bidirectional-control characters removed
 /// from everything a model reads.
 pub(super) fn cached_tool(tool: &rmcp::model::Tool) -> CachedTool {
-    let mut input = schema::input_schema(&Value::Object((*tool.input_schema).clone()));
-    let (mut output, output_note) = match &tool.output_schema {
+    let input = schema::input_schema(&Value::Object((*tool.input_schema).clone()));
+    let (output, output_note) = match &tool.output_schema {
         Some(schema) => schema::output_schema(&Value::Object((**schema).clone())),
         None => (None, None),
     };
@@ -250,24 +250,6 @@ pub(super) fn cached_tool(tool: &rmcp::model::Tool) -> CachedTool {
         .title
         .clone()
         .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()));
-    let raw_description = tool.description.as_deref().unwrap_or_default();
-    let mut findings = toolmux_trust::scan_tool(
-        &tool.name,
-        title.as_deref(),
-        raw_description,
-        &input.schema,
-        output.as_ref(),
-    );
-    findings.extend(toolmux_trust::shadowing(
-        &tool.name,
-        toolmux_trust::BUILTIN_TOOLS,
-    ));
-    if let Some(clean) = toolmux_trust::visible_value(&input.schema) {
-        input.schema = clean;
-    }
-    if let Some(clean) = output.as_ref().and_then(toolmux_trust::visible_value) {
-        output = Some(clean);
-    }
     let note = match (input.note, output_note) {
         (Some(a), Some(b)) => Some(format!("{a}; {b}")),
         (a, b) => a.or(b),
@@ -277,25 +259,29 @@ pub(super) fn cached_tool(tool: &rmcp::model::Tool) -> CachedTool {
         .as_ref()
         .map(crate::wire::annotations_from_wire)
         .unwrap_or_default();
-    let mut description = toolmux_trust::visible(raw_description).into_owned();
-    if description.chars().count() > MAX_DESCRIPTION_CHARS {
-        description = description
-            .chars()
-            .take(MAX_DESCRIPTION_CHARS - 1)
-            .collect();
-        description.push('…');
-    }
-    CachedTool {
+    // Judged as sent (the findings' spans are into that text), then cut: a long description
+    // is cut after its invisible characters are gone.
+    let mut judged = CachedTool {
         name: tool.name.to_string(),
-        title: title.map(|t| toolmux_trust::visible(&t).into_owned()),
-        description,
+        title,
+        description: tool.description.as_deref().unwrap_or_default().to_string(),
         input_schema: input.schema,
         output_schema: output,
         annotations,
         note,
         internal: marked_internal(tool),
-        findings,
+        findings: Vec::new(),
     }
+    .judged();
+    if judged.description.chars().count() > MAX_DESCRIPTION_CHARS {
+        judged.description = judged
+            .description
+            .chars()
+            .take(MAX_DESCRIPTION_CHARS - 1)
+            .collect();
+        judged.description.push('…');
+    }
+    judged
 }
 
 /// Whether a tool's definition marks it internal: `_internal: true` in its `_meta` (the
