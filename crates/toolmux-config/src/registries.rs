@@ -515,13 +515,9 @@ mod tests {
                 "parallel_capable": true, "timeout": 2.5, "script": "hello_world.py"}]}"#,
             "tools.json",
         );
-        let found = read_registry(
-            &path,
-            &std::fs::read_to_string(&path).expect("read"),
-            dir.path(),
-            Lookups::vars(&no_env),
-        )
-        .expect("read");
+        let found = read_registry_file(&path, dir.path(), Lookups::vars(&no_env))
+            .map(|(_, found)| found)
+            .expect("read");
         let (name, tool) = &found.tools[0];
         assert_eq!(name.as_str(), "hello_world");
         assert_eq!(tool.command[0], "python3");
@@ -539,13 +535,9 @@ mod tests {
                  "_internal": false}]"#,
             "tools.json",
         );
-        let found = read_registry(
-            &path,
-            &std::fs::read_to_string(&path).expect("read"),
-            dir.path(),
-            Lookups::vars(&no_env),
-        )
-        .expect("read");
+        let found = read_registry_file(&path, dir.path(), Lookups::vars(&no_env))
+            .map(|(_, found)| found)
+            .expect("read");
         let internal: Vec<(&str, bool)> = found
             .tools
             .iter()
@@ -563,13 +555,9 @@ mod tests {
             "{\n  \"hello\": {\n    \"description\": \"x\",\n    \"script\": \"h.py\",\n    \"timeoutMs\": 5\n  }\n}\n",
             "tools.json",
         );
-        let error = read_registry(
-            &path,
-            &std::fs::read_to_string(&path).expect("read"),
-            dir.path(),
-            Lookups::vars(&no_env),
-        )
-        .expect_err("unknown key");
+        let error = read_registry_file(&path, dir.path(), Lookups::vars(&no_env))
+            .map(|(_, found)| found)
+            .expect_err("unknown key");
         assert_eq!(error.file, path);
         assert_eq!(error.line, Some(5), "{error}");
         assert_eq!(error.field, "hello", "{error}");
@@ -582,25 +570,17 @@ mod tests {
                 "local": {"command": "python3", "args": ["server.py"]}}}"#,
             "mcp.json",
         );
-        let found = read_registry(
-            &path,
-            &std::fs::read_to_string(&path).expect("read"),
-            dir.path(),
-            Lookups::vars(&no_env),
-        )
-        .expect("read");
+        let found = read_registry_file(&path, dir.path(), Lookups::vars(&no_env))
+            .map(|(_, found)| found)
+            .expect("read");
         assert_eq!(found.servers.len(), 2);
         let bad = registry(
             r#"{"mcpServers": {"x": {"transport": "pigeon", "url": "u"}}}"#,
             "mcp.json",
         );
-        let error = read_registry(
-            &bad.1,
-            &std::fs::read_to_string(&bad.1).expect("read"),
-            bad.0.path(),
-            Lookups::vars(&no_env),
-        )
-        .expect_err("bad transport");
+        let error = read_registry_file(&bad.1, bad.0.path(), Lookups::vars(&no_env))
+            .map(|(_, found)| found)
+            .expect_err("bad transport");
         assert!(error.field.starts_with("mcpServers.x"), "{error}");
         assert_eq!(error.line, Some(1));
     }

@@ -172,16 +172,33 @@ pub(crate) struct TagRun {
     pub(crate) decoded: String,
 }
 
-/// The runs of tag characters in a text that spell something.
+/// The runs of tag characters in a text that spell something. Tag characters with only other
+/// invisible ones between them (a zero-width space after each) are one run: the sentence they
+/// spell is matched whole, not letter by letter.
 pub(crate) fn tag_runs(text: &str) -> Vec<TagRun> {
-    invisible_runs(text)
-        .into_iter()
-        .filter(|f| f.hidden && !f.text.trim().is_empty())
-        .map(|f| TagRun {
-            span: f.span.start..f.span.end,
-            decoded: f.text,
-        })
-        .collect()
+    let mut runs: Vec<TagRun> = Vec::new();
+    // Where the invisible text that continues the last tag run ends, while it goes on.
+    let mut reach: Option<usize> = None;
+    for found in invisible_runs(text) {
+        let joins = reach == Some(found.span.start);
+        if found.hidden {
+            match runs.last_mut() {
+                Some(run) if joins => {
+                    run.decoded.push_str(&found.text);
+                    run.span.end = found.span.end;
+                }
+                _ => runs.push(TagRun {
+                    span: found.span.start..found.span.end,
+                    decoded: found.text,
+                }),
+            }
+            reach = Some(found.span.end);
+        } else {
+            reach = joins.then_some(found.span.end);
+        }
+    }
+    runs.retain(|run| !run.decoded.trim().is_empty());
+    runs
 }
 
 /// The ASCII a run of tag characters mirrors (U+E0020–U+E007E → ' '–'~'); the language tag
