@@ -170,3 +170,65 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
         data = &data[start + size + 2..];
     }
 }
+
+/// One request a [`scripted_server`] received.
+pub struct Received {
+    /// The request's path (`/mcp`).
+    pub path: String,
+    /// The request line and headers, lower-cased.
+    pub head: String,
+    /// The body (`Content-Length` bytes of it).
+    pub body: Vec<u8>,
+}
+
+/// What a [`scripted_server`] answers: status line text, extra header lines (each ending in
+/// `\r\n`), content type and body.
+pub struct Answer {
+    pub status: &'static str,
+    pub headers: String,
+    pub content_type: &'static str,
+    pub body: String,
+}
+
+/// A plain HTTP/1.1 server on a loopback port standing for a peer a test scripts (a hostile
+/// upstream, a hostile authorization server, a hostile page): each request is read whole and
+/// answered with what `answer` says, then the connection is closed. Its address.
+pub fn scripted_server(
+    answer: impl Fn(&Received) -> Answer + Send + 'static,
+) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match stream.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let head = String::from_utf8_lossy(&head).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|l| l.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            let mut body = vec![0u8; length];
+            let _ = stream.read_exact(&mut body);
+            let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let answer = answer(&Received { path, head, body });
+            let response = format!(
+                "HTTP/1.1 {}\r\n{}Content-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                answer.status,
+                answer.headers,
+                answer.content_type,
+                answer.body.len(),
+                answer.body
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    address
+}

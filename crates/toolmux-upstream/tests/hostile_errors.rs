@@ -5,8 +5,6 @@
 
 mod support;
 
-use std::io::{Read, Write};
-
 use serde_json::{Value, json};
 use support::{Project, call};
 use toolmux_core::{CallError, Source, SourceState};
@@ -41,68 +39,47 @@ fn refusing_endpoint(refuses: Refuses, body: String) -> String {
 /// [`refusing_endpoint`] refusing with `status` (a `401 Unauthorized` with a bearer
 /// challenge, as a server that takes keys answers a wrong one).
 fn endpoint_refusing_with(refuses: Refuses, status: &'static str, body: String) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") {
-                match stream.read(&mut byte) {
-                    Ok(1) => head.push(byte[0]),
-                    _ => break,
-                }
+    let address = toolmux_testkit::http::scripted_server(move |received| {
+        let request: Value = serde_json::from_slice(&received.body).unwrap_or(Value::Null);
+        let method = request["method"].as_str().unwrap_or_default();
+        let live = !matches!(refuses, Refuses::Everything);
+        let (status, content_type, answer) = match (refuses, method) {
+            (_, "initialize") if live => (
+                "200 OK",
+                "application/json",
+                json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+                    "protocolVersion": request["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hostile", "version": "1.0.0"},
+                }})
+                .to_string(),
+            ),
+            (_, m) if live && m.starts_with("notifications/") => {
+                ("202 Accepted", "text/plain", String::new())
             }
-            let head = String::from_utf8_lossy(&head).to_lowercase();
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|l| l.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            let mut request = vec![0u8; length];
-            let _ = stream.read_exact(&mut request);
-            let request: Value = serde_json::from_slice(&request).unwrap_or(Value::Null);
-            let method = request["method"].as_str().unwrap_or_default();
-            let live = !matches!(refuses, Refuses::Everything);
-            let (status, content_type, answer) = match (refuses, method) {
-                (_, "initialize") if live => (
-                    "200 OK",
-                    "application/json",
-                    json!({"jsonrpc": "2.0", "id": request["id"], "result": {
-                        "protocolVersion": request["params"]["protocolVersion"],
-                        "capabilities": {"tools": {}},
-                        "serverInfo": {"name": "hostile", "version": "1.0.0"},
-                    }})
-                    .to_string(),
-                ),
-                (_, m) if live && m.starts_with("notifications/") => {
-                    ("202 Accepted", "text/plain", String::new())
-                }
-                (Refuses::AfterTheListing, "tools/list") => (
-                    "200 OK",
-                    "application/json",
-                    json!({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": [
-                        {"name": "echo", "inputSchema": {"type": "object"}},
-                    ]}})
-                    .to_string(),
-                ),
-                _ => (status, "text/plain", body.clone()),
-            };
-            let challenge = if status.starts_with("401") {
-                "WWW-Authenticate: Bearer realm=\"hostile\"\r\n"
-            } else {
-                ""
-            };
-            let response = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n{challenge}\
-                 Content-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-            let _ = stream.write_all(response.as_bytes());
+            (Refuses::AfterTheListing, "tools/list") => (
+                "200 OK",
+                "application/json",
+                json!({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": [
+                    {"name": "echo", "inputSchema": {"type": "object"}},
+                ]}})
+                .to_string(),
+            ),
+            _ => (status, "text/plain", body.clone()),
+        };
+        let challenge = if status.starts_with("401") {
+            "WWW-Authenticate: Bearer realm=\"hostile\"\r\n"
+        } else {
+            ""
+        };
+        toolmux_testkit::http::Answer {
+            status,
+            headers: challenge.to_string(),
+            content_type,
+            body: answer,
         }
     });
-    url
+    format!("http://{address}/mcp")
 }
 
 /// Found in review of issue 28: an HTTP server's refusal reached the start error whole —

@@ -182,76 +182,56 @@ fn d29_an_error_redirect_with_the_right_state_ends_the_sign_in_with_that_error()
 /// discovery a client credentials sign-in needs, then a token endpoint that refuses with an
 /// `error_description` of `description`.
 fn hostile_authorization_server(description: String) -> String {
-    use std::io::{Read, Write};
-
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    let origin = base.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") {
-                match stream.read(&mut byte) {
-                    Ok(1) => head.push(byte[0]),
-                    _ => break,
-                }
-            }
-            let head = String::from_utf8_lossy(&head).to_lowercase();
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|l| l.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            let mut body = vec![0u8; length];
-            let _ = stream.read_exact(&mut body);
-            let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-            let (status, extra, body) = match path.as_str() {
-                "/mcp" => (
-                    "401 Unauthorized",
-                    format!(
-                        "WWW-Authenticate: Bearer resource_metadata=\"{origin}/.well-known/oauth-protected-resource\"\r\n"
-                    ),
-                    String::new(),
+    let base = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let known = std::sync::Arc::clone(&base);
+    let address = toolmux_testkit::http::scripted_server(move |received| {
+        let origin = known.get().cloned().unwrap_or_default();
+        let (status, headers, body) = match received.path.as_str() {
+            "/mcp" => (
+                "401 Unauthorized",
+                format!(
+                    "WWW-Authenticate: Bearer resource_metadata=\"{origin}/.well-known/oauth-protected-resource\"\r\n"
                 ),
-                "/.well-known/oauth-protected-resource"
-                | "/.well-known/oauth-protected-resource/mcp" => (
-                    "200 OK",
-                    String::new(),
-                    json!({"resource": format!("{origin}/mcp"), "authorization_servers": [origin]})
-                        .to_string(),
-                ),
-                "/.well-known/oauth-authorization-server" => (
-                    "200 OK",
-                    String::new(),
-                    json!({
-                        "issuer": origin,
-                        "authorization_endpoint": format!("{origin}/authorize"),
-                        "token_endpoint": format!("{origin}/token"),
-                        "response_types_supported": ["code"],
-                        "grant_types_supported": ["authorization_code", "client_credentials"],
-                        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-                        "code_challenge_methods_supported": ["S256"],
-                    })
+                String::new(),
+            ),
+            "/.well-known/oauth-protected-resource"
+            | "/.well-known/oauth-protected-resource/mcp" => (
+                "200 OK",
+                String::new(),
+                json!({"resource": format!("{origin}/mcp"), "authorization_servers": [origin]})
                     .to_string(),
-                ),
-                "/token" => (
-                    "400 Bad Request",
-                    String::new(),
-                    json!({"error": "invalid_client", "error_description": description}).to_string(),
-                ),
-                _ => ("404 Not Found", String::new(), String::new()),
-            };
-            let response = format!(
-                "HTTP/1.1 {status}\r\n{extra}Content-Type: application/json\r\n\
-                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes());
+            ),
+            "/.well-known/oauth-authorization-server" => (
+                "200 OK",
+                String::new(),
+                json!({
+                    "issuer": origin,
+                    "authorization_endpoint": format!("{origin}/authorize"),
+                    "token_endpoint": format!("{origin}/token"),
+                    "response_types_supported": ["code"],
+                    "grant_types_supported": ["authorization_code", "client_credentials"],
+                    "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+                    "code_challenge_methods_supported": ["S256"],
+                })
+                .to_string(),
+            ),
+            "/token" => (
+                "400 Bad Request",
+                String::new(),
+                json!({"error": "invalid_client", "error_description": description}).to_string(),
+            ),
+            _ => ("404 Not Found", String::new(), String::new()),
+        };
+        toolmux_testkit::http::Answer {
+            status,
+            headers,
+            content_type: "application/json",
+            body,
         }
     });
-    base
+    let origin = format!("http://{address}");
+    base.set(origin.clone()).expect("set once");
+    origin
 }
 
 /// Found in review of issue 28 (rules 1 and 7's kind): what an authorization server says in a

@@ -4,36 +4,20 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 
 use serde_json::json;
 use support::toolmux_project;
+use toolmux_testkit::http::{Answer, scripted_server};
 
 /// A server on 127.0.0.1 answering every request with `body` as HTML.
 fn serve_html(body: String) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") {
-                match stream.read(&mut byte) {
-                    Ok(1) => head.push(byte[0]),
-                    _ => break,
-                }
-            }
-            let response = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
-                 Connection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes());
-        }
-    });
-    addr
+    scripted_server(move |_| Answer {
+        status: "200 OK",
+        headers: String::new(),
+        content_type: "text/html",
+        body: body.clone(),
+    })
 }
 
 fn deep_bold_page() -> String {
