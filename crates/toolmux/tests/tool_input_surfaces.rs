@@ -33,6 +33,19 @@ fn flag(property: &str) -> String {
     flag
 }
 
+/// `toolmux serve` of a project with one spec and `extra` configuration (the project must
+/// outlive the server).
+fn served_with_a_spec(extra: &str) -> (toolmux_testkit::project::TestProject, Served) {
+    let project = toolmux_project();
+    project.config(&config_with_key(extra));
+    project.write(
+        "specs/001-first/README.md",
+        "---\nstatus: planned\ncreated: 2025-01-10\n---\n\n# First\n",
+    );
+    let served = Served::start(&project, &[]);
+    (project, served)
+}
+
 fn properties(schema: &Value) -> &Map<String, Value> {
     schema["properties"]
         .as_object()
@@ -41,13 +54,7 @@ fn properties(schema: &Value) -> &Map<String, Value> {
 
 #[test]
 fn every_field_of_a_tool_input_struct_is_on_every_surface() {
-    let project = toolmux_project();
-    project.config(&config_with_key(""));
-    project.write(
-        "specs/001-first/README.md",
-        "---\nstatus: planned\ncreated: 2025-01-10\n---\n\n# First\n",
-    );
-    let served = Served::start(&project, &[]);
+    let (project, served) = served_with_a_spec("");
 
     let listed = run_mcp_steps(&json!({
         "transport": "http",
@@ -139,13 +146,7 @@ fn every_field_of_a_tool_input_struct_is_on_every_surface() {
 /// lists (both derived from its input struct).
 #[test]
 fn every_builtin_tool_input_is_an_openapi_component() {
-    let project = toolmux_project();
-    project.config(&config_with_key(""));
-    project.write(
-        "specs/001-first/README.md",
-        "---\nstatus: planned\ncreated: 2025-01-10\n---\n\n# First\n",
-    );
-    let served = Served::start(&project, &[]);
+    let (_project, served) = served_with_a_spec("");
     let tools = served.get_with_key("/api/tools").json();
     let document = served.get_with_key("/api/openapi.json").json();
     let components = &document["components"]["schemas"];
@@ -173,15 +174,8 @@ fn every_builtin_tool_input_is_an_openapi_component() {
 /// a malformed request (400), never silently overridden.
 #[test]
 fn a_spec_routes_body_is_its_tools_input() {
-    let project = toolmux_project();
-    project.config(&config_with_key(
-        r#""policies": {"tools": {"spec_update": "allow"}}"#,
-    ));
-    project.write(
-        "specs/001-first/README.md",
-        "---\nstatus: planned\ncreated: 2025-01-10\n---\n\n# First\n",
-    );
-    let served = Served::start(&project, &[]);
+    let (_project, served) =
+        served_with_a_spec(r#""policies": {"tools": {"spec_update": "allow"}}"#);
     let tools = served.get_with_key("/api/tools").json();
     let schema_of = |name: &str| {
         tools["tools"]
