@@ -47,6 +47,7 @@ async function open(options = {}) {
   context.setDefaultTimeout(TIMEOUT);
   const page = context.pages()[0] ?? (await context.newPage());
   const problems = [];
+  problemsOf.set(page, problems);
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => {
     // A 401/404 the app expects (the session check) is logged by the browser as a failed
@@ -60,7 +61,17 @@ async function open(options = {}) {
   return { context, page, problems };
 }
 
+// Each page's list of problems (console errors, and on a phone any screen that scrolls
+// sideways), which fail its flow.
+const problemsOf = new WeakMap();
+
+// A screenshot; on a phone-sized screen also the check that nothing on it scrolls sideways,
+// so every flow run at 390 px checks every state it photographs, not only empty pages.
 async function shot(page, name) {
+  if (process.env.E2E_WIDTH) {
+    const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: innerWidth }));
+    if (scroll > inner) problemsOf.get(page)?.push(`${name}: the page is ${scroll} px wide on a ${inner} px screen`);
+  }
   const path = join(scratch, `${name}.png`);
   await page.screenshot({ path, fullPage: false });
   return path;
@@ -69,7 +80,7 @@ async function shot(page, name) {
 // A page chosen from the navigation: on a phone, its Menu opened first.
 async function visit(page, name) {
   const menu = page.getByRole("button", { name: "Menu" });
-  if (await menu.isVisible()) await menu.click();
+  if ((await menu.isVisible()) && (await menu.getAttribute("aria-expanded")) !== "true") await menu.click();
   await page.getByRole("navigation", { name: "Pages" }).getByRole("link", { name, exact: true }).click();
 }
 
@@ -85,6 +96,11 @@ async function showPage(page, path) {
   await page.waitForFunction(() => !document.querySelector("main")?.textContent?.includes("Loading…"));
   await page.waitForTimeout(300);
 }
+
+// Whether `locator` is (or becomes, within a few seconds) hidden / shown: a check that waits for
+// what an effect does after a click, instead of reading the page in the same instant.
+const becomesHidden = (locator) => locator.waitFor({ state: "hidden", timeout: 5_000 }).then(() => true, () => false);
+const becomesShown = (locator) => locator.waitFor({ state: "visible", timeout: 5_000 }).then(() => true, () => false);
 
 // The conversation list: on a phone, its drawer opened first.
 async function conversationList(page) {
@@ -199,7 +215,7 @@ const phases = {
     await page.locator(".message.assistant", { hasText: "Hello there." }).waitFor();
     await opened(first);
     await page.waitForURL((u) => u.pathname === first);
-    await page.locator(".message.assistant", { hasText: "Goodbye now." }).waitFor({ timeout: 5_000 }).catch(() => undefined);
+    await page.locator(".message.assistant", { hasText: "Goodbye now." }).waitFor();
     const back = await thread.innerText();
     const screenshot = await shot(page, "conversations");
     await context.close();
@@ -253,12 +269,12 @@ const phases = {
       await visit(page, "Chat");
       const list = page.getByRole("complementary", { name: "Conversations" });
       await page.getByRole("button", { name: "Conversations" }).waitFor();
-      const drawerClosed = !(await list.isVisible());
+      const drawerClosed = await becomesHidden(list);
       await page.getByRole("button", { name: "Conversations" }).click();
       await list.locator(`a[href="${conversation}"]`).click();
       await page.waitForURL((u) => u.pathname === conversation);
       await page.locator(".message.assistant", { hasText: "Here it is:" }).waitFor();
-      const drawerClosedAgain = !(await list.isVisible());
+      const drawerClosedAgain = await becomesHidden(list);
       screenshots.push(await shot(page, "layout-drawer-chosen"));
       folded = { listFolded, drawerClosed, drawerClosedAgain };
     }
@@ -411,7 +427,7 @@ const phases = {
     // Its prompts are browsable at once.
     const prompts = page.locator("summary", { hasText: /^Prompts \([1-9]/ });
     await prompts.click();
-    const prompt = await page.locator(".offered-prompts li code").first().isVisible();
+    const prompt = await becomesShown(page.locator(".offered-prompts li code").first());
     // Transport, on/off and the end of its stderr log.
     const row = page.locator('li.server[data-server="everything"]');
     const transport = await row.getByTestId("transport").innerText();
