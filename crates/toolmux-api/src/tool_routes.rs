@@ -135,7 +135,10 @@ impl ToolRoute {
         values: Vec<Value>,
         catalog: &Catalog,
     ) -> Result<Map<String, Value>, ApiError> {
-        let schema = self.schema(catalog).unwrap_or(Value::Null);
+        // Borrowed, not copied per request: a name the path gives is refused by `with_path`
+        // whatever its type here.
+        let entry = catalog.get(self.tool);
+        let schema = entry.map_or(&Value::Null, |e| e.descriptor.input_schema.as_ref());
         let mut arguments = Map::new();
         for (name, text) in pairs {
             let property = &schema["properties"][&name];

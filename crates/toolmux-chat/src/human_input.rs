@@ -13,8 +13,6 @@ use toolmux_core::{AnswerError, ApprovalQueue, HumanAnswer, PendingInput};
 
 use crate::turn::ChatEngine;
 
-/// The source id (the tool is toolmux-core's, on every channel).
-pub const SOURCE_ID: &str = toolmux_core::HUMAN_SOURCE_ID;
 /// The tool's name.
 pub const TOOL_NAME: &str = toolmux_core::HUMAN_INPUT_TOOL;
 

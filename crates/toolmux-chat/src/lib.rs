@@ -30,7 +30,7 @@ pub use error::{ChatError, ProviderError, StoreError};
 pub use eval::{CaseResult, EvalCase, EvalReport, GoldSet, NO_TOOL, ToolScore, evaluate};
 pub use events::{EngineSettings, FinishReason, ToolOutput, TurnEvent, TurnRequest};
 pub use genai_provider::GenaiProvider;
-pub use human_input::{InputRequest, NoSuchInput, ReplyError, SOURCE_ID, TOOL_NAME, form_fields};
+pub use human_input::{InputRequest, NoSuchInput, ReplyError, TOOL_NAME, form_fields};
 pub use prompt::{SkillSummary, system_prompt};
 pub use provider::{
     ChatProvider, Message, ModelRequest, ProviderEvent, ProviderStream, ToolCall, ToolSpec, Usage,

@@ -310,22 +310,22 @@ impl ConfigEditor {
         let _lock = self.lock()?;
         remove_stale_temps(path);
         let before = self.load().map_err(EditError::from)?;
-        if !before.registry_files.iter().any(|r| r.file.path == path) {
+        // The registry as this load read it (inside the project, checked): not read again,
+        // which could follow a link swapped in since.
+        let Some(registry) = before.registry_files.iter().find(|r| r.file.path == path) else {
             return Err(EditError::Uneditable {
                 path: path.to_path_buf(),
                 message: "the configuration names no such registry".to_string(),
             }
             .into());
-        }
-        let text = crate::read::read_config_text(path).map_err(|source| EditError::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let old = crate::load::parse_unexpanded(&text).ok_or_else(|| EditError::Uneditable {
-            path: path.to_path_buf(),
-            message: "the file is not valid JSON".to_string(),
-        })?;
+        };
+        let old = registry
+            .file
+            .unexpanded()
+            .ok_or_else(|| EditError::Uneditable {
+                path: path.to_path_buf(),
+                message: "the file is not valid JSON".to_string(),
+            })?;
         let mut doc = RegistryDocument::new(path.to_path_buf(), old.clone(), before.root.clone());
         let value = change(&mut doc)?;
         if doc.root == old {

@@ -84,7 +84,7 @@ pub(crate) fn take_unavailable(
         })
         .collect();
     for (name, reason) in waiting {
-        let Some(entry) = servers.remove(&name) else {
+        let Some(entry) = servers.shift_remove(&name) else {
             continue;
         };
         let at = |field: String, message: String| ConfigError::new(path, field, message);

@@ -67,5 +67,5 @@ pub use secret::{is_secret, is_secret_name};
 pub use source::{
     ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,
 };
-pub use validate::{CLIENT_ADDED_ARGUMENTS, CompiledSchema, Violation, serializes_longer_than};
+pub use validate::{CompiledSchema, Violation, serializes_longer_than};
 pub use yaml_bounds::{MAX_YAML_BYTES, MAX_YAML_DEPTH, YamlBoundsError, check_yaml_bounds};

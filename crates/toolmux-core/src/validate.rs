@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 /// the tool's: Gemini CLI's `wait_for_previous` (how it orders parallel calls). They are dropped
 /// before validation unless the tool's schema declares them, so that a strict schema
 /// (`additionalProperties: false`) does not refuse every call such a client makes.
-pub const CLIENT_ADDED_ARGUMENTS: &[&str] = &["wait_for_previous"];
+const CLIENT_ADDED_ARGUMENTS: &[&str] = &["wait_for_previous"];
 
 /// Removes the [`CLIENT_ADDED_ARGUMENTS`] that `schema` (a tool's input schema) does not declare
 /// as properties of its own.

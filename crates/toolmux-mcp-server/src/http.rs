@@ -244,6 +244,8 @@ fn session_named(headers: &axum::http::HeaderMap) -> Option<SessionId> {
 /// one only first. The bytes before the end of the first event are held until that event is
 /// whole; after it, chunks pass as they come.
 fn without_priming(response: Response) -> Response {
+    /// The most a stream's start is held while looking for the end of its first event.
+    const MAX_PRIMING_BYTES: usize = 4096;
     let (parts, body) = response.into_parts();
     let events = body.into_data_stream().fuse();
     let stream = futures::stream::unfold(
@@ -259,6 +261,11 @@ fn without_priming(response: Response) -> Response {
                         // line: the search never goes over what it has seen.
                         let from = head.len().saturating_sub(1);
                         head.extend_from_slice(&chunk);
+                        // A priming event is a few bytes: a first event this long is not one,
+                        // and is passed on as it is rather than held whole.
+                        if head.len() > MAX_PRIMING_BYTES {
+                            return Some((Ok(Bytes::from(head)), (events, None)));
+                        }
                         if let Some(end) = head[from..]
                             .windows(2)
                             .position(|w| w == b"\n\n")

@@ -155,7 +155,7 @@ pub(crate) async fn listen_stream(
         .cloned()
         .collect();
     if let Some(relay) = shared.relay() {
-        futures::stream::iter(uris)
+        let subscribing = futures::stream::iter(uris)
             .map(|uri| {
                 let follow = subscriptions.subscribe(&relay, uri.clone(), listener.clone(), &stop);
                 async move { (uri, follow.await) }
@@ -166,8 +166,13 @@ pub(crate) async fn listen_stream(
                     // The stream stays open for the others.
                     tracing::info!(uri, error = %e.message, "cannot follow a resource for subscriptions/listen");
                 }
-            })
-            .await;
+            });
+        // A client that cancels while its resources are being subscribed to stops the work
+        // there; what was subscribed is released with `subscriptions` and `stop`.
+        tokio::select! {
+            () = context.cancelled() => return Ok(()),
+            () = subscribing => {}
+        }
     }
     tokio::select! {
         () = context.cancelled() => {}

@@ -91,7 +91,7 @@ impl ServerIdentity {
 /// high severity in it (an instruction aimed at the model, a credential path …), since the
 /// system prompt is read with more trust than a tool's description and no approval stands
 /// between it and the model. The finding is logged.
-pub fn shown_description(text: &str) -> Option<String> {
+pub(crate) fn shown_description(text: &str) -> Option<String> {
     if let Some(finding) = toolmux_trust::scan(text)
         .into_iter()
         .find(|f| f.severity == toolmux_trust::Severity::High)
@@ -523,6 +523,12 @@ mod tests {
         assert_eq!(read, None);
         std::fs::remove_file(&paths.cache).expect("remove");
         std::os::unix::fs::symlink("/dev/zero", &paths.cache).expect("link");
+        assert_eq!(DiscoveryRecord::read(&paths.cache), None);
+        // Past the cap, refused by its size before a byte is read (a sparse file).
+        std::fs::remove_file(&paths.cache).expect("remove");
+        std::fs::File::create(&paths.cache)
+            .and_then(|f| f.set_len(MAX_CACHE_BYTES + 1))
+            .expect("a sparse file");
         assert_eq!(DiscoveryRecord::read(&paths.cache), None);
     }
 
