@@ -80,7 +80,12 @@ async function shot(page, name) {
 // A page chosen from the navigation: on a phone, its Menu opened first.
 async function visit(page, name) {
   const menu = page.getByRole("button", { name: "Menu" });
-  if ((await menu.isVisible()) && (await menu.getAttribute("aria-expanded")) !== "true") await menu.click();
+  if (await menu.isVisible()) {
+    // A page chosen before closes the menu in an effect after the route changes: wait for it to
+    // be closed, then open it (reading it at once, or clicking at once, races that effect).
+    await page.waitForFunction((el) => el.getAttribute("aria-expanded") !== "true", await menu.elementHandle());
+    await menu.click();
+  }
   await page.getByRole("navigation", { name: "Pages" }).getByRole("link", { name, exact: true }).click();
 }
 
@@ -201,7 +206,9 @@ const phases = {
     await ask(page, "Say hello");
     await page.locator(".message.assistant", { hasText: "Hello there." }).waitFor();
     const second = new URL(page.url()).pathname;
-    const secondThread = await thread.innerText();
+    // textContent, not innerText: messages scrolled out of view are `content-visibility: auto`,
+    // and innerText leaves out what is not rendered (on a phone, most of the thread).
+    const secondThread = await thread.textContent();
     // A fresh load: neither conversation is this page's own any more.
     await page.goto(origin + second);
     await page.locator(".message.assistant", { hasText: "Hello there." }).waitFor();
@@ -216,7 +223,7 @@ const phases = {
     await opened(first);
     await page.waitForURL((u) => u.pathname === first);
     await page.locator(".message.assistant", { hasText: "Goodbye now." }).waitFor();
-    const back = await thread.innerText();
+    const back = await thread.textContent();
     const screenshot = await shot(page, "conversations");
     await context.close();
     return {
