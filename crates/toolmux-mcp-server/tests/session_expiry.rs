@@ -137,7 +137,10 @@ async fn a_listening_client_is_kept_and_one_that_vanishes_without_delete_expires
             // Sits on its open GET stream, asking nothing, for several idle times.
             {"op": "wait_list_changed", "timeout": 3},
             {"op": "ping"},
-            {"op": "signal", "text": "still here"}
+            {"op": "signal", "text": "still here"},
+            // Stays connected while the test counts the live sessions: a client that ran out
+            // of steps closes its session (a DELETE), which raced the count.
+            {"op": "wait_list_changed", "timeout": 5}
         ]
     }));
     assert!(client.next().await.get("connected").is_some());
