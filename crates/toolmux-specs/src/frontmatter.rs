@@ -107,14 +107,8 @@ pub(crate) fn parse_meta(split: &Split<'_>) -> Result<Meta, Problem> {
                 "missing required field `status`".to_string(),
             )
         })?;
-    meta.status = Some(Status::parse(status).ok_or_else(|| {
-        (
-            line_of("status"),
-            format!(
-                "invalid status `{status}` (valid: draft, planned, in-progress, complete, archived)"
-            ),
-        )
-    })?);
+    meta.status =
+        Some(Status::parse(status).ok_or_else(|| (line_of("status"), Status::invalid(status)))?);
     meta.created = mapping
         .get("created")
         .and_then(Yaml::as_str)
@@ -126,12 +120,10 @@ pub(crate) fn parse_meta(split: &Split<'_>) -> Result<Meta, Problem> {
         })?
         .to_string();
     if let Some(priority) = mapping.get("priority").and_then(Yaml::as_str) {
-        meta.priority = Some(Priority::parse(priority).ok_or_else(|| {
-            (
-                line_of("priority"),
-                format!("invalid priority `{priority}` (valid: low, medium, high, critical)"),
-            )
-        })?);
+        meta.priority = Some(
+            Priority::parse(priority)
+                .ok_or_else(|| (line_of("priority"), Priority::invalid(priority)))?,
+        );
     }
     meta.tags = string_array(mapping.get("tags"));
     meta.depends_on = string_array(mapping.get("depends_on"));

@@ -21,19 +21,14 @@ pub(crate) fn priorities() -> Vec<&'static str> {
 }
 
 /// The statuses `spec_update` takes: the canonical ones and LeanSpec's aliases.
-pub(crate) const UPDATE_STATUS_VALUES: [&str; 7] = [
-    "draft",
-    "planned",
-    "in-progress",
-    "in_progress",
-    "complete",
-    "completed",
-    "archived",
-];
+pub(crate) fn written_statuses() -> Vec<&'static str> {
+    Status::WRITTEN.map(|(form, _)| form).to_vec()
+}
 
 /// The priorities `spec_update` takes, aliases included.
-pub(crate) const UPDATE_PRIORITY_VALUES: [&str; 6] =
-    ["low", "medium", "med", "high", "critical", "urgent"];
+pub(crate) fn written_priorities() -> Vec<&'static str> {
+    Priority::WRITTEN.map(|(form, _)| form).to_vec()
+}
 
 /// clap's checks of the canonical values, so a typo is a usage error that lists them.
 #[cfg(feature = "cli")]

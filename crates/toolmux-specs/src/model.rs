@@ -33,16 +33,27 @@ impl Status {
         Status::Archived,
     ];
 
+    /// Every written form LeanSpec accepts, canonical names first, then its aliases: the one
+    /// table that parsing, `spec_update`'s schema and the error messages are read from.
+    pub const WRITTEN: [(&'static str, Status); 8] = [
+        ("draft", Status::Draft),
+        ("planned", Status::Planned),
+        ("in-progress", Status::InProgress),
+        ("complete", Status::Complete),
+        ("archived", Status::Archived),
+        ("in_progress", Status::InProgress),
+        ("inprogress", Status::InProgress),
+        ("completed", Status::Complete),
+    ];
+
     /// Parses a written status, aliases included.
     pub fn parse(text: &str) -> Option<Self> {
-        match text.to_lowercase().as_str() {
-            "draft" => Some(Self::Draft),
-            "planned" => Some(Self::Planned),
-            "in-progress" | "in_progress" | "inprogress" => Some(Self::InProgress),
-            "complete" | "completed" => Some(Self::Complete),
-            "archived" => Some(Self::Archived),
-            _ => None,
-        }
+        lookup(&Self::WRITTEN, text)
+    }
+
+    /// Why `text` is not a status, naming the canonical ones.
+    pub fn invalid(text: &str) -> String {
+        invalid("status", text, Self::ALL.map(Self::as_str))
     }
 
     /// The canonical name.
@@ -85,15 +96,24 @@ impl Priority {
         Priority::Critical,
     ];
 
+    /// Every written form LeanSpec accepts, canonical names first, then its aliases.
+    pub const WRITTEN: [(&'static str, Priority); 6] = [
+        ("low", Priority::Low),
+        ("medium", Priority::Medium),
+        ("high", Priority::High),
+        ("critical", Priority::Critical),
+        ("med", Priority::Medium),
+        ("urgent", Priority::Critical),
+    ];
+
     /// Parses a written priority, aliases included.
     pub fn parse(text: &str) -> Option<Self> {
-        match text.to_lowercase().as_str() {
-            "low" => Some(Self::Low),
-            "medium" | "med" => Some(Self::Medium),
-            "high" => Some(Self::High),
-            "critical" | "urgent" => Some(Self::Critical),
-            _ => None,
-        }
+        lookup(&Self::WRITTEN, text)
+    }
+
+    /// Why `text` is not a priority, naming the canonical ones.
+    pub fn invalid(text: &str) -> String {
+        invalid("priority", text, Self::ALL.map(Self::as_str))
     }
 
     /// The canonical name.
@@ -111,6 +131,18 @@ impl fmt::Display for Priority {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// The value a written form names, matched case-insensitively.
+fn lookup<T: Copy>(written: &[(&str, T)], text: &str) -> Option<T> {
+    written
+        .iter()
+        .find(|(form, _)| form.eq_ignore_ascii_case(text))
+        .map(|&(_, value)| value)
+}
+
+fn invalid<const N: usize>(field: &str, text: &str, canonical: [&str; N]) -> String {
+    format!("invalid {field} `{text}` (valid: {})", canonical.join(", "))
 }
 
 /// One entry of `transitions`.

@@ -141,10 +141,10 @@ pub(crate) struct UpdateArgs {
     /// The spec: its number (`42` or `042`), folder name, or a fragment of the name only one spec has.
     pub spec: String,
     /// New status.
-    #[schemars(extend("enum" = crate::input::UPDATE_STATUS_VALUES))]
+    #[schemars(extend("enum" = crate::input::written_statuses()))]
     pub status: Option<String>,
     /// New priority.
-    #[schemars(extend("enum" = crate::input::UPDATE_PRIORITY_VALUES))]
+    #[schemars(extend("enum" = crate::input::written_priorities()))]
     pub priority: Option<String>,
     /// New assignee; an empty string removes it.
     pub assignee: Option<String>,
@@ -220,24 +220,12 @@ pub(crate) fn update(
     let status = args
         .status
         .as_deref()
-        .map(|s| {
-            Status::parse(s).ok_or_else(|| {
-                SpecsError::Invalid(format!(
-                    "invalid status `{s}` (valid: draft, planned, in-progress, complete, archived)"
-                ))
-            })
-        })
+        .map(|s| Status::parse(s).ok_or_else(|| SpecsError::Invalid(Status::invalid(s))))
         .transpose()?;
     let priority = args
         .priority
         .as_deref()
-        .map(|p| {
-            Priority::parse(p).ok_or_else(|| {
-                SpecsError::Invalid(format!(
-                    "invalid priority `{p}` (valid: low, medium, high, critical)"
-                ))
-            })
-        })
+        .map(|p| Priority::parse(p).ok_or_else(|| SpecsError::Invalid(Priority::invalid(p))))
         .transpose()?;
     let nothing = status.is_none()
         && priority.is_none()
@@ -444,15 +432,12 @@ pub(crate) fn create(
         )));
     }
     let status = match args.status.as_deref() {
-        Some(s) => {
-            Status::parse(s).ok_or_else(|| SpecsError::Invalid(format!("invalid status `{s}`")))?
-        }
+        Some(s) => Status::parse(s).ok_or_else(|| SpecsError::Invalid(Status::invalid(s)))?,
         None if config.draft_status => Status::Draft,
         None => Status::Planned,
     };
     let priority = match args.priority.as_deref() {
-        Some(p) => Priority::parse(p)
-            .ok_or_else(|| SpecsError::Invalid(format!("invalid priority `{p}`")))?,
+        Some(p) => Priority::parse(p).ok_or_else(|| SpecsError::Invalid(Priority::invalid(p)))?,
         None => Priority::Medium,
     };
     let parent = args

@@ -868,3 +868,70 @@ fn token_ratings_cover_every_band_on_real_files() {
     assert!(n > 5000, "{n}");
     assert_eq!(r, "excessive");
 }
+
+/// LeanSpec's written forms are one table: `spec_update`'s schema offers every alias the
+/// parser takes (it had left out `inprogress`, so a model's `inprogress` failed the schema),
+/// and both writers name the canonical values when refusing one.
+#[test]
+fn every_alias_leanspec_accepts_is_offered_and_refusals_name_the_canonical_values() {
+    let (_dir, pack) = project();
+    let tools = pack.tools();
+    let update = tools
+        .iter()
+        .find(|t| t.name == "spec_update")
+        .expect("spec_update");
+    let offered = |field: &str| -> Vec<String> {
+        update.input_schema["properties"][field]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{field} has an enum"))
+            .iter()
+            .map(|v| v.as_str().expect("a string").to_string())
+            .collect()
+    };
+    assert_eq!(
+        offered("status"),
+        [
+            "draft",
+            "planned",
+            "in-progress",
+            "complete",
+            "archived",
+            "in_progress",
+            "inprogress",
+            "completed"
+        ]
+    );
+    assert_eq!(
+        offered("priority"),
+        ["low", "medium", "high", "critical", "med", "urgent"]
+    );
+    let updated = call(
+        &pack,
+        "spec_update",
+        json!({"spec": "1", "status": "InProgress", "priority": "MED"}),
+    );
+    assert_eq!(
+        updated["changed"],
+        json!(["status: planned → in-progress", "priority: medium"]),
+        "{updated}"
+    );
+    let refusal = |tool: &str, args: Value| {
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
+        let result = pack.run(tool, &args).expect("known tool");
+        assert!(result.is_error, "{tool} should fail");
+        result.text_content()
+    };
+    assert_eq!(
+        refusal("spec_update", json!({"spec": "1", "status": "doing"})),
+        "invalid status `doing` (valid: draft, planned, in-progress, complete, archived)"
+    );
+    assert_eq!(
+        refusal(
+            "spec_create",
+            json!({"name": "gamma", "priority": "whenever"})
+        ),
+        "invalid priority `whenever` (valid: low, medium, high, critical)"
+    );
+}
