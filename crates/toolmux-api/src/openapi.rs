@@ -1,20 +1,17 @@
 //! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` annotations and
 //! their types. Served as JSON only: no documentation page that fetches scripts from a CDN.
 
-use std::marker::PhantomData;
-
 use axum::Extension;
 use axum::body::Bytes;
 use axum::http::{HeaderValue, Method, header};
 use axum::response::IntoResponse;
-use schemars::JsonSchema;
 use serde_json::Value;
-use toolmux_core::{Catalog, SourceKind, input_schema};
+use toolmux_core::{Catalog, SourceKind};
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterStyle};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{RefOr, Required, Schema};
-use utoipa::{IntoParams, Modify, OpenApi};
+use utoipa::{Modify, OpenApi};
 
 use crate::{
     approvals, completions, config_shapes, error, health, logs, prompts, resources, tools,
@@ -111,18 +108,6 @@ fn tool_inputs(catalog: &Catalog) -> Vec<(String, Value)> {
 /// A JSON Schema as utoipa's schema type.
 fn as_schema(schema: &Value) -> Result<RefOr<Schema>, serde_json::Error> {
     serde_json::from_value(schema.clone())
-}
-
-/// The query parameters of a route whose query is a tool's input struct `T` (parsed with
-/// `ApiQuery<T>`), documented from the struct's schema: one parameter per property, with its
-/// description, schema and whether it is required. A list is written comma-separated
-/// (`tags=api,auth`: form style, not exploded).
-pub(crate) struct QueryParams<T>(PhantomData<T>);
-
-impl<T: JsonSchema> IntoParams for QueryParams<T> {
-    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        query_parameters(&input_schema::<T>())
-    }
 }
 
 /// The query parameters that stand for the arguments `schema` describes: one per property,
@@ -250,6 +235,7 @@ pub(crate) async fn document(Extension(document): Extension<Document>) -> impl I
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolmux_core::input_schema;
 
     /// utoipa's schema type holds the spec filters' derived schemas whole, so their query
     /// parameters say what the tools' `inputSchema`s say, keyword for keyword.
@@ -267,10 +253,10 @@ mod tests {
         }
     }
 
-    /// A query struct's parameters are its schema's properties, lists comma-separated.
+    /// A query's parameters are its tool's schema's properties, lists comma-separated.
     #[test]
-    fn query_parameters_come_from_the_struct() {
-        let parameters = QueryParams::<toolmux_specs::SpecFilter>::into_params(|| None);
+    fn query_parameters_come_from_the_tools_schema() {
+        let parameters = query_parameters(&input_schema::<toolmux_specs::SpecFilter>());
         let parameters = serde_json::to_value(&parameters).expect("serialises");
         let names: Vec<&str> = parameters
             .as_array()

@@ -5,8 +5,8 @@
 //! their kind (no such spec 404, a stale `expectedContentHash` 409, a refused request 422) as
 //! on every route that stands for a tool ([`ApiState::run_tool`]).
 //!
-//! The list and board queries are the tools' own input structs (`toolmux_specs::SpecFilter`,
-//! `SpecBoard`): parsed here, passed on as the arguments, and checked again by the pipeline.
+//! Every query string and body is the tool's own arguments ([`ToolRoute`]): documented from the
+//! tool's input schema and checked by the pipeline against it.
 //! Values the tools check themselves (a status, a priority, a link type) are strings in them:
 //! the tool's input schema is the one rule, and a bad value is the pipeline's 422 with the
 //! violation, as on every other channel.
@@ -15,14 +15,12 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
-use toolmux_specs::{SpecBoard, SpecFilter};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, CallFailures, ToolConflict};
-use crate::openapi::QueryParams;
 use crate::tool_routes::{Takes, ToolRoute};
 use crate::{ApiState, arguments};
 
@@ -38,13 +36,6 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(link, unlink))
 }
 
-/// `GET /api/specs`'s query: `spec_list`'s own input struct, its parameters documented from
-/// the struct's schema, so a filter added to the tool is a query parameter too.
-type SpecFilterQuery = QueryParams<SpecFilter>;
-
-/// `GET /api/specs/board`'s query: `spec_board`'s input struct (the group, then the filters).
-type SpecBoardQuery = QueryParams<SpecBoard>;
-
 /// `DELETE /api/specs/{spec}/relationships`: the link to remove.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -59,7 +50,13 @@ pub struct LinkQuery {
 
 /// The routes whose query or body is a spec tool's arguments: the document derives each from
 /// the tool's input schema ([`ToolRoute`]), and the pipeline checks the arguments against it.
-pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[SEARCH, VALIDATION, TOKENS, CREATE, UPDATE];
+pub(crate) const TOOL_ROUTES: &[ToolRoute] =
+    &[LIST, BOARD, SEARCH, VALIDATION, TOKENS, CREATE, UPDATE];
+
+/// `GET /api/specs`: `spec_list`'s filters.
+const LIST: ToolRoute = ToolRoute::get("/api/specs", "spec_list");
+/// `GET /api/specs/board`: `spec_board`'s group and filters.
+const BOARD: ToolRoute = ToolRoute::get("/api/specs/board", "spec_board");
 
 /// `GET /api/specs/search`: `spec_search`'s arguments (`query`, `limit`).
 const SEARCH: ToolRoute = ToolRoute::get("/api/specs/search", "spec_search");
@@ -127,15 +124,10 @@ async fn run(
     state.run_tool(caller, tool, arguments).await
 }
 
-/// A request body or query, parsed into its struct, as a tool's arguments.
-fn body_arguments(body: &impl Serialize) -> Result<Map<String, Value>, ApiError> {
-    toolmux_core::arguments_of(body).map_err(ApiError::internal)
-}
-
 /// Lists the specs in number order (the `spec_list` tool); specs whose frontmatter cannot be
 /// read are listed under `errors`.
 #[utoipa::path(
-    get, path = "/api/specs", tag = "specs", params(SpecFilterQuery),
+    get, path = "/api/specs", tag = "specs",
     responses(
         (status = 200, description = "`spec_list`'s structured result: `count`, `specs`, `errors`", body = Object),
         CallFailures,
@@ -145,11 +137,10 @@ fn body_arguments(body: &impl Serialize) -> Result<Map<String, Value>, ApiError>
 pub(crate) async fn list(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiQuery(filter): ApiQuery<SpecFilter>,
+    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    run(&state, caller, "spec_list", body_arguments(&filter)?)
-        .await
-        .map(Json)
+    let args = state.query_arguments(&LIST, pairs, Vec::new())?;
+    run(&state, caller, LIST.tool, args).await.map(Json)
 }
 
 /// Searches the specs with LeanSpec's query syntax and scoring, best first (the `spec_search`
@@ -174,7 +165,7 @@ pub(crate) async fn search(
 /// The board: specs grouped by status, priority, assignee, tag or parent (the `spec_board`
 /// tool).
 #[utoipa::path(
-    get, path = "/api/specs/board", tag = "specs", params(SpecBoardQuery),
+    get, path = "/api/specs/board", tag = "specs",
     responses(
         (status = 200, description = "`spec_board`'s structured result: `groupBy`, `total`, `groups`", body = Object),
         CallFailures,
@@ -184,11 +175,10 @@ pub(crate) async fn search(
 pub(crate) async fn board(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    ApiQuery(board): ApiQuery<SpecBoard>,
+    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    run(&state, caller, "spec_board", body_arguments(&board)?)
-        .await
-        .map(Json)
+    let args = state.query_arguments(&BOARD, pairs, Vec::new())?;
+    run(&state, caller, BOARD.tool, args).await.map(Json)
 }
 
 /// Counts over every spec: by status, priority and tag, completion, dependencies (the

@@ -124,15 +124,18 @@ fn list_or_commas<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Stri
         List(Vec<String>),
         Text(String),
     }
-    Ok(match ListOrText::deserialize(deserializer)? {
+    // A query string's list arrives already split at its commas (`tags=auth,%20billing`), so
+    // items are trimmed whichever way they came.
+    let items = match ListOrText::deserialize(deserializer)? {
         ListOrText::List(list) => list,
-        ListOrText::Text(text) => text
-            .split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(String::from)
-            .collect(),
-    })
+        ListOrText::Text(text) => text.split(',').map(String::from).collect(),
+    };
+    Ok(items
+        .iter()
+        .map(|t| t.trim())
+        .filter(|t| !t.is_empty())
+        .map(String::from)
+        .collect())
 }
 
 /// `spec_board`'s arguments: what to group by, and the filters of [`SpecFilter`].

@@ -414,6 +414,9 @@ fn open_hands_the_token_url_to_the_browser() {
 #[test]
 fn the_web_apps_openapi_snapshot_is_the_served_document() {
     let project = toolmux_project();
+    // With a specs directory, so the spec pack is in the catalog and the routes that stand for
+    // its tools document their parameters and bodies (they have none without it).
+    std::fs::create_dir(project.path().join("specs")).expect("make specs/");
     let served = Served::start(&project, &[]);
     let response = served.get("/api/openapi.json");
     assert_eq!(response.status, 200, "{}", response.body);
