@@ -108,18 +108,6 @@ impl ApiState {
     /// apply unchanged; answers with the tool's structured result (its text when it has none).
     /// A pipeline refusal maps as every call's does, and the tool's own error result by its
     /// kind ([`ApiError::tool_error`]): one mapping for all those routes.
-    /// A request's query `pairs` as `route`'s tool's arguments, read by the tool's input
-    /// schema in the current catalog, with the path's `values` ([`ToolRoute::query_arguments`]).
-    pub(crate) fn query_arguments(
-        &self,
-        route: &tool_routes::ToolRoute,
-        pairs: Vec<(String, String)>,
-        values: Vec<Value>,
-    ) -> Result<Map<String, Value>, ApiError> {
-        let catalog = self.inner.hub.catalog();
-        route.query_arguments(pairs, values, &catalog)
-    }
-
     pub(crate) async fn run_tool(
         &self,
         caller: Caller,

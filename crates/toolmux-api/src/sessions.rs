@@ -8,155 +8,76 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
-use serde_json::{Map, Value};
-use toolmux_http::{ApiJson, ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
-
-use crate::tool_routes::{Takes, ToolRoute};
+use axum::response::Response;
+use serde_json::Value;
+use toolmux_http::{ApiPath, Caller, OpenApiRouter, routes};
 
 use crate::error::{ApiError, CallFailures, ErrorBody};
 use crate::sse;
+use crate::tool_routes::{Takes, ToolRoute, Verb};
 use crate::{ApiState, arguments};
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
-    OpenApiRouter::new()
-        .routes(routes!(list, create))
-        .routes(routes!(show))
-        .routes(routes!(logs))
-        .routes(routes!(cancel))
-        .routes(routes!(stream))
+    crate::tool_routes::router(TOOL_ROUTES).routes(routes!(stream))
 }
 
 /// The routes whose query or body is a session tool's arguments, read and checked by the
-/// tool's input schema ([`ToolRoute`]).
-pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[LIST, CREATE, LOGS];
-
-const LIST: ToolRoute = ToolRoute::get("/api/sessions", "list_sessions");
-
-const CREATE: ToolRoute = ToolRoute {
-    method: "post",
-    path: "/api/sessions",
-    tool: "run_session",
-    takes: Takes::Body,
-    from_path: &[],
-};
-
-const LOGS: ToolRoute = ToolRoute {
-    method: "get",
-    path: "/api/sessions/{id}/logs",
-    tool: "session_logs",
-    takes: Takes::Query,
-    from_path: &["id"],
-};
-
-/// Sessions of this project, newest first, from every channel (the `list_sessions` tool).
-#[utoipa::path(
-    get, path = "/api/sessions", tag = "sessions",
-    responses(
-        (status = 200, description = "`list_sessions`' structured result: `count`, `total`, `sessions`", body = Object),
-        CallFailures,
+/// tool's input schema ([`ToolRoute`]); a session the path names is its `id`.
+pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[
+    ToolRoute::new(
+        Verb::Get,
+        "/api/sessions",
+        "list_sessions",
+        Takes::Query,
+        "sessions",
+        "Sessions of this project, newest first, from every channel (the `list_sessions` tool).",
+        "`list_sessions`' structured result: `count`, `total`, `sessions`",
+    ),
+    ToolRoute::new(
+        Verb::Post,
+        "/api/sessions",
+        "run_session",
+        Takes::Body,
+        "sessions",
+        "Starts a session (the `run_session` tool). With the default policy `ask`, the request \
+         waits in `GET /api/approvals` for a person's answer.",
+        "Started: the session's record (`id`, `status`, `command`, ...); `Location` names it",
     )
-)]
-pub(crate) async fn list(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
-    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
-) -> Result<Json<Value>, ApiError> {
-    let args = state.query_arguments(&LIST, pairs, Vec::new())?;
-    state.run_tool(caller, LIST.tool, args).await.map(Json)
-}
-
-/// Starts a session (the `run_session` tool). With the default policy `ask`, the request waits
-/// in `GET /api/approvals` for a person's answer.
-#[utoipa::path(
-    post, path = "/api/sessions", tag = "sessions",
-    request_body(content = Object, description = "`run_session`'s arguments (the `run_session.input` component)"),
-    responses(
-        (status = 201, description = "Started: the session's record (`id`, `status`, `command`, ...); `Location` names it", body = Object),
-        CallFailures,
+    .creates("/id", "/api/sessions/"),
+    ToolRoute::new(
+        Verb::Get,
+        "/api/sessions/{id}",
+        "session_status",
+        Takes::Query,
+        "sessions",
+        "One session's record (the `session_status` tool).",
+        "The session's record",
     )
-)]
-pub(crate) async fn create(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
-    ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<Response, ApiError> {
-    let args = CREATE.body_arguments(body, Vec::new())?;
-    let record = state.run_tool(caller, CREATE.tool, args).await?;
-    let location = record["id"]
-        .as_str()
-        .and_then(|id| HeaderValue::from_str(&format!("/api/sessions/{id}")).ok());
-    let mut response = (StatusCode::CREATED, Json(record)).into_response();
-    if let Some(location) = location {
-        response.headers_mut().insert(header::LOCATION, location);
-    }
-    Ok(response)
-}
-
-/// One session's record (the `session_status` tool).
-#[utoipa::path(
-    get, path = "/api/sessions/{id}", tag = "sessions",
-    params(("id" = String, Path, description = "The session's id")),
-    responses(
-        (status = 200, description = "The session's record", body = Object),
-        CallFailures,
+    .path_gives(&["id"]),
+    ToolRoute::new(
+        Verb::Get,
+        "/api/sessions/{id}/logs",
+        "session_logs",
+        Takes::Query,
+        "sessions",
+        "A page of a session's log (the `session_logs` tool).",
+        "`session_logs`' structured result: `entries`, `offset`, `nextOffset`, `more`, `status`",
     )
-)]
-pub(crate) async fn show(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
-    ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    let args = arguments([("id", Some(Value::from(id)))]);
-    state
-        .run_tool(caller, "session_status", args)
-        .await
-        .map(Json)
-}
-
-/// A page of a session's log (the `session_logs` tool).
-#[utoipa::path(
-    get, path = "/api/sessions/{id}/logs", tag = "sessions",
-    params(("id" = String, Path, description = "The session's id")),
-    responses(
-        (status = 200, description = "`session_logs`' structured result: `entries`, `offset`, `nextOffset`, `more`, `status`", body = Object),
-        CallFailures,
+    .path_gives(&["id"]),
+    ToolRoute::new(
+        Verb::Post,
+        "/api/sessions/{id}/cancel",
+        "cancel_session",
+        Takes::Query,
+        "sessions",
+        "Cancels a running session (the `cancel_session` tool): its runner and everything it \
+         started are stopped.",
+        "The session's record once stopped",
     )
-)]
-pub(crate) async fn logs(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
-    ApiPath(id): ApiPath<String>,
-    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
-) -> Result<Json<Value>, ApiError> {
-    let args = state.query_arguments(&LOGS, pairs, vec![Value::from(id)])?;
-    state.run_tool(caller, LOGS.tool, args).await.map(Json)
-}
-
-/// Cancels a running session (the `cancel_session` tool): its runner and everything it
-/// started are stopped.
-#[utoipa::path(
-    post, path = "/api/sessions/{id}/cancel", tag = "sessions",
-    params(("id" = String, Path, description = "The session's id")),
-    responses(
-        (status = 200, description = "The session's record once stopped", body = Object),
-        CallFailures,
-    )
-)]
-pub(crate) async fn cancel(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
-    ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    let args = arguments([("id", Some(Value::from(id)))]);
-    state
-        .run_tool(caller, "cancel_session", args)
-        .await
-        .map(Json)
-}
+    .path_gives(&["id"]),
+];
 
 /// Follows a session live: server-sent events, `event: log` with each log entry as it is
 /// written (from the first), then one `event: status` with `status`, `exitCode`, `durationMs`

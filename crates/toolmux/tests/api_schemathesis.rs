@@ -18,7 +18,10 @@ fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
     // write would wait for an answer nobody gives. Starting a coding session is refused
     // outright for the same reason (and so that no generated request starts an agent).
     project.config(&config_with_key(
-        r#""policies": {"tools": {"spec_create": "allow", "spec_update": "allow", "spec_relationships": "allow", "run_session": "deny"}}"#,
+        // A generated request may delete these policies through the API before it calls the
+        // tool, which then asks; an approval that nobody answers ends (403, documented) well
+        // within schemathesis' 10 s read timeout instead of after the default minutes.
+        r#""policies": {"tools": {"spec_create": "allow", "spec_update": "allow", "spec_relationships": "allow", "run_session": "deny"}}, "defaults": {"approvalTimeoutMs": 2000}"#,
     ));
     project.write("notes/todo.md", "# Todo\nbuy milk\n");
     // A specs directory, so that the spec pack is served and `/api/specs` is exercised on

@@ -239,6 +239,27 @@ fn a_spec_routes_body_is_its_tools_input() {
             "malformed",
             "`spec` is named by the path (/api/specs/{spec}), not the body",
         );
+    // Adding a link is `spec_relationships` with `action` given by the route: the body is the
+    // tool's input less `spec` and `action`, and naming `action` is refused, not obeyed.
+    let link = &document["components"]["schemas"]["spec_relationships.body"]["properties"];
+    let mut link_fields: Vec<&str> = link
+        .as_object()
+        .expect("the link body is documented")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    link_fields.sort_unstable();
+    assert_eq!(link_fields, ["target", "type"], "{link}");
+    served
+        .post(
+            "/api/specs/1/relationships",
+            r#"{"action": "remove", "type": "depends_on", "target": "2"}"#,
+        )
+        .exact_error(
+            400,
+            "malformed",
+            "`action` is given by the route (/api/specs/{spec}/relationships), not the body",
+        );
     let changed = served.send(
         "PATCH",
         "/api/specs/1",
