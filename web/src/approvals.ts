@@ -15,6 +15,8 @@ export interface PendingInput {
   schema?: JsonSchema;
   channel?: string;
   session?: string | null;
+  /// The MCP server whose form it is (an elicitation), when it is not the model's question.
+  asker?: string;
   created: string;
   expires?: string;
 }
@@ -27,11 +29,15 @@ export interface Waiting {
   inputs: PendingInput[];
   /// How each wait that ended while the page was open ended, by id.
   resolved: Record<string, Outcome>;
+  /// How many events the stream has brought: it changes whenever something began or stopped
+  /// waiting, for what follows a running turn.
+  events: number;
 }
 
 export function useWaiting(): Waiting {
-  const [waiting, setWaiting] = useState<Omit<Waiting, "resolved">>({ approvals: [], inputs: [] });
+  const [waiting, setWaiting] = useState<Omit<Waiting, "resolved" | "events">>({ approvals: [], inputs: [] });
   const [resolved, setResolved] = useState<Record<string, Outcome>>({});
+  const [events, setEvents] = useState(0);
   useEffect(() => {
     let live = true;
     let timer: number | undefined;
@@ -54,7 +60,10 @@ export function useWaiting(): Waiting {
           const ended = parseResolved(data);
           if (ended) setResolved((old) => ({ ...old, [ended.id]: ended.outcome }));
         }
-        if (event === "pending" || event === "resolved") void load();
+        if (event === "pending" || event === "resolved") {
+          setEvents((n) => n + 1);
+          void load();
+        }
       },
     });
     poll();
@@ -67,7 +76,7 @@ export function useWaiting(): Waiting {
       window.removeEventListener("toolmux:approvals-changed", changed);
     };
   }, []);
-  return useMemo(() => ({ ...waiting, resolved }), [waiting, resolved]);
+  return useMemo(() => ({ ...waiting, resolved, events }), [waiting, resolved, events]);
 }
 
 /// A `resolved` event's `{id, outcome}`; null for anything else (the stream is the server's,

@@ -456,6 +456,39 @@ on_both_screens!(
     an_approval_answered_in_another_tab_updates_the_chats_card_on_a_phone
 );
 
+/// Issue 30: a turn waiting on the model's question survives a reload, and the reloaded page
+/// shows the question's form (from the queue) whose answer reaches the model; it reads the
+/// conversation when something happens in it, not every second while the question waits. A
+/// question answered on the Approvals page of another tab loses its form in the chat and says
+/// so.
+fn questions_flow(screen: Screen) {
+    let flow = start("questions", screen, "");
+    let found = browse(&flow, "questions", &[]);
+    assert_eq!(found["answeredHere"], "Answered: teal", "{found}");
+    assert!(
+        found["readsWhileWaiting"].as_u64().is_some_and(|n| n <= 1),
+        "the page read the conversation on a clock while its question waited: {found}"
+    );
+    assert_eq!(found["said"], "Answered elsewhere", "{found}");
+    assert_eq!(found["controls"], 0, "{found}");
+    let kept = conversation_at(&flow, &found["address"]);
+    assert_eq!(kept["running"], false, "{kept}");
+    let texts: Vec<&str> = kept["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .filter(|t| !t.is_empty())
+        .collect();
+    assert_eq!(texts, ["Pick a colour for me", "Teal it is."], "{kept}");
+}
+
+on_both_screens!(
+    questions_flow:
+    a_question_waiting_in_a_turn_survives_a_reload_and_one_answered_elsewhere_says_so,
+    a_question_waiting_in_a_turn_survives_a_reload_and_one_answered_elsewhere_says_so_on_a_phone
+);
+
 #[test]
 fn a_policy_changed_in_the_catalog_is_written_to_the_config_and_survives_a_restart() {
     let flow = start(

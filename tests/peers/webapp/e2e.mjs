@@ -3,7 +3,7 @@
 // checks what the flows leave on disk and in the server).
 //
 // Usage: node e2e.mjs PHASE URL SCRATCH
-//   PHASE   chat | conversations | layout | approvals | reload | elsewhere | tools | servers | signin | activity | sessions | progress | a11y | perf
+//   PHASE   chat | conversations | layout | approvals | reload | elsewhere | questions | tools | servers | signin | activity | sessions | progress | a11y | perf
 //   URL     the web app's URL as `toolmux serve` printed it (with `#token=…`)
 //   SCRATCH a folder for the browser's profile and the screenshots
 // E2E_WIDTH (optional) is the viewport's width, for a phone-sized screen (390 × 844); without it
@@ -374,6 +374,68 @@ const phases = {
     const screenshot = await shot(page, "chat-answered-elsewhere");
     await context.close();
     return { said, buttons, screenshots: [otherShot, screenshot], problems };
+  },
+
+  // A question waiting for a person (issue 30). Reloaded while it waits, the page shows its
+  // form from the queue, reads the conversation only when something happens in it (not on a
+  // clock while the question waits), and the answer given in that form reaches the model. Asked
+  // again and answered on the Approvals page of another tab, the chat's card loses its form and
+  // says so.
+  async questions() {
+    const { context, page, problems } = await open();
+    const question = "Which colour do you like?";
+    await ask(page, "Pick a colour for me");
+    await page.locator("section.input-card", { hasText: question }).getByLabel("Your answer").waitFor();
+    await page.waitForURL((u) => /^\/chat\/.+/.test(u.pathname));
+    const address = new URL(page.url()).pathname;
+    const conversationReads = [];
+    page.on("request", (r) => {
+      if (new URL(r.url()).pathname === `/api/conversations/${address.slice("/chat/".length)}`) conversationReads.push(Date.now());
+    });
+    await page.reload();
+    await page.waitForURL((u) => u.pathname === address);
+    const reloaded = page.locator("section.input-card", { hasText: question });
+    await reloaded.getByLabel("Your answer").waitFor();
+    await page.getByRole("status").filter({ hasText: "still being worked on" }).waitFor();
+    // The count of reads once the form shows, over three seconds of waiting.
+    const shown = Date.now();
+    await page.waitForTimeout(3000);
+    const readsWhileWaiting = conversationReads.filter((t) => t > shown).length;
+    const reloadedShot = await shot(page, "chat-question-reloaded");
+    await reloaded.getByLabel("Your answer").fill("teal");
+    await reloaded.getByRole("button", { name: "Send" }).click();
+    await page.locator(".message.assistant", { hasText: "Teal it is." }).waitFor();
+    const answeredHere = await reloaded.getByRole("status").innerText();
+    const answeredShot = await shot(page, "chat-question-answered");
+
+    await newConversation(page);
+    await ask(page, "Pick a colour for me");
+    const card = page.locator("section.input-card", { hasText: question });
+    await card.getByLabel("Your answer").waitFor();
+    const other = await context.newPage();
+    other.on("pageerror", (e) => problems.push(`other tab: page error: ${e.message}`));
+    await other.goto(origin + "/approvals");
+    const waitingQuestion = other.locator("li.input-card", { hasText: question });
+    // The server's free-text schema names its one field "Answer".
+    await waitingQuestion.getByRole("textbox").fill("teal");
+    await waitingQuestion.getByRole("button", { name: "Answer", exact: true }).click();
+    await waitingQuestion.waitFor({ state: "detached" });
+    await other.close();
+    await card.getByRole("status").filter({ hasText: "Answered elsewhere" }).waitFor();
+    const said = await card.getByRole("status").innerText();
+    const controls = await card.locator("button, input, textarea, select").count();
+    await page.locator(".message.assistant", { hasText: "Teal it is." }).nth(0).waitFor();
+    const elsewhereShot = await shot(page, "chat-question-answered-elsewhere");
+    await context.close();
+    return {
+      address,
+      readsWhileWaiting,
+      answeredHere,
+      said,
+      controls,
+      screenshots: [reloadedShot, answeredShot, elsewhereShot],
+      problems,
+    };
   },
 
   // The catalog: a switched-off tool listed greyed and switched on again, search, a tool's

@@ -8,13 +8,13 @@ import "../zodJitless";
 import { Chat as ChatSession, useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type DynamicToolUIPart, type UIMessage } from "ai";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { ApiFailure, answerApproval, api, describe, sessionHeaders, type JsonSchema, type PendingApproval, type Schemas } from "../api";
+import { ApiFailure, answerApproval, api, describe, openStream, sessionHeaders, type JsonSchema, type PendingApproval, type Schemas } from "../api";
 import { FoldButton } from "../components/FoldButton";
 import { Markdown } from "../components/Markdown";
 import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge, ToolCard, type Progress } from "../components/ToolCard";
-import type { Outcome, Waiting } from "../approvals";
+import type { Outcome, PendingInput, Waiting } from "../approvals";
 import { Link, useLocation, useNavigate } from "react-router";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 
@@ -291,26 +291,45 @@ interface InputData {
   asker?: unknown;
 }
 
-function InputCard({ data }: { data: InputData }) {
+/// What a card says of a question that ended without an answer from it.
+const QUESTION_ENDED_ELSEWHERE: Partial<Record<Outcome, string>> = {
+  accepted: "Answered elsewhere",
+  declined: "Declined elsewhere",
+  cancelled: "Dismissed elsewhere",
+  withdrawn: "No longer waiting: it timed out or its turn was cancelled",
+};
+
+/// A question in the thread (the model's `request_human_input`, or a server's form). Like an
+/// approval's card, it says how it ended when it was answered anywhere else (`outcome`, from
+/// the approvals stream) and then offers no form that could only fail.
+function InputCard({ data, outcome }: { data: InputData; outcome?: Outcome }) {
   const [done, setDone] = useState<string | null>(null);
+  const [sending, setSending] = useState(false);
   const [text, setText] = useState("");
   const [error, setError] = useState<string | null>(null);
   const send = async (body: unknown, label: string) => {
+    setSending(true);
     try {
       await api(data.answer, { method: "POST", body });
       setDone(label);
     } catch (e) {
-      setError(describe(e));
+      // Gone between the stream's word and the click: say so instead of offering it again.
+      if (e instanceof ApiFailure && e.status === 404) setDone("No longer waiting: it was answered elsewhere or timed out");
+      else setError(describe(e));
+    } finally {
+      setSending(false);
     }
   };
+  // While this card's own answer is on its way, the stream's word of it is this answer.
+  const ended = done ?? (outcome && !sending ? (QUESTION_ENDED_ELSEWHERE[outcome] ?? `Ended: ${outcome}`) : null);
   return (
     <section className="input-card" aria-label="Question">
       <p>
         <strong>{data.asker ? `${String(data.asker)} asks:` : "The model asks:"}</strong> {data.question}
       </p>
-      {done ? (
+      {ended ? (
         <p className="muted" role="status">
-          {done}
+          {ended}
         </p>
       ) : data.form ? (
         <SchemaForm
@@ -350,6 +369,43 @@ function approvalData(approval: PendingApproval): ApprovalData {
   return { approvalId: approval.id, tool: r.tool, source: r.source, arguments: r.arguments, message: r.message };
 }
 
+/// Whether a question's schema is the free-text one (`{"answer": "..."}`), which the card asks
+/// as one text field rather than as a form, as the turn's stream does.
+function isFreeText(schema: JsonSchema | undefined): boolean {
+  const properties = schema?.properties as Record<string, { type?: unknown }> | undefined;
+  const names = Object.keys(properties ?? {});
+  return names.length === 1 && names[0] === "answer" && properties?.answer?.type === "string";
+}
+
+/// A waiting question of conversation `conversation` from the queue, as the turn's stream
+/// words it.
+function inputData(conversation: string, input: PendingInput): InputData {
+  return {
+    requestId: input.id,
+    question: input.question,
+    answer: `/api/chat/${encodeURIComponent(conversation)}/input`,
+    form: isFreeText(input.schema) ? undefined : input.schema,
+    asker: input.asker,
+  };
+}
+
+/// What conversation `id` waits on in the queue (approvals and questions), kept once seen while
+/// the conversation is shown: a card answered elsewhere leaves the queue, and then says how it
+/// ended instead of vanishing.
+function useQueued(id: string, waiting: Waiting): { approvals: PendingApproval[]; inputs: PendingInput[] } {
+  const [seen, setSeen] = useState<{ approvals: PendingApproval[]; inputs: PendingInput[] }>({ approvals: [], inputs: [] });
+  useEffect(() => {
+    setSeen((old) => {
+      const approvals = waiting.approvals.filter((a) => a.request.session === id && !old.approvals.some((o) => o.id === a.id));
+      const inputs = waiting.inputs.filter((i) => i.session === id && !old.inputs.some((o) => o.id === i.id));
+      return approvals.length === 0 && inputs.length === 0
+        ? old
+        : { approvals: [...old.approvals, ...approvals], inputs: [...old.inputs, ...inputs] };
+    });
+  }, [id, waiting]);
+  return seen;
+}
+
 function Conversation(props: {
   chat: ChatSession<UIMessage>;
   model: string;
@@ -370,9 +426,19 @@ function Conversation(props: {
   // What this conversation's turn waits on that its stream did not bring (the page was
   // reloaded, or opened again, while the turn waited): read from the approvals queue.
   const inline = new Set(
-    messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "data-approval" ? [(p.data as ApprovalData).approvalId] : []))),
+    messages.flatMap((m) =>
+      m.parts.flatMap((p) =>
+        p.type === "data-approval"
+          ? [(p.data as ApprovalData).approvalId]
+          : p.type === "data-input-request"
+            ? [(p.data as InputData).requestId]
+            : [],
+      ),
+    ),
   );
-  const queued = streaming ? [] : waiting.approvals.filter((a) => a.request.session === id && !inline.has(a.id));
+  const waitingHere = useQueued(id, waiting);
+  const queued = streaming ? [] : waitingHere.approvals.filter((a) => !inline.has(a.id));
+  const queuedInputs = streaming ? [] : waitingHere.inputs.filter((i) => !inline.has(i.id));
   const send = (e: FormEvent) => {
     e.preventDefault();
     const text = draft.trim();
@@ -444,7 +510,7 @@ function Conversation(props: {
               }
               if (p.type === "data-input-request") {
                 const data = p.data as InputData;
-                return <InputCard key={data.requestId} data={data} />;
+                return <InputCard key={data.requestId} data={data} outcome={waiting.resolved[data.requestId]} />;
               }
               return null;
             })}
@@ -452,6 +518,9 @@ function Conversation(props: {
         ))}
         {queued.map((a) => (
           <ApprovalCard key={a.id} data={approvalData(a)} outcome={waiting.resolved[a.id]} />
+        ))}
+        {queuedInputs.map((i) => (
+          <InputCard key={i.id} data={inputData(id, i)} outcome={waiting.resolved[i.id]} />
         ))}
         {runningElsewhere && (
           <p className="muted" role="status">
@@ -522,8 +591,10 @@ function chatSession(
   return session;
 }
 
-/// How often a conversation whose turn runs without this page's stream is read again.
-const FOLLOW_MS = 1000;
+/// How soon a conversation whose turn runs without this page's stream is read again after
+/// something happened in it, and the longest it goes unread while its turn runs.
+const QUICK_MS = 250;
+const SLOW_MS = 4000;
 
 export default function Chat({ path, waiting }: { path: string; waiting: Waiting }) {
   const routeId = path.startsWith("/chat/") ? decodeURIComponent(path.slice("/chat/".length)) : undefined;
@@ -597,36 +668,82 @@ export default function Chat({ path, waiting }: { path: string; waiting: Waiting
     };
   }, [routeId, needsLoading, open]);
   // A conversation opened while its turn runs on the server (its page was reloaded, or the
-  // turn was started elsewhere): read again until the turn ends, so its cards and answer appear
-  // as they are saved. (The server keeps no replay of a turn's stream to reattach to.)
+  // turn was started elsewhere) is read again when something happens in it, until the turn
+  // ends: a call of the turn logged (the execution log's stream, filtered to the conversation),
+  // or something of it began or stopped waiting for a person (the approvals stream). The server
+  // keeps no replay of a turn's stream to reattach to, and says nothing when the turn saves its
+  // last answer, so after each event the page reads again at growing intervals (`QUICK_MS`
+  // doubling up to `SLOW_MS`) until it sees the turn end; while the turn waits for a person it
+  // reads nothing until the approvals stream says the wait ended.
   const followed = loaded !== null && shown === loaded && runningId === loaded.id ? loaded : null;
+  const changed = useRef<(() => void) | null>(null);
+  const waitsHere =
+    followed !== null &&
+    (waiting.approvals.some((a) => a.request.session === followed.id) || waiting.inputs.some((i) => i.session === followed.id));
+  const waitsHereRef = useRef(waitsHere);
+  waitsHereRef.current = waitsHere;
   useEffect(() => {
     if (followed === null) return;
     let wanted = true;
     let timer: number | undefined;
-    const again = () => {
-      timer = window.setTimeout(() => {
-        api<ConversationDetail>(`/api/conversations/${encodeURIComponent(followed.id)}`)
-          .then((r) => {
-            if (!wanted) return;
-            followed.messages = toUiMessages(r.messages);
-            if (r.running) again();
-            else {
-              setRunningId(null);
-              listChanged();
-            }
-          })
-          .catch((e) => {
-            if (wanted) setLoadError(describe(e));
-          });
-      }, FOLLOW_MS);
+    let delay = QUICK_MS;
+    // One read at a time; an event during a read asks for one more after it.
+    let reading = false;
+    let readAgain = false;
+    const read = () => {
+      window.clearTimeout(timer);
+      if (reading) {
+        readAgain = true;
+        return;
+      }
+      reading = true;
+      api<ConversationDetail>(`/api/conversations/${encodeURIComponent(followed.id)}`)
+        .then((r) => {
+          if (!wanted) return;
+          followed.messages = toUiMessages(r.messages);
+          if (!r.running) {
+            wanted = false;
+            setRunningId(null);
+            listChanged();
+          } else if (!readAgain) later();
+        })
+        .catch((e) => {
+          if (wanted) setLoadError(describe(e));
+          wanted = false;
+        })
+        .finally(() => {
+          reading = false;
+          if (readAgain && wanted) {
+            readAgain = false;
+            read();
+          }
+        });
     };
-    again();
+    const later = () => {
+      if (waitsHereRef.current) return;
+      timer = window.setTimeout(read, delay);
+      delay = Math.min(delay * 2, SLOW_MS);
+    };
+    changed.current = () => {
+      if (!wanted) return;
+      delay = QUICK_MS;
+      read();
+    };
+    const log = openStream(`/api/logs/stream?session=${encodeURIComponent(followed.id)}`, {
+      onEvent: (event) => {
+        if (event === "entry") changed.current?.();
+      },
+    });
+    later();
     return () => {
       wanted = false;
+      changed.current = null;
+      log.close();
       window.clearTimeout(timer);
     };
   }, [followed, listChanged]);
+  // The approvals stream's events, and the turn's wait ending (the queue read again after them).
+  useEffect(() => changed.current?.(), [waiting.events, waitsHere]);
   const turnStarted = (session: ChatSession<UIMessage>) => {
     kept.current.set(session.id, session);
     listChanged();
