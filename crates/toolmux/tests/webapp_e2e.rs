@@ -489,11 +489,10 @@ on_both_screens!(
     a_question_waiting_in_a_turn_survives_a_reload_and_one_answered_elsewhere_says_so_on_a_phone
 );
 
-#[test]
-fn a_policy_changed_in_the_catalog_is_written_to_the_config_and_survives_a_restart() {
+fn tools_flow(screen: Screen) {
     let flow = start(
         "tools",
-        Screen::Desktop,
+        screen,
         r#""toolSettings": {"file_search": {"enabled": false}}"#,
     );
     let before = flow.served.get("/api/tools/file_search");
@@ -530,9 +529,14 @@ fn a_policy_changed_in_the_catalog_is_written_to_the_config_and_survives_a_resta
     assert_eq!(grep.json()["policy"], "deny");
 }
 
-#[test]
-fn a_pasted_mcp_servers_block_adds_the_server_and_discovers_its_tools() {
-    let flow = start("servers", Screen::Desktop, "");
+on_both_screens!(
+    tools_flow:
+    a_policy_changed_in_the_catalog_is_written_to_the_config_and_survives_a_restart,
+    a_policy_changed_in_the_catalog_on_a_phone_is_written_to_the_config
+);
+
+fn servers_flow(screen: Screen) {
+    let flow = start("servers", screen, "");
     let everything = node_peer("upstream", "mcp-server-everything");
     let block = json!({"mcpServers": {"everything": {"command": everything}}}).to_string();
     // Claude Code's file, for the Import button.
@@ -572,9 +576,14 @@ fn a_pasted_mcp_servers_block_adds_the_server_and_discovers_its_tools() {
     assert!(flow.project.saved_config()["mcpServers"]["everything"].is_object());
 }
 
-#[test]
-fn the_activity_page_shows_a_call_made_from_the_command_line() {
-    let flow = start("activity", Screen::Desktop, "");
+on_both_screens!(
+    servers_flow:
+    a_pasted_mcp_servers_block_adds_the_server_and_discovers_its_tools,
+    a_pasted_mcp_servers_block_adds_the_server_on_a_phone
+);
+
+fn activity_flow(screen: Screen) {
+    let flow = start("activity", screen, "");
     flow.project
         .run(&["tools", "call", "file_search", "-a", "pattern=**/*.md"])
         .ok();
@@ -609,7 +618,15 @@ fn the_activity_page_shows_a_call_made_from_the_command_line() {
         found["streamOpens"], 1,
         "typing a tool filter opens the stream once, after the typing: {found}"
     );
+    // On a phone the log folds into a list, a row's cells one under another.
+    assert_eq!(found["folded"], matches!(screen, Screen::Phone), "{found}");
 }
+
+on_both_screens!(
+    activity_flow:
+    the_activity_page_shows_a_call_made_from_the_command_line,
+    the_activity_page_shows_a_call_made_from_the_command_line_on_a_phone
+);
 
 /// The sessions flow on `screen`: a session started from the page, its log followed live
 /// through the event stream (which carries the session key the page keeps and sends on every
@@ -642,6 +659,8 @@ fn sessions_flow(screen: Screen) {
     assert!(statuses.contains(&"cancelled".to_string()), "{statuses:?}");
     assert!(statuses.contains(&"completed".to_string()), "{statuses:?}");
     assert_eq!(found["rows"], 2, "{found}");
+    // On a phone the table folds into a list, a row's cells one under another.
+    assert_eq!(found["folded"], matches!(screen, Screen::Phone), "{found}");
 }
 
 on_both_screens!(
@@ -730,8 +749,7 @@ fn oauth_peers() -> (String, Background, Background) {
     (format!("http://127.0.0.1:{mcp_port}/mcp"), auth, mcp)
 }
 
-#[test]
-fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
+fn signin_flow(screen: Screen) {
     let (mcp_url, _auth, _mcp) = oauth_peers();
     let fixtures_dir = tempfile::tempdir().expect("a folder for the fixtures");
     let aimock = Aimock::start(
@@ -746,7 +764,7 @@ fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
     let project = project(&aimock, &extra);
     // The tokens go to the encrypted-file store: the machine has no keyring.
     let served = Served::start_with_env(&project, &[], &[("TOOLMUX_SECRET_BACKEND", "file")]);
-    let scratch = scratch("signin");
+    let scratch = scratch(&screen.folder("signin"));
     // Discovery is refused until someone signs in: the server reads `needs-sign-in`.
     let _ = served.post("/api/mcp-servers/oauthy/refresh", "");
     let view = served.get("/api/mcp-servers/oauthy").json();
@@ -759,7 +777,7 @@ fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
         project,
         served,
         scratch,
-        screen: Screen::Desktop,
+        screen: screen,
         _fixtures: fixtures_dir,
     };
     let found = browse(&flow, "signin", &[]);
@@ -768,21 +786,31 @@ fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
     assert_eq!(flow.served.tool_names("oauthy").len(), 1, "{found}");
 }
 
-#[test]
-fn every_page_has_no_serious_accessibility_violation_in_light_or_dark() {
-    let flow = start("a11y", Screen::Desktop, "");
+on_both_screens!(
+    signin_flow:
+    a_server_that_needs_sign_in_is_signed_in_from_its_button,
+    a_server_that_needs_sign_in_is_signed_in_from_its_button_on_a_phone
+);
+
+fn a11y_flow(screen: Screen) {
+    let flow = start("a11y", screen, "");
     let found = browse(&flow, "a11y", &[]);
     assert_eq!(found["serious"], json!([]), "{}", found["findings"]);
     assert_eq!(found["first"], "Skip to content");
     assert_eq!(found["screenshots"].as_array().map(Vec::len), Some(7));
 }
 
+on_both_screens!(
+    a11y_flow:
+    every_page_has_no_serious_accessibility_violation_in_light_or_dark,
+    every_page_has_no_serious_accessibility_violation_on_a_phone
+);
+
 /// The sizes the issue budgets, asserted: ≤ 300 KB of compressed JavaScript on the first load,
 /// a catalog of 1,000 tools that renders only what is in view, 50 cards and a 20,000-token
 /// answer all shown and followed. Times (catalog render, long tasks while streaming) are
 /// printed for the closing note, never asserted: this is a test, not a benchmark.
-#[test]
-fn the_first_load_fits_its_budget_and_long_pages_stay_virtualised() {
+fn perf_flow(screen: Screen) {
     let tools: serde_json::Map<String, Value> = (0..1000)
         .map(|i| {
             (
@@ -793,7 +821,7 @@ fn the_first_load_fits_its_budget_and_long_pages_stay_virtualised() {
         })
         .collect();
     let extra = format!(r#""tools": {}"#, Value::Object(tools));
-    let flow = start("perf", Screen::Desktop, &extra);
+    let flow = start("perf", screen, &extra);
     let found = browse(&flow, "perf", &[]);
     eprintln!(
         "webapp figures: first load {} bytes of JS (compressed) in {} files; catalog of {} in \
@@ -825,3 +853,9 @@ fn the_first_load_fits_its_budget_and_long_pages_stay_virtualised() {
     );
     assert!(found["catalogMs"].as_f64().is_some_and(|ms| ms > 0.0));
 }
+
+on_both_screens!(
+    perf_flow:
+    the_first_load_fits_its_budget_and_long_pages_stay_virtualised,
+    the_first_load_fits_its_budget_and_long_pages_stay_virtualised_on_a_phone
+);

@@ -142,6 +142,15 @@ function cardViews(page) {
   );
 }
 
+// Whether a table's row is folded into a list (its cells one under another, as on a phone)
+// rather than laid out side by side.
+function rowFolded(row) {
+  return row.evaluate((tr) => {
+    const lefts = [...tr.querySelectorAll("td")].map((td) => Math.round(td.getBoundingClientRect().left));
+    return lefts.length > 1 && lefts.every((x) => x === lefts[0]);
+  });
+}
+
 async function ask(page, text) {
   await page.getByLabel("Message", { exact: true }).fill(text);
   await page.getByLabel("Message", { exact: true }).press("Enter");
@@ -578,6 +587,7 @@ const phases = {
     writeFileSync(join(scratch, "tail-live"), "");
     await page.locator('tr[data-tool="file_read"]', { hasText: "cli" }).first().waitFor({ timeout: 60_000 });
     const readsWhileLive = listReadsAfterLive;
+    const folded = await rowFolded(row);
     const screenshot = await shot(page, "activity");
     // Typing a filter reloads the list and reopens the stream once, when the typing pauses,
     // not once per key.
@@ -590,7 +600,7 @@ const phases = {
     await page.getByTestId("tail-state").filter({ hasText: /^live$/ }).waitFor();
     check(streamOpens === 1, `typing a 9-letter filter opened the stream ${streamOpens} times`);
     await context.close();
-    return { liveRow: true, listReadsAfterLive: readsWhileLive, streamOpens, screenshots: [screenshot], problems };
+    return { liveRow: true, listReadsAfterLive: readsWhileLive, streamOpens, folded, screenshots: [screenshot], problems };
   },
 
   // Coding sessions: one started from the page and followed live to its end, one cancelled.
@@ -622,9 +632,10 @@ const phases = {
     await page.getByRole("link", { name: "← All sessions" }).click();
     await page.locator("table.sessions-table tbody tr").nth(1).waitFor();
     const rows = await page.locator("table.sessions-table tbody tr").count();
+    const folded = await rowFolded(page.locator("table.sessions-table tbody tr").first());
     const listShot = await shot(page, "sessions");
     await context.close();
-    return { finished, cancelled, rows, screenshots: [doneShot, listShot], problems };
+    return { finished, cancelled, rows, folded, screenshots: [doneShot, listShot], problems };
   },
 
   // A call of an MCP server's long-running tool shows its progress live on its card.

@@ -159,16 +159,18 @@ export default function Activity() {
           <tbody>
             {shown.map((e) => (
               <tr key={e.id} className={e.id === selected ? "selected" : undefined} data-tool={e.tool}>
-                <td>{new Date(e.timestamp).toLocaleTimeString()}</td>
-                <td>
+                <td data-label="Time">{new Date(e.timestamp).toLocaleTimeString()}</td>
+                <td data-label="Tool">
                   <button type="button" className="link" onClick={() => setSelected(e.id)}>
                     {e.tool}
                   </button>
                 </td>
-                <td>{e.source && <SourceBadge source={e.source} />}</td>
-                <td>{e.channel}</td>
-                <td className={`outcome ${e.outcome}`}>{e.outcome}</td>
-                <td>{(e.durationUs / 1000).toFixed(1)} ms</td>
+                <td data-label="Source">{e.source && <SourceBadge source={e.source} />}</td>
+                <td data-label="Channel">{e.channel}</td>
+                <td data-label="Outcome" className={`outcome ${e.outcome}`}>
+                  {e.outcome}
+                </td>
+                <td data-label="Duration">{(e.durationUs / 1000).toFixed(1)} ms</td>
               </tr>
             ))}
           </tbody>

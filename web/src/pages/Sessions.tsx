@@ -114,13 +114,17 @@ function SessionList({ sessions }: { sessions: Session[] }) {
       <tbody>
         {sessions.map((s) => (
           <tr key={s.id} data-session={s.id}>
-            <td>
+            <td data-label="Session">
               <Link to={`/sessions/${encodeURIComponent(s.id)}`}>{s.id}</Link>
             </td>
-            <td>{s.runner}</td>
-            <td className={`outcome ${s.status}`}>{s.status}</td>
-            <td>{new Date(s.createdAt).toLocaleString()}</td>
-            <td className="ellipsis prompt-cell">{s.prompt}</td>
+            <td data-label="Runner">{s.runner}</td>
+            <td data-label="Status" className={`outcome ${s.status}`}>
+              {s.status}
+            </td>
+            <td data-label="Started">{new Date(s.createdAt).toLocaleString()}</td>
+            <td data-label="Prompt" className="ellipsis prompt-cell">
+              {s.prompt}
+            </td>
           </tr>
         ))}
       </tbody>
