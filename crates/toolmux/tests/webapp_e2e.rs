@@ -350,6 +350,9 @@ fn approvals_flow(screen: Screen) {
     let flow = start("approvals", screen, FILE_READ_ASKS);
     let found = browse(&flow, "approvals", &[]);
     assert_eq!(found["badge"], "built-in · workspace");
+    // Issue 30: the waiting call and its approval are one card, which says it waits.
+    assert_eq!(found["cardsWhileWaiting"], 1, "{found}");
+    assert_eq!(found["waitingOutcome"], "waiting for you", "{found}");
     assert_eq!(found["approvals"], 1);
     // Allowed by the person for the conversation: toolmux ran the second call without asking
     // and says which approval allowed it; the denied one did not run.
@@ -395,6 +398,21 @@ fn conversation_at(flow: &Flow, address: &Value) -> Value {
     shown.json()
 }
 
+/// The texts of the conversation at `address` (its person's and its model's, not its tools'),
+/// once the server says its turn has ended.
+fn ended_turn_texts(flow: &Flow, address: &Value) -> Vec<String> {
+    let kept = conversation_at(flow, address);
+    assert_eq!(kept["running"], false, "{kept}");
+    kept["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// Issue 30: a page reloaded while its turn waits on an approval does not cancel the turn; the
 /// reloaded page shows the approval (from the queue) with live buttons and, once it is
 /// answered, the turn's answer.
@@ -406,7 +424,10 @@ fn reload_flow(screen: Screen) {
         json!(["Allow once", "Allow for this conversation", "Deny"]),
         "{found}"
     );
-    assert_eq!(found["waitingCards"][0]["outcome"], "running", "{found}");
+    assert_eq!(
+        found["waitingCards"][0]["outcome"], "waiting for you",
+        "{found}"
+    );
     assert_eq!(
         found["waitingCards"][0]["badge"], "built-in · workspace",
         "{found}"
@@ -418,19 +439,9 @@ fn reload_flow(screen: Screen) {
         "{found}"
     );
     assert_eq!(file_read_outcomes(&flow), ["ok"]);
-    let kept = conversation_at(&flow, &found["address"]);
-    assert_eq!(kept["running"], false, "{kept}");
-    let texts: Vec<&str> = kept["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter_map(|m| m["text"].as_str())
-        .filter(|t| !t.is_empty())
-        .collect();
     assert_eq!(
-        texts,
-        ["Read the plan after a reload", "The plan says secret."],
-        "{kept}"
+        ended_turn_texts(&flow, &found["address"]),
+        ["Read the plan after a reload", "The plan says secret."]
     );
 }
 
@@ -471,16 +482,10 @@ fn questions_flow(screen: Screen) {
     );
     assert_eq!(found["said"], "Answered elsewhere", "{found}");
     assert_eq!(found["controls"], 0, "{found}");
-    let kept = conversation_at(&flow, &found["address"]);
-    assert_eq!(kept["running"], false, "{kept}");
-    let texts: Vec<&str> = kept["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter_map(|m| m["text"].as_str())
-        .filter(|t| !t.is_empty())
-        .collect();
-    assert_eq!(texts, ["Pick a colour for me", "Teal it is."], "{kept}");
+    assert_eq!(
+        ended_turn_texts(&flow, &found["address"]),
+        ["Pick a colour for me", "Teal it is."]
+    );
 }
 
 on_both_screens!(
@@ -777,7 +782,7 @@ fn signin_flow(screen: Screen) {
         project,
         served,
         scratch,
-        screen: screen,
+        screen,
         _fixtures: fixtures_dir,
     };
     let found = browse(&flow, "signin", &[]);

@@ -58,6 +58,10 @@ async function open(options = {}) {
   await page.goto(url);
   await page.waitForURL((u) => u.pathname === "/chat" && u.hash === "");
   await page.getByRole("navigation", { name: "Pages" }).waitFor();
+  // The address is /chat before the app has rendered it: the app's effects of the move from `/`
+  // (one closes the menu, so a Menu opened before it would close again) run in the commit that
+  // also titles the page, so the title says they ran.
+  await page.waitForFunction(() => document.title === "Chat · toolmux");
   return { context, page, problems };
 }
 
@@ -307,7 +311,13 @@ const phases = {
     const card = page.locator("section.approval-card").first();
     await card.waitFor();
     await waitingCount(page).filter({ hasText: "1" }).waitFor();
-    const badge = await card.locator(".badge").innerText();
+    // One card for the call and its approval (issue 30): the call's card holds the buttons and
+    // says it waits. Counted once the call's card is there.
+    const call = page.locator('article.tool-card[data-tool="file_read"]').first();
+    await call.waitFor();
+    const cardsWhileWaiting = await page.locator(".message.assistant > article.tool-card, .message.assistant > section.approval-card").count();
+    const waitingOutcome = await call.locator("header .outcome").innerText();
+    const badge = await call.locator(".badge").first().innerText();
     await card.getByLabel("Reason for denying").fill("not today");
     await card.getByRole("button", { name: "Deny" }).click();
     await page.locator(".message.assistant", { hasText: "I was not allowed to read plan.txt." }).waitFor();
@@ -334,7 +344,7 @@ const phases = {
     await page.locator(".message.assistant", { hasText: "Teal it is." }).waitFor();
     const screenshot = await shot(page, "chat-approvals");
     await context.close();
-    return { badge, denied, approvals, screenshots: [screenshot], problems };
+    return { badge, cardsWhileWaiting, waitingOutcome, denied, approvals, screenshots: [screenshot], problems };
   },
 
   // A turn survives a reload (issue 30): reloaded while its approval waits, the page shows the

@@ -80,6 +80,13 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
 /// is renamed or deleted.
 const CONVERSATIONS = ["conversations"];
 
+/// One conversation's query (apart from the list's, so that reloading the list does not read
+/// the conversation shown again).
+const conversationKey = (id: string) => ["conversation", id];
+
+/// `GET /api/conversations/{id}`.
+const readConversation = (id: string) => api<ConversationDetail>(`/api/conversations/${encodeURIComponent(id)}`);
+
 function Conversations(props: { current?: string; open: boolean; onClose: () => void }) {
   const { current, open, onClose } = props;
   const navigate = useNavigate();
@@ -214,7 +221,7 @@ const ENDED_ELSEWHERE: Partial<Record<Outcome, string>> = {
 /// An approval in the thread. `outcome` is how it ended when it ended anywhere (the approvals
 /// stream): answered on the Approvals page, in another tab, over REST, or timed out; the card
 /// then says so and offers no button that could only fail.
-function ApprovalCard({ data, outcome }: { data: ApprovalData; outcome?: Outcome }) {
+function ApprovalCard({ data, outcome, inCard }: { data: ApprovalData; outcome?: Outcome; inCard?: boolean }) {
   const [done, setDone] = useState<string | null>(null);
   const [answering, setAnswering] = useState(false);
   const [reason, setReason] = useState("");
@@ -244,14 +251,26 @@ function ApprovalCard({ data, outcome }: { data: ApprovalData; outcome?: Outcome
   // calls in this conversation run without asking, so no card comes for them.
   return (
     <section className="approval-card" aria-label={`Approval for ${data.tool}`}>
-      <header>
-        <strong>{data.tool}</strong> <SourceBadge source={data.source} /> wants to run.
-      </header>
+      {inCard ? (
+        // The call's card around it shows the tool, its source and its arguments; the question
+        // is the policy's message when it has one.
+        !data.message && (
+          <header>
+            Allow <strong>{data.tool}</strong> to run?
+          </header>
+        )
+      ) : (
+        <>
+          <header>
+            <strong>{data.tool}</strong> <SourceBadge source={data.source} /> wants to run.
+          </header>
+          <details>
+            <summary>Arguments</summary>
+            <JsonTree value={data.arguments} />
+          </details>
+        </>
+      )}
       {data.message && <p>{data.message}</p>}
-      <details>
-        <summary>Arguments</summary>
-        <JsonTree value={data.arguments} />
-      </details>
       {ended ? (
         <p className="muted" role="status">
           {ended}
@@ -369,6 +388,33 @@ function approvalData(approval: PendingApproval): ApprovalData {
   return { approvalId: approval.id, tool: r.tool, source: r.source, arguments: r.arguments, message: r.message };
 }
 
+/// `value` as JSON with its objects' keys in order, so that two copies of the same arguments
+/// compare equal whichever order their keys came in.
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object")
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
+  return JSON.stringify(value) ?? "null";
+}
+
+/// Which call each approval is for, by call id: the first call not yet matched of the same
+/// tool with the same arguments (an approval does not name its call). An approval with no such
+/// call is shown on its own.
+function approvalsByCall(messages: UIMessage[], approvals: ApprovalData[]): Map<string, ApprovalData> {
+  const byCall = new Map<string, ApprovalData>();
+  if (approvals.length === 0) return byCall;
+  const calls = messages.flatMap((m) => m.parts.filter((p): p is DynamicToolUIPart => p.type === "dynamic-tool"));
+  for (const approval of approvals) {
+    const args = canonical(approval.arguments);
+    const call = calls.find((c) => !byCall.has(c.toolCallId) && c.toolName === approval.tool && canonical(c.input) === args);
+    if (call) byCall.set(call.toolCallId, approval);
+  }
+  return byCall;
+}
+
 /// Whether a question's schema is the free-text one (`{"answer": "..."}`), which the card asks
 /// as one text field rather than as a form, as the turn's stream does.
 function isFreeText(schema: JsonSchema | undefined): boolean {
@@ -439,6 +485,12 @@ function Conversation(props: {
   const waitingHere = useQueued(id, waiting);
   const queued = streaming ? [] : waitingHere.approvals.filter((a) => !inline.has(a.id));
   const queuedInputs = streaming ? [] : waitingHere.inputs.filter((i) => !inline.has(i.id));
+  // Each approval is shown in the card of the call it is for, one card per call.
+  const byCall = approvalsByCall(messages, [
+    ...messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "data-approval" ? [p.data as ApprovalData] : []))),
+    ...queued.map(approvalData),
+  ]);
+  const inCards = new Set([...byCall.values()].map((a) => a.approvalId));
   const send = (e: FormEvent) => {
     e.preventDefault();
     const text = draft.trim();
@@ -503,9 +555,23 @@ function Conversation(props: {
             {m.parts.map((p, i) => {
               if (p.type === "text")
                 return m.role === "user" ? <p key={i}>{p.text}</p> : <Markdown key={i} text={p.text} />;
-              if (p.type === "dynamic-tool") return <ToolCard key={p.toolCallId} part={p} progress={progress[p.toolCallId]} />;
+              if (p.type === "dynamic-tool") {
+                const approval = byCall.get(p.toolCallId);
+                const outcome = approval ? waiting.resolved[approval.approvalId] : undefined;
+                return (
+                  <ToolCard
+                    key={p.toolCallId}
+                    part={p}
+                    progress={progress[p.toolCallId]}
+                    approval={approval && <ApprovalCard key={approval.approvalId} data={approval} outcome={outcome} inCard />}
+                    approvalState={approval && `${approval.approvalId}:${outcome ?? ""}`}
+                    waiting={approval !== undefined && outcome === undefined}
+                  />
+                );
+              }
               if (p.type === "data-approval") {
                 const data = p.data as ApprovalData;
+                if (inCards.has(data.approvalId)) return null;
                 return <ApprovalCard key={data.approvalId} data={data} outcome={waiting.resolved[data.approvalId]} />;
               }
               if (p.type === "data-input-request") {
@@ -516,9 +582,11 @@ function Conversation(props: {
             })}
           </div>
         ))}
-        {queued.map((a) => (
-          <ApprovalCard key={a.id} data={approvalData(a)} outcome={waiting.resolved[a.id]} />
-        ))}
+        {queued
+          .filter((a) => !inCards.has(a.id))
+          .map((a) => (
+            <ApprovalCard key={a.id} data={approvalData(a)} outcome={waiting.resolved[a.id]} />
+          ))}
         {queuedInputs.map((i) => (
           <InputCard key={i.id} data={inputData(id, i)} outcome={waiting.resolved[i.id]} />
         ))}
@@ -647,26 +715,23 @@ export default function Chat({ path, waiting }: { path: string; waiting: Waiting
   // On a narrow screen the list is a drawer, closed whenever a conversation is chosen.
   const [drawer, setDrawer] = useState(false);
   useEffect(() => setDrawer(false), [path]);
-  const [loadError, setLoadError] = useState<string | null>(null);
+  const [followError, setFollowError] = useState<string | null>(null);
   const needsLoading = routeId !== undefined && keptSession === undefined && loaded?.id !== routeId;
+  // The conversation's stored messages, read when it is opened (and dropped from the cache once
+  // left, so each opening reads it afresh); its chat session is made from that first read.
+  const detail = useQuery({
+    queryKey: conversationKey(routeId ?? ""),
+    queryFn: () => readConversation(routeId ?? ""),
+    enabled: needsLoading,
+    gcTime: 0,
+  });
+  const loadError = followError ?? (needsLoading && detail.error ? describe(detail.error) : null);
+  useEffect(() => setFollowError(null), [routeId]);
   useEffect(() => {
-    setLoadError(null);
-    if (!needsLoading || routeId === undefined) return;
-    // Only the answer for the conversation still asked for is shown.
-    let wanted = true;
-    api<ConversationDetail>(`/api/conversations/${encodeURIComponent(routeId)}`)
-      .then((r) => {
-        if (!wanted) return;
-        setLoaded(open(routeId, toUiMessages(r.messages)));
-        setRunningId(r.running ? routeId : null);
-      })
-      .catch((e) => {
-        if (wanted) setLoadError(describe(e));
-      });
-    return () => {
-      wanted = false;
-    };
-  }, [routeId, needsLoading, open]);
+    if (!needsLoading || routeId === undefined || detail.data === undefined) return;
+    setLoaded(open(routeId, toUiMessages(detail.data.messages)));
+    setRunningId(detail.data.running ? routeId : null);
+  }, [routeId, needsLoading, detail.data, open]);
   // A conversation opened while its turn runs on the server (its page was reloaded, or the
   // turn was started elsewhere) is read again when something happens in it, until the turn
   // ends: a call of the turn logged (the execution log's stream, filtered to the conversation),
@@ -697,7 +762,9 @@ export default function Chat({ path, waiting }: { path: string; waiting: Waiting
         return;
       }
       reading = true;
-      api<ConversationDetail>(`/api/conversations/${encodeURIComponent(followed.id)}`)
+      // Through the query cache, as the first read was.
+      queryClient
+        .fetchQuery({ queryKey: conversationKey(followed.id), queryFn: () => readConversation(followed.id) })
         .then((r) => {
           if (!wanted) return;
           followed.messages = toUiMessages(r.messages);
@@ -708,7 +775,7 @@ export default function Chat({ path, waiting }: { path: string; waiting: Waiting
           } else if (!readAgain) later();
         })
         .catch((e) => {
-          if (wanted) setLoadError(describe(e));
+          if (wanted) setFollowError(describe(e));
           wanted = false;
         })
         .finally(() => {
@@ -741,7 +808,7 @@ export default function Chat({ path, waiting }: { path: string; waiting: Waiting
       log.close();
       window.clearTimeout(timer);
     };
-  }, [followed, listChanged]);
+  }, [followed, listChanged, queryClient]);
   // The approvals stream's events, and the turn's wait ending (the queue read again after them).
   useEffect(() => changed.current?.(), [waiting.events, waitsHere]);
   const turnStarted = (session: ChatSession<UIMessage>) => {
