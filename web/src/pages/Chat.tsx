@@ -2,7 +2,8 @@
 // (toolmux keeps the history; the client sends the conversation id and the new message), tool
 // calls as cards, approvals and questions inline. A turn outlives the page that started it: a
 // conversation reopened while its turn runs (a reload) shows what waits in the approvals queue
-// and reads itself again until the turn ends.
+// (approvals in their calls' cards, questions with their forms) and reads itself again when the
+// execution log's or the approvals' event stream says something happened, until the turn ends.
 // First, before the AI SDK builds its schemas: see the module.
 import "../zodJitless";
 import { Chat as ChatSession, useChat } from "@ai-sdk/react";
