@@ -1,10 +1,12 @@
 // Everything waiting for a person, from every channel, kept fresh for the navigation's count and
-// the Approvals page: approvals (`GET /api/approvals`) and questions (`GET /api/inputs`), read
-// again at once whenever the server's one event stream of them (`GET /api/approvals/stream`:
-// `pending`, `resolved`) says something changed, and every few seconds besides, so the count
-// stays right if the stream drops. How each wait ended (`resolved`) is kept too, so that a card
-// answered elsewhere (another tab, the Approvals page, the REST API) stops offering its buttons.
+// the Approvals page: approvals (`GET /api/approvals`) and questions (`GET /api/inputs`), one
+// query read again at once whenever the server's one event stream of them
+// (`GET /api/approvals/stream`: `pending`, `resolved`) says something changed, and every few
+// seconds besides, so the count stays right if the stream drops. How each wait ended
+// (`resolved`) is kept too, so that a card answered elsewhere (another tab, the Approvals page,
+// the REST API) stops offering its buttons.
 import { useEffect, useMemo, useState } from "react";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, openStream, type JsonSchema, type PendingApproval } from "./api";
 
 export interface PendingInput {
@@ -15,6 +17,8 @@ export interface PendingInput {
   schema?: JsonSchema;
   channel?: string;
   session?: string | null;
+  /// The MCP server whose form it is (an elicitation), when it is not the model's question.
+  asker?: string;
   created: string;
   expires?: string;
 }
@@ -27,47 +31,61 @@ export interface Waiting {
   inputs: PendingInput[];
   /// How each wait that ended while the page was open ended, by id.
   resolved: Record<string, Outcome>;
+  /// How many events the stream has brought: it changes whenever something began or stopped
+  /// waiting, for what follows a running turn.
+  events: number;
 }
 
+/// The query of what waits: read again (invalidated) at each of the stream's events and after an
+/// answer given on this page.
+const WAITING = ["waiting"];
+
+/// How often what waits is read besides, so the count stays right if the stream drops.
+const WAITING_POLL_MS = 5000;
+
 export function useWaiting(): Waiting {
-  const [waiting, setWaiting] = useState<Omit<Waiting, "resolved">>({ approvals: [], inputs: [] });
-  const [resolved, setResolved] = useState<Record<string, Outcome>>({});
-  useEffect(() => {
-    let live = true;
-    let timer: number | undefined;
-    const load = async () => {
+  const queryClient = useQueryClient();
+  const waiting = useQuery({
+    queryKey: WAITING,
+    queryFn: async () => {
       const [approvals, inputs] = await Promise.all([
-        api<{ approvals: PendingApproval[] }>("/api/approvals").then((r) => r.approvals).catch(() => null),
+        api<{ approvals: PendingApproval[] }>("/api/approvals").then((r) => r.approvals),
+        // Questions are the lesser half: without them the approvals are still counted.
         api<{ inputs: PendingInput[] }>("/api/inputs").then((r) => r.inputs).catch(() => []),
       ]);
-      // A failed read keeps the count as it was; the page shows the failure when it is open.
-      if (live && approvals) setWaiting({ approvals, inputs });
-    };
-    const poll = () => {
-      void load().finally(() => {
-        if (live) timer = window.setTimeout(poll, 5000);
-      });
-    };
+      return { approvals, inputs };
+    },
+    // A failed read keeps the count as it was (the query keeps its last data); the page shows
+    // the failure when it is open.
+    refetchInterval: WAITING_POLL_MS,
+  });
+  const [resolved, setResolved] = useState<Record<string, Outcome>>({});
+  const [events, setEvents] = useState(0);
+  useEffect(() => {
+    const load = () => void queryClient.invalidateQueries({ queryKey: WAITING });
     const source = openStream("/api/approvals/stream", {
       onEvent: (event, data) => {
         if (event === "resolved") {
           const ended = parseResolved(data);
           if (ended) setResolved((old) => ({ ...old, [ended.id]: ended.outcome }));
         }
-        if (event === "pending" || event === "resolved") void load();
+        if (event === "pending" || event === "resolved") {
+          setEvents((n) => n + 1);
+          load();
+        }
       },
     });
-    poll();
-    const changed = () => void load();
-    window.addEventListener("toolmux:approvals-changed", changed);
+    window.addEventListener("toolmux:approvals-changed", load);
     return () => {
-      live = false;
       source.close();
-      window.clearTimeout(timer);
-      window.removeEventListener("toolmux:approvals-changed", changed);
+      window.removeEventListener("toolmux:approvals-changed", load);
     };
-  }, []);
-  return useMemo(() => ({ ...waiting, resolved }), [waiting, resolved]);
+  }, [queryClient]);
+  const data = waiting.data;
+  return useMemo(
+    () => ({ approvals: data?.approvals ?? [], inputs: data?.inputs ?? [], resolved, events }),
+    [data, resolved, events],
+  );
 }
 
 /// A `resolved` event's `{id, outcome}`; null for anything else (the stream is the server's,

@@ -132,9 +132,11 @@ function App() {
   return <Shell />;
 }
 
-/// The page's data layer: what it fetched, shared by the components that show it. A failure is
-/// shown at once (the API's errors are answers, not hiccups to retry).
-const queries = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+/// The page's data layer: every read of the API a page shows goes through it, shared by the
+/// components that show it. A failure is shown at once (the API's errors are answers, not
+/// hiccups to retry). Pages stay fresh through the server's event streams and by reading again
+/// after their own changes, not whenever the window gets focus.
+const queries = new QueryClient({ defaultOptions: { queries: { retry: false, refetchOnWindowFocus: false } } });
 
 const root = document.getElementById("root");
 if (root)

@@ -350,6 +350,9 @@ fn approvals_flow(screen: Screen) {
     let flow = start("approvals", screen, FILE_READ_ASKS);
     let found = browse(&flow, "approvals", &[]);
     assert_eq!(found["badge"], "built-in · workspace");
+    // Issue 30: the waiting call and its approval are one card, which says it waits.
+    assert_eq!(found["cardsWhileWaiting"], 1, "{found}");
+    assert_eq!(found["waitingOutcome"], "waiting for you", "{found}");
     assert_eq!(found["approvals"], 1);
     // Allowed by the person for the conversation: toolmux ran the second call without asking
     // and says which approval allowed it; the denied one did not run.
@@ -395,6 +398,21 @@ fn conversation_at(flow: &Flow, address: &Value) -> Value {
     shown.json()
 }
 
+/// The texts of the conversation at `address` (its person's and its model's, not its tools'),
+/// once the server says its turn has ended.
+fn ended_turn_texts(flow: &Flow, address: &Value) -> Vec<String> {
+    let kept = conversation_at(flow, address);
+    assert_eq!(kept["running"], false, "{kept}");
+    kept["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// Issue 30: a page reloaded while its turn waits on an approval does not cancel the turn; the
 /// reloaded page shows the approval (from the queue) with live buttons and, once it is
 /// answered, the turn's answer.
@@ -406,7 +424,10 @@ fn reload_flow(screen: Screen) {
         json!(["Allow once", "Allow for this conversation", "Deny"]),
         "{found}"
     );
-    assert_eq!(found["waitingCards"][0]["outcome"], "running", "{found}");
+    assert_eq!(
+        found["waitingCards"][0]["outcome"], "waiting for you",
+        "{found}"
+    );
     assert_eq!(
         found["waitingCards"][0]["badge"], "built-in · workspace",
         "{found}"
@@ -418,19 +439,9 @@ fn reload_flow(screen: Screen) {
         "{found}"
     );
     assert_eq!(file_read_outcomes(&flow), ["ok"]);
-    let kept = conversation_at(&flow, &found["address"]);
-    assert_eq!(kept["running"], false, "{kept}");
-    let texts: Vec<&str> = kept["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter_map(|m| m["text"].as_str())
-        .filter(|t| !t.is_empty())
-        .collect();
     assert_eq!(
-        texts,
-        ["Read the plan after a reload", "The plan says secret."],
-        "{kept}"
+        ended_turn_texts(&flow, &found["address"]),
+        ["Read the plan after a reload", "The plan says secret."]
     );
 }
 
@@ -456,11 +467,37 @@ on_both_screens!(
     an_approval_answered_in_another_tab_updates_the_chats_card_on_a_phone
 );
 
-#[test]
-fn a_policy_changed_in_the_catalog_is_written_to_the_config_and_survives_a_restart() {
+/// Issue 30: a turn waiting on the model's question survives a reload, and the reloaded page
+/// shows the question's form (from the queue) whose answer reaches the model; it reads the
+/// conversation when something happens in it, not every second while the question waits. A
+/// question answered on the Approvals page of another tab loses its form in the chat and says
+/// so.
+fn questions_flow(screen: Screen) {
+    let flow = start("questions", screen, "");
+    let found = browse(&flow, "questions", &[]);
+    assert_eq!(found["answeredHere"], "Answered: teal", "{found}");
+    assert!(
+        found["readsWhileWaiting"].as_u64().is_some_and(|n| n <= 1),
+        "the page read the conversation on a clock while its question waited: {found}"
+    );
+    assert_eq!(found["said"], "Answered elsewhere", "{found}");
+    assert_eq!(found["controls"], 0, "{found}");
+    assert_eq!(
+        ended_turn_texts(&flow, &found["address"]),
+        ["Pick a colour for me", "Teal it is."]
+    );
+}
+
+on_both_screens!(
+    questions_flow:
+    a_question_waiting_in_a_turn_survives_a_reload_and_one_answered_elsewhere_says_so,
+    a_question_waiting_in_a_turn_survives_a_reload_and_one_answered_elsewhere_says_so_on_a_phone
+);
+
+fn tools_flow(screen: Screen) {
     let flow = start(
         "tools",
-        Screen::Desktop,
+        screen,
         r#""toolSettings": {"file_search": {"enabled": false}}"#,
     );
     let before = flow.served.get("/api/tools/file_search");
@@ -497,9 +534,14 @@ fn a_policy_changed_in_the_catalog_is_written_to_the_config_and_survives_a_resta
     assert_eq!(grep.json()["policy"], "deny");
 }
 
-#[test]
-fn a_pasted_mcp_servers_block_adds_the_server_and_discovers_its_tools() {
-    let flow = start("servers", Screen::Desktop, "");
+on_both_screens!(
+    tools_flow:
+    a_policy_changed_in_the_catalog_is_written_to_the_config_and_survives_a_restart,
+    a_policy_changed_in_the_catalog_on_a_phone_is_written_to_the_config
+);
+
+fn servers_flow(screen: Screen) {
+    let flow = start("servers", screen, "");
     let everything = node_peer("upstream", "mcp-server-everything");
     let block = json!({"mcpServers": {"everything": {"command": everything}}}).to_string();
     // Claude Code's file, for the Import button.
@@ -539,9 +581,14 @@ fn a_pasted_mcp_servers_block_adds_the_server_and_discovers_its_tools() {
     assert!(flow.project.saved_config()["mcpServers"]["everything"].is_object());
 }
 
-#[test]
-fn the_activity_page_shows_a_call_made_from_the_command_line() {
-    let flow = start("activity", Screen::Desktop, "");
+on_both_screens!(
+    servers_flow:
+    a_pasted_mcp_servers_block_adds_the_server_and_discovers_its_tools,
+    a_pasted_mcp_servers_block_adds_the_server_on_a_phone
+);
+
+fn activity_flow(screen: Screen) {
+    let flow = start("activity", screen, "");
     flow.project
         .run(&["tools", "call", "file_search", "-a", "pattern=**/*.md"])
         .ok();
@@ -576,7 +623,15 @@ fn the_activity_page_shows_a_call_made_from_the_command_line() {
         found["streamOpens"], 1,
         "typing a tool filter opens the stream once, after the typing: {found}"
     );
+    // On a phone the log folds into a list, a row's cells one under another.
+    assert_eq!(found["folded"], matches!(screen, Screen::Phone), "{found}");
 }
+
+on_both_screens!(
+    activity_flow:
+    the_activity_page_shows_a_call_made_from_the_command_line,
+    the_activity_page_shows_a_call_made_from_the_command_line_on_a_phone
+);
 
 /// The sessions flow on `screen`: a session started from the page, its log followed live
 /// through the event stream (which carries the session key the page keeps and sends on every
@@ -609,6 +664,8 @@ fn sessions_flow(screen: Screen) {
     assert!(statuses.contains(&"cancelled".to_string()), "{statuses:?}");
     assert!(statuses.contains(&"completed".to_string()), "{statuses:?}");
     assert_eq!(found["rows"], 2, "{found}");
+    // On a phone the table folds into a list, a row's cells one under another.
+    assert_eq!(found["folded"], matches!(screen, Screen::Phone), "{found}");
 }
 
 on_both_screens!(
@@ -697,8 +754,7 @@ fn oauth_peers() -> (String, Background, Background) {
     (format!("http://127.0.0.1:{mcp_port}/mcp"), auth, mcp)
 }
 
-#[test]
-fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
+fn signin_flow(screen: Screen) {
     let (mcp_url, _auth, _mcp) = oauth_peers();
     let fixtures_dir = tempfile::tempdir().expect("a folder for the fixtures");
     let aimock = Aimock::start(
@@ -713,7 +769,7 @@ fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
     let project = project(&aimock, &extra);
     // The tokens go to the encrypted-file store: the machine has no keyring.
     let served = Served::start_with_env(&project, &[], &[("TOOLMUX_SECRET_BACKEND", "file")]);
-    let scratch = scratch("signin");
+    let scratch = scratch(&screen.folder("signin"));
     // Discovery is refused until someone signs in: the server reads `needs-sign-in`.
     let _ = served.post("/api/mcp-servers/oauthy/refresh", "");
     let view = served.get("/api/mcp-servers/oauthy").json();
@@ -726,7 +782,7 @@ fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
         project,
         served,
         scratch,
-        screen: Screen::Desktop,
+        screen,
         _fixtures: fixtures_dir,
     };
     let found = browse(&flow, "signin", &[]);
@@ -735,21 +791,31 @@ fn a_server_that_needs_sign_in_is_signed_in_from_its_button() {
     assert_eq!(flow.served.tool_names("oauthy").len(), 1, "{found}");
 }
 
-#[test]
-fn every_page_has_no_serious_accessibility_violation_in_light_or_dark() {
-    let flow = start("a11y", Screen::Desktop, "");
+on_both_screens!(
+    signin_flow:
+    a_server_that_needs_sign_in_is_signed_in_from_its_button,
+    a_server_that_needs_sign_in_is_signed_in_from_its_button_on_a_phone
+);
+
+fn a11y_flow(screen: Screen) {
+    let flow = start("a11y", screen, "");
     let found = browse(&flow, "a11y", &[]);
     assert_eq!(found["serious"], json!([]), "{}", found["findings"]);
     assert_eq!(found["first"], "Skip to content");
     assert_eq!(found["screenshots"].as_array().map(Vec::len), Some(7));
 }
 
+on_both_screens!(
+    a11y_flow:
+    every_page_has_no_serious_accessibility_violation_in_light_or_dark,
+    every_page_has_no_serious_accessibility_violation_on_a_phone
+);
+
 /// The sizes the issue budgets, asserted: ≤ 300 KB of compressed JavaScript on the first load,
 /// a catalog of 1,000 tools that renders only what is in view, 50 cards and a 20,000-token
 /// answer all shown and followed. Times (catalog render, long tasks while streaming) are
 /// printed for the closing note, never asserted: this is a test, not a benchmark.
-#[test]
-fn the_first_load_fits_its_budget_and_long_pages_stay_virtualised() {
+fn perf_flow(screen: Screen) {
     let tools: serde_json::Map<String, Value> = (0..1000)
         .map(|i| {
             (
@@ -760,7 +826,7 @@ fn the_first_load_fits_its_budget_and_long_pages_stay_virtualised() {
         })
         .collect();
     let extra = format!(r#""tools": {}"#, Value::Object(tools));
-    let flow = start("perf", Screen::Desktop, &extra);
+    let flow = start("perf", screen, &extra);
     let found = browse(&flow, "perf", &[]);
     eprintln!(
         "webapp figures: first load {} bytes of JS (compressed) in {} files; catalog of {} in \
@@ -792,3 +858,9 @@ fn the_first_load_fits_its_budget_and_long_pages_stay_virtualised() {
     );
     assert!(found["catalogMs"].as_f64().is_some_and(|ms| ms > 0.0));
 }
+
+on_both_screens!(
+    perf_flow:
+    the_first_load_fits_its_budget_and_long_pages_stay_virtualised,
+    the_first_load_fits_its_budget_and_long_pages_stay_virtualised_on_a_phone
+);

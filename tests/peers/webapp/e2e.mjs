@@ -3,7 +3,7 @@
 // checks what the flows leave on disk and in the server).
 //
 // Usage: node e2e.mjs PHASE URL SCRATCH
-//   PHASE   chat | conversations | layout | approvals | reload | elsewhere | tools | servers | signin | activity | sessions | progress | a11y | perf
+//   PHASE   chat | conversations | layout | approvals | reload | elsewhere | questions | tools | servers | signin | activity | sessions | progress | a11y | perf
 //   URL     the web app's URL as `toolmux serve` printed it (with `#token=…`)
 //   SCRATCH a folder for the browser's profile and the screenshots
 // E2E_WIDTH (optional) is the viewport's width, for a phone-sized screen (390 × 844); without it
@@ -58,6 +58,10 @@ async function open(options = {}) {
   await page.goto(url);
   await page.waitForURL((u) => u.pathname === "/chat" && u.hash === "");
   await page.getByRole("navigation", { name: "Pages" }).waitFor();
+  // The address is /chat before the app has rendered it: the app's effects of the move from `/`
+  // (one closes the menu, so a Menu opened before it would close again) run in the commit that
+  // also titles the page, so the title says they ran.
+  await page.waitForFunction(() => document.title === "Chat · toolmux");
   return { context, page, problems };
 }
 
@@ -140,6 +144,15 @@ function cardViews(page) {
       lines: card.querySelectorAll("table.code-lines tr").length,
     })),
   );
+}
+
+// Whether a table's row is folded into a list (its cells one under another, as on a phone)
+// rather than laid out side by side.
+function rowFolded(row) {
+  return row.evaluate((tr) => {
+    const lefts = [...tr.querySelectorAll("td")].map((td) => Math.round(td.getBoundingClientRect().left));
+    return lefts.length > 1 && lefts.every((x) => x === lefts[0]);
+  });
 }
 
 async function ask(page, text) {
@@ -298,7 +311,13 @@ const phases = {
     const card = page.locator("section.approval-card").first();
     await card.waitFor();
     await waitingCount(page).filter({ hasText: "1" }).waitFor();
-    const badge = await card.locator(".badge").innerText();
+    // One card for the call and its approval (issue 30): the call's card holds the buttons and
+    // says it waits. Counted once the call's card is there.
+    const call = page.locator('article.tool-card[data-tool="file_read"]').first();
+    await call.waitFor();
+    const cardsWhileWaiting = await page.locator(".message.assistant > article.tool-card, .message.assistant > section.approval-card").count();
+    const waitingOutcome = await call.locator("header .outcome").innerText();
+    const badge = await call.locator(".badge").first().innerText();
     await card.getByLabel("Reason for denying").fill("not today");
     await card.getByRole("button", { name: "Deny" }).click();
     await page.locator(".message.assistant", { hasText: "I was not allowed to read plan.txt." }).waitFor();
@@ -325,7 +344,7 @@ const phases = {
     await page.locator(".message.assistant", { hasText: "Teal it is." }).waitFor();
     const screenshot = await shot(page, "chat-approvals");
     await context.close();
-    return { badge, denied, approvals, screenshots: [screenshot], problems };
+    return { badge, cardsWhileWaiting, waitingOutcome, denied, approvals, screenshots: [screenshot], problems };
   },
 
   // A turn survives a reload (issue 30): reloaded while its approval waits, the page shows the
@@ -374,6 +393,68 @@ const phases = {
     const screenshot = await shot(page, "chat-answered-elsewhere");
     await context.close();
     return { said, buttons, screenshots: [otherShot, screenshot], problems };
+  },
+
+  // A question waiting for a person (issue 30). Reloaded while it waits, the page shows its
+  // form from the queue, reads the conversation only when something happens in it (not on a
+  // clock while the question waits), and the answer given in that form reaches the model. Asked
+  // again and answered on the Approvals page of another tab, the chat's card loses its form and
+  // says so.
+  async questions() {
+    const { context, page, problems } = await open();
+    const question = "Which colour do you like?";
+    await ask(page, "Pick a colour for me");
+    await page.locator("section.input-card", { hasText: question }).getByLabel("Your answer").waitFor();
+    await page.waitForURL((u) => /^\/chat\/.+/.test(u.pathname));
+    const address = new URL(page.url()).pathname;
+    const conversationReads = [];
+    page.on("request", (r) => {
+      if (new URL(r.url()).pathname === `/api/conversations/${address.slice("/chat/".length)}`) conversationReads.push(Date.now());
+    });
+    await page.reload();
+    await page.waitForURL((u) => u.pathname === address);
+    const reloaded = page.locator("section.input-card", { hasText: question });
+    await reloaded.getByLabel("Your answer").waitFor();
+    await page.getByRole("status").filter({ hasText: "still being worked on" }).waitFor();
+    // The count of reads once the form shows, over three seconds of waiting.
+    const shown = Date.now();
+    await page.waitForTimeout(3000);
+    const readsWhileWaiting = conversationReads.filter((t) => t > shown).length;
+    const reloadedShot = await shot(page, "chat-question-reloaded");
+    await reloaded.getByLabel("Your answer").fill("teal");
+    await reloaded.getByRole("button", { name: "Send" }).click();
+    await page.locator(".message.assistant", { hasText: "Teal it is." }).waitFor();
+    const answeredHere = await reloaded.getByRole("status").innerText();
+    const answeredShot = await shot(page, "chat-question-answered");
+
+    await newConversation(page);
+    await ask(page, "Pick a colour for me");
+    const card = page.locator("section.input-card", { hasText: question });
+    await card.getByLabel("Your answer").waitFor();
+    const other = await context.newPage();
+    other.on("pageerror", (e) => problems.push(`other tab: page error: ${e.message}`));
+    await other.goto(origin + "/approvals");
+    const waitingQuestion = other.locator("li.input-card", { hasText: question });
+    // The server's free-text schema names its one field "Answer".
+    await waitingQuestion.getByRole("textbox").fill("teal");
+    await waitingQuestion.getByRole("button", { name: "Answer", exact: true }).click();
+    await waitingQuestion.waitFor({ state: "detached" });
+    await other.close();
+    await card.getByRole("status").filter({ hasText: "Answered elsewhere" }).waitFor();
+    const said = await card.getByRole("status").innerText();
+    const controls = await card.locator("button, input, textarea, select").count();
+    await page.locator(".message.assistant", { hasText: "Teal it is." }).nth(0).waitFor();
+    const elsewhereShot = await shot(page, "chat-question-answered-elsewhere");
+    await context.close();
+    return {
+      address,
+      readsWhileWaiting,
+      answeredHere,
+      said,
+      controls,
+      screenshots: [reloadedShot, answeredShot, elsewhereShot],
+      problems,
+    };
   },
 
   // The catalog: a switched-off tool listed greyed and switched on again, search, a tool's
@@ -516,6 +597,7 @@ const phases = {
     writeFileSync(join(scratch, "tail-live"), "");
     await page.locator('tr[data-tool="file_read"]', { hasText: "cli" }).first().waitFor({ timeout: 60_000 });
     const readsWhileLive = listReadsAfterLive;
+    const folded = await rowFolded(row);
     const screenshot = await shot(page, "activity");
     // Typing a filter reloads the list and reopens the stream once, when the typing pauses,
     // not once per key.
@@ -528,7 +610,7 @@ const phases = {
     await page.getByTestId("tail-state").filter({ hasText: /^live$/ }).waitFor();
     check(streamOpens === 1, `typing a 9-letter filter opened the stream ${streamOpens} times`);
     await context.close();
-    return { liveRow: true, listReadsAfterLive: readsWhileLive, streamOpens, screenshots: [screenshot], problems };
+    return { liveRow: true, listReadsAfterLive: readsWhileLive, streamOpens, folded, screenshots: [screenshot], problems };
   },
 
   // Coding sessions: one started from the page and followed live to its end, one cancelled.
@@ -560,9 +642,10 @@ const phases = {
     await page.getByRole("link", { name: "← All sessions" }).click();
     await page.locator("table.sessions-table tbody tr").nth(1).waitFor();
     const rows = await page.locator("table.sessions-table tbody tr").count();
+    const folded = await rowFolded(page.locator("table.sessions-table tbody tr").first());
     const listShot = await shot(page, "sessions");
     await context.close();
-    return { finished, cancelled, rows, screenshots: [doneShot, listShot], problems };
+    return { finished, cancelled, rows, folded, screenshots: [doneShot, listShot], problems };
   },
 
   // A call of an MCP server's long-running tool shows its progress live on its card.

@@ -1,7 +1,7 @@
 // One tool call as a card: its name, where it comes from, its arguments, live progress while it
 // runs, how long it took, its outcome and its result, with a link to its execution-log entry.
 import type { DynamicToolUIPart } from "ai";
-import { memo } from "react";
+import { memo, type ReactNode } from "react";
 import { Link } from "react-router";
 import { JsonTree } from "./JsonTree";
 import { ErrorView, ResultView } from "./Renderers";
@@ -55,8 +55,22 @@ export function SourceBadge({ source, kind: given }: { source?: string; kind?: "
 /// Rendered again only when the call changes state or reports progress, not on every delta of
 /// the answer that streams around it. The comparison reads `state` and `source` as they were
 /// when each render was asked for: the part object itself may be one the SDK goes on editing.
-export function ToolCard({ part, progress }: { part: DynamicToolUIPart; progress?: Progress }) {
-  return <MemoCard part={part} state={part.state} source={sourceOf(part)} progress={progress} />;
+/// `approval` is the call's approval, shown in the card (its buttons while it waits);
+/// `approvalState` names what of it the card shows (its id, and how it ended), so that the card
+/// is rendered again when that changes.
+export function ToolCard(props: { part: DynamicToolUIPart; progress?: Progress; approval?: ReactNode; approvalState?: string; waiting?: boolean }) {
+  const { part, progress, approval, approvalState, waiting } = props;
+  return (
+    <MemoCard
+      part={part}
+      state={part.state}
+      source={sourceOf(part)}
+      progress={progress}
+      approval={approval}
+      approvalState={approvalState}
+      waiting={waiting}
+    />
+  );
 }
 
 interface CardProps {
@@ -64,20 +78,32 @@ interface CardProps {
   state: DynamicToolUIPart["state"];
   source?: string;
   progress?: Progress;
+  approval?: ReactNode;
+  approvalState?: string;
+  /// The call waits for a person's approval.
+  waiting?: boolean;
 }
 
-const MemoCard = memo(ToolCardView, (a: CardProps, b: CardProps) => a.state === b.state && a.source === b.source && a.progress === b.progress);
+const MemoCard = memo(
+  ToolCardView,
+  (a: CardProps, b: CardProps) =>
+    a.state === b.state &&
+    a.source === b.source &&
+    a.progress === b.progress &&
+    a.approvalState === b.approvalState &&
+    a.waiting === b.waiting,
+);
 
-function ToolCardView({ part, source, progress }: CardProps) {
+function ToolCardView({ part, source, progress, approval, waiting }: CardProps) {
   const output = part.state === "output-available" ? (part.output as Output) : undefined;
   const running = part.state === "input-streaming" || part.state === "input-available";
-  const outcome = running ? "running" : part.state === "output-error" ? "failed" : "done";
+  const outcome = running ? (waiting ? "waiting for you" : "running") : part.state === "output-error" ? "failed" : "done";
   return (
     <article className={`tool-card ${outcome}`} aria-label={`Tool call ${part.toolName}`} data-tool={part.toolName}>
       <header>
         <strong className="tool-name">{part.toolName}</strong>
         <SourceBadge source={source} />
-        <span className={`outcome ${outcome}`}>{outcome}</span>
+        <span className={`outcome ${running ? "running" : outcome}`}>{outcome}</span>
         {output?.durationMs !== undefined && <span className="muted duration">{output.durationMs} ms</span>}
         {output?.logId && (
           <Link to={`/activity?id=${encodeURIComponent(output.logId)}`} className="log-link">
@@ -102,7 +128,12 @@ function ToolCardView({ part, source, progress }: CardProps) {
           </span>
         </div>
       )}
-      {running && !progress && <p className="muted" aria-live="polite">Running…</p>}
+      {approval}
+      {running && !progress && !waiting && (
+        <p className="muted" aria-live="polite">
+          Running…
+        </p>
+      )}
       {output && (
         <div className="result" role="region" aria-label={`Result of ${part.toolName}`} tabIndex={0}>
           <ResultView tool={part.toolName} input={part.input} structured={output.structured} content={output.content} />

@@ -2,11 +2,12 @@
 // event stream of the log (`GET /api/logs/stream`, which also sees calls made by other toolmux
 // processes, the CLI's included); each time it (re)connects, the page reads the newest entries
 // again, so nothing falls between the list and the stream.
-import { useCallback, useEffect, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { api, describe, openStream } from "../api";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge } from "../components/ToolCard";
 import { Link, useLocation } from "react-router";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 
 interface LogEntry {
   id: string;
@@ -42,26 +43,25 @@ export default function Activity() {
   const [source, setSource] = useState("");
   const [channel, setChannel] = useState("");
   const [tail, setTail] = useState(true);
-  const [entries, setEntries] = useState<LogEntry[]>([]);
-  const [error, setError] = useState<string | null>(null);
   const [selected, setSelected] = useState<string | null>(params.get("id"));
   const [live, setLive] = useState<"connecting" | "live" | "stopped">("connecting");
   const toolFilter = useSettled(tool, 300);
-  const load = useCallback(async () => {
-    const q = new URLSearchParams({ limit: "500" });
-    if (toolFilter) q.set("tool", toolFilter);
-    if (outcome) q.set("outcome", outcome);
-    if (since) q.set("since", since);
-    try {
-      const list = await api<{ entries: LogEntry[] }>(`/api/logs?${q}`);
-      setEntries(list.entries.reverse());
-      setError(null);
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, [toolFilter, outcome, since]);
+  const queryClient = useQueryClient();
+  // The list for the filters the server applies; the live tail adds to it as calls are logged.
+  const logsKey = useMemo(() => ["logs", toolFilter, outcome, since], [toolFilter, outcome, since]);
+  const list = useQuery({
+    queryKey: logsKey,
+    queryFn: async () => {
+      const q = new URLSearchParams({ limit: "500" });
+      if (toolFilter) q.set("tool", toolFilter);
+      if (outcome) q.set("outcome", outcome);
+      if (since) q.set("since", since);
+      return (await api<{ entries: LogEntry[] }>(`/api/logs?${q}`)).entries.reverse();
+    },
+  });
+  const entries = list.data ?? [];
+  const error = list.error ? describe(list.error) : null;
   useEffect(() => {
-    void load();
     if (!tail) return;
     const q = new URLSearchParams();
     if (toolFilter) q.set("tool", toolFilter);
@@ -69,18 +69,20 @@ export default function Activity() {
     setLive("connecting");
     const events = openStream(`/api/logs/stream?${q}`, {
       // "live" once the list read on (re)connecting is in, so nothing that came before is missing.
-      onOpen: () => void load().then(() => setLive("live")),
+      onOpen: () => void queryClient.refetchQueries({ queryKey: logsKey, exact: true }).then(() => setLive("live")),
       onEvent: (event, data) => {
         if (event !== "entry") return;
         const entry = JSON.parse(data) as LogEntry;
-        setEntries((old) => (old.some((o) => o.id === entry.id) ? old : [entry, ...old].slice(0, 500)));
+        queryClient.setQueryData<LogEntry[]>(logsKey, (old = []) =>
+          old.some((o) => o.id === entry.id) ? old : [entry, ...old].slice(0, 500),
+        );
       },
       onState: (state) => {
         if (state !== "open") setLive(state === "closed" ? "stopped" : "connecting");
       },
     });
     return () => events.close();
-  }, [load, tail, toolFilter, outcome]);
+  }, [logsKey, tail, toolFilter, outcome, queryClient]);
   const shown = entries.filter((e) => (!source || e.source === source) && (!channel || e.channel === channel));
   const sources = [...new Set(entries.map((e) => e.source).filter((s): s is string => !!s))].sort();
   const channels = [...new Set(entries.map((e) => e.channel))].sort();
@@ -159,16 +161,18 @@ export default function Activity() {
           <tbody>
             {shown.map((e) => (
               <tr key={e.id} className={e.id === selected ? "selected" : undefined} data-tool={e.tool}>
-                <td>{new Date(e.timestamp).toLocaleTimeString()}</td>
-                <td>
+                <td data-label="Time">{new Date(e.timestamp).toLocaleTimeString()}</td>
+                <td data-label="Tool">
                   <button type="button" className="link" onClick={() => setSelected(e.id)}>
                     {e.tool}
                   </button>
                 </td>
-                <td>{e.source && <SourceBadge source={e.source} />}</td>
-                <td>{e.channel}</td>
-                <td className={`outcome ${e.outcome}`}>{e.outcome}</td>
-                <td>{(e.durationUs / 1000).toFixed(1)} ms</td>
+                <td data-label="Source">{e.source && <SourceBadge source={e.source} />}</td>
+                <td data-label="Channel">{e.channel}</td>
+                <td data-label="Outcome" className={`outcome ${e.outcome}`}>
+                  {e.outcome}
+                </td>
+                <td data-label="Duration">{(e.durationUs / 1000).toFixed(1)} ms</td>
               </tr>
             ))}
           </tbody>

@@ -2,19 +2,20 @@
 // (toolmux keeps the history; the client sends the conversation id and the new message), tool
 // calls as cards, approvals and questions inline. A turn outlives the page that started it: a
 // conversation reopened while its turn runs (a reload) shows what waits in the approvals queue
-// and reads itself again until the turn ends.
+// (approvals in their calls' cards, questions with their forms) and reads itself again when the
+// execution log's or the approvals' event stream says something happened, until the turn ends.
 // First, before the AI SDK builds its schemas: see the module.
 import "../zodJitless";
 import { Chat as ChatSession, useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type DynamicToolUIPart, type UIMessage } from "ai";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { ApiFailure, answerApproval, api, describe, sessionHeaders, type JsonSchema, type PendingApproval, type Schemas } from "../api";
+import { ApiFailure, answerApproval, api, describe, openStream, sessionHeaders, type JsonSchema, type PendingApproval, type Schemas } from "../api";
 import { FoldButton } from "../components/FoldButton";
 import { Markdown } from "../components/Markdown";
 import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge, ToolCard, type Progress } from "../components/ToolCard";
-import type { Outcome, Waiting } from "../approvals";
+import type { Outcome, PendingInput, Waiting } from "../approvals";
 import { Link, useLocation, useNavigate } from "react-router";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 
@@ -79,6 +80,13 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
 /// The conversation list's query: reloaded (invalidated) whenever a turn starts or ends, or one
 /// is renamed or deleted.
 const CONVERSATIONS = ["conversations"];
+
+/// One conversation's query (apart from the list's, so that reloading the list does not read
+/// the conversation shown again).
+const conversationKey = (id: string) => ["conversation", id];
+
+/// `GET /api/conversations/{id}`.
+const readConversation = (id: string) => api<ConversationDetail>(`/api/conversations/${encodeURIComponent(id)}`);
 
 function Conversations(props: { current?: string; open: boolean; onClose: () => void }) {
   const { current, open, onClose } = props;
@@ -214,7 +222,7 @@ const ENDED_ELSEWHERE: Partial<Record<Outcome, string>> = {
 /// An approval in the thread. `outcome` is how it ended when it ended anywhere (the approvals
 /// stream): answered on the Approvals page, in another tab, over REST, or timed out; the card
 /// then says so and offers no button that could only fail.
-function ApprovalCard({ data, outcome }: { data: ApprovalData; outcome?: Outcome }) {
+function ApprovalCard({ data, outcome, inCard }: { data: ApprovalData; outcome?: Outcome; inCard?: boolean }) {
   const [done, setDone] = useState<string | null>(null);
   const [answering, setAnswering] = useState(false);
   const [reason, setReason] = useState("");
@@ -244,14 +252,26 @@ function ApprovalCard({ data, outcome }: { data: ApprovalData; outcome?: Outcome
   // calls in this conversation run without asking, so no card comes for them.
   return (
     <section className="approval-card" aria-label={`Approval for ${data.tool}`}>
-      <header>
-        <strong>{data.tool}</strong> <SourceBadge source={data.source} /> wants to run.
-      </header>
+      {inCard ? (
+        // The call's card around it shows the tool, its source and its arguments; the question
+        // is the policy's message when it has one.
+        !data.message && (
+          <header>
+            Allow <strong>{data.tool}</strong> to run?
+          </header>
+        )
+      ) : (
+        <>
+          <header>
+            <strong>{data.tool}</strong> <SourceBadge source={data.source} /> wants to run.
+          </header>
+          <details>
+            <summary>Arguments</summary>
+            <JsonTree value={data.arguments} />
+          </details>
+        </>
+      )}
       {data.message && <p>{data.message}</p>}
-      <details>
-        <summary>Arguments</summary>
-        <JsonTree value={data.arguments} />
-      </details>
       {ended ? (
         <p className="muted" role="status">
           {ended}
@@ -291,26 +311,45 @@ interface InputData {
   asker?: unknown;
 }
 
-function InputCard({ data }: { data: InputData }) {
+/// What a card says of a question that ended without an answer from it.
+const QUESTION_ENDED_ELSEWHERE: Partial<Record<Outcome, string>> = {
+  accepted: "Answered elsewhere",
+  declined: "Declined elsewhere",
+  cancelled: "Dismissed elsewhere",
+  withdrawn: "No longer waiting: it timed out or its turn was cancelled",
+};
+
+/// A question in the thread (the model's `request_human_input`, or a server's form). Like an
+/// approval's card, it says how it ended when it was answered anywhere else (`outcome`, from
+/// the approvals stream) and then offers no form that could only fail.
+function InputCard({ data, outcome }: { data: InputData; outcome?: Outcome }) {
   const [done, setDone] = useState<string | null>(null);
+  const [sending, setSending] = useState(false);
   const [text, setText] = useState("");
   const [error, setError] = useState<string | null>(null);
   const send = async (body: unknown, label: string) => {
+    setSending(true);
     try {
       await api(data.answer, { method: "POST", body });
       setDone(label);
     } catch (e) {
-      setError(describe(e));
+      // Gone between the stream's word and the click: say so instead of offering it again.
+      if (e instanceof ApiFailure && e.status === 404) setDone("No longer waiting: it was answered elsewhere or timed out");
+      else setError(describe(e));
+    } finally {
+      setSending(false);
     }
   };
+  // While this card's own answer is on its way, the stream's word of it is this answer.
+  const ended = done ?? (outcome && !sending ? (QUESTION_ENDED_ELSEWHERE[outcome] ?? `Ended: ${outcome}`) : null);
   return (
     <section className="input-card" aria-label="Question">
       <p>
         <strong>{data.asker ? `${String(data.asker)} asks:` : "The model asks:"}</strong> {data.question}
       </p>
-      {done ? (
+      {ended ? (
         <p className="muted" role="status">
-          {done}
+          {ended}
         </p>
       ) : data.form ? (
         <SchemaForm
@@ -350,6 +389,70 @@ function approvalData(approval: PendingApproval): ApprovalData {
   return { approvalId: approval.id, tool: r.tool, source: r.source, arguments: r.arguments, message: r.message };
 }
 
+/// `value` as JSON with its objects' keys in order, so that two copies of the same arguments
+/// compare equal whichever order their keys came in.
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object")
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
+  return JSON.stringify(value) ?? "null";
+}
+
+/// Which call each approval is for, by call id: the first call not yet matched of the same
+/// tool with the same arguments (an approval does not name its call). An approval with no such
+/// call is shown on its own.
+function approvalsByCall(messages: UIMessage[], approvals: ApprovalData[]): Map<string, ApprovalData> {
+  const byCall = new Map<string, ApprovalData>();
+  if (approvals.length === 0) return byCall;
+  const calls = messages.flatMap((m) => m.parts.filter((p): p is DynamicToolUIPart => p.type === "dynamic-tool"));
+  for (const approval of approvals) {
+    const args = canonical(approval.arguments);
+    const call = calls.find((c) => !byCall.has(c.toolCallId) && c.toolName === approval.tool && canonical(c.input) === args);
+    if (call) byCall.set(call.toolCallId, approval);
+  }
+  return byCall;
+}
+
+/// Whether a question's schema is the free-text one (`{"answer": "..."}`), which the card asks
+/// as one text field rather than as a form, as the turn's stream does.
+function isFreeText(schema: JsonSchema | undefined): boolean {
+  const properties = schema?.properties as Record<string, { type?: unknown }> | undefined;
+  const names = Object.keys(properties ?? {});
+  return names.length === 1 && names[0] === "answer" && properties?.answer?.type === "string";
+}
+
+/// A waiting question of conversation `conversation` from the queue, as the turn's stream
+/// words it.
+function inputData(conversation: string, input: PendingInput): InputData {
+  return {
+    requestId: input.id,
+    question: input.question,
+    answer: `/api/chat/${encodeURIComponent(conversation)}/input`,
+    form: isFreeText(input.schema) ? undefined : input.schema,
+    asker: input.asker,
+  };
+}
+
+/// What conversation `id` waits on in the queue (approvals and questions), kept once seen while
+/// the conversation is shown: a card answered elsewhere leaves the queue, and then says how it
+/// ended instead of vanishing.
+function useQueued(id: string, waiting: Waiting): { approvals: PendingApproval[]; inputs: PendingInput[] } {
+  const [seen, setSeen] = useState<{ approvals: PendingApproval[]; inputs: PendingInput[] }>({ approvals: [], inputs: [] });
+  useEffect(() => {
+    setSeen((old) => {
+      const approvals = waiting.approvals.filter((a) => a.request.session === id && !old.approvals.some((o) => o.id === a.id));
+      const inputs = waiting.inputs.filter((i) => i.session === id && !old.inputs.some((o) => o.id === i.id));
+      return approvals.length === 0 && inputs.length === 0
+        ? old
+        : { approvals: [...old.approvals, ...approvals], inputs: [...old.inputs, ...inputs] };
+    });
+  }, [id, waiting]);
+  return seen;
+}
+
 function Conversation(props: {
   chat: ChatSession<UIMessage>;
   model: string;
@@ -370,9 +473,25 @@ function Conversation(props: {
   // What this conversation's turn waits on that its stream did not bring (the page was
   // reloaded, or opened again, while the turn waited): read from the approvals queue.
   const inline = new Set(
-    messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "data-approval" ? [(p.data as ApprovalData).approvalId] : []))),
+    messages.flatMap((m) =>
+      m.parts.flatMap((p) =>
+        p.type === "data-approval"
+          ? [(p.data as ApprovalData).approvalId]
+          : p.type === "data-input-request"
+            ? [(p.data as InputData).requestId]
+            : [],
+      ),
+    ),
   );
-  const queued = streaming ? [] : waiting.approvals.filter((a) => a.request.session === id && !inline.has(a.id));
+  const waitingHere = useQueued(id, waiting);
+  const queued = streaming ? [] : waitingHere.approvals.filter((a) => !inline.has(a.id));
+  const queuedInputs = streaming ? [] : waitingHere.inputs.filter((i) => !inline.has(i.id));
+  // Each approval is shown in the card of the call it is for, one card per call.
+  const byCall = approvalsByCall(messages, [
+    ...messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "data-approval" ? [p.data as ApprovalData] : []))),
+    ...queued.map(approvalData),
+  ]);
+  const inCards = new Set([...byCall.values()].map((a) => a.approvalId));
   const send = (e: FormEvent) => {
     e.preventDefault();
     const text = draft.trim();
@@ -437,21 +556,40 @@ function Conversation(props: {
             {m.parts.map((p, i) => {
               if (p.type === "text")
                 return m.role === "user" ? <p key={i}>{p.text}</p> : <Markdown key={i} text={p.text} />;
-              if (p.type === "dynamic-tool") return <ToolCard key={p.toolCallId} part={p} progress={progress[p.toolCallId]} />;
+              if (p.type === "dynamic-tool") {
+                const approval = byCall.get(p.toolCallId);
+                const outcome = approval ? waiting.resolved[approval.approvalId] : undefined;
+                return (
+                  <ToolCard
+                    key={p.toolCallId}
+                    part={p}
+                    progress={progress[p.toolCallId]}
+                    approval={approval && <ApprovalCard key={approval.approvalId} data={approval} outcome={outcome} inCard />}
+                    approvalState={approval && `${approval.approvalId}:${outcome ?? ""}`}
+                    waiting={approval !== undefined && outcome === undefined}
+                  />
+                );
+              }
               if (p.type === "data-approval") {
                 const data = p.data as ApprovalData;
+                if (inCards.has(data.approvalId)) return null;
                 return <ApprovalCard key={data.approvalId} data={data} outcome={waiting.resolved[data.approvalId]} />;
               }
               if (p.type === "data-input-request") {
                 const data = p.data as InputData;
-                return <InputCard key={data.requestId} data={data} />;
+                return <InputCard key={data.requestId} data={data} outcome={waiting.resolved[data.requestId]} />;
               }
               return null;
             })}
           </div>
         ))}
-        {queued.map((a) => (
-          <ApprovalCard key={a.id} data={approvalData(a)} outcome={waiting.resolved[a.id]} />
+        {queued
+          .filter((a) => !inCards.has(a.id))
+          .map((a) => (
+            <ApprovalCard key={a.id} data={approvalData(a)} outcome={waiting.resolved[a.id]} />
+          ))}
+        {queuedInputs.map((i) => (
+          <InputCard key={i.id} data={inputData(id, i)} outcome={waiting.resolved[i.id]} />
         ))}
         {runningElsewhere && (
           <p className="muted" role="status">
@@ -522,8 +660,10 @@ function chatSession(
   return session;
 }
 
-/// How often a conversation whose turn runs without this page's stream is read again.
-const FOLLOW_MS = 1000;
+/// How soon a conversation whose turn runs without this page's stream is read again after
+/// something happened in it, and the longest it goes unread while its turn runs.
+const QUICK_MS = 250;
+const SLOW_MS = 4000;
 
 export default function Chat({ path, waiting }: { path: string; waiting: Waiting }) {
   const routeId = path.startsWith("/chat/") ? decodeURIComponent(path.slice("/chat/".length)) : undefined;
@@ -576,57 +716,102 @@ export default function Chat({ path, waiting }: { path: string; waiting: Waiting
   // On a narrow screen the list is a drawer, closed whenever a conversation is chosen.
   const [drawer, setDrawer] = useState(false);
   useEffect(() => setDrawer(false), [path]);
-  const [loadError, setLoadError] = useState<string | null>(null);
+  const [followError, setFollowError] = useState<string | null>(null);
   const needsLoading = routeId !== undefined && keptSession === undefined && loaded?.id !== routeId;
+  // The conversation's stored messages, read when it is opened (and dropped from the cache once
+  // left, so each opening reads it afresh); its chat session is made from that first read.
+  const detail = useQuery({
+    queryKey: conversationKey(routeId ?? ""),
+    queryFn: () => readConversation(routeId ?? ""),
+    enabled: needsLoading,
+    gcTime: 0,
+  });
+  const loadError = followError ?? (needsLoading && detail.error ? describe(detail.error) : null);
+  useEffect(() => setFollowError(null), [routeId]);
   useEffect(() => {
-    setLoadError(null);
-    if (!needsLoading || routeId === undefined) return;
-    // Only the answer for the conversation still asked for is shown.
-    let wanted = true;
-    api<ConversationDetail>(`/api/conversations/${encodeURIComponent(routeId)}`)
-      .then((r) => {
-        if (!wanted) return;
-        setLoaded(open(routeId, toUiMessages(r.messages)));
-        setRunningId(r.running ? routeId : null);
-      })
-      .catch((e) => {
-        if (wanted) setLoadError(describe(e));
-      });
-    return () => {
-      wanted = false;
-    };
-  }, [routeId, needsLoading, open]);
+    if (!needsLoading || routeId === undefined || detail.data === undefined) return;
+    setLoaded(open(routeId, toUiMessages(detail.data.messages)));
+    setRunningId(detail.data.running ? routeId : null);
+  }, [routeId, needsLoading, detail.data, open]);
   // A conversation opened while its turn runs on the server (its page was reloaded, or the
-  // turn was started elsewhere): read again until the turn ends, so its cards and answer appear
-  // as they are saved. (The server keeps no replay of a turn's stream to reattach to.)
+  // turn was started elsewhere) is read again when something happens in it, until the turn
+  // ends: a call of the turn logged (the execution log's stream, filtered to the conversation),
+  // or something of it began or stopped waiting for a person (the approvals stream). The server
+  // keeps no replay of a turn's stream to reattach to, and says nothing when the turn saves its
+  // last answer, so after each event the page reads again at growing intervals (`QUICK_MS`
+  // doubling up to `SLOW_MS`) until it sees the turn end; while the turn waits for a person it
+  // reads nothing until the approvals stream says the wait ended.
   const followed = loaded !== null && shown === loaded && runningId === loaded.id ? loaded : null;
+  const changed = useRef<(() => void) | null>(null);
+  const waitsHere =
+    followed !== null &&
+    (waiting.approvals.some((a) => a.request.session === followed.id) || waiting.inputs.some((i) => i.session === followed.id));
+  const waitsHereRef = useRef(waitsHere);
+  waitsHereRef.current = waitsHere;
   useEffect(() => {
     if (followed === null) return;
     let wanted = true;
     let timer: number | undefined;
-    const again = () => {
-      timer = window.setTimeout(() => {
-        api<ConversationDetail>(`/api/conversations/${encodeURIComponent(followed.id)}`)
-          .then((r) => {
-            if (!wanted) return;
-            followed.messages = toUiMessages(r.messages);
-            if (r.running) again();
-            else {
-              setRunningId(null);
-              listChanged();
-            }
-          })
-          .catch((e) => {
-            if (wanted) setLoadError(describe(e));
-          });
-      }, FOLLOW_MS);
+    let delay = QUICK_MS;
+    // One read at a time; an event during a read asks for one more after it.
+    let reading = false;
+    let readAgain = false;
+    const read = () => {
+      window.clearTimeout(timer);
+      if (reading) {
+        readAgain = true;
+        return;
+      }
+      reading = true;
+      // Through the query cache, as the first read was.
+      queryClient
+        .fetchQuery({ queryKey: conversationKey(followed.id), queryFn: () => readConversation(followed.id) })
+        .then((r) => {
+          if (!wanted) return;
+          followed.messages = toUiMessages(r.messages);
+          if (!r.running) {
+            wanted = false;
+            setRunningId(null);
+            listChanged();
+          } else if (!readAgain) later();
+        })
+        .catch((e) => {
+          if (wanted) setFollowError(describe(e));
+          wanted = false;
+        })
+        .finally(() => {
+          reading = false;
+          if (readAgain && wanted) {
+            readAgain = false;
+            read();
+          }
+        });
     };
-    again();
+    const later = () => {
+      if (waitsHereRef.current) return;
+      timer = window.setTimeout(read, delay);
+      delay = Math.min(delay * 2, SLOW_MS);
+    };
+    changed.current = () => {
+      if (!wanted) return;
+      delay = QUICK_MS;
+      read();
+    };
+    const log = openStream(`/api/logs/stream?session=${encodeURIComponent(followed.id)}`, {
+      onEvent: (event) => {
+        if (event === "entry") changed.current?.();
+      },
+    });
+    later();
     return () => {
       wanted = false;
+      changed.current = null;
+      log.close();
       window.clearTimeout(timer);
     };
-  }, [followed, listChanged]);
+  }, [followed, listChanged, queryClient]);
+  // The approvals stream's events, and the turn's wait ending (the queue read again after them).
+  useEffect(() => changed.current?.(), [waiting.events, waitsHere]);
   const turnStarted = (session: ChatSession<UIMessage>) => {
     kept.current.set(session.id, session);
     listChanged();

@@ -5,6 +5,7 @@
 import { useCallback, useEffect, useRef, useState, type FormEvent } from "react";
 import { api, describe, type Schemas } from "../api";
 import { JsonTree } from "../components/JsonTree";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 
 /// A server as the list shows it; its detail adds the stderr tail.
 type Server = Schemas["McpServerView"] & Partial<Pick<Schemas["McpServerDetail"], "stderrTail">>;
@@ -16,24 +17,18 @@ const statusOf = (s: Server) => String(s.discovery?.discoveryStatus ?? s.discove
 const SIGN_IN_WAIT_MS = 5 * 60_000;
 
 function StderrTail({ server }: { server: Server }) {
-  const [lines, setLines] = useState<string[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const load = async () => {
-    try {
-      const view = await api<Server>(`/api/mcp-servers/${encodeURIComponent(server.name)}`);
-      setLines(view.stderrTail ?? []);
-      setError(null);
-    } catch (e) {
-      setError(describe(e));
-    }
-  };
+  // Read when the person opens it, and again when they ask.
+  const [open, setOpen] = useState(false);
+  const tail = useQuery({
+    queryKey: [...SERVERS, server.name, "stderr"],
+    queryFn: async () => (await api<Server>(`/api/mcp-servers/${encodeURIComponent(server.name)}`)).stderrTail ?? [],
+    enabled: open,
+  });
+  const lines = tail.data ?? null;
+  const error = tail.error ? describe(tail.error) : null;
+  const load = () => tail.refetch();
   return (
-    <details
-      className="stderr"
-      onToggle={(e) => {
-        if ((e.target as HTMLDetailsElement).open) void load();
-      }}
-    >
+    <details className="stderr" onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
       <summary>Log (stderr)</summary>
       {error && <p className="error">{error}</p>}
       {lines === null ? (
@@ -382,17 +377,19 @@ function ServerRow({ server, onChanged }: { server: Server; onChanged: () => Pro
   );
 }
 
-function Offered() {
-  const [prompts, setPrompts] = useState<unknown[] | null>(null);
-  const [resources, setResources] = useState<unknown[] | null>(null);
-  useEffect(() => {
-    api<{ prompts?: unknown[] }>("/api/prompts")
-      .then((r) => setPrompts(r.prompts ?? []))
-      .catch(() => setPrompts([]));
-    api<{ resources?: unknown[] }>("/api/resources")
-      .then((r) => setResources(r.resources ?? []))
-      .catch(() => setResources([]));
-  }, []);
+/// What the servers offer besides tools, read again whenever `servers` (their names and
+/// discovery states) changes: a new server brings its prompts. A failed read lists nothing.
+function Offered({ servers }: { servers: string }) {
+  const prompts =
+    useQuery({
+      queryKey: ["prompts", servers],
+      queryFn: async () => (await api<{ prompts?: unknown[] }>("/api/prompts")).prompts ?? [],
+    }).data ?? (null as unknown[] | null);
+  const resources =
+    useQuery({
+      queryKey: ["resources", servers],
+      queryFn: async () => (await api<{ resources?: unknown[] }>("/api/resources")).resources ?? [],
+    }).data ?? (null as unknown[] | null);
   return (
     <section aria-labelledby="offered-title">
       <h2 id="offered-title">Prompts and resources</h2>
@@ -433,27 +430,28 @@ function Offered() {
   );
 }
 
+/// The server list's query: read again (invalidated) after every change made here.
+const SERVERS = ["mcp-servers"];
+
+/// Whether a server is being discovered (a server added or imported a moment ago is "never"
+/// until its discovery starts).
+const discovering = (s: Server) => statusOf(s) === "discovering" || (s.enabled !== false && statusOf(s) === "never");
+
 export default function Servers() {
-  const [servers, setServers] = useState<Server[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const load = useCallback(async () => {
-    try {
+  const queryClient = useQueryClient();
+  const list = useQuery({
+    queryKey: SERVERS,
+    queryFn: async () => {
       const r = await api<{ servers?: Server[] } | Server[]>("/api/mcp-servers");
-      setServers(Array.isArray(r) ? r : (r.servers ?? []));
-      setError(null);
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, []);
-  useEffect(() => void load(), [load]);
-  // While a server is being discovered, look again each second until it is done.
-  // A server added or imported a moment ago is "never" until its discovery starts.
-  const discovering = servers?.some((s) => statusOf(s) === "discovering" || (s.enabled !== false && statusOf(s) === "never"));
-  useEffect(() => {
-    if (!discovering) return;
-    const timer = window.setInterval(() => void load(), 1000);
-    return () => window.clearInterval(timer);
-  }, [discovering, load]);
+      return Array.isArray(r) ? r : (r.servers ?? []);
+    },
+    // While a server is being discovered, look again each second until it is done.
+    refetchInterval: (query) => (query.state.data?.some(discovering) ? 1000 : false),
+  });
+  const servers = list.data ?? null;
+  const error = list.error ? describe(list.error) : null;
+  // Only the list itself: a server's log is read when asked for.
+  const load = useCallback(() => queryClient.invalidateQueries({ queryKey: SERVERS, exact: true }), [queryClient]);
   return (
     <div className="servers-page">
       <h1>MCP servers</h1>
@@ -471,7 +469,7 @@ export default function Servers() {
       <AddServer onAdded={load} />
       <Import onImported={load} />
       {/* Read again whenever the servers or their discovery change: a new server brings its prompts. */}
-      <Offered key={servers?.map((s) => `${s.name}:${statusOf(s)}`).join(",") ?? ""} />
+      <Offered servers={servers?.map((s) => `${s.name}:${statusOf(s)}`).join(",") ?? ""} />
     </div>
   );
 }

@@ -3,9 +3,10 @@
 // when the policy asks: the navigation counts it and the Approvals page answers it), and a
 // session's page follows its log live over `GET /api/sessions/{id}/stream` (`log` events, then
 // one `status`), with Cancel while it runs.
-import { useCallback, useEffect, useState, type FormEvent } from "react";
+import { useEffect, useMemo, useState, type FormEvent } from "react";
 import { api, describe, openStream } from "../api";
 import { Link, useNavigate } from "react-router";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 
 interface Session {
   id: string;
@@ -37,22 +38,26 @@ interface Final {
 
 const RUNNING = new Set(["pending", "running"]);
 
+/// The session list's query: read again (invalidated) when a session starts, ends or is cancelled.
+const SESSIONS = ["sessions"];
+
+/// One session's query.
+const sessionKey = (id: string) => ["sessions", id];
+
 function NewSession({ onStarted }: { onStarted: () => Promise<void> }) {
   const navigate = useNavigate();
-  const [runners, setRunners] = useState<string[]>([]);
-  const [runner, setRunner] = useState("");
+  const runners = useQuery({
+    queryKey: ["runners"],
+    queryFn: async () => (await api<{ runners: { name: string }[] }>("/api/runners")).runners.map((x) => x.name),
+  });
+  const names = runners.data ?? [];
+  const [chosen, setRunner] = useState("");
+  // The first runner until the person picks one.
+  const runner = chosen || names[0] || "";
   const [prompt, setPrompt] = useState("");
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    api<{ runners: { name: string }[] }>("/api/runners")
-      .then((r) => {
-        const names = r.runners.map((x) => x.name);
-        setRunners(names);
-        setRunner((old) => old || names[0] || "");
-      })
-      .catch((e) => setError(describe(e)));
-  }, []);
+  const [failed, setError] = useState<string | null>(null);
+  const error = failed ?? (runners.error ? describe(runners.error) : null);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setBusy(true);
@@ -75,7 +80,7 @@ function NewSession({ onStarted }: { onStarted: () => Promise<void> }) {
         <div className="field">
           <label htmlFor="session-runner">Runner</label>
           <select id="session-runner" value={runner} onChange={(e) => setRunner(e.target.value)} required>
-            {runners.map((r) => (
+            {names.map((r) => (
               <option key={r}>{r}</option>
             ))}
           </select>
@@ -114,13 +119,17 @@ function SessionList({ sessions }: { sessions: Session[] }) {
       <tbody>
         {sessions.map((s) => (
           <tr key={s.id} data-session={s.id}>
-            <td>
+            <td data-label="Session">
               <Link to={`/sessions/${encodeURIComponent(s.id)}`}>{s.id}</Link>
             </td>
-            <td>{s.runner}</td>
-            <td className={`outcome ${s.status}`}>{s.status}</td>
-            <td>{new Date(s.createdAt).toLocaleString()}</td>
-            <td className="ellipsis prompt-cell">{s.prompt}</td>
+            <td data-label="Runner">{s.runner}</td>
+            <td data-label="Status" className={`outcome ${s.status}`}>
+              {s.status}
+            </td>
+            <td data-label="Started">{new Date(s.createdAt).toLocaleString()}</td>
+            <td data-label="Prompt" className="ellipsis prompt-cell">
+              {s.prompt}
+            </td>
           </tr>
         ))}
       </tbody>
@@ -129,19 +138,17 @@ function SessionList({ sessions }: { sessions: Session[] }) {
 }
 
 function SessionView({ id, onChanged }: { id: string; onChanged: () => Promise<void> }) {
-  const [record, setRecord] = useState<Session | null>(null);
+  const queryClient = useQueryClient();
+  const session = useQuery({
+    queryKey: sessionKey(id),
+    queryFn: () => api<Session>(`/api/sessions/${encodeURIComponent(id)}`),
+  });
+  const record = session.data ?? null;
   const [lines, setLines] = useState<LogLine[]>([]);
   const [end, setEnd] = useState<Final | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const loadRecord = useCallback(async () => {
-    try {
-      setRecord(await api<Session>(`/api/sessions/${encodeURIComponent(id)}`));
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, [id]);
+  const [failed, setError] = useState<string | null>(null);
+  const error = failed ?? (session.error ? describe(session.error) : null);
   useEffect(() => {
-    void loadRecord();
     setLines([]);
     setEnd(null);
     // The stream sends the log from its first entry, so a reconnect starts over.
@@ -154,16 +161,16 @@ function SessionView({ id, onChanged }: { id: string; onChanged: () => Promise<v
         } else if (event === "status") {
           setEnd(JSON.parse(data) as Final);
           events.close();
-          void loadRecord();
+          void queryClient.invalidateQueries({ queryKey: sessionKey(id) });
           void onChanged();
         }
       },
     });
     return () => events.close();
-  }, [id, loadRecord, onChanged]);
+  }, [id, queryClient, onChanged]);
   const cancel = async () => {
     try {
-      setRecord(await api<Session>(`/api/sessions/${encodeURIComponent(id)}/cancel`, { method: "POST" }));
+      queryClient.setQueryData(sessionKey(id), await api<Session>(`/api/sessions/${encodeURIComponent(id)}/cancel`, { method: "POST" }));
       await onChanged();
     } catch (e) {
       setError(describe(e));
@@ -233,18 +240,16 @@ function SessionView({ id, onChanged }: { id: string; onChanged: () => Promise<v
 }
 
 export default function Sessions({ path }: { path: string }) {
-  const [sessions, setSessions] = useState<Session[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const queryClient = useQueryClient();
+  const list = useQuery({
+    queryKey: SESSIONS,
+    queryFn: async () => (await api<{ sessions: Session[] }>("/api/sessions")).sessions,
+  });
+  const sessions = list.data ?? null;
+  const error = list.error ? describe(list.error) : null;
   const id = path.startsWith("/sessions/") ? decodeURIComponent(path.slice("/sessions/".length)) : undefined;
-  const load = useCallback(async () => {
-    try {
-      setSessions((await api<{ sessions: Session[] }>("/api/sessions")).sessions);
-      setError(null);
-    } catch (e) {
-      setError(describe(e));
-    }
-  }, []);
-  useEffect(() => void load(), [load]);
+  // Only the list itself: a session's own query is read again by its view.
+  const load = useMemo(() => () => queryClient.invalidateQueries({ queryKey: SESSIONS, exact: true }), [queryClient]);
   return (
     <div className="sessions-page">
       <h1>Sessions</h1>

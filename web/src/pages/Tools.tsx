@@ -11,22 +11,20 @@ import { ErrorView, ResultView } from "../components/Renderers";
 import { SchemaForm } from "../components/SchemaForm";
 import { SourceBadge } from "../components/ToolCard";
 import { Link, useNavigate } from "react-router";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+
+/// The catalog's query: read again (invalidated) after a tool is changed here.
+const CATALOG = ["tools"];
 
 function useCatalog(): [ToolEntry[] | null, string | null, () => Promise<void>] {
-  const [tools, setTools] = useState<ToolEntry[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const load = async () => {
-    try {
-      // Switched-off tools are listed too, so they can be switched on again here.
-      const list = await api<{ tools: ToolEntry[] }>("/api/tools?disabled=true");
-      setTools(list.tools);
-      setError(null);
-    } catch (e) {
-      setError(describe(e));
-    }
-  };
-  useEffect(() => void load(), []);
-  return [tools, error, load];
+  const queryClient = useQueryClient();
+  const catalog = useQuery({
+    queryKey: CATALOG,
+    // Switched-off tools are listed too, so they can be switched on again here.
+    queryFn: async () => (await api<{ tools: ToolEntry[] }>("/api/tools?disabled=true")).tools,
+  });
+  const reload = () => queryClient.invalidateQueries({ queryKey: CATALOG });
+  return [catalog.data ?? null, catalog.error ? describe(catalog.error) : null, reload];
 }
 
 /// A tool is on unless the catalog says `enabled: false`.
