@@ -72,8 +72,8 @@ use toolmux_http::{ApiError, ApiJson, ApiPath, ErrorBody, OpenApiRouter, routes}
 use utoipa::ToSchema;
 
 use toolmux_chat::{
-    ChatEngine, ChatError, Conversation, FinishReason, ReplyError, StoredMessage, TurnEvent,
-    TurnRequest,
+    ChatEngine, ChatError, Conversation, ConversationStore, FinishReason, ReplyError, StoreError,
+    StoredMessage, TurnEvent, TurnRequest,
 };
 
 /// The header that names the stream protocol.
@@ -167,6 +167,25 @@ enum GuardFailures {
     /// A foreign Host or Origin.
     #[response(status = 403)]
     Forbidden(ErrorBody),
+}
+
+/// The error responses of every route that names a stored conversation, beside
+/// [`GuardFailures`].
+#[derive(utoipa::IntoResponses)]
+#[allow(
+    dead_code,
+    reason = "only its OpenAPI description is used; `ApiError` builds the bodies"
+)]
+enum ConversationFailures {
+    /// A malformed path (or body).
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// No conversation by that id.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    /// The conversation store failed.
+    #[response(status = 500)]
+    StoreFailed(ErrorBody),
 }
 
 /// The text of the last user message of a `useChat` body (`parts` of type `text`, or a
@@ -649,9 +668,7 @@ async fn list(State(state): State<ChatHttpState>) -> Result<Json<ConversationLis
     params(("id" = String, Path, description = "The conversation's id")),
     responses(
         (status = 200, description = "The conversation and its messages", body = ConversationDetail),
-        (status = 400, description = "A malformed path", body = ErrorBody),
-        (status = 404, description = "No conversation by that id", body = ErrorBody),
-        (status = 500, description = "The conversation store failed", body = ErrorBody),
+        ConversationFailures,
         GuardFailures,
     )
 )]
@@ -694,9 +711,7 @@ pub(crate) struct Rename {
     request_body = Rename,
     responses(
         (status = 204, description = "Renamed"),
-        (status = 400, description = "A malformed path or body", body = ErrorBody),
-        (status = 404, description = "No conversation by that id", body = ErrorBody),
-        (status = 500, description = "The conversation store failed", body = ErrorBody),
+        ConversationFailures,
         GuardFailures,
     )
 )]
@@ -705,17 +720,8 @@ async fn rename(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<Rename>,
 ) -> Result<StatusCode, ApiError> {
-    let (renamed, title) = (id.clone(), body.title.trim().to_string());
-    if state
-        .engine
-        .with_store(move |store| store.rename(&renamed, &title))
-        .await
-        .map_err(chat_failure)?
-    {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(chat_failure(ChatError::NoConversation(id)))
-    }
+    let title = body.title.trim().to_string();
+    change(&state, id, move |store, id| store.rename(id, &title)).await
 }
 
 /// Deletes a conversation with its messages.
@@ -724,9 +730,7 @@ async fn rename(
     params(("id" = String, Path, description = "The conversation's id")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 400, description = "A malformed path", body = ErrorBody),
-        (status = 404, description = "No conversation by that id", body = ErrorBody),
-        (status = 500, description = "The conversation store failed", body = ErrorBody),
+        ConversationFailures,
         GuardFailures,
     )
 )]
@@ -734,10 +738,19 @@ async fn delete(
     State(state): State<ChatHttpState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    let deleted = id.clone();
+    change(&state, id, |store, id| store.delete(id)).await
+}
+
+/// Makes `edit` to the conversation `id` in the store: 204 when it was there, 404 when not.
+async fn change(
+    state: &ChatHttpState,
+    id: String,
+    edit: impl FnOnce(&dyn ConversationStore, &str) -> Result<bool, StoreError> + Send + 'static,
+) -> Result<StatusCode, ApiError> {
+    let edited = id.clone();
     if state
         .engine
-        .with_store(move |store| store.delete(&deleted))
+        .with_store(move |store| edit(store, &edited))
         .await
         .map_err(chat_failure)?
     {
