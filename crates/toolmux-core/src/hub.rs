@@ -434,7 +434,10 @@ async fn run(
                 name: name.clone(),
                 violations: vec![Violation {
                     pointer: String::new(),
-                    message: format!("arguments must be a JSON object, not {}", kind_of(&other)),
+                    message: format!(
+                        "arguments must be a JSON object, not {}",
+                        crate::value_kind(&other)
+                    ),
                 }],
             });
         }
@@ -649,17 +652,6 @@ async fn ask(
                 crate::duration::format_duration(catalog.approval_timeout)
             ),
         }),
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -72,6 +72,19 @@ pub fn arguments_of<T: Serialize>(input: &T) -> Result<Map<String, Value>, Strin
     }
 }
 
+/// What a JSON value is, for a message that names a value of the wrong kind (`` `path` must
+/// be a string, not a number ``).
+pub fn value_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Walks every schema in `schema`: takes `null` out of optional properties, turns a `oneOf`
 /// of `const`s into an `enum` and joins the lines of descriptions' paragraphs.
 fn tidy(schema: &mut Value) {

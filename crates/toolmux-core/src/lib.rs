@@ -48,7 +48,7 @@ pub use human::{
     ANSWER_FIELD, HUMAN_INPUT_TOOL, HUMAN_SOURCE_ID, HumanInputSource, fill_form_defaults,
     free_text_schema,
 };
-pub use input::{arguments_of, input_schema, parse_arguments};
+pub use input::{arguments_of, input_schema, parse_arguments, value_kind};
 pub use model::{
     Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor,
     ToolErrorKind, ToolResult,

@@ -8,6 +8,7 @@
 //! still checks its own arguments), and the reason is kept as a note in the discovery cache.
 
 use serde_json::{Map, Value, json};
+use toolmux_core::value_kind;
 
 /// The largest schema kept, serialized.
 pub const MAX_SCHEMA_BYTES: usize = 32 * 1024;
@@ -49,7 +50,7 @@ pub fn input_schema(raw: &Value) -> Sanitised {
     let Value::Object(map) = raw else {
         return fallback(format!(
             "the input schema is not an object ({}); any arguments object is accepted",
-            kind(raw)
+            value_kind(raw)
         ));
     };
     let mut schema = Value::Object(clean_object(map, 0));
@@ -70,7 +71,7 @@ pub fn output_schema(raw: &Value) -> (Option<Value>, Option<String>) {
             None,
             Some(format!(
                 "the output schema is not an object ({}); ignored",
-                kind(raw)
+                value_kind(raw)
             )),
         );
     };
@@ -176,17 +177,6 @@ fn strip_decorative(value: &mut Value, top: bool) {
         }
         Value::Array(items) => items.iter_mut().for_each(|v| strip_decorative(v, false)),
         _ => {}
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

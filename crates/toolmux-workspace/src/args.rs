@@ -3,6 +3,7 @@
 //! a message the caller can act on, never a panic.
 
 use serde_json::{Map, Value};
+use toolmux_core::value_kind;
 
 /// The arguments object of one call, with the names the tool accepts.
 pub(crate) struct Args<'a> {
@@ -30,7 +31,10 @@ impl<'a> Args<'a> {
         match self.map.get(name) {
             None | Some(Value::Null) => Ok(default),
             Some(Value::String(s)) => Ok(s),
-            Some(other) => Err(format!("`{name}` must be a string, not {}", kind(other))),
+            Some(other) => Err(format!(
+                "`{name}` must be a string, not {}",
+                value_kind(other)
+            )),
         }
     }
 
@@ -39,7 +43,10 @@ impl<'a> Args<'a> {
         match self.map.get(name) {
             None | Some(Value::Null) => Err(format!("missing required argument `{name}`")),
             Some(Value::String(s)) => Ok(s),
-            Some(other) => Err(format!("`{name}` must be a string, not {}", kind(other))),
+            Some(other) => Err(format!(
+                "`{name}` must be a string, not {}",
+                value_kind(other)
+            )),
         }
     }
 
@@ -48,7 +55,10 @@ impl<'a> Args<'a> {
         match self.map.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(format!("`{name}` must be a string, not {}", kind(other))),
+            Some(other) => Err(format!(
+                "`{name}` must be a string, not {}",
+                value_kind(other)
+            )),
         }
     }
 
@@ -111,7 +121,7 @@ impl<'a> Args<'a> {
             Some(Value::Bool(b)) => Ok(*b),
             Some(other) => Err(format!(
                 "`{name}` must be true or false, not {}",
-                kind(other)
+                value_kind(other)
             )),
         }
     }
@@ -123,17 +133,6 @@ enum Whole {
     Fits(usize),
     /// A whole number beyond the largest accepted.
     TooLarge,
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
