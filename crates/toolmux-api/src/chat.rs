@@ -177,7 +177,7 @@ enum GuardFailures {
     reason = "only its OpenAPI description is used; `ApiError` builds the bodies"
 )]
 enum ConversationFailures {
-    /// A malformed path (or body).
+    /// A malformed path (a body too, on a route that takes one).
     #[response(status = 400)]
     BadRequest(ErrorBody),
     /// No conversation by that id.
@@ -676,6 +676,11 @@ async fn show(
     State(state): State<ChatHttpState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ConversationDetail>, ApiError> {
+    // Whether a turn runs is taken before the messages are read: a turn saves its answer and
+    // then stops running, so a `false` read first means the messages read after it are whole
+    // (read the other way round, a page following the turn could see it stopped without its
+    // answer, and stop following).
+    let running = state.engine.is_running(&id);
     let read = id.clone();
     let (conversation, messages) = state
         .engine
@@ -688,7 +693,6 @@ async fn show(
         .await
         .map_err(chat_failure)?;
     let conversation = conversation.ok_or_else(|| chat_failure(ChatError::NoConversation(id)))?;
-    let running = state.engine.is_running(&conversation.id);
     Ok(Json(ConversationDetail {
         conversation: conversation.into(),
         running,

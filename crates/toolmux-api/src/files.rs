@@ -19,34 +19,34 @@ pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[LIST, CONTENT, SEARCH, GREP];
 const LIST: ToolRoute = files(
     "/api/files",
     "directory_list",
-    "`directory_list`'s structured result",
     "Lists a directory (the `directory_list` tool).",
+    "`directory_list`'s structured result",
 );
 const CONTENT: ToolRoute = files(
     "/api/files/content",
     "file_read",
-    "`file_read`'s structured result",
     "Reads a file (the `file_read` tool).",
+    "`file_read`'s structured result",
 );
 const SEARCH: ToolRoute = files(
     "/api/files/search",
     "file_search",
-    "`file_search`'s structured result",
     "Finds files by glob (the `file_search` tool).",
+    "`file_search`'s structured result",
 );
 const GREP: ToolRoute = files(
     "/api/files/grep",
     "grep",
-    "`grep`'s structured result",
     "Searches file contents (the `grep` tool).",
+    "`grep`'s structured result",
 );
 
 /// `GET path`: `tool`'s arguments as the query, its structured result as the answer.
 const fn files(
     path: &'static str,
     tool: &'static str,
-    answer: &'static str,
     summary: &'static str,
+    answer: &'static str,
 ) -> ToolRoute {
     ToolRoute::new(
         Verb::Get,

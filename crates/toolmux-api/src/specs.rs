@@ -6,10 +6,9 @@
 //! on every route that stands for a tool.
 //!
 //! Every query string and body is the tool's own arguments ([`ToolRoute`]): documented from the
-//! tool's input schema and checked by the pipeline against it; adding or removing a link is
-//! `spec_relationships` with its `action` given by the route. Values the tools check themselves (a status, a priority, a link type) are strings in them:
-//! the tool's input schema is the one rule, and a bad value is the pipeline's 422 with the
-//! violation, as on every other channel.
+//! tool's input schema and checked by the pipeline against it, so a bad value (a status, a
+//! link type) is the pipeline's 422 with the violation, as on every other channel. Adding or
+//! removing a link is `spec_relationships` with its `action` given by the route.
 
 use axum::http::StatusCode;
 use toolmux_http::OpenApiRouter;
@@ -125,7 +124,8 @@ pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[
         RELATIONSHIP_CHANGED,
     )
     .path_gives(&["spec"])
-    .fixing(&[("action", "add")]),
+    .fixing(&[("action", "add")])
+    .requiring(&["type", "target"]),
     spec_route(
         Verb::Delete,
         "/api/specs/{spec}/relationships",
@@ -136,7 +136,8 @@ pub(crate) const TOOL_ROUTES: &[ToolRoute] = &[
         RELATIONSHIP_CHANGED,
     )
     .path_gives(&["spec"])
-    .fixing(&[("action", "remove")]),
+    .fixing(&[("action", "remove")])
+    .requiring(&["type", "target"]),
 ];
 
 /// What adding or removing a link answers.

@@ -87,6 +87,10 @@ pub(crate) struct ToolRoute {
     /// Arguments the route itself gives (`action: add` for the route that adds a link), left
     /// out of the query or body as the path's are.
     fixed: &'static [(&'static str, &'static str)],
+    /// Arguments the tool takes as optional that this route needs (a link to add names its
+    /// `type` and `target`): required in the route's document and refused when missing before
+    /// the call, so such a request never waits for a person only to be refused.
+    required: &'static [&'static str],
     /// The document's group of the route (`files`).
     tag: &'static str,
     /// What the route does: the operation's summary.
@@ -123,6 +127,7 @@ impl ToolRoute {
             takes,
             from_path: &[],
             fixed: &[],
+            required: &[],
             tag,
             summary,
             answer,
@@ -144,6 +149,12 @@ impl ToolRoute {
         arguments: &'static [(&'static str, &'static str)],
     ) -> Self {
         self.fixed = arguments;
+        self
+    }
+
+    /// The route needs `names`, which the tool takes as optional.
+    pub(crate) const fn requiring(mut self, names: &'static [&'static str]) -> Self {
+        self.required = names;
         self
     }
 
@@ -185,6 +196,11 @@ impl ToolRoute {
         }
         if let Some(required) = schema["required"].as_array_mut() {
             required.retain(|name| !name.as_str().is_some_and(|name| self.gives(name)));
+            for name in self.required {
+                if !required.iter().any(|r| r == name) {
+                    required.push(Value::from(*name));
+                }
+            }
         }
         Some(schema)
     }
@@ -224,22 +240,25 @@ impl ToolRoute {
             );
         }
         if let Takes::Body = self.takes {
-            let description = if self.from_path.is_empty() {
+            let given: Vec<String> = self
+                .from_path
+                .iter()
+                .chain(self.fixed.iter().map(|(name, _)| name))
+                .map(|name| format!("`{name}`"))
+                .collect();
+            let description = if given.is_empty() {
                 format!(
                     "`{}`'s arguments (the `{}` component)",
                     self.tool,
-                    crate::tool_input_component(self.tool)
+                    self.body_component()
                 )
             } else {
                 format!(
-                    "`{}`'s arguments but {}, which the path names (the `{}.body` component)",
+                    "`{}`'s arguments but {}, which the path or the route gives (the `{}` \
+                     component)",
                     self.tool,
-                    self.from_path
-                        .iter()
-                        .map(|name| format!("`{name}`"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    self.tool
+                    given.join(", "),
+                    self.body_component()
                 )
             };
             operation = operation.request_body(Some(
@@ -261,6 +280,18 @@ impl ToolRoute {
                 PathItem::new(self.verb.http_method(), operation.build()),
             )
             .build()
+    }
+
+    /// The document's component a body route's body points at: the tool's input itself when
+    /// the route takes all of it, `{tool}.body` when the path or the route gives some of it or
+    /// it requires more (never the reduced schema under the input's own name, which
+    /// `/api/tools/{name}/call` points at).
+    fn body_component(&self) -> String {
+        if self.from_path.is_empty() && self.fixed.is_empty() && self.required.is_empty() {
+            crate::tool_input_component(self.tool)
+        } else {
+            format!("{}.body", self.tool)
+        }
     }
 
     /// Writes what the tool's schema in `catalog` says of the route into `document` (a
@@ -303,11 +334,7 @@ impl ToolRoute {
         };
         match self.takes {
             Takes::Body => {
-                let component = if self.from_path.is_empty() {
-                    crate::tool_input_component(self.tool)
-                } else {
-                    format!("{}.body", self.tool)
-                };
+                let component = self.body_component();
                 let reference =
                     serde_json::json!({ "$ref": format!("#/components/schemas/{component}") });
                 document["components"]["schemas"][&component] = schema;
@@ -370,10 +397,12 @@ impl ToolRoute {
         self.from_path
             .iter()
             .map(|name| {
-                let text = pairs
+                let (_, text) = pairs
                     .iter()
                     .find(|(given, _)| given == name)
-                    .map_or("", |(_, text)| text.as_str());
+                    .ok_or_else(|| {
+                        ApiError::internal(format!("the route {} has no `{{{name}}}`", self.path))
+                    })?;
                 read(&schema["properties"][*name], name, text, "path")
             })
             .collect()
@@ -436,6 +465,21 @@ impl ToolRoute {
                 Given::Body(body) => self.with_path(body, values)?,
             }
         };
+        if let Some(missing) = self
+            .required
+            .iter()
+            .find(|name| !arguments.contains_key(**name))
+        {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_arguments",
+                format!(
+                    "`{missing}` is required by {} {}",
+                    self.verb.as_str().to_uppercase(),
+                    self.path
+                ),
+            ));
+        }
         let answer = state.run_tool(caller, self.tool, arguments).await?;
         let Some((id_at, under)) = self.created else {
             return Ok(Json(answer).into_response());
@@ -462,6 +506,7 @@ pub(crate) fn every() -> impl Iterator<Item = &'static ToolRoute> {
         .chain(crate::tasks::TOOL_ROUTES)
         .chain(crate::sessions::TOOL_ROUTES)
         .chain(crate::runners::TOOL_ROUTES)
+        .chain(crate::skills::TOOL_ROUTES)
 }
 
 /// What a request gives besides its path.
@@ -570,6 +615,26 @@ fn expected(property: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A route's path names exactly the arguments it says the path gives, in their order: a
+    /// name in one and not the other would reach the tool empty or not at all.
+    #[test]
+    fn every_routes_path_names_what_it_gives() {
+        for route in every() {
+            let named: Vec<&str> = route
+                .path
+                .split('/')
+                .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+                .collect();
+            assert_eq!(
+                named,
+                route.from_path,
+                "{} {}",
+                route.verb.as_str(),
+                route.path
+            );
+        }
+    }
 
     #[test]
     fn a_query_value_is_read_as_its_propertys_type() {

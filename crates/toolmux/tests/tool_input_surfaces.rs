@@ -250,6 +250,19 @@ fn a_spec_routes_body_is_its_tools_input() {
         .collect();
     link_fields.sort_unstable();
     assert_eq!(link_fields, ["target", "type"], "{link}");
+    // Both are optional to the tool (`view` needs neither) but this route needs them: a request
+    // without one is refused at once, never put before a person to be refused afterwards.
+    assert_eq!(
+        document["components"]["schemas"]["spec_relationships.body"]["required"],
+        json!(["type", "target"])
+    );
+    served
+        .post("/api/specs/1/relationships", r#"{"target": "2"}"#)
+        .exact_error(
+            422,
+            "invalid_arguments",
+            "`type` is required by POST /api/specs/{spec}/relationships",
+        );
     served
         .post(
             "/api/specs/1/relationships",
