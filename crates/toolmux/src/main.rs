@@ -8,6 +8,7 @@ mod cli;
 mod cli_call;
 mod commands;
 mod exit;
+mod handoff;
 mod output;
 mod project;
 mod rest_upstreams;

@@ -121,6 +121,7 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
         .merge(page);
     let web = WebApp {
         token: local_token,
+        state_dir: toolmux_config::state_dir(&assembly.loaded.project_dir),
         open: args.open,
     };
     let limits = connection_limits(&args);
@@ -192,6 +193,9 @@ fn local_token(
 /// What `serve` says about the web app, and whether it opens it.
 struct WebApp {
     token: Option<toolmux_http::LocalToken>,
+    /// The project's state directory, where the server is published for hand-offs while a
+    /// local token is in force (`crate::handoff`).
+    state_dir: PathBuf,
     open: bool,
 }
 
@@ -235,6 +239,14 @@ async fn serve_tcp(
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
     });
+    // One-shot commands of the project hand their coding sessions to this server, which
+    // they reach with the local token (none: no hand-offs); the entry goes when it stops. Written before the
+    // address is printed, so that whoever reads that finds it.
+    let _published = web
+        .token
+        .is_some()
+        .then(|| crate::handoff::publish(&web.state_dir, address))
+        .flatten();
     // The first line is the MCP URL: scripts and tests read it to find the port.
     eprintln!("toolmux: serving MCP at http://{address}{MCP_PATH}");
     eprintln!(
