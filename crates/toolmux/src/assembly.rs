@@ -258,6 +258,13 @@ impl Assembly {
                 hub.downgrade(),
                 Default::default(),
             )));
+            // `list_resources` and `read_resource`, on every channel: how a model (the chat's
+            // above all) reads the servers' resources and toolmux's own.
+            hub.add_source(Arc::new(crate::resource_tools::ResourceTools::new(
+                self.upstreams.clone(),
+                self.resources(),
+                hub.downgrade(),
+            )));
             // `request_human_input`, on every channel: whoever the call's approver reaches (the
             // queue, for chat calls in their conversation), within the hub's approval limit.
             hub.add_source(Arc::new(

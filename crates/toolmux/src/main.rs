@@ -11,6 +11,7 @@ mod exit;
 mod handoff;
 mod output;
 mod project;
+mod resource_tools;
 mod rest_upstreams;
 
 use std::process::ExitCode;
