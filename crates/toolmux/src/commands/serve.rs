@@ -106,7 +106,9 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
     });
     // The chat routes are served with the REST API's: behind its guard, so every HTTP route is
     // checked alike, and in its OpenAPI document, made from the chat's own route list.
-    let chat_routes = toolmux_api::chat::router(toolmux_api::chat::ChatHttpState::new(chat_engine));
+    let chat_routes = toolmux_api::chat::router(
+        toolmux_api::chat::ChatHttpState::new(chat_engine).with_prompts(assembly.upstream_view()),
+    );
     let chat = OpenApiRouter::with_openapi(toolmux_api::chat::openapi())
         .merge(chat_routes.into())
         .merge(toolmux_http::auth_routes(live.clone()));
