@@ -225,6 +225,12 @@ impl Handoff for ServeHandoff {
                 return None;
             }
         };
+        // `serve` applies its own policy: when it asks, the answer is given there, and this
+        // call waits for it; say so rather than wait in silence.
+        eprintln!(
+            "toolmux: handing the session to `toolmux serve` (pid {pid}, {address}); if its \
+             policy asks about `run_session`, answer in its web app"
+        );
         let answer = self.post(address, arguments).await.and_then(|answer| {
             serde_json::from_value::<SessionRecord>(answer)
                 .map_err(|e| format!("its answer is not a session: {e}"))

@@ -333,9 +333,11 @@ fn a_one_shot_call_hands_its_session_to_the_running_serve() {
     assert_eq!(
         stderr,
         format!(
-            "toolmux: session {id} handed to `toolmux serve` (pid {serve}, {}); it runs there \
-             after this process exits\n",
-            served.address
+            "toolmux: handing the session to `toolmux serve` (pid {serve}, {address}); if its \
+             policy asks about `run_session`, answer in its web app\n\
+             toolmux: session {id} handed to `toolmux serve` (pid {serve}, {address}); it runs \
+             there after this process exits\n",
+            address = served.address
         )
     );
     let record = completed(&project, &id);
