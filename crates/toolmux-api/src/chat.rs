@@ -6,7 +6,7 @@
 //! # Routes
 //! | route | what |
 //! |---|---|
-//! | `POST /api/chat` | runs a turn; body `{"conversation"?, "text", "provider"?, "model"?}`, or the AI SDK's `useChat` body (`{"id", "messages": [...]}`: the last user message is the new input, `id` the conversation; the server keeps the history) |
+//! | `POST /api/chat` | runs a turn; body `{"conversation"?, "text", "provider"?, "model"?, "prompt"?: {"name", "arguments"?}}` (`prompt`: a prompt of `GET /api/prompts`, whose messages are the person's message, before `text` when both are sent), or the AI SDK's `useChat` body (`{"id", "messages": [...]}`: the last user message is the new input, `id` the conversation; the server keeps the history) |
 //! | `POST /api/chat/{conversation}/input` | answers a question (the model's `request_human_input`, or a server's form): `{"answer", "id"?}`, or `{"action": "decline" \| "cancel", "id"?}`; `answer` is text, or for a form an object of its fields. A form's answer that does not fit its schema declines the server's request and is answered `422 invalid_answer` with the reasons |
 //! | `POST /api/chat/{conversation}/cancel` | cancels the running turn |
 //! | `GET /api/conversations` | conversations, most recent first |
@@ -83,12 +83,23 @@ pub const STREAM_HEADER: &str = "x-vercel-ai-ui-message-stream";
 #[derive(Clone)]
 pub struct ChatHttpState {
     engine: Arc<ChatEngine>,
+    /// Where a turn's `prompt` is got from (the prompts of `GET /api/prompts`).
+    prompts: Option<Arc<dyn crate::UpstreamServers>>,
 }
 
 impl ChatHttpState {
     /// The state for an engine.
     pub fn new(engine: Arc<ChatEngine>) -> Self {
-        Self { engine }
+        Self {
+            engine,
+            prompts: None,
+        }
+    }
+
+    /// Gets a turn's `prompt` from `prompts`.
+    pub fn with_prompts(mut self, prompts: Arc<dyn crate::UpstreamServers>) -> Self {
+        self.prompts = Some(prompts);
+        self
     }
 }
 
@@ -151,6 +162,21 @@ pub(crate) struct ChatBody {
     #[serde(default)]
     #[schema(value_type = Vec<Object>)]
     messages: Vec<Value>,
+    /// A prompt (one of `GET /api/prompts`) whose messages are the person's message, followed
+    /// by `text` when there is one.
+    prompt: Option<ChatPrompt>,
+}
+
+/// A prompt a chat turn starts from.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChatPrompt {
+    /// Its name as `GET /api/prompts` lists it (`SERVER__prompt`, `skill__NAME`).
+    name: String,
+    /// Its arguments.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    arguments: serde_json::Map<String, Value>,
 }
 
 /// The error responses every chat route shares: a foreign Host or Origin, a missing or wrong
@@ -209,6 +235,18 @@ fn last_user_text(messages: &[Value]) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The messages of the prompt a turn starts from, as the person's message.
+async fn prompt_text(state: &ChatHttpState, prompt: &ChatPrompt) -> Result<String, ApiError> {
+    let prompts = state.prompts.as_ref().ok_or_else(|| {
+        ApiError::malformed("this server's chat takes no `prompt`: it serves no prompts")
+    })?;
+    let result = prompts
+        .get_prompt(&prompt.name, prompt.arguments.clone())
+        .await
+        .map_err(crate::error::relay_failure)?;
+    Ok(toolmux_chat::prompt_text(&result))
+}
+
 /// Runs a turn and streams it as the AI SDK's UI message stream (see the module
 /// documentation for its events). Every failure before the turn starts is an error body; once
 /// the stream has started, a failure is its `error` event.
@@ -220,7 +258,7 @@ fn last_user_text(messages: &[Value]) -> Option<String> {
             ending with `data: [DONE]`)", content_type = "text/event-stream", body = String),
         (status = 400, description = "A malformed body, no text, or no provider or model \
             (none configured, or none named where several are)", body = ErrorBody),
-        (status = 404, description = "No conversation by that id", body = ErrorBody),
+        (status = 404, description = "No conversation by that id, or no `prompt` by that name", body = ErrorBody),
         (status = 409, description = "The conversation already has a turn running", body = ErrorBody),
         (status = 500, description = "The conversation store failed", body = ErrorBody),
         (status = 502, description = "The provider refused the request", body = ErrorBody),
@@ -231,17 +269,25 @@ async fn chat(
     State(state): State<ChatHttpState>,
     ApiJson(body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
-    let text = body
+    let typed = body
         .text
         .clone()
         .or_else(|| last_user_text(&body.messages))
-        .filter(|t| !t.trim().is_empty())
-        .ok_or_else(|| {
-            ApiError::malformed(
-                "the request has no text: send {\"text\": \"...\"} or a `messages` list whose \
+        .filter(|t| !t.trim().is_empty());
+    let prompted = match &body.prompt {
+        Some(prompt) => Some(prompt_text(&state, prompt).await?),
+        None => None,
+    };
+    let text = match (prompted, typed) {
+        (Some(prompted), Some(typed)) => Some(format!("{prompted}\n\n{typed}")),
+        (prompted, typed) => prompted.or(typed),
+    };
+    let text = text.ok_or_else(|| {
+        ApiError::malformed(
+            "the request has no text: send {\"text\": \"...\"} or a `messages` list whose \
                  last user message has text",
-            )
-        })?;
+        )
+    })?;
     let request = TurnRequest {
         conversation: body.conversation.or(body.id),
         text,

@@ -1,8 +1,9 @@
 //! How tools and their results are put to a model and shown to a person: the offered tool
 //! specs, a result as model text, previews, and results cut to the configured size.
 
+use serde_json::Value;
 use toolmux_config::ProviderKind;
-use toolmux_core::{Catalog, ContentBody, ToolResult};
+use toolmux_core::{Catalog, Content, ContentBody, ToolResult};
 
 use crate::provider::ToolSpec;
 use crate::schema::clean_schema;
@@ -50,6 +51,33 @@ pub(crate) fn model_text(result: &ToolResult) -> String {
         out = "the tool reported an error without a message".into();
     }
     out
+}
+
+/// A prompt's messages (MCP's `prompts/get` result, an upstream server's) as the text of the
+/// person's message that uses the prompt: each message's content as a model reads a tool
+/// result's block, an assistant's marked as such, and all of it as the trust layer's cleaning
+/// leaves it (`toolmux_trust::visible`), as the servers' tool descriptions are.
+pub fn prompt_text(result: &Value) -> String {
+    let parts: Vec<String> = result["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|message| {
+            let text = match serde_json::from_value::<Content>(message["content"].clone()) {
+                Ok(block) => model_text(&ToolResult {
+                    content: vec![block],
+                    structured_content: None,
+                    is_error: false,
+                }),
+                Err(e) => format!("[a message toolmux cannot read: {e}]"),
+            };
+            match message["role"].as_str() {
+                Some("assistant") => format!("(assistant) {text}"),
+                _ => text,
+            }
+        })
+        .collect();
+    toolmux_trust::visible(&parts.join("\n\n")).into_owned()
 }
 
 /// The first `max` characters of `text` on one line, with an ellipsis when cut: how a long

@@ -42,4 +42,4 @@ pub use sessions::{
 };
 pub use store::{DirStore, LogPage, LogSink, SessionStore};
 pub use supervise::{GRACE, LINE_CAP, LOG_CAP};
-pub use tools::{SOURCE_ID, SessionsSource, TOOL_NAMES};
+pub use tools::{Handoff, SOURCE_ID, SessionsSource, TOOL_NAMES};

@@ -10,7 +10,7 @@ use toolmux_core::{
 };
 
 use crate::error::SessionError;
-use crate::record::Status;
+use crate::record::{SessionRecord, Status};
 use crate::sessions::{Plan, RunRequest, Sessions, StartedBy};
 
 /// The most session approvals whose plans are kept at once; past it a new one is shown as
@@ -51,6 +51,25 @@ pub struct SessionsSource {
     /// The hub whose approval time limit an ACP agent's permission requests follow (held
     /// weakly: the hub owns its sources).
     hub: Option<WeakHub>,
+    /// Where a one-shot process hands `run_session` to (a running `serve` of the project), so
+    /// that the session outlives the process that was asked for it (issue 29). Shared by the
+    /// clones: it is set after the source joined the hub.
+    handoff: Arc<std::sync::OnceLock<Arc<dyn Handoff>>>,
+}
+
+/// Another toolmux process of the same project that can run a session for this one: what a
+/// one-shot command (`toolmux mcp` over stdio, `tools call`) hands `run_session` to, since
+/// a session it ran itself would end with it.
+#[async_trait]
+pub trait Handoff: Send + Sync + std::fmt::Debug {
+    /// Starts a session with `arguments` (`run_session`'s, already checked and approved here)
+    /// in the other process: `None` when no process takes it (the session runs here), else
+    /// that process's answer — its record, or why it refused, which stands (a session refused
+    /// there is never started here instead).
+    async fn start(
+        &self,
+        arguments: &Map<String, Value>,
+    ) -> Option<Result<SessionRecord, SessionError>>;
 }
 
 impl SessionsSource {
@@ -61,7 +80,14 @@ impl SessionsSource {
             tools: Arc::new(descriptors()),
             shown: Default::default(),
             hub: None,
+            handoff: Default::default(),
         }
+    }
+
+    /// Hands `run_session` to `handoff` from now on, whenever it takes it (set once; a second
+    /// one is ignored).
+    pub fn hand_off_to(&self, handoff: Arc<dyn Handoff>) {
+        let _ = self.handoff.set(handoff);
     }
 
     /// Follows `hub`'s approval time limit for an ACP agent's permission requests.
@@ -141,15 +167,23 @@ impl SessionsSource {
                         .ok_or(SessionError::NotApproved)?,
                     None => self.sessions.plan(&request)?,
                 };
-                let started_by = StartedBy {
-                    channel: call.context.channel,
-                    session: call.context.session.clone(),
-                    approval_timeout: WeakHub::approval_timeout(self.hub.as_ref()),
+                let handed = match self.handoff.get() {
+                    Some(handoff) => handoff.start(args).await,
+                    None => None,
                 };
-                let record = self
-                    .sessions
-                    .start(plan, Some(started_by), call.context.approver.clone())
-                    .await?;
+                let record = match handed {
+                    Some(answer) => answer?,
+                    None => {
+                        let started_by = StartedBy {
+                            channel: call.context.channel,
+                            session: call.context.session.clone(),
+                            approval_timeout: WeakHub::approval_timeout(self.hub.as_ref()),
+                        };
+                        self.sessions
+                            .start(plan, Some(started_by), call.context.approver.clone())
+                            .await?
+                    }
+                };
                 let value = serde_json::to_value(&record).unwrap_or_default();
                 let text = format!(
                     "session {} ({}): {}{}\nfollow it with session_status / session_logs",

@@ -90,7 +90,7 @@ impl Action {
 
 /// toolmux's own tools' names (its built-in packs'), which an upstream tool must not pose as
 /// (see [`shadowing`]). The tests check the list against what an empty project serves.
-pub const BUILTIN_TOOLS: [&str; 32] = [
+pub const BUILTIN_TOOLS: [&str; 34] = [
     "apply_patch",
     "cancel_session",
     "code_execution",
@@ -102,8 +102,10 @@ pub const BUILTIN_TOOLS: [&str; 32] = [
     "file_search",
     "file_write",
     "grep",
+    "list_resources",
     "list_runners",
     "list_sessions",
+    "read_resource",
     "request_human_input",
     "run_code",
     "run_session",

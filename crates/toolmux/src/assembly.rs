@@ -63,6 +63,8 @@ pub struct Assembly {
     in_force: Mutex<LoadedConfig>,
     /// Coding sessions (the `sessions` source's), kept to put a changed `runners` in force.
     sessions: OnceLock<toolmux_sessions::Sessions>,
+    /// Their tools, kept to hand sessions to a running `serve` from a one-shot command.
+    sessions_source: OnceLock<toolmux_sessions::SessionsSource>,
     /// The project root every pack that works in it is given a clone of, so that one set of
     /// protected paths (`.toolmux/`, the registries, LeanSpec's configuration: what no write
     /// may change) is in force for all of them and a reload's `registries` reach them all.
@@ -126,6 +128,7 @@ impl Assembly {
             chat: OnceLock::new(),
             access: OnceLock::new(),
             sessions: OnceLock::new(),
+            sessions_source: OnceLock::new(),
             project_root,
             exec_protected: toolmux_exec::Protected::default(),
         };
@@ -255,6 +258,13 @@ impl Assembly {
                 hub.downgrade(),
                 Default::default(),
             )));
+            // `list_resources` and `read_resource`, on every channel: how a model (the chat's
+            // above all) reads the servers' resources and toolmux's own.
+            hub.add_source(Arc::new(crate::resource_tools::ResourceTools::new(
+                self.upstreams.clone(),
+                self.resources(),
+                hub.downgrade(),
+            )));
             // `request_human_input`, on every channel: whoever the call's approver reaches (the
             // queue, for chat calls in their conversation), within the hub's approval limit.
             hub.add_source(Arc::new(
@@ -301,10 +311,10 @@ impl Assembly {
             ) {
                 Ok(sessions) => {
                     // An agent's permission requests wait the configured approval limit.
-                    hub.add_source(Arc::new(
-                        toolmux_sessions::SessionsSource::new(sessions.clone())
-                            .with_hub(hub.downgrade()),
-                    ));
+                    let source = toolmux_sessions::SessionsSource::new(sessions.clone())
+                        .with_hub(hub.downgrade());
+                    hub.add_source(Arc::new(source.clone()));
+                    let _ = self.sessions_source.set(source);
                     let _ = self.sessions.set(sessions);
                 }
                 Err(e) => tracing::warn!("coding sessions are not available: {e}"),
@@ -452,6 +462,18 @@ impl Assembly {
     pub async fn stop_sessions(&self) {
         if let Some(sessions) = self.sessions.get() {
             sessions.shutdown(SESSION_STOP_LIMIT).await;
+        }
+    }
+
+    /// What a one-shot command (`toolmux mcp` over stdio, `tools call`) does as it starts: the
+    /// sessions its calls start are handed to the project's running `serve` when there is one
+    /// (`crate::handoff`), so that they outlive this process; without one they run here and
+    /// [`Assembly::finish_sessions`] waits for them.
+    pub fn hand_sessions_to_serve(&self) {
+        if let Some(source) = self.sessions_source.get() {
+            source.hand_off_to(Arc::new(crate::handoff::ServeHandoff::new(
+                &toolmux_config::state_dir(&self.loaded.project_dir),
+            )));
         }
     }
 

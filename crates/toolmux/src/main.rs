@@ -8,8 +8,10 @@ mod cli;
 mod cli_call;
 mod commands;
 mod exit;
+mod handoff;
 mod output;
 mod project;
+mod resource_tools;
 mod rest_upstreams;
 
 use std::process::ExitCode;

@@ -198,7 +198,7 @@ impl UpstreamView {
 
 /// Items the relay serves, as the REST API shows them: MCP's JSON, with their server (none for
 /// toolmux's own).
-fn served(relayed: Vec<Relayed<impl serde::Serialize>>) -> Vec<Value> {
+pub(crate) fn served(relayed: Vec<Relayed<impl serde::Serialize>>) -> Vec<Value> {
     relayed
         .into_iter()
         .map(|Relayed { server, item }| {
@@ -212,14 +212,16 @@ fn served(relayed: Vec<Relayed<impl serde::Serialize>>) -> Vec<Value> {
 }
 
 /// MCP params from the JSON the API received; the API checked its shape, rmcp checks the rest.
-fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, RelayError> {
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, RelayError> {
     serde_json::from_value(value)
         .map_err(|e| RelayError::Invalid(format!("not a valid MCP request: {e}")))
 }
 
 /// The relay's answer as the API's JSON; its failure passes through as it is, the one relay
 /// error the REST channel maps to a status.
-fn to_json(answer: Result<impl serde::Serialize, RelayError>) -> Result<Value, RelayError> {
+pub(crate) fn to_json(
+    answer: Result<impl serde::Serialize, RelayError>,
+) -> Result<Value, RelayError> {
     serde_json::to_value(answer?)
         .map_err(|e| RelayError::Failed(format!("cannot render the server's answer: {e}")))
 }

@@ -48,6 +48,10 @@ fn arguments_for(tool: &str) -> Value {
         "cancel_session" | "session_status" | "session_logs" => json!({"id": "no-such-session"}),
         "list_sessions" | "list_runners" | "detect_runners" => json!({}),
         "run_session" | "run_subagent" => json!({"runner": "no-such-runner", "prompt": "x"}),
+        // No server offers resources: the same empty list, and the same refusal of an unknown
+        // URI, on both.
+        "list_resources" => json!({}),
+        "read_resource" => json!({"uri": "file:///no-such-resource"}),
         // No chat provider is configured: the same refusal, naming `providers`, on both.
         "delegate" => json!({"task": "x", "tools": ["file_*"]}),
         other => panic!("the parity test has no arguments for `{other}`; add them"),

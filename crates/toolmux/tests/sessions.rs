@@ -4,39 +4,22 @@
 //! over MCP, REST and the CLI shows in `list_sessions` on each), and a toolmux process killed
 //! mid-run, whose session the next start marks `lost`.
 
+#[path = "support/sessions.rs"]
+mod sessions_support;
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use sessions_support::{call_run_session, fake, project};
 use support::toolmux_project;
 use toolmux_testkit::processes::wait_bounded;
 use toolmux_testkit::project::TestProject;
 use toolmux_testkit::python_client::run_mcp_steps;
 use toolmux_testkit::served::Served;
-
-fn fake(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../toolmux-sessions/tests/fixtures/bin")
-        .join(name)
-}
-
-/// A project whose `claude` runner is the fake, and whose sessions start without asking.
-fn project() -> TestProject {
-    let project = toolmux_project();
-    project.config(
-        &json!({
-            "runners": {"claude": {"command": fake("claude").display().to_string()}},
-            "policies": {"tools": {"run_session": "allow"}},
-        })
-        .to_string(),
-    );
-    project
-}
 
 /// The processes whose environment names session `id`.
 fn processes_of(id: &str) -> Vec<u32> {
@@ -292,21 +275,9 @@ fn a_session_started_on_any_channel_is_listed_on_every_channel() {
 #[test]
 fn a_session_started_by_a_one_shot_call_runs_to_its_end() {
     let project = project();
-    let call = project.run(&[
-        "tools",
-        "call",
-        "run_session",
-        "--json",
-        "--args",
-        r#"{"runner": "claude", "prompt": "pause"}"#,
-    ]);
-    let answer = call.json();
-    let id = answer["structuredContent"]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{answer}"))
-        .to_string();
+    let (id, stderr) = call_run_session(&project, "pause");
     assert_eq!(
-        call.stderr(),
+        stderr,
         format!(
             "toolmux: waiting for 1 coding session(s) to finish before exiting ({id}); Ctrl-C \
              cancels them\n"
@@ -321,6 +292,86 @@ fn a_session_started_by_a_one_shot_call_runs_to_its_end() {
         "{}",
         logs.stdout()
     );
+}
+
+/// The `serve` process named in the project's `serve.json`, where a running `serve` publishes
+/// itself for hand-offs.
+fn serve_pid(project: &TestProject) -> u64 {
+    let path = project.path().join(".toolmux/state/serve.json");
+    let published: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
+    published["owner"]["pid"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{published}"))
+}
+
+/// Waits until session `id` is `completed` (recorded by whichever process runs it) and returns
+/// its record.
+fn completed(project: &TestProject, id: &str) -> Value {
+    let mut record = Value::Null;
+    toolmux_testkit::eventually::wait_until("the session to complete", || {
+        let list = sessions_json(project);
+        record = list["sessions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["id"] == id))
+            .cloned()
+            .unwrap_or(Value::Null);
+        record["status"] == "completed"
+    });
+    record
+}
+
+/// Issue 29, the hand-off: with the project's `serve` running, `tools call run_session` hands
+/// the session to it. The one-shot process says so, exits without waiting (nothing of its own
+/// runs), and the session runs to its end under `serve`, whose process owns its record.
+#[test]
+fn a_one_shot_call_hands_its_session_to_the_running_serve() {
+    let project = project();
+    let served = Served::start(&project, &[]);
+    let serve = serve_pid(&project);
+    let (id, stderr) = call_run_session(&project, "pause");
+    assert_eq!(
+        stderr,
+        format!(
+            "toolmux: handing the session to `toolmux serve` (pid {serve}, {address}); if its \
+             policy asks about `run_session`, answer in its web app\n\
+             toolmux: session {id} handed to `toolmux serve` (pid {serve}, {address}); it runs \
+             there after this process exits\n",
+            address = served.address
+        )
+    );
+    let record = completed(&project, &id);
+    assert_eq!(record["owner"]["pid"], serve, "{record}");
+    let logs = project.run(&["sessions", "logs", &id]);
+    assert!(
+        logs.stdout().contains("done after a pause"),
+        "{}",
+        logs.stdout()
+    );
+    served.stop();
+    // A clean stop takes the entry away: the next one-shot runs its sessions itself.
+    assert!(!project.path().join(".toolmux/state/serve.json").exists());
+}
+
+/// The same through `toolmux mcp` over stdio, driven by the Python SDK's client, which closes
+/// the server's stdin after its last step and kills it two seconds later: the session it
+/// started was `lost` with it; handed to `serve`, it completes after the stdio server is gone.
+#[test]
+fn a_session_started_over_stdio_outlives_the_stdio_server_in_serve() {
+    let project = project();
+    let served = Served::start(&project, &[]);
+    let serve = serve_pid(&project);
+    let steps = run_mcp_steps(&project.stdio_plan(
+        &["mcp"],
+        json!([{"op": "call", "name": "run_session", "arguments": {"runner": "claude", "prompt": "pause"}}]),
+    ));
+    let id = steps[0]["result"]["structuredContent"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{steps:?}"))
+        .to_string();
+    let record = completed(&project, &id);
+    assert_eq!(record["owner"]["pid"], serve, "{record}");
+    served.stop();
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use toolmux_chat::{
     ChatEngine, ConversationStore, FinishReason, ReplyError, TurnEvent, TurnRequest, form_fields,
@@ -153,6 +154,50 @@ fn prompt(text: &str) {
     let _ = err.flush();
 }
 
+/// A prompt asked for by name, with its arguments.
+type AskedPrompt = (String, Map<String, Value>);
+
+/// The prompt a `/prompt NAME key=value …` line asks for (split as a shell splits words, so a
+/// value with spaces is quoted): `None` for any other line, `Err` for one that cannot be read.
+fn prompt_line(line: &str) -> Option<Result<AskedPrompt, String>> {
+    let rest = line.trim().strip_prefix("/prompt")?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let usage = "usage: /prompt NAME key=value … (`toolmux` lists prompts at GET /api/prompts)";
+    let Some(words) = shlex::split(rest) else {
+        return Some(Err(format!("{usage}: an unclosed quote")));
+    };
+    let mut words = words.into_iter();
+    let Some(name) = words.next() else {
+        return Some(Err(usage.to_string()));
+    };
+    let mut arguments = Map::new();
+    for word in words {
+        let Some((key, value)) = word.split_once('=') else {
+            return Some(Err(format!("{usage}: `{word}` is not key=value")));
+        };
+        arguments.insert(key.to_string(), Value::String(value.to_string()));
+    }
+    Some(Ok((name, arguments)))
+}
+
+/// Gets the prompt a `/prompt` line asked for: its messages as the person's message
+/// (`toolmux_chat::prompt_text`), or why not.
+async fn use_prompt(
+    project: &Assembly,
+    asked: Result<AskedPrompt, String>,
+) -> Result<String, String> {
+    let (name, arguments) = asked?;
+    let result = project
+        .upstream_view()
+        .get_prompt(&name, arguments)
+        .await
+        .map_err(|e| format!("prompt `{name}`: {e}"))?;
+    eprintln!("toolmux: prompt `{name}` is the message");
+    Ok(toolmux_chat::prompt_text(&result))
+}
+
 async fn converse(project: &Assembly, args: ChatArgs) -> Result<u8, Failure> {
     let engine = project.chat_engine()?;
     let interactive = std::io::stdin().is_terminal();
@@ -187,6 +232,19 @@ async fn converse(project: &Assembly, args: ChatArgs) -> Result<u8, Failure> {
                     None => break,
                 }
             }
+        };
+        // `/prompt NAME key=value …`: an upstream server's (or toolmux's own) prompt, whose
+        // messages are the person's message.
+        let text = match prompt_line(&text) {
+            None => text,
+            Some(asked) => match use_prompt(project, asked).await {
+                Ok(text) => text,
+                Err(e) if one_shot => return Err(Failure::Usage(e)),
+                Err(e) => {
+                    eprintln!("toolmux: {e}");
+                    continue;
+                }
+            },
         };
         let request = TurnRequest {
             conversation: conversation.clone(),

@@ -9,6 +9,8 @@ use crate::exit::{Failure, OK};
 
 pub async fn run(project: Option<&Path>, filters: ServeFilterArgs) -> Result<u8, Failure> {
     let project = Assembly::open(project)?;
+    // Sessions its client starts would end with this process: a running `serve` takes them.
+    project.hand_sessions_to_serve();
     // Servers never discovered (or configured differently since) are discovered without
     // holding up start-up.
     project.upstreams.discover_stale_in_background();

@@ -106,7 +106,9 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
     });
     // The chat routes are served with the REST API's: behind its guard, so every HTTP route is
     // checked alike, and in its OpenAPI document, made from the chat's own route list.
-    let chat_routes = toolmux_api::chat::router(toolmux_api::chat::ChatHttpState::new(chat_engine));
+    let chat_routes = toolmux_api::chat::router(
+        toolmux_api::chat::ChatHttpState::new(chat_engine).with_prompts(assembly.upstream_view()),
+    );
     let chat = OpenApiRouter::with_openapi(toolmux_api::chat::openapi())
         .merge(chat_routes.into())
         .merge(toolmux_http::auth_routes(live.clone()));
@@ -121,6 +123,7 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
         .merge(page);
     let web = WebApp {
         token: local_token,
+        state_dir: toolmux_config::state_dir(&assembly.loaded.project_dir),
         open: args.open,
     };
     let limits = connection_limits(&args);
@@ -192,6 +195,9 @@ fn local_token(
 /// What `serve` says about the web app, and whether it opens it.
 struct WebApp {
     token: Option<toolmux_http::LocalToken>,
+    /// The project's state directory, where the server is published for hand-offs while a
+    /// local token is in force (`crate::handoff`).
+    state_dir: PathBuf,
     open: bool,
 }
 
@@ -235,6 +241,14 @@ async fn serve_tcp(
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
     });
+    // One-shot commands of the project hand their coding sessions to this server, which
+    // they reach with the local token (none: no hand-offs); the entry goes when it stops. Written before the
+    // address is printed, so that whoever reads that finds it.
+    let _published = web
+        .token
+        .is_some()
+        .then(|| crate::handoff::publish(&web.state_dir, address))
+        .flatten();
     // The first line is the MCP URL: scripts and tests read it to find the port.
     eprintln!("toolmux: serving MCP at http://{address}{MCP_PATH}");
     eprintln!(

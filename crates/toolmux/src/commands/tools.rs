@@ -383,6 +383,8 @@ fn show(project: &Assembly, name: &str, json: bool) -> Result<u8, Failure> {
 }
 
 async fn call(project: &Assembly, args: CallArgs) -> Result<u8, Failure> {
+    // A session the call starts would end with this process: a running `serve` takes it.
+    project.hand_sessions_to_serve();
     let arguments = parse_arguments(&args)?;
     let result = cli_call::call(project, &args.name, arguments).await?;
     // The result (a session's id) is printed first; a session the call started runs to its
