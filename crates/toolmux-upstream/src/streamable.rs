@@ -187,14 +187,22 @@ impl StreamableHttpClient for OrderedClient {
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         self.hold_first_request(&message, session_id.is_some())
             .await;
-        via!(self.post_message_with_max_sse_event_size(
+        let response = via!(self.post_message_with_max_sse_event_size(
             uri,
             message,
             session_id,
             auth_header,
             custom_headers,
             max_sse_event_size
-        ))
+        ))?;
+        Ok(match response {
+            StreamableHttpPostResponse::Sse(stream, session) => {
+                StreamableHttpPostResponse::Sse(lifted(stream), session)
+            }
+            // A JSON body reaches toolmux already parsed by rmcp: a top-level `_internal` in
+            // it is lost (`internalTools` in the configuration covers such a server).
+            other => other,
+        })
     }
 
     async fn delete_session(
@@ -245,8 +253,30 @@ impl StreamableHttpClient for OrderedClient {
         if standalone {
             self.answered();
         }
-        stream
+        stream.map(lifted)
     }
+}
+
+/// An SSE stream with every message's data passed through
+/// [`crate::wire::lift_internal_marks`] before rmcp parses it.
+fn lifted(
+    stream: BoxStream<'static, Result<Sse, SseError>>,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    use futures::StreamExt;
+    stream
+        .map(|event| {
+            event.map(|mut event| {
+                if let Some(data) = event
+                    .data
+                    .as_deref()
+                    .and_then(crate::wire::lift_internal_marks)
+                {
+                    event.data = Some(data);
+                }
+                event
+            })
+        })
+        .boxed()
 }
 
 /// The client of one connection to the streamable-HTTP server of `endpoint`: signed with the

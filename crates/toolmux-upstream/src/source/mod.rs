@@ -324,12 +324,10 @@ impl UpstreamSource {
     }
 
     /// Whether its tools should be discovered: never discovered, discovered with another
-    /// configuration, or the last discovery failed.
+    /// configuration, the last discovery failed, or its lists are past their `ttlMs`.
     pub fn needs_discovery(&self) -> bool {
         let view = read(&self.inner.view);
-        self.inner.server().enabled
-            && self.inner.unavailable.is_none()
-            && view.record.discovery_status != DiscoveryStatus::Success
+        self.inner.server().enabled && self.inner.unavailable.is_none() && !view.record.is_current()
     }
 
     /// Why it is never started (a variable or secret its entry names is not set), if so.
