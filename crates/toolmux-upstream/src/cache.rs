@@ -230,8 +230,9 @@ pub struct DiscoveryRecord {
     pub fresh_until: Option<DateTime<Utc>>,
     /// The server marked a list `cacheScope: private` (for this client alone): the lists stay
     /// in memory and are never written to the cache file, which every toolmux process of the
-    /// project reads (see [`DiscoveryRecord::write`]).
-    #[serde(skip)]
+    /// project reads (see [`DiscoveryRecord::write`]); a process that finds this in the file
+    /// discovers the server itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub private: bool,
 }
 
