@@ -49,18 +49,26 @@ use crate::error::UpstreamError;
 use crate::sse::{SseTransport, header_map};
 use crate::stdio::{Launch, SHUTDOWN_GRACE, StdioProcess};
 
-/// How a session with a stdio or streamable-HTTP server begins: `server/discover` first, and
-/// when the server speaks 2026-07-28 that is all (no session: rmcp then puts the protocol
-/// version, client info and capabilities in every request's `_meta` and sends the
+/// How a session with a server begins. Over streamable HTTP: `server/discover` first, and when
+/// the server speaks 2026-07-28 that is all (no session: rmcp then puts the protocol version,
+/// client info and capabilities in every request's `_meta` and sends the
 /// `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` headers); a server of the handshake era
-/// answers the probe with an error (method not found, or HTTP 400 without a session), and the
-/// `initialize` handshake follows on the same connection. rmcp gives a server that does not
-/// answer the probe at all 10 seconds before falling back. (The legacy SSE transport predates
-/// `server/discover` and always starts with `initialize`.)
-fn negotiation() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: None,
+/// answers the probe with an error (HTTP 400 without a session, or method not found), and the
+/// `initialize` handshake follows. rmcp gives a server that does not answer the probe at all
+/// 10 seconds before falling back.
+///
+/// Over stdio, and the legacy SSE transport (which predates `server/discover`), the session
+/// begins with `initialize`: rmcp could probe there too, but toolmux relays what a stdio
+/// server sends outside a call (resource updates, log messages, list changes) through the
+/// session the handshake opens, and 2026-07-28 moves those to `subscriptions/listen`, which
+/// toolmux does not speak as a client yet.
+fn negotiation(transport: &UpstreamTransport) -> ClientLifecycleMode {
+    match transport {
+        UpstreamTransport::Http { .. } => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: None,
+        },
+        _ => ClientLifecycleMode::Initialize,
     }
 }
 
@@ -314,7 +322,8 @@ async fn answer_input_requests(
             _ => {
                 return Err(McpError::invalid_params(
                     format!(
-                        "the input request `{key}` asks for something toolmux does not offer (it declares sampling and elicitation only)"
+                        "the input request `{key}` asks for something toolmux does not offer \
+                         (it declares sampling and elicitation only)"
                     ),
                     None,
                 ));
@@ -350,9 +359,10 @@ fn relay_json<A: serde::Serialize, B: serde::de::DeserializeOwned>(
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        // The version offered when toolmux falls back to the `initialize` handshake (see
-        // [`negotiation`]): the newest that has one. It declares sampling and form elicitation because it relays them to its own callers;
-        // a caller that cannot answer makes the request fail, as a client without them would.
+        // The version offered in the `initialize` handshake (see [`negotiation`]): the newest
+        // that has one. It declares sampling and form elicitation because it relays them to
+        // its own callers; a caller that cannot answer makes the request fail, as a client
+        // without them would.
         let mut capabilities = ClientCapabilities::default();
         capabilities.sampling = Some(Default::default());
         let mut elicitation = ElicitationCapability::new();
@@ -495,13 +505,13 @@ impl Drop for InFlight {
 }
 
 impl Connection {
-    /// Opens a connection within the start-up limit: `server/discover` first, and the
-    /// `initialize` handshake when the server speaks an earlier revision (see [`negotiation`]).
-    /// A server that answers the probe with a result other than discovery's (a handshake-era
-    /// server that answers any method it does not know with `{}`, as some do) is opened again,
-    /// afresh, with the handshake: rmcp's own fallback only follows an error.
+    /// Opens a connection within the start-up limit, beginning as [`negotiation`] says. An
+    /// HTTP server that answers the `server/discover` probe with a result other than
+    /// discovery's (a handshake-era server that answers any method it does not know with `{}`,
+    /// as the conformance suite's test servers do) is opened again, afresh, with the
+    /// handshake: rmcp's own fallback only follows an error.
     pub(crate) async fn open(endpoint: &Endpoint, handler: Handler) -> Result<Self, UpstreamError> {
-        match Self::open_as(endpoint, handler.clone(), negotiation()).await {
+        match Self::open_as(endpoint, handler.clone(), negotiation(&endpoint.transport)).await {
             Ok(connection) => Ok(connection),
             Err(NotOpened::Failed(error)) => Err(error),
             Err(NotOpened::ProbeMisread(answer)) => {

@@ -1,8 +1,8 @@
-//! toolmux as a client of both eras of MCP (issue 27): an upstream server that speaks
+//! toolmux as a client of both eras of MCP (issue 27): an HTTP upstream server that speaks
 //! 2026-07-28 (the conformance suite's 2026 reference server, `tests/peers/reference-2026`, and
-//! a Python SDK server over stdio, `tests/peers/upstream/marked_server.py`) is spoken to
-//! statelessly after `server/discover`; one of the handshake era (the 2025-11-25 reference
-//! server, `tests/peers/reference`) is initialized as before. Both are discovered, listed and
+//! a Python SDK server, `tests/peers/upstream/marked_server.py`) is spoken to statelessly after
+//! `server/discover`; one of the handshake era (the 2025-11-25 reference server,
+//! `tests/peers/reference`), and every stdio server, is initialized as before. Both are discovered, listed and
 //! called side by side, through the command line and through `toolmux serve` to a real MCP
 //! client (the Python SDK's, `tests/peers/mcp/client.py`). Also: the lists' caching hints
 //! (`ttlMs`, `cacheScope`) in the discovery cache, input-required results followed back to
@@ -15,7 +15,7 @@ use support::toolmux_project;
 use toolmux_testkit::peers::{
     mcp_python, peer_file, start_reference_server, start_reference_server_2026,
 };
-use toolmux_testkit::processes::free_port;
+use toolmux_testkit::processes::{Background, free_port};
 use toolmux_testkit::project::TestProject;
 use toolmux_testkit::python_client::{result_text, run_mcp_steps, tool_names};
 use toolmux_testkit::served::{KEY, Served, config_with_key};
@@ -44,15 +44,24 @@ fn keyed(servers: Value) -> String {
     config_with_key(&format!("\"mcpServers\": {servers}"))
 }
 
-/// A stdio entry that runs the marked server with `args`.
-fn marked_entry(args: &[&str]) -> Value {
-    let mut all = vec![
-        peer_file("upstream/marked_server.py")
-            .to_string_lossy()
-            .into_owned(),
-    ];
-    all.extend(args.iter().map(|a| a.to_string()));
-    json!({"command": mcp_python(), "args": all})
+/// A stdio entry that runs the marked server.
+fn marked_stdio() -> Value {
+    json!({"command": mcp_python(), "args": [peer_file("upstream/marked_server.py")]})
+}
+
+/// The marked server over streamable HTTP with `args`, and its entry.
+fn marked_http(args: &[&str]) -> (Background, Value) {
+    let port = free_port();
+    let script = peer_file("upstream/marked_server.py");
+    let port_arg = port.to_string();
+    let mut all = vec![script.to_str().expect("a UTF-8 path"), "--http", &port_arg];
+    all.extend(args);
+    let mut server = Background::start(mcp_python(), &all, &[]);
+    server.wait_for_port(port);
+    (
+        server,
+        json!({"url": format!("http://127.0.0.1:{port}/mcp")}),
+    )
 }
 
 #[test]
@@ -167,10 +176,10 @@ fn an_input_request_with_no_one_to_ask_fails_the_call_and_says_why() {
 #[test]
 fn a_top_level_internal_mark_hides_the_tool_from_models_and_clients() {
     let project = toolmux_project();
-    project.config(&keyed(json!({"marked": marked_entry(&[])})));
+    project.config(&keyed(json!({"marked": marked_stdio()})));
     project.run_keyed(&["mcp", "refresh"]).ok();
-    // Over stdio too, the Python SDK's server speaks 2026-07-28.
-    assert_eq!(listed(&project, "marked")["protocolVersion"], "2026-07-28");
+    // Over stdio, the session begins with the handshake.
+    assert_eq!(listed(&project, "marked")["protocolVersion"], "2025-11-25");
 
     let shown = project.run_keyed(&["tools", "list", "--json"]).json();
     let names: Vec<&str> = shown
@@ -208,10 +217,9 @@ fn a_top_level_internal_mark_hides_the_tool_from_models_and_clients() {
 
 #[test]
 fn private_lists_are_never_written_to_the_cache_file() {
+    let (mut server, entry) = marked_http(&["--cache-scope", "private"]);
     let project = toolmux_project();
-    project.config(
-        &json!({"mcpServers": {"marked": marked_entry(&["--cache-scope", "private"])}}).to_string(),
-    );
+    project.config(&json!({"mcpServers": {"marked": entry}}).to_string());
     let refreshed = project.run(&["mcp", "refresh"]).ok();
     assert_eq!(refreshed.trim(), "marked: 2 tools");
 
@@ -236,18 +244,16 @@ fn private_lists_are_never_written_to_the_cache_file() {
         .ok();
     assert_eq!(called.trim(), "found: kept in memory");
     assert_eq!(cache_of(&project, "marked")["tools"], json!([]));
+    server.stop();
 }
 
 #[test]
 fn lists_past_their_ttl_are_discovered_again_by_the_next_call() {
+    let (mut stale_server, stale_entry) = marked_http(&["--ttl-ms", "0"]);
+    let (mut fresh_server, fresh_entry) = marked_http(&[]);
     let project = toolmux_project();
-    project.config(
-        &json!({"mcpServers": {
-            "stale": marked_entry(&["--ttl-ms", "0"]),
-            "fresh": marked_entry(&[]),
-        }})
-        .to_string(),
-    );
+    project
+        .config(&json!({"mcpServers": {"stale": stale_entry, "fresh": fresh_entry}}).to_string());
     project.run(&["mcp", "refresh"]).ok();
     let before = |server: &str| cache_of(&project, server)["lastDiscovery"].clone();
     let (stale, fresh) = (before("stale"), before("fresh"));
@@ -267,4 +273,6 @@ fn lists_past_their_ttl_are_discovered_again_by_the_next_call() {
     // one's are still those of the refresh.
     assert_ne!(before("stale"), stale);
     assert_eq!(before("fresh"), fresh);
+    stale_server.stop();
+    fresh_server.stop();
 }

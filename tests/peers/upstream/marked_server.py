@@ -1,9 +1,10 @@
-"""An MCP server (Python `mcp` SDK, low-level API, stdio) whose `tools/list` marks a tool
+"""An MCP server (Python `mcp` SDK, low-level API) whose `tools/list` marks a tool
 internal the seed format's way, with `"_internal": true` beside its name rather than in its
 `_meta`, and says how its list may be cached, for toolmux's upstream tests.
 
-Usage: python marked_server.py [--cache-scope public|private] [--ttl-ms N]
-(defaults: public, 300000; the SDK requires both on a 2026-07-28 list)
+Usage: python marked_server.py [--http PORT] [--cache-scope public|private] [--ttl-ms N]
+  --http PORT   serve streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio
+  (cache defaults: public, 300000; the SDK requires both on a 2026-07-28 list)
 
 Tools: search(query) answers "found: QUERY"; reset() (internal) answers "reset".
 """
@@ -63,11 +64,19 @@ def build(args: argparse.Namespace) -> Server:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int)
     parser.add_argument("--cache-scope", choices=["public", "private"], default="public")
     parser.add_argument("--ttl-ms", type=int, default=300_000)
     args = parser.parse_args()
     server = build(args)
     options = server.create_initialization_options(NotificationOptions())
+    if args.http:
+        import uvicorn
+
+        app = server.streamable_http_app()
+        config = uvicorn.Config(app, host="127.0.0.1", port=args.http, log_level="warning")
+        await uvicorn.Server(config).serve()
+        return
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, options)
 

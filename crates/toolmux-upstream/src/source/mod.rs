@@ -335,7 +335,7 @@ impl UpstreamSource {
 
     /// Whether its lists are known only to a process that discovered them: the server marked
     /// them private, so the cache file does not hold them, and this process has not listed
-    /// them yet. A one-shot command that reads the catalog discovers such a server first.
+    /// them yet. A one-shot call discovers such a server first.
     pub fn lists_kept_private(&self) -> bool {
         let view = read(&self.inner.view);
         view.record.private && self.needs_discovery_given(&view.record)
