@@ -472,8 +472,9 @@ pub(crate) struct Connection {
     /// its transport saw listed (SEP-2243), so a call on a connection that never listed them
     /// lists them first.
     tools_listed: AtomicBool,
-    /// Whether the transport is streamable HTTP at a revision with standard headers.
-    param_headers: bool,
+    /// Whether it is streamable HTTP at 2026-07-28 or later: no session, every request a POST
+    /// that carries its own answer (and its `Mcp-*` headers).
+    stateless: bool,
     /// When a request last began or ended on it, for a per-client connection's idle stop.
     last_active: Mutex<Instant>,
     closed: AtomicBool,
@@ -607,6 +608,15 @@ impl Connection {
                     Ok(Ok(service)) => (service, None),
                     Ok(Err(e)) => {
                         misread_probe(&e)?;
+                        // When the handshake after a refused probe fails too, its failure is
+                        // the one that says why (the probe's is the refusal that led to it).
+                        let e = match e {
+                            rmcp::service::ClientInitializeError::LegacyFallbackFailed {
+                                fallback,
+                                ..
+                            } => *fallback,
+                            e => e,
+                        };
                         if let Some(status) = crate::streamable::refused(&e) {
                             return Err(NotOpened::Failed(refusal(
                                 &server,
@@ -663,7 +673,7 @@ impl Connection {
             }
         };
         let peer = service.peer().clone();
-        let param_headers = matches!(endpoint.transport, UpstreamTransport::Http { .. })
+        let stateless = matches!(endpoint.transport, UpstreamTransport::Http { .. })
             && peer
                 .peer_info()
                 .is_some_and(|info| info.protocol_version >= ProtocolVersion::STANDARD_HEADERS);
@@ -701,7 +711,7 @@ impl Connection {
             callers,
             in_flight: AtomicUsize::new(0),
             tools_listed: AtomicBool::new(false),
-            param_headers,
+            stateless,
             last_active: Mutex::new(Instant::now()),
             closed: AtomicBool::new(false),
             fault,
@@ -717,6 +727,11 @@ impl Connection {
     /// What the server said about itself.
     pub(crate) fn identity(&self) -> &ServerIdentity {
         &self.identity
+    }
+
+    /// Whether it is spoken to without a session (streamable HTTP at 2026-07-28).
+    pub(crate) fn is_stateless(&self) -> bool {
+        self.stateless
     }
 
     /// The process group of a stdio server.
@@ -864,7 +879,7 @@ impl Connection {
         arguments: JsonObject,
         caller: Option<(Option<String>, Arc<dyn Backchannel>)>,
     ) -> Result<CallToolResult, CallFailure> {
-        if self.param_headers && !self.tools_listed.load(Ordering::SeqCst) {
+        if self.stateless && !self.tools_listed.load(Ordering::SeqCst) {
             // Without the schema the call still works, only without its `Mcp-Param-*`
             // headers; a listing that fails is the call's to report, so it goes on.
             if let Err(e) = self.list_tools().await {

@@ -332,6 +332,27 @@ pub(crate) fn refused_request(error: &rmcp::ServiceError) -> Option<u16> {
     }
 }
 
+/// Whether a request that failed to go out never reached the server: the connection to it
+/// could not be made. Any other failure of a POST may have come after the server read it.
+pub(crate) fn never_reached(error: &rmcp::ServiceError) -> bool {
+    let rmcp::ServiceError::TransportSend(e) = error else {
+        return false;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e.error.as_ref());
+    while let Some(e) = cause {
+        if let Some(StreamableHttpError::Client(client)) =
+            e.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return client.is_connect();
+        }
+        if let Some(client) = e.downcast_ref::<reqwest::Error>() {
+            return client.is_connect();
+        }
+        cause = e.source();
+    }
+    false
+}
+
 /// The HTTP status of a refusal (401, or 403 `insufficient_scope`) somewhere in `error`'s chain.
 fn refusal_in(error: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<u16> {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
