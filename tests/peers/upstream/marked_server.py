@@ -74,8 +74,7 @@ async def main() -> None:
         import uvicorn
 
         app = server.streamable_http_app()
-        config = uvicorn.Config(app, host="127.0.0.1", port=args.http, log_level="warning")
-        await uvicorn.Server(config).serve()
+        await uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=args.http, log_level="warning")).serve()
         return
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, options)
