@@ -47,8 +47,19 @@ pub fn node_peer(area: &str, name: &str) -> PathBuf {
 /// `tsx` wrapper: the wrapper relays SIGTERM to the server it starts but cannot relay the
 /// SIGKILL that [`Background`] sends, so the server would outlive the test.
 pub fn start_reference_server(port: u16) -> Background {
-    let loader = peer_file("reference/node_modules/tsx/dist/loader.mjs");
-    let script = peer_file("reference/everything-server.ts");
+    start_reference("reference", port)
+}
+
+/// [`start_reference_server`] of the 2026-07-28 edition (`tests/peers/reference-2026`), which
+/// also speaks that revision: `server/discover`, per-request `_meta`, caching hints, and
+/// input-required results.
+pub fn start_reference_server_2026(port: u16) -> Background {
+    start_reference("reference-2026", port)
+}
+
+fn start_reference(folder: &str, port: u16) -> Background {
+    let loader = peer_file(&format!("{folder}/node_modules/tsx/dist/loader.mjs"));
+    let script = peer_file(&format!("{folder}/everything-server.ts"));
     let mut server = Background::start(
         "node",
         &[

@@ -224,6 +224,16 @@ pub struct DiscoveryRecord {
     /// What else the server offers, from its handshake.
     #[serde(default)]
     pub offers: ServerOffers,
+    /// Until when the lists are fresh: the discovery's time plus the shortest `ttlMs` the
+    /// server gave them (2026-07-28, SEP-2549); none when it gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_until: Option<DateTime<Utc>>,
+    /// The server marked a list `cacheScope: private` (for this client alone): the lists stay
+    /// in memory and are never written to the cache file, which every toolmux process of the
+    /// project reads (see [`DiscoveryRecord::write`]); a process that finds this in the file
+    /// discovers the server itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private: bool,
 }
 
 /// The optional features of a server that toolmux relays.
@@ -300,12 +310,42 @@ impl DiscoveryRecord {
         self
     }
 
-    /// Writes the record atomically, creating its folder.
+    /// Whether the lists are past the freshness the server gave them.
+    pub fn is_expired(&self) -> bool {
+        self.fresh_until.is_some_and(|until| Utc::now() >= until)
+    }
+
+    /// Whether the lists are current: discovered successfully, and not expired.
+    pub fn is_current(&self) -> bool {
+        self.discovery_status == DiscoveryStatus::Success && !self.is_expired()
+    }
+
+    /// Writes the record atomically, creating its folder. Lists the server marked private
+    /// are left out, and the record says they must be discovered again.
     pub fn write(&self, path: &Path) -> io::Result<()> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let mut bytes = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
+        let shared;
+        let written = if self.private {
+            shared = Self {
+                discovery_status: DiscoveryStatus::Never,
+                discovery_error: Some(
+                    "the server marked its lists private (cacheScope); they are not kept on \
+                     disk, and each toolmux process discovers them again"
+                        .to_string(),
+                ),
+                tools: Vec::new(),
+                prompts: Vec::new(),
+                resources: Vec::new(),
+                resource_templates: Vec::new(),
+                ..self.clone()
+            };
+            &shared
+        } else {
+            self
+        };
+        let mut bytes = serde_json::to_vec_pretty(written).map_err(io::Error::other)?;
         bytes.push(b'\n');
         toolmux_files::write_atomic(path, &bytes)
     }

@@ -24,16 +24,16 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
     ClientCapabilities, ClientConfig, ClientRequest, CompleteRequestParams, CompleteResult,
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationCapability, ErrorCode, GetPromptRequestParams, GetPromptResult, Implementation,
-    JsonObject, PaginatedRequestParams, Prompt, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResult, RequestId, Resource, ResourceTemplate, ResourceUpdatedNotificationParam,
-    ServerCapabilities, ServerResult, SetLevelRequestParams, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams,
+    CreateMessageRequestParams, CreateMessageResult, DEFAULT_MRTR_MAX_ROUNDS, ElicitRequestParams,
+    ElicitResult, ElicitationCapability, ErrorCode, GetPromptRequestParams, GetPromptResult,
+    Implementation, InputRequest, InputRequests, InputResponses, JsonObject,
+    PaginatedRequestParams, Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult,
+    RequestId, Resource, ResourceTemplate, ResourceUpdatedNotificationParam, ServerCapabilities,
+    ServerResult, SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{
-    InboundStreamOrigin, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
-    ServiceError, serve_client,
+    ClientLifecycleMode, InboundStreamOrigin, NotificationContext, PeerRequestOptions,
+    RequestContext, RunningService, ServiceError, serve_client, serve_client_with_lifecycle,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -48,6 +48,89 @@ use crate::callers::{Callers, InOrder, Unattributable};
 use crate::error::UpstreamError;
 use crate::sse::{SseTransport, header_map};
 use crate::stdio::{Launch, SHUTDOWN_GRACE, StdioProcess};
+
+/// How a session with a server begins. Over streamable HTTP: `server/discover` first, and when
+/// the server speaks 2026-07-28 that is all (no session: rmcp then puts the protocol version,
+/// client info and capabilities in every request's `_meta` and sends the
+/// `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` headers); a server of the handshake era
+/// answers the probe with an error (HTTP 400 without a session, or method not found), and the
+/// `initialize` handshake follows. rmcp gives a server that does not answer the probe at all
+/// 10 seconds before falling back.
+///
+/// Over stdio, and the legacy SSE transport (which predates `server/discover`), the session
+/// begins with `initialize`: rmcp could probe there too, but toolmux relays what a stdio
+/// server sends outside a call (resource updates, log messages, list changes) through the
+/// session the handshake opens, and 2026-07-28 moves those to `subscriptions/listen`, which
+/// toolmux does not speak as a client yet.
+fn negotiation(transport: &UpstreamTransport) -> ClientLifecycleMode {
+    match transport {
+        UpstreamTransport::Http { .. } => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: None,
+        },
+        _ => ClientLifecycleMode::Initialize,
+    }
+}
+
+/// A server's whole list, and what it said about caching it.
+pub(crate) struct Listed<T> {
+    pub items: Vec<T>,
+    pub hint: CacheHint,
+}
+
+/// What a server said about caching a list (2026-07-28, SEP-2549: `ttlMs`, `cacheScope`):
+/// how long it stays fresh, and whether it is for this client alone. A server of an earlier
+/// revision says nothing: no limit, public.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CacheHint {
+    pub ttl_ms: Option<u64>,
+    pub private: bool,
+}
+
+impl CacheHint {
+    pub(crate) fn of(ttl_ms: Option<u64>, scope: Option<rmcp::model::CacheScope>) -> Self {
+        Self {
+            ttl_ms,
+            private: scope == Some(rmcp::model::CacheScope::Private),
+        }
+    }
+
+    /// Two lists' hints together: the shorter freshness, and private when either is.
+    pub(crate) fn and(self, other: Self) -> Self {
+        let ttl_ms = match (self.ttl_ms, other.ttl_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Self {
+            ttl_ms,
+            private: self.private || other.private,
+        }
+    }
+}
+
+/// Why [`Connection::open_as`] opened no connection.
+enum NotOpened {
+    Failed(UpstreamError),
+    /// The `server/discover` probe was answered with another result (shown here).
+    ProbeMisread(String),
+}
+
+impl From<UpstreamError> for NotOpened {
+    fn from(error: UpstreamError) -> Self {
+        NotOpened::Failed(error)
+    }
+}
+
+/// `Err` when `error` is a discovery probe answered with a result that is not discovery's.
+fn misread_probe(error: &rmcp::service::ClientInitializeError) -> Result<(), NotOpened> {
+    match error {
+        rmcp::service::ClientInitializeError::ExpectedInitResult(Some(answer)) => {
+            let answer = serde_json::to_string(answer).unwrap_or_else(|e| e.to_string());
+            Err(NotOpened::ProbeMisread(crate::error::server_text(&answer)))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// Calls in a row abandoned by their callers, with no answer from the server meanwhile, after
 /// which the server counts as hung and its connection is given up on.
@@ -136,6 +219,7 @@ pub(crate) struct ServerHooks {
 /// Reacts to what a server sends: notifications about its lists, and the sampling and
 /// elicitation requests it sends while calls run, which go to the callers through [`Callers`].
 /// (Progress and log messages are taken off the stream earlier, by [`InOrder`].)
+#[derive(Clone)]
 pub(crate) struct Handler {
     server: String,
     hooks: ServerHooks,
@@ -166,11 +250,7 @@ impl Handler {
         };
         self.callers.requester(came_with).map_err(|why| {
             let message = match why {
-                Unattributable::NoCaller => format!(
-                    "no caller that can answer {what} requests is waiting on this server: \
-                     toolmux relays them to the MCP client or chat whose tool call is running \
-                     (calls from the command line or the REST API cannot answer them)"
-                ),
+                Unattributable::NoCaller => return no_caller(what),
                 Unattributable::SeveralCallers(n) => format!(
                     "{n} requests from different callers are running on this server, and \
                      nothing says which one this {what} request is for; toolmux does not \
@@ -180,6 +260,78 @@ impl Handler {
             McpError::invalid_params(message, None)
         })
     }
+}
+
+/// The error a server's `what` request gets when no caller can answer it.
+fn no_caller(what: &str) -> McpError {
+    McpError::invalid_params(
+        format!(
+            "no caller that can answer {what} requests is waiting on this server: toolmux \
+             relays them to the MCP client or chat whose tool call is running (calls from the \
+             command line or the REST API cannot answer them)"
+        ),
+        None,
+    )
+}
+
+/// Asks `caller` what a server's elicitation request (its params) asks, and fills in the
+/// schema's defaults for fields left empty (see [`crate::elicitation::with_defaults`]).
+async fn elicit(
+    caller: &dyn Backchannel,
+    request: &ElicitRequestParams,
+) -> Result<ElicitResult, McpError> {
+    let request: serde_json::Value = relay_json(request, "elicitation request")?;
+    let schema = request.get("requestedSchema").cloned();
+    let answer = caller.elicit(request).await.map_err(refused)?;
+    let answer = crate::elicitation::with_defaults(schema.as_ref(), answer);
+    relay_json(&answer, "elicitation result")
+}
+
+/// Asks `caller` to sample what a server's sampling request (its params) asks.
+async fn sample(
+    caller: &dyn Backchannel,
+    request: &CreateMessageRequestParams,
+) -> Result<CreateMessageResult, McpError> {
+    let request = relay_json(request, "sampling request")?;
+    let answer = caller.sample(request).await.map_err(refused)?;
+    relay_json(&answer, "sampling result")
+}
+
+/// The answers of an input-required result's requests (2026-07-28, SEP-2322), each asked of
+/// the caller of the call it came in, as a request sent on the call's stream would be.
+async fn answer_input_requests(
+    caller: Option<&dyn Backchannel>,
+    requests: InputRequests,
+) -> Result<InputResponses, McpError> {
+    let mut answers = InputResponses::new();
+    for (key, request) in requests {
+        let answer = match request {
+            InputRequest::Elicitation(request) => {
+                let caller = caller.ok_or_else(|| no_caller("elicitation"))?;
+                relay_json(
+                    &elicit(caller, &request.params).await?,
+                    "elicitation result",
+                )?
+            }
+            InputRequest::CreateMessage(request) => {
+                let caller = caller.ok_or_else(|| no_caller("sampling"))?;
+                relay_json(&sample(caller, &request.params).await?, "sampling result")?
+            }
+            // toolmux declares no roots (it has none of its own to give), so a server that
+            // asks breaks the capability it was told of.
+            _ => {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "the input request `{key}` asks for something toolmux does not offer \
+                         (it declares sampling and elicitation only)"
+                    ),
+                    None,
+                ));
+            }
+        };
+        answers.insert(key, answer);
+    }
+    Ok(answers)
 }
 
 /// A relayed request's failure, as the JSON-RPC error the upstream server gets.
@@ -207,10 +359,10 @@ fn relay_json<A: serde::Serialize, B: serde::de::DeserializeOwned>(
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        // toolmux opens every session with the `initialize` handshake, so it offers the newest
-        // version that has one (rmcp's default, 2026-07-28, replaced it with `server/discover`).
-        // It declares sampling and form elicitation because it relays them to its own callers;
-        // a caller that cannot answer makes the request fail, as a client without them would.
+        // The version offered in the `initialize` handshake (see [`negotiation`]): the newest
+        // that has one. It declares sampling and form elicitation because it relays them to
+        // its own callers; a caller that cannot answer makes the request fail, as a client
+        // without them would.
         let mut capabilities = ClientCapabilities::default();
         capabilities.sampling = Some(Default::default());
         let mut elicitation = ElicitationCapability::new();
@@ -252,9 +404,7 @@ impl ClientHandler for Handler {
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, McpError> {
         let caller = self.requester("sampling", &context)?;
-        let request = relay_json(&params, "sampling request")?;
-        let answer = caller.sample(request).await.map_err(refused)?;
-        relay_json(&answer, "sampling result")
+        sample(caller.as_ref(), &params).await
     }
 
     async fn create_elicitation(
@@ -263,11 +413,7 @@ impl ClientHandler for Handler {
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
         let caller = self.requester("elicitation", &context)?;
-        let request: serde_json::Value = relay_json(&request, "elicitation request")?;
-        let schema = request.get("requestedSchema").cloned();
-        let answer = caller.elicit(request).await.map_err(refused)?;
-        let answer = crate::elicitation::with_defaults(schema.as_ref(), answer);
-        relay_json(&answer, "elicitation result")
+        elicit(caller.as_ref(), &request).await
     }
 }
 
@@ -321,6 +467,14 @@ pub(crate) struct Connection {
     capabilities: ServerCapabilities,
     callers: Arc<Callers>,
     in_flight: AtomicUsize,
+    /// Whether `tools/list` has been answered on it: over streamable HTTP at 2026-07-28, rmcp
+    /// mirrors a call's `x-mcp-header` arguments into `Mcp-Param-*` headers from the schemas
+    /// its transport saw listed (SEP-2243), so a call on a connection that never listed them
+    /// lists them first.
+    tools_listed: AtomicBool,
+    /// Whether it is streamable HTTP at 2026-07-28 or later: no session, every request a POST
+    /// that carries its own answer (and its `Mcp-*` headers).
+    stateless: bool,
     /// When a request last began or ended on it, for a per-client connection's idle stop.
     last_active: Mutex<Instant>,
     closed: AtomicBool,
@@ -352,8 +506,42 @@ impl Drop for InFlight {
 }
 
 impl Connection {
-    /// Opens a connection and completes the MCP handshake within the start-up limit.
+    /// Opens a connection within the start-up limit, beginning as [`negotiation`] says. An
+    /// HTTP server that answers the `server/discover` probe with a result other than
+    /// discovery's (a handshake-era server that answers any method it does not know with `{}`,
+    /// as the conformance suite's test servers do) is opened again, afresh, with the
+    /// handshake: rmcp's own fallback only follows an error.
     pub(crate) async fn open(endpoint: &Endpoint, handler: Handler) -> Result<Self, UpstreamError> {
+        match Self::open_as(endpoint, handler.clone(), negotiation(&endpoint.transport)).await {
+            Ok(connection) => Ok(connection),
+            Err(NotOpened::Failed(error)) => Err(error),
+            Err(NotOpened::ProbeMisread(answer)) => {
+                tracing::info!(
+                    server = %endpoint.server,
+                    answer = %answer,
+                    "the server answered server/discover with something else; opening it with \
+                     the initialize handshake"
+                );
+                Self::open_as(endpoint, handler, ClientLifecycleMode::Initialize)
+                    .await
+                    .map_err(|e| match e {
+                        NotOpened::Failed(error) => error,
+                        // Only a discovery probe can be misread.
+                        NotOpened::ProbeMisread(answer) => UpstreamError::start(
+                            &endpoint.server,
+                            &format!("the MCP handshake failed: unexpected answer {answer}"),
+                        ),
+                    })
+            }
+        }
+    }
+
+    /// Opens a connection with `lifecycle` within the start-up limit.
+    async fn open_as(
+        endpoint: &Endpoint,
+        handler: Handler,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<Self, NotOpened> {
         let server = endpoint.server.clone();
         let callers = Arc::clone(&handler.callers);
         let start_error = |message: String| UpstreamError::start(&server, &message);
@@ -389,13 +577,17 @@ impl Connection {
                     .map_err(|e| start_error(format!("cannot run `{command}`: {e}")))?;
                 let pgid = process.id();
                 let transport = InOrder::new(process, Arc::clone(&callers), &server);
-                match tokio::time::timeout(timeout, serve_client(handler, transport)).await {
+                let opened = serve_client_with_lifecycle(handler, transport, lifecycle);
+                match tokio::time::timeout(timeout, opened).await {
                     Ok(Ok(service)) => (service, pgid),
                     Ok(Err(e)) => {
+                        misread_probe(&e)?;
                         let tail = log_tail(&endpoint.log).await;
-                        return Err(start_error(format!("the MCP handshake failed: {e}{tail}")));
+                        return Err(NotOpened::Failed(start_error(format!(
+                            "the MCP handshake failed: {e}{tail}"
+                        ))));
                     }
-                    Err(_) => return Err(timed_out()),
+                    Err(_) => return Err(timed_out().into()),
                 }
             }
             UpstreamTransport::Http { url, headers } => {
@@ -411,11 +603,26 @@ impl Connection {
                     Arc::clone(&callers),
                     &server,
                 );
-                match tokio::time::timeout(timeout, serve_client(handler, transport)).await {
+                let opened = serve_client_with_lifecycle(handler, transport, lifecycle);
+                match tokio::time::timeout(timeout, opened).await {
                     Ok(Ok(service)) => (service, None),
                     Ok(Err(e)) => {
+                        misread_probe(&e)?;
+                        // When the handshake after a refused probe fails too, its failure is
+                        // the one that says why (the probe's is the refusal that led to it).
+                        let e = match e {
+                            rmcp::service::ClientInitializeError::LegacyFallbackFailed {
+                                fallback,
+                                ..
+                            } => *fallback,
+                            e => e,
+                        };
                         if let Some(status) = crate::streamable::refused(&e) {
-                            return Err(refusal(&server, configured_credential.as_deref(), status));
+                            return Err(NotOpened::Failed(refusal(
+                                &server,
+                                configured_credential.as_deref(),
+                                status,
+                            )));
                         }
                         return Err(start_error(format!(
                             "cannot connect to {url}: {}",
@@ -426,9 +633,10 @@ impl Connection {
                                 } => root_cause(error.error.as_ref()),
                                 other => other.to_string(),
                             }
-                        )));
+                        ))
+                        .into());
                     }
-                    Err(_) => return Err(timed_out()),
+                    Err(_) => return Err(timed_out().into()),
                 }
             }
             UpstreamTransport::Sse { url, headers } => {
@@ -459,12 +667,16 @@ impl Connection {
                 .await;
                 match opened {
                     Ok(Ok(service)) => (service, None),
-                    Ok(Err(e)) => return Err(e),
-                    Err(_) => return Err(timed_out()),
+                    Ok(Err(e)) => return Err(e.into()),
+                    Err(_) => return Err(timed_out().into()),
                 }
             }
         };
         let peer = service.peer().clone();
+        let stateless = matches!(endpoint.transport, UpstreamTransport::Http { .. })
+            && peer
+                .peer_info()
+                .is_some_and(|info| info.protocol_version >= ProtocolVersion::STANDARD_HEADERS);
         // toolmux keeps its own discovery cache; rmcp's response cache would hide a changed list.
         peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
             .await;
@@ -498,6 +710,8 @@ impl Connection {
             capabilities,
             callers,
             in_flight: AtomicUsize::new(0),
+            tools_listed: AtomicBool::new(false),
+            stateless,
             last_active: Mutex::new(Instant::now()),
             closed: AtomicBool::new(false),
             fault,
@@ -513,6 +727,11 @@ impl Connection {
     /// What the server said about itself.
     pub(crate) fn identity(&self) -> &ServerIdentity {
         &self.identity
+    }
+
+    /// Whether it is spoken to without a session (streamable HTTP at 2026-07-28).
+    pub(crate) fn is_stateless(&self) -> bool {
+        self.stateless
     }
 
     /// The process group of a stdio server.
@@ -565,28 +784,34 @@ impl Connection {
     }
 
     /// Every tool the server lists, page by page, at most [`MAX_TOOL_PAGES`] pages.
-    pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, UpstreamError> {
-        self.all_pages("tools/list", |params| async move {
-            let page = self.peer.list_tools(Some(params)).await?;
-            Ok((page.tools, page.next_cursor))
-        })
-        .await
+    pub(crate) async fn list_tools(&self) -> Result<Listed<Tool>, UpstreamError> {
+        let tools = self
+            .all_pages("tools/list", |params| async move {
+                let page = self.peer.list_tools(Some(params)).await?;
+                let hint = CacheHint::of(page.ttl_ms, page.cache_scope);
+                Ok((page.tools, page.next_cursor, hint))
+            })
+            .await?;
+        self.tools_listed.store(true, Ordering::SeqCst);
+        Ok(tools)
     }
 
     /// Every prompt the server lists.
-    pub(crate) async fn list_prompts(&self) -> Result<Vec<Prompt>, UpstreamError> {
+    pub(crate) async fn list_prompts(&self) -> Result<Listed<Prompt>, UpstreamError> {
         self.all_pages("prompts/list", |params| async move {
             let page = self.peer.list_prompts(Some(params)).await?;
-            Ok((page.prompts, page.next_cursor))
+            let hint = CacheHint::of(page.ttl_ms, page.cache_scope);
+            Ok((page.prompts, page.next_cursor, hint))
         })
         .await
     }
 
     /// Every resource the server lists.
-    pub(crate) async fn list_resources(&self) -> Result<Vec<Resource>, UpstreamError> {
+    pub(crate) async fn list_resources(&self) -> Result<Listed<Resource>, UpstreamError> {
         self.all_pages("resources/list", |params| async move {
             let page = self.peer.list_resources(Some(params)).await?;
-            Ok((page.resources, page.next_cursor))
+            let hint = CacheHint::of(page.ttl_ms, page.cache_scope);
+            Ok((page.resources, page.next_cursor, hint))
         })
         .await
     }
@@ -594,31 +819,34 @@ impl Connection {
     /// Every resource template the server lists.
     pub(crate) async fn list_resource_templates(
         &self,
-    ) -> Result<Vec<ResourceTemplate>, UpstreamError> {
+    ) -> Result<Listed<ResourceTemplate>, UpstreamError> {
         self.all_pages("resources/templates/list", |params| async move {
             let page = self.peer.list_resource_templates(Some(params)).await?;
-            Ok((page.resource_templates, page.next_cursor))
+            let hint = CacheHint::of(page.ttl_ms, page.cache_scope);
+            Ok((page.resource_templates, page.next_cursor, hint))
         })
         .await
     }
 
-    /// Reads a listing page by page, at most [`MAX_TOOL_PAGES`] pages. rmcp's own helpers
-    /// page on for as long as the server hands out cursors; a buggy server would hang them.
-    async fn all_pages<T, F, Fut>(&self, method: &str, page: F) -> Result<Vec<T>, UpstreamError>
+    /// Reads a listing page by page, at most [`MAX_TOOL_PAGES`] pages, with what its pages
+    /// said about caching them together. rmcp's own helpers page on for as long as the server
+    /// hands out cursors; a buggy server would hang them.
+    async fn all_pages<T, F, Fut>(&self, method: &str, page: F) -> Result<Listed<T>, UpstreamError>
     where
         F: Fn(PaginatedRequestParams) -> Fut,
-        Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+        Fut: Future<Output = Result<(Vec<T>, Option<String>, CacheHint), ServiceError>>,
     {
         // Not registered: a listing is toolmux's own request (discovery, a refresh), and
         // counting it as a caller would make a call's elicitation or sampling request
         // ambiguous whenever a refresh happens to run beside it. No server asks its client
         // anything while it lists.
         let mut items = Vec::new();
+        let mut hint = CacheHint::default();
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
         for _ in 0..MAX_TOOL_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-            let (listed, next) = page(params).await.map_err(|e| {
+            let (listed, next, page_hint) = page(params).await.map_err(|e| {
                 if let Some(status) = crate::streamable::refused_request(&e) {
                     self.refusal(status)
                 } else {
@@ -626,8 +854,9 @@ impl Connection {
                 }
             })?;
             items.extend(listed);
+            hint = hint.and(page_hint);
             match next {
-                None => return Ok(items),
+                None => return Ok(Listed { items, hint }),
                 Some(next) if !seen.insert(next.clone()) => {
                     return Err(self.protocol(format!(
                         "{method} returned the cursor `{next}` twice; stopping"
@@ -650,7 +879,53 @@ impl Connection {
         arguments: JsonObject,
         caller: Option<(Option<String>, Arc<dyn Backchannel>)>,
     ) -> Result<CallToolResult, CallFailure> {
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        if self.stateless && !self.tools_listed.load(Ordering::SeqCst) {
+            // Without the schema the call still works, only without its `Mcp-Param-*`
+            // headers; a listing that fails is the call's to report, so it goes on.
+            if let Err(e) = self.list_tools().await {
+                tracing::warn!(server = %self.server, error = %e, "cannot list the tools before a call");
+            }
+        }
+        let backchannel = caller.as_ref().map(|(_, b)| Arc::clone(b));
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        // A server of 2026-07-28 may answer "input required" (SEP-2322): its requests are
+        // asked of the caller, and the call is sent again with the answers and the server's
+        // state, as a new request, a bounded number of times.
+        for round in 0..DEFAULT_MRTR_MAX_ROUNDS {
+            let answered = self.call_round(params.clone(), caller.clone()).await;
+            let answered = match answered {
+                // A later round's request was not sent, but the call was: the server saw it.
+                Err(CallFailure::NotSent(e)) if round > 0 => return Err(CallFailure::Sent(e)),
+                other => other?,
+            };
+            let input = match answered {
+                ServerResult::CallToolResult(result) => return Ok(result),
+                ServerResult::InputRequiredResult(input) => input,
+                _ => return Err(CallFailure::Sent(ServiceError::UnexpectedResponse)),
+            };
+            let requests = input.input_requests.unwrap_or_default();
+            if requests.is_empty() && input.request_state.is_none() {
+                return Err(CallFailure::Sent(ServiceError::UnexpectedResponse));
+            }
+            let answers = answer_input_requests(backchannel.as_deref(), requests)
+                .await
+                .map_err(|e| CallFailure::Sent(ServiceError::McpError(e)))?;
+            params.input_responses = (!answers.is_empty()).then_some(answers);
+            params.request_state = input.request_state;
+        }
+        Err(CallFailure::Sent(
+            ServiceError::InputRequiredRoundsExceeded {
+                max_rounds: DEFAULT_MRTR_MAX_ROUNDS,
+            },
+        ))
+    }
+
+    /// Sends one `tools/call` request and waits for its answer.
+    async fn call_round(
+        &self,
+        params: CallToolRequestParams,
+        caller: Option<(Option<String>, Arc<dyn Backchannel>)>,
+    ) -> Result<ServerResult, CallFailure> {
         // Registered before it is sent, so that whatever the server sends about it finds it.
         let registered = self.callers.register(caller);
         // Sent by hand rather than with `call_tool_once`, which hides the progress token and
@@ -678,10 +953,7 @@ impl Connection {
         if matches!(answered, Ok(_) | Err(ServiceError::McpError(_))) {
             self.fault.answered();
         }
-        match answered.map_err(CallFailure::Sent)? {
-            ServerResult::CallToolResult(result) => Ok(result),
-            _ => Err(CallFailure::Sent(ServiceError::UnexpectedResponse)),
-        }
+        answered.map_err(CallFailure::Sent)
     }
 
     /// Gets one prompt, filled with `arguments`.
@@ -960,7 +1232,7 @@ pub(crate) fn describe(error: &ServiceError) -> String {
         ServiceError::TransportClosed => "the connection closed (the server exited)".to_string(),
         ServiceError::UnexpectedResponse => {
             "the server answered with something other than a result (toolmux does not support \
-             input requests or tasks from upstream servers yet)"
+             tasks from upstream servers yet)"
                 .to_string()
         }
         ServiceError::McpError(e) => {

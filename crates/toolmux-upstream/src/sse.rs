@@ -167,7 +167,10 @@ impl SseTransport {
                 if !matches!(event.event.as_deref(), None | Some("message")) {
                     continue;
                 }
-                let Some(data) = event.data else { continue };
+                let Some(mut data) = event.data else { continue };
+                if let Some(lifted) = crate::wire::lift_internal_marks(&data) {
+                    data = lifted;
+                }
                 match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(&data) {
                     Ok(message) => {
                         if tx.send(message).await.is_err() {

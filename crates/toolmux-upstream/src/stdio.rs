@@ -48,7 +48,7 @@ pub(crate) struct StdioProcess {
     /// (a start-up cancelled half-way, or toolmux exiting without a clean shutdown), it still
     /// leaves nothing behind.
     group: Guard,
-    transport: AsyncRwTransport<RoleClient, Bounded<ChildStdout>, ChildStdin>,
+    transport: AsyncRwTransport<RoleClient, Lifted<Bounded<ChildStdout>>, ChildStdin>,
 }
 
 impl StdioProcess {
@@ -80,6 +80,13 @@ impl StdioProcess {
         };
         // rmcp's own limit is set just above ours (a line ending may be `\r\n`), so that ours,
         // which fails the connection, always comes first; rmcp would drop the line silently.
+        let stdout = Lifted {
+            inner: stdout,
+            line: Vec::new(),
+            ready: Vec::new(),
+            handed: 0,
+            ended: false,
+        };
         let transport =
             AsyncRwTransport::new(stdout, stdin).with_max_line_length(MAX_MESSAGE_BYTES + 2);
         Ok((
@@ -186,6 +193,76 @@ impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
     }
 }
 
+/// A server's stdout read line by line (one line is one message), each line passed through
+/// [`crate::wire::lift_internal_marks`] before rmcp parses it. Under it, [`Bounded`] keeps a
+/// line within the limit, so `line` never holds more than that.
+pub(crate) struct Lifted<R> {
+    inner: R,
+    /// The line read so far, without its end.
+    line: Vec<u8>,
+    /// Whole lines (or the last, unended one) ready to hand out, from `handed` on.
+    ready: Vec<u8>,
+    handed: usize,
+    /// The server closed its stdout.
+    ended: bool,
+}
+
+impl<R> Lifted<R> {
+    /// Moves the line read so far to `ready`, lifted.
+    fn finish_line(&mut self) {
+        let line = std::mem::take(&mut self.line);
+        let lifted = std::str::from_utf8(&line)
+            .ok()
+            .and_then(crate::wire::lift_internal_marks);
+        match lifted {
+            Some(text) => self.ready.extend_from_slice(text.as_bytes()),
+            None => self.ready.extend_from_slice(&line),
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Lifted<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if this.handed < this.ready.len() {
+                let n = buf.remaining().min(this.ready.len() - this.handed);
+                buf.put_slice(&this.ready[this.handed..this.handed + n]);
+                this.handed += n;
+                if this.handed == this.ready.len() {
+                    this.ready.clear();
+                    this.handed = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            if this.ended {
+                return Poll::Ready(Ok(()));
+            }
+            let mut chunk = [0u8; 8192];
+            let mut read = ReadBuf::new(&mut chunk);
+            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
+            let read = read.filled();
+            if read.is_empty() {
+                this.ended = true;
+                this.finish_line();
+                continue;
+            }
+            let mut rest = read;
+            while let Some(end) = rest.iter().position(|b| *b == b'\n') {
+                this.line.extend_from_slice(&rest[..end]);
+                this.finish_line();
+                this.ready.push(b'\n');
+                rest = &rest[end + 1..];
+            }
+            this.line.extend_from_slice(rest);
+        }
+    }
+}
+
 /// The most lines of a server's stderr log [`stderr_tail`] returns.
 pub(crate) const STDERR_TAIL_LINES: usize = 200;
 /// The most bytes of a server's stderr log [`stderr_tail`] reads.
@@ -272,6 +349,25 @@ mod tests {
         assert_eq!(tail.len(), STDERR_TAIL_LINES);
         assert_eq!(tail.last().map(String::as_str), Some("line 19999"));
         assert_eq!(tail[0], "line 19800");
+    }
+
+    #[tokio::test]
+    async fn a_listed_tools_top_level_internal_mark_reaches_rmcp_in_its_meta() {
+        use tokio::io::AsyncReadExt;
+        let listed = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"a\",\"_internal\":true}]}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}";
+        let mut lifted = Lifted {
+            inner: &listed[..],
+            line: Vec::new(),
+            ready: Vec::new(),
+            handed: 0,
+            ended: false,
+        };
+        let mut text = String::new();
+        lifted.read_to_string(&mut text).await.expect("read");
+        assert_eq!(
+            text,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"a\",\"_internal\":true,\"_meta\":{\"_internal\":true}}]}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}"
+        );
     }
 
     #[tokio::test]

@@ -187,14 +187,22 @@ impl StreamableHttpClient for OrderedClient {
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         self.hold_first_request(&message, session_id.is_some())
             .await;
-        via!(self.post_message_with_max_sse_event_size(
+        let response = via!(self.post_message_with_max_sse_event_size(
             uri,
             message,
             session_id,
             auth_header,
             custom_headers,
             max_sse_event_size
-        ))
+        ))?;
+        Ok(match response {
+            StreamableHttpPostResponse::Sse(stream, session) => {
+                StreamableHttpPostResponse::Sse(lifted(stream), session)
+            }
+            // A JSON body reaches toolmux already parsed by rmcp: a top-level `_internal` in
+            // it is lost (`internalTools` in the configuration covers such a server).
+            other => other,
+        })
     }
 
     async fn delete_session(
@@ -245,8 +253,30 @@ impl StreamableHttpClient for OrderedClient {
         if standalone {
             self.answered();
         }
-        stream
+        stream.map(lifted)
     }
+}
+
+/// An SSE stream with every message's data passed through
+/// [`crate::wire::lift_internal_marks`] before rmcp parses it.
+fn lifted(
+    stream: BoxStream<'static, Result<Sse, SseError>>,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    use futures::StreamExt;
+    stream
+        .map(|event| {
+            event.map(|mut event| {
+                if let Some(data) = event
+                    .data
+                    .as_deref()
+                    .and_then(crate::wire::lift_internal_marks)
+                {
+                    event.data = Some(data);
+                }
+                event
+            })
+        })
+        .boxed()
 }
 
 /// The client of one connection to the streamable-HTTP server of `endpoint`: signed with the
@@ -300,6 +330,27 @@ pub(crate) fn refused_request(error: &rmcp::ServiceError) -> Option<u16> {
         rmcp::ServiceError::TransportSend(e) => refusal_in(e.error.as_ref()),
         _ => None,
     }
+}
+
+/// Whether a request that failed to go out never reached the server: the connection to it
+/// could not be made. Any other failure of a POST may have come after the server read it.
+pub(crate) fn never_reached(error: &rmcp::ServiceError) -> bool {
+    let rmcp::ServiceError::TransportSend(e) = error else {
+        return false;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e.error.as_ref());
+    while let Some(e) = cause {
+        if let Some(StreamableHttpError::Client(client)) =
+            e.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return client.is_connect();
+        }
+        if let Some(client) = e.downcast_ref::<reqwest::Error>() {
+            return client.is_connect();
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// The HTTP status of a refusal (401, or 403 `insufficient_scope`) somewhere in `error`'s chain.

@@ -58,9 +58,44 @@ pub fn annotations_to_wire(hints: &ToolAnnotations) -> rmcp::model::ToolAnnotati
     )
 }
 
+/// A server's message (one JSON-RPC message as text) with every tool of a `tools/list` result
+/// that carries `"_internal": true` beside its `name` also marked `_meta._internal: true`, or
+/// `None` when nothing needed marking. rmcp's `Tool` keeps no unknown top-level field, so the
+/// seed format's top-level mark would be lost before discovery reads the tool; moved into
+/// `_meta`, where rmcp keeps it, it makes the tool internal exactly as `_meta._internal` does.
+/// Read where the transport still holds the text: a stdio line, an SSE event's data.
+pub(crate) fn lift_internal_marks(message: &str) -> Option<String> {
+    // Most messages cannot hold the mark; only those that name it are parsed.
+    if !message.contains("\"_internal\"") {
+        return None;
+    }
+    let mut value: serde_json::Value = serde_json::from_str(message).ok()?;
+    let tools = value.get_mut("result")?.get_mut("tools")?.as_array_mut()?;
+    let mut lifted = false;
+    for tool in tools
+        .iter_mut()
+        .filter_map(serde_json::Value::as_object_mut)
+    {
+        if tool.get("_internal") != Some(&serde_json::Value::Bool(true)) {
+            continue;
+        }
+        let meta = tool
+            .entry("_meta")
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        // A `_meta` that is not an object is the server's error; rmcp refuses that tool as it
+        // always did.
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert("_internal".into(), serde_json::Value::Bool(true));
+            lifted = true;
+        }
+    }
+    lifted.then(|| value.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
 
     #[test]
     fn every_level_and_hint_survives_the_round_trip() {
@@ -83,5 +118,37 @@ mod tests {
             open_world_hint: Some(true),
         };
         assert_eq!(annotations_from_wire(&annotations_to_wire(&hints)), hints);
+    }
+
+    #[test]
+    fn a_top_level_internal_mark_is_moved_into_meta() {
+        let listed = json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": [
+            {"name": "reset", "inputSchema": {"type": "object"}, "_internal": true,
+             "_meta": {"owner": "ops"}},
+            {"name": "search", "inputSchema": {"type": "object"}, "_internal": false},
+            {"name": "plain", "inputSchema": {"type": "object"}}
+        ]}});
+        let lifted = lift_internal_marks(&listed.to_string()).expect("a mark was lifted");
+        let lifted: Value = serde_json::from_str(&lifted).expect("JSON");
+        let tools = &lifted["result"]["tools"];
+        assert_eq!(
+            tools[0]["_meta"],
+            json!({"owner": "ops", "_internal": true})
+        );
+        assert_eq!(tools[1].get("_meta"), None);
+        assert_eq!(tools[2].get("_meta"), None);
+    }
+
+    #[test]
+    fn messages_without_a_true_mark_on_a_listed_tool_pass_unchanged() {
+        for message in [
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "_internal": true}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "a", "_internal": "yes"}]}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"_internal": true}}),
+        ] {
+            assert_eq!(lift_internal_marks(&message.to_string()), None, "{message}");
+        }
+        assert_eq!(lift_internal_marks("{\"_internal\": tru"), None);
     }
 }

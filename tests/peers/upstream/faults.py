@@ -11,7 +11,8 @@ Usage: python faults.py [options]
   --cancel-file PATH   `hang` writes "cancelled" to PATH when the client cancels it
 
 Tools: echo(text), crash(), hang(), huge(bytes), kinds(), fail(), grow(), slow(ms), pid().
-The server's version is empty, as Python servers often send.
+The server's version is empty, as Python servers often send. Its tool list is public and
+fresh for an hour (2026-07-28's caching hints).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.server.caching import CacheHint
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
@@ -154,7 +156,11 @@ def build(args: argparse.Namespace) -> Server:
             return types.CallToolResult(content=[types.TextContent(text=str(os.getpid()))])
         return types.CallToolResult(content=[types.TextContent(text=f"unknown tool {name}")], is_error=True)
 
-    return Server("faults", on_list_tools=list_tools, on_call_tool=call_tool)
+    # Its list is the same for every caller and changes only with a notice (`grow`): public, and
+    # fresh for an hour (2026-07-28's caching hints; the SDK's default is private and stale at
+    # once, which toolmux never writes to its cache file).
+    hints = {"tools/list": CacheHint(ttl_ms=3_600_000, scope="public")}
+    return Server("faults", cache_hints=hints, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 async def main() -> None:

@@ -22,6 +22,7 @@ import jwt
 import uvicorn
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 
 
@@ -62,6 +63,13 @@ def main() -> None:
     resource = f"http://127.0.0.1:{args.port}/mcp"
     server = MCPServer(
         name="oauthy",
+        # Its lists (one tool, no prompts or resources) are the same for every caller: public,
+        # fresh for an hour (2026-07-28's caching hints; the SDK's default is private and stale
+        # at once, which toolmux never writes to its cache file).
+        cache_hints={
+            method: CacheHint(ttl_ms=3_600_000, scope="public")
+            for method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+        },
         token_verifier=Verifier(args.issuer, resource),
         auth=AuthSettings(
             issuer_url=args.issuer, resource_server_url=resource, validate_token_resource=True

@@ -164,8 +164,17 @@ impl Inner {
                     describe(&ServiceError::McpError(e))
                 ))));
             }
-            CallFailure::NotSent(e) | CallFailure::Sent(e @ ServiceError::TransportSend(_)) => {
+            CallFailure::NotSent(e) => Attempt::NotSent(describe(&e)),
+            // Over a session a failed send is one the server never read (the answer comes on a
+            // stream); without one (2026-07-28), the POST carries the answer too, so only a
+            // connection never made proves the call did not reach the server.
+            CallFailure::Sent(e @ ServiceError::TransportSend(_))
+                if !conn.is_stateless() || crate::streamable::never_reached(&e) =>
+            {
                 Attempt::NotSent(describe(&e))
+            }
+            CallFailure::Sent(e @ ServiceError::TransportSend(_)) => {
+                Attempt::Dropped(lost(&conn, &e))
             }
             CallFailure::Sent(e @ ServiceError::TransportClosed) => {
                 Attempt::Dropped(lost(&conn, &e))

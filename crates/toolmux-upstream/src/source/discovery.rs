@@ -5,6 +5,8 @@
 use super::*;
 use toolmux_core::Policy;
 
+use crate::connection::{CacheHint, Listed};
+
 /// The longest tool description kept; longer ones are cut (a model reads every one).
 const MAX_DESCRIPTION_CHARS: usize = 8 * 1024;
 
@@ -19,12 +21,13 @@ pub struct DiscoveryOutcome {
 
 impl Inner {
     /// Whether the tools offered are not known to be this configuration's: never discovered
-    /// with it (the cache may be an earlier configuration's). A failed discovery is not
-    /// retried on every call.
+    /// with it (the cache may be an earlier configuration's), or past the freshness the server
+    /// gave them (`ttlMs`). A failed discovery is not retried on every call.
     pub(super) fn outdated(&self) -> bool {
         let view = read(&self.view);
         view.record.config_hash != self.config_hash
             || view.record.discovery_status == DiscoveryStatus::Never
+            || view.record.is_expired()
     }
 
     pub(super) async fn discover(self: &Arc<Self>) -> Result<DiscoveryOutcome, UpstreamError> {
@@ -65,7 +68,7 @@ impl Inner {
     /// With `only_if_stale`, a listing that another one made current meanwhile is skipped.
     pub(super) async fn rediscover_live(self: &Arc<Self>, only_if_stale: bool) {
         let _one_at_a_time = self.discovery.lock().await;
-        if only_if_stale && read(&self.view).record.discovery_status == DiscoveryStatus::Success {
+        if only_if_stale && read(&self.view).record.is_current() {
             return;
         }
         // From here on, a new notice queues another listing: this one may have missed it.
@@ -113,7 +116,15 @@ impl Inner {
                     record.server_info = Some(listing.identity);
                     record.discovery_status = DiscoveryStatus::Success;
                     record.discovery_error = None;
-                    record.last_discovery = Some(Utc::now());
+                    let now = Utc::now();
+                    record.last_discovery = Some(now);
+                    record.fresh_until = listing
+                        .hint
+                        .ttl_ms
+                        .and_then(|ttl| i64::try_from(ttl).ok())
+                        .and_then(chrono::TimeDelta::try_milliseconds)
+                        .and_then(|ttl| now.checked_add_signed(ttl));
+                    record.private = listing.hint.private;
                     Ok(DiscoveryOutcome {
                         listed: record.tools.len(),
                         offered: record
@@ -173,6 +184,8 @@ struct Listing {
     resources: Vec<Resource>,
     resource_templates: Vec<ResourceTemplate>,
     offers: ServerOffers,
+    /// What the server said about caching its lists, together.
+    hint: CacheHint,
 }
 
 impl Listing {
@@ -181,6 +194,8 @@ impl Listing {
     /// its templates (some answer "method not found") still serves its tools.
     async fn read(conn: &Connection) -> Result<Self, UpstreamError> {
         let tools = conn.list_tools().await?;
+        let mut hint = tools.hint;
+        let tools = tools.items;
         let capabilities = conn.capabilities();
         let resources_offered = capabilities.resources.as_ref();
         let offers = ServerOffers {
@@ -190,14 +205,14 @@ impl Listing {
             completions: capabilities.completions.is_some(),
         };
         let prompts = if offers.prompts {
-            optional(conn.list_prompts().await)
+            optional(conn.list_prompts().await, &mut hint)
         } else {
             Vec::new()
         };
         let (resources, resource_templates) = if offers.resources {
             (
-                optional(conn.list_resources().await),
-                optional(conn.list_resource_templates().await),
+                optional(conn.list_resources().await, &mut hint),
+                optional(conn.list_resource_templates().await, &mut hint),
             )
         } else {
             (Vec::new(), Vec::new())
@@ -209,16 +224,24 @@ impl Listing {
             resources,
             resource_templates,
             offers,
+            hint,
         })
     }
 }
 
-/// An optional listing: its items, or none (with a warning) when the server failed it.
-fn optional<T>(listed: Result<Vec<T>, UpstreamError>) -> Vec<T> {
-    listed.unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "an optional listing failed; it is served empty");
-        Vec::new()
-    })
+/// An optional listing: its items (its caching hint added to `hint`), or none (with a
+/// warning) when the server failed it.
+fn optional<T>(listed: Result<Listed<T>, UpstreamError>, hint: &mut CacheHint) -> Vec<T> {
+    match listed {
+        Ok(listed) => {
+            *hint = hint.and(listed.hint);
+            listed.items
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "an optional listing failed; it is served empty");
+            Vec::new()
+        }
+    }
 }
 
 /// The callback for `notifications/{tools,prompts,resources}/list_changed`: rediscover on the
@@ -285,9 +308,9 @@ pub(super) fn cached_tool(tool: &rmcp::model::Tool) -> CachedTool {
 }
 
 /// Whether a tool's definition marks it internal: `_internal: true` in its `_meta` (the
-/// convention hosts use for tools meant for the host only, never for a model). rmcp keeps no
-/// unknown top-level field, so an `_internal` beside `name` is not seen; `internalTools` in
-/// the configuration covers such servers.
+/// convention hosts use for tools meant for the host only, never for a model). An `_internal`
+/// beside `name` (the seed format's) was moved here by the transport
+/// ([`crate::wire::lift_internal_marks`]), since rmcp keeps no unknown top-level field.
 fn marked_internal(tool: &rmcp::model::Tool) -> bool {
     tool.meta
         .as_ref()

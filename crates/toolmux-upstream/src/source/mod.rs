@@ -324,12 +324,21 @@ impl UpstreamSource {
     }
 
     /// Whether its tools should be discovered: never discovered, discovered with another
-    /// configuration, or the last discovery failed.
+    /// configuration, the last discovery failed, or its lists are past their `ttlMs`.
     pub fn needs_discovery(&self) -> bool {
+        self.needs_discovery_given(&read(&self.inner.view).record)
+    }
+
+    fn needs_discovery_given(&self, record: &DiscoveryRecord) -> bool {
+        self.inner.server().enabled && self.inner.unavailable.is_none() && !record.is_current()
+    }
+
+    /// Whether its lists are known only to a process that discovered them: the server marked
+    /// them private, so the cache file does not hold them, and this process has not listed
+    /// them yet. A one-shot call discovers such a server first.
+    pub fn lists_kept_private(&self) -> bool {
         let view = read(&self.inner.view);
-        self.inner.server().enabled
-            && self.inner.unavailable.is_none()
-            && view.record.discovery_status != DiscoveryStatus::Success
+        view.record.private && self.needs_discovery_given(&view.record)
     }
 
     /// Why it is never started (a variable or secret its entry names is not set), if so.

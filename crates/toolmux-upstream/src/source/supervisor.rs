@@ -70,8 +70,7 @@ impl Inner {
             tokio::spawn(async move { renew(&conn.begin(), level, &held).await });
         }
         // A discovery running now (which may have started this connection) covers it.
-        let stale = read(&self.view).record.discovery_status != DiscoveryStatus::Success
-            && self.discovery.try_lock().is_ok();
+        let stale = !read(&self.view).record.is_current() && self.discovery.try_lock().is_ok();
         if stale {
             let inner = Arc::clone(self);
             tokio::spawn(async move { Inner::rediscover_live(&inner, true).await });

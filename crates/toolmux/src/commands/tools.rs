@@ -23,6 +23,9 @@ pub async fn run(project: Option<&Path>, cmd: ToolsCommand) -> Result<u8, Failur
         cmd => cmd,
     };
     let project = Assembly::open(project)?;
+    if matches!(cmd, ToolsCommand::Call(_)) {
+        discover_private_lists(&project).await;
+    }
     match cmd {
         ToolsCommand::List {
             source,
@@ -44,6 +47,20 @@ pub async fn run(project: Option<&Path>, cmd: ToolsCommand) -> Result<u8, Failur
             set_state(&project, &name, StateChange::Policy(policy))
         }
         ToolsCommand::Add(_) | ToolsCommand::Remove { .. } => Ok(OK),
+    }
+}
+
+/// Discovers the servers whose lists only a process that listed them knows (they marked them
+/// `cacheScope: private`, so the cache file does not hold them), so that a call finds their
+/// tools. Only for a call, which starts servers anyway: listing never does, so their tools
+/// are listed only by a process that discovered them (`toolmux serve`). A failure leaves them
+/// out, as a failed discovery does, and is logged.
+async fn discover_private_lists(project: &Assembly) {
+    let servers = project.upstreams.servers();
+    for server in servers.iter().filter(|s| s.lists_kept_private()) {
+        if let Err(e) = server.discover().await {
+            tracing::warn!(server = %server.name(), error = %e, "cannot discover a server whose lists are private");
+        }
     }
 }
 

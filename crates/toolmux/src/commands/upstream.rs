@@ -237,6 +237,9 @@ fn server_row(project: &Assembly, server: &UpstreamSource) -> Value {
         "lastDiscovery": status.last_discovery,
         "error": status.error,
         "prefix": server.prefix(),
+        // The revision agreed on with the server: 2026-07-28 is spoken statelessly
+        // (`server/discover`), an earlier one after the `initialize` handshake.
+        "protocolVersion": record.server_info.as_ref().map(|i| i.protocol_version.as_str()),
         "findings": project.upstreams.findings(server.name()).unwrap_or_default(),
     })
 }
@@ -259,6 +262,9 @@ fn show(project: Option<&Path>, name: &str, json: bool) -> Result<u8, Failure> {
         row["discovered"],
         row["prefix"].as_str().unwrap_or_default(),
     )];
+    if let Some(version) = row["protocolVersion"].as_str() {
+        lines.push(format!("protocol: {version}"));
+    }
     if let Some(error) = row["error"].as_str() {
         lines.push(format!("error: {error}"));
     }
