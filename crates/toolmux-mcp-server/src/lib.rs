@@ -18,6 +18,7 @@ mod approval;
 mod backchannel;
 mod convert;
 mod http;
+mod input_required;
 mod listen;
 mod options;
 mod relay;

@@ -28,6 +28,7 @@ use toolmux_core::{CallContext, CallError, Channel, Hub, ToolScope};
 use crate::approval::{ElicitationApprover, QueuedApprover, SessionGrants};
 use crate::backchannel;
 use crate::convert::{View, wire_result};
+use crate::input_required::{InputRound, RequestStates};
 use crate::listen::{Listener, accepted_filter, announce_changes, listen_stream};
 use crate::options::ServeOptions;
 use crate::relay::{Relay, Subscriptions};
@@ -45,6 +46,9 @@ pub(crate) struct Shared {
     /// session compares against them after a change, so one session computes them (a listing
     /// of the spec resources walks the specs directory) and the others reuse them.
     listings: tokio::sync::Mutex<Option<(ListingsKey, Arc<RelayedListings>)>>,
+    /// Seals and opens the `requestState` of 2026-07-28 clients' input-required results;
+    /// `None` when no key could be drawn.
+    states: Option<RequestStates>,
 }
 
 /// What a relayed listing is current for: the catalog's version and the built-in resources'
@@ -59,6 +63,7 @@ impl Shared {
             options,
             view: RwLock::new(None),
             listings: tokio::sync::Mutex::new(None),
+            states: RequestStates::new(),
         })
     }
 
@@ -239,7 +244,14 @@ impl McpServer {
         session
     }
 
-    fn call_context(&self, context: &RequestContext<RoleServer>, served_name: &str) -> CallContext {
+    /// The context of a call: `round` is the approver of a 2026-07-28 client that is asked by
+    /// input-required results; every other client is asked as before.
+    fn call_context(
+        &self,
+        context: &RequestContext<RoleServer>,
+        served_name: &str,
+        round: Option<&InputRound<'_>>,
+    ) -> CallContext {
         let stateless = is_stateless(context);
         let mut call = CallContext::new(Channel::Mcp).with_scope(Arc::clone(&self.shared.scope));
         // A stateless request belongs to no session: its calls reach the upstream servers on
@@ -247,21 +259,15 @@ impl McpServer {
         if !stateless {
             call = call.with_session(self.session_of(context));
         }
-        // The subject of the request's access token, when it came with one, else the name the
-        // client gave itself.
-        call.caller = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<toolmux_http::Principal>())
-            .map(toolmux_http::Principal::caller)
-            .or_else(|| context.client_info().map(|info| info.name));
-        // 2026-07-28 has no server-to-client requests: its approvals are input-required
-        // results, not built yet, so a stateless client's approvals wait in the queue below.
-        let elicits = !stateless
-            && context
-                .peer
-                .supported_elicitation_modes()
-                .contains(&rmcp::service::ElicitationMode::Form);
+        call.caller = caller_of(context);
+        if let Some(round) = round {
+            // The client answers every form itself, on its retry: the request is over before
+            // anyone could answer it in the process's queue.
+            return call.with_approver(round.approver());
+        }
+        // 2026-07-28 has no server-to-client requests: a stateless client that cannot show
+        // forms (no elicitation capability) has its approvals wait in the queue below.
+        let elicits = !stateless && shows_forms(context);
         let client = elicits.then(|| {
             ElicitationApprover::new(
                 context.peer.clone(),
@@ -281,6 +287,30 @@ impl McpServer {
         call
     }
 
+    /// The input-required round of a `tools/call` from a 2026-07-28 client that shows forms
+    /// (its request declares the elicitation capability); `None` for every other client.
+    fn input_round(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<InputRound<'_>>, McpError> {
+        let Some(states) = &self.shared.states else {
+            return Ok(None);
+        };
+        if !is_stateless(context) || !shows_forms(context) {
+            return Ok(None);
+        }
+        let round = InputRound::begin(
+            states,
+            &caller_of(context).unwrap_or_default(),
+            &request.name,
+            request.arguments.as_ref(),
+            request.request_state.as_deref(),
+            request.input_responses.as_ref(),
+        )?;
+        Ok(Some(round))
+    }
+
     /// Sends a `notifications/message` when the client asked for messages at this level.
     async fn log(&self, context: &RequestContext<RoleServer>, level: LoggingLevel, data: Value) {
         let wanted = *self
@@ -297,6 +327,33 @@ impl McpServer {
             tracing::debug!(error = %e, "could not send a log message to the MCP client");
         }
     }
+}
+
+/// Who makes a request: the subject of its access token, when it came with one, else the name
+/// the client gave itself.
+fn caller_of(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<toolmux_http::Principal>())
+        .map(toolmux_http::Principal::caller)
+        .or_else(|| context.client_info().map(|info| info.name))
+}
+
+/// Whether the client can show a form: it declared form elicitation, at `initialize` or, in
+/// 2026-07-28, in the request's own `_meta`.
+fn shows_forms(context: &RequestContext<RoleServer>) -> bool {
+    if is_stateless(context) {
+        let form = context
+            .client_capabilities()
+            .and_then(|capabilities| capabilities.elicitation);
+        // A capability that names neither mode means form (as rmcp reads it at `initialize`).
+        return form.is_some_and(|e| e.form.is_some() || e.url.is_none());
+    }
+    context
+        .peer
+        .supported_elicitation_modes()
+        .contains(&rmcp::service::ElicitationMode::Form)
 }
 
 /// The `Mcp-Session-Id` of the HTTP request a call came in, when it came over HTTP.
@@ -437,8 +494,9 @@ impl ServerHandler for McpServer {
             context.meta.get_progress_token(),
             self.log_level_for(&context),
         );
+        let mut round = self.input_round(&request, &context)?;
         let call_context = self
-            .call_context(&context, &request.name)
+            .call_context(&context, &request.name, round.as_ref())
             .with_backchannel(back);
         let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let call = delivery.run(
@@ -446,7 +504,19 @@ impl ServerHandler for McpServer {
                 .hub
                 .call(registry_name, arguments, &call_context),
         );
+        let input_required = async {
+            match &mut round {
+                Some(round) => round.input_required().await,
+                None => std::future::pending().await,
+            }
+        };
         let result = tokio::select! {
+            // First: a call that stopped at a form is waiting for no one else (a time limit
+            // that runs out meanwhile would otherwise end it as unanswered).
+            biased;
+            // The call needs a person's answer the client has not given yet: it is dropped
+            // (its tool has not run), and the client is sent the form.
+            asked = input_required => return Ok(asked?.into()),
             result = call => result,
             // The client cancelled the request (`notifications/cancelled`) or went away: drop
             // the call, which stops the tool. rmcp sends no response to a cancelled request.
