@@ -1,22 +1,25 @@
-//! Approvals and questions for 2026-07-28 clients, as input-required results (SEP-2322, the
-//! revision's multi round-trip requests): the revision has no server-to-client requests, so
-//! where the handshake era sends `elicitation/create` and waits, a stateless `tools/call` is
-//! answered with `resultType: "input_required"`, the form in `inputRequests`, and a sealed
-//! `requestState`. The client asks its user and sends the same call again with the answer in
-//! `inputResponses` and the state echoed; the call then runs through the hub's pipeline again,
-//! where the approver hands the pipeline the answers given so far, in the order it asks. So an
-//! approval is decided and recorded by the pipeline exactly as an elicitation's answer is, and
-//! a question's answer is checked by the question's own rule (`ask_within`).
+//! Forms for 2026-07-28 clients, as input-required results (SEP-2322, the revision's multi
+//! round-trip requests). The revision has no server-to-client requests, so where the handshake
+//! era sends `elicitation/create` and waits for the answer on the same call, a stateless
+//! `tools/call` that needs a person's answer — its approval, a question (`request_human_input`,
+//! code mode's `human.ask`), or an upstream server's own elicitation relayed — is answered with
+//! `resultType: "input_required"`, the form in `inputRequests`, and a sealed `requestState`.
+//! The call itself waits, parked in this process, exactly as it waits for an elicitation's
+//! answer: the client's retry carries the answer in `inputResponses`, which resumes it. So the
+//! pipeline decides and records an approval as it does every other (one execution-log entry),
+//! a question's answer is checked by the question's own rule (`ask_within`, which asks again,
+//! in a further round, when it does not fit), and what runs is what the person was shown.
 //!
 //! The state is attacker-controlled input (the spec says so): it is sealed with an HMAC under a
-//! key drawn for this process (rmcp's `RequestStateCodec`), expires with the approval time
-//! limit, names the caller and the exact call (tool and arguments) it was issued for, and is
-//! redeemed once. A call whose approval text changed between the rounds (a write tool's preview
-//! of a file that changed meanwhile) is asked again: what runs is what the person was shown.
+//! key drawn for this process (rmcp's `RequestStateCodec`), names the caller and the exact call
+//! (tool and arguments) it was issued for, expires with the time the person has to answer, and
+//! is redeemed once (the parked call is taken out when it is). A parked call is bounded as the
+//! wait for an elicitation is: by the approval time limit, or for a relayed form by the tool's
+//! own time limit; a client that never comes back leaves it to end there.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use base64::Engine;
@@ -27,8 +30,12 @@ use rmcp::model::{
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokio::sync::mpsc;
-use toolmux_core::{Approval, ApprovalRequest, Approver, CannotAsk, HumanAnswer, HumanQuestion};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use toolmux_core::{
+    Approval, ApprovalRequest, Approver, CallError, CannotAsk, HumanAnswer, HumanQuestion,
+    ToolResult,
+};
 
 use crate::approval::{Decision, approval_params, decide, human_answer, question_params};
 
@@ -36,18 +43,19 @@ use crate::approval::{Decision, approval_params, decide, human_answer, question_
 pub(crate) const APPROVAL_KEY: &str = "toolmux/approval";
 /// The `inputRequests` key of a question (`request_human_input`, code mode's `human.ask`).
 pub(crate) const QUESTION_KEY: &str = "toolmux/question";
-/// The most answers one call gathers across its rounds: every approval and question, and every
-/// answer refused for not fitting its form. A call that asks more is ended with an error
-/// instead of growing its state without end.
-const MAX_ANSWERS: usize = 8;
-/// The largest `requestState` taken back; toolmux never issues one larger.
-pub(crate) const MAX_STATE_BYTES: usize = 1024 * 1024;
+/// The `inputRequests` key of an upstream server's own form, relayed.
+pub(crate) const RELAYED_KEY: &str = "toolmux/relayed";
+/// The largest `requestState` taken back; toolmux issues ones of about 300 bytes.
+pub(crate) const MAX_STATE_BYTES: usize = 4096;
 /// The largest answer taken from `inputResponses`, serialized: the size cap of an answer to a
 /// question, with room for the envelope.
 const MAX_RESPONSE_BYTES: usize = toolmux_core::MAX_ANSWER_BYTES + 1024;
+/// Calls parked at once in one server, waiting for their clients' answers. Each holds what a
+/// call waiting for an elicitation holds; past this many, a further one is refused.
+const MAX_PARKED: usize = 1024;
 
-/// Why a `requestState` or an `inputResponses` entry is refused. Every one ends the request with
-/// a JSON-RPC error (invalid params); the tool never runs.
+/// Why a `requestState` or an `inputResponses` entry is refused. Every one ends the request
+/// with a JSON-RPC error (invalid params) and resumes nothing.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub(crate) enum Refused {
     #[error(
@@ -59,21 +67,21 @@ pub(crate) enum Refused {
     )]
     Forged,
     #[error(
-        "requestState has expired (it lasts as long as the approval time limit); call the tool again without it"
+        "requestState has expired (it lasts as long as the person had to answer); call the tool again without it"
     )]
     Expired,
     #[error("requestState was issued to another caller")]
     OtherCaller,
     #[error("requestState was issued for another call (another tool or other arguments)")]
     OtherCall,
-    #[error("requestState was already used; call the tool again without it")]
+    #[error("requestState was already used, or its call has ended; call the tool again without it")]
     Used,
     #[error("inputResponses[\"{key}\"] is larger than {MAX_RESPONSE_BYTES} bytes")]
     ResponseTooLarge { key: &'static str },
     #[error("inputResponses[\"{key}\"] is not an elicitation result: {why}")]
     NotAnAnswer { key: &'static str, why: String },
-    #[error("the call asked for more than {MAX_ANSWERS} answers; it is not run")]
-    TooManyRounds,
+    #[error("{MAX_PARKED} calls already wait for their clients' answers; try again later")]
+    Busy,
     #[error("the request state could not be sealed: {0}")]
     Unsealable(String),
 }
@@ -84,74 +92,86 @@ impl From<Refused> for rmcp::ErrorData {
     }
 }
 
-/// What one input request put to the person: an approval or a question, and a digest of the
-/// form shown, by which an answer is matched to the same form when the call runs again.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
-enum Asked {
-    Approval { shown: String },
-    Question { shown: String },
-}
-
-impl Asked {
-    fn approval(params: &ElicitRequestParams) -> Self {
-        Self::Approval {
-            shown: digest_of(params),
-        }
-    }
-
-    fn question(params: &ElicitRequestParams) -> Self {
-        Self::Question {
-            shown: digest_of(params),
-        }
-    }
-
-    fn key(&self) -> &'static str {
-        match self {
-            Self::Approval { .. } => APPROVAL_KEY,
-            Self::Question { .. } => QUESTION_KEY,
-        }
-    }
-}
-
-/// A form and the person's answer to it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Answered {
-    asked: Asked,
-    answer: ElicitResult,
-}
-
 /// What a `requestState` carries (signed, not encrypted: nothing secret goes in).
 #[derive(Debug, Serialize, Deserialize)]
-struct Suspended {
-    /// Redeemed once ([`RequestStates::redeem`]).
+struct Sealed {
+    /// The parked call's handle.
     nonce: String,
     /// Who the state was issued to.
     caller: String,
     /// A digest of the tool and the arguments it was issued for.
     call: String,
-    /// The answers of the earlier rounds, in the order the call asked for them.
-    answered: Vec<Answered>,
-    /// What the state's own input request asked.
-    pending: Asked,
-    /// When the state expires, in milliseconds since the Unix epoch (the codec checks the
-    /// expiry it seals; this one tells how long to remember the state as redeemed).
-    expires_ms: u64,
 }
 
-/// The sealing key of this process and the states already redeemed.
-pub(crate) struct RequestStates {
+/// A form a call waits on, and where its answer goes.
+pub(crate) struct Form {
+    key: &'static str,
+    params: ElicitRequestParams,
+    answer: oneshot::Sender<ElicitResult>,
+    /// How long the person has to answer.
+    time_limit: Duration,
+}
+
+/// What a running call tells its round: it waits on a form, or it ended.
+pub(crate) enum Event {
+    Asks(Form),
+    Done(Result<ToolResult, CallError>),
+}
+
+/// Where a call's forms go: its approver's and its backchannel's (an upstream server's own).
+#[derive(Clone)]
+pub(crate) struct Forms(mpsc::Sender<Event>);
+
+impl Forms {
+    /// Puts `params` to the client under `key` and waits for the answer; `None` when the call's
+    /// round is over (the client went away or gave up, and the call is being stopped).
+    pub(crate) async fn ask(
+        &self,
+        key: &'static str,
+        params: ElicitRequestParams,
+        time_limit: Duration,
+    ) -> Option<ElicitResult> {
+        let (answer, answered) = oneshot::channel();
+        let form = Form {
+            key,
+            params,
+            answer,
+            time_limit,
+        };
+        self.0.send(Event::Asks(form)).await.ok()?;
+        answered.await.ok()
+    }
+}
+
+/// A call waiting for its client's answer between two requests.
+struct Parked {
+    /// The form it waits on.
+    form: Form,
+    /// What it does once answered.
+    events: mpsc::Receiver<Event>,
+    /// The call; stopped if dropped unanswered.
+    task: AbortOnDrop,
+}
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The sealing key of this process and the calls parked until their clients answer.
+pub(crate) struct Rounds {
     codec: RequestStateCodec,
-    /// Nonces of redeemed states, with their expiry (ms since the epoch): a state is refused
-    /// once redeemed, until it would have expired anyway.
-    redeemed: Mutex<HashMap<String, u64>>,
+    parked: Mutex<HashMap<String, Parked>>,
 }
 
-impl RequestStates {
+impl Rounds {
     /// A codec under a key drawn from the system's random source for this process: states do
-    /// not outlive it (a restarted server refuses them, and the client starts the call over).
-    /// `None` when the random source fails: a guessable key would make states forgeable, so
-    /// the server then serves 2026-07-28 clients as those that cannot show forms.
+    /// not outlive it (nor do the calls they stand for). `None` when the random source fails:
+    /// a guessable key would make states forgeable, so the server then serves 2026-07-28
+    /// clients as those that cannot show forms.
     pub(crate) fn new() -> Option<Self> {
         let mut key = vec![0u8; RequestStateCodec::MIN_KEY_LENGTH];
         if let Err(e) = getrandom::fill(&mut key) {
@@ -160,74 +180,185 @@ impl RequestStates {
         }
         Some(Self {
             codec: RequestStateCodec::try_new(key).ok()?,
-            redeemed: Mutex::default(),
+            parked: Mutex::default(),
         })
     }
 
-    fn seal(&self, state: &Suspended, ttl: Duration) -> Result<String, Refused> {
-        // Serializing a struct of strings and JSON values cannot fail.
-        let sealed = self
-            .codec
-            .seal_json_with(state, &SealOptions::new().ttl(ttl))
-            .map_err(|e| Refused::Unsealable(e.to_string()))?;
-        if sealed.len() > MAX_STATE_BYTES {
-            return Err(Refused::TooManyRounds);
-        }
-        Ok(sealed)
+    /// A round for a call about to start, and where the call's forms go. The call is handed to
+    /// the round by [`Round::spawn`].
+    pub(crate) fn start(
+        &self,
+        caller: &str,
+        tool: &str,
+        arguments: Option<&JsonObject>,
+    ) -> (Round<'_>, Forms) {
+        let (tx, events) = mpsc::channel(1);
+        let forms = Forms(tx);
+        let round = Round {
+            rounds: self,
+            tool: tool.to_string(),
+            caller: caller.to_string(),
+            call: call_digest(tool, arguments),
+            events,
+            unanswered: None,
+            task: None,
+            done: Some(forms.clone()),
+        };
+        (round, forms)
     }
 
-    /// The state `sealed` stands for, when this process issued it to `caller` for `call`,
-    /// it has not expired and was not redeemed before; redeemed by this.
-    fn open(&self, sealed: &str, caller: &str, call: &str) -> Result<Suspended, Refused> {
+    /// The round `sealed` continues, with the answer `input_responses` gives to its form (a
+    /// missing answer leaves the form to be asked again): when this process issued the state
+    /// to `caller` for this very call, it has not expired, and the call still waits.
+    pub(crate) fn resume(
+        &self,
+        sealed: &str,
+        caller: &str,
+        tool: &str,
+        arguments: Option<&JsonObject>,
+        input_responses: Option<&InputResponses>,
+    ) -> Result<Round<'_>, Refused> {
         if sealed.len() > MAX_STATE_BYTES {
             return Err(Refused::TooLarge);
         }
-        let state: Suspended = self.codec.open_json(sealed).map_err(|e| match e {
+        let state: Sealed = self.codec.open_json(sealed).map_err(|e| match e {
             RequestStateError::Expired => Refused::Expired,
             _ => Refused::Forged,
         })?;
         if state.caller != caller {
             return Err(Refused::OtherCaller);
         }
+        let call = call_digest(tool, arguments);
         if state.call != call {
             return Err(Refused::OtherCall);
         }
-        if state.answered.len() >= MAX_ANSWERS {
-            return Err(Refused::TooManyRounds);
-        }
-        self.redeem(&state)?;
-        Ok(state)
+        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+        let waiting = parked.get(&state.nonce).ok_or(Refused::Used)?;
+        // Read before the call is taken out, so that a malformed answer leaves it waiting for a
+        // well-formed one.
+        let key = waiting.form.key;
+        let answer = input_responses
+            .and_then(|responses| responses.get(key))
+            .map(|response| elicit_result(key, response))
+            .transpose()?;
+        let parked = parked.remove(&state.nonce).ok_or(Refused::Used)?;
+        let unanswered = match answer {
+            Some(answer) => {
+                // The call may have ended meanwhile (its time limit ran out): its end is then
+                // its next event.
+                let _ = parked.form.answer.send(answer);
+                None
+            }
+            None => Some(parked.form),
+        };
+        Ok(Round {
+            rounds: self,
+            tool: tool.to_string(),
+            caller: caller.to_string(),
+            call,
+            events: parked.events,
+            unanswered,
+            task: Some(parked.task),
+            done: None,
+        })
     }
 
-    fn redeem(&self, state: &Suspended) -> Result<(), Refused> {
-        let now = now_ms();
-        let mut redeemed = self.redeemed.lock().unwrap_or_else(PoisonError::into_inner);
-        redeemed.retain(|_, expires| *expires > now);
-        if redeemed
-            .insert(state.nonce.clone(), state.expires_ms)
-            .is_some()
-        {
-            return Err(Refused::Used);
+    /// Parks a call on `form` until its client's retry; the state the retry must carry.
+    fn park(&self, round: Round<'_>, form: Form) -> Result<InputRequiredResult, Refused> {
+        let nonce = uuid::Uuid::new_v4().to_string();
+        let state = Sealed {
+            nonce: nonce.clone(),
+            caller: round.caller.clone(),
+            call: round.call.clone(),
+        };
+        let sealed = self
+            .codec
+            .seal_json_with(&state, &SealOptions::new().ttl(form.time_limit))
+            .map_err(|e| Refused::Unsealable(e.to_string()))?;
+        let request = InputRequest::Elicitation(ElicitRequest::new(form.params.clone()));
+        let key = form.key.to_string();
+        let Round { events, task, .. } = round;
+        let Some(task) = task else {
+            return Err(Refused::Unsealable("the call is not running".into()));
+        };
+        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+        // Calls that ended while parked (their time limit ran out) are forgotten here.
+        parked.retain(|_, call| !call.task.0.is_finished());
+        if parked.len() >= MAX_PARKED {
+            return Err(Refused::Busy);
         }
-        Ok(())
+        parked.insert(nonce, Parked { form, events, task });
+        Ok(InputRequiredResult::new(
+            Some([(key, request)].into_iter().collect()),
+            Some(sealed),
+        ))
     }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+/// One request's part of a call of a 2026-07-28 client that can show forms: the call runs (or
+/// resumes) until it ends or waits on a form.
+pub(crate) struct Round<'a> {
+    rounds: &'a Rounds,
+    /// The tool as the client named it.
+    tool: String,
+    caller: String,
+    call: String,
+    events: mpsc::Receiver<Event>,
+    /// A form the retry did not answer: asked again.
+    unanswered: Option<Form>,
+    task: Option<AbortOnDrop>,
+    /// Where a call started in this round tells that it ended.
+    done: Option<Forms>,
 }
 
-/// A SHA-256 digest, base64url: short, and the same for the same bytes.
+/// What a round comes to.
+pub(crate) enum Next {
+    /// The call ended.
+    Done(Result<ToolResult, CallError>),
+    /// It waits on a form, which goes to the client.
+    InputRequired(InputRequiredResult),
+}
+
+impl Round<'_> {
+    /// Runs `call` as this round's call, in a task of its own: it outlives this request when
+    /// it waits on a form.
+    pub(crate) fn spawn(
+        &mut self,
+        call: impl Future<Output = Result<ToolResult, CallError>> + Send + 'static,
+    ) {
+        let Some(Forms(done)) = self.done.take() else {
+            return;
+        };
+        self.task = Some(AbortOnDrop(tokio::spawn(async move {
+            let result = call.await;
+            // Nobody reads it when the round was given up; the call is being stopped then.
+            let _ = done.send(Event::Done(result)).await;
+        })));
+    }
+
+    /// Waits until the call ends or waits on a form; dropping this future stops the call.
+    pub(crate) async fn next(mut self) -> Result<Next, Refused> {
+        let form = match self.unanswered.take() {
+            Some(form) => form,
+            None => match self.events.recv().await {
+                Some(Event::Asks(form)) => form,
+                Some(Event::Done(result)) => return Ok(Next::Done(result)),
+                // The task ended without a word: it panicked.
+                None => {
+                    return Ok(Next::Done(Err(CallError::Failed {
+                        name: self.tool.clone(),
+                        message: "the call stopped unexpectedly".into(),
+                    })));
+                }
+            },
+        };
+        self.rounds.park(self, form).map(Next::InputRequired)
+    }
+}
+
+/// A SHA-256 digest, base64url.
 fn digest(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(Sha256::digest(bytes))
-}
-
-fn digest_of(params: &ElicitRequestParams) -> String {
-    // A form toolmux built serializes; the fallback still tells different forms apart by text.
-    let text = serde_json::to_string(params).unwrap_or_else(|e| e.to_string());
-    digest(text.as_bytes())
 }
 
 /// The digest of one call: the tool as the client named it and its arguments as sent. A
@@ -237,102 +368,6 @@ fn call_digest(tool: &str, arguments: Option<&JsonObject>) -> String {
         serde_json::to_string(a).unwrap_or_else(|e| e.to_string())
     });
     digest(format!("{tool}\n{arguments}").as_bytes())
-}
-
-/// A form the pipeline asked for that no answer given so far answers: the call stops here, and
-/// the client is sent the form.
-struct Pending {
-    asked: Asked,
-    params: ElicitRequestParams,
-    /// The answers handed to the pipeline before it asked this, carried to the next round.
-    answered: Vec<Answered>,
-    /// How long the person has to answer.
-    time_limit: Duration,
-}
-
-/// One round of a `tools/call` from a 2026-07-28 client that can show forms: the approver the
-/// pipeline asks, and where it says that it needs a form answered.
-pub(crate) struct InputRound<'a> {
-    states: &'a RequestStates,
-    approver: Arc<RoundApprover>,
-    suspended: mpsc::Receiver<Pending>,
-    caller: String,
-    call: String,
-}
-
-impl<'a> InputRound<'a> {
-    /// The round `tool` with `arguments` is called in: a first one without `request_state`;
-    /// else the one the state continues, with the answer `input_responses` gives to the
-    /// state's form (a missing answer leaves the form to be asked again).
-    pub(crate) fn begin(
-        states: &'a RequestStates,
-        caller: &str,
-        tool: &str,
-        arguments: Option<&JsonObject>,
-        request_state: Option<&str>,
-        input_responses: Option<&InputResponses>,
-    ) -> Result<Self, Refused> {
-        let call = call_digest(tool, arguments);
-        let mut answers = VecDeque::new();
-        if let Some(sealed) = request_state {
-            let state = states.open(sealed, caller, &call)?;
-            answers.extend(state.answered);
-            let key = state.pending.key();
-            if let Some(response) = input_responses.and_then(|r| r.get(key)) {
-                answers.push_back(Answered {
-                    asked: state.pending,
-                    answer: elicit_result(key, response)?,
-                });
-            }
-        }
-        let (suspend, suspended) = mpsc::channel(1);
-        Ok(Self {
-            states,
-            approver: Arc::new(RoundApprover {
-                served_name: tool.to_string(),
-                answers: Mutex::new(Answers {
-                    remaining: answers,
-                    used: Vec::new(),
-                }),
-                suspend,
-            }),
-            suspended,
-            caller: caller.to_string(),
-            call,
-        })
-    }
-
-    /// The approver of the round's call.
-    pub(crate) fn approver(&self) -> Arc<dyn Approver> {
-        Arc::clone(&self.approver) as Arc<dyn Approver>
-    }
-
-    /// The input-required result that puts the form the call stopped at to the client, with
-    /// the state the client's retry continues from; pending until the call stops at a form.
-    pub(crate) async fn input_required(&mut self) -> Result<InputRequiredResult, Refused> {
-        let Some(pending) = self.suspended.recv().await else {
-            // The approver holds the sender for as long as the round lasts.
-            return std::future::pending().await;
-        };
-        if pending.answered.len() >= MAX_ANSWERS {
-            return Err(Refused::TooManyRounds);
-        }
-        let key = pending.asked.key();
-        let state = Suspended {
-            nonce: uuid::Uuid::new_v4().to_string(),
-            caller: self.caller.clone(),
-            call: self.call.clone(),
-            answered: pending.answered,
-            pending: pending.asked,
-            expires_ms: now_ms().saturating_add(pending.time_limit.as_millis() as u64),
-        };
-        let sealed = self.states.seal(&state, pending.time_limit)?;
-        let request = InputRequest::Elicitation(ElicitRequest::new(pending.params));
-        Ok(InputRequiredResult::new(
-            Some([(key.to_string(), request)].into_iter().collect()),
-            Some(sealed),
-        ))
-    }
 }
 
 /// An `inputResponses` entry as the elicitation result it must be.
@@ -347,64 +382,35 @@ fn elicit_result(key: &'static str, response: &serde_json::Value) -> Result<Elic
     })
 }
 
-struct Answers {
-    /// The answers not yet handed to the pipeline, in the order it asked for them.
-    remaining: VecDeque<Answered>,
-    /// The ones handed to it.
-    used: Vec<Answered>,
-}
-
-/// Hands the pipeline the answers of the earlier rounds in the order it asks; at the first
-/// form no answer is given for, tells the round and waits until the round drops the call.
-struct RoundApprover {
+/// Asks approvals and questions of a 2026-07-28 client through its round.
+pub(crate) struct FormApprover {
+    /// The name the client knows the tool by.
     served_name: String,
-    answers: Mutex<Answers>,
-    suspend: mpsc::Sender<Pending>,
+    forms: Forms,
 }
 
-impl RoundApprover {
-    async fn answer(
-        &self,
-        asked: Asked,
-        params: ElicitRequestParams,
-        time_limit: Duration,
-    ) -> ElicitResult {
-        let answered = {
-            let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
-            match answers.remaining.pop_front() {
-                Some(next) if next.asked == asked => {
-                    let answer = next.answer.clone();
-                    answers.used.push(next);
-                    return answer;
-                }
-                // The call asks something else than it asked before (its approval shows
-                // another preview now): what was answered no longer applies.
-                Some(_) => answers.remaining.clear(),
-                None => {}
-            }
-            answers.used.clone()
-        };
-        let pending = Pending {
-            asked,
-            params,
-            answered,
-            time_limit,
-        };
-        // The round drops the call once it reads this; a second form asked concurrently (a
-        // script's parallel calls) waits with it.
-        if self.suspend.send(pending).await.is_err() {
-            tracing::debug!("an input-required round ended before its form was read");
-        }
-        std::future::pending().await
+impl FormApprover {
+    pub(crate) fn new(served_name: String, forms: Forms) -> Self {
+        Self { served_name, forms }
     }
 }
 
+/// Why a form got no answer: the request that would carry it is gone.
+const GONE: &str = "the client's request ended before it answered";
+
 #[async_trait]
-impl Approver for RoundApprover {
+impl Approver for FormApprover {
     async fn approve(&self, request: &ApprovalRequest) -> Approval {
         let params = approval_params(&self.served_name, request, false);
-        let asked = Asked::approval(&params);
-        let answer = self.answer(asked, params, request.time_limit).await;
+        let Some(answer) = self
+            .forms
+            .ask(APPROVAL_KEY, params, request.time_limit)
+            .await
+        else {
+            return Approval::Deny {
+                reason: GONE.into(),
+            };
+        };
         match decide(answer.action, answer.content.as_ref()) {
             // "For this session" is not offered (there is no session), and is a yes to this
             // call at least.
@@ -415,8 +421,10 @@ impl Approver for RoundApprover {
 
     async fn ask(&self, question: &HumanQuestion) -> Result<HumanAnswer, CannotAsk> {
         let params = question_params(question)?;
-        let asked = Asked::question(&params);
-        let answer = self.answer(asked, params, question.time_limit).await;
-        Ok(human_answer(answer))
+        self.forms
+            .ask(QUESTION_KEY, params, question.time_limit)
+            .await
+            .map(human_answer)
+            .ok_or_else(|| CannotAsk(GONE.into()))
     }
 }

@@ -9,7 +9,8 @@
 //! (`404`), adds `resultType` and refuses server-to-client requests. What it leaves to the
 //! server is decided here: which requests are stateless (they get no session, no
 //! server-to-client elicitation and no session-wide log level) and what the caching hints say.
-//! Their approvals and questions are input-required results (`input_required.rs`).
+//! Their approvals, questions and relayed upstream forms are input-required results
+//! (`input_required.rs`).
 
 // rmcp marks `LoggingLevel` deprecated (SEP-2577); 2026-07-28 still carries a request's log
 // level in `_meta`.

@@ -28,7 +28,7 @@ use toolmux_core::{CallContext, CallError, Channel, Hub, ToolScope};
 use crate::approval::{ElicitationApprover, QueuedApprover, SessionGrants};
 use crate::backchannel;
 use crate::convert::{View, wire_result};
-use crate::input_required::{InputRound, RequestStates};
+use crate::input_required::{FormApprover, Forms, Next, Round, Rounds};
 use crate::listen::{Listener, accepted_filter, announce_changes, listen_stream};
 use crate::options::ServeOptions;
 use crate::relay::{Relay, Subscriptions};
@@ -46,9 +46,9 @@ pub(crate) struct Shared {
     /// session compares against them after a change, so one session computes them (a listing
     /// of the spec resources walks the specs directory) and the others reuse them.
     listings: tokio::sync::Mutex<Option<(ListingsKey, Arc<RelayedListings>)>>,
-    /// Seals and opens the `requestState` of 2026-07-28 clients' input-required results;
-    /// `None` when no key could be drawn.
-    states: Option<RequestStates>,
+    /// The calls of 2026-07-28 clients waiting on a form, and the key of their
+    /// `requestState`; `None` when no key could be drawn.
+    rounds: Option<Rounds>,
 }
 
 /// What a relayed listing is current for: the catalog's version and the built-in resources'
@@ -63,7 +63,7 @@ impl Shared {
             options,
             view: RwLock::new(None),
             listings: tokio::sync::Mutex::new(None),
-            states: RequestStates::new(),
+            rounds: Rounds::new(),
         })
     }
 
@@ -244,13 +244,13 @@ impl McpServer {
         session
     }
 
-    /// The context of a call: `round` is the approver of a 2026-07-28 client that is asked by
-    /// input-required results; every other client is asked as before.
+    /// The context of a call: `forms` are where a 2026-07-28 client that shows forms is asked
+    /// (by input-required results); every other client is asked as before.
     fn call_context(
         &self,
         context: &RequestContext<RoleServer>,
         served_name: &str,
-        round: Option<&InputRound<'_>>,
+        forms: Option<&Forms>,
     ) -> CallContext {
         let stateless = is_stateless(context);
         let mut call = CallContext::new(Channel::Mcp).with_scope(Arc::clone(&self.shared.scope));
@@ -260,10 +260,10 @@ impl McpServer {
             call = call.with_session(self.session_of(context));
         }
         call.caller = caller_of(context);
-        if let Some(round) = round {
-            // The client answers every form itself, on its retry: the request is over before
-            // anyone could answer it in the process's queue.
-            return call.with_approver(round.approver());
+        if let Some(forms) = forms {
+            // The client answers every form itself, on its retry.
+            let approver = FormApprover::new(served_name.to_string(), forms.clone());
+            return call.with_approver(Arc::new(approver));
         }
         // 2026-07-28 has no server-to-client requests: a stateless client that cannot show
         // forms (no elicitation capability) has its approvals wait in the queue below.
@@ -287,28 +287,82 @@ impl McpServer {
         call
     }
 
-    /// The input-required round of a `tools/call` from a 2026-07-28 client that shows forms
-    /// (its request declares the elicitation capability); `None` for every other client.
-    fn input_round(
-        &self,
-        request: &CallToolRequestParams,
+    /// The rounds of a `tools/call` from a 2026-07-28 client that shows forms (its request
+    /// declares the elicitation capability); `None` for every other client.
+    fn rounds_for(&self, context: &RequestContext<RoleServer>) -> Option<&Rounds> {
+        let rounds = self.shared.rounds.as_ref()?;
+        (is_stateless(context) && shows_forms(context)).then_some(rounds)
+    }
+
+    /// This request's round of a call of a client that shows forms: a new call, or the one its
+    /// `requestState` continues.
+    fn round<'a>(
+        &'a self,
+        rounds: &'a Rounds,
+        registry_name: &str,
+        request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Option<InputRound<'_>>, McpError> {
-        let Some(states) = &self.shared.states else {
-            return Ok(None);
-        };
-        if !is_stateless(context) || !shows_forms(context) {
-            return Ok(None);
+    ) -> Result<Round<'a>, McpError> {
+        let caller = caller_of(context).unwrap_or_default();
+        if let Some(sealed) = request.request_state.as_deref() {
+            let resumed = rounds.resume(
+                sealed,
+                &caller,
+                &request.name,
+                request.arguments.as_ref(),
+                request.input_responses.as_ref(),
+            )?;
+            return Ok(resumed);
         }
-        let round = InputRound::begin(
-            states,
-            &caller_of(context).unwrap_or_default(),
-            &request.name,
-            request.arguments.as_ref(),
-            request.request_state.as_deref(),
-            request.input_responses.as_ref(),
-        )?;
-        Ok(Some(round))
+        let (mut round, forms) = rounds.start(&caller, &request.name, request.arguments.as_ref());
+        let (back, delivery) = backchannel::for_call(
+            context.peer.clone(),
+            context.meta.get_progress_token(),
+            self.log_level_for(context),
+        );
+        let call_context = self
+            .call_context(context, &request.name, Some(&forms))
+            .with_backchannel(back);
+        let delivery = delivery.with_forms(forms, self.shared.hub.settings().approval_timeout);
+        let hub = self.shared.hub.clone();
+        let name = registry_name.to_string();
+        let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        round.spawn(async move {
+            delivery
+                .run(hub.call(&name, arguments, &call_context))
+                .await
+        });
+        Ok(round)
+    }
+
+    /// The answer to a `tools/call` whose call ended with `result`.
+    async fn respond(
+        &self,
+        result: Result<toolmux_core::ToolResult, CallError>,
+        served_name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        match result {
+            Ok(result) => Ok(wire_result(result).into()),
+            // The catalog changed between the lookup above and the call.
+            Err(
+                e @ (CallError::NotFound { .. }
+                | CallError::Disabled { .. }
+                | CallError::NotServed { .. }),
+            ) => Err(McpError::invalid_params(
+                e.to_string(),
+                Some(json!({ "tool": served_name })),
+            )),
+            Err(e) => {
+                self.log(
+                    context,
+                    level_of(&e),
+                    json!({ "tool": served_name, "code": e.code(), "error": e.to_string() }),
+                )
+                .await;
+                Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into())
+            }
+        }
     }
 
     /// Sends a `notifications/message` when the client asked for messages at this level.
@@ -489,14 +543,28 @@ impl ServerHandler for McpServer {
         else {
             return Err(unknown_tool(&self.shared, &view, &request.name));
         };
+        if let Some(rounds) = self.rounds_for(&context) {
+            let served_name = request.name.to_string();
+            let round = self.round(rounds, registry_name, request, &context)?;
+            let next = tokio::select! {
+                next = round.next() => next?,
+                // As below; dropping the round stops its call.
+                () = context.ct.cancelled() => {
+                    return Err(McpError::new(ErrorCode::INTERNAL_ERROR, "the request was cancelled", None));
+                }
+            };
+            return match next {
+                Next::InputRequired(asked) => Ok(asked.into()),
+                Next::Done(result) => self.respond(result, &served_name, &context).await,
+            };
+        }
         let (back, delivery) = backchannel::for_call(
             context.peer.clone(),
             context.meta.get_progress_token(),
             self.log_level_for(&context),
         );
-        let mut round = self.input_round(&request, &context)?;
         let call_context = self
-            .call_context(&context, &request.name, round.as_ref())
+            .call_context(&context, &request.name, None)
             .with_backchannel(back);
         let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let call = delivery.run(
@@ -504,19 +572,7 @@ impl ServerHandler for McpServer {
                 .hub
                 .call(registry_name, arguments, &call_context),
         );
-        let input_required = async {
-            match &mut round {
-                Some(round) => round.input_required().await,
-                None => std::future::pending().await,
-            }
-        };
         let result = tokio::select! {
-            // First: a call that stopped at a form is waiting for no one else (a time limit
-            // that runs out meanwhile would otherwise end it as unanswered).
-            biased;
-            // The call needs a person's answer the client has not given yet: it is dropped
-            // (its tool has not run), and the client is sent the form.
-            asked = input_required => return Ok(asked?.into()),
             result = call => result,
             // The client cancelled the request (`notifications/cancelled`) or went away: drop
             // the call, which stops the tool. rmcp sends no response to a cancelled request.
@@ -524,27 +580,7 @@ impl ServerHandler for McpServer {
                 return Err(McpError::new(ErrorCode::INTERNAL_ERROR, "the request was cancelled", None));
             }
         };
-        match result {
-            Ok(result) => Ok(wire_result(result).into()),
-            // The catalog changed between the lookup above and the call.
-            Err(
-                e @ (CallError::NotFound { .. }
-                | CallError::Disabled { .. }
-                | CallError::NotServed { .. }),
-            ) => Err(McpError::invalid_params(
-                e.to_string(),
-                Some(json!({ "tool": request.name })),
-            )),
-            Err(e) => {
-                self.log(
-                    &context,
-                    level_of(&e),
-                    json!({ "tool": request.name, "code": e.code(), "error": e.to_string() }),
-                )
-                .await;
-                Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into())
-            }
-        }
+        self.respond(result, &request.name, &context).await
     }
 
     async fn set_level(

@@ -73,7 +73,7 @@ async fn a_huge_or_garbage_request_state_is_refused() {
             &retry_with(json!("rs1.".repeat(300_000)), accept.clone())
         )
         .await,
-        json!({"code": -32602, "message": "requestState is larger than 1048576 bytes, so it is not one this server issued"})
+        json!({"code": -32602, "message": "requestState is larger than 4096 bytes, so it is not one this server issued"})
     );
     let forged =
         "requestState was not issued by this server or was altered; call the tool again without it";

@@ -1,7 +1,8 @@
-//! Approvals and questions of 2026-07-28 clients as input-required results (SEP-2322): raw
-//! HTTP for the exact shape of each round and of every refused `requestState`, the real
-//! Python client (`mcp` 2.3, which drives the rounds itself through its elicitation callback)
-//! for whole round trips, and the real execution log for what was recorded.
+//! Approvals, questions and upstream servers' own forms for 2026-07-28 clients, as
+//! input-required results (SEP-2322): raw HTTP for the exact shape of each round and of every
+//! refused `requestState`, the real Python client (`mcp` 2.3, which drives the rounds itself
+//! through its elicitation callback) for whole round trips, a real upstream MCP server that
+//! elicits, and the real execution log for what was recorded.
 
 #[allow(dead_code)] // each test binary uses a part of the shared helpers
 mod common;
@@ -15,7 +16,10 @@ use serde_json::{Value, json};
 use toolmux_core::{HubSettings, HumanInputSource, Outcome};
 use toolmux_execlog::{ExecutionLog, LogQuery, LogSettings};
 use toolmux_mcp_server::ServeOptions;
+use toolmux_testkit::peers::mcp_python;
+use toolmux_testkit::project::TestProject;
 use toolmux_testkit::python_client::{PythonClient, result_text};
+use toolmux_upstream::Upstreams;
 
 /// A hub holding the fixture source (whose `danger` asks) and `request_human_input`, logging
 /// to the real execution log in `dir`, with approvals bounded to `approval_timeout`.
@@ -42,10 +46,6 @@ fn logged(log: &ExecutionLog, tool: &str) -> Vec<(Outcome, Option<String>)> {
     entries.sort_by_key(|e| e.id);
     entries.into_iter().map(|e| (e.outcome, e.error)).collect()
 }
-
-/// What the hub records for the first round of a call that stopped at a form: the request
-/// ended before the tool ran.
-const FIRST_ROUND: &str = "the caller cancelled the call before it finished";
 
 /// A call of `danger` with `arguments` by a client that declares form elicitation.
 fn call_danger(id: u64, arguments: Value) -> Value {
@@ -119,30 +119,22 @@ async fn an_ask_call_is_answered_with_a_form_and_runs_once_the_retry_accepts() {
     );
     let state = &asked["requestState"];
     assert!(state.is_string(), "{asked}");
-    assert_eq!(
-        logged(&log, "danger"),
-        [(Outcome::Error, Some(FIRST_ROUND.into()))]
-    );
+    // The call waits for the answer: nothing is recorded until it ends.
+    assert_eq!(logged(&log, "danger"), Vec::new());
 
     let accepted = retry(call.clone(), 2, state, accept_once());
     let ran = result_of(server.port, &accepted).await;
     assert_eq!(ran["resultType"], "complete", "{ran}");
     assert_eq!(ran["structuredContent"], json!({"text": "rm"}), "{ran}");
-    assert_eq!(
-        logged(&log, "danger"),
-        [
-            (Outcome::Error, Some(FIRST_ROUND.into())),
-            (Outcome::Ok, None)
-        ]
-    );
+    assert_eq!(logged(&log, "danger"), [(Outcome::Ok, None)]);
 
     // The same state again does not run the tool a second time.
     let replayed = error_of(server.port, &retry(call, 3, state, accept_once())).await;
     assert_eq!(
         replayed,
-        json!({"code": -32602, "message": "requestState was already used; call the tool again without it"})
+        json!({"code": -32602, "message": "requestState was already used, or its call has ended; call the tool again without it"})
     );
-    assert_eq!(logged(&log, "danger").len(), 2);
+    assert_eq!(logged(&log, "danger").len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,10 +158,7 @@ async fn a_declined_form_refuses_the_call_and_logs_the_denial() {
     assert_eq!(refused["content"][0]["text"], denial);
     assert_eq!(
         logged(&log, "danger"),
-        [
-            (Outcome::Error, Some(FIRST_ROUND.into())),
-            (Outcome::Denied, Some(denial.into()))
-        ]
+        [(Outcome::Denied, Some(denial.into()))]
     );
 }
 
@@ -180,11 +169,7 @@ async fn a_forged_state_or_one_for_another_call_or_caller_is_refused_and_runs_no
     let server = HttpServer::start(hub, ServeOptions::default()).await;
     let port = server.port;
     let call = call_danger(1, json!({"text": "rm"}));
-    // A fresh state for each attempt: a refused one is never redeemed, but each case should
-    // stand alone.
-    let fresh_state = async || result_of(port, &call).await["requestState"].clone();
-
-    let state = fresh_state().await;
+    let state = result_of(port, &call).await["requestState"].clone();
     let text = state.as_str().expect("a string");
     let middle = text.len() / 2;
     let flipped = if &text[middle..=middle] == "A" {
@@ -202,7 +187,6 @@ async fn a_forged_state_or_one_for_another_call_or_caller_is_refused_and_runs_no
         json!({"code": -32602, "message": "requestState was not issued by this server or was altered; call the tool again without it"})
     );
 
-    let state = fresh_state().await;
     let other_arguments = retry(
         call_danger(1, json!({"text": "rm -rf /"})),
         3,
@@ -222,18 +206,13 @@ async fn a_forged_state_or_one_for_another_call_or_caller_is_refused_and_runs_no
         json!({"code": -32602, "message": "requestState was issued to another caller"})
     );
 
-    // None of these ran the tool: only first rounds are logged.
-    let runs = logged(&log, "danger");
-    assert_eq!(runs.len(), 2, "{runs:?}");
-    assert!(
-        runs.iter()
-            .all(|run| *run == (Outcome::Error, Some(FIRST_ROUND.into()))),
-        "{runs:?}"
-    );
+    // None of these ran the tool, or ended the call that waits.
+    assert_eq!(logged(&log, "danger"), Vec::new());
 
-    // The state the refusals did not redeem still works for its own caller and call.
+    // The state the refusals did not redeem still resumes its call, for its own caller.
     let ran = result_of(port, &retry(call, 5, &state, accept_once())).await;
     assert_eq!(ran["structuredContent"], json!({"text": "rm"}), "{ran}");
+    assert_eq!(logged(&log, "danger"), [(Outcome::Ok, None)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,11 +228,17 @@ async fn a_state_past_the_approval_time_limit_is_refused() {
     let late = retry(call, 2, &asked["requestState"], accept_once());
     assert_eq!(
         error_of(server.port, &late).await,
-        json!({"code": -32602, "message": "requestState has expired (it lasts as long as the approval time limit); call the tool again without it"})
+        json!({"code": -32602, "message": "requestState has expired (it lasts as long as the person had to answer); call the tool again without it"})
     );
+    // The call ended at its time limit, as a call whose elicitation nobody answers does.
     assert_eq!(
         logged(&log, "danger"),
-        [(Outcome::Error, Some(FIRST_ROUND.into()))]
+        [(
+            Outcome::Denied,
+            Some(
+                "tool `danger` was denied: nobody answered the approval request within 1ms".into()
+            )
+        )]
     );
 }
 
@@ -343,13 +328,83 @@ async fn the_python_client_answers_an_approval_and_a_question_in_rounds() {
     assert_eq!(
         logged(&log, "danger"),
         [
-            (Outcome::Error, Some(FIRST_ROUND.into())),
             (Outcome::Ok, None),
-            (Outcome::Error, Some(FIRST_ROUND.into())),
             (
                 Outcome::Denied,
                 Some("tool `danger` was denied: the user chose to deny it".into())
             )
         ]
     );
+    // One call of each question, however many rounds it took.
+    assert_eq!(logged(&log, "request_human_input").len(), 2);
+}
+
+/// An upstream server (the real Python SDK) that elicits while a 2026-07-28 client's call
+/// runs: its form becomes an input-required round, and the retry's answer reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_servers_own_form_is_relayed_as_an_input_required_round() {
+    let meet = tempfile::tempdir().expect("a temporary directory");
+    // The fixture's `ask` waits for a second caller's file first; this one stands in for it.
+    std::fs::write(meet.path().join("another"), "").expect("write a file");
+    let project = TestProject::new();
+    project.config(
+        &json!({"mcpServers": {"sessions": {
+            "command": mcp_python(),
+            "args": [
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/sessions.py"),
+                "--meet",
+                meet.path(),
+            ],
+        }}})
+        .to_string(),
+    );
+    let loaded = toolmux_config::load(project.path(), None).expect("config loads");
+    let upstreams = Arc::new(Upstreams::new(
+        &loaded,
+        &toolmux_upstream::state_dir(project.path()),
+    ));
+    upstreams
+        .get("sessions")
+        .expect("configured")
+        .discover()
+        .await
+        .expect("discovers");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (hub, log) = logged_hub(dir.path(), Duration::from_secs(60));
+    for source in upstreams.sources() {
+        hub.add_source(source);
+    }
+    let server = HttpServer::start(
+        hub,
+        ServeOptions {
+            upstreams: Some(Arc::clone(&upstreams)),
+            ..ServeOptions::default()
+        },
+    )
+    .await;
+
+    let mut call = request(
+        1,
+        "tools/call",
+        json!({"name": "sessions__ask", "arguments": {}}),
+    );
+    call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {"form": {}}});
+    let asked = result_of(server.port, &call).await;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let form = &asked["inputRequests"]["toolmux/relayed"];
+    assert_eq!(form["method"], "elicitation/create", "{asked}");
+    assert_eq!(form["params"]["message"], "Who are you?", "{asked}");
+
+    let mut answered = call.clone();
+    answered["id"] = json!(2);
+    answered["params"]["requestState"] = asked["requestState"].clone();
+    answered["params"]["inputResponses"] =
+        json!({"toolmux/relayed": {"action": "accept", "content": {"name": "Ada"}}});
+    let ran = result_of(server.port, &answered).await;
+    assert_eq!(ran["resultType"], "complete", "{ran}");
+    let text = ran["content"][0]["text"].as_str().expect("a text result");
+    assert!(text.ends_with(":Ada"), "{ran}");
+    assert_eq!(logged(&log, "sessions__ask"), [(Outcome::Ok, None)]);
+    upstreams.shutdown().await;
 }
