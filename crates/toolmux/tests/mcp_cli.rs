@@ -722,6 +722,45 @@ fn serve_passes_the_stateless_scenarios_of_2026_07_28() {
     served.stop();
 }
 
+/// The suite's input-required scenarios (SEP-2322) that a relay can be held to: the fixture
+/// speaks the handshake era and elicits, and `serve` puts its form to the suite's 2026-07-28
+/// client as an input-required result under a key of its own (`toolmux/relayed`). The
+/// scenarios that name the fixture's own keys (`user_name`, several inputs in one round,
+/// sampling, roots) describe a server that issues input-required results itself, which the
+/// fixture, of the handshake era, cannot. A server of its own for each scenario: a call the
+/// suite leaves unanswered waits upstream (as the fixture's call waits for its elicitation)
+/// until its time limit, and while it does, the next call's elicitation on the same shared
+/// connection could be either's, which toolmux refuses to guess.
+#[test]
+fn serve_passes_the_input_required_scenarios_of_2026_07_28_through_pass_through() {
+    let project = project_with_fixture();
+    for scenario in [
+        "input-required-result-tampered-state",
+        "input-required-result-result-type",
+        "input-required-result-unsupported-methods",
+        "input-required-result-missing-input-response",
+    ] {
+        let served = Served::start(&project, &["--pass-through", "conformance"]);
+        let run = run_server_suite(
+            Release::Current,
+            &served.mcp_url(),
+            Some(&served.authorization()),
+            &["--scenario", scenario, "--spec-version", "2026-07-28"],
+        );
+        let checks = run.checks(scenario);
+        assert!(
+            !checks.is_empty(),
+            "{scenario} did not run:\n{}",
+            run.stdout
+        );
+        for check in &checks {
+            assert_eq!(check["status"], "SUCCESS", "{scenario}: {check}");
+        }
+        served.stop();
+    }
+    assert_no_process_left(project.path());
+}
+
 #[test]
 fn a_2026_client_lists_calls_and_reads_over_stdio_without_a_handshake() {
     let project = project_with_files();
