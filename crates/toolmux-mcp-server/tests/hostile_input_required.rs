@@ -5,7 +5,7 @@
 #[allow(dead_code)] // each test binary uses a part of the shared helpers
 mod common;
 
-use common::{HttpServer, hub, message, request, send_stateless};
+use common::{HttpServer, error_of, hub, message, request, send_stateless};
 use serde_json::{Value, json};
 use toolmux_mcp_server::ServeOptions;
 
@@ -22,16 +22,6 @@ fn retry_with(state: Value, responses: Value) -> Value {
     call["params"]["requestState"] = state;
     call["params"]["inputResponses"] = responses;
     call
-}
-
-/// The JSON-RPC error of the answer to `body`.
-async fn refused(port: u16, body: &Value) -> Value {
-    let response = send_stateless(port, body).await;
-    let answer = message(&response);
-    answer
-        .get("error")
-        .cloned()
-        .unwrap_or_else(|| panic!("not an error: {answer}"))
 }
 
 /// A fresh state for `danger`, as the first round issues it.
@@ -68,7 +58,7 @@ async fn a_huge_or_garbage_request_state_is_refused() {
     let accept =
         json!({"toolmux/approval": {"action": "accept", "content": {"decision": "allow_once"}}});
     assert_eq!(
-        refused(
+        error_of(
             port,
             &retry_with(json!("rs1.".repeat(300_000)), accept.clone())
         )
@@ -86,7 +76,7 @@ async fn a_huge_or_garbage_request_state_is_refused() {
         "rs1.AAAAAAAAAAA.AAAA",
     ] {
         assert_eq!(
-            refused(port, &retry_with(json!(garbage), accept.clone())).await,
+            error_of(port, &retry_with(json!(garbage), accept.clone())).await,
             json!({"code": -32602, "message": forged}),
             "{garbage:?}"
         );
@@ -94,7 +84,7 @@ async fn a_huge_or_garbage_request_state_is_refused() {
     // Not a string at all: the request does not parse as a `tools/call`, and rmcp answers it as
     // a method it has no handler for (its words, not toolmux's); nothing runs.
     assert_eq!(
-        refused(port, &retry_with(json!({"nested": [1, 2]}), accept)).await,
+        error_of(port, &retry_with(json!({"nested": [1, 2]}), accept)).await,
         json!({"code": -32601, "message": "tools/call"})
     );
     still_serves(port).await;
@@ -108,13 +98,13 @@ async fn a_huge_malformed_or_deep_answer_is_refused() {
     let state = issued_state(port).await;
     let huge = json!({"toolmux/approval": {"action": "accept", "content": {"decision": "a".repeat(300_000)}}});
     assert_eq!(
-        refused(port, &retry_with(state, huge)).await,
+        error_of(port, &retry_with(state, huge)).await,
         json!({"code": -32602, "message": "inputResponses[\"toolmux/approval\"] is larger than 263168 bytes"})
     );
 
     let state = issued_state(port).await;
     let malformed = json!({"toolmux/approval": {"action": 5}});
-    let error = refused(port, &retry_with(state, malformed)).await;
+    let error = error_of(port, &retry_with(state, malformed)).await;
     assert_eq!(error["code"], -32602, "{error}");
     assert_eq!(
         error["message"],

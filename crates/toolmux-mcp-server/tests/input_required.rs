@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{HttpServer, TestSource, message, request, send_stateless};
+use common::{HttpServer, TestSource, error_of, request, result_of};
 use serde_json::{Value, json};
 use toolmux_core::{HubSettings, HumanInputSource, Outcome};
 use toolmux_execlog::{ExecutionLog, LogQuery, LogSettings};
@@ -65,27 +65,6 @@ fn retry(mut call: Value, id: u64, state: &Value, answer: Value) -> Value {
     call["params"]["requestState"] = state.clone();
     call["params"]["inputResponses"] = json!({ "toolmux/approval": answer });
     call
-}
-
-/// The result of `body`, sent to `port`.
-async fn result_of(port: u16, body: &Value) -> Value {
-    let response = send_stateless(port, body).await;
-    assert_eq!(response.status, 200, "{}", response.body);
-    let answer = message(&response);
-    answer
-        .get("result")
-        .cloned()
-        .unwrap_or_else(|| panic!("not a result: {answer}"))
-}
-
-/// The JSON-RPC error `body` is answered with.
-async fn error_of(port: u16, body: &Value) -> Value {
-    let response = send_stateless(port, body).await;
-    let answer = message(&response);
-    answer
-        .get("error")
-        .cloned()
-        .unwrap_or_else(|| panic!("not an error: {answer}"))
 }
 
 const ACCEPT_ONCE: &str = r#"{"action": "accept", "content": {"decision": "allow_once"}}"#;

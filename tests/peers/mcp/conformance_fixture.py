@@ -139,15 +139,9 @@ TOOLS = [
     # The 2026-07-28 suite's input-required scenarios call these by name. This server speaks the
     # handshake era and elicits; toolmux puts the form to a 2026-07-28 client as an
     # input-required result of its own (its own key and requestState).
-    types.Tool(
-        name="test_input_required_result_elicitation",
-        description="Asks the client for a name (elicitation/create)",
-        input_schema=NO_ARGS,
-    ),
-    types.Tool(
-        name="test_input_required_result_tampered_state",
-        description="Asks the client for a name (elicitation/create)",
-        input_schema=NO_ARGS,
+    *(
+        types.Tool(name=name, description="Asks the client for a name (elicitation/create)", input_schema=NO_ARGS)
+        for name in ("test_input_required_result_elicitation", "test_input_required_result_tampered_state")
     ),
     # From the suite's `pending` (not yet active) json-schema-2020-12 scenario, which fails if
     # $schema, $defs or additionalProperties go missing from the listed inputSchema: exactly

@@ -240,3 +240,23 @@ pub async fn send_stateless(port: u16, body: &Value) -> RawResponse {
     }
     raw_http(port, &post(port, body, &headers)).await
 }
+
+/// The result `body` is answered with, sent to `port` as a 2026-07-28 request.
+pub async fn result_of(port: u16, body: &Value) -> Value {
+    let response = send_stateless(port, body).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let answer = message(&response);
+    answer
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("not a result: {answer}"))
+}
+
+/// The JSON-RPC error `body` is answered with, sent to `port` as a 2026-07-28 request.
+pub async fn error_of(port: u16, body: &Value) -> Value {
+    let answer = message(&send_stateless(port, body).await);
+    answer
+        .get("error")
+        .cloned()
+        .unwrap_or_else(|| panic!("not an error: {answer}"))
+}
