@@ -10,7 +10,12 @@
 //! which it prints on stdout), so that client and server are separate processes as in real use.
 //! Both share this machine's cores. The load is bounded: a fixed number of calls per client.
 //!
-//! Run: `cargo bench -p toolmux-mcp-server --bench http`
+//! With the argument `eras`, only the two eras of MCP side by side instead: calls per second of
+//! a 2026-07-28 `tools/call` (stateless: no session, `_meta` and the revision's headers on
+//! every request) against a 2025-11-25 one in an MCP session, at 1 and 32 concurrent clients
+//! (target: stateless no slower).
+//!
+//! Run: `cargo bench -p toolmux-mcp-server --bench http` (`-- eras` for the eras alone)
 
 mod common;
 
@@ -43,6 +48,12 @@ const CLIENTS: usize = 32;
 const WARMUP_CALLS: usize = 50;
 const CALLS_PER_CLIENT: usize = 1_500;
 const PROTOCOL: &str = "2025-06-18";
+/// The handshake era's newest revision, the one the eras are compared at.
+const SESSION_ERA: &str = "2025-11-25";
+const STATELESS_ERA: &str = "2026-07-28";
+/// Calls in each round of each era at each concurrency, split between the clients.
+const ERA_CALLS: usize = 8_000;
+const ERA_ROUNDS: usize = 5;
 
 fn main() {
     if let Some(root) = std::env::var_os(SERVER_ENV) {
@@ -57,6 +68,11 @@ fn main() {
         .expect("a runtime");
 
     let server = BenchServer::start(project.path(), None);
+    if std::env::args().any(|a| a == "eras") {
+        runtime.block_on(eras(server.url.clone()));
+        server.stop();
+        return;
+    }
     runtime.block_on(load(server.url.clone()));
     server.stop();
 
@@ -228,12 +244,85 @@ fn serve(root: PathBuf) {
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
-async fn load(url: String) {
+fn http_client(clients: usize) -> HttpClient {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
-    let http: HttpClient = Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(CLIENTS * 2)
-        .build(connector);
+    Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(clients * 2)
+        .build(connector)
+}
+
+/// Both eras at 1 and [`CLIENTS`] concurrent clients, [`ERA_ROUNDS`] rounds each, alternating,
+/// so that a busy moment of a shared machine weighs on both; each era's median round is its
+/// figure.
+async fn eras(url: String) {
+    for clients in [1, CLIENTS] {
+        let mut rates = [Vec::new(), Vec::new()];
+        for round in 1..=ERA_ROUNDS {
+            for (era, rates) in [SESSION_ERA, STATELESS_ERA].into_iter().zip(&mut rates) {
+                let (rate, mut latencies) = era_round(&url, era, clients).await;
+                println!(
+                    "  round {round}, {era} ({}), {clients} concurrent clients: {rate:.0} calls/s; latency {}",
+                    if era == STATELESS_ERA {
+                        "stateless"
+                    } else {
+                        "in a session"
+                    },
+                    common::summary(&mut latencies),
+                );
+                rates.push(rate);
+            }
+        }
+        let [session, stateless] = rates.map(|mut rates| {
+            rates.sort_by(f64::total_cmp);
+            rates[rates.len() / 2]
+        });
+        println!(
+            "tools/call file_read over HTTP, {clients} concurrent clients, median of {ERA_ROUNDS} rounds of {ERA_CALLS} calls: {SESSION_ERA} in a session {session:.0} calls/s, {STATELESS_ERA} stateless {stateless:.0} calls/s = {:.2}× — {} (stateless no slower, within 5%)",
+            stateless / session,
+            common::verdict(stateless >= session * 0.95)
+        );
+    }
+}
+
+/// One round of [`ERA_CALLS`] calls in `era`, split between `clients` concurrent clients, each
+/// warmed up before the clock starts: the calls per second and every call's latency.
+async fn era_round(url: &str, era: &'static str, clients: usize) -> (f64, Vec<Duration>) {
+    let http = http_client(clients);
+    let mut sessions = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        let mut session = Session::open_in(http.clone(), url.to_string(), era).await;
+        for _ in 0..WARMUP_CALLS {
+            session.call().await.expect("warm-up call");
+        }
+        sessions.push(session);
+    }
+    let per_client = ERA_CALLS / clients;
+    let started = Instant::now();
+    let tasks: Vec<_> = sessions
+        .into_iter()
+        .map(|mut session| {
+            tokio::spawn(async move {
+                let mut latencies = Vec::with_capacity(per_client);
+                for _ in 0..per_client {
+                    let t = Instant::now();
+                    session.call().await.expect("a call");
+                    latencies.push(t.elapsed());
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(ERA_CALLS);
+    for task in tasks {
+        latencies.extend(task.await.expect("a client task"));
+    }
+    let rate = latencies.len() as f64 / started.elapsed().as_secs_f64();
+    (rate, latencies)
+}
+
+async fn load(url: String) {
+    let http = http_client(CLIENTS);
 
     let mut sessions = Vec::with_capacity(CLIENTS);
     for _ in 0..CLIENTS {
@@ -368,24 +457,37 @@ fn mib(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
-/// One MCP session over HTTP.
+/// One MCP client over HTTP: a session of the handshake era, or a 2026-07-28 client, which
+/// has none.
 struct Session {
     http: HttpClient,
     url: String,
+    /// The session's id; empty for a 2026-07-28 client.
     id: String,
     next: u64,
+    protocol: &'static str,
 }
 
 impl Session {
     async fn open(http: HttpClient, url: String) -> Self {
+        Self::open_in(http, url, PROTOCOL).await
+    }
+
+    /// A client of `protocol`: a session opened with `initialize` up to 2025-11-25; nothing to
+    /// open for 2026-07-28.
+    async fn open_in(http: HttpClient, url: String, protocol: &'static str) -> Self {
         let mut session = Self {
             http,
             url,
             id: String::new(),
             next: 0,
+            protocol,
         };
+        if protocol == STATELESS_ERA {
+            return session;
+        }
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": PROTOCOL, "capabilities": {},
+            "protocolVersion": protocol, "capabilities": {},
             "clientInfo": {"name": "bench", "version": "0"}}});
         let (id, body) = session.post(&init).await.expect("initialize");
         session.id = id.expect("a session id");
@@ -399,12 +501,21 @@ impl Session {
 
     async fn call(&mut self) -> Result<(), String> {
         self.next += 1;
-        let request = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/call", "params": {
+        let mut request = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/call", "params": {
             "name": "file_read", "arguments": {"path": common::READ_FILE, "limit": 10}}});
+        if self.protocol == STATELESS_ERA {
+            request["params"]["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": STATELESS_ERA,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}
+            });
+        }
         let (_, body) = self.post(&request).await?;
+        // An SSE stream in a session; one JSON body, or one event, statelessly.
         let message = body
             .lines()
             .filter_map(|l| l.strip_prefix("data:"))
+            .chain(std::iter::once(body.as_str()))
             .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
             .find(|m| m["id"] == json!(self.next))
             .ok_or_else(|| format!("no response in {body:?}"))?;
@@ -419,7 +530,7 @@ impl Session {
     async fn delete(self) {
         let request = Request::delete(&self.url)
             .header("mcp-session-id", &self.id)
-            .header("mcp-protocol-version", PROTOCOL)
+            .header("mcp-protocol-version", self.protocol)
             .body(Full::new(Bytes::new()))
             .expect("a DELETE request");
         let response = self
@@ -439,9 +550,18 @@ impl Session {
         let mut request = Request::post(&self.url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", PROTOCOL);
+            .header("mcp-protocol-version", self.protocol);
         if !self.id.is_empty() {
             request = request.header("mcp-session-id", &self.id);
+        }
+        if self.protocol == STATELESS_ERA
+            && let Some(method) = message["method"].as_str()
+        {
+            // The revision's headers repeat the body's method and name.
+            request = request.header("mcp-method", method);
+            if let Some(name) = message["params"]["name"].as_str() {
+                request = request.header("mcp-name", name);
+            }
         }
         let request = request
             .body(Full::new(Bytes::from(message.to_string())))

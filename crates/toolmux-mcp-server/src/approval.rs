@@ -74,19 +74,22 @@ impl ElicitationApprover {
     }
 }
 
-/// The form sent with every approval request.
-pub(crate) fn decision_schema() -> ElicitationSchema {
+/// The form sent with every approval request. A request that belongs to no session (a
+/// 2026-07-28 client's) is not offered "allow for this session": there is no session to
+/// remember it in.
+pub(crate) fn decision_schema(for_session: bool) -> ElicitationSchema {
+    let mut choices = vec![json!({"const": ALLOW_ONCE, "title": "Allow once"})];
+    if for_session {
+        choices.push(json!({"const": ALLOW_SESSION, "title": "Allow always for this session"}));
+    }
+    choices.push(json!({"const": DENY, "title": "Deny"}));
     let schema = json!({
         "type": "object",
         "properties": {
             DECISION_FIELD: {
                 "type": "string",
                 "title": "Decision",
-                "oneOf": [
-                    {"const": ALLOW_ONCE, "title": "Allow once"},
-                    {"const": ALLOW_SESSION, "title": "Allow always for this session"},
-                    {"const": DENY, "title": "Deny"}
-                ]
+                "oneOf": choices
             }
         },
         "required": [DECISION_FIELD]
@@ -100,6 +103,40 @@ pub(crate) fn decision_schema() -> ElicitationSchema {
         tracing::error!(error = %e, "the approval form is not a valid elicitation schema");
         ElicitationSchema::new(Default::default())
     })
+}
+
+/// The approval form for `request`, naming the tool as the client knows it (`served_name`,
+/// which differs from the registry name in pass-through mode).
+pub(crate) fn approval_params(
+    served_name: &str,
+    request: &ApprovalRequest,
+    for_session: bool,
+) -> ElicitRequestParams {
+    let arguments =
+        serde_json::to_string_pretty(&request.arguments).unwrap_or_else(|_| "{}".into());
+    // A configured `approvalMessage` is the question as its author worded it; otherwise the
+    // tool is named as this client knows it.
+    let mut message = if request.configured_message {
+        request.message.clone()
+    } else {
+        format!(
+            "Allow `{served_name}` (from `{}`) to run with these arguments?\n{arguments}",
+            request.source
+        )
+    };
+    if let Some(preview) = request
+        .preview
+        .as_ref()
+        .filter(|_| !request.configured_message)
+    {
+        message.push_str("\n\n");
+        message.push_str(preview);
+    }
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: decision_schema(for_session),
+    }
 }
 
 /// What a person's answer means for the call.
@@ -140,35 +177,6 @@ pub(crate) enum Decision {
 }
 
 impl ElicitationApprover {
-    /// The approval form for `request`.
-    fn approval_params(&self, request: &ApprovalRequest) -> ElicitRequestParams {
-        let arguments =
-            serde_json::to_string_pretty(&request.arguments).unwrap_or_else(|_| "{}".into());
-        // A configured `approvalMessage` is the question as its author worded it; otherwise
-        // the tool is named as this client knows it.
-        let mut message = if request.configured_message {
-            request.message.clone()
-        } else {
-            format!(
-                "Allow `{}` (from `{}`) to run with these arguments?\n{arguments}",
-                self.served_name, request.source
-            )
-        };
-        if let Some(preview) = request
-            .preview
-            .as_ref()
-            .filter(|_| !request.configured_message)
-        {
-            message.push_str("\n\n");
-            message.push_str(preview);
-        }
-        ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message,
-            requested_schema: decision_schema(),
-        }
-    }
-
     /// Sends one elicitation; its handle carries the request id, by which the client can be
     /// told to close the form ([`withdraw`](Self::withdraw)). The time limit is given to rmcp
     /// so that when it runs out the client is told (`notifications/cancelled`) and closes its
@@ -184,6 +192,11 @@ impl ElicitationApprover {
                 PeerRequestOptions::with_timeout(time_limit),
             )
             .await
+    }
+
+    /// The approval form for `request`, as this session's client is shown it.
+    fn params_for(&self, request: &ApprovalRequest) -> ElicitRequestParams {
+        approval_params(&self.served_name, request, true)
     }
 
     /// Tells the client that the form it shows for `id` was answered elsewhere, so it closes
@@ -228,7 +241,7 @@ fn approval_failed(e: &ServiceError) -> Approval {
 }
 
 /// The form for a question.
-fn question_params(question: &HumanQuestion) -> Result<ElicitRequestParams, CannotAsk> {
+pub(crate) fn question_params(question: &HumanQuestion) -> Result<ElicitRequestParams, CannotAsk> {
     let Value::Object(schema) = question.schema.as_value().clone() else {
         return Err(CannotAsk(
             "the answer's schema must be a JSON object".into(),
@@ -251,7 +264,7 @@ fn question_failed(e: &ServiceError) -> CannotAsk {
     CannotAsk(format!("the question to the MCP client failed: {e}"))
 }
 
-fn human_answer(answer: ElicitResult) -> HumanAnswer {
+pub(crate) fn human_answer(answer: ElicitResult) -> HumanAnswer {
     match answer.action {
         ElicitationAction::Accept => {
             HumanAnswer::Accept(answer.content.unwrap_or_else(|| json!({})))
@@ -268,7 +281,7 @@ impl Approver for ElicitationApprover {
             return Approval::Allow;
         }
         let sent = self
-            .send(self.approval_params(request), request.time_limit)
+            .send(self.params_for(request), request.time_limit)
             .await;
         match sent {
             Ok(handle) => match elicit_result(handle).await {
@@ -320,7 +333,7 @@ impl Approver for QueuedApprover {
             return Approval::Allow;
         }
         let handle = match client
-            .send(client.approval_params(request), request.time_limit)
+            .send(client.params_for(request), request.time_limit)
             .await
         {
             Ok(handle) => handle,
@@ -393,7 +406,7 @@ mod tests {
 
     #[test]
     fn the_form_offers_three_choices() {
-        let schema = serde_json::to_value(decision_schema()).expect("serializes");
+        let schema = serde_json::to_value(decision_schema(true)).expect("serializes");
         let choices: Vec<&str> = schema["properties"][DECISION_FIELD]["oneOf"]
             .as_array()
             .expect("oneOf")

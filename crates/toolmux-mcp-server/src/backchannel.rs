@@ -18,6 +18,7 @@
 #![allow(deprecated)]
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -31,6 +32,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use toolmux_core::{Backchannel, BackchannelError, LogMessage, Progress};
 use toolmux_upstream::wire::{log_level_from_wire, log_level_to_wire};
+
+use crate::input_required::{Forms, RELAYED_KEY};
 
 /// Notifications queued for one call before the source's further ones are dropped (progress
 /// and logs are lossy by nature; a server that floods them must not grow toolmux's memory).
@@ -95,6 +98,9 @@ pub(crate) struct Delivery {
     peer: Peer<RoleServer>,
     progress_token: Option<ProgressToken>,
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// For a 2026-07-28 client that shows forms: where an upstream server's forms go (its
+    /// call's round), and how long the person has to answer one.
+    forms: Option<(Forms, Duration)>,
 }
 
 /// A backchannel for one call and the delivery that empties it.
@@ -111,6 +117,7 @@ pub(crate) fn for_call(
             peer,
             progress_token,
             log_level,
+            forms: None,
         },
     )
 }
@@ -127,6 +134,14 @@ pub(crate) fn for_session(
 }
 
 impl Delivery {
+    /// Puts the forms an upstream server sends during the call to the client as input-required
+    /// rounds of `forms` (2026-07-28 has no server-to-client requests), each with `time_limit`
+    /// to answer.
+    pub(crate) fn with_forms(mut self, forms: Forms, time_limit: Duration) -> Self {
+        self.forms = Some((forms, time_limit));
+        self
+    }
+
     /// Delivers what is queued until the queue's senders are gone, asking the client's
     /// requests concurrently (no call waits here, so nothing bounds them but the client).
     async fn serve(mut self) {
@@ -182,8 +197,13 @@ impl Delivery {
                     }
                     Outgoing::Elicit(request, answer) => {
                         let peer = self.peer.clone();
+                        let forms = self.forms.clone();
                         asking.push(Box::pin(async move {
-                            let _ = answer.send(elicit(&peer, request).await);
+                            let answered = match forms {
+                                Some((forms, time_limit)) => relay(&forms, request, time_limit).await,
+                                None => elicit(&peer, request).await,
+                            };
+                            let _ = answer.send(answered);
                         }));
                     }
                 },
@@ -263,6 +283,31 @@ async fn elicit(peer: &Peer<RoleServer>, request: Value) -> Result<Value, Backch
         .await
         .map_err(answer_error)?;
     to_json(&result)
+}
+
+/// Puts an upstream server's form to a 2026-07-28 client through its call's round: the client
+/// is sent it as an input-required result, and the call waits for the retry that answers it.
+async fn relay(
+    forms: &Forms,
+    request: Value,
+    time_limit: Duration,
+) -> Result<Value, BackchannelError> {
+    let params: ElicitRequestParams = from_json(request, "elicitation request")?;
+    // The client declared forms, not URL elicitation; the revision forbids sending a kind of
+    // request it did not declare.
+    if !matches!(params, ElicitRequestParams::FormElicitationParams { .. }) {
+        return Err(BackchannelError::Unsupported("URL elicitation"));
+    }
+    match tokio::time::timeout(time_limit, forms.ask(RELAYED_KEY, params, time_limit)).await {
+        Ok(Some(answer)) => to_json(&answer),
+        Ok(None) => Err(BackchannelError::Failed(
+            "the MCP client's request ended before it answered".into(),
+        )),
+        Err(_) => Err(BackchannelError::Failed(format!(
+            "nobody answered within {}",
+            toolmux_core::format_duration(time_limit)
+        ))),
+    }
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(

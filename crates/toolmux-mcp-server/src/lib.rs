@@ -11,13 +11,14 @@
 //!
 //! Both eras of MCP are served on the same endpoint: a client that sends `initialize`
 //! (2025-11-25 or older) gets a session; a 2026-07-28 client gets the stateless protocol
-//! (`server/discover`, `_meta` on every request, caching hints, `subscriptions/listen`); see
-//! `revision.rs` for what rmcp does and what is decided here.
+//! (`server/discover`, `_meta` on every request, caching hints, `subscriptions/listen`, forms
+//! as input-required results); see `revision.rs` for what rmcp does and what is decided here.
 
 mod approval;
 mod backchannel;
 mod convert;
 mod http;
+mod input_required;
 mod listen;
 mod options;
 mod relay;

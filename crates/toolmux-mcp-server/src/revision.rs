@@ -7,8 +7,10 @@
 //! `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers against the body (-32020,
 //! `400`), the version (-32022, `400`), answers the methods the revision removed with -32601
 //! (`404`), adds `resultType` and refuses server-to-client requests. What it leaves to the
-//! server is decided here: which requests are stateless (they get no session, no elicitation
-//! and no session-wide log level) and what the caching hints say.
+//! server is decided here: which requests are stateless (they get no session, no
+//! server-to-client elicitation and no session-wide log level) and what the caching hints say.
+//! Their approvals, questions and relayed upstream forms are input-required results
+//! (`input_required.rs`).
 
 // rmcp marks `LoggingLevel` deprecated (SEP-2577); 2026-07-28 still carries a request's log
 // level in `_meta`.

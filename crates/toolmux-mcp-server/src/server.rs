@@ -28,6 +28,7 @@ use toolmux_core::{CallContext, CallError, Channel, Hub, ToolScope};
 use crate::approval::{ElicitationApprover, QueuedApprover, SessionGrants};
 use crate::backchannel;
 use crate::convert::{View, wire_result};
+use crate::input_required::{FormApprover, Forms, Next, Round, Rounds};
 use crate::listen::{Listener, accepted_filter, announce_changes, listen_stream};
 use crate::options::ServeOptions;
 use crate::relay::{Relay, Subscriptions};
@@ -45,6 +46,9 @@ pub(crate) struct Shared {
     /// session compares against them after a change, so one session computes them (a listing
     /// of the spec resources walks the specs directory) and the others reuse them.
     listings: tokio::sync::Mutex<Option<(ListingsKey, Arc<RelayedListings>)>>,
+    /// The calls of 2026-07-28 clients waiting on a form, and the key of their
+    /// `requestState`; `None` when no key could be drawn.
+    rounds: Option<Rounds>,
 }
 
 /// What a relayed listing is current for: the catalog's version and the built-in resources'
@@ -59,6 +63,7 @@ impl Shared {
             options,
             view: RwLock::new(None),
             listings: tokio::sync::Mutex::new(None),
+            rounds: Rounds::new(),
         })
     }
 
@@ -239,7 +244,14 @@ impl McpServer {
         session
     }
 
-    fn call_context(&self, context: &RequestContext<RoleServer>, served_name: &str) -> CallContext {
+    /// The context of a call: `forms` are where a 2026-07-28 client that shows forms is asked
+    /// (by input-required results); every other client is asked as before.
+    fn call_context(
+        &self,
+        context: &RequestContext<RoleServer>,
+        served_name: &str,
+        forms: Option<&Forms>,
+    ) -> CallContext {
         let stateless = is_stateless(context);
         let mut call = CallContext::new(Channel::Mcp).with_scope(Arc::clone(&self.shared.scope));
         // A stateless request belongs to no session: its calls reach the upstream servers on
@@ -247,21 +259,15 @@ impl McpServer {
         if !stateless {
             call = call.with_session(self.session_of(context));
         }
-        // The subject of the request's access token, when it came with one, else the name the
-        // client gave itself.
-        call.caller = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<toolmux_http::Principal>())
-            .map(toolmux_http::Principal::caller)
-            .or_else(|| context.client_info().map(|info| info.name));
-        // 2026-07-28 has no server-to-client requests: its approvals are input-required
-        // results, not built yet, so a stateless client's approvals wait in the queue below.
-        let elicits = !stateless
-            && context
-                .peer
-                .supported_elicitation_modes()
-                .contains(&rmcp::service::ElicitationMode::Form);
+        call.caller = caller_of(context);
+        if let Some(forms) = forms {
+            // The client answers every form itself, on its retry.
+            let approver = FormApprover::new(served_name.to_string(), forms.clone());
+            return call.with_approver(Arc::new(approver));
+        }
+        // 2026-07-28 has no server-to-client requests: a stateless client that cannot show
+        // forms (no elicitation capability) has its approvals wait in the queue below.
+        let elicits = !stateless && shows_forms(context);
         let client = elicits.then(|| {
             ElicitationApprover::new(
                 context.peer.clone(),
@@ -281,6 +287,84 @@ impl McpServer {
         call
     }
 
+    /// The rounds of a `tools/call` from a 2026-07-28 client that shows forms (its request
+    /// declares the elicitation capability); `None` for every other client.
+    fn rounds_for(&self, context: &RequestContext<RoleServer>) -> Option<&Rounds> {
+        let rounds = self.shared.rounds.as_ref()?;
+        (is_stateless(context) && shows_forms(context)).then_some(rounds)
+    }
+
+    /// This request's round of a call of a client that shows forms: a new call, or the one its
+    /// `requestState` continues.
+    fn round<'a>(
+        &'a self,
+        rounds: &'a Rounds,
+        registry_name: &str,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Round<'a>, McpError> {
+        let caller = caller_of(context).unwrap_or_default();
+        if let Some(sealed) = request.request_state.as_deref() {
+            let resumed = rounds.resume(
+                sealed,
+                &caller,
+                &request.name,
+                request.arguments.as_ref(),
+                request.input_responses.as_ref(),
+            )?;
+            return Ok(resumed);
+        }
+        let (mut round, forms) = rounds.start(&caller, &request.name, request.arguments.as_ref());
+        let (back, delivery) = backchannel::for_call(
+            context.peer.clone(),
+            context.meta.get_progress_token(),
+            self.log_level_for(context),
+        );
+        let call_context = self
+            .call_context(context, &request.name, Some(&forms))
+            .with_backchannel(back);
+        let delivery = delivery.with_forms(forms, self.shared.hub.settings().approval_timeout);
+        let hub = self.shared.hub.clone();
+        let name = registry_name.to_string();
+        let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        round.spawn(async move {
+            delivery
+                .run(hub.call(&name, arguments, &call_context))
+                .await
+        });
+        Ok(round)
+    }
+
+    /// The answer to a `tools/call` whose call ended with `result`.
+    async fn respond(
+        &self,
+        result: Result<toolmux_core::ToolResult, CallError>,
+        served_name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        match result {
+            Ok(result) => Ok(wire_result(result).into()),
+            // The catalog changed between the lookup above and the call.
+            Err(
+                e @ (CallError::NotFound { .. }
+                | CallError::Disabled { .. }
+                | CallError::NotServed { .. }),
+            ) => Err(McpError::invalid_params(
+                e.to_string(),
+                Some(json!({ "tool": served_name })),
+            )),
+            Err(e) => {
+                self.log(
+                    context,
+                    level_of(&e),
+                    json!({ "tool": served_name, "code": e.code(), "error": e.to_string() }),
+                )
+                .await;
+                Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into())
+            }
+        }
+    }
+
     /// Sends a `notifications/message` when the client asked for messages at this level.
     async fn log(&self, context: &RequestContext<RoleServer>, level: LoggingLevel, data: Value) {
         let wanted = *self
@@ -297,6 +381,33 @@ impl McpServer {
             tracing::debug!(error = %e, "could not send a log message to the MCP client");
         }
     }
+}
+
+/// Who makes a request: the subject of its access token, when it came with one, else the name
+/// the client gave itself.
+fn caller_of(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<toolmux_http::Principal>())
+        .map(toolmux_http::Principal::caller)
+        .or_else(|| context.client_info().map(|info| info.name))
+}
+
+/// Whether the client can show a form: it declared form elicitation, at `initialize` or, in
+/// 2026-07-28, in the request's own `_meta`.
+fn shows_forms(context: &RequestContext<RoleServer>) -> bool {
+    if is_stateless(context) {
+        let form = context
+            .client_capabilities()
+            .and_then(|capabilities| capabilities.elicitation);
+        // A capability that names neither mode means form (as rmcp reads it at `initialize`).
+        return form.is_some_and(|e| e.form.is_some() || e.url.is_none());
+    }
+    context
+        .peer
+        .supported_elicitation_modes()
+        .contains(&rmcp::service::ElicitationMode::Form)
 }
 
 /// The `Mcp-Session-Id` of the HTTP request a call came in, when it came over HTTP.
@@ -432,13 +543,28 @@ impl ServerHandler for McpServer {
         else {
             return Err(unknown_tool(&self.shared, &view, &request.name));
         };
+        if let Some(rounds) = self.rounds_for(&context) {
+            let served_name = request.name.to_string();
+            let round = self.round(rounds, registry_name, request, &context)?;
+            let next = tokio::select! {
+                next = round.next() => next?,
+                // As below; dropping the round stops its call.
+                () = context.ct.cancelled() => {
+                    return Err(McpError::new(ErrorCode::INTERNAL_ERROR, "the request was cancelled", None));
+                }
+            };
+            return match next {
+                Next::InputRequired(asked) => Ok(asked.into()),
+                Next::Done(result) => self.respond(result, &served_name, &context).await,
+            };
+        }
         let (back, delivery) = backchannel::for_call(
             context.peer.clone(),
             context.meta.get_progress_token(),
             self.log_level_for(&context),
         );
         let call_context = self
-            .call_context(&context, &request.name)
+            .call_context(&context, &request.name, None)
             .with_backchannel(back);
         let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let call = delivery.run(
@@ -454,27 +580,7 @@ impl ServerHandler for McpServer {
                 return Err(McpError::new(ErrorCode::INTERNAL_ERROR, "the request was cancelled", None));
             }
         };
-        match result {
-            Ok(result) => Ok(wire_result(result).into()),
-            // The catalog changed between the lookup above and the call.
-            Err(
-                e @ (CallError::NotFound { .. }
-                | CallError::Disabled { .. }
-                | CallError::NotServed { .. }),
-            ) => Err(McpError::invalid_params(
-                e.to_string(),
-                Some(json!({ "tool": request.name })),
-            )),
-            Err(e) => {
-                self.log(
-                    &context,
-                    level_of(&e),
-                    json!({ "tool": request.name, "code": e.code(), "error": e.to_string() }),
-                )
-                .await;
-                Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into())
-            }
-        }
+        self.respond(result, &request.name, &context).await
     }
 
     async fn set_level(

@@ -1,6 +1,7 @@
 //! The real Python MCP client against the server mounted over streamable HTTP, in process, so
 //! that a test can change the hub while the client is connected.
 
+#[allow(dead_code)] // each test binary uses a part of the shared helpers
 mod common;
 
 use std::sync::Arc;

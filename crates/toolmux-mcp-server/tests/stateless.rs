@@ -4,42 +4,19 @@
 //! `server/discover` and so speaks 2026-07-28 to a server that answers it) over HTTP, with a
 //! `subscriptions/listen` stream that hears the catalog change; and stdio through pipes.
 
+#[allow(dead_code)] // each test binary uses a part of the shared helpers
 mod common;
 
 use std::sync::Arc;
 
-use common::{HttpServer, RawResponse, TestSource, hub, hub_with_ask_rule, post, raw_http};
+use common::{
+    HttpServer, TestSource, hub, hub_with_ask_rule, message, post, raw_http, request,
+    send_stateless,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use toolmux_mcp_server::{ServeOptions, serve_on};
 use toolmux_testkit::python_client::{PythonClient, result_text, tool_names};
-
-/// What every 2026-07-28 request carries in `_meta` (clientInfo is optional).
-fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"}
-    })
-}
-
-/// A 2026-07-28 request: `params` with the `_meta` of [`meta`] added.
-fn request(id: u64, method: &str, mut params: Value) -> Value {
-    params["_meta"] = meta();
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-/// The one JSON-RPC message of a response, whether sent as JSON or as one SSE event.
-fn message(response: &RawResponse) -> Value {
-    let body = response.body.trim();
-    let json = body
-        .lines()
-        .find_map(|l| l.strip_prefix("data:"))
-        .unwrap_or(body)
-        .trim();
-    serde_json::from_str(json)
-        .unwrap_or_else(|e| panic!("not one JSON-RPC message ({e}): {}", response.body))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_header_that_contradicts_the_body_is_refused_with_400_and_header_mismatch() {
@@ -209,35 +186,20 @@ async fn a_stateless_request_is_answered_without_a_session_with_result_type_and_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stateless_client_is_never_sent_an_elicitation_for_an_approval() {
-    // 2026-07-28 has no server-to-client requests; until approvals are input-required results,
-    // an `ask` call of a stateless client is asked of the process's queue, and where there is
-    // none (here), refused with the hub's own words, even when the client declares elicitation.
+async fn a_stateless_client_that_cannot_show_forms_has_its_approvals_refused_as_before() {
+    // A 2026-07-28 client that declares no elicitation is sent no form (the revision forbids
+    // input requests a client did not declare); where there is no queue (here), its `ask`
+    // call is refused with the hub's own words. One that declares it: `input_required.rs`.
     let server = HttpServer::start(hub_with_ask_rule("echo"), ServeOptions::default()).await;
-    let mut call = request(
+    let call = request(
         1,
         "tools/call",
         json!({"name": "echo", "arguments": {"text": "hi"}}),
     );
-    call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-        json!({"elicitation": {"form": {}}});
-    let port = server.port;
-    let response = raw_http(
-        port,
-        &post(
-            port,
-            &call,
-            "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n",
-        ),
-    )
-    .await;
+    let response = send_stateless(server.port, &call).await;
     assert_eq!(response.status, 200, "{}", response.body);
-    assert!(
-        !response.body.contains("elicitation/create"),
-        "{}",
-        response.body
-    );
     let answer = message(&response);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert_eq!(
         answer["result"]["content"][0]["text"],

@@ -136,6 +136,13 @@ TOOLS = [
         description="Elicits a form with every enum variant (SEP-1330)",
         input_schema=NO_ARGS,
     ),
+    # The 2026-07-28 suite's input-required scenarios call these by name. This server speaks the
+    # handshake era and elicits; toolmux puts the form to a 2026-07-28 client as an
+    # input-required result of its own (its own key and requestState).
+    *(
+        types.Tool(name=name, description="Asks the client for a name (elicitation/create)", input_schema=NO_ARGS)
+        for name in ("test_input_required_result_elicitation", "test_input_required_result_tampered_state")
+    ),
     # From the suite's `pending` (not yet active) json-schema-2020-12 scenario, which fails if
     # $schema, $defs or additionalProperties go missing from the listed inputSchema: exactly
     # what a relay that re-serialises schemas through a typed model tends to strip.
@@ -316,6 +323,8 @@ async def _elicit(ctx: Any, message: str, schema: dict[str, Any], label: str) ->
 #   test_elicitation_sep1330_enums     {"untitledSingle": "option1", "titledSingle": "value1",
 #                                       "legacyEnum": "opt1", "untitledMulti": ["option1", "option2"],
 #                                       "titledMulti": ["value1", "value2"]}
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
 USER_INFO_SCHEMA = {
     "type": "object",
     "properties": {
@@ -452,6 +461,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
             return await _elicit(
                 ctx, "Test enum schema variants - please choose", SEP1330_SCHEMA, "Elicitation completed"
             )
+        case "test_input_required_result_elicitation" | "test_input_required_result_tampered_state":
+            return await _elicit(ctx, "What is your name?", NAME_SCHEMA, "Hello")
         case "json_schema_2020_12_tool":
             return types.CallToolResult(content=[_text(f"Received: {json.dumps(args, sort_keys=True)}")])
         case "test_update_watched_resource":

@@ -190,11 +190,73 @@ pub async fn raw_http(port: u16, request: &str) -> RawResponse {
 
 /// A JSON-RPC POST to `/mcp` with the given extra header lines, closing the connection after.
 pub fn post(port: u16, body: &Value, extra_headers: &str) -> String {
-    let body = body.to_string();
+    post_raw(port, &body.to_string(), extra_headers)
+}
+
+/// [`post`] of a body given as text (one a `Value` cannot hold: nested too deep).
+pub fn post_raw(port: u16, body: &str, extra_headers: &str) -> String {
     format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nConnection: close\r\n{extra_headers}\
          Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
+}
+
+/// What every 2026-07-28 request carries in `_meta` (clientInfo is optional).
+pub fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"}
+    })
+}
+
+/// A 2026-07-28 request: `params` with the `_meta` of [`meta`] added.
+pub fn request(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = meta();
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The one JSON-RPC message of a response, whether sent as JSON or as one SSE event.
+pub fn message(response: &RawResponse) -> Value {
+    let body = response.body.trim();
+    let json = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data:"))
+        .unwrap_or(body)
+        .trim();
+    serde_json::from_str(json)
+        .unwrap_or_else(|e| panic!("not one JSON-RPC message ({e}): {}", response.body))
+}
+
+/// Sends a 2026-07-28 request with the headers the revision requires beside its body
+/// (`MCP-Protocol-Version`, `Mcp-Method`, and `Mcp-Name` for a call).
+pub async fn send_stateless(port: u16, body: &Value) -> RawResponse {
+    let method = body["method"].as_str().expect("a request has a method");
+    let mut headers = format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n");
+    if let Some(name) = body["params"]["name"].as_str() {
+        headers.push_str(&format!("Mcp-Name: {name}\r\n"));
+    }
+    raw_http(port, &post(port, body, &headers)).await
+}
+
+/// The result `body` is answered with, sent to `port` as a 2026-07-28 request.
+pub async fn result_of(port: u16, body: &Value) -> Value {
+    let response = send_stateless(port, body).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let answer = message(&response);
+    answer
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("not a result: {answer}"))
+}
+
+/// The JSON-RPC error `body` is answered with, sent to `port` as a 2026-07-28 request.
+pub async fn error_of(port: u16, body: &Value) -> Value {
+    let answer = message(&send_stateless(port, body).await);
+    answer
+        .get("error")
+        .cloned()
+        .unwrap_or_else(|| panic!("not an error: {answer}"))
 }
