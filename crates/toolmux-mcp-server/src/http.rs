@@ -67,12 +67,10 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
         shutdown: shutdown.clone(),
         opened: std::sync::Mutex::default(),
     });
-    let router = Router::new()
-        .route_service(MCP_PATH, door(hub, options, shutdown))
-        .route(
-            ENDPOINT_PATH,
-            axum::routing::any(endpoint_door).with_state(doors),
-        );
+    let router = door(hub, options, shutdown, MCP_PATH).route(
+        ENDPOINT_PATH,
+        axum::routing::any(endpoint_door).with_state(doors),
+    );
     match own_guard {
         Some(options) => toolmux_http::mcp_guarded(options, router),
         None => router,
@@ -84,8 +82,9 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
 /// unknown endpoint `a/b` rather than by another route.
 pub const ENDPOINT_PATH: &str = "/mcp/{*endpoint}";
 
-/// One MCP door: the streamable HTTP service over `options`' view, with its own sessions.
-fn door(hub: Hub, options: ServeOptions, shutdown: CancellationToken) -> Router {
+/// One MCP door at `path`: the streamable HTTP service over `options`' view, with its own
+/// sessions.
+fn door(hub: Hub, options: ServeOptions, shutdown: CancellationToken, path: &str) -> Router {
     let idle = options
         .session_idle_timeout
         .unwrap_or(DEFAULT_SESSION_IDLE_TIMEOUT);
@@ -105,7 +104,7 @@ fn door(hub: Hub, options: ServeOptions, shutdown: CancellationToken) -> Router 
         config,
     );
     Router::new()
-        .fallback_service(service)
+        .route_service(path, service)
         .layer(middleware::from_fn_with_state(
             answers.clone(),
             answer_as_json_rpc,
@@ -140,7 +139,12 @@ impl EndpointDoors {
                 endpoint: Some(name.to_string()),
                 ..self.options.clone()
             };
-            door(self.hub.clone(), options, self.shutdown.clone())
+            door(
+                self.hub.clone(),
+                options,
+                self.shutdown.clone(),
+                ENDPOINT_PATH,
+            )
         });
         router.clone()
     }
