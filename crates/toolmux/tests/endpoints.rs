@@ -271,6 +271,13 @@ fn mcp_endpoint_serves_one_endpoint_over_stdio_and_names_the_configured_ones_for
             "message": "tool `file_write` is not served by the endpoint `readers`"}})
     );
 
+    // A 2026-07-28 client hears the instructions in `server/discover`.
+    let mut discovering = project.stdio_plan(&["mcp", "--endpoint", "readers"], json!([]));
+    discovering["mode"] = json!("auto");
+    let lines = toolmux_testkit::python_client::run_mcp_client(&discovering);
+    assert_eq!(lines[0]["connected"]["protocolVersion"], "2026-07-28");
+    assert_eq!(lines[0]["connected"]["instructions"], "Read, never write.");
+
     // Code mode: the entry points only, and scripts reach only what the endpoint serves.
     let steps = run_mcp_steps(&project.stdio_plan(
         &["mcp", "--endpoint", "agents"],
