@@ -3,12 +3,11 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use toolmux_core::{Endpoint, EndpointFilter, Endpoints};
 
 use crate::fields::ToolPattern;
@@ -53,7 +52,8 @@ pub struct EndpointSettings {
 
 /// An endpoint's name, the last segment of its URL (`/mcp/<name>`): 1 to 64 ASCII letters,
 /// digits, `-` and `_`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct EndpointName(String);
 
 impl EndpointName {
@@ -80,22 +80,17 @@ impl EndpointName {
     }
 }
 
-impl fmt::Display for EndpointName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl TryFrom<String> for EndpointName {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        Self::new(&text)
     }
 }
 
-impl Serialize for EndpointName {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for EndpointName {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = Cow::<str>::deserialize(d)?;
-        Self::new(&text).map_err(D::Error::custom)
+impl From<EndpointName> for String {
+    fn from(name: EndpointName) -> Self {
+        name.0
     }
 }
 

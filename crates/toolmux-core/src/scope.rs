@@ -7,7 +7,7 @@ use crate::pattern::{NamePattern, admitted_by};
 pub const CODE_MODE_TOOLS: [&str; 2] = ["run_code", "search_tools"];
 
 /// The tools a channel serves, by registry name and source — `toolmux mcp --tools`,
-/// `--exclude`, `--pass-through`. It travels with every call in
+/// `--exclude`, `--pass-through`, or a named [`Endpoint`](crate::Endpoint)'s filter. It travels with every call in
 /// [`CallContext::scope`](crate::CallContext), and the hub refuses a call to a tool outside it,
 /// so a code-mode script started on that channel reaches (and `search_tools` and the generated
 /// types show) no tool the channel filters out: a filter has one door, not one per channel.
@@ -72,8 +72,8 @@ impl ToolScope {
         })
     }
 
-    /// A scope that serves nothing at all (an endpoint taken out of the configuration while
-    /// its clients are still connected): every name is excluded.
+    /// A scope that serves nothing at all (an endpoint taken out of the configuration while a
+    /// request through it is under way): every name is excluded.
     pub fn nothing(served_by: String) -> Self {
         Self {
             exclude: NamePattern::new("*").into_iter().collect(),

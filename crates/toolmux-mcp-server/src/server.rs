@@ -39,8 +39,8 @@ pub(crate) struct Shared {
     pub(crate) hub: Hub,
     pub(crate) options: ServeOptions,
     /// What calls through this server may reach, carried in every call's context: the
-    /// serve-time filters' scope; for an endpoint, the scope it falls back to once the
-    /// endpoint is taken out of the configuration (nothing). See [`Shared::scope`].
+    /// serve-time filters' scope; for an endpoint, what a request already past its door gets
+    /// once the endpoint is taken out of the configuration: nothing. See [`Shared::scope`].
     scope: Arc<ToolScope>,
     view: RwLock<Option<Arc<View>>>,
     /// The relayed listings for a catalog version and built-in resource generation: every

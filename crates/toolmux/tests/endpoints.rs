@@ -164,20 +164,7 @@ fn each_endpoint_lists_and_calls_only_its_own_tools_over_one_upstream_process() 
     assert_eq!(processes_with(&marker), [pid]);
 
     // An unknown endpoint's door is a JSON-RPC 404 naming the configured ones.
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}});
-    let auth = served.authorization();
-    let answer = served.request(
-        "POST",
-        "/mcp/nope",
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-        ],
-        Some(&initialize.to_string()),
-    );
+    let answer = served.initialize("/mcp/nope");
     answer.exact_json_rpc_refusal(
         404,
         "unknown_endpoint",
@@ -188,9 +175,9 @@ fn each_endpoint_lists_and_calls_only_its_own_tools_over_one_upstream_process() 
         "POST",
         "/mcp/review",
         &[("Content-Type", "application/json")],
-        Some(&initialize.to_string()),
+        Some("{}"),
     );
-    assert_eq!(anonymous.status, 401, "{}", anonymous.body);
+    anonymous.json_rpc_refusal(401, "unauthorized");
     served.stop();
 }
 
@@ -200,20 +187,26 @@ async fn an_edit_that_moves_a_tool_tells_only_the_client_whose_view_changed() {
     let pid_file = project.path().join("faults.pid");
     project.config(&config(&pid_file, &three_endpoints()));
     let served = tokio::task::block_in_place(|| serve_discovered(&project));
-    let waiting = |name: &str| {
-        PythonClient::start(plan_on(
-            &served,
-            name,
-            json!([
-                {"op": "list"},
-                {"op": "signal", "text": "ready"},
-                {"op": "wait_list_changed", "timeout": 15},
-                {"op": "list"},
-            ]),
-        ))
+    let waiting = |name: &str, then: &[Value]| {
+        let mut steps = vec![
+            json!({"op": "list"}),
+            json!({"op": "signal", "text": "ready"}),
+            json!({"op": "wait_list_changed", "timeout": 15}),
+            json!({"op": "list"}),
+        ];
+        steps.extend_from_slice(then);
+        PythonClient::start(plan_on(&served, name, Value::Array(steps)))
     };
-    let mut review = waiting("review");
-    let mut docs = waiting("docs");
+    let mut review = waiting("review", &[]);
+    // `docs` then hears of its own endpoint's removal.
+    let mut docs = waiting(
+        "docs",
+        &[
+            json!({"op": "signal", "text": "again"}),
+            json!({"op": "wait_list_changed", "timeout": 15}),
+            json!({"op": "call", "name": "faults__kinds", "arguments": {}}),
+        ],
+    );
     for client in [&mut review, &mut docs] {
         assert!(client.next().await.get("connected").is_some());
         client.next().await; // the first listing
@@ -243,7 +236,26 @@ async fn an_edit_that_moves_a_tool_tells_only_the_client_whose_view_changed() {
     assert_eq!(tool_names(&review.next().await), ["faults__fail"]);
     assert_eq!(tool_names(&docs.next().await), ["faults__kinds"]);
     review.finish().await;
+
+    // The endpoint taken out of the configuration: its connected client hears that its list
+    // changed, and its door refuses it from then on, as it refuses a new client.
+    assert_eq!(docs.next().await, json!({"signal": "again"}));
+    moved.as_object_mut().expect("an object").remove("docs");
+    project.config(&config(&pid_file, &moved));
+    assert_eq!(docs.next().await, json!({"list_changed": true}));
+    assert_eq!(
+        docs.next().await,
+        json!({"error": {"code": -32000,
+            "message": "there is no endpoint `docs`; the configured endpoints are: ops, review"}})
+    );
     docs.finish().await;
+    tokio::task::block_in_place(|| {
+        served.initialize("/mcp/docs").exact_json_rpc_refusal(
+            404,
+            "unknown_endpoint",
+            "there is no endpoint `docs`; the configured endpoints are: ops, review",
+        );
+    });
     tokio::task::block_in_place(|| served.stop());
 }
 

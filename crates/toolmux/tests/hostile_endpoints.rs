@@ -8,35 +8,24 @@ mod support;
 use serde_json::json;
 use support::toolmux_project;
 use toolmux_testkit::eventually::wait_until;
+use toolmux_testkit::project::TestProject;
 use toolmux_testkit::served::{Served, config_with_key};
 
 const CONFIGURED: &str = "the configured endpoints are: readers";
 
-/// POSTs an `initialize` to `path` with the server's credential.
-fn initialize(served: &Served, path: &str) -> toolmux_testkit::http::Response {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}});
-    let auth = served.authorization();
-    served.request(
-        "POST",
-        path,
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-        ],
-        Some(&body.to_string()),
-    )
-}
-
-#[test]
-fn names_that_are_no_url_segment_are_unknown_endpoints_never_echoed_whole() {
+/// `toolmux serve` with the one endpoint `readers`.
+fn serve_readers() -> (TestProject, Served) {
     let project = toolmux_project();
     project.config(&config_with_key(
         r#""endpoints": {"readers": {"tools": ["grep"]}}"#,
     ));
     let served = Served::start(&project, &[]);
+    (project, served)
+}
+
+#[test]
+fn names_that_are_no_url_segment_are_unknown_endpoints_never_echoed_whole() {
+    let (_project, served) = serve_readers();
     for (path, named) in [
         ("/mcp/..", ".."),
         ("/mcp/readers/..", "readers/.."),
@@ -44,18 +33,20 @@ fn names_that_are_no_url_segment_are_unknown_endpoints_never_echoed_whole() {
         ("/mcp/a%2Fb", "a/b"),
         ("/mcp/%00", "\\0"),
     ] {
-        initialize(&served, path).exact_json_rpc_refusal(
+        served.initialize(path).exact_json_rpc_refusal(
             404,
             "unknown_endpoint",
             &format!("there is no endpoint `{named}`; {CONFIGURED}"),
         );
     }
     let huge = "x".repeat(10_000);
-    initialize(&served, &format!("/mcp/{huge}")).exact_json_rpc_refusal(
-        404,
-        "unknown_endpoint",
-        &format!("there is no endpoint `{}…`; {CONFIGURED}", "x".repeat(100)),
-    );
+    served
+        .initialize(&format!("/mcp/{huge}"))
+        .exact_json_rpc_refusal(
+            404,
+            "unknown_endpoint",
+            &format!("there is no endpoint `{}…`; {CONFIGURED}", "x".repeat(100)),
+        );
     // The REST API's parameter is the same name, refused the same way.
     served
         .get(&format!("/api/tools?endpoint={huge}"))
@@ -65,17 +56,13 @@ fn names_that_are_no_url_segment_are_unknown_endpoints_never_echoed_whole() {
             &format!("there is no endpoint `{}…`; {CONFIGURED}", "x".repeat(100)),
         );
     // The configured one still opens.
-    assert_eq!(initialize(&served, "/mcp/readers").status, 200);
+    assert_eq!(served.initialize("/mcp/readers").status, 200);
     served.stop();
 }
 
 #[test]
 fn an_edit_to_ten_thousand_endpoints_is_refused_and_the_ones_in_force_stay() {
-    let project = toolmux_project();
-    project.config(&config_with_key(
-        r#""endpoints": {"readers": {"tools": ["grep"]}}"#,
-    ));
-    let served = Served::start(&project, &[]);
+    let (project, served) = serve_readers();
     let endpoints: serde_json::Map<String, serde_json::Value> = (0..10_000)
         .map(|i| (format!("e{i}"), json!({"tools": ["grep"]})))
         .collect();
@@ -91,7 +78,7 @@ fn an_edit_to_ten_thousand_endpoints_is_refused_and_the_ones_in_force_stay() {
     let listed = served.get("/api/tools?endpoint=readers").json();
     assert_eq!(listed["tools"][0]["name"], "grep", "{listed}");
     assert_eq!(listed["tools"].as_array().map(Vec::len), Some(1));
-    initialize(&served, "/mcp/e9999").exact_json_rpc_refusal(
+    served.initialize("/mcp/e9999").exact_json_rpc_refusal(
         404,
         "unknown_endpoint",
         &format!("there is no endpoint `e9999`; {CONFIGURED}"),
