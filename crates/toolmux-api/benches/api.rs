@@ -1,6 +1,8 @@
 //! The REST API over real loopback HTTP: `GET /api/tools` with 1,000 cached tools, and
 //! `POST /api/tools/{name}/call` of a built-in tool (`file_read` on a small file) and of a tool
-//! that does nothing (the API's and pipeline's own overhead). One keep-alive connection,
+//! that does nothing (the API's and pipeline's own overhead), and both through `?endpoint=`
+//! (a named endpoint admitting every tool, target ≤ 5% over the plain request, measured in
+//! turns with it). One keep-alive connection,
 //! sequential requests; prints percentiles. With `wrk` on PATH it also measures calls/s with
 //! 32 connections.
 //!
@@ -203,7 +205,7 @@ fn main() {
         .build()
         .expect("runtime");
     let workspace = WorkspacePack::new(dir.path(), WorkspaceLimits::default()).expect("workspace");
-    let (address, _hub) = support::serve(
+    let (address, hub) = support::serve(
         &runtime,
         dir.path(),
         vec![Arc::new(Many), Arc::new(workspace)],
@@ -247,5 +249,53 @@ fn main() {
             n,
         ),
     );
+    endpoint_overhead(&hub, &mut client, n);
     wrk(&address, dir.path());
+}
+
+/// The same listing and call, plain and through an endpoint whose filter admits every tool,
+/// measured in turns so that load on the machine falls on both alike.
+fn endpoint_overhead(hub: &toolmux_core::Hub, client: &mut Client, n: usize) {
+    let filter = toolmux_core::EndpointFilter {
+        tools: vec![toolmux_core::NamePattern::new("*").expect("a pattern")],
+        ..toolmux_core::EndpointFilter::default()
+    };
+    let endpoint = toolmux_core::Endpoint::new("everything", filter, None);
+    hub.configure(toolmux_core::HubSettings {
+        endpoints: Arc::new([("everything".to_string(), Arc::new(endpoint))].into()),
+        ..(*hub.settings()).clone()
+    });
+    for (label, method, path, body, rounds) in [
+        ("GET /api/tools", "GET", "/api/tools", "", n / 5),
+        (
+            "POST /api/tools/noop/call",
+            "POST",
+            "/api/tools/noop/call",
+            r#"{"x": 1}"#,
+            n,
+        ),
+    ] {
+        let through = format!("{path}?endpoint=everything");
+        let (mut plain, mut filtered) = (Vec::new(), Vec::new());
+        for _ in 0..10 {
+            plain.extend(measure(client, method, path, body, rounds / 10));
+            filtered.extend(measure(client, method, &through, body, rounds / 10));
+        }
+        let p50 = |samples: &mut Vec<Duration>| {
+            samples.sort();
+            samples[samples.len() / 2]
+        };
+        let ratio = p50(&mut filtered).as_secs_f64() / p50(&mut plain).as_secs_f64();
+        report(&format!("{label} (in turns)"), plain);
+        report(&format!("{label}?endpoint="), filtered);
+        println!(
+            "{label} through an endpoint: {:+.1}% at p50 — {}",
+            (ratio - 1.0) * 100.0,
+            if ratio <= 1.05 {
+                "target met (≤ +5%)"
+            } else {
+                "TARGET MISSED (≤ +5%)"
+            }
+        );
+    }
 }

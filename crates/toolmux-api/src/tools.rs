@@ -45,6 +45,33 @@ pub struct ToolFilter {
     /// `"enabled": false`, after the others: what a person may switch on again.
     #[serde(default)]
     pub disabled: bool,
+    /// Only the tools the named endpoint (`endpoints.<name>` in the configuration) lists
+    /// over MCP: with `codeMode`, its `run_code` and `search_tools`.
+    pub endpoint: Option<String>,
+}
+
+/// Which endpoint a call goes through.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query, rename_all = "camelCase")]
+pub struct CallThrough {
+    /// Call through the named endpoint (`endpoints.<name>` in the configuration): a tool
+    /// outside it is refused (`403`, `not_served`), as over its MCP door.
+    pub endpoint: Option<String>,
+}
+
+/// The endpoint `name` in the current catalog, or `404` (`unknown_endpoint`) naming the
+/// configured ones.
+fn endpoint_scope(state: &ApiState, name: &str) -> Result<Arc<toolmux_core::ToolScope>, ApiError> {
+    let catalog = state.inner.hub.catalog();
+    match catalog.endpoint(name) {
+        Ok(endpoint) => Ok(Arc::clone(&endpoint.scope)),
+        Err(unknown) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_endpoint",
+            unknown,
+        )),
+    }
 }
 
 /// A policy: `allow` runs a call, `ask` asks a person first, `deny` never runs it.
@@ -216,6 +243,7 @@ impl CallResponse {
     responses(
         (status = 200, description = "The catalog", body = ToolList),
         (status = 400, description = "A bad filter", body = ErrorBody),
+        (status = 404, description = "`endpoint` names no configured endpoint (`unknown_endpoint`)", body = ErrorBody),
         (status = 401, description = "`includeInternal` without a valid key", body = ErrorBody),
         (status = 403, description = "`includeInternal` with an access token without an admin scope", body = ErrorBody),
     )
@@ -242,6 +270,11 @@ pub(crate) async fn list(
         .map(NamePattern::new)
         .transpose()
         .map_err(|e| ApiError::malformed(format!("bad `pattern`: {e}")))?;
+    let endpoint = filter
+        .endpoint
+        .as_deref()
+        .map(|name| endpoint_scope(&state, name))
+        .transpose()?;
     let rendered = state.rendered_catalog();
     let mut body = Vec::with_capacity(rendered.bytes + 64);
     body.extend_from_slice(format!("{{\"version\":{},\"tools\":[", rendered.version).as_bytes());
@@ -262,7 +295,10 @@ pub(crate) async fn list(
                 .is_none_or(|p| Policy::from(p) == entry.policy)
             && pattern
                 .as_ref()
-                .is_none_or(|p| p.matches(&entry.descriptor.name));
+                .is_none_or(|p| p.matches(&entry.descriptor.name))
+            && endpoint
+                .as_ref()
+                .is_none_or(|e| e.served_name(&entry.descriptor).is_some());
         if wanted {
             if !first {
                 body.push(b',');
@@ -371,7 +407,7 @@ fn lookup_refusal(refused: CallError) -> ApiError {
 /// `ask` waits in `GET /api/approvals` until it is answered or the approval times out.
 #[utoipa::path(
     post, path = "/api/tools/{name}/call", tag = "tools",
-    params(("name" = String, Path, description = "The registry name")),
+    params(("name" = String, Path, description = "The registry name"), CallThrough),
     request_body(content = Object, description = "The arguments (an empty body is `{}`)"),
     responses(
         (status = 200, description = "The tool ran (its result may be an error result)", body = CallResponse),
@@ -382,15 +418,20 @@ pub(crate) async fn call(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
+    ApiQuery(through): ApiQuery<CallThrough>,
     // Any JSON, not only an object: whether arguments that are not an object are acceptable is
     // the pipeline's rule, so that REST answers them as every other channel does (422 with the
     // violation), not with a 400 of its own.
     ApiJson(arguments): ApiJson<Value>,
 ) -> Result<Json<CallResponse>, ApiError> {
+    let mut context = state.context(caller);
+    if let Some(endpoint) = &through.endpoint {
+        context = context.with_scope(endpoint_scope(&state, endpoint)?);
+    }
     let report = state
         .inner
         .hub
-        .call_reported(&name, arguments, &state.context(caller))
+        .call_reported(&name, arguments, &context)
         .await;
     let result = report.result?;
     Ok(Json(CallResponse::new(result, report.id, report.duration)))

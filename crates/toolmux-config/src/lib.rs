@@ -34,6 +34,7 @@
 //! channel. Its output is plain data ([`Config`], [`toolmux_core::HubSettings`]).
 
 mod edit;
+mod endpoints;
 mod env;
 mod error;
 mod exec;
@@ -59,6 +60,7 @@ mod upstream;
 mod web;
 
 pub use edit::{ConfigDocument, ConfigEditor, EditError, Edited};
+pub use endpoints::{EndpointName, EndpointSettings, MAX_ENDPOINTS};
 pub use env::{Env, EnvError, EnvProblem, expand_env};
 pub use error::ConfigError;
 pub use exec::ShellSettings;

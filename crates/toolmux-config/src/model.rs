@@ -41,6 +41,17 @@ pub struct Config {
     pub tool_settings: BTreeMap<ToolName, ToolSettings>,
     /// Which tools are available at all, by name pattern.
     pub filters: FilterSettings,
+    /// Named endpoints, each a view of the one registry served at `/mcp/<name>` (and through
+    /// `?endpoint=<name>` on the REST API, `toolmux mcp --endpoint <name>` on stdio): the
+    /// tools, prompts and resources it serves (by `tools` pattern, `exclude` and `servers`),
+    /// its own `instructions`, and `codeMode`. Every endpoint shares the one set of upstream
+    /// servers; a change applies while `toolmux serve` runs.
+    #[serde(
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::endpoints::bounded"
+    )]
+    #[schemars(schema_with = "crate::endpoints::schema")]
+    pub endpoints: BTreeMap<crate::endpoints::EndpointName, crate::endpoints::EndpointSettings>,
     /// Settings for whole sources (`workspace`, an MCP server's name), by source id.
     pub sources: BTreeMap<String, SourceSettings>,
     /// Limits of the built-in workspace tools (file reading and search).
@@ -353,6 +364,7 @@ impl Config {
                         .map(|(name, _)| name.as_str().to_string()),
                 )
                 .collect::<HashSet<_>>(),
+            endpoints: std::sync::Arc::new(crate::endpoints::hub_endpoints(&self.endpoints)),
         }
     }
 
@@ -372,6 +384,7 @@ impl Config {
             || self.tool_settings != other.tool_settings
             || self.filters != other.filters
             || self.sources != other.sources
+            || self.endpoints != other.endpoints
             || disabled_servers(self) != disabled_servers(other)
     }
 

@@ -154,9 +154,9 @@ fn unknown_top_level_key_lists_the_valid_fields_when_none_is_close() {
         err.to_string(),
         format!(
             "{}:1:6: unknown field `zzz`; valid fields are `$schema`, `root`, `defaults`, \
-             `policies`, `toolSettings`, `filters`, `sources`, `workspace`, `logs`, `mcpServers`, \
-             `providers`, `chat`, `server`, `tools`, `urlFetch`, `webSearch`, `skills`, `shell`, \
-             `runners`, `registries`",
+             `policies`, `toolSettings`, `filters`, `endpoints`, `sources`, `workspace`, `logs`, \
+             `mcpServers`, `providers`, `chat`, `server`, `tools`, `urlFetch`, `webSearch`, \
+             `skills`, `shell`, `runners`, `registries`",
             file.display()
         )
     );

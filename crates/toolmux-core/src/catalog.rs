@@ -202,6 +202,7 @@ pub struct Catalog {
     /// them to a person (`GET /api/tools?disabled=true`).
     switched_off: Vec<Arc<ToolEntry>>,
     sources: Vec<SourceInfo>,
+    endpoints: Arc<crate::Endpoints>,
     pub(crate) approval_timeout: Duration,
 }
 
@@ -214,6 +215,7 @@ impl Catalog {
             hidden: HashMap::new(),
             switched_off: Vec::new(),
             sources: Vec::new(),
+            endpoints: Arc::default(),
             approval_timeout: HubSettings::default().approval_timeout,
         }
     }
@@ -304,6 +306,7 @@ impl Catalog {
             hidden,
             switched_off,
             sources: infos,
+            endpoints: Arc::clone(&settings.endpoints),
             approval_timeout: settings.approval_timeout,
         }
     }
@@ -362,6 +365,19 @@ impl Catalog {
     /// The sources, in the order they were added.
     pub fn sources(&self) -> &[SourceInfo] {
         &self.sources
+    }
+
+    /// The named endpoints in force with this snapshot.
+    pub fn endpoints(&self) -> &crate::Endpoints {
+        &self.endpoints
+    }
+
+    /// The endpoint `name`, or the refusal every door gives for an unknown one, which names the
+    /// configured ones.
+    pub fn endpoint(&self, name: &str) -> Result<&Arc<crate::Endpoint>, String> {
+        self.endpoints
+            .get(name)
+            .ok_or_else(|| crate::unknown_endpoint(name, &self.endpoints))
     }
 
     /// `entry` as listings show it, `enabled` or switched off, with its source's kind and

@@ -40,6 +40,9 @@ pub struct HubSettings {
     pub filters: Filters,
     /// Sources switched off.
     pub disabled_sources: DisabledSources,
+    /// The named endpoints, each a view of the catalog; every catalog carries the ones in force
+    /// when it was built, so an endpoint changes with the catalog, as tools do.
+    pub endpoints: Arc<crate::Endpoints>,
 }
 
 impl HubSettings {
@@ -60,6 +63,7 @@ impl Default for HubSettings {
             overrides: HashMap::new(),
             filters: Filters::default(),
             disabled_sources: DisabledSources::new(),
+            endpoints: Arc::default(),
         }
     }
 }

@@ -11,6 +11,7 @@ mod bytes;
 mod catalog;
 mod context;
 mod duration;
+mod endpoint;
 mod error;
 mod hub;
 mod human;
@@ -42,6 +43,7 @@ pub use bytes::human_bytes;
 pub use catalog::{Catalog, Filters, HiddenReason, SourceInfo, ToolEntry, ToolOverride, ToolView};
 pub use context::{CallContext, Channel};
 pub use duration::{DurationParseError, format_duration, parse_duration};
+pub use endpoint::{Endpoint, EndpointFilter, Endpoints, unknown_endpoint};
 pub use error::{CallError, SourceError};
 pub use hub::{BatchCall, CallReport, Hub, HubSettings, WeakHub};
 pub use human::{
@@ -62,7 +64,7 @@ pub use resources::{
     BuiltinResources, PromptContents, PromptInfo, RESOURCE_POLL_INTERVAL, ResourceContents,
     ResourceError, ResourceInfo, ResourceProvider,
 };
-pub use scope::ToolScope;
+pub use scope::{CODE_MODE_TOOLS, ToolScope};
 pub use secret::{is_secret, is_secret_name};
 pub use source::{
     ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,

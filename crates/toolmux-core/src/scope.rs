@@ -3,8 +3,11 @@
 use crate::model::ToolDescriptor;
 use crate::pattern::{NamePattern, admitted_by};
 
+/// Code mode's entry points: what a channel in code mode offers in place of the catalog.
+pub const CODE_MODE_TOOLS: [&str; 2] = ["run_code", "search_tools"];
+
 /// The tools a channel serves, by registry name and source — `toolmux mcp --tools`,
-/// `--exclude`, `--pass-through`. It travels with every call in
+/// `--exclude`, `--pass-through`, or a named [`Endpoint`](crate::Endpoint)'s filter. It travels with every call in
 /// [`CallContext::scope`](crate::CallContext), and the hub refuses a call to a tool outside it,
 /// so a code-mode script started on that channel reaches (and `search_tools` and the generated
 /// types show) no tool the channel filters out: a filter has one door, not one per channel.
@@ -14,8 +17,11 @@ pub struct ToolScope {
     pub include: Vec<NamePattern>,
     /// Tools whose registry name matches one of these are not served.
     pub exclude: Vec<NamePattern>,
-    /// Only tools of this source are served (pass-through mode).
+    /// Only tools of this source are served (pass-through mode), under their source's own names.
     pub source: Option<String>,
+    /// When not empty, only tools of these sources are served, under their registry names (an
+    /// endpoint's `servers`).
+    pub sources: Vec<String>,
     /// Tools served whatever the filters above say: the entry points a channel offers in place
     /// of the catalog (code mode's `run_code` and `search_tools`), which reach the rest only
     /// through calls that are themselves checked against this scope.
@@ -36,7 +42,44 @@ impl ToolScope {
         if self.entry_points.contains(&tool.name) {
             return true;
         }
-        self.source.as_ref().is_none_or(|s| *s == tool.source) && self.filters_admit(&tool.name)
+        self.source_admits(&tool.source) && self.filters_admit(&tool.name)
+    }
+
+    /// Whether the pass-through source and the `sources` list let `source` through.
+    fn source_admits(&self, source: &str) -> bool {
+        self.source.as_ref().is_none_or(|only| only == source)
+            && (self.sources.is_empty() || self.sources.iter().any(|s| s == source))
+    }
+
+    /// The name a listing through this scope shows the tool under, or `None` when it is not
+    /// listed: with entry points (code mode) only they are listed; in pass-through mode a tool
+    /// is listed under the name its source gave it (`original_name`), whatever prefix, cleaning
+    /// or hash suffix the registry added; otherwise under its registry name.
+    pub fn served_name<'a>(&self, tool: &'a ToolDescriptor) -> Option<&'a str> {
+        if !self.entry_points.is_empty() {
+            return self
+                .entry_points
+                .contains(&tool.name)
+                .then_some(tool.name.as_str());
+        }
+        if !self.admits(tool) {
+            return None;
+        }
+        Some(if self.source.is_some() {
+            tool.original_name.as_str()
+        } else {
+            tool.name.as_str()
+        })
+    }
+
+    /// A scope that serves nothing at all (an endpoint taken out of the configuration while a
+    /// request through it is under way): every name is excluded.
+    pub fn nothing(served_by: String) -> Self {
+        Self {
+            exclude: NamePattern::new("*").into_iter().collect(),
+            served_by,
+            ..Self::default()
+        }
     }
 
     /// Whether the channel serves an item that is not a tool — a relayed prompt, resource or
@@ -46,7 +89,7 @@ impl ToolScope {
     /// `--tools` names explicitly is served beside them: an item is no entry point, and without
     /// `--tools` none is served.
     pub fn serves_item(&self, source: &str, registry_name: &str) -> bool {
-        if self.source.as_ref().is_some_and(|only| only != source) {
+        if !self.source_admits(source) {
             return false;
         }
         let filtered = self.filters_admit(registry_name);
@@ -59,7 +102,10 @@ impl ToolScope {
 
     /// Whether the scope lets everything through.
     pub fn is_unrestricted(&self) -> bool {
-        self.include.is_empty() && self.exclude.is_empty() && self.source.is_none()
+        self.include.is_empty()
+            && self.exclude.is_empty()
+            && self.source.is_none()
+            && self.sources.is_empty()
     }
 }
 
@@ -86,6 +132,7 @@ mod tests {
             source: Some("workspace".into()),
             entry_points: vec!["run_code".into()],
             served_by: "test".into(),
+            ..ToolScope::default()
         };
         assert!(scope.admits(&tool("workspace", "file_read")));
         assert!(!scope.admits(&tool("workspace", "file_search")));
@@ -94,6 +141,33 @@ mod tests {
         assert!(scope.admits(&tool("code", "run_code")));
         assert!(!scope.is_unrestricted());
         assert!(ToolScope::default().is_unrestricted());
+    }
+
+    #[test]
+    fn sources_narrow_by_server_under_registry_names_and_nothing_serves_nothing() {
+        let scope = ToolScope {
+            sources: vec!["github".into(), "docs".into()],
+            exclude: patterns(&["github__delete_*"]),
+            ..ToolScope::default()
+        };
+        let mut issue = tool("github", "github__create_issue");
+        issue.original_name = "create_issue".into();
+        assert_eq!(scope.served_name(&issue), Some("github__create_issue"));
+        assert_eq!(
+            scope.served_name(&tool("docs", "docs__read")),
+            Some("docs__read")
+        );
+        assert_eq!(
+            scope.served_name(&tool("github", "github__delete_repo")),
+            None
+        );
+        assert_eq!(scope.served_name(&tool("workspace", "grep")), None);
+        assert!(scope.serves_item("docs", "docs__guide"));
+        assert!(!scope.serves_item("workspace", "spec_read"));
+        assert!(!scope.is_unrestricted());
+        let none = ToolScope::nothing("gone".into());
+        assert_eq!(none.served_name(&tool("docs", "docs__read")), None);
+        assert!(!none.serves_item("docs", "docs__guide"));
     }
 
     #[test]

@@ -742,6 +742,7 @@ async fn a_scope_is_the_only_door_a_call_has() {
         exclude: vec![NamePattern::new("ec*").expect("pattern")],
         include: vec![NamePattern::new("*").expect("pattern")],
         source: None,
+        sources: Vec::new(),
         entry_points: vec!["sequential".into()],
         served_by: "the test channel".into(),
     });

@@ -342,6 +342,12 @@ async fn admit_mcp(live: &LiveOptions, mut request: Request) -> Result<Request, 
 /// SDKs answer a transport-level refusal).
 const REFUSED: i64 = -32000;
 
+/// `error` as an MCP door answers a request it refuses before MCP sees it (an unknown
+/// endpoint, `/mcp/<name>`): the same JSON-RPC error as the guard's refusals.
+pub fn mcp_refusal(error: ApiError) -> Response {
+    as_json_rpc(error.into_response())
+}
+
 /// A guard's refusal as `/mcp` answers everything, a JSON-RPC error without an id: its status
 /// and headers (an OAuth challenge among them) as they are, the message the REST API would
 /// give, and its stable code as the error's `data`.

@@ -27,7 +27,8 @@ pub use connections::{ConnectionLimits, PeerAddress, serve};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use extract::{ApiJson, ApiPath, ApiQuery};
 pub use guard::{
-    API_KEY_HEADER, ApiOptions, Caller, LiveOptions, guarded, mcp_guarded, page_guarded,
+    API_KEY_HEADER, ApiOptions, Caller, LiveOptions, guarded, mcp_guarded, mcp_refusal,
+    page_guarded,
 };
 pub use local_token::{LOCAL_TOKEN_FILE, LocalToken, LocalTokenError, load_or_create};
 pub use resource_metadata::{RESOURCE_METADATA_PATH, protected_resource_routes};

@@ -1,6 +1,7 @@
 //! Round trips over stdio, measured by a client in another process, as an agent sees them:
-//! `tools/list` of a 1,000-tool catalog (target ≤ 5 ms) and a call of the built-in `file_read`
-//! (target p50 ≤ 200 µs).
+//! `tools/list` of a 1,000-tool catalog (target ≤ 5 ms), the same listing through a named
+//! endpoint whose filter admits every tool (target ≤ 5% over the unfiltered one), and a call
+//! of the built-in `file_read` (target p50 ≤ 200 µs).
 //!
 //! The bench binary is both sides: run normally it is the client, and it starts itself again
 //! with `TOOLMUX_BENCH_STDIO_SERVER=<project dir>` as the server, whose stdin and stdout are the
@@ -13,12 +14,17 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolmux_core::{Endpoint, EndpointFilter, HubSettings, NamePattern};
 use toolmux_mcp_server::{ServeOptions, serve_stdio};
 
 const SERVER_ENV: &str = "TOOLMUX_BENCH_STDIO_SERVER";
+/// Set for a server that serves the endpoint [`ENDPOINT`] in place of the whole catalog.
+const ENDPOINT_ENV: &str = "TOOLMUX_BENCH_STDIO_ENDPOINT";
+const ENDPOINT: &str = "everything";
 const EXTRA_TOOLS: usize = 1_000;
 const LIST_ROUNDS: usize = 300;
 const CALL_ROUNDS: usize = 5_000;
@@ -30,7 +36,23 @@ fn main() {
             .build()
             .expect("a runtime");
         let hub = common::hub(&PathBuf::from(root), EXTRA_TOOLS);
-        if let Err(e) = runtime.block_on(serve_stdio(hub, ServeOptions::default())) {
+        let mut options = ServeOptions::default();
+        if std::env::var_os(ENDPOINT_ENV).is_some() {
+            // A filter that admits every tool, so both servers list the same tools and the
+            // difference is the filter's.
+            let filter = EndpointFilter {
+                tools: vec![NamePattern::new("*").expect("a pattern")],
+                exclude: vec![NamePattern::new("nothing_has_this_name").expect("a pattern")],
+                ..EndpointFilter::default()
+            };
+            let endpoint = Endpoint::new(ENDPOINT, filter, None);
+            hub.configure(HubSettings {
+                endpoints: Arc::new([(ENDPOINT.to_string(), Arc::new(endpoint))].into()),
+                ..HubSettings::default()
+            });
+            options.endpoint = Some(ENDPOINT.to_string());
+        }
+        if let Err(e) = runtime.block_on(serve_stdio(hub, options)) {
             eprintln!("bench server: {e}");
             std::process::exit(1);
         }
@@ -39,13 +61,7 @@ fn main() {
 
     let project = tempfile::tempdir().expect("a temporary project");
     common::write_project(project.path());
-    let mut client = Client::start(project.path().to_path_buf());
-    client.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "bench", "version": "0"}}),
-    );
-    client.notify("notifications/initialized");
+    let mut client = Client::start(project.path().to_path_buf(), false);
 
     // tools/list of the whole catalog.
     let listed = client.request("tools/list", json!({}));
@@ -62,6 +78,28 @@ fn main() {
         common::summary(&mut list),
         common::verdict(list_p50 <= Duration::from_millis(5))
     );
+
+    // The same listing through an endpoint, the two servers measured in turns so that load
+    // on the machine falls on both alike.
+    let mut through = Client::start(project.path().to_path_buf(), true);
+    let listed_through = through.request("tools/list", json!({}));
+    assert_eq!(listed_through, listed, "the endpoint lists every tool");
+    let (mut plain, mut filtered) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        plain.extend(client.time("tools/list", json!({}), 3, LIST_ROUNDS / 10));
+        filtered.extend(through.time("tools/list", json!({}), 3, LIST_ROUNDS / 10));
+    }
+    let (plain_p50, filtered_p50) = (common::p50(&mut plain), common::p50(&mut filtered));
+    let ratio = filtered_p50.as_secs_f64() / plain_p50.as_secs_f64();
+    println!(
+        "tools/list ({count} tools) through the endpoint `{ENDPOINT}`: {} vs unfiltered {} — \
+         {:+.1}% {} (≤ +5%)",
+        common::summary(&mut filtered),
+        common::summary(&mut plain),
+        (ratio - 1.0) * 100.0,
+        common::verdict(ratio <= 1.05)
+    );
+    through.close();
 
     // A built-in tool.
     let params =
@@ -88,9 +126,14 @@ struct Client {
 }
 
 impl Client {
-    fn start(root: PathBuf) -> Self {
+    /// Starts a server (serving [`ENDPOINT`] when `endpoint`) and makes the handshake.
+    fn start(root: PathBuf, endpoint: bool) -> Self {
         let exe = std::env::current_exe().expect("the bench binary's path");
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        if endpoint {
+            command.env(ENDPOINT_ENV, "1");
+        }
+        let mut child = command
             .env(SERVER_ENV, root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -99,13 +142,20 @@ impl Client {
             .expect("start the bench server");
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        Self {
+        let mut client = Self {
             child,
             stdin,
             stdout,
             next_id: 0,
             line: String::new(),
-        }
+        };
+        client.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "bench", "version": "0"}}),
+        );
+        client.notify("notifications/initialized");
+        client
     }
 
     fn send(&mut self, message: &Value) {

@@ -6,10 +6,8 @@ use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::Value;
-use toolmux_core::{Catalog, Content, ContentBody, Policy, ToolEntry, ToolResult};
+use toolmux_core::{Catalog, Content, ContentBody, Policy, ToolEntry, ToolResult, ToolScope};
 use toolmux_upstream::wire::annotations_to_wire;
-
-use crate::options::ServeOptions;
 
 /// The tools one server shows, computed once per catalog version: the wire descriptors in
 /// catalog order and the way back from a served name to a registry name.
@@ -28,15 +26,15 @@ pub(crate) struct View {
 }
 
 impl View {
-    /// The view of `catalog` under `options`: the tools offered to a model (internal and
+    /// The view of `catalog` through `scope`: the tools offered to a model (internal and
     /// denied tools are never listed; see `Catalog::offered`).
-    pub fn new(catalog: &Catalog, options: &ServeOptions) -> Self {
+    pub fn new(catalog: &Catalog, scope: &ToolScope) -> Self {
         let mut tools = Vec::new();
         let mut index = HashMap::new();
         let mut denied = HashMap::new();
         for entry in catalog.tools() {
             let descriptor = &entry.descriptor;
-            let Some(exposed) = options.exposed_name(descriptor) else {
+            let Some(exposed) = scope.served_name(descriptor) else {
                 continue;
             };
             if entry.policy == Policy::Deny {

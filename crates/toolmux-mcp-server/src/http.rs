@@ -1,4 +1,5 @@
-//! The MCP server over streamable HTTP, as an axum router mounting `/mcp`: sessions
+//! The MCP server over streamable HTTP, as an axum router mounting `/mcp` and the named
+//! endpoints at `/mcp/<name>`: sessions
 //! (`Mcp-Session-Id`), resumable SSE streams (`Last-Event-ID`), Host and Origin checks against
 //! DNS rebinding, and bearer tokens.
 
@@ -26,10 +27,11 @@ use crate::options::ServeOptions;
 use crate::server::{McpServer, Shared};
 use crate::sessions::{DEFAULT_SESSION_IDLE_TIMEOUT, SessionTable};
 
-/// The path the MCP endpoint is mounted at.
+/// The path the MCP endpoint serving the serve-time filters' view is mounted at.
 pub const MCP_PATH: &str = "/mcp";
 
-/// A router serving `hub` as an MCP server at [`MCP_PATH`]. Cancelling `shutdown` ends every
+/// A router serving `hub` as an MCP server at [`MCP_PATH`], and each named endpoint of its
+/// catalog at `/mcp/<name>` ([`ENDPOINT_PATH`]). Cancelling `shutdown` ends every
 /// session and open SSE stream, so that a graceful HTTP shutdown does not wait on them.
 ///
 /// Serve it with `TCP_NODELAY` on accepted connections (`axum::serve::ListenerExt::tap_io`):
@@ -49,15 +51,6 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
     // rmcp's checks are off (an empty host list allows every Host; an empty origin list without
     // enforcement checks no Origin) because the guard always stands in front: the caller's, or
     // the one put here from fixed options. rmcp still refuses a request with no Host at all.
-    let idle = options
-        .session_idle_timeout
-        .unwrap_or(DEFAULT_SESSION_IDLE_TIMEOUT);
-    let sessions = SessionTable::new(idle, shutdown.clone(), options.upstreams.clone());
-    let config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(shutdown)
-        .with_max_request_body_bytes(MAX_BODY_BYTES)
-        .disable_allowed_hosts()
-        .disable_allowed_origins();
     let own_guard = (!options.guarded_in_front).then(|| {
         toolmux_http::LiveOptions::new(toolmux_http::ApiOptions {
             api_keys: options.api_keys.clone(),
@@ -68,6 +61,39 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
             admin_scopes: Vec::new(),
         })
     });
+    let doors = Arc::new(EndpointDoors {
+        hub: hub.clone(),
+        options: options.clone(),
+        shutdown: shutdown.clone(),
+        opened: std::sync::Mutex::default(),
+    });
+    let router = door(hub, options, shutdown, MCP_PATH).route(
+        ENDPOINT_PATH,
+        axum::routing::any(endpoint_door).with_state(doors),
+    );
+    match own_guard {
+        Some(options) => toolmux_http::mcp_guarded(options, router),
+        None => router,
+    }
+}
+
+/// Where the named endpoints are mounted: `/mcp/<name>`, each behind the same guard as
+/// [`MCP_PATH`]. The whole rest of the path is the name, so that `/mcp/a/b` is answered as the
+/// unknown endpoint `a/b` rather than by another route.
+pub const ENDPOINT_PATH: &str = "/mcp/{*endpoint}";
+
+/// One MCP door at `path`: the streamable HTTP service over `options`' view, with its own
+/// sessions.
+fn door(hub: Hub, options: ServeOptions, shutdown: CancellationToken, path: &str) -> Router {
+    let idle = options
+        .session_idle_timeout
+        .unwrap_or(DEFAULT_SESSION_IDLE_TIMEOUT);
+    let sessions = SessionTable::new(idle, shutdown.clone(), options.upstreams.clone());
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown)
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
     let shared = Shared::new(hub, options);
     let answers = Answers {
         sessions: Arc::clone(&sessions),
@@ -77,16 +103,70 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
         sessions,
         config,
     );
-    let router = Router::new()
-        .route_service(MCP_PATH, service)
+    Router::new()
+        .route_service(path, service)
         .layer(middleware::from_fn_with_state(
             answers.clone(),
             answer_as_json_rpc,
         ))
-        .layer(middleware::from_fn_with_state(answers, prime_by_version));
-    match own_guard {
-        Some(options) => toolmux_http::mcp_guarded(options, router),
-        None => router,
+        .layer(middleware::from_fn_with_state(answers, prime_by_version))
+}
+
+/// The named endpoints' doors, each opened on its first request and kept: one server (and
+/// session table) per endpoint name the configuration has held, all over the one hub, so every
+/// endpoint shares the one registry and the one set of upstream servers.
+struct EndpointDoors {
+    hub: Hub,
+    /// The server's options; a door serves its endpoint's view in place of their filters.
+    options: ServeOptions,
+    shutdown: CancellationToken,
+    opened: std::sync::Mutex<std::collections::HashMap<String, Router>>,
+}
+
+impl EndpointDoors {
+    /// The door of the endpoint `name`, opened now if this is its first request.
+    fn door(&self, name: &str) -> Router {
+        let mut opened = self
+            .opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let router = opened.entry(name.to_string()).or_insert_with(|| {
+            let options = ServeOptions {
+                include: Vec::new(),
+                exclude: Vec::new(),
+                pass_through: None,
+                entry_points: Vec::new(),
+                endpoint: Some(name.to_string()),
+                ..self.options.clone()
+            };
+            door(
+                self.hub.clone(),
+                options,
+                self.shutdown.clone(),
+                ENDPOINT_PATH,
+            )
+        });
+        router.clone()
+    }
+}
+
+/// `/mcp/<name>`: the endpoint's door, or `404` with a JSON-RPC error naming the configured
+/// endpoints when the current configuration has none of that name.
+async fn endpoint_door(
+    State(doors): State<Arc<EndpointDoors>>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+    request: Request,
+) -> Response {
+    if let Err(unknown) = doors.hub.catalog().endpoint(&name) {
+        return toolmux_http::mcp_refusal(toolmux_http::ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_endpoint",
+            unknown,
+        ));
+    }
+    match tower::ServiceExt::oneshot(doors.door(&name), request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     }
 }
 

@@ -27,7 +27,7 @@ mod server;
 mod sessions;
 
 pub use approval::{ALLOW_ONCE, ALLOW_SESSION, DECISION_FIELD, DENY};
-pub use http::{MCP_PATH, http_router};
+pub use http::{ENDPOINT_PATH, MCP_PATH, http_router};
 pub use options::{LOOPBACK_HOSTS, ServeOptions};
 pub use server::McpServer;
 pub use sessions::{DEFAULT_SESSION_IDLE_TIMEOUT, LiveSessions};

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolmux_core::{BuiltinResources, NamePattern, ToolDescriptor, ToolScope, admitted_by};
+use toolmux_core::{BuiltinResources, NamePattern, ToolDescriptor, ToolScope};
 use toolmux_upstream::Upstreams;
 
 use crate::sessions::LiveSessions;
@@ -26,6 +26,9 @@ pub struct ServeOptions {
     /// `search_tools`), whatever the filters say; the calls they make on the client's behalf
     /// still reach only what the filters let through (see [`ServeOptions::scope`]).
     pub entry_points: Vec<String>,
+    /// Serve the named endpoint (`endpoints.<name>` in configuration) in place of the filters
+    /// above: its view, read from each catalog, so it follows configuration changes.
+    pub endpoint: Option<String>,
     /// `Host` header values accepted over HTTP besides the loopback names (`localhost`,
     /// `127.0.0.1`, `::1`); an entry may carry a port (`example.com:8080`). Protects against DNS
     /// rebinding.
@@ -70,6 +73,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("exclude", &self.exclude)
             .field("pass_through", &self.pass_through)
             .field("entry_points", &self.entry_points)
+            .field("endpoint", &self.endpoint)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("api_keys", &format_args!("{} keys", self.api_keys.len()))
@@ -90,22 +94,7 @@ impl ServeOptions {
     /// match registry names; in pass-through mode the tool is served under the name its source
     /// gave it (`original_name`), whatever prefix, cleaning or hash suffix the registry added.
     pub fn exposed_name<'a>(&self, tool: &'a ToolDescriptor) -> Option<&'a str> {
-        let registry_name = tool.name.as_str();
-        if !self.entry_points.is_empty() {
-            return self
-                .entry_points
-                .iter()
-                .any(|n| n == registry_name)
-                .then_some(registry_name);
-        }
-        if !admitted_by(&self.include, &self.exclude, registry_name) {
-            return None;
-        }
-        match &self.pass_through {
-            None => Some(registry_name),
-            Some(only) if *only != tool.source => None,
-            Some(_) => Some(tool.original_name.as_str()),
-        }
+        self.scope().served_name(tool)
     }
 
     /// What every call made through this server may reach, a code-mode script's included: the
@@ -116,6 +105,7 @@ impl ServeOptions {
             include: self.include.clone(),
             exclude: self.exclude.clone(),
             source: self.pass_through.clone(),
+            sources: Vec::new(),
             entry_points: self.entry_points.clone(),
             served_by: "this MCP server (filtered out by --tools, --exclude or --pass-through)"
                 .to_string(),

@@ -42,7 +42,7 @@ const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
 /// and pass-through's one server), the one built for its calls.
 pub(crate) struct Relay<'a> {
     pub(crate) upstreams: Option<&'a Arc<Upstreams>>,
-    pub(crate) scope: &'a Arc<ToolScope>,
+    pub(crate) scope: Arc<ToolScope>,
     pub(crate) resources: &'a BuiltinResources,
     /// Whose catalog says whether the tool that reads a built-in resource is offered.
     pub(crate) hub: &'a Hub,
@@ -52,8 +52,9 @@ pub(crate) struct Relay<'a> {
 
 impl Relay<'_> {
     fn relay(&self) -> toolmux_upstream::Relay<'_> {
-        let relay = toolmux_upstream::Relay::new(self.upstreams.map(Arc::as_ref), Some(self.scope))
-            .with_builtin(self.resources, self.hub.catalog());
+        let relay =
+            toolmux_upstream::Relay::new(self.upstreams.map(Arc::as_ref), Some(&self.scope))
+                .with_builtin(self.resources, self.hub.catalog());
         match &self.session {
             Some(session) => relay.in_session(session),
             None => relay,
@@ -236,7 +237,7 @@ impl Follow {
     fn of(relay: &Relay<'_>) -> Self {
         Self {
             upstreams: relay.upstreams.cloned(),
-            scope: Arc::clone(relay.scope),
+            scope: Arc::clone(&relay.scope),
             resources: relay.resources.clone(),
             hub: relay.hub.clone(),
             session: relay.session.clone(),
@@ -246,7 +247,7 @@ impl Follow {
     fn relay(&self) -> Relay<'_> {
         Relay {
             upstreams: self.upstreams.as_ref(),
-            scope: &self.scope,
+            scope: Arc::clone(&self.scope),
             resources: &self.resources,
             hub: &self.hub,
             session: self.session.clone(),

@@ -23,7 +23,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
-use toolmux_core::{CallContext, CallError, Channel, Hub, ToolScope};
+use toolmux_core::{CallContext, CallError, Catalog, Channel, Hub, ToolScope};
 
 use crate::approval::{ElicitationApprover, QueuedApprover, SessionGrants};
 use crate::backchannel;
@@ -39,7 +39,9 @@ use crate::revision::{Audience, NEWEST_SUPPORTED, hinted, is_stateless, request_
 pub(crate) struct Shared {
     pub(crate) hub: Hub,
     pub(crate) options: ServeOptions,
-    /// What calls through this server may reach; carried in every call's context.
+    /// What calls through this server may reach, carried in every call's context: the
+    /// serve-time filters' scope; for an endpoint, what a request already past its door gets
+    /// once the endpoint is taken out of the configuration: nothing. See [`Shared::scope`].
     scope: Arc<ToolScope>,
     view: RwLock<Option<Arc<View>>>,
     /// The relayed listings for a catalog version and built-in resource generation: every
@@ -59,12 +61,33 @@ impl Shared {
     pub(crate) fn new(hub: Hub, options: ServeOptions) -> Arc<Self> {
         Arc::new(Self {
             hub,
-            scope: Arc::new(options.scope()),
+            scope: Arc::new(match &options.endpoint {
+                Some(name) => ToolScope::nothing(format!(
+                    "the endpoint `{name}`, which is no longer configured"
+                )),
+                None => options.scope(),
+            }),
             options,
             view: RwLock::new(None),
             listings: tokio::sync::Mutex::new(None),
             rounds: Rounds::new(),
         })
+    }
+
+    /// What calls through this server may reach with `catalog`: the serve-time filters, or
+    /// the endpoint's scope as that catalog holds it, so an endpoint follows configuration
+    /// changes as the tools do.
+    pub(crate) fn scope_in(&self, catalog: &Catalog) -> Arc<ToolScope> {
+        let endpoint = self.options.endpoint.as_deref();
+        match endpoint.and_then(|name| catalog.endpoints().get(name)) {
+            Some(endpoint) => Arc::clone(&endpoint.scope),
+            None => Arc::clone(&self.scope),
+        }
+    }
+
+    /// [`Shared::scope_in`] the hub's current catalog.
+    pub(crate) fn scope(&self) -> Arc<ToolScope> {
+        self.scope_in(&self.hub.catalog())
     }
 
     /// The served tools for the hub's current catalog, computed once per catalog version.
@@ -80,7 +103,7 @@ impl Shared {
             // Another session rebuilt it meanwhile, or saw a newer catalog: keep the newer.
             Some(view) if view.version >= catalog.version() => Arc::clone(view),
             _ => {
-                let view = Arc::new(View::new(&catalog, &self.options));
+                let view = Arc::new(View::new(&catalog, &self.scope_in(&catalog)));
                 *slot = Some(Arc::clone(&view));
                 view
             }
@@ -95,7 +118,7 @@ impl Shared {
         }
         Some(Relay {
             upstreams: self.options.upstreams.as_ref(),
-            scope: &self.scope,
+            scope: self.scope(),
             resources: &self.options.resources,
             hub: &self.hub,
             session: None,
@@ -253,7 +276,7 @@ impl McpServer {
         forms: Option<&Forms>,
     ) -> CallContext {
         let stateless = is_stateless(context);
-        let mut call = CallContext::new(Channel::Mcp).with_scope(Arc::clone(&self.shared.scope));
+        let mut call = CallContext::new(Channel::Mcp).with_scope(self.shared.scope());
         // A stateless request belongs to no session: its calls reach the upstream servers on
         // their shared connections, and nothing is granted "for this session".
         if !stateless {
@@ -437,7 +460,8 @@ fn level_of(error: &CallError) -> LoggingLevel {
 /// the model reads and can act on.
 fn unknown_tool(shared: &Shared, view: &View, name: &str) -> McpError {
     let catalog = shared.hub.catalog();
-    let context = CallContext::new(Channel::Mcp).with_scope(Arc::clone(&shared.scope));
+    let scope = shared.scope_in(&catalog);
+    let context = CallContext::new(Channel::Mcp).with_scope(Arc::clone(&scope));
     let error = match catalog.resolve(name, &context) {
         // Clients know tools by their served names (which pass-through mode changes), so the
         // suggestion comes from what this server lists.
@@ -451,7 +475,7 @@ fn unknown_tool(shared: &Shared, view: &View, name: &str) -> McpError {
             name: name.to_string(),
             served_by: format!(
                 "this MCP server as a tool of its own (--code-mode serves {}; call it from a script)",
-                shared.options.entry_points.join(" and ")
+                scope.entry_points.join(" and ")
             ),
         },
     };
@@ -497,15 +521,20 @@ impl ServerHandler for McpServer {
             .filter(|s| s.enabled && s.tool_count > 0)
             .map(|s| format!("{} ({} tools)", s.id, s.tool_count))
             .collect();
-        let instructions = format!(
-            "toolmux serves one registry of tools; calls pass through its policies, validation and \
-             execution log. Sources: {}.",
-            if sources.is_empty() {
-                "none".to_string()
-            } else {
-                sources.join(", ")
-            }
-        );
+        let configured = (self.shared.options.endpoint.as_deref())
+            .and_then(|name| catalog.endpoints().get(name))
+            .and_then(|endpoint| endpoint.instructions.clone());
+        let instructions = configured.unwrap_or_else(|| {
+            format!(
+                "toolmux serves one registry of tools; calls pass through its policies, \
+                 validation and execution log. Sources: {}.",
+                if sources.is_empty() {
+                    "none".to_string()
+                } else {
+                    sources.join(", ")
+                }
+            )
+        });
         InitializeResult::new(capabilities)
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
             .with_server_info(

@@ -202,16 +202,28 @@ impl Served {
 
     /// `POST path` with the [credential](Self::credential) and a JSON body.
     pub fn post(&self, path: &str, body: &str) -> Response {
+        self.post_with(path, body, &[])
+    }
+
+    /// [`Served::post`] with `extra` headers.
+    fn post_with(&self, path: &str, body: &str, extra: &[(&str, &str)]) -> Response {
         let auth = self.authorization();
-        self.request(
-            "POST",
-            path,
-            &[
-                ("Authorization", &auth),
-                ("Content-Type", "application/json"),
-            ],
-            Some(body),
-        )
+        let mut headers = vec![
+            ("Authorization", auth.as_str()),
+            ("Content-Type", "application/json"),
+        ];
+        headers.extend_from_slice(extra);
+        self.request("POST", path, &headers, Some(body))
+    }
+
+    /// POSTs a 2025-11-25 `initialize` to the MCP door at `path` (`/mcp`, `/mcp/<endpoint>`)
+    /// with the [credential](Self::credential), as a client opening a session does.
+    pub fn initialize(&self, path: &str) -> Response {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "toolmux-testkit", "version": "1"}}});
+        let accept = [("Accept", "application/json, text/event-stream")];
+        self.post_with(path, &body.to_string(), &accept)
     }
 
     /// Sends SIGTERM and expects a clean exit. The bound is what a stop may take at worst, with

@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use anyhow::Context;
 use toolmux_chat::{ChatEngine, EngineSettings, Providers, SamplingSettings, SqliteStore};
 use toolmux_config::{Config, LoadedConfig};
-use toolmux_core::{BuiltinResources, Hub, HubSettings, NamePattern, ResourceProvider};
+use toolmux_core::{
+    BuiltinResources, CODE_MODE_TOOLS, Hub, HubSettings, NamePattern, ResourceProvider,
+};
 use toolmux_execlog::{ExecutionLog, LogBudget, LogSettings};
 use toolmux_http::LiveOptions;
 use toolmux_mcp_server::ServeOptions;
@@ -27,9 +29,6 @@ use crate::access::{Access, AccessError};
 use crate::exit::Failure;
 use crate::project::{load_config, locate, log_dir};
 use crate::rest_upstreams::UpstreamView;
-
-/// What `--code-mode` offers in place of the whole catalog.
-const CODE_MODE_TOOLS: [&str; 2] = ["run_code", "search_tools"];
 
 /// A project's hub with its sources, its execution log and what its channels share, built from
 /// one configuration and kept current by [`Assembly::reload`].

@@ -301,12 +301,27 @@ pub struct ServeFilterArgs {
     pub code_mode: bool,
 }
 
+/// What `toolmux mcp serve` serves: the view the filter flags make, or one named endpoint.
+#[derive(Debug, Args)]
+pub struct McpServeArgs {
+    /// Serve the endpoint of this name (`endpoints.<name>` in the configuration) in place of
+    /// the filter flags: its tools, prompts, resources, instructions and code mode.
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with_all = ["tools", "exclude", "pass_through", "code_mode"]
+    )]
+    pub endpoint: Option<String>,
+    #[command(flatten)]
+    pub filters: ServeFilterArgs,
+}
+
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct McpArgs {
-    /// Which tools to serve when no subcommand is given (`toolmux mcp` is `toolmux mcp serve`).
+    /// What to serve when no subcommand is given (`toolmux mcp` is `toolmux mcp serve`).
     #[command(flatten)]
-    pub filters: ServeFilterArgs,
+    pub serve: McpServeArgs,
     #[command(subcommand)]
     pub command: Option<McpSubcommand>,
 }
@@ -317,7 +332,7 @@ pub struct McpArgs {
 #[derive(Debug, Subcommand)]
 pub enum McpSubcommand {
     /// Serve the registry as an MCP server on stdin/stdout (for an agent's MCP configuration).
-    Serve(ServeFilterArgs),
+    Serve(McpServeArgs),
     /// Manage the upstream servers (the `mcpServers` section) whose tools toolmux aggregates.
     #[command(flatten)]
     Servers(crate::commands::upstream::McpCommand),

@@ -30,9 +30,9 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Tools(cmd) => tools::run(project, cmd).await,
         Command::Config(cmd) => config::run(project, cmd),
         Command::Logs(args) => logs::run(project, args).await,
-        Command::Mcp(crate::cli::McpArgs { command, filters }) => match command {
-            None => mcp::run(project, filters).await,
-            Some(crate::cli::McpSubcommand::Serve(filters)) => mcp::run(project, filters).await,
+        Command::Mcp(crate::cli::McpArgs { command, serve }) => match command {
+            None => mcp::run(project, serve).await,
+            Some(crate::cli::McpSubcommand::Serve(serve)) => mcp::run(project, serve).await,
             Some(crate::cli::McpSubcommand::Servers(cmd)) => upstream::run(project, cmd).await,
         },
         Command::Serve(args) => serve::run(project, args).await,
