@@ -56,6 +56,8 @@ pub enum HiddenReason {
     DisabledSource(String),
     /// Another source already provides a tool with this name.
     NameTaken(String),
+    /// Its source holds it until a person accepts it ([`ToolDescriptor::held`] says why).
+    Held(String),
 }
 
 impl fmt::Display for HiddenReason {
@@ -66,6 +68,7 @@ impl fmt::Display for HiddenReason {
             HiddenReason::DisabledTool => f.write_str("switched off in configuration"),
             HiddenReason::DisabledSource(s) => write!(f, "its source `{s}` is switched off"),
             HiddenReason::NameTaken(s) => write!(f, "the name is already taken by source `{s}`"),
+            HiddenReason::Held(why) => write!(f, "held until a person accepts it: {why}"),
         }
     }
 }
@@ -450,6 +453,9 @@ fn hidden_reason(
     }
     if let Some(owner) = taken.get(&descriptor.name) {
         return Some(HiddenReason::NameTaken(owner.clone()));
+    }
+    if let Some(why) = &descriptor.held {
+        return Some(HiddenReason::Held(why.clone()));
     }
     if settings
         .overrides
