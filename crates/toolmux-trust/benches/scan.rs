@@ -1,7 +1,9 @@
-//! Scanning and cleaning 1,000 upstream tools, what discovery does for every listing: the
-//! corpora's descriptions (nine in ten benign, one in ten poisoned) with six-property schemas,
-//! each tool scanned (`scan_tool`) and its description and schemas cleaned (`visible`,
-//! `visible_value`). Target ≤ 20 ms. Run: `cargo bench -p toolmux-trust --bench scan`.
+//! Scanning, cleaning and fingerprinting 1,000 upstream tools, what discovery does for every
+//! listing: the corpora's descriptions (nine in ten benign, one in ten poisoned) with
+//! six-property schemas, each tool scanned (`scan_tool`), its description and schemas cleaned
+//! (`visible`, `visible_value`) and its definition fingerprinted for pinning (`Pin::of`).
+//! Target ≤ 20 ms. Beside it, what cleaning a tool's result costs: a 1 MB text result through
+//! `visible`. Run: `cargo bench -p toolmux-trust --bench scan`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
@@ -45,18 +47,27 @@ fn tools() -> Vec<(String, String, Value)> {
 
 fn bench(c: &mut Criterion) {
     let tools = tools();
-    c.bench_function("scan and clean 1,000 tools", |b| {
+    c.bench_function("scan, clean and fingerprint 1,000 tools", |b| {
         b.iter(|| {
             let mut findings = 0;
             for (title, description, schema) in &tools {
                 findings +=
                     toolmux_trust::scan_tool("tool", Some(title), description, schema, None).len();
                 let clean = toolmux_trust::visible(description);
-                let schema = toolmux_trust::visible_value(schema);
-                std::hint::black_box((clean, schema));
+                let cleaned = toolmux_trust::visible_value(schema);
+                let pin = toolmux_trust::pins::Pin::of(json!({
+                    "name": "tool", "title": title, "description": clean,
+                    "inputSchema": cleaned.as_ref().unwrap_or(schema),
+                }));
+                std::hint::black_box(pin);
             }
             findings
         })
+    });
+    // A megabyte of ordinary text with no invisible character: the common case, one pass.
+    let result = "The quick brown fox jumps over the lazy dog. ".repeat(1024 * 1024 / 45);
+    c.bench_function("clean a 1 MB tool result", |b| {
+        b.iter(|| toolmux_trust::visible(std::hint::black_box(&result)).len())
     });
 }
 

@@ -15,7 +15,7 @@ use crate::error::UpstreamError;
 const MAX_PINS_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The pins file of the server whose discovery cache is `cache`.
-pub(crate) fn pins_path(cache: &Path) -> PathBuf {
+pub fn pins_path(cache: &Path) -> PathBuf {
     cache.with_extension("pins.json")
 }
 

@@ -300,4 +300,10 @@ fn under_trust_auto_a_new_tool_is_pinned_as_it_comes_but_a_change_is_still_held(
         listed.contains("rug__echo") && !listed.contains("rug__clock"),
         "{listed}"
     );
+
+    // Removed, its pins go with it: added again by hand, it is trusted on first use.
+    let pins = project.path().join(".toolmux/state/servers/rug.pins.json");
+    assert!(pins.is_file(), "{}", pins.display());
+    project.run_keyed(&["mcp", "remove", "rug"]).ok();
+    assert!(!pins.exists());
 }
