@@ -1,9 +1,10 @@
 //! Scanning, cleaning and fingerprinting 1,000 upstream tools, what discovery does for every
 //! listing: the corpora's descriptions (nine in ten benign, one in ten poisoned) with
-//! six-property schemas, each tool scanned (`scan_tool`), its description and schemas cleaned
-//! (`visible`, `visible_value`) and its definition fingerprinted for pinning (`Pin::of`).
-//! Target ≤ 20 ms. Beside it, what cleaning a tool's result costs: a 1 MB text result through
-//! `visible`. Run: `cargo bench -p toolmux-trust --bench scan`.
+//! six-property schemas, each tool scanned (`scan_tool`) and its description and schemas
+//! cleaned (`visible`, `visible_value`); then each definition fingerprinted for pinning
+//! (`pins::fingerprint`). Target for both together ≤ 20 ms. Beside them, what cleaning a tool's
+//! result costs: a 1 MB text result through `visible`. Run:
+//! `cargo bench -p toolmux-trust --bench scan`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
@@ -47,21 +48,32 @@ fn tools() -> Vec<(String, String, Value)> {
 
 fn bench(c: &mut Criterion) {
     let tools = tools();
-    c.bench_function("scan, clean and fingerprint 1,000 tools", |b| {
+    c.bench_function("scan and clean 1,000 tools", |b| {
         b.iter(|| {
             let mut findings = 0;
             for (title, description, schema) in &tools {
                 findings +=
                     toolmux_trust::scan_tool("tool", Some(title), description, schema, None).len();
                 let clean = toolmux_trust::visible(description);
-                let cleaned = toolmux_trust::visible_value(schema);
-                let pin = toolmux_trust::pins::Pin::of(json!({
-                    "name": "tool", "title": title, "description": clean,
-                    "inputSchema": cleaned.as_ref().unwrap_or(schema),
-                }));
-                std::hint::black_box(pin);
+                let schema = toolmux_trust::visible_value(schema);
+                std::hint::black_box((clean, schema));
             }
             findings
+        })
+    });
+    // What pinning adds at discovery: each definition fingerprinted.
+    let definitions: Vec<serde_json::Value> = tools
+        .iter()
+        .map(|(title, description, schema)| {
+            json!({"name": "tool", "title": title, "description": description, "inputSchema": schema})
+        })
+        .collect();
+    c.bench_function("fingerprint 1,000 tools", |b| {
+        b.iter(|| {
+            definitions
+                .iter()
+                .map(toolmux_trust::pins::fingerprint)
+                .count()
         })
     });
     // A megabyte of ordinary text with no invisible character: the common case, one pass.

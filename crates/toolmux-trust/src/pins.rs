@@ -115,14 +115,79 @@ impl Held {
     }
 }
 
-/// The SHA-256 of a definition with its objects' keys sorted (a server that reorders keys
-/// changes nothing), as `sha256:` and hex.
+/// The SHA-256 of a definition's compact JSON with its objects' keys sorted (a server that
+/// reorders keys changes nothing), as `sha256:` and hex. Written straight into the hash, so a
+/// thousand tools at discovery copy nothing; with a stack of its own, not recursion: the value
+/// is a server's.
 pub fn fingerprint(definition: &Value) -> String {
-    let mut sorted = definition.clone();
-    sorted.sort_all_objects();
-    let digest = Sha256::digest(sorted.to_string().as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    /// What is left to write: a value, an object key, or punctuation.
+    enum Step<'v> {
+        Value(&'v Value),
+        Key(&'v str),
+        Raw(&'static [u8]),
+    }
+    let mut hash = HashWriter(Sha256::new());
+    let mut stack = vec![Step::Value(definition)];
+    while let Some(step) = stack.pop() {
+        match step {
+            Step::Raw(bytes) => hash.0.update(bytes),
+            Step::Key(key) => hash.scalar(key),
+            Step::Value(Value::Object(fields)) => {
+                let mut sorted: Vec<(&String, &Value)> = fields.iter().collect();
+                sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                hash.0.update(b"{");
+                stack.push(Step::Raw(b"}"));
+                for (i, (key, value)) in sorted.into_iter().enumerate().rev() {
+                    stack.push(Step::Value(value));
+                    stack.push(Step::Raw(b":"));
+                    stack.push(Step::Key(key));
+                    if i > 0 {
+                        stack.push(Step::Raw(b","));
+                    }
+                }
+            }
+            Step::Value(Value::Array(items)) => {
+                hash.0.update(b"[");
+                stack.push(Step::Raw(b"]"));
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push(Step::Value(item));
+                    if i > 0 {
+                        stack.push(Step::Raw(b","));
+                    }
+                }
+            }
+            Step::Value(scalar) => hash.scalar(scalar),
+        }
+    }
+    let hex: String = hash
+        .0
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     format!("sha256:{hex}")
+}
+
+/// A hash that JSON is written into.
+struct HashWriter(Sha256);
+
+impl HashWriter {
+    /// Writes a string (escaped and quoted), number, boolean or null as compact JSON.
+    fn scalar<T: Serialize + ?Sized>(&mut self, value: &T) {
+        // Writing into a hash cannot fail, and neither can serialising a scalar.
+        serde_json::to_writer(&mut *self, value).unwrap_or(());
+    }
+}
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What a discovery's tools get against a server's pins.
@@ -246,10 +311,18 @@ mod tests {
 
     #[test]
     fn a_reordered_schema_is_the_same_definition() {
+        let definition = json!({"b": {"d": [3, "x\"y", null], "c": true}, "a": 1.5});
         assert_eq!(
-            fingerprint(&json!({"a": 1, "b": {"c": 2, "d": 3}})),
-            fingerprint(&json!({"b": {"d": 3, "c": 2}, "a": 1}))
+            fingerprint(&definition),
+            fingerprint(&json!({"a": 1.5, "b": {"c": true, "d": [3, "x\"y", null]}}))
         );
+        // The SHA-256 of the compact JSON with sorted keys, nothing else.
+        let mut sorted = definition.clone();
+        sorted.sort_all_objects();
+        let digest = Sha256::digest(sorted.to_string().as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(fingerprint(&definition), format!("sha256:{hex}"));
+        assert_ne!(fingerprint(&definition), fingerprint(&json!({"a": 1.5})));
     }
 
     #[test]
