@@ -146,6 +146,19 @@ impl CallMetrics {
                 source.tool_count
             );
         }
+        out.push_str(
+            "# HELP toolmux_source_held_tools Tools a source holds until a person accepts them \
+             (their definition changed since it was pinned, renamed, or new).\n",
+        );
+        out.push_str("# TYPE toolmux_source_held_tools gauge\n");
+        for source in catalog.sources() {
+            let _ = writeln!(
+                out,
+                "toolmux_source_held_tools{{source=\"{}\"}} {}",
+                escape(&source.id),
+                source.held_count
+            );
+        }
         out.push_str("# HELP toolmux_catalog_version The catalog's version.\n");
         out.push_str("# TYPE toolmux_catalog_version gauge\n");
         let _ = writeln!(out, "toolmux_catalog_version {}", catalog.version());

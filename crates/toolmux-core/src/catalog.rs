@@ -88,6 +88,9 @@ pub struct SourceInfo {
     pub status: SourceStatus,
     /// Tools it contributes to the catalog.
     pub tool_count: usize,
+    /// Tools it holds back until a person accepts them ([`ToolDescriptor::held`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub held_count: usize,
     /// Whether configuration switched it off.
     pub enabled: bool,
 }
@@ -236,7 +239,9 @@ impl Catalog {
             let source_id = source.id().to_string();
             let enabled = !settings.disabled_sources.contains(&source_id);
             let mut count = 0;
+            let mut held_count = 0;
             for descriptor in source.tools() {
+                held_count += usize::from(descriptor.held.is_some());
                 let hidden_as = hidden_reason(&descriptor, settings, &taken);
                 // A tool switched off is still described whole (policy, limits) for a person
                 // who may switch it on again; any other hidden one is only named.
@@ -291,6 +296,7 @@ impl Catalog {
                 description: source.description(),
                 status: source.status(),
                 tool_count: count,
+                held_count,
                 enabled,
             });
         }
@@ -479,3 +485,8 @@ fn hidden_reason(
 
 /// Source ids that configuration switched off.
 pub(crate) type DisabledSources = HashSet<String>;
+
+/// Whether a count is zero, for leaving it out of JSON.
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}

@@ -132,6 +132,11 @@ fn a_changed_description_is_held_from_mcp_clients_until_a_person_accepts_it() {
     ]}]);
     let view = served.get("/api/mcp-servers/rug").json();
     assert_eq!(view["discovery"]["held"], held, "{view}");
+    let metrics = served.get("/metrics").body;
+    assert!(
+        metrics.contains("\ntoolmux_source_held_tools{source=\"rug\"} 1\n"),
+        "{metrics}"
+    );
 
     // Held across a restart: the pins and the cache are on disk.
     served.stop();
