@@ -98,18 +98,23 @@ pub struct FieldChange {
 }
 
 impl Held {
-    /// Why a call of it is refused and what to run, for the server named `server`.
-    pub fn refusal(&self, server: &str) -> String {
-        let why = match self.reason {
+    /// Why it is held, in words.
+    pub fn why(&self) -> String {
+        match self.reason {
             HoldReason::Changed => "its definition changed since it was accepted".to_string(),
             HoldReason::Renamed => format!(
                 "it appeared as `{}` went away, and a rename counts as a change",
                 self.replaces.join("`, `")
             ),
             HoldReason::New => "it appeared after the server's tools were pinned".to_string(),
-        };
+        }
+    }
+
+    /// Why a call of it is refused and what to run, for the server named `server`.
+    pub fn refusal(&self, server: &str) -> String {
         format!(
-            "{why}; `toolmux mcp diff {server}` shows what changed, `toolmux mcp trust {server} {}` accepts it",
+            "{}; `toolmux mcp diff {server}` shows what changed, `toolmux mcp trust {server} {}` accepts it",
+            self.why(),
             self.tool
         )
     }

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolmux_trust::pins::{Held, HoldReason};
+use toolmux_trust::pins::Held;
 use toolmux_trust::{Severity, ToolFindings};
 
 use super::unknown;
@@ -43,15 +43,7 @@ pub(super) fn held_lines(server: &str, held: &[Held]) -> Vec<String> {
     };
     let mut lines = Vec::new();
     for tool in held {
-        let why = match tool.reason {
-            HoldReason::Changed => "changed since it was accepted".to_string(),
-            HoldReason::Renamed => format!(
-                "appeared as `{}` went away (a rename counts as a change)",
-                tool.replaces.join("`, `")
-            ),
-            HoldReason::New => "new since the server's tools were pinned".to_string(),
-        };
-        lines.push(format!("{}: held, {why}", tool.tool));
+        lines.push(format!("{}: held: {}", tool.tool, tool.why()));
         for change in &tool.changes {
             lines.push(format!("  {}:", change.field));
             lines.push(format!("    - {}", shown(&change.before)));
