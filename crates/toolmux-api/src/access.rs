@@ -87,6 +87,8 @@ const ROUTES: &[(&str, &str, Access)] = &[
     ("PUT", "/api/mcp-servers/{name}", Owner),
     ("DELETE", "/api/mcp-servers/{name}", Owner),
     ("POST", "/api/mcp-servers/{name}/refresh", Owner),
+    // Accepting a changed definition lets its text reach every model: the owner's call.
+    ("POST", "/api/mcp-servers/{name}/trust", Owner),
     ("POST", "/api/mcp-servers/{name}/login", Owner),
     ("POST", "/api/mcp-servers/{name}/logout", Owner),
     ("POST", "/api/import", Owner),

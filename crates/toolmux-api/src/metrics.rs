@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
-use toolmux_core::{Catalog, ExecutionRecord, ExecutionSink, Outcome, SourceState};
+use toolmux_core::{Catalog, ExecutionRecord, ExecutionSink, Outcome, SourceInfo, SourceState};
 
 use crate::ApiState;
 
@@ -136,16 +136,21 @@ impl CallMetrics {
                 escape(&source.id)
             );
         }
-        out.push_str("# HELP toolmux_source_tools Tools a source contributes to the catalog.\n");
-        out.push_str("# TYPE toolmux_source_tools gauge\n");
-        for source in catalog.sources() {
-            let _ = writeln!(
-                out,
-                "toolmux_source_tools{{source=\"{}\"}} {}",
-                escape(&source.id),
-                source.tool_count
-            );
-        }
+        source_gauge(
+            &mut out,
+            catalog,
+            "toolmux_source_tools",
+            "Tools a source contributes to the catalog.",
+            |source| source.tool_count,
+        );
+        source_gauge(
+            &mut out,
+            catalog,
+            "toolmux_source_held_tools",
+            "Tools a source holds until a person accepts them (their definition changed since \
+             it was pinned, renamed, or new).",
+            |source| source.held_count,
+        );
         out.push_str("# HELP toolmux_catalog_version The catalog's version.\n");
         out.push_str("# TYPE toolmux_catalog_version gauge\n");
         let _ = writeln!(out, "toolmux_catalog_version {}", catalog.version());
@@ -173,6 +178,26 @@ impl ExecutionSink for CallMetrics {
             s.sum_us += record.duration_us;
         }
         self.inner.record(record);
+    }
+}
+
+/// One gauge with a value per source, labelled with the source's id.
+fn source_gauge(
+    out: &mut String,
+    catalog: &Catalog,
+    name: &str,
+    help: &str,
+    value: impl Fn(&SourceInfo) -> usize,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+    for source in catalog.sources() {
+        let _ = writeln!(
+            out,
+            "{name}{{source=\"{}\"}} {}",
+            escape(&source.id),
+            value(source)
+        );
     }
 }
 

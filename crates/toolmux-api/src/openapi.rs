@@ -337,6 +337,7 @@ mod tests {
             "post /api/mcp-servers/{name}/login",
             "post /api/mcp-servers/{name}/logout",
             "post /api/mcp-servers/{name}/refresh",
+            "post /api/mcp-servers/{name}/trust",
             "post /api/prompts/{name}",
             "post /api/runners/detect",
             "post /api/sessions",

@@ -42,6 +42,11 @@ pub trait UpstreamServers: Send + Sync {
     /// Runs discovery now. `None` when no server has that name; `Err` holds the discovery error.
     async fn refresh(&self, name: &str) -> Option<Result<UpstreamView, String>>;
 
+    /// Accepts a server's held tools (every held one when `tools` is empty): pinned as the
+    /// server presents them now, and offered again. `None` when no server has that name; `Err`
+    /// says why nothing was accepted (a tool named is not held).
+    async fn trust(&self, name: &str, tools: Vec<String>) -> Option<Result<UpstreamView, String>>;
+
     /// toolmux's own prompts (the skills', `skill__NAME`, without `server`), then every prompt
     /// of every enabled server, from the discovery caches (starting nothing), as MCP lists it
     /// but named as served (`PREFIX__prompt`) and with its `server`. Async because toolmux's
@@ -109,8 +114,11 @@ pub struct UpstreamView {
     /// variable, said in `discoveryError`), `lastDiscovery`, `discoveryError`, `configHash`,
     /// `serverInfo`, its prompts and resources as MCP lists them, `offers`, and `findings`:
     /// what the trust scanner found in each tool's definition (`tool`, `action`: `warn`, `ask`
-    /// or `block`, and `findings` with `kind`, `severity`, `field`, `span` and `text`). MCP's
-    /// JSON as the upstream crate keeps it, which this crate does not type.
+    /// or `block`, and `findings` with `kind`, `severity`, `field`, `span` and `text`), and
+    /// `held`: the tools held until a person accepts them (`tool`, `reason`: `changed`,
+    /// `renamed` or `new`, `replaces`, and `changes`: each `field` with its accepted `before`
+    /// and its `after`). MCP's JSON as the upstream crate keeps it, which this crate does not
+    /// type.
     #[schema(value_type = Object)]
     pub discovery: Value,
     /// The registry names of its tools in the catalog.
@@ -155,6 +163,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(list, add))
         .routes(routes!(show, replace, remove))
         .routes(routes!(refresh))
+        .routes(routes!(trust))
 }
 
 pub(crate) fn servers(state: &ApiState) -> Result<&Arc<dyn UpstreamServers>, ApiError> {
@@ -221,6 +230,41 @@ pub(crate) async fn refresh(
         Some(Err(e)) => Err(ApiError::unavailable(format!(
             "discovery of `{name}` failed: {e}"
         ))),
+    }
+}
+
+/// Which held tools a person accepts.
+#[derive(Debug, Default, serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TrustBody {
+    /// The server's own names of the tools to accept; every held tool when empty or left out.
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+/// Accepts a server's held tools (changed since they were pinned, renamed, or new): they are
+/// pinned as the server presents them now and offered again.
+#[utoipa::path(
+    post, path = "/api/mcp-servers/{name}/trust", tag = "mcp-servers",
+    params(("name" = String, Path, description = "The server's name")),
+    request_body = TrustBody,
+    responses(
+        (status = 200, description = "Accepted; the server with its tools", body = UpstreamView),
+        (status = 400, description = "The body is not a JSON object", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such server", body = ErrorBody),
+        (status = 409, description = "A tool named is not held (or none is); nothing was accepted", body = ErrorBody),
+    )
+)]
+pub(crate) async fn trust(
+    State(state): State<ApiState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(body): ApiJson<TrustBody>,
+) -> Result<Json<UpstreamView>, ApiError> {
+    match servers(&state)?.trust(&name, body.tools).await {
+        None => Err(no_server_named(&name)),
+        Some(Ok(view)) => Ok(Json(view)),
+        Some(Err(e)) => Err(ApiError::conflict(e)),
     }
 }
 

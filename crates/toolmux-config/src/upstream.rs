@@ -197,6 +197,12 @@ pub struct ServerEntry {
     /// `block` leaves it out, `warn` only shows the finding. Rules in `policies.tools` win.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_finding: Option<toolmux_trust::Action>,
+    /// What a tool gets that appears after the server's first discovery: `pin` (default)
+    /// holds it until a person accepts it (`toolmux mcp trust NAME TOOL`), `auto` pins it as
+    /// it comes. A tool whose definition changed (or that appeared as another went away) is
+    /// held either way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust: Option<toolmux_trust::pins::TrustMode>,
 }
 
 /// How toolmux reaches a server.
@@ -288,6 +294,8 @@ pub struct UpstreamServer {
     pub oauth: Option<crate::oauth::OAuthSettings>,
     /// What a tool with a high-severity trust finding gets; `None` is `ask`.
     pub on_finding: Option<toolmux_trust::Action>,
+    /// What a tool that appears after the first discovery gets.
+    pub trust: toolmux_trust::pins::TrustMode,
 }
 
 impl UpstreamServer {
@@ -374,6 +382,7 @@ impl TryFrom<ServerEntry> for UpstreamServer {
             tool_retry,
             internal_tools,
             on_finding,
+            trust,
         } = entry;
         let kind = match (kind, &command, &url) {
             (_, Some(_), Some(_)) => {
@@ -478,6 +487,7 @@ impl TryFrom<ServerEntry> for UpstreamServer {
             internal_tools,
             oauth,
             on_finding,
+            trust: trust.unwrap_or_default(),
         })
     }
 }
@@ -520,6 +530,7 @@ impl From<UpstreamServer> for ServerEntry {
             internal_tools: server.internal_tools,
             oauth: server.oauth,
             on_finding: server.on_finding,
+            trust: (server.trust != toolmux_trust::pins::TrustMode::Pin).then_some(server.trust),
             ..ServerEntry::default()
         };
         match server.transport {
@@ -756,6 +767,7 @@ mod tests {
             "toolRetry": {"search_*": "always", "search_exact": "safe"},
             "internalTools": ["admin_*"],
             "onFinding": "block",
+            "trust": "auto",
         });
         let server: UpstreamServer = serde_json::from_value(written.clone()).expect("valid");
         assert_eq!(server.session_mode, SessionMode::PerClient);
@@ -769,6 +781,7 @@ mod tests {
         assert_eq!(server.retry_for("delete"), RetryMode::Never);
         assert!(server.is_internal("admin_reset") && !server.is_internal("search_all"));
         assert_eq!(server.on_finding, Some(toolmux_trust::Action::Block));
+        assert_eq!(server.trust, toolmux_trust::pins::TrustMode::Auto);
         assert_eq!(serde_json::to_value(&server).expect("serialises"), written);
 
         let plain: UpstreamServer =

@@ -56,6 +56,8 @@ pub enum HiddenReason {
     DisabledSource(String),
     /// Another source already provides a tool with this name.
     NameTaken(String),
+    /// Its source holds it until a person accepts it ([`ToolDescriptor::held`] says why).
+    Held(String),
 }
 
 impl fmt::Display for HiddenReason {
@@ -66,6 +68,7 @@ impl fmt::Display for HiddenReason {
             HiddenReason::DisabledTool => f.write_str("switched off in configuration"),
             HiddenReason::DisabledSource(s) => write!(f, "its source `{s}` is switched off"),
             HiddenReason::NameTaken(s) => write!(f, "the name is already taken by source `{s}`"),
+            HiddenReason::Held(why) => write!(f, "held until a person accepts it: {why}"),
         }
     }
 }
@@ -85,6 +88,9 @@ pub struct SourceInfo {
     pub status: SourceStatus,
     /// Tools it contributes to the catalog.
     pub tool_count: usize,
+    /// Tools it holds back until a person accepts them ([`ToolDescriptor::held`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub held_count: usize,
     /// Whether configuration switched it off.
     pub enabled: bool,
 }
@@ -235,7 +241,9 @@ impl Catalog {
             let source_id = source.id().to_string();
             let enabled = !settings.disabled_sources.contains(&source_id);
             let mut count = 0;
+            let mut held_count = 0;
             for descriptor in source.tools() {
+                held_count += usize::from(descriptor.held.is_some());
                 let hidden_as = hidden_reason(&descriptor, settings, &taken);
                 // A tool switched off is still described whole (policy, limits) for a person
                 // who may switch it on again; any other hidden one is only named.
@@ -290,6 +298,7 @@ impl Catalog {
                 description: source.description(),
                 status: source.status(),
                 tool_count: count,
+                held_count,
                 enabled,
             });
         }
@@ -467,6 +476,9 @@ fn hidden_reason(
     if let Some(owner) = taken.get(&descriptor.name) {
         return Some(HiddenReason::NameTaken(owner.clone()));
     }
+    if let Some(why) = &descriptor.held {
+        return Some(HiddenReason::Held(why.clone()));
+    }
     if settings
         .overrides
         .get(&descriptor.name)
@@ -489,3 +501,8 @@ fn hidden_reason(
 
 /// Source ids that configuration switched off.
 pub(crate) type DisabledSources = HashSet<String>;
+
+/// Whether a count is zero, for leaving it out of JSON.
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}

@@ -116,6 +116,11 @@ pub struct ToolDescriptor {
     /// rules for the tool's name still win.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Policy>,
+    /// Why the source holds the tool back until a person accepts it (an upstream tool whose
+    /// definition changed since it was pinned): it is left out of the catalog, and a call
+    /// is refused with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
 
 impl ToolDescriptor {
@@ -141,6 +146,7 @@ impl ToolDescriptor {
             timeout: None,
             rate_limit: None,
             policy: None,
+            held: None,
         }
     }
 }

@@ -7,9 +7,12 @@
 //! ([`scan`], [`scan_tool`]). A tool named like a built-in or another server's tool is flagged
 //! as shadowing ([`shadowing`]). What a finding does is [`Action`]'s business.
 //!
+//! [`pins`] keeps what a server first presented and holds what changed since (rug pulls).
+//!
 //! The crate knows no MCP wire type and no configuration: it takes text and JSON values.
 
 mod patterns;
+pub mod pins;
 mod unicode;
 
 use std::borrow::Cow;
@@ -20,6 +23,28 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use unicode::visible;
+
+/// What a finding is in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ItemKind {
+    /// A tool's definition.
+    #[default]
+    Tool,
+    /// A prompt as listed (title, description, arguments).
+    Prompt,
+    /// A resource as listed.
+    Resource,
+    /// A resource template as listed.
+    ResourceTemplate,
+}
+
+impl ItemKind {
+    /// Whether it is [`ItemKind::Tool`], which listings leave unsaid.
+    pub fn is_tool(&self) -> bool {
+        *self == ItemKind::Tool
+    }
+}
 
 /// What a finding is about.
 #[derive(
@@ -132,8 +157,11 @@ pub const BUILTIN_TOOLS: [&str; 34] = [
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolFindings {
-    /// The server's own name for the tool.
+    /// The server's own name for the tool (or the prompt, resource or template).
     pub tool: String,
+    /// What it is, when it is not a tool.
+    #[serde(default, skip_serializing_if = "ItemKind::is_tool")]
+    pub item: ItemKind,
     /// What they do: `warn` (offered), `ask` (every call asks a person), `block` (left out).
     pub action: Action,
     /// The findings, by position.
@@ -231,6 +259,20 @@ pub fn scan_tool(
     if let Some(output) = output_schema {
         walk_strings(output, "outputSchema", &mut texts);
     }
+    scan_texts(&texts)
+}
+
+/// Everything found in every string and object key of `value` (a prompt or a resource
+/// template as MCP lists it), each finding's `field` its JSON pointer (`/description`,
+/// `/arguments/0/description`; an object key's ends in `/`).
+pub fn scan_value(value: &Value) -> Vec<Finding> {
+    let mut texts = Vec::new();
+    walk_strings(value, "", &mut texts);
+    scan_texts(&texts)
+}
+
+/// Everything found in `texts`, each finding's `field` the text's own.
+fn scan_texts(texts: &[(String, &str)]) -> Vec<Finding> {
     // Most tools have nothing to find: one pass of the pattern set over all their text (and a
     // look for invisible characters) settles that, instead of one pass per string.
     let joined: String = texts

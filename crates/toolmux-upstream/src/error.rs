@@ -169,4 +169,22 @@ pub enum UpstreamError {
         /// What went wrong.
         message: String,
     },
+    /// The pins of a server's tools could not be read or written.
+    #[error("MCP server `{server}`: cannot keep its pinned tools in `{path}`: {message}")]
+    Pins {
+        /// The server's name.
+        server: String,
+        /// The pins file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A person accepted tools that are not held.
+    #[error("MCP server `{server}`: {message}")]
+    NotHeld {
+        /// The server's name.
+        server: String,
+        /// Which tools, and which are held.
+        message: String,
+    },
 }

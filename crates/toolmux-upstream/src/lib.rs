@@ -19,7 +19,9 @@ mod callers;
 mod connection;
 mod elicitation;
 mod error;
+mod judging;
 mod names;
+mod pinning;
 mod relay;
 mod schema;
 mod servers;
@@ -36,6 +38,7 @@ pub use cache::{
 pub use connection::MAX_TOOL_PAGES;
 pub use error::UpstreamError;
 pub use names::{MAX_NAME_LEN, registry_names};
+pub use pinning::pins_path;
 pub use relay::{Relay, RelayError, Relayed, Unknown};
 pub use schema::{MAX_SCHEMA_BYTES, Sanitised, input_schema, output_schema};
 pub use servers::{ApplyReport, Upstreams, state_dir};

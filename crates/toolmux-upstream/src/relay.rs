@@ -81,7 +81,9 @@ impl From<UpstreamError> for RelayError {
             | UpstreamError::SessionEnded { .. }
             | UpstreamError::NeedsSignIn { .. }
             | UpstreamError::CredentialRejected { .. }
-            | UpstreamError::Cache { .. } => RelayError::Unavailable(error.to_string()),
+            | UpstreamError::Cache { .. }
+            | UpstreamError::Pins { .. }
+            | UpstreamError::NotHeld { .. } => RelayError::Unavailable(error.to_string()),
         }
     }
 }

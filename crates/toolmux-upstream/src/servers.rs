@@ -189,9 +189,13 @@ impl Upstreams {
             else {
                 continue;
             };
-            match findings.iter_mut().find(|f| f.tool == tool.name) {
+            match findings
+                .iter_mut()
+                .find(|f| f.item.is_tool() && f.tool == tool.name)
+            {
                 Some(found) => found.findings.push(shadowing),
                 None => findings.push(toolmux_trust::ToolFindings {
+                    item: toolmux_trust::ItemKind::Tool,
                     action: toolmux_trust::Action::for_findings(
                         server.on_finding,
                         std::slice::from_ref(&shadowing),

@@ -359,7 +359,10 @@ async fn an_idle_server_is_stopped_and_started_again_by_the_next_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_list_changed_notification_triggers_rediscovery() {
-    let project = Project::new(&json!({"mcpServers": {"faults": faults(&[])}}));
+    // `trust: auto`: a tool that appears later is pinned as it comes, not held for a person.
+    let mut server = faults(&[]);
+    server["trust"] = json!("auto");
+    let project = Project::new(&json!({"mcpServers": {"faults": server}}));
     let (upstreams, hub, faults) = project.discovered("faults").await;
     assert!(hub.catalog().get("faults__extra_1").is_none());
 

@@ -31,6 +31,9 @@ impl UpstreamView {
             let findings = self.upstreams.findings(source.name()).unwrap_or_default();
             let findings = serde_json::to_value(findings).unwrap_or_default();
             record.insert("findings".into(), findings);
+            // Tools held until a person accepts them, with what changed.
+            let held = serde_json::to_value(source.held()).unwrap_or_default();
+            record.insert("held".into(), held);
             // A call refused since the last discovery (a revoked token) counts too.
             if source.unavailable().is_some() {
                 // Waiting for a variable or secret its entry names; `discoveryError` says which.
@@ -85,6 +88,14 @@ impl toolmux_api::UpstreamServers for UpstreamView {
     async fn refresh(&self, name: &str) -> Option<Result<ServerView, String>> {
         let source = self.upstreams.get(name)?;
         Some(match source.discover().await {
+            Ok(_) => Ok(self.view(&source)),
+            Err(e) => Err(e.to_string()),
+        })
+    }
+
+    async fn trust(&self, name: &str, tools: Vec<String>) -> Option<Result<ServerView, String>> {
+        let source = self.upstreams.get(name)?;
+        Some(match source.trust(&tools).await {
             Ok(_) => Ok(self.view(&source)),
             Err(e) => Err(e.to_string()),
         })

@@ -631,6 +631,7 @@ fn the_openapi_document_describes_every_route() {
             "/api/mcp-servers/{name}/login",
             "/api/mcp-servers/{name}/logout",
             "/api/mcp-servers/{name}/refresh",
+            "/api/mcp-servers/{name}/trust",
             "/api/models",
             "/api/openapi.json",
             "/api/prompts",

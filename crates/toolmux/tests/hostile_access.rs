@@ -145,6 +145,8 @@ fn d27_an_access_token_without_an_admin_scope_lists_and_calls_tools_only() {
         ("POST", "/api/mcp-servers", Some(command.to_string())),
         ("PUT", "/api/mcp-servers/x", Some(command.to_string())),
         ("GET", "/api/mcp-servers", None),
+        // Accepting a held tool's changed definition lets its text reach every model.
+        ("POST", "/api/mcp-servers/x/trust", Some("{}".to_string())),
         (
             "POST",
             "/api/tools",
@@ -182,6 +184,7 @@ fn d27_an_access_token_without_an_admin_scope_lists_and_calls_tools_only() {
         // The route as registered, which the refusal names.
         let route = match path {
             "/api/mcp-servers/x" => "/api/mcp-servers/{name}",
+            "/api/mcp-servers/x/trust" => "/api/mcp-servers/{name}/trust",
             "/api/tools/grep" => "/api/tools/{name}",
             other => other,
         };

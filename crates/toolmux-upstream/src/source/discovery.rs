@@ -17,6 +17,8 @@ pub struct DiscoveryOutcome {
     pub listed: usize,
     /// Tools offered after `enabledTools` / `disabledTools`.
     pub offered: usize,
+    /// Tools held until a person accepts them (changed since they were pinned, renamed, new).
+    pub held: usize,
 }
 
 impl Inner {
@@ -94,13 +96,16 @@ impl Inner {
         }
     }
 
-    /// Writes what a discovery found to the cache and the view, and publishes a new catalog.
-    /// On failure the earlier tools stay. The caller holds `discovery`.
+    /// Writes what a discovery found to the cache and the view, judges its tools against the
+    /// server's pins (a first discovery pins them), and publishes a new catalog. On failure the
+    /// earlier tools stay. The caller holds `discovery`, so the pins have one writer at a time.
     fn record_discovery(
         &self,
         listed: Result<Listing, UpstreamError>,
     ) -> Result<DiscoveryOutcome, UpstreamError> {
-        let (outcome, record) = {
+        let pins_path = crate::pinning::pins_path(&self.paths.cache);
+        let pinned = crate::pinning::read(&self.name, &pins_path);
+        let (outcome, record, new_pins) = {
             let mut view = write(&self.view);
             let server = self.server();
             view.discovering = false;
@@ -132,6 +137,7 @@ impl Inner {
                             .iter()
                             .filter(|t| server.offers(&t.name))
                             .count(),
+                        held: 0,
                     })
                 }
                 Err(e) => {
@@ -146,20 +152,106 @@ impl Inner {
                     Err(e)
                 }
             };
+            let judgement = crate::pinning::judged(pinned.as_ref(), &record, server.trust);
+            for held in &judgement.held {
+                tracing::warn!(
+                    server = %self.name,
+                    tool = %held.tool,
+                    reason = ?held.reason,
+                    "held until a person accepts it"
+                );
+            }
+            // Only what a server listed is pinned: a failed first discovery pins nothing.
+            let new_pins = judgement.pins.filter(|_| outcome.is_ok());
+            view.held = judgement.held;
+            let outcome = outcome.map(|found| DiscoveryOutcome {
+                held: view.held.len(),
+                ..found
+            });
             let settings = read(&self.settings);
             view.tools = Arc::new(descriptors(
                 &self.name,
                 &settings.prefix,
                 &settings.server,
                 &record,
+                &view.held,
             ));
             drop(settings);
             view.record = record.clone();
-            (outcome, record)
+            (outcome, record, new_pins)
         };
         self.persist(&record);
+        if let Some(pins) = new_pins
+            && let Err(e) = crate::pinning::write(&self.name, &pins_path, &pins)
+        {
+            tracing::warn!("{e}");
+        }
         self.notify();
         outcome
+    }
+
+    /// See [`UpstreamSource::trust`].
+    pub(super) async fn trust(
+        self: &Arc<Self>,
+        tools: &[String],
+    ) -> Result<Vec<String>, UpstreamError> {
+        let _one_at_a_time = self.discovery.lock().await;
+        let path = crate::pinning::pins_path(&self.paths.cache);
+        let pinned = crate::pinning::read(&self.name, &path);
+        let record = read(&self.view).record.clone();
+        let mode = self.server().trust;
+        let judgement = crate::pinning::judged(pinned.as_ref(), &record, mode);
+        let not_held: Vec<&str> = tools
+            .iter()
+            .filter(|t| !judgement.held.iter().any(|h| &h.tool == *t))
+            .map(String::as_str)
+            .collect();
+        let held_names: Vec<&str> = judgement.held.iter().map(|h| h.tool.as_str()).collect();
+        let refusal = if held_names.is_empty() {
+            Some("none of its tools is held".to_string())
+        } else if !not_held.is_empty() {
+            Some(format!(
+                "`{}` is not held; held: `{}`",
+                not_held.join("`, `"),
+                held_names.join("`, `")
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = refusal {
+            return Err(UpstreamError::NotHeld {
+                server: self.name.clone(),
+                message,
+            });
+        }
+        let mut pins = judgement.pins.or(pinned).unwrap_or_default();
+        let presented = crate::pinning::presented(&record);
+        let mut accepted = Vec::new();
+        for held in &judgement.held {
+            if !tools.is_empty() && !tools.contains(&held.tool) {
+                continue;
+            }
+            if let Some((_, pin)) = presented.iter().find(|(name, _)| *name == held.tool) {
+                pins.accept(held, pin.clone());
+                accepted.push(held.tool.clone());
+            }
+        }
+        crate::pinning::write(&self.name, &path, &pins)?;
+        tracing::info!(server = %self.name, tools = ?accepted, "accepted by a person and pinned");
+        {
+            let mut view = write(&self.view);
+            view.held = crate::pinning::judged(Some(&pins), &view.record, mode).held;
+            let settings = read(&self.settings);
+            view.tools = Arc::new(descriptors(
+                &self.name,
+                &settings.prefix,
+                &settings.server,
+                &view.record,
+                &view.held,
+            ));
+        }
+        self.notify();
+        Ok(accepted)
     }
 
     fn persist(&self, record: &DiscoveryRecord) {
@@ -323,12 +415,15 @@ fn marked_internal(tool: &rmcp::model::Tool) -> bool {
 /// the trust scanner's findings: a tool with a high-severity finding is left out under
 /// `onFinding: block`, and otherwise asks a person before each call unless `onFinding` is
 /// `warn` (a configured `deny` stays; rules in `policies.tools` still win, in the catalog).
-/// Names are assigned over every listed tool, so switching one off never renames another.
+/// A `held` tool carries why ([`ToolDescriptor::held`]): the catalog leaves it out and refuses
+/// its calls with that. Names are assigned over every listed tool, so switching one off never
+/// renames another.
 pub(super) fn descriptors(
     source: &str,
     prefix: &str,
     server: &UpstreamServer,
     record: &DiscoveryRecord,
+    held: &[toolmux_trust::pins::Held],
 ) -> Vec<ToolDescriptor> {
     let own: Vec<&str> = record.tools.iter().map(|t| t.name.as_str()).collect();
     let names = registry_names(prefix, &own);
@@ -370,6 +465,10 @@ pub(super) fn descriptors(
                 configured => configured,
             };
             descriptor.internal = tool.internal || server.is_internal(&tool.name);
+            descriptor.held = held
+                .iter()
+                .find(|h| h.tool == tool.name)
+                .map(|h| h.refusal(source));
             descriptor
         })
         .collect()
@@ -384,21 +483,41 @@ fn worst_finding(findings: &[toolmux_trust::Finding]) -> String {
         .unwrap_or_default()
 }
 
-/// The trust scanner's findings of a record's tools and what each tool gets under a server's
-/// `onFinding`; tools without findings are not listed.
+/// The trust scanner's findings of a record's tools, then of its prompts, resources and
+/// resource templates, and what each gets under a server's `onFinding`; items without
+/// findings are not listed.
 pub(super) fn trust_findings(
     server: &UpstreamServer,
     record: &DiscoveryRecord,
 ) -> Vec<toolmux_trust::ToolFindings> {
-    record
+    use crate::judging::findings;
+    use toolmux_trust::ItemKind;
+    let tools = record
         .tools
         .iter()
         .filter(|tool| !tool.findings.is_empty())
         .map(|tool| toolmux_trust::ToolFindings {
             tool: tool.name.clone(),
+            item: ItemKind::Tool,
             action: toolmux_trust::Action::for_findings(server.on_finding, &tool.findings),
             findings: tool.findings.clone(),
-        })
+        });
+    tools
+        .chain(findings(
+            &record.prompts,
+            ItemKind::Prompt,
+            server.on_finding,
+        ))
+        .chain(findings(
+            &record.resources,
+            ItemKind::Resource,
+            server.on_finding,
+        ))
+        .chain(findings(
+            &record.resource_templates,
+            ItemKind::ResourceTemplate,
+            server.on_finding,
+        ))
         .collect()
 }
 
@@ -426,7 +545,7 @@ mod tests {
             ),
             tool("grep", "Searches."),
         ];
-        descriptors("s", "s", &server, &record)
+        descriptors("s", "s", &server, &record, &[])
             .into_iter()
             .map(|d| (d.original_name, d.policy))
             .collect()

@@ -116,9 +116,11 @@ fn prefix_of(name: &str, server: &UpstreamServer) -> String {
     )
 }
 
-/// What `tools()` and `status()` read: the cache record and the descriptors made from it.
+/// What `tools()` and `status()` read: the cache record, its tools held against the server's
+/// pins, and the descriptors made from both.
 struct View {
     record: DiscoveryRecord,
+    held: Vec<toolmux_trust::pins::Held>,
     tools: Arc<Vec<ToolDescriptor>>,
     discovering: bool,
 }
@@ -176,7 +178,10 @@ impl UpstreamSource {
             record.discovery_error = Some(reason.clone());
             record.tools.clear();
         }
-        let tools = Arc::new(descriptors(&name, &prefix, &server, &record));
+        // Judged against the pins as they are; only a discovery or a person pins anything.
+        let pinned = crate::pinning::read(&name, &crate::pinning::pins_path(&paths.cache));
+        let held = crate::pinning::judged(pinned.as_ref(), &record, server.trust).held;
+        let tools = Arc::new(descriptors(&name, &prefix, &server, &record, &held));
         let endpoint = Endpoint {
             server: name.clone(),
             transport: server.transport.clone(),
@@ -199,6 +204,7 @@ impl UpstreamSource {
                 backoff,
                 view: RwLock::new(View {
                     record,
+                    held,
                     tools,
                     discovering: false,
                 }),
@@ -258,7 +264,13 @@ impl UpstreamSource {
         {
             let mut view = write(&inner.view);
             let prefix = prefix_of(&inner.name, &server);
-            view.tools = Arc::new(descriptors(&inner.name, &prefix, &server, &view.record));
+            view.tools = Arc::new(descriptors(
+                &inner.name,
+                &prefix,
+                &server,
+                &view.record,
+                &view.held,
+            ));
             *write(&inner.settings) = Settings {
                 server: Arc::new(server),
                 prefix,
@@ -323,6 +335,19 @@ impl UpstreamSource {
         discovery::trust_findings(&self.inner.server(), &view.record)
     }
 
+    /// Its tools held until a person accepts them: changed since they were pinned, renamed, or
+    /// new on a server whose tools are pinned (see [`toolmux_trust::pins`]).
+    pub fn held(&self) -> Vec<toolmux_trust::pins::Held> {
+        read(&self.inner.view).held.clone()
+    }
+
+    /// Accepts held tools as the server presents them now (every held tool when `tools` is
+    /// empty): they are pinned, offered again, and a new catalog is published. Returns the
+    /// tools accepted; refuses (accepting none) when one of `tools` is not held.
+    pub async fn trust(&self, tools: &[String]) -> Result<Vec<String>, UpstreamError> {
+        Inner::trust(&self.inner, tools).await
+    }
+
     /// Whether its tools should be discovered: never discovered, discovered with another
     /// configuration, the last discovery failed, or its lists are past their `ttlMs`.
     pub fn needs_discovery(&self) -> bool {
@@ -366,19 +391,23 @@ impl UpstreamSource {
         Inner::discover(&self.inner).await
     }
 
-    /// Its prompts, under its own names, from the discovery cache.
+    /// Its prompts, under its own names, from the discovery cache, as models may see them
+    /// (judged by the trust scanner: see [`crate::judging::offered`]).
     pub fn prompts(&self) -> Vec<Prompt> {
-        read(&self.inner.view).record.prompts.clone()
+        let listed = read(&self.inner.view).record.prompts.clone();
+        crate::judging::offered(&self.inner.name, listed, self.inner.server().on_finding)
     }
 
-    /// Its resources, from the discovery cache.
+    /// Its resources, from the discovery cache, as models may see them.
     pub fn resources(&self) -> Vec<Resource> {
-        read(&self.inner.view).record.resources.clone()
+        let listed = read(&self.inner.view).record.resources.clone();
+        crate::judging::offered(&self.inner.name, listed, self.inner.server().on_finding)
     }
 
-    /// Its resource templates, from the discovery cache.
+    /// Its resource templates, from the discovery cache, as models may see them.
     pub fn resource_templates(&self) -> Vec<ResourceTemplate> {
-        read(&self.inner.view).record.resource_templates.clone()
+        let listed = read(&self.inner.view).record.resource_templates.clone();
+        crate::judging::offered(&self.inner.name, listed, self.inner.server().on_finding)
     }
 
     /// What it offers besides tools, from the discovery cache.
@@ -682,9 +711,17 @@ fn tool_result(result: rmcp::model::CallToolResult) -> ToolResult {
                 .unwrap_or_else(|_| Content::text(value.to_string()))
         })
         .collect();
-    ToolResult {
+    let mut result = ToolResult {
         content,
         structured_content: result.structured_content,
         is_error,
+    };
+    let cleaned = crate::judging::visible_result(&mut result);
+    if cleaned > 0 {
+        tracing::warn!(
+            blocks = cleaned,
+            "invisible characters removed from a tool's result"
+        );
     }
+    result
 }

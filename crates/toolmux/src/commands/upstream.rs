@@ -1,4 +1,5 @@
-//! `toolmux mcp list | add | remove | enable | disable | refresh | logs | login | logout`: the upstream servers
+//! `toolmux mcp list | show | add | remove | enable | disable | refresh | diff | trust | audit | logs |
+//! login | logout`: the upstream servers
 //! (the `mcpServers` section) whose tools toolmux aggregates. Edits go to the project's `.toolmux/config.json`
 //! through [`toolmux_config::ConfigEditor`], keeping every other key (and every `${VAR}`
 //! reference) as written.
@@ -18,6 +19,7 @@ use crate::output::{emit, pretty};
 use crate::project::{editor, locate};
 
 mod oauth;
+mod trust;
 
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
@@ -58,6 +60,31 @@ pub enum McpCommand {
     Refresh {
         /// The server's name; all enabled servers when left out.
         name: Option<String>,
+    },
+    /// Show the tools of a server that toolmux holds until a person accepts them (their
+    /// definition changed since it was pinned, they appeared as another went away, or they are
+    /// new on a server whose tools are pinned), and each changed field before and now.
+    Diff {
+        /// The server's name.
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Accept held tools as the server presents them now (every held tool when none is named):
+    /// they are pinned and offered again.
+    Trust {
+        /// The server's name.
+        name: String,
+        /// The server's own names of the tools to accept.
+        tools: Vec<String>,
+    },
+    /// Every server's trust findings and held tools in one report; exits 1 when a tool is held
+    /// or has a high-severity finding (for CI).
+    Audit {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Sign in to an HTTP server that asks for OAuth: prints the URL to open and opens it
     /// (`TOOLMUX_BROWSER`, else `xdg-open`/`open`), waits for the browser to come back, keeps
@@ -141,6 +168,9 @@ pub async fn run(project: Option<&Path>, cmd: McpCommand) -> Result<u8, Failure>
         McpCommand::Enable { name } => set_enabled(project, &name, true),
         McpCommand::Disable { name } => set_enabled(project, &name, false),
         McpCommand::Refresh { name } => refresh(project, name.as_deref()).await,
+        McpCommand::Diff { name, json } => trust::diff(project, &name, json),
+        McpCommand::Trust { name, tools } => trust::trust(project, &name, &tools).await,
+        McpCommand::Audit { json } => trust::audit(project, json),
         McpCommand::Logs { name, lines } => logs(project, &name, lines),
         McpCommand::Login { name, wait } => {
             oauth::login(project, &name, Duration::from_secs(wait)).await
@@ -241,6 +271,7 @@ fn server_row(project: &Assembly, server: &UpstreamSource) -> Value {
         // (`server/discover`), an earlier one after the `initialize` handshake.
         "protocolVersion": record.server_info.as_ref().map(|i| i.protocol_version.as_str()),
         "findings": project.upstreams.findings(server.name()).unwrap_or_default(),
+        "held": server.held(),
     })
 }
 
@@ -269,9 +300,11 @@ fn show(project: Option<&Path>, name: &str, json: bool) -> Result<u8, Failure> {
         lines.push(format!("error: {error}"));
     }
     let findings = row["findings"].as_array().cloned().unwrap_or_default();
-    if findings.is_empty() {
+    let held = server.held();
+    if findings.is_empty() && held.is_empty() {
         lines.push("trust: nothing found".to_string());
     }
+    lines.extend(trust::held_lines(name, &held));
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     for tool in &findings {
         let action = match tool["action"].as_str() {
@@ -280,7 +313,19 @@ fn show(project: Option<&Path>, name: &str, json: bool) -> Result<u8, Failure> {
             Some("block") => "block (left out)",
             _ => "",
         };
-        lines.push(format!("{}: {action}", text(&tool["tool"])));
+        // A prompt's, a resource's or a template's findings say what it is; nothing is
+        // called, so there is nothing to ask about: `ask` only shows them.
+        match tool["item"].as_str() {
+            Some(item) => {
+                let action = if tool["action"] == "block" {
+                    "block (left out)"
+                } else {
+                    "shown"
+                };
+                lines.push(format!("{item} {}: {action}", text(&tool["tool"])));
+            }
+            None => lines.push(format!("{}: {action}", text(&tool["tool"]))),
+        }
         for f in tool["findings"].as_array().into_iter().flatten() {
             lines.push(format!(
                 "  {} {} in {} [{}..{}]{}: {}",
@@ -448,7 +493,9 @@ fn remove(project: Option<&Path>, name: &str) -> Result<u8, Failure> {
         None => Err(missing(doc, name)),
     })?;
     let paths = toolmux_upstream::ServerPaths::new(&toolmux_upstream::state_dir(&dir), name);
-    // The cache describes a server that no longer exists; its log stays for reading.
+    // The cache describes a server that no longer exists; its log stays for reading. Its pins
+    // go too: a server added again by hand is trusted on its first discovery, as any new one.
+    let _ = std::fs::remove_file(toolmux_upstream::pins_path(&paths.cache));
     let _ = std::fs::remove_file(&paths.cache);
     emit(&format!(
         "removed MCP server `{name}` from {}",
@@ -548,6 +595,10 @@ pub(super) async fn discover_all(servers: &[UpstreamSource]) -> u8 {
     let mut code = OK;
     for (name, outcome) in results {
         let line = match outcome {
+            Ok(found) if found.held > 0 => format!(
+                "{name}: {} tools, {} held until accepted (`toolmux mcp diff {name}`)",
+                found.listed, found.held
+            ),
             Ok(found) if found.offered == found.listed => {
                 format!("{name}: {} tools", found.listed)
             }
