@@ -371,8 +371,34 @@ fn layout_flow(screen: Screen) -> Value {
     } else {
         &[]
     };
+    let started = std::time::SystemTime::now();
     let found = browse(&flow, "layout", env);
     assert_eq!(found["pages"], 10, "{found}");
+    if update {
+        let suffix = match screen {
+            Screen::Desktop => "desktop",
+            Screen::Phone => "phone",
+        };
+        for page in [
+            "chat",
+            "chat-new",
+            "tools",
+            "tool",
+            "servers",
+            "activity",
+            "approvals",
+            "sessions",
+            "specs",
+            "spec",
+        ] {
+            let path = format!("{screenshots}/{page}-{suffix}.png");
+            let written = std::fs::metadata(&path).and_then(|m| m.modified());
+            assert!(
+                written.is_ok_and(|at| at >= started),
+                "{path} was not written by this run"
+            );
+        }
+    }
     assert_eq!(found["overflowing"], json!([]), "{found}");
     assert_eq!(found["hiddenSend"], json!([]), "{found}");
     found

@@ -262,6 +262,9 @@ const phases = {
     const word = "W".repeat(300);
     await ask(page, `Repeat the long word ${word}`);
     await page.locator(".message.assistant", { hasText: "Here it is:" }).waitFor();
+    // A turn with tool cards after it, so the conversation's screenshot shows what a chat holds.
+    await ask(page, "Where is the release codename defined?");
+    await page.locator(".message.assistant .markdown", { hasText: "The codename is Bluefin." }).waitFor();
     const conversation = new URL(page.url()).pathname;
     const pages = [conversation, "/chat", "/tools", "/tools/grep", "/servers", "/activity", "/approvals", "/sessions", "/specs", "/specs/002-search-index"];
     // The reviewer's set (web/screenshots/, when SCREENSHOTS names it): a page each, named by
