@@ -419,6 +419,14 @@ fn a_long_word_does_not_widen_any_page_on_a_desktop() {
     assert_eq!(found["folded"], Value::Null);
 }
 
+/// The file of spec 002 says it is complete.
+fn assert_search_index_complete_on_disk(flow: &Flow) {
+    let on_disk =
+        std::fs::read_to_string(flow.project.path().join("specs/002-search-index/README.md"))
+            .expect("the spec's file");
+    assert!(on_disk.contains("status: complete"), "{on_disk}");
+}
+
 /// Issue 30: `/specs` shows the board of a project with specs (it was a blank page): a column a
 /// status with each spec's number, title, priority and tags; a spec opened shows its body as
 /// rendered Markdown and its relationships as links; a status change (allowed by policy here)
@@ -489,6 +497,30 @@ on_both_screens!(
     the_specs_board_shows_columns_opens_a_spec_and_moves_it_on_a_status_change,
     the_specs_board_works_on_a_phone
 );
+
+/// A status change under the default policy waits in the approvals queue: the spec's page says
+/// so (and the navigation counts it), offers the approval's buttons, and shows the new status
+/// once it is allowed there; the change then runs once.
+#[test]
+fn a_status_change_waits_for_approval_on_the_spec_page() {
+    let flow = start("specwait", Screen::Desktop, "");
+    let found = browse(&flow, "specwait", &[]);
+    assert_eq!(
+        found["said"],
+        "Waiting for approval: the change to spec_update waits in the approvals queue. Allow Deny",
+        "{found}"
+    );
+    assert_eq!(found["counted"], "1", "{found}");
+    assert_eq!(found["gone"], true, "{found}");
+    let log = flow.served.get("/api/logs?tool=spec_update");
+    let entries = log.json()["entries"].clone();
+    assert_eq!(entries.as_array().map(Vec::len), Some(1), "{}", log.body);
+    assert_eq!(entries[0]["outcome"], "ok", "{}", log.body);
+    let on_disk =
+        std::fs::read_to_string(flow.project.path().join("specs/002-search-index/README.md"))
+            .expect("the spec's file");
+    assert!(on_disk.contains("status: complete"), "{on_disk}");
+}
 
 /// Issue 30: a project without a specs directory gets the API's sentence, not a blank page.
 #[test]

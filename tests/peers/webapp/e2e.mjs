@@ -3,7 +3,7 @@
 // checks what the flows leave on disk and in the server).
 //
 // Usage: node e2e.mjs PHASE URL SCRATCH
-//   PHASE   chat | conversations | layout | specs | nospecs | approvals | reload | elsewhere | questions | tools | servers | signin | activity | sessions | progress | a11y | perf
+//   PHASE   chat | conversations | layout | specs | specwait | nospecs | approvals | reload | elsewhere | questions | tools | servers | signin | activity | sessions | progress | a11y | perf
 //   URL     the web app's URL as `toolmux serve` printed it (with `#token=…`)
 //   SCRATCH a folder for the browser's profile and the screenshots
 // SCREENSHOTS (optional) is a folder where the layout flow puts a screenshot of each page
@@ -363,6 +363,26 @@ const phases = {
     const movedShot = await shot(page, "specs-moved");
     await context.close();
     return { board, rendered, relationships, status, requiredBy, moved, screenshots: [boardShot, specShot, movedShot], problems };
+  },
+
+  // A status change under the default policy (a write asks): the page says it waits, with the
+  // approval's buttons, and shows the new status once Allow is pressed.
+  async specwait() {
+    const { context, page, problems } = await open();
+    await showPage(page, "/specs/002-search-index");
+    await page.getByLabel("Status").selectOption("complete");
+    await page.getByRole("button", { name: "Change status" }).click();
+    const waiting = page.getByRole("status").filter({ hasText: "Waiting for approval" });
+    await waiting.waitFor();
+    const said = await waiting.textContent();
+    const counted = await waitingCount(page).textContent();
+    const waitingShot = await shot(page, "spec-waiting");
+    await waiting.getByRole("button", { name: "Allow" }).click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="spec-status"]')?.textContent === "complete");
+    const gone = await becomesHidden(waiting);
+    const screenshot = await shot(page, "spec-allowed");
+    await context.close();
+    return { said, counted, gone, screenshots: [waitingShot, screenshot], problems };
   },
 
   // A project without a `specs` directory: the board page says so in the API's words.
