@@ -486,10 +486,7 @@ fn specs_flow(screen: Screen) {
         ]),
         "{found}"
     );
-    let on_disk =
-        std::fs::read_to_string(flow.project.path().join("specs/002-search-index/README.md"))
-            .expect("the spec's file");
-    assert!(on_disk.contains("status: complete"), "{on_disk}");
+    assert_search_index_complete_on_disk(&flow);
 }
 
 on_both_screens!(
@@ -516,10 +513,7 @@ fn a_status_change_waits_for_approval_on_the_spec_page() {
     let entries = log.json()["entries"].clone();
     assert_eq!(entries.as_array().map(Vec::len), Some(1), "{}", log.body);
     assert_eq!(entries[0]["outcome"], "ok", "{}", log.body);
-    let on_disk =
-        std::fs::read_to_string(flow.project.path().join("specs/002-search-index/README.md"))
-            .expect("the spec's file");
-    assert!(on_disk.contains("status: complete"), "{on_disk}");
+    assert_search_index_complete_on_disk(&flow);
 }
 
 /// Issue 30: a project without a specs directory gets the API's sentence, not a blank page.
