@@ -156,11 +156,17 @@ function SpecPage({ spec, waiting }: { spec: string; waiting: Waiting }) {
     },
     onSuccess: () => setStatus(null),
   });
-  // The approval this page's change waits on, while it waits.
-  const approval = change.isPending
-    ? waiting.approvals.find((a) => a.request.tool === "spec_update" && a.request.channel === "rest")
-    : undefined;
   const data = view.data;
+  // The approval this page's change waits on, while it waits: a REST call of `spec_update` on
+  // the spec as this page names it.
+  const approval = change.isPending
+    ? waiting.approvals.find(
+        (a) =>
+          a.request.tool === "spec_update" &&
+          a.request.channel === "rest" &&
+          (a.request.arguments as { spec?: unknown } | null)?.spec === spec,
+      )
+    : undefined;
   return (
     <section className="spec">
       <p>
