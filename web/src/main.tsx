@@ -14,6 +14,7 @@ const Servers = lazy(() => import("./pages/Servers"));
 const Activity = lazy(() => import("./pages/Activity"));
 const Approvals = lazy(() => import("./pages/Approvals"));
 const Sessions = lazy(() => import("./pages/Sessions"));
+const Specs = lazy(() => import("./pages/Specs"));
 
 type Theme = "light" | "dark" | "system";
 
@@ -36,8 +37,7 @@ const PAGES = [
   { href: "/activity", label: "Activity" },
   { href: "/approvals", label: "Approvals" },
   { href: "/sessions", label: "Sessions" },
-  // The spec board arrives with its own issue; its place is kept.
-  { href: "/specs", label: "Specs", soon: true },
+  { href: "/specs", label: "Specs" },
 ];
 
 function Shell() {
@@ -76,7 +76,7 @@ function Shell() {
             )}
           </FoldButton>
           <ul id="pages">
-            {PAGES.filter((p) => !p.soon).map((p) => (
+            {PAGES.map((p) => (
               <li key={p.href}>
                 <Link to={p.href} aria-current={section === p.href ? "page" : undefined}>
                   {p.label}
@@ -111,6 +111,7 @@ function Shell() {
           {section === "/activity" && <Activity />}
           {section === "/approvals" && <Approvals waiting={waiting} />}
           {section === "/sessions" && <Sessions path={path} />}
+          {section === "/specs" && <Specs path={path} waiting={waiting} />}
           {!page && section !== "/" && (
             <section>
               <h1>Not found</h1>

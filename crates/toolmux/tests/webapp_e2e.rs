@@ -102,12 +102,44 @@ fn fixtures(dir: &std::path::Path) -> PathBuf {
     path
 }
 
-/// A project with release notes, a secret plan, and aimock as its model; no API key, so
-/// `serve` makes the local token the page signs in with. `extra` adds configuration keys.
-fn project(aimock: &Aimock, extra: &str) -> TestProject {
+/// Four LeanSpec specs: two planned (one the child of a complete one), one in progress that
+/// depends on the first, with a body of headings, emphasis and a checklist.
+const SPECS: [(&str, &str); 4] = [
+    (
+        "specs/001-auth-login/README.md",
+        "---\nstatus: planned\ncreated: 2025-01-10\npriority: high\ntags: [api, auth]\n---\n\n\
+         # Auth Login\n\n## Plan\n\n- [ ] write the login form\n",
+    ),
+    (
+        "specs/002-search-index/README.md",
+        "---\nstatus: in-progress\ncreated: 2025-02-01\npriority: medium\ntags: [search]\n\
+         depends_on:\n  - 001-auth-login\n---\n\n# Search Index\n\nAn index of **every** document.\n\n\
+         ## Design\n\n- one shard a folder\n- rebuilt nightly\n",
+    ),
+    (
+        "specs/003-billing/README.md",
+        "---\nstatus: complete\ncreated: 2025-03-01\npriority: low\ntags: [api]\n---\n\n\
+         # Billing\n\nInvoices and payments.\n",
+    ),
+    (
+        "specs/004-billing-invoices/README.md",
+        "---\nstatus: planned\ncreated: 2025-03-02\npriority: medium\ntags: [api, billing]\n\
+         assignee: ana\nparent: 003-billing\n---\n\n# Billing Invoices\n\nMonthly invoices.\n",
+    ),
+];
+
+/// A project with release notes, a secret plan, the specs above unless `specs` is false, and
+/// aimock as its model; no API key, so `serve` makes the local token the page signs in with.
+/// `extra` adds configuration keys.
+fn project(aimock: &Aimock, extra: &str, specs: bool) -> TestProject {
     let project = toolmux_project();
     project.write("notes/release.md", "# Release\nThe codename is Bluefin.\n");
     project.write("plan.txt", "secret\nplan\n");
+    if specs {
+        for (path, text) in SPECS {
+            project.write(path, text);
+        }
+    }
     let extra = extra.trim();
     let sep = if extra.is_empty() { "" } else { ", " };
     project.config(&format!(
@@ -169,12 +201,18 @@ struct Flow {
     _fixtures: tempfile::TempDir,
 }
 
-/// A server for the flow `name` on `screen`, with `extra` configuration keys.
+/// A server for the flow `name` on `screen`, with `extra` configuration keys, on a project
+/// with specs.
 fn start(name: &str, screen: Screen, extra: &str) -> Flow {
+    start_project(name, screen, extra, true)
+}
+
+/// A server for the flow `name` on `screen`, on a project with specs or not.
+fn start_project(name: &str, screen: Screen, extra: &str, specs: bool) -> Flow {
     let fixtures_dir = tempfile::tempdir().expect("a folder for the fixtures");
     let fixtures = fixtures(fixtures_dir.path());
     let aimock = Aimock::start(fixtures.to_str().expect("a UTF-8 path"));
-    let project = project(&aimock, extra);
+    let project = project(&aimock, extra, specs);
     let served = Served::start(&project, &[]);
     assert!(
         served.token.is_some(),
@@ -317,10 +355,50 @@ on_both_screens!(
 
 /// Issue 30: every page on `screen`, with a 300-character word in the conversation: no page
 /// scrolls sideways and Send stays on screen.
+///
+/// With `TOOLMUX_UPDATE_SCREENSHOTS=1` the flow also writes a screenshot of each page to
+/// `web/screenshots/` (`chat-desktop.png`, `chat-phone.png`, ...), the set committed for
+/// reviewers; without it the tree stays as it is.
 fn layout_flow(screen: Screen) -> Value {
     let flow = start("layout", screen, "");
-    let found = browse(&flow, "layout", &[]);
-    assert_eq!(found["pages"], 8, "{found}");
+    let screenshots = concat!(env!("CARGO_MANIFEST_DIR"), "/../../web/screenshots");
+    let update = std::env::var("TOOLMUX_UPDATE_SCREENSHOTS").is_ok_and(|v| v == "1");
+    if update {
+        std::fs::create_dir_all(screenshots).expect("create web/screenshots");
+    }
+    let env: &[(&str, &str)] = if update {
+        &[("SCREENSHOTS", screenshots)]
+    } else {
+        &[]
+    };
+    let started = std::time::SystemTime::now();
+    let found = browse(&flow, "layout", env);
+    assert_eq!(found["pages"], 10, "{found}");
+    if update {
+        let suffix = match screen {
+            Screen::Desktop => "desktop",
+            Screen::Phone => "phone",
+        };
+        for page in [
+            "chat",
+            "chat-new",
+            "tools",
+            "tool",
+            "servers",
+            "activity",
+            "approvals",
+            "sessions",
+            "specs",
+            "spec",
+        ] {
+            let path = format!("{screenshots}/{page}-{suffix}.png");
+            let written = std::fs::metadata(&path).and_then(|m| m.modified());
+            assert!(
+                written.is_ok_and(|at| at >= started),
+                "{path} was not written by this run"
+            );
+        }
+    }
     assert_eq!(found["overflowing"], json!([]), "{found}");
     assert_eq!(found["hiddenSend"], json!([]), "{found}");
     found
@@ -339,6 +417,113 @@ fn no_page_scrolls_sideways_on_a_phone_and_its_lists_fold() {
 fn a_long_word_does_not_widen_any_page_on_a_desktop() {
     let found = layout_flow(Screen::Desktop);
     assert_eq!(found["folded"], Value::Null);
+}
+
+/// The file of spec 002 says it is complete.
+fn assert_search_index_complete_on_disk(flow: &Flow) {
+    let on_disk =
+        std::fs::read_to_string(flow.project.path().join("specs/002-search-index/README.md"))
+            .expect("the spec's file");
+    assert!(on_disk.contains("status: complete"), "{on_disk}");
+}
+
+/// Issue 30: `/specs` shows the board of a project with specs (it was a blank page): a column a
+/// status with each spec's number, title, priority and tags; a spec opened shows its body as
+/// rendered Markdown and its relationships as links; a status change (allowed by policy here)
+/// moves its card to the new column, and the file on disk says the new status.
+fn specs_flow(screen: Screen) {
+    let flow = start(
+        "specs",
+        screen,
+        r#""policies": {"tools": {"spec_update": "allow"}}"#,
+    );
+    let found = browse(&flow, "specs", &[]);
+    let card = |title: &str, badges: &[&str]| json!({"title": title, "badges": badges});
+    let search_index = card("#002 Search Index", &["medium", "search"]);
+    let billing = card("#003 Billing", &["low", "api"]);
+    // The board's columns, with what is in progress and what is complete as given.
+    let board = |in_progress: Value, complete: Value| {
+        json!([
+            {"name": "draft", "cards": []},
+            {"name": "planned", "cards": [
+                card("#001 Auth Login", &["high", "api", "auth"]),
+                card("#004 Billing Invoices", &["medium", "api", "billing"]),
+            ]},
+            {"name": "in-progress", "cards": in_progress},
+            {"name": "complete", "cards": complete},
+        ])
+    };
+    assert_eq!(
+        found["board"],
+        board(json!([search_index]), json!([billing])),
+        "{found}"
+    );
+    assert_eq!(
+        found["rendered"],
+        json!({"headings": ["Design"], "strong": ["every"],
+               "items": ["one shard a folder", "rebuilt nightly"]}),
+        "{found}"
+    );
+    assert_eq!(
+        found["relationships"],
+        json!([
+            ["Parent", []],
+            ["Children", []],
+            ["Depends on", ["/specs/001-auth-login"]],
+            ["Required by", []]
+        ]),
+        "{found}"
+    );
+    assert_eq!(found["status"], "complete", "{found}");
+    assert_eq!(found["requiredBy"], json!(["002-search-index"]), "{found}");
+    assert_eq!(
+        found["moved"],
+        board(json!([]), json!([search_index, billing])),
+        "{found}"
+    );
+    assert_search_index_complete_on_disk(&flow);
+}
+
+on_both_screens!(
+    specs_flow:
+    the_specs_board_shows_columns_opens_a_spec_and_moves_it_on_a_status_change,
+    the_specs_board_works_on_a_phone
+);
+
+/// A status change under the default policy waits in the approvals queue: the spec's page says
+/// so (and the navigation counts it), offers the approval's buttons, and shows the new status
+/// once it is allowed there; the change then runs once.
+#[test]
+fn a_status_change_waits_for_approval_on_the_spec_page() {
+    let flow = start("specwait", Screen::Desktop, "");
+    let found = browse(&flow, "specwait", &[]);
+    assert_eq!(
+        found["said"],
+        "Waiting for approval: the change to spec_update waits in the approvals queue. Allow Deny",
+        "{found}"
+    );
+    assert_eq!(found["counted"], "1", "{found}");
+    assert_eq!(found["gone"], true, "{found}");
+    let log = flow.served.get("/api/logs?tool=spec_update");
+    let entries = log.json()["entries"].clone();
+    assert_eq!(entries.as_array().map(Vec::len), Some(1), "{}", log.body);
+    assert_eq!(entries[0]["outcome"], "ok", "{}", log.body);
+    assert_search_index_complete_on_disk(&flow);
+}
+
+/// Issue 30: a project without a specs directory gets the API's sentence, not a blank page.
+#[test]
+fn a_project_without_specs_says_so_on_the_specs_page() {
+    let flow = start_project("nospecs", Screen::Desktop, "", false);
+    let found = browse(&flow, "nospecs", &[]);
+    assert_eq!(found["heading"], "Specs", "{found}");
+    assert_eq!(
+        found["said"],
+        "this project has no specs directory, so there are no specs to serve: create `specs/` in \
+         the project (or name another directory as `specsDir` in `.lean-spec/config.json`) and \
+         restart `toolmux serve`",
+        "{found}"
+    );
 }
 
 /// The policy that makes every `file_read` wait for a person.
@@ -766,7 +951,7 @@ fn signin_flow(screen: Screen) {
         r#""mcpServers": {{"oauthy": {{"url": {}, "oauth": {{"clientId": "toolmux-test"}}}}}}"#,
         Value::from(mcp_url)
     );
-    let project = project(&aimock, &extra);
+    let project = project(&aimock, &extra, true);
     // The tokens go to the encrypted-file store: the machine has no keyring.
     let served = Served::start_with_env(&project, &[], &[("TOOLMUX_SECRET_BACKEND", "file")]);
     let scratch = scratch(&screen.folder("signin"));
@@ -802,7 +987,7 @@ fn a11y_flow(screen: Screen) {
     let found = browse(&flow, "a11y", &[]);
     assert_eq!(found["serious"], json!([]), "{}", found["findings"]);
     assert_eq!(found["first"], "Skip to content");
-    assert_eq!(found["screenshots"].as_array().map(Vec::len), Some(7));
+    assert_eq!(found["screenshots"].as_array().map(Vec::len), Some(9));
 }
 
 on_both_screens!(

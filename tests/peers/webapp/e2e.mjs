@@ -3,9 +3,11 @@
 // checks what the flows leave on disk and in the server).
 //
 // Usage: node e2e.mjs PHASE URL SCRATCH
-//   PHASE   chat | conversations | layout | approvals | reload | elsewhere | questions | tools | servers | signin | activity | sessions | progress | a11y | perf
+//   PHASE   chat | conversations | layout | specs | specwait | nospecs | approvals | reload | elsewhere | questions | tools | servers | signin | activity | sessions | progress | a11y | perf
 //   URL     the web app's URL as `toolmux serve` printed it (with `#token=…`)
 //   SCRATCH a folder for the browser's profile and the screenshots
+// SCREENSHOTS (optional) is a folder where the layout flow puts a screenshot of each page
+// (`web/screenshots/`, for reviewers).
 // E2E_WIDTH (optional) is the viewport's width, for a phone-sized screen (390 × 844); without it
 // the screen is a desktop's (1280 × 800).
 // Prints one JSON object of findings on stdout; exits 1 with the reason when a flow fails.
@@ -260,8 +262,14 @@ const phases = {
     const word = "W".repeat(300);
     await ask(page, `Repeat the long word ${word}`);
     await page.locator(".message.assistant", { hasText: "Here it is:" }).waitFor();
+    // A turn with tool cards after it, so the conversation's screenshot shows what a chat holds.
+    await ask(page, "Where is the release codename defined?");
+    await page.locator(".message.assistant .markdown", { hasText: "The codename is Bluefin." }).waitFor();
     const conversation = new URL(page.url()).pathname;
-    const pages = [conversation, "/chat", "/tools", "/tools/grep", "/servers", "/activity", "/approvals", "/sessions"];
+    const pages = [conversation, "/chat", "/tools", "/tools/grep", "/servers", "/activity", "/approvals", "/sessions", "/specs", "/specs/002-search-index"];
+    // The reviewer's set (web/screenshots/, when SCREENSHOTS names it): a page each, named by
+    // what it shows and the screen it was taken on.
+    const named = { [conversation]: "chat", "/chat": "chat-new", "/tools/grep": "tool", "/specs/002-search-index": "spec" };
     const overflowing = [];
     const hiddenSend = [];
     const screenshots = [];
@@ -277,6 +285,10 @@ const phases = {
           hiddenSend.push({ path, box });
       }
       screenshots.push(await shot(page, `layout${path === conversation ? "-conversation" : path.replaceAll("/", "-")}`));
+      if (process.env.SCREENSHOTS) {
+        const name = named[path] ?? path.slice(1);
+        await page.screenshot({ path: join(process.env.SCREENSHOTS, `${name}-${phone ? "phone" : "desktop"}.png`) });
+      }
     }
     let folded = null;
     if (phone) {
@@ -300,6 +312,90 @@ const phases = {
     }
     await context.close();
     return { overflowing, hiddenSend, folded, pages: pages.length, screenshots, problems };
+  },
+
+  // The specs board (issue 30: `/specs` was a blank page): its columns as shown, a spec opened
+  // with its body rendered and its relationships as links, and a status change that moves its
+  // card to the new column.
+  async specs() {
+    const { context, page, problems } = await open();
+    const columns = () =>
+      page.locator(".board .column").evaluateAll((cols) =>
+        cols.map((c) => ({
+          name: c.querySelector("h2").firstChild.textContent.trim(),
+          cards: [...c.querySelectorAll(".spec-card")].map((card) => ({
+            title: card.querySelector("a").textContent,
+            badges: [...card.querySelectorAll(".badge")].map((b) => b.textContent),
+          })),
+        })),
+      );
+    await visit(page, "Specs");
+    await page.waitForURL((u) => u.pathname === "/specs");
+    await page.locator(".board").waitFor();
+    const board = await columns();
+    const boardShot = await shot(page, "specs");
+    await page.getByRole("link", { name: "#002 Search Index" }).click();
+    await page.waitForURL((u) => u.pathname === "/specs/002-search-index");
+    const body = page.getByRole("article", { name: "Spec" });
+    await body.locator(".markdown").waitFor();
+    const rendered = {
+      headings: await body.locator("h2").allTextContents(),
+      strong: await body.locator("strong").allTextContents(),
+      items: await body.locator("li").allTextContents(),
+    };
+    const relationships = await page.locator(".relationships > div").evaluateAll((rows) =>
+      rows.map((r) => [r.querySelector("dt").textContent, [...r.querySelectorAll("dd a")].map((a) => a.getAttribute("href"))]),
+    );
+    const specShot = await shot(page, "spec");
+    await page.getByLabel("Status").selectOption("complete");
+    await page.getByRole("button", { name: "Change status" }).click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="spec-status"]')?.textContent === "complete");
+    const status = await page.getByTestId("spec-status").textContent();
+    // A relationship is a link: the spec it depends on opens.
+    await page.locator(".relationships a", { hasText: "001-auth-login" }).click();
+    await page.waitForURL((u) => u.pathname === "/specs/001-auth-login");
+    await page.getByRole("heading", { name: "#001 Auth Login" }).waitFor();
+    const requiredBy = await page.locator(".relationships > div", { hasText: "Required by" }).locator("a").allTextContents();
+    await page.getByRole("link", { name: "← Specs board" }).click();
+    await page.waitForURL((u) => u.pathname === "/specs");
+    await page.locator(".board").waitFor();
+    const moved = await columns();
+    const movedShot = await shot(page, "specs-moved");
+    await context.close();
+    return { board, rendered, relationships, status, requiredBy, moved, screenshots: [boardShot, specShot, movedShot], problems };
+  },
+
+  // A status change under the default policy (a write asks): the page says it waits, with the
+  // approval's buttons, and shows the new status once Allow is pressed.
+  async specwait() {
+    const { context, page, problems } = await open();
+    await showPage(page, "/specs/002-search-index");
+    await page.getByLabel("Status").selectOption("complete");
+    await page.getByRole("button", { name: "Change status" }).click();
+    const waiting = page.getByRole("status").filter({ hasText: "Waiting for approval" });
+    await waiting.waitFor();
+    const said = await waiting.textContent();
+    const counted = await waitingCount(page).textContent();
+    const waitingShot = await shot(page, "spec-waiting");
+    await waiting.getByRole("button", { name: "Allow" }).click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="spec-status"]')?.textContent === "complete");
+    const gone = await becomesHidden(waiting);
+    const screenshot = await shot(page, "spec-allowed");
+    await context.close();
+    return { said, counted, gone, screenshots: [waitingShot, screenshot], problems };
+  },
+
+  // A project without a `specs` directory: the board page says so in the API's words.
+  async nospecs() {
+    const { context, page, problems } = await open();
+    await visit(page, "Specs");
+    const notice = page.getByRole("status").filter({ hasText: "specs" });
+    await notice.waitFor();
+    const said = await notice.textContent();
+    const heading = await page.locator("main h1").textContent();
+    const screenshot = await shot(page, "nospecs");
+    await context.close();
+    return { said, heading, screenshots: [screenshot], problems };
   },
 
   // An `ask` tool: the approval inline (and counted in the navigation), Deny with a reason
@@ -687,7 +783,7 @@ const phases = {
     await page.locator(".message.assistant .markdown", { hasText: "The codename is Bluefin." }).waitFor();
     const conversation = new URL(page.url()).pathname;
     // The keyboard check below starts from the last page's top: keep /approvals last.
-    const pages = [conversation, "/tools", "/tools/grep", "/servers", "/activity", "/sessions", "/approvals"];
+    const pages = [conversation, "/tools", "/tools/grep", "/servers", "/activity", "/sessions", "/specs", "/specs/002-search-index", "/approvals"];
     const findings = {};
     const screenshots = [];
     for (const scheme of ["light", "dark"]) {
