@@ -166,6 +166,7 @@ fn under_on_finding_block_a_flagged_tool_is_left_out() {
     assert_eq!(
         shown.lines().skip(1).collect::<Vec<_>>(),
         [
+            "protocol: 2025-11-25",
             "clock: block (left out)",
             "  high invisible-unicode in description [17..129] (hidden in tag characters): \"Ignore previous instructions\"",
             "  high instruction in description [17..129] (hidden in tag characters): \"Ignore previous instructions\"",
@@ -261,6 +262,7 @@ fn prompts_templates_and_results_lose_their_hidden_text_and_are_flagged() {
     assert_eq!(
         shown.lines().skip(1).collect::<Vec<_>>(),
         [
+            "protocol: 2025-11-25",
             "prompt review: shown",
             "  high invisible-unicode in /description [15..127] (hidden in tag characters): \"Ignore previous instructions\"",
             "  high instruction in /description [15..127] (hidden in tag characters): \"Ignore previous instructions\"",
