@@ -71,6 +71,10 @@ fn fixtures(dir: &std::path::Path) -> PathBuf {
          "response": {"toolCalls": [call("call_twice_2", "file_read", json!({"path": "plan.txt"}))]}},
         {"match": {"toolCallId": "call_twice_2", "toolResultContains": "secret"},
          "response": {"content": "Read it twice."}},
+        {"match": {"userMessage": "Read the plan first", "hasToolResult": false},
+         "response": {"toolCalls": [call("call_first", "file_read", json!({"path": "plan.txt"}))]}},
+        {"match": {"toolCallId": "call_first", "toolResultContains": "secret"},
+         "response": {"content": "First read."}},
         {"match": {"userMessage": "Read the plan after a reload", "hasToolResult": false},
          "response": {"toolCalls": [call("call_reload", "file_read", json!({"path": "plan.txt"}))]}},
         {"match": {"toolCallId": "call_reload", "toolResultContains": "secret"},
@@ -599,7 +603,8 @@ fn ended_turn_texts(flow: &Flow, address: &Value) -> Vec<String> {
 }
 
 /// Issue 30: a page reloaded while its turn waits on an approval does not cancel the turn; the
-/// reloaded page shows the approval (from the queue) with live buttons and, once it is
+/// reloaded page shows the approval (from the queue) with live buttons in the waiting call's
+/// card — not in the earlier turn's card of the same call, already done — and, once it is
 /// answered, the turn's answer.
 fn reload_flow(screen: Screen) {
     let flow = start("reload", screen, FILE_READ_ASKS);
@@ -609,24 +614,39 @@ fn reload_flow(screen: Screen) {
         json!(["Allow once", "Allow for this conversation", "Deny"]),
         "{found}"
     );
+    let outcomes = |cards: &Value| -> Vec<Value> {
+        cards
+            .as_array()
+            .map(|cards| cards.iter().map(|c| c["outcome"].clone()).collect())
+            .unwrap_or_default()
+    };
     assert_eq!(
-        found["waitingCards"][0]["outcome"], "waiting for you",
+        outcomes(&found["waitingCards"]),
+        [json!("done"), json!("waiting for you")],
         "{found}"
     );
     assert_eq!(
-        found["waitingCards"][0]["badge"], "built-in · workspace",
+        found["waitingCards"][1]["badge"], "built-in · workspace",
         "{found}"
     );
-    assert_eq!(found["cards"].as_array().map(Vec::len), Some(1), "{found}");
-    assert_eq!(found["cards"][0]["outcome"], "done", "{found}");
     assert_eq!(
-        found["cards"][0]["badge"], "built-in · workspace",
+        outcomes(&found["cards"]),
+        [json!("done"), json!("done")],
         "{found}"
     );
-    assert_eq!(file_read_outcomes(&flow), ["ok"]);
+    assert_eq!(
+        found["cards"][1]["badge"], "built-in · workspace",
+        "{found}"
+    );
+    assert_eq!(file_read_outcomes(&flow), ["ok", "ok"]);
     assert_eq!(
         ended_turn_texts(&flow, &found["address"]),
-        ["Read the plan after a reload", "The plan says secret."]
+        [
+            "Read the plan first",
+            "First read.",
+            "Read the plan after a reload",
+            "The plan says secret."
+        ]
     );
 }
 

@@ -444,11 +444,17 @@ const phases = {
   },
 
   // A turn survives a reload (issue 30): reloaded while its approval waits, the page shows the
-  // approval from the queue with live buttons, and once it is answered, the turn's answer.
+  // approval from the queue with live buttons, and once it is answered, the turn's answer. The
+  // turn before it made the same call, already done: the approval belongs to the waiting one.
   async reload() {
     const { context, page, problems } = await open();
+    await ask(page, "Read the plan first");
+    // Only a waiting approval has buttons: the first turn's answered one keeps none.
+    const allow = page.getByRole("button", { name: "Allow once" });
+    await allow.click();
+    await page.locator(".message.assistant", { hasText: "First read." }).waitFor();
     await ask(page, "Read the plan after a reload");
-    await page.locator("section.approval-card").first().getByRole("button", { name: "Allow once" }).waitFor();
+    await allow.waitFor();
     await page.waitForURL((u) => /^\/chat\/.+/.test(u.pathname));
     const address = new URL(page.url()).pathname;
     await page.reload();

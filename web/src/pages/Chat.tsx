@@ -401,16 +401,21 @@ function canonical(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
-/// Which call each approval is for, by call id: the first call not yet matched of the same
-/// tool with the same arguments (an approval does not name its call). An approval with no such
-/// call is shown on its own.
+/// Which call each approval is for, by call id: the latest call still without a result, not yet
+/// matched, of the same tool with the same arguments (an approval does not name its call). A
+/// call that has its result is never the one waiting, however alike an earlier turn's call is.
+/// An approval with no such call is shown on its own.
 function approvalsByCall(messages: UIMessage[], approvals: ApprovalData[]): Map<string, ApprovalData> {
   const byCall = new Map<string, ApprovalData>();
   if (approvals.length === 0) return byCall;
-  const calls = messages.flatMap((m) => m.parts.filter((p): p is DynamicToolUIPart => p.type === "dynamic-tool"));
+  const open = messages
+    .flatMap((m) => m.parts.filter((p): p is DynamicToolUIPart => p.type === "dynamic-tool"))
+    .filter((c) => c.state === "input-streaming" || c.state === "input-available")
+    .reverse();
+  if (open.length === 0) return byCall;
   for (const approval of approvals) {
     const args = canonical(approval.arguments);
-    const call = calls.find((c) => !byCall.has(c.toolCallId) && c.toolName === approval.tool && canonical(c.input) === args);
+    const call = open.find((c) => !byCall.has(c.toolCallId) && c.toolName === approval.tool && canonical(c.input) === args);
     if (call) byCall.set(call.toolCallId, approval);
   }
   return byCall;
@@ -765,7 +770,9 @@ export default function Chat({ path, waiting }: { path: string; waiting: Waiting
       reading = true;
       // Through the query cache, as the first read was.
       queryClient
-        .fetchQuery({ queryKey: conversationKey(followed.id), queryFn: () => readConversation(followed.id) })
+        // `gcTime: 0` as the first read's: a fetch keeps the longest time any asked for, and a
+        // conversation left must be read afresh when opened again (another tab may go on with it).
+        .fetchQuery({ queryKey: conversationKey(followed.id), queryFn: () => readConversation(followed.id), gcTime: 0 })
         .then((r) => {
           if (!wanted) return;
           followed.messages = toUiMessages(r.messages);

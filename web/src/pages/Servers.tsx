@@ -377,19 +377,27 @@ function ServerRow({ server, onChanged }: { server: Server; onChanged: () => Pro
   );
 }
 
+/// A list being read: `null` while it is, empty when the read failed (nothing to show, rather
+/// than "…" for ever).
+function offered(query: { data?: unknown[]; isError: boolean }): unknown[] | null {
+  return query.data ?? (query.isError ? [] : null);
+}
+
 /// What the servers offer besides tools, read again whenever `servers` (their names and
 /// discovery states) changes: a new server brings its prompts. A failed read lists nothing.
 function Offered({ servers }: { servers: string }) {
-  const prompts =
+  const prompts = offered(
     useQuery({
       queryKey: ["prompts", servers],
       queryFn: async () => (await api<{ prompts?: unknown[] }>("/api/prompts")).prompts ?? [],
-    }).data ?? (null as unknown[] | null);
-  const resources =
+    }),
+  );
+  const resources = offered(
     useQuery({
       queryKey: ["resources", servers],
       queryFn: async () => (await api<{ resources?: unknown[] }>("/api/resources")).resources ?? [],
-    }).data ?? (null as unknown[] | null);
+    }),
+  );
   return (
     <section aria-labelledby="offered-title">
       <h2 id="offered-title">Prompts and resources</h2>
