@@ -401,23 +401,25 @@ function canonical(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
-/// Which call each approval is for, by call id: the latest call still without a result, not yet
-/// matched, of the same tool with the same arguments (an approval does not name its call). A
-/// call that has its result is never the one waiting, however alike an earlier turn's call is.
-/// An approval with no such call is shown on its own.
-function approvalsByCall(messages: UIMessage[], approvals: ApprovalData[]): Map<string, ApprovalData> {
+/// Which call each approval is for, by call id (an approval does not name its call): one of the
+/// same tool with the same arguments, not yet matched. An approval the turn's stream sent came
+/// right after its call, so it is the first such call in order, answered or not (a call allowed
+/// for the conversation may be followed by the same call, which must not take its card). One
+/// from the queue (a reopened conversation, whose stream is gone) is waiting, so it is the
+/// latest such call still without a result: never an earlier turn's finished call. An
+/// approval with no such call is shown on its own.
+function approvalsByCall(messages: UIMessage[], streamed: ApprovalData[], queued: ApprovalData[]): Map<string, ApprovalData> {
   const byCall = new Map<string, ApprovalData>();
-  if (approvals.length === 0) return byCall;
-  const open = messages
-    .flatMap((m) => m.parts.filter((p): p is DynamicToolUIPart => p.type === "dynamic-tool"))
-    .filter((c) => c.state === "input-streaming" || c.state === "input-available")
-    .reverse();
-  if (open.length === 0) return byCall;
-  for (const approval of approvals) {
+  if (streamed.length === 0 && queued.length === 0) return byCall;
+  const calls = messages.flatMap((m) => m.parts.filter((p): p is DynamicToolUIPart => p.type === "dynamic-tool"));
+  const open = calls.filter((c) => c.state === "input-streaming" || c.state === "input-available").reverse();
+  const match = (candidates: DynamicToolUIPart[], approval: ApprovalData) => {
     const args = canonical(approval.arguments);
-    const call = open.find((c) => !byCall.has(c.toolCallId) && c.toolName === approval.tool && canonical(c.input) === args);
+    const call = candidates.find((c) => !byCall.has(c.toolCallId) && c.toolName === approval.tool && canonical(c.input) === args);
     if (call) byCall.set(call.toolCallId, approval);
-  }
+  };
+  for (const approval of streamed) match(calls, approval);
+  for (const approval of queued) match(open, approval);
   return byCall;
 }
 
@@ -492,10 +494,11 @@ function Conversation(props: {
   const queued = streaming ? [] : waitingHere.approvals.filter((a) => !inline.has(a.id));
   const queuedInputs = streaming ? [] : waitingHere.inputs.filter((i) => !inline.has(i.id));
   // Each approval is shown in the card of the call it is for, one card per call.
-  const byCall = approvalsByCall(messages, [
-    ...messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "data-approval" ? [p.data as ApprovalData] : []))),
-    ...queued.map(approvalData),
-  ]);
+  const byCall = approvalsByCall(
+    messages,
+    messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "data-approval" ? [p.data as ApprovalData] : []))),
+    queued.map(approvalData),
+  );
   const inCards = new Set([...byCall.values()].map((a) => a.approvalId));
   const send = (e: FormEvent) => {
     e.preventDefault();
