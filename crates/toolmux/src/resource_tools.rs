@@ -12,10 +12,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
 use toolmux_core::{
     BuiltinResources, Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor,
-    ToolErrorKind, ToolResult, WeakHub,
+    ToolErrorKind, ToolResult, WeakHub, input_schema, parse_arguments,
 };
 use toolmux_upstream::{Relay, RelayError, Upstreams};
 
@@ -44,8 +46,8 @@ impl ResourceTools {
         }
     }
 
-    async fn list(&self, relay: Relay<'_>, args: &Map<String, Value>) -> ToolResult {
-        let server = args.get("server").and_then(Value::as_str);
+    async fn list(&self, relay: Relay<'_>, args: ListArgs) -> ToolResult {
+        let server = args.server.as_deref();
         let of_server = |item: &Value| server.is_none_or(|s| item["server"] == s);
         let resources: Vec<Value> = served(relay.resources().await)
             .into_iter()
@@ -97,11 +99,8 @@ impl ResourceTools {
         ToolResult::structured_with_text(value, text.join("\n"))
     }
 
-    async fn read(&self, relay: Relay<'_>, args: &Map<String, Value>) -> ToolResult {
-        let Some(uri) = args.get("uri").and_then(Value::as_str) else {
-            return ToolResult::kind_error(ToolErrorKind::Invalid, "`uri` must be a string");
-        };
-        let read = match from_json(json!({ "uri": uri })) {
+    async fn read(&self, relay: Relay<'_>, args: ReadArgs) -> ToolResult {
+        let read = match from_json(json!({ "uri": args.uri })) {
             Ok(request) => to_json(relay.read_resource(request).await),
             Err(e) => Err(e),
         };
@@ -138,6 +137,23 @@ fn clean(value: Value) -> Value {
     toolmux_trust::visible_value(&value).unwrap_or(value)
 }
 
+/// `list_resources`' arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    /// Only this MCP server's resources (its name).
+    server: Option<String>,
+}
+
+/// `read_resource`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    /// The resource's URI.
+    #[schemars(length(min = 1))]
+    uri: String,
+}
+
 fn descriptors() -> Vec<ToolDescriptor> {
     let read_only = ToolAnnotations {
         read_only_hint: Some(true),
@@ -152,13 +168,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
          (documents, files, records they offer by URI) and toolmux's own (specs as \
          spec://NNN-name), each with its URI, name, server and description, and the servers' \
          URI templates.",
-        json!({
-            "type": "object",
-            "properties": {
-                "server": {"type": "string", "description": "Only this MCP server's resources (its name)."}
-            },
-            "additionalProperties": false
-        }),
+        input_schema::<ListArgs>(),
     );
     list.annotations = read_only.clone();
     let mut read = ToolDescriptor::new(
@@ -166,14 +176,7 @@ fn descriptors() -> Vec<ToolDescriptor> {
         "read_resource",
         "Reads one MCP resource by its URI (from list_resources, or a template with its \
          placeholders filled in) and returns its contents.",
-        json!({
-            "type": "object",
-            "properties": {
-                "uri": {"type": "string", "minLength": 1, "description": "The resource's URI."}
-            },
-            "required": ["uri"],
-            "additionalProperties": false
-        }),
+        input_schema::<ReadArgs>(),
     );
     read.annotations = read_only;
     vec![list, read]
@@ -210,9 +213,16 @@ impl Source for ResourceTools {
         // it limits their tools.
         let relay = Relay::new(Some(&self.upstreams), call.context.scope.as_deref())
             .with_builtin(&self.resources, hub.catalog());
+        let invalid = |e: String| ToolResult::kind_error(ToolErrorKind::Invalid, e);
         Ok(match call.tool.original_name.as_str() {
-            "list_resources" => self.list(relay, &call.arguments).await,
-            "read_resource" => self.read(relay, &call.arguments).await,
+            "list_resources" => match parse_arguments(&call.arguments) {
+                Ok(args) => self.list(relay, args).await,
+                Err(e) => invalid(e),
+            },
+            "read_resource" => match parse_arguments(&call.arguments) {
+                Ok(args) => self.read(relay, args).await,
+                Err(e) => invalid(e),
+            },
             other => ToolResult::error(format!("the resources source has no tool `{other}`")),
         })
     }
