@@ -154,7 +154,7 @@ impl ServeHandoff {
                 owner.pid
             ));
         }
-        if !listens_on(owner.pid, address.port()) {
+        if !listens_on(owner.pid, address) {
             return Err(format!(
                 "process {} does not listen on {address}",
                 owner.pid
@@ -253,9 +253,11 @@ impl Handoff for ServeHandoff {
     }
 }
 
-/// Whether process `pid` holds a listening TCP socket on `port` (read from `/proc`; a process
-/// of another user cannot be inspected, so it never does).
-fn listens_on(pid: u32, port: u16) -> bool {
+/// Whether process `pid` holds a listening TCP socket that `address` reaches: on its port and
+/// on its IP or the unspecified one (read from `/proc`; a process of another user cannot be
+/// inspected, so it never does). The IP counts: another listener may hold the same port on
+/// another loopback address (`127.0.0.2`, `::1`), and it must not get the token.
+fn listens_on(pid: u32, address: SocketAddr) -> bool {
     let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
         .filter_map(|table| std::fs::read_to_string(table).ok())
@@ -263,7 +265,7 @@ fn listens_on(pid: u32, port: u16) -> bool {
             table
                 .lines()
                 .skip(1)
-                .filter_map(|line| listening_inode(line, port))
+                .filter_map(|line| listening_inode(line, address))
                 .collect::<Vec<_>>()
         })
         .collect();
@@ -284,13 +286,68 @@ fn listens_on(pid: u32, port: u16) -> bool {
 }
 
 /// The socket inode of one line of `/proc/net/tcp{,6}` when it is a listening socket
-/// (state `0A`) on `port`.
-fn listening_inode(line: &str, port: u16) -> Option<String> {
+/// (state `0A`) that `address` reaches.
+fn listening_inode(line: &str, address: SocketAddr) -> Option<String> {
     let fields: Vec<&str> = line.split_whitespace().collect();
-    let local = fields.get(1)?;
-    let (_, local_port) = local.rsplit_once(':')?;
+    let (local_ip, local_port) = fields.get(1)?.rsplit_once(':')?;
     let listening = fields.get(3)? == &"0A";
-    (listening && u16::from_str_radix(local_port, 16).ok()? == port)
+    let ip = proc_net_ip(local_ip)?;
+    let reaches = ip.is_unspecified() || ip == address.ip().to_canonical();
+    (listening && reaches && u16::from_str_radix(local_port, 16).ok()? == address.port())
         .then(|| fields.get(9).map(|inode| (*inode).to_string()))
         .flatten()
+}
+
+/// An IP as `/proc/net/tcp{,6}` writes it: hex of 32-bit words in the machine's byte order
+/// (8 digits for IPv4, 32 for IPv6), an IPv4-mapped IPv6 one as its IPv4 address.
+fn proc_net_ip(hex: &str) -> Option<std::net::IpAddr> {
+    let word = |i: usize| -> Option<[u8; 4]> {
+        Some(
+            u32::from_str_radix(hex.get(i * 8..i * 8 + 8)?, 16)
+                .ok()?
+                .to_ne_bytes(),
+        )
+    };
+    match hex.len() {
+        8 => Some(std::net::Ipv4Addr::from(word(0)?).into()),
+        32 => {
+            let mut bytes = [0u8; 16];
+            for i in 0..4 {
+                bytes[i * 4..i * 4 + 4].copy_from_slice(&word(i)?);
+            }
+            Some(std::net::IpAddr::from(std::net::Ipv6Addr::from(bytes)).to_canonical())
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod proc_net_tests {
+    use super::*;
+
+    /// `/proc/net/tcp{,6}` lines as Linux writes them on this (little-endian) machine: a
+    /// listener on 127.0.0.1:8080 is reached by that address only, one on `::` by any.
+    #[test]
+    fn a_listener_is_reached_by_its_own_ip_or_from_the_unspecified_one() {
+        let v4 = "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4242 1";
+        let at = |a: &str| a.parse::<SocketAddr>().expect("an address");
+        assert_eq!(
+            listening_inode(v4, at("127.0.0.1:8080")).as_deref(),
+            Some("4242")
+        );
+        assert_eq!(listening_inode(v4, at("127.0.0.2:8080")), None);
+        assert_eq!(listening_inode(v4, at("[::1]:8080")), None);
+        assert_eq!(listening_inode(v4, at("127.0.0.1:8081")), None);
+        let any6 = "   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 77 1";
+        assert_eq!(
+            listening_inode(any6, at("127.0.0.2:8080")).as_deref(),
+            Some("77")
+        );
+        let loop6 = "   0: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 78 1";
+        assert_eq!(
+            listening_inode(loop6, at("[::1]:8080")).as_deref(),
+            Some("78")
+        );
+        assert_eq!(listening_inode(loop6, at("127.0.0.1:8080")), None);
+    }
 }

@@ -28,7 +28,12 @@ struct Recorder {
 
 impl Recorder {
     fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        Self::at("127.0.0.1:0")
+    }
+
+    /// A recorder listening at `address`.
+    fn at(address: &str) -> Self {
+        let listener = TcpListener::bind(address).expect("bind");
         let address = listener.local_addr().expect("address");
         let received = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(Mutex::new(0));
@@ -160,6 +165,37 @@ fn a_real_serve_named_with_another_address_gets_no_token_there() {
     let entry: Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
     let recorder = Recorder::start();
+    let pid = entry["owner"]["pid"].clone();
+    publish(
+        &project,
+        &json!({"owner": entry["owner"], "address": recorder.address}),
+    );
+    let stderr = run_here(&project);
+    refused(
+        &stderr,
+        &path,
+        &format!("process {pid} does not listen on {}", recorder.address),
+    );
+    assert_eq!(recorder.connections(), 0);
+    served.stop();
+}
+
+/// The real serve's port on another loopback IP is another listener's (here another
+/// process's, standing for another user's): it never gets the token, though serve holds that
+/// port on 127.0.0.1.
+#[test]
+fn the_real_serves_port_on_another_loopback_ip_gets_no_token() {
+    let project = project();
+    let served = toolmux_testkit::served::Served::start(&project, &[]);
+    let path = state(&project).join("serve.json");
+    let entry: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
+    let port = entry["address"]
+        .as_str()
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        .expect("serve's address")
+        .port();
+    let recorder = Recorder::at(&format!("127.0.0.2:{port}"));
     let pid = entry["owner"]["pid"].clone();
     publish(
         &project,
