@@ -47,6 +47,11 @@ pub trait UpstreamServers: Send + Sync {
     /// says why nothing was accepted (a tool named is not held).
     async fn trust(&self, name: &str, tools: Vec<String>) -> Option<Result<UpstreamView, String>>;
 
+    /// Forgets a server removed from the configuration: its discovery cache and its pins, so
+    /// that one added again by that name is trusted on its first discovery. `Err` says why a
+    /// file could not be removed.
+    fn forget(&self, name: &str) -> Result<(), String>;
+
     /// toolmux's own prompts (the skills', `skill__NAME`, without `server`), then every prompt
     /// of every enabled server, from the discovery caches (starting nothing), as MCP lists it
     /// but named as served (`PREFIX__prompt`) and with its `server`. Async because toolmux's
@@ -326,7 +331,8 @@ pub(crate) async fn replace(
     Ok(Json(discovered(&state, &name).await?))
 }
 
-/// Removes an upstream server: taken out of the configuration and the catalog, its process stopped.
+/// Removes an upstream server: taken out of the configuration and the catalog, its process
+/// stopped, its discovery cache and pins removed.
 #[utoipa::path(
     delete, path = "/api/mcp-servers/{name}", tag = "mcp-servers",
     params(("name" = String, Path, description = "The server's name")),
@@ -341,9 +347,13 @@ pub(crate) async fn remove(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    servers(&state)?;
-    state
+    let servers = servers(&state)?;
+    let name = state
         .write_config(Edit::remove(Section::Upstreams, name))
         .await?;
+    if let Err(e) = servers.forget(&name) {
+        // Removed from the configuration all the same; stale state only misleads later views.
+        tracing::warn!(server = %name, error = %e, "cannot remove its cache and pins");
+    }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -12,6 +12,7 @@
 //! The crate knows no MCP wire type and no configuration: it takes text and JSON values.
 
 mod patterns;
+pub mod flows;
 pub mod pins;
 mod unicode;
 

@@ -376,6 +376,19 @@ impl ServerPaths {
             log: dir.join(format!("{stem}.log")),
         }
     }
+    /// Forgets a removed server: its discovery cache (it describes a server that no longer
+    /// exists) and its pins (a server added again by that name is trusted on its first
+    /// discovery, as any new one). Its log stays for reading. A file already gone is not an
+    /// error.
+    pub fn forget(&self) -> std::io::Result<()> {
+        for path in [crate::pinning::pins_path(&self.cache), self.cache.clone()] {
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The keys of a server entry that decide its tool list.

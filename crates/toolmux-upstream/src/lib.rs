@@ -38,7 +38,7 @@ pub use cache::{
 pub use connection::MAX_TOOL_PAGES;
 pub use error::UpstreamError;
 pub use names::{MAX_NAME_LEN, registry_names};
-pub use pinning::pins_path;
+pub use pinning::{MAX_PINS_BYTES, pins_path};
 pub use relay::{Relay, RelayError, Relayed, Unknown};
 pub use schema::{MAX_SCHEMA_BYTES, Sanitised, input_schema, output_schema};
 pub use servers::{ApplyReport, Upstreams, state_dir};

@@ -36,6 +36,7 @@ use crate::error::UpstreamError;
 use crate::names::registry_names;
 use crate::servers::Upstreams;
 use crate::source::UpstreamSource;
+use toolmux_trust::ItemKind;
 
 /// Something a server listed, as a channel serves it: under its served name (`PREFIX__name`, or
 /// its own name in pass-through mode), with its own name as its title when it was renamed and
@@ -402,7 +403,33 @@ impl<'a> Relay<'a> {
             })
             .filter(|l| self.serves(&l.server, &l.name))
             .and_then(|l| Some((self.upstreams?.get(&l.server)?, l.item.name)))
-            .ok_or_else(|| RelayError::NotFound(Unknown::Prompt(served.to_string())))
+            .ok_or_else(|| self.unknown_prompt(served))
+    }
+
+    /// Why no served prompt is named `served`: one held until a person accepts it says so
+    /// (the server is not asked), any other name is unknown.
+    fn unknown_prompt(&self, served: &str) -> RelayError {
+        let pass_through = self.pass_through();
+        self.listed(UpstreamSource::held_prompts, |p| &p.name)
+            .into_iter()
+            .find(|l| match pass_through {
+                None => l.name == served,
+                Some(only) => l.server == only && l.item.name == served,
+            })
+            .filter(|l| self.serves(&l.server, &l.name))
+            .and_then(|l| {
+                self.upstreams?
+                    .get(&l.server)?
+                    .held_refusal(ItemKind::Prompt, &l.item.name)
+            })
+            .map_or_else(
+                || RelayError::NotFound(Unknown::Prompt(served.to_string())),
+                |why| {
+                    RelayError::Unavailable(format!(
+                        "prompt `{served}` is held until a person accepts it: {why}"
+                    ))
+                },
+            )
     }
 
     /// The server of a resource URI: the one whose resource it is, else the one whose template

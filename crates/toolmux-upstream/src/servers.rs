@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 use toolmux_config::LoadedConfig;
 use toolmux_core::{Hub, Source};
 
-use crate::cache::config_hash;
+use crate::cache::{ServerPaths, config_hash};
 use crate::error::UpstreamError;
 use crate::source::{Backoff, ServerSpec, UpstreamSource};
 
@@ -65,6 +65,12 @@ impl Upstreams {
     /// `state_dir`. Starts nothing.
     pub fn new(loaded: &LoadedConfig, state_dir: &Path) -> Self {
         Self::with_backoff(loaded, state_dir, Backoff::default())
+    }
+
+    /// Forgets the server `name` after it was removed from the configuration
+    /// ([`ServerPaths::forget`]: its cache and pins).
+    pub fn forget(&self, name: &str) -> std::io::Result<()> {
+        ServerPaths::new(&self.state_dir, name).forget()
     }
 
     /// [`Upstreams::new`] with the restart policy given.

@@ -101,6 +101,10 @@ impl toolmux_api::UpstreamServers for UpstreamView {
         })
     }
 
+    fn forget(&self, name: &str) -> Result<(), String> {
+        self.upstreams.forget(name).map_err(|e| e.to_string())
+    }
+
     async fn prompts(&self) -> Vec<Value> {
         served(self.relay().prompts().await)
     }

@@ -4,6 +4,7 @@
 
 use super::*;
 use toolmux_core::Policy;
+use toolmux_trust::pins::{Pins, Stored};
 
 use crate::connection::{CacheHint, Listed};
 
@@ -104,7 +105,7 @@ impl Inner {
         listed: Result<Listing, UpstreamError>,
     ) -> Result<DiscoveryOutcome, UpstreamError> {
         let pins_path = crate::pinning::pins_path(&self.paths.cache);
-        let pinned = crate::pinning::read(&self.name, &pins_path);
+        let stored = crate::pinning::read(&self.name, &pins_path);
         let (outcome, record, new_pins) = {
             let mut view = write(&self.view);
             let server = self.server();
@@ -152,16 +153,18 @@ impl Inner {
                     Err(e)
                 }
             };
-            let judgement = crate::pinning::judged(pinned.as_ref(), &record, server.trust);
+            let judgement = crate::pinning::judged(&stored, &record, server.trust);
             for held in &judgement.held {
                 tracing::warn!(
                     server = %self.name,
-                    tool = %held.tool,
+                    item = ?held.item,
+                    name = %held.tool,
                     reason = ?held.reason,
                     "held until a person accepts it"
                 );
             }
-            // Only what a server listed is pinned: a failed first discovery pins nothing.
+            // Only what a server listed is pinned: a failed first discovery pins nothing (and
+            // unreadable pins are never written over: the judgement pins nothing then).
             let new_pins = judgement.pins.filter(|_| outcome.is_ok());
             view.held = judgement.held;
             let outcome = outcome.map(|found| DiscoveryOutcome {
@@ -193,22 +196,32 @@ impl Inner {
     /// See [`UpstreamSource::trust`].
     pub(super) async fn trust(
         self: &Arc<Self>,
-        tools: &[String],
+        names: &[String],
     ) -> Result<Vec<String>, UpstreamError> {
         let _one_at_a_time = self.discovery.lock().await;
         let path = crate::pinning::pins_path(&self.paths.cache);
-        let pinned = crate::pinning::read(&self.name, &path);
+        let stored = crate::pinning::read(&self.name, &path);
+        if let Stored::Unreadable(problem) = &stored {
+            // Writing accepted pins over it would lose what it holds: a person fixes it first.
+            return Err(UpstreamError::Pins {
+                server: self.name.clone(),
+                path: path.display().to_string(),
+                message: format!(
+                    "it cannot be read ({problem}), so nothing is accepted; fix or remove it"
+                ),
+            });
+        }
         let record = read(&self.view).record.clone();
         let mode = self.server().trust;
-        let judgement = crate::pinning::judged(pinned.as_ref(), &record, mode);
-        let not_held: Vec<&str> = tools
+        let judgement = crate::pinning::judged(&stored, &record, mode);
+        let not_held: Vec<&str> = names
             .iter()
             .filter(|t| !judgement.held.iter().any(|h| &h.tool == *t))
             .map(String::as_str)
             .collect();
         let held_names: Vec<&str> = judgement.held.iter().map(|h| h.tool.as_str()).collect();
         let refusal = if held_names.is_empty() {
-            Some("none of its tools is held".to_string())
+            Some("nothing of it is held".to_string())
         } else if !not_held.is_empty() {
             Some(format!(
                 "`{}` is not held; held: `{}`",
@@ -224,23 +237,32 @@ impl Inner {
                 message,
             });
         }
-        let mut pins = judgement.pins.or(pinned).unwrap_or_default();
+        let mut pins = match judgement.pins {
+            Some(pins) => pins,
+            None => match stored {
+                Stored::Pinned(pins) => pins,
+                Stored::Never | Stored::Unreadable(_) => Pins::default(),
+            },
+        };
         let presented = crate::pinning::presented(&record);
         let mut accepted = Vec::new();
         for held in &judgement.held {
-            if !tools.is_empty() && !tools.contains(&held.tool) {
+            if !names.is_empty() && !names.contains(&held.tool) {
                 continue;
             }
-            if let Some((_, pin)) = presented.iter().find(|(name, _)| *name == held.tool) {
-                pins.accept(held, pin.clone());
+            if let Some(now) = presented
+                .iter()
+                .find(|p| p.item == held.item && p.name == held.tool)
+            {
+                pins.accept(held, now.pin.clone());
                 accepted.push(held.tool.clone());
             }
         }
         crate::pinning::write(&self.name, &path, &pins)?;
-        tracing::info!(server = %self.name, tools = ?accepted, "accepted by a person and pinned");
+        tracing::info!(server = %self.name, accepted = ?accepted, "accepted by a person and pinned");
         {
             let mut view = write(&self.view);
-            view.held = crate::pinning::judged(Some(&pins), &view.record, mode).held;
+            view.held = crate::pinning::judged(&Stored::Pinned(pins), &view.record, mode).held;
             let settings = read(&self.settings);
             view.tools = Arc::new(descriptors(
                 &self.name,
@@ -467,7 +489,7 @@ pub(super) fn descriptors(
             descriptor.internal = tool.internal || server.is_internal(&tool.name);
             descriptor.held = held
                 .iter()
-                .find(|h| h.tool == tool.name)
+                .find(|h| h.item == toolmux_trust::ItemKind::Tool && h.tool == tool.name)
                 .map(|h| h.refusal(source));
             descriptor
         })

@@ -36,6 +36,8 @@ use rmcp::service::ServiceError;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use toolmux_trust::ItemKind;
+
 use crate::cache::{
     CachedTool, DiscoveryRecord, DiscoveryStatus, ServerIdentity, ServerOffers, ServerPaths,
 };
@@ -179,8 +181,8 @@ impl UpstreamSource {
             record.tools.clear();
         }
         // Judged against the pins as they are; only a discovery or a person pins anything.
-        let pinned = crate::pinning::read(&name, &crate::pinning::pins_path(&paths.cache));
-        let held = crate::pinning::judged(pinned.as_ref(), &record, server.trust).held;
+        let stored = crate::pinning::read(&name, &crate::pinning::pins_path(&paths.cache));
+        let held = crate::pinning::judged(&stored, &record, server.trust).held;
         let tools = Arc::new(descriptors(&name, &prefix, &server, &record, &held));
         let endpoint = Endpoint {
             server: name.clone(),
@@ -335,15 +337,17 @@ impl UpstreamSource {
         discovery::trust_findings(&self.inner.server(), &view.record)
     }
 
-    /// Its tools held until a person accepts them: changed since they were pinned, renamed, or
-    /// new on a server whose tools are pinned (see [`toolmux_trust::pins`]).
+    /// Its tools, prompts and resource templates held until a person accepts them: changed
+    /// since they were pinned, renamed, new on a server whose items are pinned, or every one
+    /// when its pins cannot be read (see [`toolmux_trust::pins`]).
     pub fn held(&self) -> Vec<toolmux_trust::pins::Held> {
         read(&self.inner.view).held.clone()
     }
 
-    /// Accepts held tools as the server presents them now (every held tool when `tools` is
-    /// empty): they are pinned, offered again, and a new catalog is published. Returns the
-    /// tools accepted; refuses (accepting none) when one of `tools` is not held.
+    /// Accepts held items (tools, prompts, resource templates, by their own names) as the
+    /// server presents them now (every held item when `tools` is empty): they are pinned,
+    /// offered again, and a new catalog is published. Returns the names accepted; refuses
+    /// (accepting none) when one of `tools` is not held or the pins cannot be read.
     pub async fn trust(&self, tools: &[String]) -> Result<Vec<String>, UpstreamError> {
         Inner::trust(&self.inner, tools).await
     }
@@ -392,10 +396,48 @@ impl UpstreamSource {
     }
 
     /// Its prompts, under its own names, from the discovery cache, as models may see them
-    /// (judged by the trust scanner: see [`crate::judging::offered`]).
+    /// (judged by the trust scanner: see [`crate::judging::offered`]); held ones left out.
     pub fn prompts(&self) -> Vec<Prompt> {
-        let listed = read(&self.inner.view).record.prompts.clone();
+        let listed = self.by_hold(ItemKind::Prompt, |r| &r.prompts, |p| &p.name, false);
         crate::judging::offered(&self.inner.name, listed, self.inner.server().on_finding)
+    }
+
+    /// Its held prompts, as listed (never offered: for saying why a request for one is
+    /// refused, [`UpstreamSource::held_refusal`]).
+    pub fn held_prompts(&self) -> Vec<Prompt> {
+        self.by_hold(ItemKind::Prompt, |r| &r.prompts, |p| &p.name, true)
+    }
+
+    /// Why its prompt or resource template `name` (its own name) is not offered, when it is
+    /// held: what [`toolmux_trust::pins::Held::refusal`] says.
+    pub fn held_refusal(&self, item: ItemKind, name: &str) -> Option<String> {
+        read(&self.inner.view)
+            .held
+            .iter()
+            .find(|h| h.item == item && h.tool == name)
+            .map(|h| h.refusal(&self.inner.name))
+    }
+
+    /// The record's items of one kind that are `held` (or not).
+    fn by_hold<T: Clone>(
+        &self,
+        item: ItemKind,
+        of: impl Fn(&DiscoveryRecord) -> &Vec<T>,
+        name: impl Fn(&T) -> &str,
+        held: bool,
+    ) -> Vec<T> {
+        let view = read(&self.inner.view);
+        of(&view.record)
+            .iter()
+            .filter(|listed| {
+                let is_held = view
+                    .held
+                    .iter()
+                    .any(|h| h.item == item && h.tool == name(listed));
+                is_held == held
+            })
+            .cloned()
+            .collect()
     }
 
     /// Its resources, from the discovery cache, as models may see them.
@@ -404,9 +446,15 @@ impl UpstreamSource {
         crate::judging::offered(&self.inner.name, listed, self.inner.server().on_finding)
     }
 
-    /// Its resource templates, from the discovery cache, as models may see them.
+    /// Its resource templates, from the discovery cache, as models may see them; held ones
+    /// left out.
     pub fn resource_templates(&self) -> Vec<ResourceTemplate> {
-        let listed = read(&self.inner.view).record.resource_templates.clone();
+        let listed = self.by_hold(
+            ItemKind::ResourceTemplate,
+            |r| &r.resource_templates,
+            |t| &t.name,
+            false,
+        );
         crate::judging::offered(&self.inner.name, listed, self.inner.server().on_finding)
     }
 

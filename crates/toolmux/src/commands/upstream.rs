@@ -493,10 +493,10 @@ fn remove(project: Option<&Path>, name: &str) -> Result<u8, Failure> {
         None => Err(missing(doc, name)),
     })?;
     let paths = toolmux_upstream::ServerPaths::new(&toolmux_upstream::state_dir(&dir), name);
-    // The cache describes a server that no longer exists; its log stays for reading. Its pins
-    // go too: a server added again by hand is trusted on its first discovery, as any new one.
-    let _ = std::fs::remove_file(toolmux_upstream::pins_path(&paths.cache));
-    let _ = std::fs::remove_file(&paths.cache);
+    if let Err(e) = paths.forget() {
+        // Removed from the configuration all the same; stale state only misleads `mcp show`.
+        tracing::warn!(server = name, error = %e, "cannot remove its cache and pins");
+    }
     emit(&format!(
         "removed MCP server `{name}` from {}",
         editor.path().display()

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolmux_trust::pins::Held;
-use toolmux_trust::{Severity, ToolFindings};
+use toolmux_trust::pins::{Held, HoldReason};
+use toolmux_trust::{ItemKind, Severity, ToolFindings};
 
 use super::unknown;
 use crate::assembly::Assembly;
@@ -43,18 +43,31 @@ pub(super) fn held_lines(server: &str, held: &[Held]) -> Vec<String> {
     };
     let mut lines = Vec::new();
     for tool in held {
-        lines.push(format!("{}: held: {}", tool.tool, tool.why()));
+        lines.push(format!("{}: held: {}", shown_item(tool), tool.why()));
         for change in &tool.changes {
             lines.push(format!("  {}:", change.field));
             lines.push(format!("    - {}", shown(&change.before)));
             lines.push(format!("    + {}", shown(&change.after)));
         }
-        lines.push(format!(
-            "  accept: toolmux mcp trust {server} {}",
-            tool.tool
-        ));
+        if tool.reason != HoldReason::Unreadable {
+            lines.push(format!(
+                "  accept: toolmux mcp trust {server} {}",
+                tool.tool
+            ));
+        }
     }
     lines
+}
+
+/// A held item's name as the CLI shows it: a tool's alone, a prompt's or resource template's
+/// after its kind (they may share a tool's name).
+fn shown_item(held: &Held) -> String {
+    match held.item {
+        ItemKind::Tool => held.tool.clone(),
+        ItemKind::Prompt => format!("prompt {}", held.tool),
+        ItemKind::Resource => format!("resource {}", held.tool),
+        ItemKind::ResourceTemplate => format!("resource template {}", held.tool),
+    }
 }
 
 /// `toolmux mcp trust NAME [TOOL…]`: pins the held tools (all of them without TOOL) as the
@@ -140,7 +153,7 @@ pub(super) fn audit(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
         for tool in held {
             lines.push(format!(
                 "{server}: {}: held ({}); `toolmux mcp diff {server}` shows what changed",
-                tool.tool,
+                shown_item(tool),
                 json!(tool.reason).as_str().unwrap_or_default(),
             ));
         }
