@@ -11,8 +11,8 @@
 //!
 //! The crate knows no MCP wire type and no configuration: it takes text and JSON values.
 
-mod patterns;
 pub mod flows;
+mod patterns;
 pub mod pins;
 mod unicode;
 

@@ -229,7 +229,7 @@ fn a_rename_and_a_new_tool_are_held_and_accepted_through_rest() {
     let audit = project.run_keyed(&["mcp", "audit", "--json"]);
     assert_eq!(audit.code(), 1, "{}", audit.stderr());
     let audit: Value = serde_json::from_str(&audit.stdout()).expect("JSON");
-    assert_eq!(audit[0]["held"][0]["replaces"], json!(["add"]));
+    assert_eq!(audit["servers"][0]["held"][0]["replaces"], json!(["add"]));
 
     let accepted = project.run_keyed(&["mcp", "trust", "rug", "sum"]).ok();
     assert_eq!(
@@ -311,4 +311,81 @@ fn under_trust_auto_a_new_tool_is_pinned_as_it_comes_but_a_change_is_still_held(
     assert!(pins.is_file(), "{}", pins.display());
     project.run_keyed(&["mcp", "remove", "rug"]).ok();
     assert!(!pins.exists());
+}
+
+#[test]
+fn mcp_audit_reports_the_toxic_flows_a_servers_tools_close_and_delete_forgets_the_pins() {
+    let project = project(
+        &json!([
+            {"name": "fetch_page", "description": "Fetches a web page."},
+            {"name": "read_notes", "description": "Reads the person's notes."},
+            {"name": "send_message", "description": "Sends a message to a channel."},
+            {"name": "clock", "description": BENIGN},
+        ]),
+        json!({}),
+    );
+    let mut config = project.saved_config();
+    config["endpoints"] = json!({
+        "reader": {"tools": ["rug__*"]},
+        "safe": {"tools": ["rug__fetch_page", "rug__clock"]},
+    });
+    project.config(&config.to_string());
+    project.run_keyed(&["mcp", "refresh", "rug"]).ok();
+
+    let audit = project.run_keyed(&["mcp", "audit", "--json"]);
+    assert_eq!(audit.code(), 0, "{}", audit.stderr());
+    let audit: Value = serde_json::from_str(&audit.stdout()).expect("JSON");
+    assert_eq!(
+        audit["servers"][0]["classes"],
+        json!({
+            "rug__fetch_page": {"untrustedContent": "its name says `fetch`"},
+            "rug__read_notes": {"privateData": "its name says `notes`"},
+            "rug__send_message": {"untrustedContent": "its name says `message`",
+                                  "publicSink": "its name says `send`"},
+        })
+    );
+    let flows = audit["toxicFlows"].as_array().expect("flows");
+    // Everything served (the built-ins with the server's tools) and the endpoint `reader`
+    // close the loop; `safe` has no private data and no sink.
+    let scopes: Vec<&Value> = flows.iter().map(|f| &f["endpoint"]).collect();
+    assert_eq!(scopes, [&Value::Null, &json!("reader")]);
+    assert_eq!(
+        flows[1],
+        json!({"endpoint": "reader", "action": "warn", "flow": {
+            "untrustedContent": ["rug__fetch_page", "rug__send_message"],
+            "privateData": ["rug__read_notes"],
+            "publicSink": ["rug__send_message"],
+        }})
+    );
+    let everything = &flows[0]["flow"]["untrustedContent"];
+    assert!(
+        everything
+            .as_array()
+            .is_some_and(|names| names.contains(&json!("rug__fetch_page"))),
+        "{everything}"
+    );
+    let text = project.run_keyed(&["mcp", "audit"]).ok();
+    let reader = "toxic flow in endpoint `reader` (warn): untrusted content from \
+                  `rug__fetch_page`, `rug__send_message`; private data through `rug__read_notes`; \
+                  a public sink through `rug__send_message`";
+    assert_eq!(text.lines().last(), Some(reader), "{text}");
+    assert_eq!(
+        text.lines().next(),
+        Some("rug: nothing found, nothing held")
+    );
+
+    // Removed through REST, its pins go with it, as with `mcp remove`.
+    let pins = project.path().join(".toolmux/state/servers/rug.pins.json");
+    assert!(pins.is_file(), "{}", pins.display());
+    let served = Served::start(&project, &[]);
+    let auth = served.authorization();
+    let removed = served.request(
+        "DELETE",
+        "/api/mcp-servers/rug",
+        &[("Authorization", &auth)],
+        None,
+    );
+    assert_eq!(removed.status, 204, "{}", removed.body);
+    assert!(!pins.exists());
+    served.stop();
 }
