@@ -331,8 +331,9 @@ pub(crate) async fn replace(
     Ok(Json(discovered(&state, &name).await?))
 }
 
-/// Removes an upstream server: taken out of the configuration and the catalog, its process
-/// stopped, its discovery cache and pins removed.
+/// Removes an upstream server: taken out of the configuration and the catalog, its process stopped.
+// Its discovery cache and pins are removed too (kept out of the summary above, which is the
+// route's OpenAPI summary: one line).
 #[utoipa::path(
     delete, path = "/api/mcp-servers/{name}", tag = "mcp-servers",
     params(("name" = String, Path, description = "The server's name")),

@@ -3,7 +3,8 @@
 //! six-property schemas, each tool scanned (`scan_tool`) and its description and schemas
 //! cleaned (`visible`, `visible_value`); then each definition fingerprinted for pinning
 //! (`pins::fingerprint`). Target for both together ≤ 20 ms. Beside them, what cleaning a tool's
-//! result costs: a 1 MB text result through `visible`. Run:
+//! result costs: a 1 MB text result through `visible`; and what `mcp audit` adds, classing
+//! 1,000 tools for toxic flows (`flows::classify`, `flows::toxic_flow`). Run:
 //! `cargo bench -p toolmux-trust --bench scan`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -74,6 +75,25 @@ fn bench(c: &mut Criterion) {
                 .iter()
                 .map(toolmux_trust::pins::fingerprint)
                 .count()
+        })
+    });
+    // What `mcp audit` adds: each tool classed for toxic flows, then the flow of them all.
+    let names: Vec<String> = (0..1000).map(|i| format!("server__tool_{i}")).collect();
+    c.bench_function("classify 1,000 tools for toxic flows", |b| {
+        b.iter(|| {
+            let classes: Vec<toolmux_trust::flows::Classification> = tools
+                .iter()
+                .zip(&names)
+                .map(|((_, description, _), name)| {
+                    toolmux_trust::flows::classify(&toolmux_trust::flows::ToolTraits {
+                        name,
+                        description,
+                        ..Default::default()
+                    })
+                })
+                .collect();
+            toolmux_trust::flows::toxic_flow(names.iter().map(String::as_str).zip(&classes))
+                .is_some()
         })
     });
     // A megabyte of ordinary text with no invisible character: the common case, one pass.
