@@ -1061,6 +1061,10 @@ on_both_screens!(
 fn basics_flow(screen: Screen) {
     let flow = start("basics", screen, "");
     let found = browse(&flow, "basics", &[]);
+    assert_eq!(
+        found["modelKept"], "gpt-4o · mock (this conversation's)",
+        "{found}"
+    );
     assert_eq!(found["copiedMessage"], "Hello there.", "{found}");
     assert_eq!(found["copiedCode"], "fn main() {}", "{found}");
     assert_eq!(

@@ -849,6 +849,10 @@ const phases = {
       page.locator(".message").evaluateAll((all) => all.map((m) => (m.querySelector(".markdown, p")?.textContent ?? "").trim()));
     await ask(page, "Say hello");
     const hello = page.locator(".message.assistant", { hasText: "Hello there." });
+    // The picker's first choice names the model the conversation keeps.
+    const keptModel = page.locator(".model-picker option", { hasText: "this conversation's" });
+    await keptModel.waitFor({ state: "attached" });
+    const modelKept = await keptModel.innerText();
     await hello.getByRole("button", { name: "Copy message" }).click();
     await hello.getByRole("button", { name: "Copied" }).waitFor();
     const copiedMessage = await clipboard();
@@ -912,6 +916,7 @@ const phases = {
     const failedShot = await shot(page, "chat-failed-turn");
     await context.close();
     return {
+      modelKept,
       copiedMessage,
       copiedCode,
       afterEdit,

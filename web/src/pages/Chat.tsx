@@ -86,6 +86,9 @@ const CONVERSATIONS = ["conversations"];
 /// the conversation shown again).
 const conversationKey = (id: string) => ["conversation", id];
 
+/// `GET /api/conversations`: every conversation with its title, provider and model.
+const readConversations = async () => (await api<Schemas["ConversationList"]>("/api/conversations")).conversations;
+
 /// `GET /api/conversations/{id}`.
 const readConversation = (id: string) => api<ConversationDetail>(`/api/conversations/${encodeURIComponent(id)}`);
 
@@ -95,7 +98,7 @@ function Conversations(props: { current?: string; open: boolean; onClose: () => 
   const queryClient = useQueryClient();
   const conversations = useQuery({
     queryKey: CONVERSATIONS,
-    queryFn: async () => (await api<Schemas["ConversationList"]>("/api/conversations")).conversations,
+    queryFn: readConversations,
   });
   const [search, setSearch] = useState("");
   const all: Conversation[] = conversations.data ?? [];
@@ -242,14 +245,16 @@ function plainError(error: Error): string {
   return error.message;
 }
 
-function ModelPicker({ value, onChange }: { value: string; onChange: (v: string) => void }) {
+/// The model picker. Its first choice is the conversation's own provider and model (`kept`), which
+/// the server keeps using when none is named, or the configured default for a new conversation.
+function ModelPicker({ value, onChange, kept }: { value: string; onChange: (v: string) => void; kept?: Conversation }) {
   // Without the list (no provider answers) the picker offers the default alone.
   const providers = useProviders() ?? [];
   return (
     <label className="model-picker">
       <span>Model</span>
       <select value={value} onChange={(e) => onChange(e.target.value)}>
-        <option value="">Default</option>
+        <option value="">{kept ? `${kept.model} · ${kept.provider} (this conversation's)` : "Default"}</option>
         {providers.map((p) => {
           const models = p.models ?? [p.defaultModel].filter((m): m is string => !!m);
           return (
@@ -529,6 +534,8 @@ function Conversation(props: {
   const streaming = status === "submitted" || status === "streaming";
   const busy = streaming || runningElsewhere;
   const providers = useProviders();
+  // This conversation as the list has it (its provider and model), once it is kept.
+  const kept = useQuery({ queryKey: CONVERSATIONS, queryFn: readConversations }).data?.find((c) => c.id === id);
   // The person's message being edited: its place in the thread and the new text.
   const [editing, setEditing] = useState<{ index: number; text: string } | null>(null);
   // What this conversation's turn waits on that its stream did not bring (the page was
@@ -758,7 +765,7 @@ function Conversation(props: {
           }}
         />
         <div className="composer-actions">
-          <ModelPicker value={model} onChange={onModel} />
+          <ModelPicker value={model} onChange={onModel} kept={kept} />
           {busy ? (
             <button type="button" className="danger" onClick={() => void cancel()}>
               Stop
