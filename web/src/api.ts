@@ -219,6 +219,8 @@ export interface PendingApproval {
     arguments: unknown;
     channel?: string;
     session?: string | null;
+    /// The id of the model's call it is for (a chat turn's call), when the caller gave one.
+    toolCallId?: string;
     message?: string | null;
   };
 }

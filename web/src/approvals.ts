@@ -4,7 +4,8 @@
 // (`GET /api/approvals/stream`: `pending`, `resolved`) says something changed, and every few
 // seconds besides, so the count stays right if the stream drops. How each wait ended
 // (`resolved`) is kept too, so that a card answered elsewhere (another tab, the Approvals page,
-// the REST API) stops offering its buttons.
+// the REST API) stops offering its buttons; and which chat turns ended (`turn-ended`), so that a
+// page following a turn it did not start reads it once when it ends.
 import { useEffect, useMemo, useState } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, openStream, type JsonSchema, type PendingApproval } from "./api";
@@ -34,6 +35,11 @@ export interface Waiting {
   /// How many events the stream has brought: it changes whenever something began or stopped
   /// waiting, for what follows a running turn.
   events: number;
+  /// How many times a turn of each conversation ended while the page was open, by conversation.
+  turnsEnded: Record<string, number>;
+  /// How many times the stream (re)connected: a turn that ended while it was down was not told,
+  /// so what follows a turn reads it again then.
+  connected: number;
 }
 
 /// The query of what waits: read again (invalidated) at each of the stream's events and after an
@@ -61,9 +67,13 @@ export function useWaiting(): Waiting {
   });
   const [resolved, setResolved] = useState<Record<string, Outcome>>({});
   const [events, setEvents] = useState(0);
+  const [turnsEnded, setTurnsEnded] = useState<Record<string, number>>({});
+  const [connected, setConnected] = useState(0);
   useEffect(() => {
     const load = () => void queryClient.invalidateQueries({ queryKey: WAITING });
     const source = openStream("/api/approvals/stream", {
+      // The server subscribes before it answers, so a turn ending after this is told.
+      onOpen: () => setConnected((n) => n + 1),
       onEvent: (event, data) => {
         if (event === "resolved") {
           const ended = parseResolved(data);
@@ -72,6 +82,10 @@ export function useWaiting(): Waiting {
         if (event === "pending" || event === "resolved") {
           setEvents((n) => n + 1);
           load();
+        }
+        if (event === "turn-ended") {
+          const session = parseTurnEnded(data);
+          if (session !== null) setTurnsEnded((old) => ({ ...old, [session]: (old[session] ?? 0) + 1 }));
         }
       },
     });
@@ -83,8 +97,8 @@ export function useWaiting(): Waiting {
   }, [queryClient]);
   const data = waiting.data;
   return useMemo(
-    () => ({ approvals: data?.approvals ?? [], inputs: data?.inputs ?? [], resolved, events }),
-    [data, resolved, events],
+    () => ({ approvals: data?.approvals ?? [], inputs: data?.inputs ?? [], resolved, events, turnsEnded, connected }),
+    [data, resolved, events, turnsEnded, connected],
   );
 }
 
@@ -96,6 +110,16 @@ function parseResolved(data: string): { id: string; outcome: Outcome } | null {
     return typeof value.id === "string" && typeof value.outcome === "string"
       ? { id: value.id, outcome: value.outcome as Outcome }
       : null;
+  } catch {
+    return null;
+  }
+}
+
+/// A `turn-ended` event's conversation (`{session}`); null for anything else.
+function parseTurnEnded(data: string): string | null {
+  try {
+    const value = JSON.parse(data) as { session?: unknown };
+    return typeof value.session === "string" ? value.session : null;
   } catch {
     return null;
   }

@@ -25,7 +25,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
 #[derive(Serialize, ToSchema)]
 pub struct ApprovalList {
     /// Each waiting call: `id`, `request` (`tool`, `source`, `arguments`, `channel`, `session`,
-    /// `message`) and `created`.
+    /// `toolCallId` when the caller gave the call one, `message`) and `created`.
     #[schema(value_type = Vec<Object>)]
     pub approvals: Vec<PendingApproval>,
 }
@@ -128,11 +128,13 @@ const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
 /// Everything waiting on a person, as server-sent events: `event: pending` with an approval
 /// (the object `GET /api/approvals` lists) or a question (as `GET /api/inputs` lists it), each
 /// with `kind` (`approval` or `input`); `event: resolved` with `{id, outcome}` (`allowed`,
-/// `denied`, `accepted`, `declined`, `cancelled`, `withdrawn`). What waits already comes first.
+/// `denied`, `accepted`, `declined`, `cancelled`, `withdrawn`); `event: turn-ended` with
+/// `{session}` when a chat turn of that conversation ended (its messages saved). What waits
+/// already comes first.
 #[utoipa::path(
     get, path = "/api/approvals/stream", tag = "approvals",
     responses(
-        (status = 200, description = "Server-sent events: `pending` and `resolved`, with a \
+        (status = 200, description = "Server-sent events: `pending`, `resolved` and `turn-ended`, with a \
             `: keep-alive` comment when idle", content_type = "text/event-stream", body = String),
         (status = 401, description = "No valid API key", body = ErrorBody),
     )
@@ -194,6 +196,9 @@ impl Watching {
                 Watched::Event(PersonEvent::Resolved(resolved)) => {
                     self.seen.remove(&resolved.id);
                     return Some(sse::frame("resolved", &resolved));
+                }
+                Watched::Event(PersonEvent::TurnEnded(ended)) => {
+                    return Some(sse::frame("turn-ended", &ended));
                 }
                 // Fell behind: what waits now is sent again (those already seen are not).
                 Watched::Missed => self.catch_up(),

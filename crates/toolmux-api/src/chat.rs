@@ -34,11 +34,11 @@
 //! | `text-end` | `id` | the run of text ends (before a tool call, at the end of a step) |
 //! | `tool-input-start` | `toolCallId`, `toolName`, `dynamic: true` | the model starts writing a tool call |
 //! | `tool-input-available` | `toolCallId`, `toolName`, `input`, `dynamic: true`, `source`, `providerMetadata: {toolmux: {source}}` | the call is complete and about to run; `source` is the tool's source (a built-in pack's id, `script`, or the MCP server's name), absent for an unknown tool |
-//! | `data-approval` | `id` (the approval id), `data: {approvalId, tool, source, arguments, message, answer}` | an `ask` call waits; answer with `POST {answer}` and `{"decision": "allow" \| "deny", "reason"?, "scope"?: "once" \| "conversation"}` — `conversation` allows the tool's later calls in this conversation without asking |
+//! | `data-approval` | `id` (the approval id), `data: {approvalId, toolCallId?, tool, source, arguments, message, answer}` | an `ask` call (`toolCallId`: of the call it is for) waits; answer with `POST {answer}` and `{"decision": "allow" \| "deny", "reason"?, "scope"?: "once" \| "conversation"}` — `conversation` allows the tool's later calls in this conversation without asking |
 //! | `data-tool-progress` | `id` (the call's id), `data: {toolCallId, progress, total?, message?}`, `transient: true` | a running tool reported progress (an MCP server's progress notification); each replaces the last, and none is kept in the message |
 //! | `data-tool-log` | `data: {toolCallId, level, logger?, data}`, `transient: true` | a running tool's MCP server logged a message (`level` is MCP's: `debug` … `emergency`) |
 //! | `data-input-request` | `id`, `data: {requestId, question, answer, form?, asker?}` | the model asked the person, or a running tool's MCP server sent a form (elicitation: `form` is its JSON Schema, `asker` the server); answer with `POST {answer}` and `{"answer": "..." or {fields}, "id": requestId}`, or `{"action": "decline"}` |
-//! | `tool-output-available` | `toolCallId`, `output: {content, structured?, logId, durationMs, source?}`, `dynamic: true` | the call returned a result |
+//! | `tool-output-available` | `toolCallId`, `output: {content, structured?, media?, logId, durationMs, source?}`, `dynamic: true` | the call returned a result (`media`: its image and audio blocks, as MCP has them) |
 //! | `tool-output-error` | `toolCallId`, `errorText`, `dynamic: true`, `source?` | the call failed, was refused (a denied approval) or reported an error; the model sees the same text |
 //! | `finish-step` | | the model call and its tool calls are done |
 //! | `finish` | `messageMetadata: {conversationId, finishReason, usage: {inputTokens, outputTokens}, steps}` | the turn ended: `finishReason` is `stop`, `step-limit` (the loop stopped at `chat.maxSteps`, after a visible text saying so) or `cancelled` |
@@ -53,7 +53,8 @@
 //! A client that disconnects does not stop the turn: a reloaded page must not lose a turn that
 //! waits on an approval. The turn runs to its end and is saved; the page finds what it waits on
 //! in `GET /api/approvals` (by `session`, the conversation) and follows the turn through
-//! `running` of `GET /api/conversations/{id}`. `POST /api/chat/{conversation}/cancel` stops it.
+//! `running` of `GET /api/conversations/{id}`, read again when `GET /api/approvals/stream` says
+//! `turn-ended` for it. `POST /api/chat/{conversation}/cancel` stops it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -135,7 +136,9 @@ fn chat_failure(e: impl Into<ChatError>) -> ApiError {
         ChatError::NoProvider(_) | ChatError::NoModel(_) => {
             (StatusCode::BAD_REQUEST, "no_provider")
         }
-        ChatError::NoConversation(_) => (StatusCode::NOT_FOUND, "not_found"),
+        ChatError::NoConversation(_) | ChatError::NoTurn { .. } => {
+            (StatusCode::NOT_FOUND, "not_found")
+        }
         ChatError::Busy(_) => (StatusCode::CONFLICT, "busy"),
         ChatError::TooManyTurns(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_turns"),
         ChatError::Provider(_) => (StatusCode::BAD_GATEWAY, "provider"),
@@ -156,6 +159,11 @@ pub(crate) struct ChatBody {
     provider: Option<String>,
     /// The model to use; the provider's default model when absent.
     model: Option<String>,
+    /// Edit and resend, or regenerate: takes this turn of the conversation again (0 for the
+    /// first; a turn starts with the person's message). It and every later message are dropped
+    /// and the new message (`text`, or `messages`' last) takes its place.
+    #[schema(minimum = 0)]
+    replace_turn: Option<usize>,
     /// `useChat`'s chat id.
     id: Option<String>,
     /// `useChat`'s messages; only the last user message is read.
@@ -258,7 +266,8 @@ async fn prompt_text(state: &ChatHttpState, prompt: &ChatPrompt) -> Result<Strin
             ending with `data: [DONE]`)", content_type = "text/event-stream", body = String),
         (status = 400, description = "A malformed body, no text, or no provider or model \
             (none configured, or none named where several are)", body = ErrorBody),
-        (status = 404, description = "No conversation by that id, or no `prompt` by that name", body = ErrorBody),
+        (status = 404, description = "No conversation by that id, no `prompt` by that name, or \
+            no turn `replaceTurn` in the conversation", body = ErrorBody),
         (status = 409, description = "The conversation already has a turn running", body = ErrorBody),
         (status = 500, description = "The conversation store failed", body = ErrorBody),
         (status = 502, description = "The provider refused the request", body = ErrorBody),
@@ -293,6 +302,7 @@ async fn chat(
         text,
         provider: body.provider,
         model: body.model,
+        replace_turn: body.replace_turn,
     };
     // The turn's token is not tied to the response: a client that goes away leaves the turn
     // running (see the module documentation); the cancel route reaches it through the engine.
@@ -410,17 +420,21 @@ impl UiEncoder {
             }
             TurnEvent::ApprovalRequested(pending) => {
                 self.close_text(&mut out);
+                let mut data = json!({
+                    "approvalId": pending.id.to_string(),
+                    "tool": pending.request.tool,
+                    "source": pending.request.source,
+                    "arguments": pending.request.arguments,
+                    "message": pending.request.message,
+                    "answer": format!("/api/approvals/{}", pending.id),
+                });
+                if let Some(call) = &pending.request.tool_call_id {
+                    data["toolCallId"] = json!(call);
+                }
                 out.push(json!({
                     "type": "data-approval",
                     "id": pending.id.to_string(),
-                    "data": {
-                        "approvalId": pending.id.to_string(),
-                        "tool": pending.request.tool,
-                        "source": pending.request.source,
-                        "arguments": pending.request.arguments,
-                        "message": pending.request.message,
-                        "answer": format!("/api/approvals/{}", pending.id),
-                    }
+                    "data": data,
                 }));
             }
             TurnEvent::InputRequested(request) => {
@@ -488,6 +502,9 @@ impl UiEncoder {
                     });
                     if let Some(structured) = &output.structured {
                         result["structured"] = structured.clone();
+                    }
+                    if !output.media.is_empty() {
+                        result["media"] = json!(output.media);
                     }
                     if let Some(source) = source {
                         result["source"] = json!(source);

@@ -172,6 +172,7 @@ impl CallBackchannel {
             arguments: request,
             channel: Channel::Chat,
             session: Some(self.conversation.clone()),
+            tool_call_id: Some(self.call_id.clone()),
             message: format!(
                 "server `{}` asks your model ({}): {}",
                 self.source, self.model, sampling.preview

@@ -390,4 +390,7 @@ impl ConversationStore for Unsaved {
     fn delete(&self, _: &str) -> Result<bool, StoreError> {
         Ok(false)
     }
+    fn drop_from_turn(&self, _: &str, _: usize) -> Result<bool, StoreError> {
+        Ok(false)
+    }
 }

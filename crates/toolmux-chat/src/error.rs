@@ -17,6 +17,18 @@ pub enum ChatError {
     /// The conversation does not exist.
     #[error("no conversation `{0}`")]
     NoConversation(String),
+    /// The turn to take again is neither one of the conversation's nor its next.
+    #[error(
+        "conversation `{conversation}` has {turns} turns; turn {turn} cannot be taken again (turns count from 0)"
+    )]
+    NoTurn {
+        /// The conversation.
+        conversation: String,
+        /// The turn asked for.
+        turn: usize,
+        /// How many turns the conversation has.
+        turns: usize,
+    },
     /// The conversation already has a turn running.
     #[error("conversation `{0}` already has a turn running; wait for it or cancel it")]
     Busy(String),

@@ -46,6 +46,11 @@ pub struct TurnRequest {
     pub provider: Option<String>,
     /// The model; default: the conversation's, else the provider's default model.
     pub model: Option<String>,
+    /// Takes this turn of the conversation again (0 for the first): it and every later message
+    /// are dropped before the turn starts, and `text` is the person's message in its place
+    /// (edit and resend; the same text regenerates the answer). The conversation's next turn
+    /// (its number of turns) drops nothing: a retry of a message that never started a turn.
+    pub replace_turn: Option<usize>,
 }
 
 /// Why a turn ended without an error.
@@ -73,6 +78,10 @@ pub struct ToolOutput {
     /// Structured content, when the tool returned some.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
+    /// The images and audio the tool returned (its MCP content blocks), shown to the person;
+    /// the model's text only says each was there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<toolmux_core::Content>,
     /// Whether the call failed or was refused.
     pub is_error: bool,
     /// A `CallError` code (`denied`, `timeout`...) when the pipeline refused or broke the call.

@@ -38,7 +38,7 @@ pub(crate) fn forward_requests(
         while let Some(watched) = waiting.next().await {
             let items = match watched {
                 Watched::Event(PersonEvent::Pending(item)) => vec![*item],
-                Watched::Event(PersonEvent::Resolved(_)) => continue,
+                Watched::Event(PersonEvent::Resolved(_) | PersonEvent::TurnEnded(_)) => continue,
                 Watched::Missed => queue.waiting(),
             };
             let batch: Vec<TurnEvent> = items

@@ -67,6 +67,10 @@ pub enum Message {
         /// no larger than the chat's tool-result limit (the execution log keeps all of it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured: Option<Value>,
+        /// The images and audio the tool returned, for the person's card; kept only when they
+        /// are no larger together than the chat's tool-result limit, as `structured`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        media: Vec<toolmux_core::Content>,
     },
 }
 

@@ -72,6 +72,10 @@ pub trait ConversationStore: Send + Sync {
     fn rename(&self, id: &str, title: &str) -> Result<bool, StoreError>;
     /// Deletes a conversation and its messages; false when it did not exist.
     fn delete(&self, id: &str) -> Result<bool, StoreError>;
+    /// Drops turn `turn` (0 for the first; a turn starts with the person's message) and every
+    /// message after it, so that the turn can be taken again (edit and resend, regenerate);
+    /// false when the conversation has no such turn.
+    fn drop_from_turn(&self, id: &str, turn: usize) -> Result<bool, StoreError>;
 }
 
 /// Conversations in SQLite.
@@ -286,11 +290,89 @@ impl ConversationStore for SqliteStore {
             .execute("DELETE FROM conversations WHERE id = ?1", [id])?;
         Ok(changed > 0)
     }
+
+    fn drop_from_turn(&self, id: &str, turn: usize) -> Result<bool, StoreError> {
+        let mut connection = self.lock();
+        let tx = connection.transaction()?;
+        // More turns than SQLite counts is no turn of this conversation.
+        let Ok(offset) = i64::try_from(turn) else {
+            return Ok(false);
+        };
+        let first: Option<i64> = tx
+            .query_row(
+                "SELECT seq FROM messages WHERE conversation_id = ?1 AND role = 'user'
+                 ORDER BY seq LIMIT 1 OFFSET ?2",
+                params![id, offset],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let Some(first) = first else {
+            return Ok(false);
+        };
+        tx.execute(
+            "DELETE FROM messages WHERE conversation_id = ?1 AND seq >= ?2",
+            params![id, first],
+        )?;
+        tx.execute(
+            "UPDATE conversations SET updated = ?2 WHERE id = ?1",
+            params![id, Utc::now()],
+        )?;
+        tx.commit()?;
+        Ok(true)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Edit and resend, regenerate: a turn and everything after it go; the turns before stay,
+    /// and a turn the conversation does not have drops nothing.
+    #[test]
+    fn dropping_from_a_turn_keeps_the_turns_before_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = SqliteStore::open(&dir.path().join("toolmux.db")).expect("opens");
+        let c = store.create(None, "t", "p", "m").expect("creates");
+        let turn = |n: &str| {
+            vec![
+                Message::User { text: n.into() },
+                Message::Assistant {
+                    text: format!("answer {n}"),
+                    tool_calls: vec![],
+                },
+            ]
+        };
+        for n in ["one", "two", "three"] {
+            store.append(&c.id, "p", "m", &turn(n)).expect("appends");
+        }
+        assert!(!store.drop_from_turn(&c.id, 3).expect("drops nothing"));
+        assert!(!store.drop_from_turn("elsewhere", 0).expect("drops nothing"));
+        assert!(
+            !store
+                .drop_from_turn(&c.id, usize::MAX)
+                .expect("drops nothing")
+        );
+        assert_eq!(store.messages(&c.id).expect("messages").len(), 6);
+        assert!(store.drop_from_turn(&c.id, 1).expect("drops"));
+        let kept: Vec<Message> = store
+            .messages(&c.id)
+            .expect("messages")
+            .into_iter()
+            .map(|m| m.message)
+            .collect();
+        assert_eq!(kept, turn("one"));
+        // The next turn is numbered after what is kept.
+        store
+            .append(&c.id, "p", "m", &turn("again"))
+            .expect("appends");
+        let seqs: Vec<i64> = store
+            .messages(&c.id)
+            .expect("messages")
+            .iter()
+            .map(|m| m.seq)
+            .collect();
+        assert_eq!(seqs, [1, 2, 3, 4]);
+    }
 
     #[test]
     fn migrations_are_valid() {

@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolmux_config::ProviderKind;
 use toolmux_core::{
-    ApprovalQueue, BatchCall, CallContext, CallReport, Catalog, Channel, Hub, NamePattern,
-    ToolScope,
+    ApprovalQueue, BatchCall, CallContext, CallReport, Catalog, Channel, ContentBody, Hub,
+    NamePattern, ToolScope,
 };
 
 use crate::backchannel::{CallBackchannel, SamplingSettings, TurnUsage};
@@ -206,7 +206,9 @@ impl Turn {
 /// turns and go away can leave running.
 pub const MAX_RUNNING_TURNS: usize = 16;
 
-/// Takes a turn off the engine's running turns when its task ends, however it ends.
+/// Takes a turn off the engine's running turns when its task ends, however it ends, and then
+/// says so on the approval queue's event stream (pages that follow a turn they did not start
+/// read it once more on that word instead of reading it again and again).
 struct TurnEnded {
     engine: Arc<ChatEngine>,
     conversation: String,
@@ -215,6 +217,8 @@ struct TurnEnded {
 impl Drop for TurnEnded {
     fn drop(&mut self) {
         self.engine.running().remove(&self.conversation);
+        // After the removal: a page that reads the conversation on this word sees it ended.
+        self.engine.approvals.turn_ended(&self.conversation);
     }
 }
 
@@ -376,6 +380,15 @@ impl ChatEngine {
             })
             .or_else(|| provider.default_model().map(str::to_string))
             .ok_or_else(|| ChatError::NoModel(provider.name().to_string()))?;
+        // A new conversation has one turn to take: its first.
+        if let Some(turn) = request.replace_turn
+            && turn > 0
+            && existing.is_none()
+        {
+            return Err(ChatError::NoConversation(
+                request.conversation.unwrap_or_default(),
+            ));
+        }
         let conversation = match existing {
             Some(c) => c.id,
             None => {
@@ -400,6 +413,13 @@ impl ChatEngine {
                 return Err(ChatError::TooManyTurns(running.len()));
             }
             running.insert(conversation.clone(), cancel.clone());
+        }
+        // Inside the running turns, so that no turn of this conversation saves while it goes.
+        if let Some(turn) = request.replace_turn
+            && let Err(e) = self.drop_from_turn(&conversation, turn).await
+        {
+            self.running().remove(&conversation);
+            return Err(e);
         }
         let (tx, rx) = mpsc::channel(256);
         // Subscribe before the turn starts, so no request made during it is missed.
@@ -438,6 +458,34 @@ impl ChatEngine {
             engine.run(&turn).await;
         });
         Ok((conversation, rx, cancel))
+    }
+
+    /// Drops turn `turn` of `conversation` and what follows it, to take it again; its next
+    /// turn drops nothing.
+    async fn drop_from_turn(&self, conversation: &str, turn: usize) -> Result<(), ChatError> {
+        let id = conversation.to_string();
+        let turns = self
+            .with_store(move |store| {
+                if store.drop_from_turn(&id, turn)? {
+                    return Ok(None);
+                }
+                let messages = store.messages(&id)?;
+                Ok(Some(
+                    messages
+                        .iter()
+                        .filter(|m| matches!(m.message, Message::User { .. }))
+                        .count(),
+                ))
+            })
+            .await?;
+        match turns {
+            Some(turns) if turns != turn => Err(ChatError::NoTurn {
+                conversation: conversation.to_string(),
+                turn,
+                turns,
+            }),
+            _ => Ok(()),
+        }
     }
 
     async fn run(&self, turn: &Turn) {
@@ -613,6 +661,7 @@ impl ChatEngine {
                         log_id: None,
                         duration_ms: None,
                         structured: None,
+                        media: Vec::new(),
                     })
                     .collect(),
             };
@@ -729,7 +778,10 @@ impl ChatEngine {
                 BatchCall {
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
-                    context: context.clone().with_backchannel(Arc::new(backchannel)),
+                    context: context
+                        .clone()
+                        .with_tool_call_id(call.id.clone())
+                        .with_backchannel(Arc::new(backchannel)),
                 }
             })
             .collect();
@@ -797,6 +849,15 @@ impl ChatEngine {
         let structured = output
             .structured
             .filter(|value| !toolmux_core::serializes_longer_than(value, limit));
+        let media = match serde_json::to_value(&output.media) {
+            // Too large to keep: the live card showed them; the execution log has the result.
+            Ok(value) if toolmux_core::serializes_longer_than(&value, limit) => Vec::new(),
+            Ok(_) => output.media,
+            Err(e) => {
+                tracing::warn!(error = %e, tool = %output.name, "a tool's images and audio are left out of the stored conversation");
+                Vec::new()
+            }
+        };
         Message::Tool {
             call_id: output.call_id,
             name: output.name,
@@ -805,29 +866,48 @@ impl ChatEngine {
             log_id: Some(output.log_id),
             duration_ms: Some(output.duration_ms),
             structured,
+            media,
         }
     }
 
     /// A finished call as the model and the person see it.
     fn output(&self, call: &ToolCall, report: CallReport) -> ToolOutput {
         let log_id = report.id.to_string();
-        let (content, structured, is_error, error_code) = match report.result {
+        let (content, structured, media, is_error, error_code) = match report.result {
             Ok(result) => {
-                let is_error = result.is_error;
+                let text = model_text(&result);
+                let media = result
+                    .content
+                    .into_iter()
+                    .filter(|block| {
+                        matches!(
+                            block.body,
+                            ContentBody::Image { .. } | ContentBody::Audio { .. }
+                        )
+                    })
+                    .collect();
                 (
-                    model_text(&result),
+                    text,
                     result.structured_content,
-                    is_error,
+                    media,
+                    result.is_error,
                     None,
                 )
             }
-            Err(e) => (e.to_string(), None, true, Some(e.code().to_string())),
+            Err(e) => (
+                e.to_string(),
+                None,
+                Vec::new(),
+                true,
+                Some(e.code().to_string()),
+            ),
         };
         ToolOutput {
             call_id: call.id.clone(),
             name: call.name.clone(),
             content: cut(content, self.settings.max_tool_result_bytes, &log_id),
             structured,
+            media,
             is_error,
             error_code,
             log_id,

@@ -13,8 +13,8 @@ use serde_json::json;
 use toolmux_chat::{FinishReason, Message, TurnEvent, TurnRequest};
 use toolmux_config::ProviderKind;
 use toolmux_core::{
-    Approval, HubSettings, NamePattern, Policy, Source, SourceCall, SourceError, SourceKind,
-    ToolDescriptor, ToolResult,
+    Approval, HubSettings, NamePattern, PersonEvent, Policy, Source, SourceCall, SourceError,
+    SourceKind, ToolDescriptor, ToolResult, Watched,
 };
 use toolmux_testkit::aimock::Aimock;
 use toolmux_testkit::project::write_file;
@@ -176,6 +176,9 @@ async fn parallel_tool_calls_of_one_step_run_at_the_same_time() {
     assert_eq!(text(&events), "Both probes ran at the same time.");
 }
 
+/// Also: the approval names the model's call it is for (issue 30: a page puts it on that call's
+/// card by id, not by guessing from the tool and arguments), and once the turn is over the
+/// queue's event stream says so, with the turn no longer running.
 #[tokio::test]
 async fn a_denied_approval_becomes_a_tool_error_the_model_reads() {
     let aimock = Aimock::start("chat.json");
@@ -186,6 +189,7 @@ async fn a_denied_approval_becomes_a_tool_error_the_model_reads() {
         .push((NamePattern::new("file_read").expect("pattern"), Policy::Ask));
     let harness = Harness::new(&aimock, settings, 25);
     write_file(harness.dir.path(), "plan.txt", "secret");
+    let mut watched = harness.engine.approvals().watch();
     let (conversation, mut events, _) = harness
         .engine
         .start_turn(ask("Read the secret plan"))
@@ -199,6 +203,7 @@ async fn a_denied_approval_becomes_a_tool_error_the_model_reads() {
                 pending.request.session.as_deref(),
                 Some(conversation.as_str())
             );
+            assert_eq!(pending.request.tool_call_id.as_deref(), Some("call_secret"));
             harness
                 .engine
                 .approvals()
@@ -222,6 +227,25 @@ async fn a_denied_approval_becomes_a_tool_error_the_model_reads() {
     assert_eq!(outs[0].error_code.as_deref(), Some("denied"));
     assert!(outs[0].content.contains("not today"), "{}", outs[0].content);
     assert_eq!(text(&seen), "I was not allowed to read plan.txt.");
+
+    // The approval came and went; then the turn's end, once it no longer counts as running.
+    let mut kinds = Vec::new();
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(30), watched.next())
+            .await
+            .expect("the queue's events within 30 s");
+        match next.expect("the stream is open") {
+            Watched::Event(PersonEvent::Pending(_)) => kinds.push("pending".to_string()),
+            Watched::Event(PersonEvent::Resolved(r)) => kinds.push(format!("{:?}", r.outcome)),
+            Watched::Event(PersonEvent::TurnEnded(ended)) => {
+                assert_eq!(ended.session, conversation);
+                assert!(!harness.engine.is_running(&conversation));
+                break;
+            }
+            Watched::Missed => panic!("missed events"),
+        }
+    }
+    assert_eq!(kinds, ["pending", "Denied"]);
 }
 
 /// Runs the fixture's turn in which the model asks the person for a colour, answering its
@@ -526,4 +550,59 @@ async fn the_engine_runs_a_bounded_number_of_turns_at_once() {
         .start_turn(ask("Pick a colour for me"))
         .await
         .expect("a turn starts once one has ended");
+}
+
+/// Edit and resend (issue 30): a turn taken again replaces it and everything after it, and the
+/// model sees the new message; a turn past the conversation's next is refused before anything
+/// is dropped, and leaves no turn running.
+#[tokio::test]
+async fn a_turn_taken_again_replaces_it_and_what_followed() {
+    let aimock = Aimock::start("chat.json");
+    let harness = Harness::new(&aimock, HubSettings::default(), 25);
+    let (id, _) = harness.turn(None, "Say hello").await;
+    harness.turn(Some(&id), "Say hello").await;
+    let again = |turn: usize| TurnRequest {
+        conversation: Some(id.clone()),
+        text: "Who chose the codename?".into(),
+        replace_turn: Some(turn),
+        ..Default::default()
+    };
+    let refused = harness
+        .engine
+        .start_turn(again(3))
+        .await
+        .expect_err("turn 2 is the next; there is no turn 3");
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "conversation `{id}` has 2 turns; turn 3 cannot be taken again (turns count from 0)"
+        )
+    );
+    assert!(!harness.engine.is_running(&id));
+    let (_, events, _) = harness
+        .engine
+        .start_turn(again(0))
+        .await
+        .expect("the first turn again");
+    collect(events).await;
+    let kept: Vec<Message> = harness
+        .engine
+        .store()
+        .messages(&id)
+        .expect("messages")
+        .into_iter()
+        .map(|m| m.message)
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            Message::User {
+                text: "Who chose the codename?".into()
+            },
+            Message::Assistant {
+                text: "The notes do not say who chose Bluefin.".into(),
+                tool_calls: vec![]
+            }
+        ]
+    );
 }

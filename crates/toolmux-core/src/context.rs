@@ -74,6 +74,10 @@ pub struct CallContext {
     /// [`Source::preview`]: crate::Source::preview
     /// [`Source::call`]: crate::Source::call
     pub approval: Option<uuid::Uuid>,
+    /// The id the caller gave this call (the model's tool call id in a chat turn), carried into
+    /// the approval it raises so a page shows the approval on that call's card instead of
+    /// guessing the call from its tool and arguments. `None` for callers that give none.
+    pub tool_call_id: Option<String>,
 }
 
 impl CallContext {
@@ -90,6 +94,7 @@ impl CallContext {
             call: None,
             parent: None,
             approval: None,
+            tool_call_id: None,
         }
     }
 
@@ -102,6 +107,12 @@ impl CallContext {
     /// Sets the session id.
     pub fn with_session(mut self, session: impl Into<String>) -> Self {
         self.session = Some(session.into());
+        self
+    }
+
+    /// Sets the id the caller gave the call.
+    pub fn with_tool_call_id(mut self, id: impl Into<String>) -> Self {
+        self.tool_call_id = Some(id.into());
         self
     }
 
@@ -142,6 +153,7 @@ impl fmt::Debug for CallContext {
             .field("call", &self.call)
             .field("parent", &self.parent)
             .field("approval", &self.approval)
+            .field("tool_call_id", &self.tool_call_id)
             .finish()
     }
 }

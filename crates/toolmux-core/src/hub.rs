@@ -635,6 +635,7 @@ async fn ask(
         arguments: arguments.clone(),
         channel: context.channel,
         session: context.session.clone(),
+        tool_call_id: context.tool_call_id.clone(),
         message,
         preview: shown,
         configured_message: entry.approval_message.is_some(),

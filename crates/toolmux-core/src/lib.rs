@@ -35,8 +35,8 @@ pub use approval::{
     ApprovalScope, ApprovalTemplate, Approver, AskError, Asker, CannotAsk, HumanAnswer,
     HumanQuestion, MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH, MAX_FORM_SCHEMA_BYTES,
     MAX_FORM_SCHEMA_DEPTH, NoSuchApproval, Outcome as WaitOutcome, PendingApproval, PendingInput,
-    PersonEvent, PersonEvents, Resolved, TemplateError, WaitingItem, Watched, approve_within,
-    ask_within, field_value,
+    PersonEvent, PersonEvents, Resolved, TemplateError, TurnEnd, WaitingItem, Watched,
+    approve_within, ask_within, field_value,
 };
 pub use backchannel::{Backchannel, BackchannelError, LogLevel, LogMessage, Progress};
 pub use bytes::human_bytes;

@@ -470,6 +470,8 @@ impl Handlers {
             // configured approval limit: what the person sees and how long they have.
             channel: self.asker.channel,
             session: self.asker.session.clone(),
+            // The agent's own request, not a call of the conversation's model.
+            tool_call_id: None,
             message,
             preview,
             // The agent's own words, worded for the person: an approver that words its own

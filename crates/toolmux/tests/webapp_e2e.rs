@@ -77,8 +77,10 @@ fn fixtures(dir: &std::path::Path) -> PathBuf {
          "response": {"content": "First read."}},
         {"match": {"userMessage": "Read the plan after a reload", "hasToolResult": false},
          "response": {"toolCalls": [call("call_reload", "file_read", json!({"path": "plan.txt"}))]}},
+        // Slow (about 3 s): a page that read the turn on a clock while it runs would read it
+        // several times before its end.
         {"match": {"toolCallId": "call_reload", "toolResultContains": "secret"},
-         "response": {"content": "The plan says secret."}},
+         "response": {"content": "The plan says secret."}, "chunkSize": 1, "latency": 150},
         {"match": {"userMessage": "Read the plan from elsewhere", "hasToolResult": false},
          "response": {"toolCalls": [call("call_elsewhere", "file_read", json!({"path": "plan.txt"}))]}},
         {"match": {"toolCallId": "call_elsewhere", "toolResultContains": "secret"},
@@ -93,6 +95,15 @@ fn fixtures(dir: &std::path::Path) -> PathBuf {
          "response": {"content": long_answer()}, "chunkSize": 64, "latency": 1},
         {"match": {"userMessage": "Say hello"}, "response": {"content": "Hello there."}},
         {"match": {"userMessage": "Say goodbye"}, "response": {"content": "Goodbye now."}},
+        {"match": {"userMessage": "Are you rate limited"},
+         "response": {"error": {"message": "Rate limit exceeded.", "type": "rate_limit_error",
+                                "code": "rate_limit_exceeded"}, "status": 429}},
+        {"match": {"userMessage": "Show me some code"},
+         "response": {"content": "Here it is:\n\n```rust\nfn main() {}\n```\n"}},
+        // Slow (about 40 s), so that it is stopped while it streams.
+        {"match": {"userMessage": "Tell a slow story"},
+         "response": {"content": format!("Once upon a time. {} THE END", "And then. ".repeat(40))},
+         "chunkSize": 4, "latency": 400},
         {"match": {"userMessage": "Repeat the long word"},
          "response": {"content": format!("Here it is: {}", "W".repeat(300))}},
         {"match": {"userMessage": "Run the long operation", "hasToolResult": false},
@@ -100,6 +111,10 @@ fn fixtures(dir: &std::path::Path) -> PathBuf {
                                          json!({"duration": 4, "steps": 4}))]}},
         {"match": {"toolCallId": "call_long", "toolResultContains": "completed"},
          "response": {"content": "The long operation is done."}},
+        {"match": {"userMessage": "Show the tiny image", "hasToolResult": false},
+         "response": {"toolCalls": [call("call_tiny", "everything__get-tiny-image", json!({}))]}},
+        {"match": {"toolCallId": "call_tiny"},
+         "response": {"content": "That is the MCP logo."}},
     ]});
     let path = dir.join("webapp-fixtures.json");
     std::fs::write(&path, fixtures.to_string()).expect("write the fixtures");
@@ -605,7 +620,9 @@ fn ended_turn_texts(flow: &Flow, address: &Value) -> Vec<String> {
 /// Issue 30: a page reloaded while its turn waits on an approval does not cancel the turn; the
 /// reloaded page shows the approval (from the queue) with live buttons in the waiting call's
 /// card — not in the earlier turn's card of the same call, already done — and, once it is
-/// answered, the turn's answer.
+/// answered, the turn's answer. The answered approval stays in its call's card (not moved to the
+/// thread's end), and the page reads the conversation when something happens in the turn and
+/// once when the server says it ended (`turn-ended`), not on a clock while the answer streams.
 fn reload_flow(screen: Screen) {
     let flow = start("reload", screen, FILE_READ_ASKS);
     let found = browse(&flow, "reload", &[]);
@@ -637,6 +654,20 @@ fn reload_flow(screen: Screen) {
     assert_eq!(
         found["cards"][1]["badge"], "built-in · workspace",
         "{found}"
+    );
+    assert_eq!(
+        found["answeredPlace"],
+        json!(["in its call's card"]),
+        "{found}"
+    );
+    // While the answer streams (some 3 s) nothing happens in the turn until it ends: one read
+    // on its end (two when an event's read was still under way; none when the card showed its
+    // result only with the ended turn), where a read on a clock made three or more.
+    assert!(
+        found["readsWhileAnswering"]
+            .as_u64()
+            .is_some_and(|n| n <= 2),
+        "the page read the conversation on a clock while its turn ran: {found}"
     );
     assert_eq!(file_read_outcomes(&flow), ["ok", "ok"]);
     assert_eq!(
@@ -784,6 +815,19 @@ fn servers_flow(screen: Screen) {
     assert_eq!(found["discovery"], "success");
     assert_eq!(found["prompt"], true, "its prompts are not shown: {found}");
     assert!(flow.project.saved_config()["mcpServers"]["everything"].is_object());
+    // A server whose discovery fails: said so, with its stderr, and not announced as added.
+    let said = found["brokenSaid"].as_str().expect("the failure said");
+    assert!(
+        said.starts_with("Added broken, but its tools could not be listed: "),
+        "{found}"
+    );
+    assert!(
+        found["brokenLog"]
+            .as_str()
+            .is_some_and(|log| log.lines().any(|l| l == "it broke")),
+        "{found}"
+    );
+    assert_eq!(found["brokenAnnounced"], 0, "{found}");
 }
 
 on_both_screens!(
@@ -880,6 +924,8 @@ on_both_screens!(
 );
 
 /// A call of an MCP server's long-running tool, on `screen`: its progress shown live on its card.
+/// Then the server's image tool: its image shown in the card (issue 30: it said "[image/png
+/// content, not shown]"), and again when the conversation is reopened.
 fn progress_flow(screen: Screen) {
     let everything = node_peer("upstream", "mcp-server-everything");
     let extra = format!(
@@ -918,6 +964,12 @@ fn progress_flow(screen: Screen) {
         "no live progress: {found}"
     );
     assert_eq!(found["max"], "4", "{found}");
+    assert_eq!(
+        found["image"],
+        json!({"width": 20, "standIn": false}),
+        "{found}"
+    );
+    assert_eq!(found["imageReopened"], found["image"], "{found}");
 }
 
 on_both_screens!(
@@ -1000,6 +1052,110 @@ on_both_screens!(
     signin_flow:
     a_server_that_needs_sign_in_is_signed_in_from_its_button,
     a_server_that_needs_sign_in_is_signed_in_from_its_button_on_a_phone
+);
+
+/// Issue 30's chat basics: copy a message and a code block; edit the first message and send it
+/// again (the server drops that turn and what followed it); regenerate the answer (the server
+/// keeps one copy); Ctrl+Shift+O starts a new conversation; Esc stops a streaming answer (the
+/// server's turn ends); the conversation list filters by title. axe finds nothing serious.
+fn basics_flow(screen: Screen) {
+    let flow = start("basics", screen, "");
+    let found = browse(&flow, "basics", &[]);
+    assert_eq!(
+        found["modelKept"], "gpt-4o · mock (this conversation's)",
+        "{found}"
+    );
+    assert_eq!(found["copiedMessage"], "Hello there.", "{found}");
+    assert_eq!(found["copiedCode"], "fn main() {}", "{found}");
+    assert_eq!(
+        found["afterEdit"],
+        json!(["Say goodbye", "Goodbye now."]),
+        "{found}"
+    );
+    assert_eq!(
+        found["afterRegenerate"],
+        json!(["Say goodbye", "Goodbye now."]),
+        "{found}"
+    );
+    assert_eq!(found["editedTurn"], 0, "{found}");
+    assert_eq!(found["regeneratedTurn"], 0, "{found}");
+    assert_eq!(
+        ended_turn_texts(&flow, &found["address"]),
+        ["Say goodbye", "Goodbye now."]
+    );
+    assert_eq!(found["afterShortcut"], "/chat", "{found}");
+    assert_eq!(found["stoppedShowsSend"], true, "{found}");
+    let story = ended_turn_texts(&flow, &found["storyAddress"]);
+    assert_eq!(story[0], "Tell a slow story", "{story:?}");
+    assert!(
+        !story.iter().any(|t| t.contains("THE END")),
+        "the stopped answer ran to its end: {story:?}"
+    );
+    assert_eq!(
+        found["searched"],
+        json!(["New conversation", "Tell a slow story"]),
+        "{found}"
+    );
+    assert_eq!(found["serious"], json!([]), "{found}");
+    // A failed turn says why in words, and Retry takes the same turn again: the server keeps
+    // one copy of the message, not one per try.
+    let failed = found["failedSaid"].as_str().expect("the error shown");
+    assert!(
+        failed.starts_with("mock answered HTTP 429") && failed.ends_with("Rate limit exceeded."),
+        "{found}"
+    );
+    assert_eq!(found["retriedTurn"], 0, "{found}");
+    assert_eq!(
+        ended_turn_texts(&flow, &found["retryAddress"]),
+        ["Are you rate limited?"]
+    );
+}
+
+/// Issue 30: with no model provider configured, a new conversation says what to configure,
+/// and a message sent anyway gets the server's reason in words, not its JSON body.
+fn first_run_flow(screen: Screen) {
+    let fixtures_dir = tempfile::tempdir().expect("a folder for the fixtures");
+    let aimock = Aimock::start(
+        fixtures(fixtures_dir.path())
+            .to_str()
+            .expect("a UTF-8 path"),
+    );
+    let project = project(&aimock, "", false);
+    // What a first run has: no provider.
+    project.config("{}");
+    let served = Served::start(&project, &[]);
+    let flow = Flow {
+        _aimock: aimock,
+        project,
+        served,
+        scratch: scratch(&screen.folder("firstrun")),
+        screen,
+        _fixtures: fixtures_dir,
+    };
+    let found = browse(&flow, "firstrun", &[]);
+    assert_eq!(
+        found["card"], "Connect a model to start chatting",
+        "{found}"
+    );
+    assert_eq!(
+        found["error"],
+        "no chat provider is configured; add one under `providers` in .toolmux/config.json \
+         (kind, baseUrl, apiKey, defaultModel)",
+        "{found}"
+    );
+    assert_eq!(found["serious"], json!([]), "{found}");
+}
+
+on_both_screens!(
+    first_run_flow:
+    with_no_provider_the_chat_says_what_to_configure,
+    with_no_provider_the_chat_says_what_to_configure_on_a_phone
+);
+
+on_both_screens!(
+    basics_flow:
+    the_chat_copies_edits_regenerates_stops_on_esc_and_searches,
+    the_chat_copies_edits_regenerates_stops_on_esc_and_searches_on_a_phone
 );
 
 fn a11y_flow(screen: Screen) {

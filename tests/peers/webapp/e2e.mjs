@@ -3,7 +3,7 @@
 // checks what the flows leave on disk and in the server).
 //
 // Usage: node e2e.mjs PHASE URL SCRATCH
-//   PHASE   chat | conversations | layout | specs | specwait | nospecs | approvals | reload | elsewhere | questions | tools | servers | signin | activity | sessions | progress | a11y | perf
+//   PHASE   chat | basics | conversations | layout | specs | specwait | nospecs | approvals | reload | elsewhere | questions | tools | servers | signin | activity | sessions | progress | a11y | perf
 //   URL     the web app's URL as `toolmux serve` printed it (with `#token=…`)
 //   SCRATCH a folder for the browser's profile and the screenshots
 // SCREENSHOTS (optional) is a folder where the layout flow puts a screenshot of each page
@@ -154,6 +154,16 @@ function rowFolded(row) {
   return row.evaluate((tr) => {
     const lefts = [...tr.querySelectorAll("td")].map((td) => Math.round(td.getBoundingClientRect().left));
     return lefts.length > 1 && lefts.every((x) => x === lefts[0]);
+  });
+}
+
+// axe-core's serious and critical findings on the page as it is (the page must be opened with
+// `bypassCSP`: the page's CSP rightly refuses the injected script).
+async function seriousViolations(page) {
+  await page.evaluate(readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8"));
+  return page.evaluate(async () => {
+    const r = await globalThis.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => ({ id: v.id, help: v.help }));
   });
 }
 
@@ -445,7 +455,9 @@ const phases = {
 
   // A turn survives a reload (issue 30): reloaded while its approval waits, the page shows the
   // approval from the queue with live buttons, and once it is answered, the turn's answer. The
-  // turn before it made the same call, already done: the approval belongs to the waiting one.
+  // turn before it made the same call, already done: the approval belongs to the waiting one,
+  // and stays in its card once answered. The conversation's reads while the answer streams are
+  // counted: the page reads on the turn's events and its end, not on a clock.
   async reload() {
     const { context, page, problems } = await open();
     await ask(page, "Read the plan first");
@@ -465,12 +477,25 @@ const phases = {
     // The call's own card, still running, badged as the live one was.
     const waitingCards = await cardViews(page);
     const waitingShot = await shot(page, "chat-reload-waiting");
+    const reads = [];
+    page.on("request", (r) => {
+      if (new URL(r.url()).pathname === `/api/conversations/${address.slice("/chat/".length)}`) reads.push(r.url());
+    });
     await card.getByRole("button", { name: "Allow once" }).click();
+    // The call's card says done after a read made on the call's log entry; the model's answer
+    // then streams for some 3 s, which the page sees only when it reads the ended turn.
+    await page.locator('article.tool-card[data-tool="file_read"]').last().locator(".outcome", { hasText: "done" }).waitFor();
+    const readsBefore = reads.length;
     await page.locator(".message.assistant", { hasText: "The plan says secret." }).waitFor();
+    const readsWhileAnswering = reads.length - readsBefore;
     const cards = await cardViews(page);
+    // Where the answered approval is: in the card of the call it was for, or on its own.
+    const answeredPlace = await page
+      .locator("section.approval-card")
+      .evaluateAll((all) => all.map((a) => (a.closest("article.tool-card") ? "in its call's card" : "on its own")));
     const answeredShot = await shot(page, "chat-reload-answered");
     await context.close();
-    return { address, buttons, waitingCards, cards, screenshots: [waitingShot, answeredShot], problems };
+    return { address, buttons, waitingCards, cards, answeredPlace, readsWhileAnswering, screenshots: [waitingShot, answeredShot], problems };
   },
 
   // An approval answered elsewhere (issue 30): the chat's card, answered on the Approvals page
@@ -639,6 +664,18 @@ const phases = {
     });
     const importedDiscovery = await memory.innerText();
     const importShot = await shot(page, "servers-import");
+    // A server whose discovery fails is said to have failed, with its stderr (issue 30: it was
+    // announced as added, in green, with 0 tools).
+    await page
+      .getByLabel(/An mcpServers block/)
+      .fill(JSON.stringify({ mcpServers: { broken: { command: "sh", args: ["-c", "echo it broke >&2; exit 3"] } } }));
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    const failure = page.locator(".add-failed");
+    await failure.waitFor({ timeout: 60_000 });
+    const brokenSaid = await failure.locator("p").innerText();
+    const brokenLog = await failure.locator("pre.stderr-tail").innerText();
+    const brokenAnnounced = await page.getByRole("status").filter({ hasText: /^Added broken/ }).count();
+    const brokenShot = await shot(page, "servers-add-failed");
     await context.close();
     return {
       added,
@@ -650,7 +687,10 @@ const phases = {
       stderr,
       imported,
       importedDiscovery,
-      screenshots: [screenshot, importShot],
+      brokenSaid,
+      brokenLog,
+      brokenAnnounced,
+      screenshots: [screenshot, importShot, brokenShot],
       problems,
     };
   },
@@ -775,8 +815,141 @@ const phases = {
       return { seen, max };
     }, selector);
     await page.locator(".message.assistant", { hasText: "The long operation is done." }).waitFor();
+
+    // An image from the server's tool, in its card: decoded (its width), with no stand-in text.
+    await ask(page, "Show the tiny image");
+    await page.locator(".message.assistant", { hasText: "That is the MCP logo." }).waitFor();
+    const imageCard = page.locator('article.tool-card[data-tool="everything__get-tiny-image"]');
+    const imageOf = async () => {
+      const img = imageCard.locator("img.result-image");
+      await img.waitFor();
+      await page.waitForFunction((el) => el.complete, await img.elementHandle());
+      return {
+        width: await img.evaluate((el) => el.naturalWidth),
+        standIn: /not shown/.test(await imageCard.locator(".result").innerText()),
+      };
+    };
+    const image = await imageOf();
+    const imageShot = await shot(page, "chat-tool-image");
+    await page.reload();
+    await page.locator(".message.assistant", { hasText: "That is the MCP logo." }).waitFor();
+    const imageReopened = await imageOf();
     await context.close();
-    return { badge, progress: [...new Set(seen)], max, screenshots: [runningShot], problems };
+    return { badge, progress: [...new Set(seen)], max, image, imageReopened, screenshots: [runningShot, imageShot], problems };
+  },
+
+  // The chat basics (issue 30): copy a message and a code block, edit and resend, regenerate,
+  // a new conversation by its shortcut, Esc stops a streaming answer, the list searched.
+  async basics() {
+    // axe is injected by the test (see a11y): the page's CSP refuses it.
+    const { context, page, problems } = await open({ bypassCSP: true });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
+    const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
+    const texts = () =>
+      page.locator(".message").evaluateAll((all) => all.map((m) => (m.querySelector(".markdown, p")?.textContent ?? "").trim()));
+    await ask(page, "Say hello");
+    const hello = page.locator(".message.assistant", { hasText: "Hello there." });
+    // The picker's first choice names the model the conversation keeps.
+    const keptModel = page.locator(".model-picker option", { hasText: "this conversation's" });
+    await keptModel.waitFor({ state: "attached" });
+    const modelKept = await keptModel.innerText();
+    await hello.getByRole("button", { name: "Copy message" }).click();
+    await hello.getByRole("button", { name: "Copied" }).waitFor();
+    const copiedMessage = await clipboard();
+    await ask(page, "Show me some code");
+    const code = page.locator(".message.assistant", { hasText: "fn main" });
+    // Its Regenerate button shows once the turn has ended.
+    await code.getByRole("button", { name: "Regenerate" }).waitFor();
+    await code.getByRole("button", { name: "Copy code" }).click();
+    await code.getByRole("button", { name: "Copied" }).waitFor();
+    const copiedCode = await clipboard();
+
+    // The turn each request takes again (`replaceTurn`), read off the request the page sends,
+    // once the server has answered it (the page stops reading an answer that ends in an error,
+    // so its end is not waited for: what the page shows after it is).
+    const nextTurn = () =>
+      page
+        .waitForResponse((r) => new URL(r.url()).pathname === "/api/chat" && r.request().method() === "POST")
+        .then((r) => r.request().postDataJSON().replaceTurn ?? null);
+    await page.locator(".message.user").first().getByRole("button", { name: "Edit" }).click();
+    await page.getByLabel("Edit your message").fill("Say goodbye");
+    let sent = nextTurn();
+    await page.getByRole("button", { name: "Save and send" }).click();
+    const editedTurn = await sent;
+    const answer = page.locator(".message.assistant", { hasText: "Goodbye now." });
+    await answer.getByRole("button", { name: "Regenerate" }).waitFor();
+    const afterEdit = await texts();
+    sent = nextTurn();
+    await answer.getByRole("button", { name: "Regenerate" }).click();
+    const regeneratedTurn = await sent;
+    await answer.getByRole("button", { name: "Regenerate" }).waitFor();
+    const afterRegenerate = await texts();
+    const address = new URL(page.url()).pathname;
+    const serious = await seriousViolations(page);
+    const basicsShot = await shot(page, "chat-basics");
+
+    await page.keyboard.press("Control+Shift+O");
+    await page.getByText("Ask anything; the model can use every tool in the catalog.").waitFor();
+    const afterShortcut = new URL(page.url()).pathname;
+    await ask(page, "Tell a slow story");
+    await page.locator(".message.assistant .markdown", { hasText: "Once upon a time." }).waitFor();
+    await page.waitForURL((u) => /^\/chat\/.+/.test(u.pathname));
+    const storyAddress = new URL(page.url()).pathname;
+    await page.keyboard.press("Escape");
+    const stoppedShowsSend = await becomesShown(page.getByRole("button", { name: "Send", exact: true }));
+
+    const list = await conversationList(page);
+    await list.getByLabel("Search conversations").fill("slow");
+    await list.getByRole("link", { name: "Say hello" }).waitFor({ state: "detached" });
+    const searched = await list.getByRole("link").allInnerTexts();
+    const searchShot = await shot(page, "chat-search");
+
+    await newConversation(page);
+    await ask(page, "Are you rate limited?");
+    const failure = page.getByRole("alert").filter({ hasText: "429" });
+    const failedSaid = await failure.locator("p").innerText();
+    sent = nextTurn();
+    await failure.getByRole("button", { name: "Retry" }).click();
+    const retriedTurn = await sent;
+    await failure.getByRole("button", { name: "Retry" }).waitFor();
+    const retryAddress = new URL(page.url()).pathname;
+    const failedShot = await shot(page, "chat-failed-turn");
+    await context.close();
+    return {
+      modelKept,
+      copiedMessage,
+      copiedCode,
+      afterEdit,
+      afterRegenerate,
+      editedTurn,
+      regeneratedTurn,
+      address,
+      afterShortcut,
+      storyAddress,
+      stoppedShowsSend,
+      searched,
+      serious,
+      failedSaid,
+      retriedTurn,
+      retryAddress,
+      screenshots: [basicsShot, searchShot, failedShot],
+      problems,
+    };
+  },
+
+  // No provider configured (issue 30): a new conversation says what to configure, and a message
+  // sent anyway gets the server's reason in words.
+  async firstrun() {
+    const { context, page, problems } = await open({ bypassCSP: true });
+    const card = page.getByRole("region", { name: "Connect a model to start chatting" });
+    const title = await card.getByRole("heading").innerText();
+    const serious = await seriousViolations(page);
+    const cardShot = await shot(page, "chat-first-run");
+    await ask(page, "Say hello");
+    const error = await page.locator(".turn-error p").innerText();
+    const errorShot = await shot(page, "chat-no-provider-error");
+    await context.close();
+    return { card: title, error, serious, screenshots: [cardShot, errorShot], problems };
   },
 
   // axe-core on every page, light and dark: no serious or critical violations.

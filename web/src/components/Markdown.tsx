@@ -1,8 +1,9 @@
 // Markdown answers: `marked` renders (small, fast, streaming-friendly: a partial answer is just
 // shorter Markdown); code blocks are highlighted by highlight.js's core with a few languages,
 // loaded only when an answer first shows code. Raw HTML in the Markdown is escaped, never
-// rendered: the text comes from a model that reads untrusted files.
-import { memo, useEffect, useMemo, useRef } from "react";
+// rendered: the text comes from a model that reads untrusted files. Each code block has a
+// button that copies its text (one click handler for the whole answer).
+import { memo, useEffect, useMemo, useRef, type MouseEvent } from "react";
 import { Marked, type Tokens } from "marked";
 
 const escape = (s: string) =>
@@ -14,7 +15,8 @@ const marked = new Marked({
   renderer: {
     html: (token: Tokens.HTML | Tokens.Tag) => escape(token.text),
     code: (token: Tokens.Code) =>
-      `<pre class="code" tabindex="0"><code data-lang="${escape(token.lang ?? "")}">${escape(token.text)}</code></pre>`,
+      `<div class="code-block"><button type="button" class="copy-code">Copy code</button>` +
+      `<pre class="code" tabindex="0"><code data-lang="${escape(token.lang ?? "")}">${escape(token.text)}</code></pre></div>`,
     link: (token: Tokens.Link) => {
       const href = /^(https?:|mailto:|#|\/)/i.test(token.href) ? token.href : "#";
       return `<a href="${escape(href)}" target="_blank" rel="noreferrer noopener">${escape(token.text)}</a>`;
@@ -22,6 +24,28 @@ const marked = new Marked({
     image: (token: Tokens.Image) => `[image: ${escape(token.text || token.href)}]`,
   },
 });
+
+/// Copies the code block whose "Copy code" button was clicked, and says so on the button.
+function copyCode(e: MouseEvent<HTMLElement>) {
+  const button = (e.target as HTMLElement).closest<HTMLButtonElement>("button.copy-code");
+  const code = button?.parentElement?.querySelector("pre.code")?.textContent;
+  if (!button || code == null) return;
+  void copyText(code).then((said) => {
+    button.textContent = said;
+    window.setTimeout(() => (button.textContent = "Copy code"), 2000);
+  });
+}
+
+/// Puts `text` on the clipboard; what to say on the button that did it.
+export async function copyText(text: string): Promise<string> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return "Copied";
+  } catch {
+    // No clipboard (an insecure origin, a refused permission): the person copies by hand.
+    return "Copy failed";
+  }
+}
 
 type Highlighter = typeof import("./highlight");
 let highlighter: Promise<Highlighter> | null = null;
@@ -55,7 +79,7 @@ function blocks(text: string): string[] {
 
 export function Markdown({ text }: { text: string }) {
   return (
-    <div className="markdown">
+    <div className="markdown" onClick={copyCode}>
       {blocks(text).map((b, i) => (
         <Block key={i} text={b} />
       ))}

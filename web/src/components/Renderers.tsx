@@ -186,12 +186,37 @@ function Block({ block }: { block: ContentBlock }) {
   }
 }
 
+/// The chat's text of a result without the lines that stand in for its images and audio in what
+/// the model reads (`[image/png content, not shown]`): the blocks themselves are shown.
+function withoutStandIns(text: string, media: ContentBlock[]): string {
+  const standIns = new Set(media.map((b) => `[${(b as { mimeType?: string }).mimeType} content, not shown]`));
+  return text
+    .split("\n")
+    .filter((line) => !standIns.has(line))
+    .join("\n")
+    .trim();
+}
+
+/// A result: a known tool's own view, else its content blocks. `media` are the images and audio
+/// of a chat card's result, whose `content` is the text the model read.
 export function ResultView(props: {
   tool: string;
   input?: unknown;
   structured?: unknown;
   content?: ContentBlock[] | string;
+  media?: ContentBlock[];
 }) {
+  if (props.media && props.media.length > 0 && typeof props.content === "string") {
+    const text = withoutStandIns(props.content, props.media);
+    return (
+      <>
+        {text && <TextResult text={text} />}
+        {props.media.map((b, i) => (
+          <Block key={i} block={b} />
+        ))}
+      </>
+    );
+  }
   const known = <Known tool={props.tool} input={props.input} structured={props.structured} />;
   if (Known({ tool: props.tool, input: props.input, structured: props.structured }) !== null) return known;
   if (typeof props.content === "string") return <TextResult text={props.content} />;

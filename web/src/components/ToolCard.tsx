@@ -5,6 +5,7 @@ import { memo, type ReactNode } from "react";
 import { Link } from "react-router";
 import { JsonTree } from "./JsonTree";
 import { ErrorView, ResultView } from "./Renderers";
+import type { ContentBlock } from "../api";
 
 export interface Progress {
   progress: number;
@@ -15,6 +16,8 @@ export interface Progress {
 interface Output {
   content?: string;
   structured?: unknown;
+  /// The result's images and audio (MCP content blocks).
+  media?: ContentBlock[];
   logId?: string;
   durationMs?: number;
   source?: string;
@@ -136,7 +139,7 @@ function ToolCardView({ part, source, progress, approval, waiting }: CardProps) 
       )}
       {output && (
         <div className="result" role="region" aria-label={`Result of ${part.toolName}`} tabIndex={0}>
-          <ResultView tool={part.toolName} input={part.input} structured={output.structured} content={output.content} />
+          <ResultView tool={part.toolName} input={part.input} structured={output.structured} content={output.content} media={output.media} />
         </div>
       )}
       {part.state === "output-error" && <ErrorView text={part.errorText} />}

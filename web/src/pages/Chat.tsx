@@ -9,9 +9,9 @@ import "../zodJitless";
 import { Chat as ChatSession, useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type DynamicToolUIPart, type UIMessage } from "ai";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { ApiFailure, answerApproval, api, describe, openStream, sessionHeaders, type JsonSchema, type PendingApproval, type Schemas } from "../api";
+import { ApiFailure, answerApproval, api, describe, openStream, sessionHeaders, type ContentBlock, type JsonSchema, type PendingApproval, type Schemas } from "../api";
 import { FoldButton } from "../components/FoldButton";
-import { Markdown } from "../components/Markdown";
+import { Markdown, copyText } from "../components/Markdown";
 import { SchemaForm } from "../components/SchemaForm";
 import { JsonTree } from "../components/JsonTree";
 import { SourceBadge, ToolCard, type Progress } from "../components/ToolCard";
@@ -34,6 +34,7 @@ interface StoredMessage {
   logId?: string;
   durationMs?: number;
   structured?: unknown;
+  media?: ContentBlock[];
 }
 
 /// `GET /api/conversations/{id}`, its messages typed as the page reads them.
@@ -70,7 +71,7 @@ function toUiMessages(stored: StoredMessage[]): UIMessage[] {
       else
         Object.assign(part, {
           state: "output-available",
-          output: { content: m.content, structured: m.structured, logId: m.logId, durationMs: m.durationMs },
+          output: { content: m.content, structured: m.structured, media: m.media, logId: m.logId, durationMs: m.durationMs },
         });
     }
   }
@@ -85,6 +86,9 @@ const CONVERSATIONS = ["conversations"];
 /// the conversation shown again).
 const conversationKey = (id: string) => ["conversation", id];
 
+/// `GET /api/conversations`: every conversation with its title, provider and model.
+const readConversations = async () => (await api<Schemas["ConversationList"]>("/api/conversations")).conversations;
+
 /// `GET /api/conversations/{id}`.
 const readConversation = (id: string) => api<ConversationDetail>(`/api/conversations/${encodeURIComponent(id)}`);
 
@@ -94,9 +98,12 @@ function Conversations(props: { current?: string; open: boolean; onClose: () => 
   const queryClient = useQueryClient();
   const conversations = useQuery({
     queryKey: CONVERSATIONS,
-    queryFn: async () => (await api<Schemas["ConversationList"]>("/api/conversations")).conversations,
+    queryFn: readConversations,
   });
-  const list: Conversation[] = conversations.data ?? [];
+  const [search, setSearch] = useState("");
+  const all: Conversation[] = conversations.data ?? [];
+  const wanted = search.trim().toLowerCase();
+  const list = wanted ? all.filter((c) => (c.title || "Untitled").toLowerCase().includes(wanted)) : all;
   const [failed, setError] = useState<string | null>(null);
   const error = failed ?? (conversations.error ? describe(conversations.error) : null);
   const [renaming, setRenaming] = useState<string | null>(null);
@@ -131,10 +138,22 @@ function Conversations(props: { current?: string; open: boolean; onClose: () => 
           Close
         </button>
       )}
-      <Link to="/chat" className="button" onClick={onClose}>
+      <Link to="/chat" className="button" onClick={onClose} title="New conversation (Ctrl+Shift+O)" aria-keyshortcuts="Control+Shift+O">
         New conversation
       </Link>
+      <label className="visually-hidden" htmlFor="conversation-search">
+        Search conversations
+      </label>
+      <input
+        id="conversation-search"
+        type="search"
+        className="conversation-search"
+        placeholder="Search conversations"
+        value={search}
+        onChange={(e) => setSearch(e.target.value)}
+      />
       {error && <p role="alert" className="error">{error}</p>}
+      {wanted && list.length === 0 && <p className="muted">No conversation’s title has “{search.trim()}”.</p>}
       <ul>
         {list.map((c) => (
           <li key={c.id} className={c.id === current ? "current" : undefined}>
@@ -179,14 +198,63 @@ function Conversations(props: { current?: string; open: boolean; onClose: () => 
   );
 }
 
-function ModelPicker({ value, onChange }: { value: string; onChange: (v: string) => void }) {
+/// The configured providers and their models (`GET /api/models`); undefined until read.
+function useProviders(): Schemas["ModelList"]["providers"] | undefined {
+  return useQuery({ queryKey: ["models"], queryFn: () => api<Schemas["ModelList"]>("/api/models") }).data?.providers;
+}
+
+/// What a new conversation shows when no model provider is configured: what to put in the
+/// configuration, instead of an error after the first message.
+function FirstRun() {
+  return (
+    <section className="first-run" aria-labelledby="first-run-title">
+      <h2 id="first-run-title">Connect a model to start chatting</h2>
+      <p>
+        No model provider is configured. Add one under <code>providers</code> in <code>.toolmux/config.json</code>, for
+        example:
+      </p>
+      <pre className="code" tabIndex={0}>
+        {FIRST_PROVIDER}
+      </pre>
+      <p className="muted">
+        <code>openai</code> is any OpenAI-compatible server (OpenAI, Ollama, vLLM, llama.cpp, LM Studio); <code>anthropic</code> and{" "}
+        <code>gemini</code> are the others. Tools, servers and approvals work without a model.
+      </p>
+    </section>
+  );
+}
+
+/// The configuration of a first provider: a hosted one by its key, or a local Ollama.
+const FIRST_PROVIDER = `{
+  "providers": {
+    "openai": { "kind": "openai", "apiKey": "\${OPENAI_API_KEY}", "defaultModel": "gpt-4o" },
+    "local": { "kind": "openai", "baseUrl": "http://localhost:11434/v1", "defaultModel": "qwen3" }
+  }
+}`;
+
+/// What a failed turn's error says in words: the error body's `message` when the server refused
+/// the request before the turn started (the SDK hands over the body as it came), else the
+/// error's own text (a turn that failed while it ran says it in words already).
+function plainError(error: Error): string {
+  try {
+    const body = JSON.parse(error.message) as { error?: { message?: unknown } };
+    if (typeof body.error?.message === "string") return body.error.message;
+  } catch {
+    // Not JSON: words already.
+  }
+  return error.message;
+}
+
+/// The model picker. Its first choice is the conversation's own provider and model (`kept`), which
+/// the server keeps using when none is named, or the configured default for a new conversation.
+function ModelPicker({ value, onChange, kept }: { value: string; onChange: (v: string) => void; kept?: Conversation }) {
   // Without the list (no provider answers) the picker offers the default alone.
-  const providers = useQuery({ queryKey: ["models"], queryFn: () => api<Schemas["ModelList"]>("/api/models") }).data?.providers ?? [];
+  const providers = useProviders() ?? [];
   return (
     <label className="model-picker">
       <span>Model</span>
       <select value={value} onChange={(e) => onChange(e.target.value)}>
-        <option value="">Default</option>
+        <option value="">{kept ? `${kept.model} · ${kept.provider} (this conversation's)` : "Default"}</option>
         {providers.map((p) => {
           const models = p.models ?? [p.defaultModel].filter((m): m is string => !!m);
           return (
@@ -206,6 +274,8 @@ function ModelPicker({ value, onChange }: { value: string; onChange: (v: string)
 
 interface ApprovalData {
   approvalId: string;
+  /// The call it is for (the model's id for it), when the approval was raised by one.
+  toolCallId?: string;
   tool: string;
   source: string;
   arguments: unknown;
@@ -386,40 +456,26 @@ function InputCard({ data, outcome }: { data: InputData; outcome?: Outcome }) {
 /// A waiting approval from the queue, as the turn's stream words it.
 function approvalData(approval: PendingApproval): ApprovalData {
   const r = approval.request;
-  return { approvalId: approval.id, tool: r.tool, source: r.source, arguments: r.arguments, message: r.message };
-}
-
-/// `value` as JSON with its objects' keys in order, so that two copies of the same arguments
-/// compare equal whichever order their keys came in.
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value !== null && typeof value === "object")
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  return JSON.stringify(value) ?? "null";
-}
-
-/// Which call each approval is for, by call id (an approval does not name its call): one of the
-/// same tool with the same arguments, not yet matched. An approval the turn's stream sent came
-/// right after its call, so it is the first such call in order, answered or not (a call allowed
-/// for the conversation may be followed by the same call, which must not take its card). One
-/// from the queue (a reopened conversation, whose stream is gone) is waiting, so it is the
-/// latest such call still without a result: never an earlier turn's finished call. An
-/// approval with no such call is shown on its own.
-function approvalsByCall(messages: UIMessage[], streamed: ApprovalData[], queued: ApprovalData[]): Map<string, ApprovalData> {
-  const byCall = new Map<string, ApprovalData>();
-  if (streamed.length === 0 && queued.length === 0) return byCall;
-  const calls = messages.flatMap((m) => m.parts.filter((p): p is DynamicToolUIPart => p.type === "dynamic-tool"));
-  const open = calls.filter((c) => c.state === "input-streaming" || c.state === "input-available").reverse();
-  const match = (candidates: DynamicToolUIPart[], approval: ApprovalData) => {
-    const args = canonical(approval.arguments);
-    const call = candidates.find((c) => !byCall.has(c.toolCallId) && c.toolName === approval.tool && canonical(c.input) === args);
-    if (call) byCall.set(call.toolCallId, approval);
+  return {
+    approvalId: approval.id,
+    toolCallId: r.toolCallId,
+    tool: r.tool,
+    source: r.source,
+    arguments: r.arguments,
+    message: r.message,
   };
-  for (const approval of streamed) match(calls, approval);
-  for (const approval of queued) match(open, approval);
+}
+
+/// Which call each approval is for: the call it names (`toolCallId`), whether it came in the
+/// turn's stream or from the queue (a reopened conversation), so that it stays in that call's
+/// card once answered. A call's card holds its latest approval (`approvals` are in the order
+/// they were raised: the stream's, then the queue's); an approval naming no call of the thread
+/// (a coding agent's request) is shown on its own.
+function approvalsByCall(messages: UIMessage[], approvals: ApprovalData[]): Map<string, ApprovalData> {
+  const byCall = new Map<string, ApprovalData>();
+  if (approvals.length === 0) return byCall;
+  const calls = new Set(messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "dynamic-tool" ? [p.toolCallId] : []))));
+  for (const approval of approvals) if (approval.toolCallId && calls.has(approval.toolCallId)) byCall.set(approval.toolCallId, approval);
   return byCall;
 }
 
@@ -474,9 +530,14 @@ function Conversation(props: {
   const id = chat.id;
   const [draft, setDraft] = useState("");
   // One render per 50 ms at most, however fast the deltas come.
-  const { messages, sendMessage, status, stop, error } = useChat({ chat, experimental_throttle: 50 });
+  const { messages, sendMessage, setMessages, status, stop, error } = useChat({ chat, experimental_throttle: 50 });
   const streaming = status === "submitted" || status === "streaming";
   const busy = streaming || runningElsewhere;
+  const providers = useProviders();
+  // This conversation as the list has it (its provider and model), once it is kept.
+  const kept = useQuery({ queryKey: CONVERSATIONS, queryFn: readConversations }).data?.find((c) => c.id === id);
+  // The person's message being edited: its place in the thread and the new text.
+  const [editing, setEditing] = useState<{ index: number; text: string } | null>(null);
   // What this conversation's turn waits on that its stream did not bring (the page was
   // reloaded, or opened again, while the turn waited): read from the approvals queue.
   const inline = new Set(
@@ -494,11 +555,10 @@ function Conversation(props: {
   const queued = streaming ? [] : waitingHere.approvals.filter((a) => !inline.has(a.id));
   const queuedInputs = streaming ? [] : waitingHere.inputs.filter((i) => !inline.has(i.id));
   // Each approval is shown in the card of the call it is for, one card per call.
-  const byCall = approvalsByCall(
-    messages,
-    messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "data-approval" ? [p.data as ApprovalData] : []))),
-    queued.map(approvalData),
-  );
+  const byCall = approvalsByCall(messages, [
+    ...messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "data-approval" ? [p.data as ApprovalData] : []))),
+    ...queued.map(approvalData),
+  ]);
   const inCards = new Set([...byCall.values()].map((a) => a.approvalId));
   const send = (e: FormEvent) => {
     e.preventDefault();
@@ -508,6 +568,18 @@ function Conversation(props: {
     onTurnStart();
     void sendMessage({ text });
   };
+  // Edit and resend, regenerate: the turn that starts at message `index` is taken again with
+  // `text` — the server drops it and what followed (`replaceTurn`, counted in the person's
+  // messages), and the thread drops them too.
+  const takeAgain = (index: number, text: string) => {
+    if (busy || !text.trim()) return;
+    const turn = messages.slice(0, index).filter((m) => m.role === "user").length;
+    setEditing(null);
+    setMessages(messages.slice(0, index));
+    onTurnStart();
+    void sendMessage({ text: text.trim() }, { body: { replaceTurn: turn } });
+  };
+  const lastUser = messages.map((m) => m.role).lastIndexOf("user");
   const cancel = async () => {
     try {
       await api(`/api/chat/${encodeURIComponent(id)}/cancel`, { method: "POST" });
@@ -516,6 +588,17 @@ function Conversation(props: {
     }
     await stop();
   };
+  // Esc stops the turn, wherever the focus is (a field that uses Esc itself prevents this).
+  const cancelRef = useRef(cancel);
+  cancelRef.current = cancel;
+  useEffect(() => {
+    if (!busy) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === "Escape" && !e.defaultPrevented) void cancelRef.current();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [busy]);
   // Follow the answer while the person is at the bottom; leave them be when they scrolled up.
   const list = useRef<HTMLDivElement>(null);
   const following = useRef(true);
@@ -557,13 +640,48 @@ function Conversation(props: {
           if (el.scrollHeight - el.scrollTop - el.clientHeight < 80) following.current = true;
         }}
       >
-        {messages.length === 0 && <p className="muted">Ask anything; the model can use every tool in the catalog.</p>}
-        {messages.map((m) => (
+        {messages.length === 0 &&
+          (providers?.length === 0 ? <FirstRun /> : <p className="muted">Ask anything; the model can use every tool in the catalog.</p>)}
+        {messages.map((m, index) => (
           <div key={m.id} className={`message ${m.role}`}>
             <div className="role">{m.role === "user" ? "You" : "Assistant"}</div>
+            {editing?.index === index ? (
+              <form
+                className="edit-message"
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  takeAgain(index, editing.text);
+                }}
+              >
+                <label htmlFor="edit-message" className="visually-hidden">
+                  Edit your message
+                </label>
+                <textarea
+                  id="edit-message"
+                  autoFocus
+                  rows={2}
+                  value={editing.text}
+                  onChange={(e) => setEditing({ index, text: e.target.value })}
+                  onKeyDown={(e) => {
+                    if (e.key === "Escape") {
+                      e.preventDefault();
+                      setEditing(null);
+                    }
+                  }}
+                />
+                <button type="submit" disabled={busy || !editing.text.trim()}>
+                  Save and send
+                </button>
+                <button type="button" onClick={() => setEditing(null)}>
+                  Cancel
+                </button>
+              </form>
+            ) : null}
             {m.parts.map((p, i) => {
-              if (p.type === "text")
+              if (p.type === "text") {
+                if (editing?.index === index) return null;
                 return m.role === "user" ? <p key={i}>{p.text}</p> : <Markdown key={i} text={p.text} />;
+              }
               if (p.type === "dynamic-tool") {
                 const approval = byCall.get(p.toolCallId);
                 const outcome = approval ? waiting.resolved[approval.approvalId] : undefined;
@@ -589,6 +707,21 @@ function Conversation(props: {
               }
               return null;
             })}
+            {editing?.index !== index && (
+              <div className="message-actions">
+                {textOf(m) && <CopyButton text={textOf(m)} label="Copy message" />}
+                {m.role === "user" && !busy && (
+                  <button type="button" onClick={() => setEditing({ index, text: textOf(m) })}>
+                    Edit
+                  </button>
+                )}
+                {m.role === "assistant" && index === messages.length - 1 && lastUser >= 0 && !busy && (
+                  <button type="button" onClick={() => takeAgain(lastUser, textOf(messages[lastUser]!))}>
+                    Regenerate
+                  </button>
+                )}
+              </div>
+            )}
           </div>
         ))}
         {queued
@@ -605,9 +738,16 @@ function Conversation(props: {
           </p>
         )}
         {error && (
-          <p role="alert" className="error">
-            {error.message}
-          </p>
+          <div role="alert" className="error turn-error">
+            <p>{plainError(error)}</p>
+            {lastUser >= 0 && !busy && (
+              // The same message again, in the same turn: the server drops what the failed turn
+              // saved of it (`replaceTurn`), or starts it when it never started.
+              <button type="button" onClick={() => takeAgain(lastUser, textOf(messages[lastUser]!))}>
+                Retry
+              </button>
+            )}
+          </div>
         )}
       </div>
       <form className="composer" onSubmit={send}>
@@ -625,7 +765,7 @@ function Conversation(props: {
           }}
         />
         <div className="composer-actions">
-          <ModelPicker value={model} onChange={onModel} />
+          <ModelPicker value={model} onChange={onModel} kept={kept} />
           {busy ? (
             <button type="button" className="danger" onClick={() => void cancel()}>
               Stop
@@ -638,6 +778,28 @@ function Conversation(props: {
         </div>
       </form>
     </section>
+  );
+}
+
+/// A message's text (its text parts, one paragraph each).
+function textOf(message: UIMessage): string {
+  return message.parts
+    .flatMap((p) => (p.type === "text" ? [p.text] : []))
+    .join("\n\n");
+}
+
+/// A button that copies `text`, and says for a moment that it did.
+function CopyButton({ text, label }: { text: string; label: string }) {
+  const [said, setSaid] = useState<string | null>(null);
+  useEffect(() => {
+    if (said === null) return;
+    const timer = window.setTimeout(() => setSaid(null), 2000);
+    return () => window.clearTimeout(timer);
+  }, [said]);
+  return (
+    <button type="button" onClick={() => void copyText(text).then(setSaid)}>
+      {said ?? label}
+    </button>
   );
 }
 
@@ -667,11 +829,6 @@ function chatSession(
   };
   return session;
 }
-
-/// How soon a conversation whose turn runs without this page's stream is read again after
-/// something happened in it, and the longest it goes unread while its turn runs.
-const QUICK_MS = 250;
-const SLOW_MS = 4000;
 
 export default function Chat({ path, waiting }: { path: string; waiting: Waiting }) {
   const routeId = path.startsWith("/chat/") ? decodeURIComponent(path.slice("/chat/".length)) : undefined;
@@ -742,30 +899,21 @@ export default function Chat({ path, waiting }: { path: string; waiting: Waiting
     setRunningId(detail.data.running ? routeId : null);
   }, [routeId, needsLoading, detail.data, open]);
   // A conversation opened while its turn runs on the server (its page was reloaded, or the
-  // turn was started elsewhere) is read again when something happens in it, until the turn
-  // ends: a call of the turn logged (the execution log's stream, filtered to the conversation),
-  // or something of it began or stopped waiting for a person (the approvals stream). The server
-  // keeps no replay of a turn's stream to reattach to, and says nothing when the turn saves its
-  // last answer, so after each event the page reads again at growing intervals (`QUICK_MS`
-  // doubling up to `SLOW_MS`) until it sees the turn end; while the turn waits for a person it
-  // reads nothing until the approvals stream says the wait ended.
+  // turn was started elsewhere) is read when it is opened and again whenever something happens
+  // in it, until the turn ends: a call of the turn logged (the execution log's stream, filtered
+  // to the conversation), something of it began or stopped waiting for a person, or its turn
+  // ended (both on the approvals stream) — and whenever that stream connects again, since a
+  // turn that ended while it was down was not told. Nothing is read on a clock. The server keeps
+  // no replay of a turn's stream to reattach to: the answer's text shows when the turn ends.
   const followed = loaded !== null && shown === loaded && runningId === loaded.id ? loaded : null;
   const changed = useRef<(() => void) | null>(null);
-  const waitsHere =
-    followed !== null &&
-    (waiting.approvals.some((a) => a.request.session === followed.id) || waiting.inputs.some((i) => i.session === followed.id));
-  const waitsHereRef = useRef(waitsHere);
-  waitsHereRef.current = waitsHere;
   useEffect(() => {
     if (followed === null) return;
     let wanted = true;
-    let timer: number | undefined;
-    let delay = QUICK_MS;
     // One read at a time; an event during a read asks for one more after it.
     let reading = false;
     let readAgain = false;
     const read = () => {
-      window.clearTimeout(timer);
       if (reading) {
         readAgain = true;
         return;
@@ -783,7 +931,7 @@ export default function Chat({ path, waiting }: { path: string; waiting: Waiting
             wanted = false;
             setRunningId(null);
             listChanged();
-          } else if (!readAgain) later();
+          }
         })
         .catch((e) => {
           if (wanted) setFollowError(describe(e));
@@ -797,31 +945,38 @@ export default function Chat({ path, waiting }: { path: string; waiting: Waiting
           }
         });
     };
-    const later = () => {
-      if (waitsHereRef.current) return;
-      timer = window.setTimeout(read, delay);
-      delay = Math.min(delay * 2, SLOW_MS);
-    };
     changed.current = () => {
-      if (!wanted) return;
-      delay = QUICK_MS;
-      read();
+      if (wanted) read();
     };
     const log = openStream(`/api/logs/stream?session=${encodeURIComponent(followed.id)}`, {
       onEvent: (event) => {
         if (event === "entry") changed.current?.();
       },
     });
-    later();
+    // The turn may have ended between the read that opened the conversation and the streams'
+    // start.
+    read();
     return () => {
       wanted = false;
       changed.current = null;
       log.close();
-      window.clearTimeout(timer);
     };
   }, [followed, listChanged, queryClient]);
-  // The approvals stream's events, and the turn's wait ending (the queue read again after them).
-  useEffect(() => changed.current?.(), [waiting.events, waitsHere]);
+  // The approvals stream's events: a wait of the turn began or ended, the turn ended, or the
+  // stream connected again.
+  const endedHere = followed === null ? 0 : (waiting.turnsEnded[followed.id] ?? 0);
+  useEffect(() => changed.current?.(), [waiting.events, waiting.connected, endedHere]);
+  // Ctrl+Shift+O (⌘⇧O): a new conversation, wherever the focus is.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && e.shiftKey && e.key.toLowerCase() === "o") {
+        e.preventDefault();
+        void navigate("/chat");
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [navigate]);
   const turnStarted = (session: ChatSession<UIMessage>) => {
     kept.current.set(session.id, session);
     listChanged();

@@ -186,18 +186,30 @@ function AddServer({ onAdded }: { onAdded: () => Promise<void> }) {
   const [url, setUrl] = useState("");
   const [status, setStatus] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Servers added whose discovery failed: said as failures, with the end of their stderr.
+  const [failed, setFailed] = useState<{ name: string; error: string; stderr: string[] }[]>([]);
   const [busy, setBusy] = useState(false);
   const add = async (entries: Record<string, unknown>[]) => {
     setBusy(true);
     setError(null);
     setStatus(null);
+    setFailed([]);
     const done: string[] = [];
+    const broken: typeof failed = [];
     try {
       for (const entry of entries) {
         const added = await api<Server>("/api/mcp-servers", { method: "POST", body: entry });
-        done.push(`${added.name} (${added.tools.length} tools)`);
+        const why = added.discovery?.discoveryError;
+        if (typeof why === "string") {
+          // Its stderr says why more often than the error does.
+          const stderr = await api<Server>(`/api/mcp-servers/${encodeURIComponent(added.name)}`)
+            .then((s) => s.stderrTail ?? [])
+            .catch(() => []);
+          broken.push({ name: added.name, error: why, stderr });
+        } else done.push(`${added.name} (${added.tools.length} tools)`);
       }
-      setStatus(`Added ${done.join(", ")}.`);
+      if (done.length > 0) setStatus(`Added ${done.join(", ")}.`);
+      setFailed(broken);
       setPasted("");
       await onAdded();
     } catch (e) {
@@ -272,6 +284,18 @@ function AddServer({ onAdded }: { onAdded: () => Promise<void> }) {
           {error}
         </p>
       )}
+      {failed.map((f) => (
+        <div role="alert" className="error add-failed" key={f.name}>
+          <p>
+            Added {f.name}, but its tools could not be listed: {f.error}
+          </p>
+          {f.stderr.length > 0 && (
+            <pre className="stderr-tail" tabIndex={0} aria-label={`Log of ${f.name}`}>
+              {f.stderr.join("\n")}
+            </pre>
+          )}
+        </div>
+      ))}
     </section>
   );
 }

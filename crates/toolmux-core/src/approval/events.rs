@@ -58,6 +58,14 @@ pub struct Resolved {
     pub outcome: Outcome,
 }
 
+/// The end of a chat turn: its last messages are saved and its conversation can take
+/// another turn.
+#[derive(Clone, Debug, Serialize)]
+pub struct TurnEnd {
+    /// The conversation whose turn ended.
+    pub session: String,
+}
+
 /// One event of [`ApprovalQueue::watch`](super::ApprovalQueue::watch).
 #[derive(Clone, Debug)]
 pub enum PersonEvent {
@@ -65,6 +73,10 @@ pub enum PersonEvent {
     Pending(Box<WaitingItem>),
     /// Something stopped waiting.
     Resolved(Resolved),
+    /// A chat turn ended, however it ended: a page that follows a turn it did not start (it was
+    /// reloaded, or the turn began in another tab) reads the conversation once more and stops,
+    /// where it could otherwise only read again and again until the turn was over.
+    TurnEnded(TurnEnd),
 }
 
 /// The events of [`ApprovalQueue::watch`](super::ApprovalQueue::watch).

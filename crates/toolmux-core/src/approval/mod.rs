@@ -15,7 +15,7 @@ mod question;
 mod queue;
 mod template;
 
-pub use events::{Outcome, PersonEvent, PersonEvents, Resolved, WaitingItem, Watched};
+pub use events::{Outcome, PersonEvent, PersonEvents, Resolved, TurnEnd, WaitingItem, Watched};
 pub use grants::ApprovalScope;
 pub use question::{
     AnswerError, AnswerSchema, AskError, CannotAsk, HumanAnswer, HumanQuestion, MAX_ANSWER_BYTES,
@@ -49,6 +49,11 @@ pub struct ApprovalRequest {
     pub channel: Channel,
     /// The conversation or session, when there is one.
     pub session: Option<String>,
+    /// The id the caller gave the call asked about (the model's tool call id in a chat turn;
+    /// a call a code-mode script makes inside it carries its `run_code` call's), so that a page
+    /// shows the approval on that call's card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
     /// A sentence to show the person, ending with the preview when there is one.
     pub message: String,
     /// What the call would change (a write tool's diff, `Source::preview`), also at the end of

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 use tokio::sync::{broadcast, oneshot, watch};
 
-use super::events::{Outcome, PersonEvent, PersonEvents, Resolved, WaitingItem};
+use super::events::{Outcome, PersonEvent, PersonEvents, Resolved, TurnEnd, WaitingItem};
 use super::grants::{ApprovalScope, Grants, conversation_of};
 use super::question::{AnswerError, AnswerSchema, CannotAsk, HumanAnswer, HumanQuestion};
 use super::{Approval, ApprovalRequest, Approver};
@@ -271,6 +271,16 @@ impl ApprovalQueue {
         self.closed.send_replace(true);
     }
 
+    /// Tells the queue's watchers that the chat turn of conversation `session` ended, after its
+    /// last messages were saved and it stopped counting as running, so that a page following
+    /// it reads it once and sees it whole.
+    pub fn turn_ended(&self, session: &str) {
+        // Nobody listening is fine: a page that opens the conversation later reads it ended.
+        let _ = self.people.send(PersonEvent::TurnEnded(TurnEnd {
+            session: session.to_string(),
+        }));
+    }
+
     fn resolved(&self, id: uuid::Uuid, outcome: Outcome) {
         // Nobody listening is fine.
         let _ = self
@@ -381,6 +391,7 @@ mod tests {
             arguments: json!({}),
             channel,
             session: session.map(str::to_string),
+            tool_call_id: None,
             message: "Allow?".into(),
             preview: None,
             configured_message: false,

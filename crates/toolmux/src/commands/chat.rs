@@ -251,6 +251,7 @@ async fn converse(project: &Assembly, args: ChatArgs) -> Result<u8, Failure> {
             text,
             provider: args.provider.clone(),
             model: args.model.clone(),
+            replace_turn: None,
         };
         let (id, events, cancel) = engine
             .start_turn(request)
