@@ -15,7 +15,15 @@ pub fn fake(name: &str) -> PathBuf {
 
 /// A project whose `claude` runner is the fake, and whose sessions start without asking.
 pub fn project() -> TestProject {
-    let project = crate::support::toolmux_project();
+    with_fake_runner(crate::support::toolmux_project())
+}
+
+/// [`project`], driving the toolmux binary at `program` (a copy of the one built).
+pub fn project_driving(program: impl Into<PathBuf>) -> TestProject {
+    with_fake_runner(TestProject::driving(program))
+}
+
+fn with_fake_runner(project: TestProject) -> TestProject {
     project.config(
         &json!({
             "runners": {"claude": {"command": fake("claude").display().to_string()}},
