@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use sessions_support::{call_run_session, project, project_driving};
+use sessions_support::{call_run_session, project, with_fake_runner};
 use toolmux_testkit::project::TestProject;
 
 /// A loopback listener that records every byte any connection sends it.
@@ -259,7 +259,7 @@ fn a_serve_whose_binary_was_replaced_since_is_refused_with_that_reason() {
     let dir = tempfile::tempdir().expect("temp dir");
     let binary = dir.path().join("toolmux");
     std::fs::copy(env!("CARGO_BIN_EXE_toolmux"), &binary).expect("copy the binary");
-    let project = project_driving(&binary);
+    let project = with_fake_runner(TestProject::driving(&binary));
     let served = toolmux_testkit::served::Served::start(&project, &[]);
     let path = state(&project).join("serve.json");
     let entry: Value =

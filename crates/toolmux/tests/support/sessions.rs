@@ -18,12 +18,8 @@ pub fn project() -> TestProject {
     with_fake_runner(crate::support::toolmux_project())
 }
 
-/// [`project`], driving the toolmux binary at `program` (a copy of the one built).
-pub fn project_driving(program: impl Into<PathBuf>) -> TestProject {
-    with_fake_runner(TestProject::driving(program))
-}
-
-fn with_fake_runner(project: TestProject) -> TestProject {
+/// `project` (driving some toolmux binary) set up as [`project`] is.
+pub fn with_fake_runner(project: TestProject) -> TestProject {
     project.config(
         &json!({
             "runners": {"claude": {"command": fake("claude").display().to_string()}},
