@@ -189,10 +189,16 @@ impl EndpointDoors {
     }
 }
 
-/// Closes the doors of endpoints taken out of the configuration as soon as the catalog
-/// without them is in force, from a task that ends with the server (or with the doors). Out
-/// of a runtime (a router built but never served) there is nothing to close yet, and a
-/// request for a removed endpoint still closes its door ([`endpoint_door`]).
+/// How long a removed endpoint's door stays open after the change: its sessions are told
+/// first that their list changed (each session's own catalog watcher sends that), so that a
+/// client re-lists or calls and hears the refusal, rather than finding its stream cut with no
+/// word. A request in that time is refused (404) and closes the door at once.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Closes the doors of endpoints taken out of the configuration, [`CLOSE_GRACE`] after the
+/// catalog without them is in force, from a task that ends with the server (or with the
+/// doors). Out of a runtime (a router built but never served) there is nothing to close yet,
+/// and a request for a removed endpoint still closes its door ([`endpoint_door`]).
 fn close_doors_of_removed_endpoints(doors: &Arc<EndpointDoors>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
@@ -206,6 +212,11 @@ fn close_doors_of_removed_endpoints(doors: &Arc<EndpointDoors>) {
                 () = shutdown.cancelled() => return,
                 changed = catalogs.changed() => if changed.is_err() { return },
             }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(CLOSE_GRACE) => {}
+            }
+            // The configuration as it is now: an endpoint put back meanwhile keeps its door.
             let catalog = Arc::clone(&catalogs.borrow_and_update());
             let Some(doors) = doors.upgrade() else { return };
             doors.close_removed(catalog.endpoints());

@@ -171,8 +171,9 @@ async fn a_listening_client_is_kept_and_one_that_vanishes_without_delete_expires
 }
 
 /// The door of an endpoint taken out of the configuration (as a live reload of the config file
-/// does: a new hub configuration without it) is closed: its sessions end at once, not at their
-/// idle time, and a request to it, its old session's included, gets `404`.
+/// does: a new hub configuration without it) is closed: its sessions end after a short grace
+/// (in which they hear that their list changed), not at their idle time, and a request to it,
+/// its old session's included, gets `404`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_removed_from_the_configuration_ends_its_sessions() {
     let hub = hub();
