@@ -118,6 +118,25 @@ fn publish(project: &TestProject, entry: &Value) -> PathBuf {
     path
 }
 
+/// The path of the entry the running `serve` published in `project`, and the entry.
+fn published_entry(project: &TestProject) -> (PathBuf, Value) {
+    let path = state(project).join("serve.json");
+    let entry: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
+    (path, entry)
+}
+
+/// Rewrites the running `serve`'s entry to name `address` in place of its own: the entry's
+/// path and serve's pid.
+fn name_serve_at(project: &TestProject, address: std::net::SocketAddr) -> (PathBuf, Value) {
+    let (path, entry) = published_entry(project);
+    publish(
+        project,
+        &json!({"owner": entry["owner"], "address": address}),
+    );
+    (path, entry["owner"]["pid"].clone())
+}
+
 /// `serve.json` naming `owner` at a listener of this test: the session runs here, the reason
 /// is `why`, and the listener is never even connected to.
 fn a_listener_named_with(owner: Value, why: &str) {
@@ -165,15 +184,8 @@ fn a_stale_entry_gets_no_token() {
 fn a_real_serve_named_with_another_address_gets_no_token_there() {
     let project = project();
     let served = toolmux_testkit::served::Served::start(&project, &[]);
-    let path = state(&project).join("serve.json");
-    let entry: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
     let recorder = Recorder::start();
-    let pid = entry["owner"]["pid"].clone();
-    publish(
-        &project,
-        &json!({"owner": entry["owner"], "address": recorder.address}),
-    );
+    let (path, pid) = name_serve_at(&project, recorder.address);
     let stderr = run_here(&project);
     refused(
         &stderr,
@@ -191,20 +203,14 @@ fn a_real_serve_named_with_another_address_gets_no_token_there() {
 fn the_real_serves_port_on_another_loopback_ip_gets_no_token() {
     let project = project();
     let served = toolmux_testkit::served::Served::start(&project, &[]);
-    let path = state(&project).join("serve.json");
-    let entry: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
+    let (_, entry) = published_entry(&project);
     let port = entry["address"]
         .as_str()
         .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
         .expect("serve's address")
         .port();
     let recorder = Recorder::at(&format!("127.0.0.2:{port}"));
-    let pid = entry["owner"]["pid"].clone();
-    publish(
-        &project,
-        &json!({"owner": entry["owner"], "address": recorder.address}),
-    );
+    let (path, pid) = name_serve_at(&project, recorder.address);
     let stderr = run_here(&project);
     refused(
         &stderr,
@@ -228,15 +234,8 @@ fn a_connection_another_process_accepted_on_serves_listener_gets_no_token() {
     let held = listener.try_clone().expect("a second handle");
     let served =
         toolmux_testkit::served::Served::start_holding(&project, std::os::fd::OwnedFd::from(held));
-    let path = state(&project).join("serve.json");
-    let entry: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
     let recorder = Recorder::on(listener);
-    let pid = entry["owner"]["pid"].clone();
-    publish(
-        &project,
-        &json!({"owner": entry["owner"], "address": recorder.address}),
-    );
+    let (path, pid) = name_serve_at(&project, recorder.address);
     let stderr = run_here(&project);
     refused(
         &stderr,
@@ -261,9 +260,7 @@ fn a_serve_whose_binary_was_replaced_since_is_refused_with_that_reason() {
     std::fs::copy(env!("CARGO_BIN_EXE_toolmux"), &binary).expect("copy the binary");
     let project = with_fake_runner(TestProject::driving(&binary));
     let served = toolmux_testkit::served::Served::start(&project, &[]);
-    let path = state(&project).join("serve.json");
-    let entry: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
+    let (path, entry) = published_entry(&project);
     let upgrade = dir.path().join("toolmux.new");
     std::fs::copy(env!("CARGO_BIN_EXE_toolmux"), &upgrade).expect("copy the binary");
     std::fs::rename(&upgrade, &binary).expect("replace the binary");
