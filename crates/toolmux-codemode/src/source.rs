@@ -16,10 +16,8 @@ use crate::capabilities::CODEMODE_SOURCE;
 use crate::sandbox::{Limits, Sandbox};
 use crate::search::search;
 
-/// The tool that runs a script.
-pub const RUN_CODE: &str = "run_code";
-/// The tool that finds tools and returns their declarations.
-pub const SEARCH_TOOLS: &str = "search_tools";
+/// Code mode's two tools, named where every channel's scope names its entry points.
+pub use toolmux_core::{RUN_CODE, SEARCH_TOOLS};
 
 const RUN_CODE_DESCRIPTION: &str = "Run a TypeScript script that calls tools as typed functions \
 and returns only what you ask for, so intermediate results never enter the conversation. Import \

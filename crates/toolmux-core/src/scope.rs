@@ -3,8 +3,12 @@
 use crate::model::ToolDescriptor;
 use crate::pattern::{NamePattern, admitted_by};
 
+/// Code mode's tool that runs a script (the one definition; `toolmux-codemode` serves it).
+pub const RUN_CODE: &str = "run_code";
+/// Code mode's tool that finds tools and returns their declarations.
+pub const SEARCH_TOOLS: &str = "search_tools";
 /// Code mode's entry points: what a channel in code mode offers in place of the catalog.
-pub const CODE_MODE_TOOLS: [&str; 2] = ["run_code", "search_tools"];
+pub const CODE_MODE_TOOLS: [&str; 2] = [RUN_CODE, SEARCH_TOOLS];
 
 /// The tools a channel serves, by registry name and source — `toolmux mcp --tools`,
 /// `--exclude`, `--pass-through`, or a named [`Endpoint`](crate::Endpoint)'s filter. It travels with every call in

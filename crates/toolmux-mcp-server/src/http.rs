@@ -23,6 +23,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use toolmux_core::Hub;
 
+use crate::input_required::Rounds;
 use crate::options::ServeOptions;
 use crate::server::{McpServer, Shared};
 use crate::sessions::{DEFAULT_SESSION_IDLE_TIMEOUT, SessionTable};
@@ -61,13 +62,18 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
             admin_scopes: Vec::new(),
         })
     });
+    // One set of parked calls (and one key) for every door, so that the caps on parked calls
+    // are this server's, not multiplied by the number of endpoints.
+    let rounds = Rounds::new().map(Arc::new);
     let doors = Arc::new(EndpointDoors {
         hub: hub.clone(),
         options: options.clone(),
         shutdown: shutdown.clone(),
+        rounds: rounds.clone(),
         opened: std::sync::Mutex::default(),
     });
-    let router = door(hub, options, shutdown, MCP_PATH).route(
+    close_doors_of_removed_endpoints(&doors);
+    let router = door(hub, options, shutdown, rounds, MCP_PATH).route(
         ENDPOINT_PATH,
         axum::routing::any(endpoint_door).with_state(doors),
     );
@@ -84,7 +90,13 @@ pub const ENDPOINT_PATH: &str = "/mcp/{*endpoint}";
 
 /// One MCP door at `path`: the streamable HTTP service over `options`' view, with its own
 /// sessions.
-fn door(hub: Hub, options: ServeOptions, shutdown: CancellationToken, path: &str) -> Router {
+fn door(
+    hub: Hub,
+    options: ServeOptions,
+    shutdown: CancellationToken,
+    rounds: Option<Arc<Rounds>>,
+    path: &str,
+) -> Router {
     let idle = options
         .session_idle_timeout
         .unwrap_or(DEFAULT_SESSION_IDLE_TIMEOUT);
@@ -94,7 +106,7 @@ fn door(hub: Hub, options: ServeOptions, shutdown: CancellationToken, path: &str
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .disable_allowed_hosts()
         .disable_allowed_origins();
-    let shared = Shared::new(hub, options);
+    let shared = Shared::new(hub, options, rounds);
     let answers = Answers {
         sessions: Arc::clone(&sessions),
     };
@@ -112,25 +124,49 @@ fn door(hub: Hub, options: ServeOptions, shutdown: CancellationToken, path: &str
         .layer(middleware::from_fn_with_state(answers, prime_by_version))
 }
 
-/// The named endpoints' doors, each opened on its first request and kept: one server (and
-/// session table) per endpoint name the configuration has held, all over the one hub, so every
+/// The named endpoints' doors, each opened on its first request and kept while its endpoint is
+/// configured: one server (and session table) per endpoint, all over the one hub, so every
 /// endpoint shares the one registry and the one set of upstream servers.
 struct EndpointDoors {
     hub: Hub,
     /// The server's options; a door serves its endpoint's view in place of their filters.
     options: ServeOptions,
     shutdown: CancellationToken,
-    opened: std::sync::Mutex<std::collections::HashMap<String, Router>>,
+    rounds: Option<Arc<Rounds>>,
+    opened: std::sync::Mutex<std::collections::HashMap<String, OpenDoor>>,
+}
+
+/// An endpoint's door and what closes it.
+struct OpenDoor {
+    router: Router,
+    /// Cancelled when the endpoint leaves the configuration: ends the door's sessions, their
+    /// streams and its session table's sweeper (a child of the server's shutdown).
+    closed: CancellationToken,
 }
 
 impl EndpointDoors {
+    fn opened(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, OpenDoor>> {
+        self.opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Closes and forgets the doors of endpoints `configured` no longer holds: a door kept
+    /// would keep its sessions (and what they hold) for an endpoint nobody can reach.
+    fn close_removed(&self, configured: &toolmux_core::Endpoints) {
+        self.opened().retain(|name, door| {
+            let kept = configured.contains_key(name);
+            if !kept {
+                door.closed.cancel();
+            }
+            kept
+        });
+    }
+
     /// The door of the endpoint `name`, opened now if this is its first request.
     fn door(&self, name: &str) -> Router {
-        let mut opened = self
-            .opened
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let router = opened.entry(name.to_string()).or_insert_with(|| {
+        let mut opened = self.opened();
+        let door = opened.entry(name.to_string()).or_insert_with(|| {
             let options = ServeOptions {
                 include: Vec::new(),
                 exclude: Vec::new(),
@@ -139,15 +175,53 @@ impl EndpointDoors {
                 endpoint: Some(name.to_string()),
                 ..self.options.clone()
             };
-            door(
+            let closed = self.shutdown.child_token();
+            let router = door(
                 self.hub.clone(),
                 options,
-                self.shutdown.clone(),
+                closed.clone(),
+                self.rounds.clone(),
                 ENDPOINT_PATH,
-            )
+            );
+            OpenDoor { router, closed }
         });
-        router.clone()
+        door.router.clone()
     }
+}
+
+/// How long a removed endpoint's door stays open after the change: its sessions are told
+/// first that their list changed (each session's own catalog watcher sends that), so that a
+/// client re-lists or calls and hears the refusal, rather than finding its stream cut with no
+/// word. A request in that time is refused (404) and closes the door at once.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Closes the doors of endpoints taken out of the configuration, [`CLOSE_GRACE`] after the
+/// catalog without them is in force, from a task that ends with the server (or with the
+/// doors). Out of a runtime (a router built but never served) there is nothing to close yet,
+/// and a request for a removed endpoint still closes its door ([`endpoint_door`]).
+fn close_doors_of_removed_endpoints(doors: &Arc<EndpointDoors>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let mut catalogs = doors.hub.subscribe();
+    let shutdown = doors.shutdown.clone();
+    let doors = Arc::downgrade(doors);
+    runtime.spawn(async move {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                changed = catalogs.changed() => if changed.is_err() { return },
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(CLOSE_GRACE) => {}
+            }
+            // The configuration as it is now: an endpoint put back meanwhile keeps its door.
+            let catalog = Arc::clone(&catalogs.borrow_and_update());
+            let Some(doors) = doors.upgrade() else { return };
+            doors.close_removed(catalog.endpoints());
+        }
+    });
 }
 
 /// `/mcp/<name>`: the endpoint's door, or `404` with a JSON-RPC error naming the configured
@@ -157,7 +231,9 @@ async fn endpoint_door(
     axum::extract::Path(name): axum::extract::Path<String>,
     request: Request,
 ) -> Response {
-    if let Err(unknown) = doors.hub.catalog().endpoint(&name) {
+    let catalog = doors.hub.catalog();
+    if let Err(unknown) = catalog.endpoint(&name) {
+        doors.close_removed(catalog.endpoints());
         return toolmux_http::mcp_refusal(toolmux_http::ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_endpoint",

@@ -50,9 +50,13 @@ pub(crate) const MAX_STATE_BYTES: usize = 4096;
 /// The largest answer taken from `inputResponses`, serialized: the size cap of an answer to a
 /// question, with room for the envelope.
 const MAX_RESPONSE_BYTES: usize = toolmux_core::MAX_ANSWER_BYTES + 1024;
-/// Calls parked at once in one server, waiting for their clients' answers. Each holds what a
-/// call waiting for an elicitation holds; past this many, a further one is refused.
+/// Calls parked at once in one server (all its doors: `/mcp` and every `/mcp/<name>` share
+/// one [`Rounds`]), waiting for their clients' answers. Each holds what a call waiting for an
+/// elicitation holds; past this many, a further one is refused.
 const MAX_PARKED: usize = 1024;
+/// Calls parked at once for one caller: one caller (even one without a token, known by the
+/// name it gives itself) must not fill the whole pool, which would refuse everyone else.
+const MAX_PARKED_PER_CALLER: usize = 64;
 
 /// Why a `requestState` or an `inputResponses` entry is refused. Every one ends the request
 /// with a JSON-RPC error (invalid params) and resumes nothing.
@@ -72,6 +76,8 @@ pub(crate) enum Refused {
     Expired,
     #[error("requestState was issued to another caller")]
     OtherCaller,
+    #[error("requestState was issued at another MCP endpoint; retry the call where it was made")]
+    OtherDoor,
     #[error("requestState was issued for another call (another tool or other arguments)")]
     OtherCall,
     #[error("requestState was already used, or its call has ended; call the tool again without it")]
@@ -82,6 +88,10 @@ pub(crate) enum Refused {
     NotAnAnswer { key: &'static str, why: String },
     #[error("{MAX_PARKED} calls already wait for their clients' answers; try again later")]
     Busy,
+    #[error(
+        "{MAX_PARKED_PER_CALLER} of this caller's calls already wait for its answers; answer them (or let them expire) before making more"
+    )]
+    CallerBusy,
     #[error("the request state could not be sealed: {0}")]
     Unsealable(String),
 }
@@ -99,6 +109,9 @@ struct Sealed {
     nonce: String,
     /// Who the state was issued to.
     caller: String,
+    /// The endpoint it was issued at: empty for `/mcp`, else the name in `/mcp/<name>` (the
+    /// doors share one key, and a call parked at one is not another's to resume).
+    door: String,
     /// A digest of the tool and the arguments it was issued for.
     call: String,
 }
@@ -145,6 +158,8 @@ impl Forms {
 
 /// A call waiting for its client's answer between two requests.
 struct Parked {
+    /// Who made it: the identity its door computed (see [`Rounds::start`]).
+    caller: String,
     /// The form it waits on.
     form: Form,
     /// What it does once answered.
@@ -185,9 +200,12 @@ impl Rounds {
     }
 
     /// A round for a call about to start, and where the call's forms go. The call is handed to
-    /// the round by [`Round::spawn`].
+    /// the round by [`Round::spawn`]. `caller` is the identity the door computed for the
+    /// request (the principal's, else the client's own name); the per-caller cap counts by it.
+    /// `door` is the endpoint's name, empty for `/mcp`.
     pub(crate) fn start(
         &self,
+        door: &str,
         caller: &str,
         tool: &str,
         arguments: Option<&JsonObject>,
@@ -197,6 +215,7 @@ impl Rounds {
         let round = Round {
             rounds: self,
             tool: tool.to_string(),
+            door: door.to_string(),
             caller: caller.to_string(),
             call: call_digest(tool, arguments),
             events,
@@ -213,6 +232,7 @@ impl Rounds {
     pub(crate) fn resume(
         &self,
         sealed: &str,
+        door: &str,
         caller: &str,
         tool: &str,
         arguments: Option<&JsonObject>,
@@ -225,6 +245,9 @@ impl Rounds {
             RequestStateError::Expired => Refused::Expired,
             _ => Refused::Forged,
         })?;
+        if state.door != door {
+            return Err(Refused::OtherDoor);
+        }
         if state.caller != caller {
             return Err(Refused::OtherCaller);
         }
@@ -254,6 +277,7 @@ impl Rounds {
         Ok(Round {
             rounds: self,
             tool: tool.to_string(),
+            door: door.to_string(),
             caller: caller.to_string(),
             call,
             events: parked.events,
@@ -269,6 +293,7 @@ impl Rounds {
         let state = Sealed {
             nonce: nonce.clone(),
             caller: round.caller.clone(),
+            door: round.door.clone(),
             call: round.call.clone(),
         };
         let sealed = self
@@ -277,17 +302,34 @@ impl Rounds {
             .map_err(|e| Refused::Unsealable(e.to_string()))?;
         let request = InputRequest::Elicitation(ElicitRequest::new(form.params.clone()));
         let key = form.key.to_string();
-        let Round { events, task, .. } = round;
+        let Round {
+            events,
+            task,
+            caller,
+            ..
+        } = round;
         let Some(task) = task else {
             return Err(Refused::Unsealable("the call is not running".into()));
         };
         let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
-        // Calls that ended while parked (their time limit ran out) are forgotten here.
+        // Calls that ended while parked (their time limit ran out: the client never came back)
+        // are forgotten here, before counting, so they hold no place in either cap.
         parked.retain(|_, call| !call.task.0.is_finished());
+        if parked.values().filter(|call| call.caller == caller).count() >= MAX_PARKED_PER_CALLER {
+            return Err(Refused::CallerBusy);
+        }
         if parked.len() >= MAX_PARKED {
             return Err(Refused::Busy);
         }
-        parked.insert(nonce, Parked { form, events, task });
+        parked.insert(
+            nonce,
+            Parked {
+                caller,
+                form,
+                events,
+                task,
+            },
+        );
         Ok(InputRequiredResult::new(
             Some([(key, request)].into_iter().collect()),
             Some(sealed),
@@ -301,6 +343,7 @@ pub(crate) struct Round<'a> {
     rounds: &'a Rounds,
     /// The tool as the client named it.
     tool: String,
+    door: String,
     caller: String,
     call: String,
     events: mpsc::Receiver<Event>,

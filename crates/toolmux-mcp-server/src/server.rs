@@ -50,7 +50,7 @@ pub(crate) struct Shared {
     listings: tokio::sync::Mutex<Option<(ListingsKey, Arc<RelayedListings>)>>,
     /// The calls of 2026-07-28 clients waiting on a form, and the key of their
     /// `requestState`; `None` when no key could be drawn.
-    rounds: Option<Rounds>,
+    rounds: Option<Arc<Rounds>>,
 }
 
 /// What a relayed listing is current for: the catalog's version and the built-in resources'
@@ -58,7 +58,9 @@ pub(crate) struct Shared {
 type ListingsKey = (u64, u64);
 
 impl Shared {
-    pub(crate) fn new(hub: Hub, options: ServeOptions) -> Arc<Self> {
+    /// `rounds`: the calls parked for 2026-07-28 clients and their key, one for the whole
+    /// server (every door shares it, so its caps are the server's).
+    pub(crate) fn new(hub: Hub, options: ServeOptions, rounds: Option<Arc<Rounds>>) -> Arc<Self> {
         Arc::new(Self {
             hub,
             scope: Arc::new(match &options.endpoint {
@@ -70,7 +72,7 @@ impl Shared {
             options,
             view: RwLock::new(None),
             listings: tokio::sync::Mutex::new(None),
-            rounds: Rounds::new(),
+            rounds,
         })
     }
 
@@ -194,7 +196,7 @@ pub struct McpServer {
 impl McpServer {
     /// A server for one session over `hub`.
     pub fn new(hub: Hub, options: ServeOptions) -> Self {
-        Self::for_session(Shared::new(hub, options))
+        Self::for_session(Shared::new(hub, options, Rounds::new().map(Arc::new)))
     }
 
     /// A new session sharing `shared` with the server's other sessions.
@@ -313,7 +315,7 @@ impl McpServer {
     /// The rounds of a `tools/call` from a 2026-07-28 client that shows forms (its request
     /// declares the elicitation capability); `None` for every other client.
     fn rounds_for(&self, context: &RequestContext<RoleServer>) -> Option<&Rounds> {
-        let rounds = self.shared.rounds.as_ref()?;
+        let rounds = self.shared.rounds.as_deref()?;
         (is_stateless(context) && shows_forms(context)).then_some(rounds)
     }
 
@@ -327,9 +329,11 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<Round<'a>, McpError> {
         let caller = caller_of(context).unwrap_or_default();
+        let door = self.shared.options.endpoint.as_deref().unwrap_or_default();
         if let Some(sealed) = request.request_state.as_deref() {
             let resumed = rounds.resume(
                 sealed,
+                door,
                 &caller,
                 &request.name,
                 request.arguments.as_ref(),
@@ -337,7 +341,8 @@ impl McpServer {
             )?;
             return Ok(resumed);
         }
-        let (mut round, forms) = rounds.start(&caller, &request.name, request.arguments.as_ref());
+        let (mut round, forms) =
+            rounds.start(door, &caller, &request.name, request.arguments.as_ref());
         let (back, delivery) = backchannel::for_call(
             context.peer.clone(),
             context.meta.get_progress_token(),
@@ -470,14 +475,24 @@ fn unknown_tool(shared: &Shared, view: &View, name: &str) -> McpError {
             name,
         },
         Err(refused) => refused,
-        // In the scope but not listed: `--code-mode` lists only its entry points.
-        Ok(_) => CallError::NotServed {
-            name: name.to_string(),
-            served_by: format!(
-                "this MCP server as a tool of its own (--code-mode serves {}; call it from a script)",
-                scope.entry_points.join(" and ")
-            ),
-        },
+        // In the scope but not listed: code mode (`--code-mode`, or an endpoint's `codeMode`)
+        // lists only its entry points. The refusal names what the client connected to.
+        Ok(_) => {
+            let entry_points = scope.entry_points.join(" and ");
+            CallError::NotServed {
+                name: name.to_string(),
+                served_by: match shared.options.endpoint.as_deref() {
+                    Some(endpoint) => format!(
+                        "the endpoint `{endpoint}` as a tool of its own (its code mode serves \
+                         {entry_points}; call it from a script)"
+                    ),
+                    None => format!(
+                        "this MCP server as a tool of its own (--code-mode serves \
+                         {entry_points}; call it from a script)"
+                    ),
+                },
+            }
+        }
     };
     McpError::invalid_params(error.to_string(), Some(json!({ "tool": name })))
 }

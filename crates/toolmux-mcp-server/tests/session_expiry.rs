@@ -32,17 +32,23 @@ fn session_header(id: &str) -> String {
 
 /// Initialises a session over raw HTTP, as a client without a library would; returns its id.
 async fn initialize(port: u16) -> String {
+    initialize_at(port, "/mcp").await
+}
+
+/// [`initialize`] at the MCP door at `path` (`/mcp`, or an endpoint's `/mcp/<name>`).
+async fn initialize_at(port: u16, path: &str) -> String {
+    let at = |request: String| request.replacen("POST /mcp ", &format!("POST {path} "), 1);
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": PROTOCOL, "capabilities": {},
         "clientInfo": {"name": "session-test", "version": "0"}}});
-    let answer = raw_http(port, &post(port, &init, "")).await;
+    let answer = raw_http(port, &at(post(port, &init, ""))).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     let id = answer
         .header("mcp-session-id")
         .expect("a session id")
         .to_string();
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let answer = raw_http(port, &post(port, &initialized, &session_header(&id))).await;
+    let answer = raw_http(port, &at(post(port, &initialized, &session_header(&id)))).await;
     assert_eq!(answer.status, 202, "{}", answer.body);
     id
 }
@@ -162,4 +168,49 @@ async fn a_listening_client_is_kept_and_one_that_vanishes_without_delete_expires
         async || live.count() == 0,
     )
     .await;
+}
+
+/// The door of an endpoint taken out of the configuration (as a live reload of the config file
+/// does: a new hub configuration without it) is closed: its sessions end after a short grace
+/// (in which they hear that their list changed), not at their idle time, and a request to it,
+/// its old session's included, gets `404`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_removed_from_the_configuration_ends_its_sessions() {
+    let hub = hub();
+    let mut settings = (*hub.settings()).clone();
+    let endpoint = toolmux_core::Endpoint::new("e", toolmux_core::EndpointFilter::default(), None);
+    settings.endpoints =
+        std::sync::Arc::new([("e".to_string(), std::sync::Arc::new(endpoint))].into());
+    hub.configure(settings.clone());
+    let options = ServeOptions::default();
+    let live = options.live_sessions.clone();
+    let server = HttpServer::start(hub.clone(), options).await;
+    let session = initialize_at(server.port, "/mcp/e").await;
+    assert_eq!(live.count(), 1);
+
+    settings.endpoints = std::sync::Arc::default();
+    hub.configure(settings);
+    eventually(
+        PATIENCE,
+        "the removed endpoint's session ended",
+        async || live.count() == 0,
+    )
+    .await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let answer = raw_http(
+        server.port,
+        &post(server.port, &list, &session_header(&session)).replacen(
+            "POST /mcp ",
+            "POST /mcp/e ",
+            1,
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, 404, "{}", answer.body);
+    let refusal: Value = serde_json::from_str(&answer.body).expect("JSON");
+    assert_eq!(
+        refusal["error"]["message"],
+        toolmux_core::unknown_endpoint("e", &toolmux_core::Endpoints::new()),
+        "{refusal}"
+    );
 }

@@ -306,3 +306,41 @@ async fn stdio_serves_a_2026_client_without_a_handshake() {
         .expect("the server task")
         .expect("stdio serving ends cleanly when the client closes");
 }
+
+/// A tool in a code-mode endpoint's scope but not listed there is refused with words naming
+/// the endpoint the client connected to, not `--code-mode` (a flag it never saw).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_mode_endpoint_refuses_a_direct_call_naming_the_endpoint() {
+    let hub = hub();
+    let mut settings = (*hub.settings()).clone();
+    let filter = toolmux_core::EndpointFilter {
+        code_mode: true,
+        ..toolmux_core::EndpointFilter::default()
+    };
+    let endpoint = toolmux_core::Endpoint::new("scripts", filter, None);
+    settings.endpoints = Arc::new([("scripts".to_string(), Arc::new(endpoint))].into());
+    hub.configure(settings);
+    let server = HttpServer::start(hub, ServeOptions::default()).await;
+    let call = request(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    let at_endpoint = common::post(
+        server.port,
+        &call,
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n",
+    )
+    .replacen("POST /mcp ", "POST /mcp/scripts ", 1);
+    let answer = message(&common::raw_http(server.port, &at_endpoint).await);
+    assert_eq!(
+        answer["error"],
+        json!({
+            "code": -32602,
+            "message": "tool `echo` is not served by the endpoint `scripts` as a tool of its own \
+                        (its code mode serves run_code and search_tools; call it from a script)",
+            "data": {"tool": "echo"}
+        }),
+        "{answer}"
+    );
+}

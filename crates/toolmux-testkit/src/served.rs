@@ -48,13 +48,24 @@ impl Served {
 
     /// Like [`Served::start`], with more environment variables (for `${VAR}` references).
     pub fn start_with_env(project: &TestProject, args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::spawn(project, args, env, Stdio::null())
+    }
+
+    /// Like [`Served::start`], the server holding `held` (a socket of the test's) as its
+    /// standard input, which it never reads: a hostile test's stand-in for a socket that is
+    /// the server's as `/proc` sees it but that another process uses.
+    pub fn start_holding(project: &TestProject, held: std::os::fd::OwnedFd) -> Self {
+        Self::spawn(project, &[], &[], Stdio::from(held))
+    }
+
+    fn spawn(project: &TestProject, args: &[&str], env: &[(&str, &str)], stdin: Stdio) -> Self {
         let mut cmd = project.cmd();
         cmd.arg("serve")
             .args(["--port", "0"])
             .args(args)
             .env("TOOLMUX_TEST_KEY", KEY)
             .envs(env.iter().copied())
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start toolmux serve");

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use sessions_support::{call_run_session, project};
+use sessions_support::{call_run_session, project, with_fake_runner};
 use toolmux_testkit::project::TestProject;
 
 /// A loopback listener that records every byte any connection sends it.
@@ -33,7 +33,11 @@ impl Recorder {
 
     /// A recorder listening at `address`.
     fn at(address: &str) -> Self {
-        let listener = TcpListener::bind(address).expect("bind");
+        Self::on(TcpListener::bind(address).expect("bind"))
+    }
+
+    /// A recorder accepting on `listener`.
+    fn on(listener: TcpListener) -> Self {
         let address = listener.local_addr().expect("address");
         let received = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(Mutex::new(0));
@@ -114,6 +118,25 @@ fn publish(project: &TestProject, entry: &Value) -> PathBuf {
     path
 }
 
+/// The path of the entry the running `serve` published in `project`, and the entry.
+fn published_entry(project: &TestProject) -> (PathBuf, Value) {
+    let path = state(project).join("serve.json");
+    let entry: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
+    (path, entry)
+}
+
+/// Rewrites the running `serve`'s entry to name `address` in place of its own: the entry's
+/// path and serve's pid.
+fn name_serve_at(project: &TestProject, address: std::net::SocketAddr) -> (PathBuf, Value) {
+    let (path, entry) = published_entry(project);
+    publish(
+        project,
+        &json!({"owner": entry["owner"], "address": address}),
+    );
+    (path, entry["owner"]["pid"].clone())
+}
+
 /// `serve.json` naming `owner` at a listener of this test: the session runs here, the reason
 /// is `why`, and the listener is never even connected to.
 fn a_listener_named_with(owner: Value, why: &str) {
@@ -161,15 +184,8 @@ fn a_stale_entry_gets_no_token() {
 fn a_real_serve_named_with_another_address_gets_no_token_there() {
     let project = project();
     let served = toolmux_testkit::served::Served::start(&project, &[]);
-    let path = state(&project).join("serve.json");
-    let entry: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
     let recorder = Recorder::start();
-    let pid = entry["owner"]["pid"].clone();
-    publish(
-        &project,
-        &json!({"owner": entry["owner"], "address": recorder.address}),
-    );
+    let (path, pid) = name_serve_at(&project, recorder.address);
     let stderr = run_here(&project);
     refused(
         &stderr,
@@ -187,20 +203,14 @@ fn a_real_serve_named_with_another_address_gets_no_token_there() {
 fn the_real_serves_port_on_another_loopback_ip_gets_no_token() {
     let project = project();
     let served = toolmux_testkit::served::Served::start(&project, &[]);
-    let path = state(&project).join("serve.json");
-    let entry: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("serve.json")).expect("JSON");
+    let (_, entry) = published_entry(&project);
     let port = entry["address"]
         .as_str()
         .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
         .expect("serve's address")
         .port();
     let recorder = Recorder::at(&format!("127.0.0.2:{port}"));
-    let pid = entry["owner"]["pid"].clone();
-    publish(
-        &project,
-        &json!({"owner": entry["owner"], "address": recorder.address}),
-    );
+    let (path, pid) = name_serve_at(&project, recorder.address);
     let stderr = run_here(&project);
     refused(
         &stderr,
@@ -208,6 +218,63 @@ fn the_real_serves_port_on_another_loopback_ip_gets_no_token() {
         &format!("process {pid} does not listen on {}", recorder.address),
     );
     assert_eq!(recorder.connections(), 0);
+    served.stop();
+}
+
+/// The check-then-use race: serve listened on the published address when it was checked, and
+/// by the time the one-shot connects someone else accepts there (serve exited and its port was
+/// taken). Made deterministic here: serve holds a listening socket of this test (as its stdin,
+/// so `/proc` shows serve listening on the address), while this test's recorder is what
+/// accepts on it. The one-shot checks the connection it made, finds its far end in this
+/// test's process, and sends nothing over it — not the token, not a byte.
+#[test]
+fn a_connection_another_process_accepted_on_serves_listener_gets_no_token() {
+    let project = project();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let held = listener.try_clone().expect("a second handle");
+    let served =
+        toolmux_testkit::served::Served::start_holding(&project, std::os::fd::OwnedFd::from(held));
+    let recorder = Recorder::on(listener);
+    let (path, pid) = name_serve_at(&project, recorder.address);
+    let stderr = run_here(&project);
+    refused(
+        &stderr,
+        &path,
+        &format!(
+            "the connection to {} was accepted by another process than {pid}",
+            recorder.address
+        ),
+    );
+    assert_eq!(recorder.connections(), 1);
+    served.stop();
+    assert_eq!(recorder.received(), "");
+}
+
+/// A serve started before its binary was replaced (an upgrade: a new file renamed over the
+/// old, as installers do) runs a file that is gone, which `/proc` names `<path> (deleted)`:
+/// refused, with a reason that says so and what to do, rather than "not this program".
+#[test]
+fn a_serve_whose_binary_was_replaced_since_is_refused_with_that_reason() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let binary = dir.path().join("toolmux");
+    std::fs::copy(env!("CARGO_BIN_EXE_toolmux"), &binary).expect("copy the binary");
+    let project = with_fake_runner(TestProject::driving(&binary));
+    let served = toolmux_testkit::served::Served::start(&project, &[]);
+    let (path, entry) = published_entry(&project);
+    let upgrade = dir.path().join("toolmux.new");
+    std::fs::copy(env!("CARGO_BIN_EXE_toolmux"), &upgrade).expect("copy the binary");
+    std::fs::rename(&upgrade, &binary).expect("replace the binary");
+    let stderr = run_here(&project);
+    refused(
+        &stderr,
+        &path,
+        &format!(
+            "process {} runs the toolmux binary that {} replaced (an upgrade since it \
+             started); restart `toolmux serve` to hand sessions to it",
+            entry["owner"]["pid"],
+            binary.canonicalize().expect("the binary").display()
+        ),
+    );
     served.stop();
 }
 

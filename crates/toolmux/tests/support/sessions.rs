@@ -15,7 +15,11 @@ pub fn fake(name: &str) -> PathBuf {
 
 /// A project whose `claude` runner is the fake, and whose sessions start without asking.
 pub fn project() -> TestProject {
-    let project = crate::support::toolmux_project();
+    with_fake_runner(crate::support::toolmux_project())
+}
+
+/// `project` (driving some toolmux binary) set up as [`project`] is.
+pub fn with_fake_runner(project: TestProject) -> TestProject {
     project.config(
         &json!({
             "runners": {"claude": {"command": fake("claude").display().to_string()}},
