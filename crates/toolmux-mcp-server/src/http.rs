@@ -59,6 +59,7 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
             allowed_origins: options.effective_allowed_origins(),
             token_issuer: None,
             admin_scopes: Vec::new(),
+            ..toolmux_http::ApiOptions::default()
         })
     });
     let doors = Arc::new(EndpointDoors {

@@ -34,6 +34,7 @@ pub fn serve(
                 allowed_origins: Vec::new(),
                 token_issuer: None,
                 admin_scopes: Vec::new(),
+                ..ApiOptions::default()
             },
             None,
             None,
