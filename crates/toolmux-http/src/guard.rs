@@ -622,6 +622,25 @@ mod tests {
     }
 
     #[test]
+    fn a_principals_key_is_found_by_its_hash_among_all_and_a_near_miss_is_none() {
+        let keys = ["tmk_first", "tmk_second", "tmk_third"];
+        let options = ApiOptions {
+            principal_keys: keys
+                .iter()
+                .zip(["a", "b", "c"])
+                .map(|(k, name)| (toolmux_config::key_hash(k), name.to_string()))
+                .collect(),
+            ..ApiOptions::default()
+        };
+        assert_eq!(principal_of_key("tmk_first", &options), Some("a"));
+        assert_eq!(principal_of_key("tmk_third", &options), Some("c"));
+        for miss in ["tmk_thirD", "tmk_third ", "", "tmk_"] {
+            assert_eq!(principal_of_key(miss, &options), None, "{miss:?}");
+        }
+        assert_eq!(principal_of_key("tmk_first", &ApiOptions::default()), None);
+    }
+
+    #[test]
     fn a_key_is_accepted_as_bearer_token_or_x_api_key() {
         let keys = ["secret"];
         assert_eq!(auth(&headers(&[]), &keys, None).ok(), Some(None));

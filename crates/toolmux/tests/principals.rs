@@ -20,7 +20,8 @@ use toolmux_testkit::served::{KEY, Served, config_with_key};
 fn config() -> String {
     config_with_key(
         r#""roles": {
-            "reader": {"endpoints": ["default"], "tools": {"file_read": "allow", "grep": "allow"}},
+            "reader": {"endpoints": ["default"],
+                "tools": {"file_read": "allow", "grep": "allow", "search_tools": "allow"}},
             "writer": {"endpoints": ["*"], "tools": {"file_*": "allow", "file_read": "ask"}},
             "closed": {"endpoints": ["default"], "tools": {"*": "deny"}}
         },
@@ -161,18 +162,28 @@ fn three_principals_list_and_call_what_their_roles_grant_and_a_revoked_key_stops
     let file_tools = ["file_edit", "file_read", "file_search", "file_write"];
 
     // Listings differ per caller, over REST and MCP alike; the owner's key sees everything.
-    assert_eq!(rest_listing(&served, &alice), ["file_read", "grep"]);
+    let alice_tools = ["file_read", "grep", "search_tools"];
+    assert_eq!(rest_listing(&served, &alice), alice_tools);
     assert_eq!(rest_listing(&served, &bot), file_tools);
     assert_eq!(rest_listing(&served, &guest), Vec::<String>::new());
     assert_eq!(rest_listing(&served, KEY).len(), 34);
     let over_mcp = |key: &str, steps: Value| run_mcp_steps(&plan(&served, key, steps));
     let list = json!([{"op": "list"}]);
-    assert_eq!(
-        tool_names(&over_mcp(&alice, list.clone())[0]),
-        ["file_read", "grep"]
-    );
+    assert_eq!(tool_names(&over_mcp(&alice, list.clone())[0]), alice_tools);
     assert_eq!(tool_names(&over_mcp(&bot, list.clone())[0]), file_tools);
     assert_eq!(tool_names(&over_mcp(&guest, list)[0]), Vec::<String>::new());
+    // Code mode's search finds only what the caller may call.
+    let searched = over_mcp(
+        &alice,
+        json!([{"op": "call", "name": "search_tools", "arguments": {"query": "", "limit": 50}}]),
+    );
+    let found: Vec<&str> = searched[0]["result"]["structuredContent"]["matches"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no matches in {searched:?}"))
+        .iter()
+        .map(|m| m["tool"].as_str().expect("tool"))
+        .collect();
+    assert_eq!(found, ["file_read", "grep"]);
     // A 2026-07-28 client is told the list is its own.
     assert_eq!(cache_scope(&served, &alice), "private");
     assert_eq!(cache_scope(&served, KEY), "public");
@@ -250,6 +261,26 @@ fn three_principals_list_and_call_what_their_roles_grant_and_a_revoked_key_stops
     assert_eq!(answered.status, 204, "{}", answered.body);
     let allowed = waiting.join().expect("call thread");
     assert_eq!(allowed.status, 200, "{}", allowed.body);
+
+    // Over MCP the client's own form names the caller too.
+    let mut asked = plan(
+        &served,
+        &bot,
+        json!([{"op": "call", "name": "file_read", "arguments": {"path": "notes/todo.md"}}]),
+    );
+    asked["elicitation"] = json!(["allow_once"]);
+    let lines = toolmux_testkit::python_client::run_mcp_client(&asked);
+    assert_eq!(lines[1]["result"]["isError"], false, "{lines:?}");
+    let form = lines[2]["done"]["elicitations"][0]["message"]
+        .as_str()
+        .expect("a form");
+    assert!(
+        form.starts_with(
+            "ci-bot wants to run `file_read`. Allow `file_read` (from `workspace`) to run with \
+             these arguments?"
+        ),
+        "{form}"
+    );
 
     // A revoked key is refused by the running server as soon as the edit is read.
     let listed = project.run_keyed(&["keys", "list", "--json"]);

@@ -16,6 +16,22 @@ pub fn serve(
     sources: Vec<Arc<dyn Source>>,
     keys: &[&str],
 ) -> (String, Hub) {
+    let options = ApiOptions {
+        api_keys: keys.iter().map(|k| k.to_string()).collect(),
+        allowed_hosts: vec!["127.0.0.1".to_string()],
+        ..ApiOptions::default()
+    };
+    serve_with(runtime, root, sources, options)
+}
+
+/// [`serve`] with the guard's `options` as given (a principal's keys, say).
+#[allow(dead_code)] // the bench's alone
+pub fn serve_with(
+    runtime: &tokio::runtime::Runtime,
+    root: &Path,
+    sources: Vec<Arc<dyn Source>>,
+    options: ApiOptions,
+) -> (String, Hub) {
     runtime.block_on(async {
         let metrics = Arc::new(CallMetrics::new(Arc::new(NullSink)));
         let hub = Hub::new(HubSettings::default(), metrics.clone());
@@ -27,15 +43,7 @@ pub fn serve(
             Arc::new(ApprovalQueue::new()),
             metrics,
             root.join("logs"),
-            ApiOptions {
-                api_keys: keys.iter().map(|k| k.to_string()).collect(),
-                require_key_for_reads: false,
-                allowed_hosts: vec!["127.0.0.1".to_string()],
-                allowed_origins: Vec::new(),
-                token_issuer: None,
-                admin_scopes: Vec::new(),
-                ..ApiOptions::default()
-            },
+            options,
             None,
             None,
         );
