@@ -212,12 +212,10 @@ fn main() {
         .expect("runtime");
     let workspace = WorkspacePack::new(dir.path(), WorkspaceLimits::default()).expect("workspace");
     let options = toolmux_api::ApiOptions {
-        api_keys: vec![KEY.to_string()],
-        allowed_hosts: vec!["127.0.0.1".to_string()],
         principal_keys: vec![(toolmux_config::key_hash(PRINCIPAL_KEY), "bench".to_string())],
-        ..toolmux_api::ApiOptions::default()
+        ..support::options(&[KEY])
     };
-    let (address, hub) = support::serve_with(
+    let (address, hub) = support::serve(
         &runtime,
         dir.path(),
         vec![Arc::new(Many), Arc::new(workspace)],
@@ -353,81 +351,6 @@ fn compare_in_turns(how: &str, measured: &mut Measure<'_>, n: usize) {
         report(&format!("{label} {how}"), other);
         println!(
             "{label} {how}: {:+.1}% at p50 — {}",
-            (ratio - 1.0) * 100.0,
-            if ratio <= 1.05 {
-                "target met (≤ +5%)"
-            } else {
-                "TARGET MISSED (≤ +5%)"
-            }
-        );
-    }
-}
-
-/// The same listing and call by the owner (nothing narrows it) and by a configured principal
-/// whose role allows every tool (its rights checked on every tool listed and on the call),
-/// measured in turns.
-fn caller_overhead(hub: &toolmux_core::Hub, owner: &mut Client, caller: &mut Client, n: usize) {
-    let everything = toolmux_core::Role {
-        endpoints: vec!["*".to_string()],
-        tools: vec![(
-            toolmux_core::NamePattern::new("*").expect("a pattern"),
-            toolmux_core::Policy::Allow,
-        )],
-    };
-    let rights = toolmux_core::Rights::new("bench", vec![Arc::new(everything)]);
-    let principals =
-        toolmux_core::Principals::new([("bench".to_string(), Arc::new(rights))].into(), true);
-    hub.configure(toolmux_core::HubSettings {
-        principals: Arc::new(principals),
-        ..(*hub.settings()).clone()
-    });
-    compare_in_turns(
-        "by a principal",
-        &mut |variant, method, path, body, rounds| {
-            let client = if variant { &mut *caller } else { &mut *owner };
-            measure(client, method, path, body, rounds)
-        },
-        n,
-    );
-}
-
-/// The same listing and call, plain and through an endpoint whose filter admits every tool,
-/// measured in turns so that load on the machine falls on both alike.
-fn endpoint_overhead(hub: &toolmux_core::Hub, client: &mut Client, n: usize) {
-    let filter = toolmux_core::EndpointFilter {
-        tools: vec![toolmux_core::NamePattern::new("*").expect("a pattern")],
-        ..toolmux_core::EndpointFilter::default()
-    };
-    let endpoint = toolmux_core::Endpoint::new("everything", filter, None);
-    hub.configure(toolmux_core::HubSettings {
-        endpoints: Arc::new([("everything".to_string(), Arc::new(endpoint))].into()),
-        ..(*hub.settings()).clone()
-    });
-    for (label, method, path, body, rounds) in [
-        ("GET /api/tools", "GET", "/api/tools", "", n / 5),
-        (
-            "POST /api/tools/noop/call",
-            "POST",
-            "/api/tools/noop/call",
-            r#"{"x": 1}"#,
-            n,
-        ),
-    ] {
-        let through = format!("{path}?endpoint=everything");
-        let (mut plain, mut filtered) = (Vec::new(), Vec::new());
-        for _ in 0..10 {
-            plain.extend(measure(client, method, path, body, rounds / 10));
-            filtered.extend(measure(client, method, &through, body, rounds / 10));
-        }
-        let p50 = |samples: &mut Vec<Duration>| {
-            samples.sort();
-            samples[samples.len() / 2]
-        };
-        let ratio = p50(&mut filtered).as_secs_f64() / p50(&mut plain).as_secs_f64();
-        report(&format!("{label} (in turns)"), plain);
-        report(&format!("{label}?endpoint="), filtered);
-        println!(
-            "{label} through an endpoint: {:+.1}% at p50 — {}",
             (ratio - 1.0) * 100.0,
             if ratio <= 1.05 {
                 "target met (≤ +5%)"

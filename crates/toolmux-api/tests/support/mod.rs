@@ -7,26 +7,19 @@ use std::sync::Arc;
 use toolmux_api::{ApiOptions, ApiState, CallMetrics, api_router};
 use toolmux_core::{ApprovalQueue, Hub, HubSettings, NullSink, Source};
 
-/// Serves the API on a loopback port of `runtime`, over a hub of `sources`, with the execution
-/// log under `root` and `keys` as its API keys (reads need none); returns the address and the
-/// hub.
-pub fn serve(
-    runtime: &tokio::runtime::Runtime,
-    root: &Path,
-    sources: Vec<Arc<dyn Source>>,
-    keys: &[&str],
-) -> (String, Hub) {
-    let options = ApiOptions {
+/// The guard's options of a loopback server with `keys` as its API keys (reads need none).
+pub fn options(keys: &[&str]) -> ApiOptions {
+    ApiOptions {
         api_keys: keys.iter().map(|k| k.to_string()).collect(),
         allowed_hosts: vec!["127.0.0.1".to_string()],
         ..ApiOptions::default()
-    };
-    serve_with(runtime, root, sources, options)
+    }
 }
 
-/// [`serve`] with the guard's `options` as given (a principal's keys, say).
-#[allow(dead_code)] // the bench's alone
-pub fn serve_with(
+/// Serves the API on a loopback port of `runtime`, over a hub of `sources`, with the execution
+/// log under `root` and the guard's `options` ([`options`], perhaps with more); returns the
+/// address and the hub.
+pub fn serve(
     runtime: &tokio::runtime::Runtime,
     root: &Path,
     sources: Vec<Arc<dyn Source>>,
