@@ -72,6 +72,18 @@ fn odd_near_missing_huge_and_mixed_keys_are_refused_and_a_principal_is_no_owner(
              `server.adminScopes`; a configured principal's key may list and call what its \
              roles grant",
         );
+    // Prompts and resources over REST are not narrowed per caller, so a principal is refused
+    // them (deny by default).
+    for (method, path) in [("GET", "/api/prompts"), ("GET", "/api/resources")] {
+        served
+            .request(method, path, &[("Authorization", &bearer)], None)
+            .exact_error(
+                403,
+                "forbidden",
+                "prompts, resources and completions are served to a configured principal over MCP, \
+             where its roles narrow them; the REST API does not narrow them per caller",
+            );
+    }
     // Nothing ran.
     let entries = served.get_with_key("/api/logs").json();
     assert_eq!(entries["entries"], serde_json::json!([]), "{entries}");
