@@ -287,6 +287,12 @@ fn caller_overhead(hub: &toolmux_core::Hub, owner: &mut Client, caller: &mut Cli
         principals: Arc::new(principals),
         ..(*hub.settings()).clone()
     });
+    // The principal is shown what the owner is: the same work, narrowed by nothing it lacks.
+    assert_eq!(
+        caller.send("GET", "/api/tools", ""),
+        owner.send("GET", "/api/tools", ""),
+        "the principal's listing differs from the owner's"
+    );
     compare_in_turns(
         "by a principal",
         &mut |variant, method, path, body, rounds| {
