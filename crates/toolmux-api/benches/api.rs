@@ -2,7 +2,8 @@
 //! `POST /api/tools/{name}/call` of a built-in tool (`file_read` on a small file) and of a tool
 //! that does nothing (the API's and pipeline's own overhead), and both through `?endpoint=`
 //! (a named endpoint admitting every tool, target ≤ 5% over the plain request, measured in
-//! turns with it). One keep-alive connection,
+//! turns with it), and both by a configured principal whose role allows every tool against the
+//! owner's key (the cost of per-caller filtering, same target). One keep-alive connection,
 //! sequential requests; prints percentiles. With `wrk` on PATH it also measures calls/s with
 //! 32 connections.
 //!
@@ -22,6 +23,8 @@ use toolmux_workspace::{WorkspaceLimits, WorkspacePack};
 mod support;
 
 const KEY: &str = "bench-key";
+/// The key of the configured principal `bench`.
+const PRINCIPAL_KEY: &str = "tmk_bench-principal-key";
 
 /// 1,000 tools with realistic schemas (the shape of an upstream server's tools), plus `noop`.
 struct Many;
@@ -75,25 +78,28 @@ struct Client {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
     address: String,
+    key: &'static str,
 }
 
 impl Client {
-    fn connect(address: &str) -> Self {
+    fn connect(address: &str, key: &'static str) -> Self {
         let stream = TcpStream::connect(address).expect("connect");
         stream.set_nodelay(true).expect("nodelay");
         Self {
             reader: BufReader::new(stream.try_clone().expect("clone")),
             writer: stream,
             address: address.to_string(),
+            key,
         }
     }
 
     /// Sends one request and returns (status, body length).
     fn send(&mut self, method: &str, path: &str, body: &str) -> (u16, usize) {
         let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {KEY}\r\n\
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             self.address,
+            self.key,
             body.len()
         );
         self.writer.write_all(request.as_bytes()).expect("send");
@@ -205,14 +211,18 @@ fn main() {
         .build()
         .expect("runtime");
     let workspace = WorkspacePack::new(dir.path(), WorkspaceLimits::default()).expect("workspace");
+    let options = toolmux_api::ApiOptions {
+        principal_keys: vec![(toolmux_config::key_hash(PRINCIPAL_KEY), "bench".to_string())],
+        ..support::options(&[KEY])
+    };
     let (address, hub) = support::serve(
         &runtime,
         dir.path(),
         vec![Arc::new(Many), Arc::new(workspace)],
-        &[KEY],
+        options,
     );
 
-    let mut client = Client::connect(&address);
+    let mut client = Client::connect(&address, KEY);
     let (_, bytes) = client.send("GET", "/api/tools", "");
     println!("GET /api/tools body: {bytes} bytes for 1,001 + 4 tools");
     report(
@@ -250,7 +260,47 @@ fn main() {
         ),
     );
     endpoint_overhead(&hub, &mut client, n);
+    caller_overhead(
+        &hub,
+        &mut client,
+        &mut Client::connect(&address, PRINCIPAL_KEY),
+        n,
+    );
     wrk(&address, dir.path());
+}
+
+/// The same listing and call by the owner (nothing narrows it) and by a configured principal
+/// whose role allows every tool (its rights checked on every tool listed and on the call),
+/// measured in turns.
+fn caller_overhead(hub: &toolmux_core::Hub, owner: &mut Client, caller: &mut Client, n: usize) {
+    let everything = toolmux_core::Role {
+        endpoints: vec!["*".to_string()],
+        tools: vec![(
+            toolmux_core::NamePattern::new("*").expect("a pattern"),
+            toolmux_core::Policy::Allow,
+        )],
+    };
+    let rights = toolmux_core::Rights::new("bench", vec![Arc::new(everything)]);
+    let principals =
+        toolmux_core::Principals::new([("bench".to_string(), Arc::new(rights))].into(), true);
+    hub.configure(toolmux_core::HubSettings {
+        principals: Arc::new(principals),
+        ..(*hub.settings()).clone()
+    });
+    // The principal is shown what the owner is: the same work, narrowed by nothing it lacks.
+    assert_eq!(
+        caller.send("GET", "/api/tools", ""),
+        owner.send("GET", "/api/tools", ""),
+        "the principal's listing differs from the owner's"
+    );
+    compare_in_turns(
+        "by a principal",
+        &mut |variant, method, path, body, rounds| {
+            let client = if variant { &mut *caller } else { &mut *owner };
+            measure(client, method, path, body, rounds)
+        },
+        n,
+    );
 }
 
 /// The same listing and call, plain and through an endpoint whose filter admits every tool,
@@ -265,6 +315,24 @@ fn endpoint_overhead(hub: &toolmux_core::Hub, client: &mut Client, n: usize) {
         endpoints: Arc::new([("everything".to_string(), Arc::new(endpoint))].into()),
         ..(*hub.settings()).clone()
     });
+    compare_in_turns(
+        "through an endpoint",
+        &mut |variant, method, path, body, rounds| {
+            let through = format!("{path}?endpoint=everything");
+            let path = if variant { &through } else { path };
+            measure(client, method, path, body, rounds)
+        },
+        n,
+    );
+}
+
+/// Makes `rounds` requests (`method`, `path`, `body`), plainly or (`true`) the variant's way,
+/// timing each.
+type Measure<'a> = dyn FnMut(bool, &str, &str, &str, usize) -> Vec<Duration> + 'a;
+
+/// The listing of 1,000 tools and a `noop` call made plainly and `how` the variant says, in
+/// turns so that load on the machine falls on both alike; prints both and the ratio at p50.
+fn compare_in_turns(how: &str, measured: &mut Measure<'_>, n: usize) {
     for (label, method, path, body, rounds) in [
         ("GET /api/tools", "GET", "/api/tools", "", n / 5),
         (
@@ -275,21 +343,20 @@ fn endpoint_overhead(hub: &toolmux_core::Hub, client: &mut Client, n: usize) {
             n,
         ),
     ] {
-        let through = format!("{path}?endpoint=everything");
-        let (mut plain, mut filtered) = (Vec::new(), Vec::new());
+        let (mut base, mut other) = (Vec::new(), Vec::new());
         for _ in 0..10 {
-            plain.extend(measure(client, method, path, body, rounds / 10));
-            filtered.extend(measure(client, method, &through, body, rounds / 10));
+            base.extend(measured(false, method, path, body, rounds / 10));
+            other.extend(measured(true, method, path, body, rounds / 10));
         }
         let p50 = |samples: &mut Vec<Duration>| {
             samples.sort();
             samples[samples.len() / 2]
         };
-        let ratio = p50(&mut filtered).as_secs_f64() / p50(&mut plain).as_secs_f64();
-        report(&format!("{label} (in turns)"), plain);
-        report(&format!("{label}?endpoint="), filtered);
+        let ratio = p50(&mut other).as_secs_f64() / p50(&mut base).as_secs_f64();
+        report(&format!("{label} (in turns)"), base);
+        report(&format!("{label} {how}"), other);
         println!(
-            "{label} through an endpoint: {:+.1}% at p50 — {}",
+            "{label} {how}: {:+.1}% at p50 — {}",
             (ratio - 1.0) * 100.0,
             if ratio <= 1.05 {
                 "target met (≤ +5%)"

@@ -146,10 +146,15 @@ pub(crate) async fn enforce(request: Request, next: Next) -> Response {
         return ApiError::forbidden("this route is served only behind the guard").into_response();
     };
     if access == Owner && caller.authenticated && !caller.owner {
+        let holder = if caller.via == Some(toolmux_http::Via::Jwt) {
+            "this access token may list and call tools"
+        } else {
+            "a configured principal's key may list and call what its roles grant"
+        };
         return ApiError::forbidden(format!(
             "`{} {}` needs the owner's credential (the local token, a configured API key, or \
              the web app signed in with one) or an access token with one of \
-             `server.adminScopes`; this access token may list and call tools",
+             `server.adminScopes`; {holder}",
             request.method(),
             route.as_str()
         ))

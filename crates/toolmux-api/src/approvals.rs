@@ -25,7 +25,8 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
 #[derive(Serialize, ToSchema)]
 pub struct ApprovalList {
     /// Each waiting call: `id`, `request` (`tool`, `source`, `arguments`, `channel`, `session`,
-    /// `toolCallId` when the caller gave the call one, `message`) and `created`.
+    /// `toolCallId` when the caller gave the call one, `message`, and `caller`: the configured
+    /// principal that made the call, when one did) and `created`.
     #[schema(value_type = Vec<Object>)]
     pub approvals: Vec<PendingApproval>,
 }

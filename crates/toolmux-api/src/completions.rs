@@ -1,16 +1,16 @@
 //! `/api/completions`: completion of a prompt's or resource template's argument, asked of the
 //! upstream server that offers it, in the shape of MCP's `completion/complete`.
 
-use axum::Json;
 use axum::extract::State;
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody, RelayFailures, relay_failure};
-use crate::upstreams::servers;
-use toolmux_http::ApiJson;
+use crate::upstreams::relayed_servers;
+use toolmux_http::{ApiJson, Caller};
 
 /// What to complete: MCP's `completion/complete` params.
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
@@ -53,12 +53,13 @@ pub struct CompletionArgument {
 )]
 pub(crate) async fn complete(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     ApiJson(request): ApiJson<CompletionRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let request = serde_json::to_value(&request)
         .map_err(|e| ApiError::malformed(format!("the completion request is not valid: {e}")))?;
     Ok(Json(
-        servers(&state)?
+        relayed_servers(&state, caller)?
             .complete(request)
             .await
             .map_err(relay_failure)?,

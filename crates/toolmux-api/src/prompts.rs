@@ -5,16 +5,16 @@
 
 use std::collections::BTreeMap;
 
-use axum::Json;
 use axum::extract::State;
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use toolmux_http::{ApiJson, ApiPath, OpenApiRouter, routes};
+use toolmux_http::{ApiJson, ApiPath, Caller, OpenApiRouter, routes};
 use utoipa::ToSchema;
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody, RelayFailures, relay_failure};
-use crate::upstreams::servers;
+use crate::upstreams::relayed_servers;
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -62,8 +62,11 @@ pub struct PromptArguments {
     get, path = "/api/prompts", tag = "prompts",
     responses((status = 200, description = "The prompts", body = PromptList))
 )]
-pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<PromptList>, ApiError> {
-    let prompts = servers(&state)?.prompts().await;
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Json<PromptList>, ApiError> {
+    let prompts = relayed_servers(&state, caller)?.prompts().await;
     Ok(Json(PromptList { prompts }))
 }
 
@@ -83,6 +86,7 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<PromptLis
 )]
 pub(crate) async fn get_prompt(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<PromptArguments>,
 ) -> Result<Json<Value>, ApiError> {
@@ -92,7 +96,7 @@ pub(crate) async fn get_prompt(
         .map(|(k, v)| (k, Value::String(v)))
         .collect();
     Ok(Json(
-        servers(&state)?
+        relayed_servers(&state, caller)?
             .get_prompt(&name, arguments)
             .await
             .map_err(relay_failure)?,

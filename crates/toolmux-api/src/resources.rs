@@ -5,16 +5,16 @@
 //! it (or whose template matches it) when needed, and returns what MCP's `resources/read`
 //! returns.
 
-use axum::Json;
 use axum::extract::State;
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolmux_http::{ApiQuery, OpenApiRouter, routes};
+use toolmux_http::{ApiQuery, Caller, OpenApiRouter, routes};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody, RelayFailures, relay_failure};
-use crate::upstreams::servers;
+use crate::upstreams::relayed_servers;
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -92,8 +92,11 @@ pub struct ReadQuery {
     get, path = "/api/resources", tag = "resources",
     responses((status = 200, description = "The resources and templates", body = ResourceList))
 )]
-pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<ResourceList>, ApiError> {
-    let servers = servers(&state)?;
+pub(crate) async fn list(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Json<ResourceList>, ApiError> {
+    let servers = relayed_servers(&state, caller)?;
     Ok(Json(ResourceList {
         resources: servers.resources().await,
         resource_templates: servers.resource_templates(),
@@ -114,10 +117,11 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Result<Json<ResourceL
 )]
 pub(crate) async fn read(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(
-        servers(&state)?
+        relayed_servers(&state, caller)?
             .read_resource(&query.uri)
             .await
             .map_err(relay_failure)?,

@@ -61,10 +61,43 @@ pub struct CallThrough {
     pub endpoint: Option<String>,
 }
 
-/// The endpoint `name` in the current catalog, or `404` (`unknown_endpoint`) naming the
-/// configured ones.
-fn endpoint_scope(state: &ApiState, name: &str) -> Result<Arc<toolmux_core::ToolScope>, ApiError> {
-    scope_in(&state.inner.hub.catalog(), name)
+/// What the request's caller may do, when a configured principal's rights narrow it: a
+/// credential that is not the owner's, once principals or roles are configured (one matched by
+/// no principal gets nothing). The owner's credentials are not narrowed.
+pub(crate) fn caller_rights(
+    caller: Caller,
+    catalog: &Catalog,
+) -> Option<Arc<toolmux_core::Rights>> {
+    if caller.owner || !caller.authenticated {
+        return None;
+    }
+    let principal = toolmux_http::Principal::current().and_then(|p| p.name);
+    catalog.principals().rights_of(principal.as_deref())
+}
+
+/// The REST API's own scope without `?endpoint=`: the whole catalog.
+fn whole_api() -> toolmux_core::ToolScope {
+    toolmux_core::ToolScope {
+        served_by: "the REST API".to_string(),
+        ..toolmux_core::ToolScope::default()
+    }
+}
+
+/// The scope of a REST call or listing through `endpoint` (`None`: the whole catalog) for a
+/// caller with `rights`; `None` when nothing narrows it. 404 for an unknown endpoint.
+fn caller_scope(
+    catalog: &Catalog,
+    endpoint: Option<&str>,
+    rights: Option<Arc<toolmux_core::Rights>>,
+) -> Result<Option<Arc<toolmux_core::ToolScope>>, ApiError> {
+    let scope = endpoint.map(|name| scope_in(catalog, name)).transpose()?;
+    let Some(rights) = rights else {
+        return Ok(scope);
+    };
+    let base = scope.unwrap_or_else(|| Arc::new(whole_api()));
+    Ok(Some(Arc::new(
+        base.for_caller(rights, endpoint.unwrap_or_default()),
+    )))
 }
 
 /// The scope of the endpoint `name` in `catalog`; 404 `unknown_endpoint` naming the
@@ -277,11 +310,8 @@ pub(crate) async fn list(
         .transpose()
         .map_err(|e| ApiError::malformed(format!("bad `pattern`: {e}")))?;
     let rendered = state.rendered_catalog();
-    let served = filter
-        .endpoint
-        .as_deref()
-        .map(|name| rendered.served_by(name))
-        .transpose()?;
+    let rights = caller_rights(caller, &rendered.catalog);
+    let served = rendered.served_by(filter.endpoint.as_deref(), rights)?;
     let mut body = Vec::with_capacity(rendered.bytes + 64);
     body.extend_from_slice(format!("{{\"version\":{},\"tools\":[", rendered.version).as_bytes());
     let mut first = true;
@@ -335,25 +365,46 @@ pub(crate) struct RenderedCatalog {
     served: std::sync::Mutex<HashMap<String, Arc<[bool]>>>,
 }
 
+/// The most endpoint and caller combinations [`RenderedCatalog::served_by`] keeps per catalog
+/// version before it starts again: one per endpoint and principal would be unbounded in
+/// their product.
+const MAX_SERVED_VIEWS: usize = 4096;
+
 impl RenderedCatalog {
-    /// Which tools the endpoint `name` serves, in listing order; 404 when there is none.
-    fn served_by(&self, name: &str) -> Result<Arc<[bool]>, ApiError> {
+    /// Which tools the endpoint `name` (`None`: no endpoint) serves to a caller with
+    /// `rights`, in listing order; `None` when nothing narrows the listing, 404 when there is
+    /// no such endpoint.
+    fn served_by(
+        &self,
+        name: Option<&str>,
+        rights: Option<Arc<toolmux_core::Rights>>,
+    ) -> Result<Option<Arc<[bool]>>, ApiError> {
+        // Neither an endpoint's nor a principal's name holds a `/`.
+        let key = match &rights {
+            Some(rights) => format!("{}/{}", name.unwrap_or_default(), rights.principal),
+            None => name.unwrap_or_default().to_string(),
+        };
         let mut served = self
             .served
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(known) = served.get(name) {
-            return Ok(Arc::clone(known));
+        if let Some(known) = served.get(&key) {
+            return Ok(Some(Arc::clone(known)));
         }
-        let scope = scope_in(&self.catalog, name)?;
+        let Some(scope) = caller_scope(&self.catalog, name, rights)? else {
+            return Ok(None);
+        };
         let admitted: Arc<[bool]> = self
             .tools
             .iter()
             .chain(&self.switched_off)
             .map(|(entry, _)| scope.served_name(&entry.descriptor).is_some())
             .collect();
-        served.insert(name.to_string(), Arc::clone(&admitted));
-        Ok(admitted)
+        if served.len() >= MAX_SERVED_VIEWS {
+            served.clear();
+        }
+        served.insert(key, Arc::clone(&admitted));
+        Ok(Some(admitted))
     }
 }
 
@@ -462,9 +513,14 @@ pub(crate) async fn call(
     // violation), not with a 400 of its own.
     ApiJson(arguments): ApiJson<Value>,
 ) -> Result<Json<CallResponse>, ApiError> {
+    // The context is narrowed by the caller's rights already; through an endpoint, by both.
     let mut context = state.context(caller);
-    if let Some(endpoint) = &through.endpoint {
-        context = context.with_scope(endpoint_scope(&state, endpoint)?);
+    if let Some(endpoint) = through.endpoint.as_deref() {
+        let catalog = state.inner.hub.catalog();
+        let rights = caller_rights(caller, &catalog);
+        if let Some(scope) = caller_scope(&catalog, Some(endpoint), rights)? {
+            context = context.with_scope(scope);
+        }
     }
     let report = state
         .inner
@@ -485,8 +541,12 @@ impl ApiState {
         if caller.owner {
             context = context.trusted();
         }
-        // A request authenticated by an access token is its subject's call.
+        // A request authenticated by an access token or a principal's key is its call.
         context.caller = toolmux_http::Principal::current().map(|p| p.caller());
+        // Every call made through the API is narrowed by its caller's rights, as a listing is.
+        if let Some(rights) = caller_rights(caller, &self.inner.hub.catalog()) {
+            context = context.with_scope(Arc::new(whole_api().for_caller(rights, "")));
+        }
         context
     }
 }

@@ -179,6 +179,22 @@ pub(crate) fn servers(state: &ApiState) -> Result<&Arc<dyn UpstreamServers>, Api
         .ok_or_else(|| ApiError::unavailable("this server has no MCP servers to show"))
 }
 
+/// [`servers`] for relaying prompts, resources and completions to `caller`: refused (403
+/// `forbidden`) to a caller a configured principal's rights narrow, since these routes do not
+/// narrow them per caller — deny by default; over MCP its roles narrow them.
+pub(crate) fn relayed_servers(
+    state: &ApiState,
+    caller: toolmux_http::Caller,
+) -> Result<&Arc<dyn UpstreamServers>, ApiError> {
+    if crate::tools::caller_rights(caller, &state.inner.hub.catalog()).is_some() {
+        return Err(ApiError::forbidden(
+            "prompts, resources and completions are served to a configured principal over MCP, \
+             where its roles narrow them; the REST API does not narrow them per caller",
+        ));
+    }
+    servers(state)
+}
+
 /// Lists the upstream servers (the `mcpServers` section).
 #[utoipa::path(
     get, path = "/api/mcp-servers", tag = "mcp-servers",

@@ -13,7 +13,7 @@ mod support;
 /// The API with the workspace pack over `root`.
 fn serve(runtime: &tokio::runtime::Runtime, root: &std::path::Path) -> (String, toolmux_core::Hub) {
     let pack = WorkspacePack::new(root, WorkspaceLimits::default()).expect("workspace");
-    support::serve(runtime, root, vec![Arc::new(pack)], &[])
+    support::serve(runtime, root, vec![Arc::new(pack)], support::options(&[]))
 }
 
 #[test]

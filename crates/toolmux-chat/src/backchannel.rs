@@ -180,6 +180,7 @@ impl CallBackchannel {
             preview: None,
             configured_message: false,
             time_limit: self.approval_timeout,
+            caller: None,
         };
         let asked = toolmux_core::approve_within(self.approvals.as_ref(), &approval);
         match self

@@ -44,6 +44,7 @@ mod jsonc;
 mod load;
 mod model;
 mod oauth;
+mod principals;
 mod providers;
 mod read;
 mod registries;
@@ -79,6 +80,10 @@ pub use model::{
     SourceSettings, ToolSettings, WorkspaceLimits,
 };
 pub use oauth::{OAuthGrant, OAuthSettings};
+pub use principals::{
+    DEFAULT_ENDPOINT, KEY_PREFIX, MAX_PRINCIPALS, PrincipalSettings, RoleSettings, StoredKey,
+    key_hash, new_key, stored_hash,
+};
 pub use providers::{ChatSettings, ProviderKind, ProviderSettings, Providers, SamplingPolicy};
 pub use read::{MAX_CONFIG_FILE_BYTES, read_config_text};
 pub use registries::{RegistryFile, RegistryKind, referencing_files, registry_paths};

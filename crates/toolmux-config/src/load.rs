@@ -203,6 +203,8 @@ pub(crate) fn load_merged(
             e.into_inner().to_string(),
         )
     })?;
+    crate::principals::check(&config.principals, &config.roles)
+        .map_err(|message| ConfigError::new(&project_file, "principals", message))?;
     let registry_files = crate::registries::read_into(
         &mut config,
         &mut unavailable_servers,

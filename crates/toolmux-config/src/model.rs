@@ -78,6 +78,23 @@ pub struct Config {
     /// Who may use `toolmux serve` over HTTP: API keys (as `${VAR}` references) and the Host
     /// and Origin values accepted besides loopback.
     pub server: crate::server::ServerSettings,
+    /// Who calls `toolmux serve` besides its owner: each principal's keys (stored as hashes by
+    /// `toolmux keys create`), the access-token subjects that speak for it, and its roles.
+    /// Once a principal or a role is configured, a caller that is not the owner gets only what
+    /// its roles grant, and one matched by no principal gets nothing.
+    #[serde(
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::principals::bounded"
+    )]
+    pub principals: BTreeMap<crate::endpoints::EndpointName, crate::principals::PrincipalSettings>,
+    /// What a principal may do, by role: the endpoints it may use (`*`, `default` for `/mcp`
+    /// itself, or names) and `allow | ask | deny` by tool-name pattern, for listing and calling
+    /// alike.
+    #[serde(
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::principals::bounded"
+    )]
+    pub roles: BTreeMap<crate::endpoints::EndpointName, crate::principals::RoleSettings>,
     /// Script tools, by registry name: a command that takes the arguments as JSON on stdin and
     /// answers on stdout.
     pub tools: BTreeMap<ToolName, crate::scripts::ScriptTool>,
@@ -365,6 +382,10 @@ impl Config {
                 )
                 .collect::<HashSet<_>>(),
             endpoints: std::sync::Arc::new(crate::endpoints::hub_endpoints(&self.endpoints)),
+            principals: std::sync::Arc::new(crate::principals::hub_principals(
+                &self.principals,
+                &self.roles,
+            )),
         }
     }
 
@@ -385,6 +406,8 @@ impl Config {
             || self.filters != other.filters
             || self.sources != other.sources
             || self.endpoints != other.endpoints
+            || self.principals != other.principals
+            || self.roles != other.roles
             || disabled_servers(self) != disabled_servers(other)
     }
 

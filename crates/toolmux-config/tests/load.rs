@@ -155,7 +155,7 @@ fn unknown_top_level_key_lists_the_valid_fields_when_none_is_close() {
         format!(
             "{}:1:6: unknown field `zzz`; valid fields are `$schema`, `root`, `defaults`, \
              `policies`, `toolSettings`, `filters`, `endpoints`, `sources`, `workspace`, `logs`, \
-             `mcpServers`, `providers`, `chat`, `server`, `tools`, `urlFetch`, `webSearch`, \
+             `mcpServers`, `providers`, `chat`, `server`, `principals`, `roles`, `tools`, `urlFetch`, `webSearch`, \
              `skills`, `shell`, `runners`, `registries`",
             file.display()
         )

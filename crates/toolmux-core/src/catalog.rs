@@ -209,6 +209,7 @@ pub struct Catalog {
     switched_off: Vec<Arc<ToolEntry>>,
     sources: Vec<SourceInfo>,
     endpoints: Arc<crate::Endpoints>,
+    principals: Arc<crate::Principals>,
     pub(crate) approval_timeout: Duration,
 }
 
@@ -222,6 +223,7 @@ impl Catalog {
             switched_off: Vec::new(),
             sources: Vec::new(),
             endpoints: Arc::default(),
+            principals: Arc::default(),
             approval_timeout: HubSettings::default().approval_timeout,
         }
     }
@@ -316,6 +318,7 @@ impl Catalog {
             switched_off,
             sources: infos,
             endpoints: Arc::clone(&settings.endpoints),
+            principals: Arc::clone(&settings.principals),
             approval_timeout: settings.approval_timeout,
         }
     }
@@ -379,6 +382,11 @@ impl Catalog {
     /// The named endpoints in force with this snapshot.
     pub fn endpoints(&self) -> &crate::Endpoints {
         &self.endpoints
+    }
+
+    /// The configured principals and their rights in force with this snapshot.
+    pub fn principals(&self) -> &crate::Principals {
+        &self.principals
     }
 
     /// The endpoint `name`, or the refusal every door gives for an unknown one, which names the

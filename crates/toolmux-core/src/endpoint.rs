@@ -56,6 +56,7 @@ impl Endpoint {
                 Vec::new()
             },
             served_by: format!("the endpoint `{name}`"),
+            rights: None,
         };
         Self {
             name: name.to_string(),

@@ -43,6 +43,8 @@ pub struct HubSettings {
     /// The named endpoints, each a view of the catalog; every catalog carries the ones in force
     /// when it was built, so an endpoint changes with the catalog, as tools do.
     pub endpoints: Arc<crate::Endpoints>,
+    /// The configured principals and their rights, carried by every catalog like endpoints.
+    pub principals: Arc<crate::Principals>,
 }
 
 impl HubSettings {
@@ -64,6 +66,7 @@ impl Default for HubSettings {
             filters: Filters::default(),
             disabled_sources: DisabledSources::new(),
             endpoints: Arc::default(),
+            principals: Arc::default(),
         }
     }
 }
@@ -574,7 +577,14 @@ fn refuse_unasked<'a>(
     context: &'a CallContext,
 ) -> Result<Option<&'a Arc<dyn Approver>>, CallError> {
     let name = &entry.descriptor.name;
-    match entry.policy {
+    // A caller's role that says `ask` about a tool asks even where its policy allows it (a
+    // role that denies it left it out of the caller's scope: the call never got here).
+    let rights = context.scope.as_ref().and_then(|s| s.rights.as_ref());
+    let policy = match rights.map(|r| r.rule(name)) {
+        Some(Policy::Ask) if entry.policy == Policy::Allow => Policy::Ask,
+        _ => entry.policy,
+    };
+    match policy {
         Policy::Allow => Ok(None),
         Policy::Deny => Err(CallError::Denied {
             name: name.clone(),
@@ -614,6 +624,15 @@ async fn ask(
             entry.descriptor.source
         ),
     };
+    // Whoever is asked sees who wants the call made, where a principal made it.
+    let caller = context
+        .scope
+        .as_ref()
+        .and_then(|s| s.rights.as_ref())
+        .map(|r| r.principal.clone());
+    if let Some(caller) = &caller {
+        message = format!("{caller} wants to run `{name}`. {message}");
+    }
     // What the call would change (a write tool's diff), where the source can tell: every
     // approver shows the message, so the person sees it on every channel.
     let mut shown = None;
@@ -640,6 +659,7 @@ async fn ask(
         preview: shown,
         configured_message: entry.approval_message.is_some(),
         time_limit: catalog.approval_timeout,
+        caller,
     };
     if let Some(earlier) = approver.standing_approval(&request) {
         return Ok(Some(earlier));

@@ -24,6 +24,7 @@ pub mod process_env;
 mod record;
 mod relay;
 mod resources;
+mod rights;
 mod scope;
 mod secret;
 mod source;
@@ -64,6 +65,7 @@ pub use resources::{
     BuiltinResources, PromptContents, PromptInfo, RESOURCE_POLL_INTERVAL, ResourceContents,
     ResourceError, ResourceInfo, ResourceProvider,
 };
+pub use rights::{Principals, Rights, Role, UNKNOWN_CALLER};
 pub use scope::{CODE_MODE_TOOLS, RUN_CODE, SEARCH_TOOLS, ToolScope};
 pub use secret::{is_secret, is_secret_name};
 pub use source::{

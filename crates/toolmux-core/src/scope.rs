@@ -1,7 +1,10 @@
 //! What a channel serves: the part of the catalog that calls made through it may reach.
 
+use std::sync::Arc;
+
 use crate::model::ToolDescriptor;
 use crate::pattern::{NamePattern, admitted_by};
+use crate::rights::Rights;
 
 /// Code mode's tool that runs a script (the one definition; `toolmux-codemode` serves it).
 pub const RUN_CODE: &str = "run_code";
@@ -32,6 +35,10 @@ pub struct ToolScope {
     pub entry_points: Vec<String>,
     /// Names what narrowed the channel, for the refusal: "this MCP server (filtered out by …)".
     pub served_by: String,
+    /// The caller's rights, once principals or roles are configured and the caller is not the
+    /// owner: a tool its roles deny is neither listed nor reachable, entry points included,
+    /// and one they say `ask` about asks whatever its policy says.
+    pub rights: Option<Arc<Rights>>,
 }
 
 impl ToolScope {
@@ -43,10 +50,42 @@ impl ToolScope {
 
     /// Whether a call through this scope may reach the tool.
     pub fn admits(&self, tool: &ToolDescriptor) -> bool {
+        if !self.rights_admit(&tool.name) {
+            return false;
+        }
         if self.entry_points.contains(&tool.name) {
             return true;
         }
         self.source_admits(&tool.source) && self.filters_admit(&tool.name)
+    }
+
+    /// Whether the caller's rights (if any apply) let it list and call this registry name.
+    fn rights_admit(&self, registry_name: &str) -> bool {
+        self.rights.as_ref().is_none_or(|r| r.lists(registry_name))
+    }
+
+    /// This scope narrowed further to what `rights` grant: the scope of one caller's calls
+    /// through the door `door` (an endpoint's name; `""` for none), named by its principal in
+    /// refusals. A caller whose roles do not open the door is served nothing through it.
+    pub fn for_caller(&self, rights: Arc<Rights>, door: &str) -> Self {
+        if !rights.opens(door) {
+            let closed = format!(
+                "{}, which no role of `{}` opens",
+                self.served_by, rights.principal
+            );
+            return Self {
+                rights: Some(rights),
+                ..Self::nothing(closed)
+            };
+        }
+        Self {
+            served_by: format!(
+                "{}, or not granted to `{}` by its roles",
+                self.served_by, rights.principal
+            ),
+            rights: Some(rights),
+            ..self.clone()
+        }
     }
 
     /// Whether the pass-through source and the `sources` list let `source` through.
@@ -61,10 +100,8 @@ impl ToolScope {
     /// or hash suffix the registry added; otherwise under its registry name.
     pub fn served_name<'a>(&self, tool: &'a ToolDescriptor) -> Option<&'a str> {
         if !self.entry_points.is_empty() {
-            return self
-                .entry_points
-                .contains(&tool.name)
-                .then_some(tool.name.as_str());
+            let listed = self.entry_points.contains(&tool.name) && self.rights_admit(&tool.name);
+            return listed.then_some(tool.name.as_str());
         }
         if !self.admits(tool) {
             return None;
@@ -93,7 +130,7 @@ impl ToolScope {
     /// `--tools` names explicitly is served beside them: an item is no entry point, and without
     /// `--tools` none is served.
     pub fn serves_item(&self, source: &str, registry_name: &str) -> bool {
-        if !self.source_admits(source) {
+        if !self.source_admits(source) || !self.rights_admit(registry_name) {
             return false;
         }
         let filtered = self.filters_admit(registry_name);
@@ -110,6 +147,7 @@ impl ToolScope {
             && self.exclude.is_empty()
             && self.source.is_none()
             && self.sources.is_empty()
+            && self.rights.is_none()
     }
 }
 

@@ -745,6 +745,7 @@ async fn a_scope_is_the_only_door_a_call_has() {
         sources: Vec::new(),
         entry_points: vec!["sequential".into()],
         served_by: "the test channel".into(),
+        rights: None,
     });
     let scoped = ctx().with_scope(scope);
     let err = hub

@@ -45,11 +45,22 @@ pub(crate) async fn authenticate(
         && crate::guard::credential_kind(token, live).is_none()
         && looks_like_jwt(token)
     {
-        let principal = issuer.verify(token).await.map_err(Refusal::Token)?;
+        let mut principal = issuer.verify(token).await.map_err(Refusal::Token)?;
+        principal.owner = principal.grants_any(&options.admin_scopes);
+        principal.name = (options.principal_subjects.iter())
+            .find(|(subject, _)| principal.subject.as_ref() == Some(subject))
+            .map(|(_, name)| name.clone());
         return Ok(Found {
             via: Some(Via::Jwt),
-            owner: principal.grants_any(&options.admin_scopes),
+            owner: principal.owner,
             principal: Some(principal),
+        });
+    }
+    if let Some(name) = principal_key(headers, options) {
+        return Ok(Found {
+            via: Some(Via::Key),
+            principal: Some(Principal::of_key(name)),
+            owner: false,
         });
     }
     crate::guard::authenticate(headers, live, options)
@@ -61,6 +72,19 @@ pub(crate) async fn authenticate(
             owner: via.is_some_and(|v| v != Via::Jwt),
         })
         .map_err(Refusal::Key)
+}
+
+/// The configured principal whose key the request sent, when it sent exactly one credential
+/// header and that header holds one: a request that also sends another credential is checked
+/// by the rule that every credential sent must be valid.
+fn principal_key<'a>(headers: &HeaderMap, options: &'a ApiOptions) -> Option<&'a str> {
+    let bearer = headers.contains_key(axum::http::header::AUTHORIZATION);
+    let secret = match (bearer, headers.get(API_KEY_HEADER)) {
+        (true, None) => crate::guard::bearer_token(headers)?,
+        (false, Some(key)) => key.to_str().ok()?.trim(),
+        _ => return None,
+    };
+    crate::guard::principal_of_key(secret, options)
 }
 
 /// Whether `token` has a JWS's shape (three dot-separated parts): anything else that is not a

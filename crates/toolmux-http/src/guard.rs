@@ -58,6 +58,11 @@ pub struct ApiOptions {
     /// (`server.adminScopes`): internal tools, registry and configuration writes. Without one,
     /// a token holder may list and call tools only.
     pub admin_scopes: Vec<String>,
+    /// The configured principals' keys: each key's SHA-256 and the principal it speaks for.
+    /// Such a key is a credential that is not the owner's: what its principal's roles grant.
+    pub principal_keys: Vec<([u8; 32], String)>,
+    /// Access-token subjects (`sub`) that speak for a configured principal, and its name.
+    pub principal_subjects: Vec<(String, String)>,
 }
 
 /// The [`ApiOptions`] in force, shared by every HTTP route and replaced as a whole when the
@@ -206,6 +211,7 @@ fn credential_needed(
         );
     }
     if !options.api_keys.is_empty()
+        || !options.principal_keys.is_empty()
         || live.credentials().required()
         || options.token_issuer.is_some()
     {
@@ -313,6 +319,7 @@ async fn admit_mcp(live: &LiveOptions, mut request: Request) -> Result<Request, 
     };
     let (via, principal) = (found.via, found.principal);
     let needed = !options.api_keys.is_empty()
+        || !options.principal_keys.is_empty()
         || options.require_key_for_reads
         || live.credentials().required()
         || options.token_issuer.is_some();
@@ -431,6 +438,23 @@ fn authenticate_key(
         via = Some(kind);
     }
     via.ok_or_else(|| ApiError::unauthorized("the API key is not valid"))
+}
+
+/// The configured principal whose key `secret` is: its hash compared, in constant time, with
+/// every stored hash (never stopping at the first match), so that timing tells nothing of
+/// which key, or how much of one, was right.
+pub(crate) fn principal_of_key<'a>(secret: &str, options: &'a ApiOptions) -> Option<&'a str> {
+    if options.principal_keys.is_empty() {
+        return None;
+    }
+    let hash = toolmux_config::key_hash(secret);
+    let mut found = None;
+    for (stored, name) in &options.principal_keys {
+        if constant_time_eq(stored, &hash) {
+            found = Some(name.as_str());
+        }
+    }
+    found
 }
 
 /// The token of an `Authorization: Bearer <token>` header.
@@ -595,6 +619,25 @@ mod tests {
             h.insert(*k, HeaderValue::from_str(v).expect("ascii"));
         }
         h
+    }
+
+    #[test]
+    fn a_principals_key_is_found_by_its_hash_among_all_and_a_near_miss_is_none() {
+        let keys = ["tmk_first", "tmk_second", "tmk_third"];
+        let options = ApiOptions {
+            principal_keys: keys
+                .iter()
+                .zip(["a", "b", "c"])
+                .map(|(k, name)| (toolmux_config::key_hash(k), name.to_string()))
+                .collect(),
+            ..ApiOptions::default()
+        };
+        assert_eq!(principal_of_key("tmk_first", &options), Some("a"));
+        assert_eq!(principal_of_key("tmk_third", &options), Some("c"));
+        for miss in ["tmk_thirD", "tmk_third ", "", "tmk_"] {
+            assert_eq!(principal_of_key(miss, &options), None, "{miss:?}");
+        }
+        assert_eq!(principal_of_key("tmk_first", &ApiOptions::default()), None);
     }
 
     #[test]

@@ -49,7 +49,7 @@ const MAX_DOCUMENT_BYTES: usize = 1 << 20;
 
 /// Who a token speaks for: its `sub`, and the client it was issued to (`client_id`, or `azp`)
 /// when it says. Never the token itself.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Principal {
     /// The token's `sub`; absent in a client-credentials token of some issuers.
     pub subject: Option<String>,
@@ -58,12 +58,30 @@ pub struct Principal {
     /// The scopes the token grants (its `scope` and `scp` claims), read once when it was
     /// verified: what decides whether its holder is the owner's equal ([`Principal::grants_any`]).
     pub scopes: Vec<String>,
+    /// The configured principal (`principals.<name>`) the credential matched: by one of its
+    /// keys, or by the token's subject.
+    pub name: Option<String>,
+    /// The credential is the owner's (an access token granting one of `server.adminScopes`):
+    /// no principal's rights narrow it.
+    pub owner: bool,
 }
 
 impl Principal {
-    /// How the execution log names this caller: `alice (client my-app)`, `alice`, or
-    /// `client my-app` for a machine token without a subject.
+    /// The principal a configured principal's key stands for.
+    pub fn of_key(name: &str) -> Self {
+        Self {
+            name: Some(name.to_string()),
+            ..Self::default()
+        }
+    }
+
+    /// How the execution log names this caller: its configured principal's name, else
+    /// `alice (client my-app)`, `alice`, or `client my-app` for a machine token without a
+    /// subject.
     pub fn caller(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
         match (&self.subject, &self.client_id) {
             (Some(sub), Some(client)) => format!("{sub} (client {client})"),
             (Some(sub), None) => sub.clone(),
@@ -268,6 +286,8 @@ impl TokenIssuer {
             return Err(TokenRefusal::InsufficientScope(missing));
         }
         Ok(Principal {
+            name: None,
+            owner: false,
             subject: claims.sub,
             client_id: claims.client_id.or(claims.azp),
             scopes: granted,
@@ -624,6 +644,7 @@ mod tests {
             subject: None,
             client_id: None,
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            ..Principal::default()
         };
         let admin = ["toolmux:admin".to_string()];
         assert!(holder(&["tools", "toolmux:admin"]).grants_any(&admin));
@@ -814,7 +835,9 @@ mod tests {
             subject: Some("alice".into()),
             client_id: Some("app".into()),
             scopes: Vec::new(),
+            ..Principal::default()
         };
         assert_eq!(p.caller(), "alice (client app)");
+        assert_eq!(Principal::of_key("ci-bot").caller(), "ci-bot");
     }
 }

@@ -119,8 +119,12 @@ pub(crate) fn approval_params(
     let mut message = if request.configured_message {
         request.message.clone()
     } else {
+        // Who wants the call made, where a configured principal made it.
+        let asker = (request.caller.as_ref())
+            .map(|caller| format!("{caller} wants to run `{served_name}`. "))
+            .unwrap_or_default();
         format!(
-            "Allow `{served_name}` (from `{}`) to run with these arguments?\n{arguments}",
+            "{asker}Allow `{served_name}` (from `{}`) to run with these arguments?\n{arguments}",
             request.source
         )
     };

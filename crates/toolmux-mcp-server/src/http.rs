@@ -60,6 +60,7 @@ pub fn http_router(hub: Hub, options: ServeOptions, shutdown: CancellationToken)
             allowed_origins: options.effective_allowed_origins(),
             token_issuer: None,
             admin_scopes: Vec::new(),
+            ..toolmux_http::ApiOptions::default()
         })
     });
     // One set of parked calls (and one key) for every door, so that the caps on parked calls

@@ -109,6 +109,7 @@ impl ServeOptions {
             entry_points: self.entry_points.clone(),
             served_by: "this MCP server (filtered out by --tools, --exclude or --pass-through)"
                 .to_string(),
+            rights: None,
         }
     }
 

@@ -23,7 +23,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
-use toolmux_core::{CallContext, CallError, Catalog, Channel, Hub, ToolScope};
+use toolmux_core::{CallContext, CallError, Catalog, Channel, Hub, Rights, ToolScope};
 
 use crate::approval::{ElicitationApprover, QueuedApprover, SessionGrants};
 use crate::backchannel;
@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     /// once the endpoint is taken out of the configuration: nothing. See [`Shared::scope`].
     scope: Arc<ToolScope>,
     view: RwLock<Option<Arc<View>>>,
+    /// Each configured principal's view, for the catalog version it was made from: at most
+    /// one per principal (the configuration bounds their number), dropped when it is stale.
+    caller_views: RwLock<std::collections::HashMap<String, Arc<View>>>,
     /// The relayed listings for a catalog version and built-in resource generation: every
     /// session compares against them after a change, so one session computes them (a listing
     /// of the spec resources walks the specs directory) and the others reuse them.
@@ -71,6 +74,7 @@ impl Shared {
             }),
             options,
             view: RwLock::new(None),
+            caller_views: RwLock::default(),
             listings: tokio::sync::Mutex::new(None),
             rounds,
         })
@@ -85,6 +89,48 @@ impl Shared {
             Some(endpoint) => Arc::clone(&endpoint.scope),
             None => Arc::clone(&self.scope),
         }
+    }
+
+    /// [`Shared::scope_in`] narrowed to what `rights` grant: the scope of one caller's calls.
+    /// A caller whose roles do not open this door gets nothing through it.
+    pub(crate) fn caller_scope_in(
+        &self,
+        catalog: &Catalog,
+        rights: Option<Arc<Rights>>,
+    ) -> Arc<ToolScope> {
+        let scope = self.scope_in(catalog);
+        let Some(rights) = rights else {
+            return scope;
+        };
+        let door = self.options.endpoint.as_deref().unwrap_or_default();
+        Arc::new(scope.for_caller(rights, door))
+    }
+
+    /// The tools one caller is shown: [`Shared::view`] for a caller no principal's rights
+    /// narrow, else its principal's own view, made once per catalog version.
+    pub(crate) fn caller_view(&self, rights: Option<Arc<Rights>>) -> Arc<View> {
+        let Some(rights) = rights else {
+            return self.view();
+        };
+        let catalog = self.hub.catalog();
+        let views = &self.caller_views;
+        if let Some(view) = views
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&rights.principal)
+            && view.version == catalog.version()
+        {
+            return Arc::clone(view);
+        }
+        let principal = rights.principal.clone();
+        let view = Arc::new(View::new(
+            &catalog,
+            &self.caller_scope_in(&catalog, Some(rights)),
+        ));
+        let mut views = views.write().unwrap_or_else(PoisonError::into_inner);
+        views.retain(|_, v| v.version == catalog.version());
+        views.insert(principal, Arc::clone(&view));
+        view
     }
 
     /// [`Shared::scope_in`] the hub's current catalog.
@@ -235,11 +281,21 @@ impl McpServer {
         })
     }
 
+    /// The relay as the request's caller may see it: narrowed by its rights, if any.
+    fn caller_relay(&self, context: &RequestContext<RoleServer>) -> Result<Relay<'_>, McpError> {
+        let mut relay = self.relay()?;
+        let catalog = self.shared.hub.catalog();
+        relay.scope = self
+            .shared
+            .caller_scope_in(&catalog, rights_of(context, &catalog));
+        Ok(relay)
+    }
+
     /// The relay for one request of this session: servers served per client answer it on the
     /// session's own upstream connection. A stateless request has no session, so its servers
     /// answer on their shared connection.
     fn relay_in(&self, context: &RequestContext<RoleServer>) -> Result<Relay<'_>, McpError> {
-        let mut relay = self.relay()?;
+        let mut relay = self.caller_relay(context)?;
         if !is_stateless(context) {
             relay.session = Some(self.session_of(context));
         }
@@ -278,7 +334,11 @@ impl McpServer {
         forms: Option<&Forms>,
     ) -> CallContext {
         let stateless = is_stateless(context);
-        let mut call = CallContext::new(Channel::Mcp).with_scope(self.shared.scope());
+        let catalog = self.shared.hub.catalog();
+        let scope = self
+            .shared
+            .caller_scope_in(&catalog, rights_of(context, &catalog));
+        let mut call = CallContext::new(Channel::Mcp).with_scope(scope);
         // A stateless request belongs to no session: its calls reach the upstream servers on
         // their shared connections, and nothing is granted "for this session".
         if !stateless {
@@ -420,6 +480,29 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Option<String> {
         .and_then(|parts| parts.extensions.get::<toolmux_http::Principal>())
         .map(toolmux_http::Principal::caller)
         .or_else(|| context.client_info().map(|info| info.name))
+}
+
+/// What the request's caller may do, when a configured principal's rights narrow it: a
+/// credential that is not the owner's, once principals or roles are configured (one matched by
+/// no principal gets nothing). The owner's credentials are not narrowed.
+fn rights_of(context: &RequestContext<RoleServer>, catalog: &Catalog) -> Option<Arc<Rights>> {
+    let principal = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<toolmux_http::Principal>())?;
+    if principal.owner {
+        return None;
+    }
+    catalog.principals().rights_of(principal.name.as_deref())
+}
+
+/// The cache hint for a list that depends on the caller's rights (`private`) or not.
+fn audience_of(rights: Option<&Arc<Rights>>) -> Audience {
+    if rights.is_some() {
+        Audience::Caller
+    } else {
+        Audience::Everyone
+    }
 }
 
 /// Whether the client can show a form: it declared form elicitation, at `initialize` or, in
@@ -567,8 +650,10 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = ListToolsResult::with_all_items(self.tools());
-        Ok(hinted(tools, &context, Audience::Everyone))
+        let rights = rights_of(&context, &self.shared.hub.catalog());
+        let audience = audience_of(rights.as_ref());
+        let tools = ListToolsResult::with_all_items(self.shared.caller_view(rights).tools.clone());
+        Ok(hinted(tools, &context, audience))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -648,8 +733,10 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let prompts = ListPromptsResult::with_all_items(self.relay()?.prompts().await);
-        Ok(hinted(prompts, &context, Audience::Everyone))
+        let audience = audience_of(rights_of(&context, &self.shared.hub.catalog()).as_ref());
+        let prompts =
+            ListPromptsResult::with_all_items(self.caller_relay(&context)?.prompts().await);
+        Ok(hinted(prompts, &context, audience))
     }
 
     async fn get_prompt(
@@ -666,8 +753,10 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let resources = ListResourcesResult::with_all_items(self.relay()?.resources().await);
-        Ok(hinted(resources, &context, Audience::Everyone))
+        let audience = audience_of(rights_of(&context, &self.shared.hub.catalog()).as_ref());
+        let resources =
+            ListResourcesResult::with_all_items(self.caller_relay(&context)?.resources().await);
+        Ok(hinted(resources, &context, audience))
     }
 
     async fn list_resource_templates(
@@ -675,9 +764,11 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let templates =
-            ListResourceTemplatesResult::with_all_items(self.relay()?.resource_templates());
-        Ok(hinted(templates, &context, Audience::Everyone))
+        let templates = ListResourceTemplatesResult::with_all_items(
+            self.caller_relay(&context)?.resource_templates(),
+        );
+        let audience = audience_of(rights_of(&context, &self.shared.hub.catalog()).as_ref());
+        Ok(hinted(templates, &context, audience))
     }
 
     async fn read_resource(

@@ -479,6 +479,7 @@ impl Handlers {
             // `run_session`) shows this one instead.
             configured_message: true,
             time_limit: self.asker.time_limit,
+            caller: None,
         };
         let approval = tokio::select! {
             approval = approve_within(self.asker.approver.as_ref(), &question) => {

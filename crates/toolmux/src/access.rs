@@ -50,10 +50,8 @@ impl Access {
     /// configured and command-line origins, and the admin scopes of `server.auth`'s tokens. An
     /// empty configured key is an error, because dropping it silently would leave the server
     /// open to requests it was meant to refuse.
-    pub fn options(
-        &self,
-        server: &toolmux_config::ServerSettings,
-    ) -> Result<ApiOptions, AccessError> {
+    pub fn options(&self, config: &toolmux_config::Config) -> Result<ApiOptions, AccessError> {
+        let server = &config.server;
         let mut api_keys = self.env_keys.clone();
         for (i, key) in server.api_keys.iter().enumerate() {
             if key.trim().is_empty() {
@@ -73,6 +71,20 @@ impl Access {
             allowed_origins: allow_list(&[], &server.allowed_origins, &self.origins),
             token_issuer: self.token_issuer(server.auth.as_ref()),
             admin_scopes: server.admin_scopes.clone(),
+            principal_keys: (config.principals.iter())
+                .flat_map(|(name, p)| p.keys.iter().map(move |key| (name, key)))
+                // The loader refused any stored key that is not a hash.
+                .filter_map(|(name, key)| {
+                    toolmux_config::stored_hash(key).map(|hash| (hash, name.as_str().to_string()))
+                })
+                .collect(),
+            principal_subjects: (config.principals.iter())
+                .flat_map(|(name, p)| {
+                    p.subjects
+                        .iter()
+                        .map(move |s| (s.clone(), name.as_str().to_string()))
+                })
+                .collect(),
         })
     }
 

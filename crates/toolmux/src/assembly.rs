@@ -180,9 +180,12 @@ impl Assembly {
         let changed =
             |part: fn(&Config, &Config) -> bool| old.is_none_or(|old| part(&old.config, after));
         if let Some(access) = self.access.get()
-            && changed(|before, after| before.server.access() != after.server.access())
+            && changed(|before, after| {
+                before.server.access() != after.server.access()
+                    || before.principals != after.principals
+            })
         {
-            match access.options(&after.server) {
+            match access.options(after) {
                 Ok(options) => {
                     access.live.replace(options);
                     tracing::info!("server access settings (keys, hosts, origins) updated");
@@ -573,9 +576,7 @@ impl Assembly {
     /// route is checked against.
     pub fn serve_with(&self, access: Access) -> Result<LiveOptions, AccessError> {
         let in_force = self.in_force.lock().unwrap_or_else(PoisonError::into_inner);
-        access
-            .live
-            .replace(access.options(&in_force.config.server)?);
+        access.live.replace(access.options(&in_force.config)?);
         let live = access.live.clone();
         if self.access.set(access).is_err() {
             // One server per assembly; a second call would leave the first one's options

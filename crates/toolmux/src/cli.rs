@@ -76,6 +76,9 @@ pub enum Command {
     /// List, set, print and delete the secrets `${secret:NAME}` references read (the OS
     /// keyring, else an encrypted file under `.toolmux/state/`).
     Secrets(crate::commands::secrets::SecretsArgs),
+    /// Make, list and revoke the keys of configured principals (`principals.<name>`): a key
+    /// is printed once, and only its hash is stored.
+    Keys(crate::commands::keys::KeysArgs),
     /// The project's task list (`task_*` tools): list, add, complete and show tasks.
     Tasks(crate::commands::tasks::TasksArgs),
 }

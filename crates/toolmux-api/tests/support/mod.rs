@@ -7,14 +7,23 @@ use std::sync::Arc;
 use toolmux_api::{ApiOptions, ApiState, CallMetrics, api_router};
 use toolmux_core::{ApprovalQueue, Hub, HubSettings, NullSink, Source};
 
+/// The guard's options of a loopback server with `keys` as its API keys (reads need none).
+pub fn options(keys: &[&str]) -> ApiOptions {
+    ApiOptions {
+        api_keys: keys.iter().map(|k| k.to_string()).collect(),
+        allowed_hosts: vec!["127.0.0.1".to_string()],
+        ..ApiOptions::default()
+    }
+}
+
 /// Serves the API on a loopback port of `runtime`, over a hub of `sources`, with the execution
-/// log under `root` and `keys` as its API keys (reads need none); returns the address and the
-/// hub.
+/// log under `root` and the guard's `options` ([`options`], perhaps with more); returns the
+/// address and the hub.
 pub fn serve(
     runtime: &tokio::runtime::Runtime,
     root: &Path,
     sources: Vec<Arc<dyn Source>>,
-    keys: &[&str],
+    options: ApiOptions,
 ) -> (String, Hub) {
     runtime.block_on(async {
         let metrics = Arc::new(CallMetrics::new(Arc::new(NullSink)));
@@ -27,14 +36,7 @@ pub fn serve(
             Arc::new(ApprovalQueue::new()),
             metrics,
             root.join("logs"),
-            ApiOptions {
-                api_keys: keys.iter().map(|k| k.to_string()).collect(),
-                require_key_for_reads: false,
-                allowed_hosts: vec!["127.0.0.1".to_string()],
-                allowed_origins: Vec::new(),
-                token_issuer: None,
-                admin_scopes: Vec::new(),
-            },
+            options,
             None,
             None,
         );

@@ -72,6 +72,10 @@ pub struct ApprovalRequest {
     /// the question is withdrawn there when it runs out here.
     #[serde(skip)]
     pub time_limit: std::time::Duration,
+    /// The configured principal that made the call (`ci-bot`), when one did: approvers show
+    /// it ("ci-bot wants to run …"), and `message` already names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 /// Who is asked about what a call's work raises after the call itself ran its pipeline (an ACP

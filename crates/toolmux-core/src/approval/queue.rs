@@ -396,6 +396,7 @@ mod tests {
             preview: None,
             configured_message: false,
             time_limit: std::time::Duration::from_secs(60),
+            caller: None,
         }
     }
 

@@ -6,6 +6,7 @@ mod config;
 pub(crate) mod eval;
 pub(crate) mod import;
 mod init;
+pub(crate) mod keys;
 mod logs;
 mod mcp;
 mod run;
@@ -46,6 +47,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Runners(args) => runners::run(project, args).await,
         Command::Sessions(args) => sessions::run(project, args).await,
         Command::Secrets(args) => secrets::run(project, args).await,
+        Command::Keys(args) => keys::run(project, args),
         Command::Tasks(args) => tasks::run(project, args).await,
     }
 }
