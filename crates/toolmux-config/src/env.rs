@@ -333,9 +333,9 @@ struct ExpandAccess<'e, A> {
 }
 
 macro_rules! forward_deserialize {
-    ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-            self.inner.$method(ExpandVisitor { inner: visitor, env: self.env })
+    ($($method:ident($($arg:ident: $ty:ty),*))*) => {$(
+        fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, Self::Error> {
+            self.inner.$method($($arg,)* ExpandVisitor { inner: visitor, env: self.env })
         }
     )*};
 }
@@ -344,87 +344,18 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Expand<'_, D> {
     type Error = D::Error;
 
     forward_deserialize! {
-        deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
-        deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
-        deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
-        deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
-        deserialize_option deserialize_unit deserialize_seq deserialize_map
-        deserialize_identifier deserialize_ignored_any
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        let visitor = ExpandVisitor {
-            inner: visitor,
-            env: self.env,
-        };
-        self.inner.deserialize_unit_struct(name, visitor)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        let visitor = ExpandVisitor {
-            inner: visitor,
-            env: self.env,
-        };
-        self.inner.deserialize_newtype_struct(name, visitor)
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        let visitor = ExpandVisitor {
-            inner: visitor,
-            env: self.env,
-        };
-        self.inner.deserialize_tuple(len, visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        let visitor = ExpandVisitor {
-            inner: visitor,
-            env: self.env,
-        };
-        self.inner.deserialize_tuple_struct(name, len, visitor)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        let visitor = ExpandVisitor {
-            inner: visitor,
-            env: self.env,
-        };
-        self.inner.deserialize_struct(name, fields, visitor)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        let visitor = ExpandVisitor {
-            inner: visitor,
-            env: self.env,
-        };
-        self.inner.deserialize_enum(name, variants, visitor)
+        deserialize_any() deserialize_bool() deserialize_i8() deserialize_i16() deserialize_i32()
+        deserialize_i64() deserialize_i128() deserialize_u8() deserialize_u16() deserialize_u32()
+        deserialize_u64() deserialize_u128() deserialize_f32() deserialize_f64()
+        deserialize_char() deserialize_str() deserialize_string() deserialize_bytes()
+        deserialize_byte_buf() deserialize_option() deserialize_unit() deserialize_seq()
+        deserialize_map() deserialize_identifier() deserialize_ignored_any()
+        deserialize_unit_struct(name: &'static str)
+        deserialize_newtype_struct(name: &'static str)
+        deserialize_tuple(len: usize)
+        deserialize_tuple_struct(name: &'static str, len: usize)
+        deserialize_struct(name: &'static str, fields: &'static [&'static str])
+        deserialize_enum(name: &'static str, variants: &'static [&'static str])
     }
 
     fn is_human_readable(&self) -> bool {

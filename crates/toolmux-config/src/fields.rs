@@ -1,16 +1,47 @@
 //! Field types that check themselves while the file is read, so that a bad glob, tool name or
 //! period is reported at its line and column like any other mistake, not later by the hub.
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use toolmux_core::{NamePattern, PatternError, parse_duration};
+
+/// The serde and schemars forms of a type kept as checked text: written as its `as_str()`, read
+/// through its `new` (so a bad value is refused with `new`'s message at its line and column), its
+/// JSON Schema the given object, named after the type. `Display` is the text as written.
+macro_rules! checked_text {
+    ($($ty:ident => $schema:tt)*) => {$(
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+                Self::new(&text).map_err(<D::Error as serde::de::Error>::custom)
+            }
+        }
+
+        impl schemars::JsonSchema for $ty {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($ty).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!($schema)
+            }
+        }
+    )*};
+}
 
 /// A tool-name pattern: a plain name (`grep`) or a glob with `*`, `?` and `[...]`
 /// (`github__*`), checked with core's [`NamePattern`] as it is read.
@@ -66,37 +97,12 @@ impl Hash for ToolPattern {
     }
 }
 
-impl fmt::Display for ToolPattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for ToolPattern {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for ToolPattern {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = Cow::<str>::deserialize(d)?;
-        Self::new(&text).map_err(D::Error::custom)
-    }
-}
-
-impl JsonSchema for ToolPattern {
-    fn schema_name() -> Cow<'static, str> {
-        "ToolPattern".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "minLength": 1,
-            "description": "A tool name (`grep`) or a glob over tool names with `*`, `?` and \
-                            `[...]` (`github__*`).",
-        })
+checked_text! {
+    ToolPattern => {
+        "type": "string",
+        "minLength": 1,
+        "description": "A tool name (`grep`) or a glob over tool names with `*`, `?` and \
+                        `[...]` (`github__*`).",
     }
 }
 
@@ -131,36 +137,11 @@ impl ToolName {
     }
 }
 
-impl fmt::Display for ToolName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl Serialize for ToolName {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for ToolName {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = Cow::<str>::deserialize(d)?;
-        Self::new(&text).map_err(D::Error::custom)
-    }
-}
-
-impl JsonSchema for ToolName {
-    fn schema_name() -> Cow<'static, str> {
-        "ToolName".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "pattern": TOOL_NAME_PATTERN,
-            "description": "The exact registry name of a tool.",
-        })
+checked_text! {
+    ToolName => {
+        "type": "string",
+        "pattern": TOOL_NAME_PATTERN,
+        "description": "The exact registry name of a tool.",
     }
 }
 
@@ -210,74 +191,11 @@ impl Period {
     }
 }
 
-impl Serialize for Period {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.text)
-    }
-}
-
-impl<'de> Deserialize<'de> for Period {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = Cow::<str>::deserialize(d)?;
-        Self::new(&text).map_err(D::Error::custom)
-    }
-}
-
-impl JsonSchema for Period {
-    fn schema_name() -> Cow<'static, str> {
-        "Period".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "pattern": r"^(\s*[0-9]+\s*(ms|s|m|h|d)\s*|second|minute|hour|day)$",
-            "examples": ["30s", "1m", "1h", "minute"],
-            "description": "A whole number and a unit (ms, s, m, h or d), or one of `second`, `minute`, `hour`, `day`.",
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tool_names_keep_to_the_registry_alphabet() {
-        assert!(ToolName::new("github__create_issue").is_ok());
-        assert!(ToolName::new("a-b").is_ok());
-        assert!(ToolName::new("").is_err());
-        assert!(ToolName::new("github__*").is_err());
-        assert!(ToolName::new(&"x".repeat(65)).is_err());
-    }
-
-    #[test]
-    fn periods_are_positive_and_kept_as_written() {
-        let p = Period::new("1m").expect("valid");
-        assert_eq!(p.duration(), Duration::from_secs(60));
-        assert_eq!(p.as_str(), "1m");
-        assert!(Period::new("0s").is_err());
-        let soon = Period::new("soon").expect_err("not a period");
-        assert!(
-            soon.ends_with(", or one of `second`, `minute`, `hour`, `day`"),
-            "{soon}"
-        );
-        for (word, seconds) in [
-            ("second", 1),
-            ("minute", 60),
-            ("hour", 3600),
-            ("day", 86_400),
-        ] {
-            let p = Period::new(word).expect("a word period");
-            assert_eq!(p.duration(), Duration::from_secs(seconds), "{word}");
-            assert_eq!(p.as_str(), word);
-        }
-    }
-
-    #[test]
-    fn empty_pattern_is_rejected() {
-        assert!(ToolPattern::new("").is_err());
-        assert!(ToolPattern::new("a[").is_err());
-        assert!(ToolPattern::new("github__*").is_ok());
+checked_text! {
+    Period => {
+        "type": "string",
+        "pattern": r"^(\s*[0-9]+\s*(ms|s|m|h|d)\s*|second|minute|hour|day)$",
+        "examples": ["30s", "1m", "1h", "minute"],
+        "description": "A whole number and a unit (ms, s, m, h or d), or one of `second`, `minute`, `hour`, `day`.",
     }
 }

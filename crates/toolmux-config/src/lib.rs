@@ -38,6 +38,7 @@ mod endpoints;
 mod env;
 mod error;
 mod exec;
+#[macro_use]
 mod fields;
 mod import;
 mod jsonc;

@@ -7,16 +7,13 @@
 //! between them is where mistakes that involve several keys (`command` and `url` together, an
 //! `sse` server without a URL) are reported, at the entry's position.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use toolmux_core::Policy;
 
 use crate::fields::ToolPattern;
@@ -600,43 +597,18 @@ impl ServerName {
     }
 }
 
-impl fmt::Display for ServerName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 impl std::borrow::Borrow<str> for ServerName {
     fn borrow(&self) -> &str {
         &self.0
     }
 }
 
-impl Serialize for ServerName {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for ServerName {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = Cow::<str>::deserialize(d)?;
-        Self::new(&text).map_err(D::Error::custom)
-    }
-}
-
-impl JsonSchema for ServerName {
-    fn schema_name() -> Cow<'static, str> {
-        "ServerName".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 100,
-            "description": "A server's name: the id of its tools' source.",
-        })
+checked_text! {
+    ServerName => {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 100,
+        "description": "A server's name: the id of its tools' source.",
     }
 }
 
@@ -698,37 +670,12 @@ impl Prefix {
     }
 }
 
-impl fmt::Display for Prefix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl Serialize for Prefix {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Prefix {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = Cow::<str>::deserialize(d)?;
-        Self::new(&text).map_err(D::Error::custom)
-    }
-}
-
-impl JsonSchema for Prefix {
-    fn schema_name() -> Cow<'static, str> {
-        "Prefix".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "pattern": "^(?!.*__)[A-Za-z0-9_-]{1,40}$",
-            "description": "The prefix of a server's tool names: letters, digits, `_` or `-`, \
-                            without `__`.",
-        })
+checked_text! {
+    Prefix => {
+        "type": "string",
+        "pattern": "^(?!.*__)[A-Za-z0-9_-]{1,40}$",
+        "description": "The prefix of a server's tool names: letters, digits, `_` or `-`, \
+                        without `__`.",
     }
 }
 

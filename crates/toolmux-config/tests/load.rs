@@ -1,60 +1,19 @@
 //! Loading real files from a temporary project, and the exact messages a user sees.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use std::sync::Arc;
 
 use toolmux_config::{
-    Config, ConfigEditor, ConfigError, LoadedConfig, SecretLookup, UpstreamTransport,
-    find_project_dir, load, load_with_env, load_with_secrets, project_config_path,
+    Config, ConfigEditor, LoadedConfig, SecretLookup, UpstreamTransport, find_project_dir, load,
+    load_with_env, load_with_secrets,
 };
 use toolmux_core::{Policy, RateLimit, ToolOverride};
-use toolmux_testkit::project::{TestProject, write_file};
 
-/// A temporary project with an optional project file and an optional user file.
-struct Project {
-    dir: TestProject,
-}
-
-impl Project {
-    fn new() -> Self {
-        Self {
-            dir: TestProject::new(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Writes the project's `.toolmux/config.json` and returns its path.
-    fn config(&self, text: &str) -> PathBuf {
-        let path = self.dir.config(text);
-        assert_eq!(path, project_config_path(self.path()));
-        path
-    }
-
-    /// Writes a user file outside the project and returns its path.
-    fn user(&self, text: &str) -> PathBuf {
-        write_file(self.path(), "home/.config/toolmux/config.json", text)
-    }
-
-    fn load(&self, user: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
-        load_with_env(self.path(), user, &no_env)
-    }
-
-    fn error(&self, text: &str) -> (PathBuf, ConfigError) {
-        let file = self.config(text);
-        let err = self.load(None).expect_err("the file is invalid");
-        (file, err)
-    }
-}
-
-fn no_env(_: &str) -> Option<String> {
-    None
-}
+mod common;
+use common::Project;
 
 #[test]
 fn missing_files_give_the_defaults() {

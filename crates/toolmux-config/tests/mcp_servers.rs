@@ -3,46 +3,16 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use toolmux_config::{
-    ConfigError, LoadedConfig, SamplingPolicy, UpstreamTransport, check_config_text, load_with_env,
-    project_config_path, unexpanded_upstreams,
+    SamplingPolicy, UpstreamTransport, check_config_text, load_with_env, unexpanded_upstreams,
 };
 use toolmux_core::Policy;
-use toolmux_testkit::project::TestProject;
 
-struct Project {
-    dir: TestProject,
-}
-
-impl Project {
-    fn new() -> Self {
-        Self {
-            dir: TestProject::new(),
-        }
-    }
-
-    fn config(&self, text: &str) -> PathBuf {
-        let path = self.dir.config(text);
-        assert_eq!(path, project_config_path(self.path()));
-        path
-    }
-
-    fn load(&self) -> Result<LoadedConfig, ConfigError> {
-        load_with_env(self.dir.path(), None, &env)
-    }
-
-    fn error(&self, text: &str) -> (PathBuf, ConfigError) {
-        let file = self.config(text);
-        (file, self.load().expect_err("invalid"))
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
+mod common;
+use common::Project;
 
 fn env(name: &str) -> Option<String> {
     match name {
@@ -54,7 +24,7 @@ fn env(name: &str) -> Option<String> {
 
 #[test]
 fn a_pasted_claude_code_block_loads_with_inferred_transports() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     project.config(
         r#"{
   "mcpServers": {
@@ -71,7 +41,7 @@ fn a_pasted_claude_code_block_loads_with_inferred_transports() {
   }
 }"#,
     );
-    let config = project.load().expect("loads").config;
+    let config = project.load(None).expect("loads").config;
     let servers = &config.upstreams;
     assert_eq!(servers.len(), 6);
     let UpstreamTransport::Stdio {
@@ -109,7 +79,7 @@ fn a_pasted_claude_code_block_loads_with_inferred_transports() {
 
 #[test]
 fn toolmux_settings_per_server_are_read() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     project.config(
         r#"{"mcpServers": {"fs": {
             "command": "mcp-server-filesystem",
@@ -125,7 +95,7 @@ fn toolmux_settings_per_server_are_read() {
             "prefix": "files"
         }}}"#,
     );
-    let config = project.load().expect("loads").config;
+    let config = project.load(None).expect("loads").config;
     let fs = &config.upstreams["fs"];
     assert!(!fs.enabled);
     assert!(fs.offers("read_file"));
@@ -160,7 +130,7 @@ fn toolmux_settings_per_server_are_read() {
 
 #[test]
 fn command_and_url_together_are_reported_at_the_server() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let (file, err) = project.error(
         "{\n  \"mcpServers\": {\n    \"both\": {\"command\": \"x\", \"url\": \"http://a\"}\n  }\n}\n",
     );
@@ -176,7 +146,7 @@ fn command_and_url_together_are_reported_at_the_server() {
 
 #[test]
 fn a_server_without_command_or_url_is_an_error() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let (file, err) = project.error("{\"mcpServers\": {\"empty\": {\"args\": [\"x\"]}}}");
     assert_eq!(
         err.to_string(),
@@ -189,7 +159,7 @@ fn a_server_without_command_or_url_is_an_error() {
 
 #[test]
 fn an_sse_server_needs_a_url_and_a_stdio_server_a_command() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let (_, err) = project.error(r#"{"mcpServers": {"s": {"type": "sse", "command": "x"}}}"#);
     assert_eq!(err.message, "an `sse` server needs `url`");
     let (_, err) = project.error(r#"{"mcpServers": {"s": {"type": "stdio", "url": "http://a/"}}}"#);
@@ -210,7 +180,7 @@ fn an_sse_server_needs_a_url_and_a_stdio_server_a_command() {
 
 #[test]
 fn a_bad_url_names_the_server() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let (_, err) = project.error(r#"{"mcpServers": {"web": {"url": "localhost:3000/mcp"}}}"#);
     assert_eq!(err.field, "mcpServers.web");
     assert_eq!(
@@ -221,7 +191,7 @@ fn a_bad_url_names_the_server() {
 
 #[test]
 fn a_misspelt_server_key_gets_a_suggestion() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let (file, err) = project.error(
         "{\n  \"mcpServers\": {\n    \"gh\": {\n      \"command\": \"x\",\n      \"arg\": []\n    }\n  }\n}\n",
     );
@@ -236,7 +206,7 @@ fn a_misspelt_server_key_gets_a_suggestion() {
 
 #[test]
 fn an_unknown_transport_type_lists_the_valid_ones() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let (_, err) =
         project.error(r#"{"mcpServers": {"w": {"type": "websocket", "url": "http://a/"}}}"#);
     assert_eq!(err.field, "mcpServers.w.type");
@@ -248,7 +218,7 @@ fn an_unknown_transport_type_lists_the_valid_ones() {
 
 #[test]
 fn bad_prefix_glob_and_timeout_are_reported_at_their_field() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let (_, err) = project.error(r#"{"mcpServers": {"w": {"command": "x", "prefix": "a__b"}}}"#);
     assert_eq!(err.field, "mcpServers.w.prefix");
     assert_eq!(
@@ -272,7 +242,7 @@ fn bad_prefix_glob_and_timeout_are_reported_at_their_field() {
 
 #[test]
 fn a_blank_server_name_is_an_error() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let (_, err) = project.error(r#"{"mcpServers": {" ": {"command": "x"}}}"#);
     assert_eq!(
         err.message,
@@ -282,11 +252,11 @@ fn a_blank_server_name_is_an_error() {
 
 #[test]
 fn an_unset_secret_reference_names_the_variable_and_the_header() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let file = project.config(
         r#"{"mcpServers": {"w": {"url": "http://a/", "headers": {"Authorization": "Bearer ${NOPE}"}}}}"#,
     );
-    let loaded = project.load().expect("loads, without `w`");
+    let loaded = project.load(None).expect("loads, without `w`");
     assert!(loaded.config.upstreams.is_empty());
     let waiting = loaded.unavailable_servers.values().next().expect("w waits");
     assert_eq!(
@@ -301,7 +271,7 @@ fn an_unset_secret_reference_names_the_variable_and_the_header() {
 
 #[test]
 fn unexpanded_entries_keep_references_and_merge_user_under_project() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let user = project.path().join("user.json");
     fs::write(
         &user,
@@ -337,7 +307,7 @@ fn check_config_text_reports_like_the_loader() {
 
 #[test]
 fn servers_serialize_back_to_the_file_shape() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     project.config(
         r#"{"mcpServers": {
             "s": {"type": "sse", "url": "http://a/sse", "idleTimeoutMs": 0},
@@ -345,7 +315,7 @@ fn servers_serialize_back_to_the_file_shape() {
             "c": {"command": "x", "args": ["1"], "toolTimeoutMs": 5}
         }}"#,
     );
-    let config = project.load().expect("loads").config;
+    let config = project.load(None).expect("loads").config;
     let value = serde_json::to_value(&config.upstreams).expect("serializes");
     assert_eq!(
         value,
@@ -376,7 +346,7 @@ fn the_schema_describes_server_entries() {
 
 #[test]
 fn sampling_is_read_for_the_chat_and_for_each_server() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     project.config(
         r#"{
             "chat": {"sampling": "deny"},
@@ -386,7 +356,7 @@ fn sampling_is_read_for_the_chat_and_for_each_server() {
             }
         }"#,
     );
-    let config = project.load().expect("loads").config;
+    let config = project.load(None).expect("loads").config;
     assert_eq!(config.chat.sampling, SamplingPolicy::Deny);
     assert_eq!(
         config.upstreams["trusted"].sampling,
@@ -399,14 +369,14 @@ fn sampling_is_read_for_the_chat_and_for_each_server() {
     // Unset everywhere, a server's request asks the person.
     project.config(r#"{"mcpServers": {"x": {"command": "a"}}}"#);
     assert_eq!(
-        project.load().expect("loads").config.chat.sampling,
+        project.load(None).expect("loads").config.chat.sampling,
         SamplingPolicy::Ask
     );
 }
 
 #[test]
 fn a_misspelt_sampling_value_is_reported_with_a_suggestion() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let (file, err) = project.error(
         "{\n  \"mcpServers\": {\n    \"s\": {\"command\": \"a\", \"sampling\": \"alow\"}\n  }\n}\n",
     );
@@ -434,12 +404,12 @@ fn a_misspelt_sampling_value_is_reported_with_a_suggestion() {
 
 #[test]
 fn inherit_env_is_a_stdio_servers_opt_in_and_a_script_tools() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     project.config(
         r#"{"mcpServers": {"a": {"command": "x"}, "b": {"command": "x", "inheritEnv": true}},
             "tools": {"t": {"description": "d", "command": ["sh"], "inheritEnv": true}}}"#,
     );
-    let config = project.load().expect("loads").config;
+    let config = project.load(None).expect("loads").config;
     let inherits = |name: &str| match &config.upstreams[name].transport {
         UpstreamTransport::Stdio { inherit_env, .. } => *inherit_env,
         other => panic!("{name} is {}", other.kind()),
@@ -464,7 +434,7 @@ fn inherit_env_is_a_stdio_servers_opt_in_and_a_script_tools() {
 /// still an error of the whole file.
 #[test]
 fn an_unset_variable_makes_its_server_alone_unavailable() {
-    let project = Project::new();
+    let project = Project::with_env(env);
     let file = project.config(
         r#"{
   "registries": ["mcp.json"],
@@ -482,7 +452,7 @@ fn an_unset_variable_makes_its_server_alone_unavailable() {
             "local": {"command": "python3"}}}"#,
     )
     .expect("registry");
-    let loaded = project.load().expect("loads");
+    let loaded = project.load(None).expect("loads");
     let names: Vec<&str> = loaded.config.upstreams.keys().map(|n| n.as_str()).collect();
     assert_eq!(names, ["files", "local"]);
     let waiting: BTreeMap<&str, &str> = loaded

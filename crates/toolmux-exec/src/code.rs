@@ -6,13 +6,15 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::Serialize;
-use serde_json::{Map, Value, json};
-use toolmux_core::{CallContext, ToolDescriptor, ToolErrorKind, ToolResult};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolmux_core::{CallContext, ToolDescriptor, ToolResult};
 
 use crate::{
     CODE_EXECUTION, CommandSpec, ExecPack, ExecSettings, FINISHED_REQUIRED, SOURCE_ID, acting,
     common_env, finished_json, finished_properties, pipeline_limit, render, run,
+    timed_input_schema,
 };
 
 /// Code mode's tool that runs TypeScript.
@@ -28,6 +30,40 @@ const MAX_DEPTH: usize = 16;
 /// The most directory entries looked at: a command that made a million folders does not keep
 /// the listing (and a blocking thread) busy after its time limit.
 const MAX_ENTRIES: usize = 20_000;
+
+/// `code_execution`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct CodeArgs {
+    /// The language the code is written in.
+    pub(crate) language: Language,
+    /// The program.
+    #[schemars(length(min = 1))]
+    pub(crate) code: String,
+    /// Time limit in milliseconds.
+    #[schemars(range(min = 1))]
+    timeout_ms: Option<u64>,
+}
+
+/// What `code_execution` runs.
+#[derive(Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Language {
+    Python,
+    Bash,
+    Typescript,
+}
+
+impl Language {
+    /// The name a caller gives.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::Bash => "bash",
+            Language::Typescript => "typescript",
+        }
+    }
+}
 
 /// A file the code wrote under `$OUTPUT_DIR`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -51,16 +87,7 @@ pub(crate) fn descriptor(settings: &ExecSettings) -> ToolDescriptor {
          (listed with sizes, small text files inlined). `typescript` runs in code mode's QuickJS \
          sandbox (no file or network access except through tools; `console` output is \
          returned, and the script's `return` value as `result`).",
-        json!({
-            "type": "object",
-            "properties": {
-                "language": {"enum": ["python", "bash", "typescript"]},
-                "code": {"type": "string", "minLength": 1, "description": "The program."},
-                "timeoutMs": {"type": "integer", "minimum": 1, "description": format!("Time limit in milliseconds (at most {}).", settings.max_timeout.as_millis())}
-            },
-            "required": ["language", "code"],
-            "additionalProperties": false
-        }),
+        timed_input_schema::<CodeArgs>(settings),
     );
     tool.title = Some("Run Python, bash or TypeScript code".to_string());
     let mut properties = finished_properties();
@@ -98,25 +125,19 @@ pub(crate) fn descriptor(settings: &ExecSettings) -> ToolDescriptor {
 impl ExecPack {
     pub(crate) async fn code_execution(
         &self,
-        arguments: &Map<String, Value>,
+        arguments: CodeArgs,
         context: &CallContext,
     ) -> ToolResult {
-        let language = arguments.get("language").and_then(Value::as_str);
-        let Some(code) = arguments.get("code").and_then(Value::as_str) else {
-            return ToolResult::kind_error(ToolErrorKind::Invalid, "`code` is required");
-        };
+        let CodeArgs {
+            language,
+            code,
+            timeout_ms,
+        } = arguments;
         let (file, program) = match language {
-            Some("python") => ("main.py", "python3"),
-            Some("bash") => ("main.sh", "bash"),
-            Some("typescript") => return self.typescript(code, arguments, context).await,
-            _ => {
-                return ToolResult::kind_error(
-                    ToolErrorKind::Invalid,
-                    "`language` must be `python`, `bash` or `typescript`",
-                );
-            }
+            Language::Python => ("main.py", "python3"),
+            Language::Bash => ("main.sh", "bash"),
+            Language::Typescript => return self.typescript(&code, timeout_ms, context).await,
         };
-        let language = language.unwrap_or_default();
         let temp = match Self::temp_dir("toolmux-code-") {
             Ok(temp) => temp,
             Err(refused) => return refused,
@@ -138,7 +159,7 @@ impl ExecPack {
             cwd: self.inner.root.path().to_path_buf(),
             env,
             pass_env: self.inner.settings.env.clone(),
-            timeout: self.timeout(arguments),
+            timeout: self.timeout(timeout_ms),
             max_output: self.inner.settings.max_output_bytes,
             sandbox: self.policy(network, temp.path()),
             require_sandbox: self.inner.settings.require_sandbox,
@@ -170,7 +191,7 @@ impl ExecPack {
         }
         let mut value = finished_json(&finished);
         if let Value::Object(map) = &mut value {
-            map.insert("language".into(), json!(language));
+            map.insert("language".into(), json!(language.name()));
             map.insert("files".into(), json!(files));
             if truncated {
                 map.insert("filesTruncated".into(), json!(true));
@@ -187,13 +208,13 @@ impl ExecPack {
     async fn typescript(
         &self,
         code: &str,
-        arguments: &Map<String, Value>,
+        timeout_ms: Option<u64>,
         context: &CallContext,
     ) -> ToolResult {
         let Some(hub) = self.inner.hub.as_ref().and_then(|h| h.upgrade()) else {
             return ToolResult::error("TypeScript runs in code mode, which is not available here");
         };
-        let limit = self.timeout(arguments);
+        let limit = self.timeout(timeout_ms);
         let call = hub.call(RUN_CODE, json!({"code": code}), context);
         let (exit_code, stdout, stderr, result, timed_out) =
             match tokio::time::timeout(limit, call).await {

@@ -31,10 +31,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolmux_core::{
     Source, SourceCall, SourceError, SourceKind, ToolAnnotations, ToolDescriptor, ToolErrorKind,
-    ToolResult, WeakHub,
+    ToolResult, WeakHub, input_schema, parse_arguments,
 };
 use toolmux_workspace::ProjectRoot;
 
@@ -77,19 +79,10 @@ pub struct ExecSettings {
     pub env: Vec<String>,
 }
 
+/// The configuration's defaults: they are written once, in `toolmux_config::ShellSettings`.
 impl Default for ExecSettings {
     fn default() -> Self {
-        Self {
-            timeout: Duration::from_secs(120),
-            max_timeout: Duration::from_secs(600),
-            max_output_bytes: 32 * 1024,
-            network: false,
-            network_per_call: false,
-            sandbox: true,
-            require_sandbox: true,
-            writable_paths: Vec::new(),
-            env: Vec::new(),
-        }
+        Self::from_config(&toolmux_config::ShellSettings::default())
     }
 }
 
@@ -234,20 +227,17 @@ impl ExecPack {
     }
 
     /// The call's time limit: its `timeoutMs` up to the maximum, or the default.
-    fn timeout(&self, arguments: &Map<String, Value>) -> Duration {
+    fn timeout(&self, timeout_ms: Option<u64>) -> Duration {
         let settings = &self.inner.settings;
-        arguments
-            .get("timeoutMs")
-            .and_then(Value::as_u64)
-            .map_or(settings.timeout, |ms| {
-                Duration::from_millis(ms.max(1)).min(settings.max_timeout)
-            })
+        timeout_ms.map_or(settings.timeout, |ms| {
+            Duration::from_millis(ms.max(1)).min(settings.max_timeout)
+        })
     }
 
     /// Whether the call gets the network, or why it may not ask.
-    fn network(&self, arguments: &Map<String, Value>) -> Result<bool, ToolResult> {
+    fn network(&self, asked: Option<bool>) -> Result<bool, ToolResult> {
         let settings = &self.inner.settings;
-        match arguments.get("network").and_then(Value::as_bool) {
+        match asked {
             None => Ok(settings.network),
             Some(false) => Ok(false),
             Some(true) if settings.network || settings.network_per_call => Ok(true),
@@ -262,8 +252,8 @@ impl ExecPack {
 
     /// The directory a call runs in: `cwd` resolved inside the root (the root itself without
     /// one), or why not.
-    fn cwd(&self, arguments: &Map<String, Value>) -> Result<PathBuf, ToolResult> {
-        let given = arguments.get("cwd").and_then(Value::as_str).unwrap_or("");
+    fn cwd(&self, given: Option<&str>) -> Result<PathBuf, ToolResult> {
+        let given = given.unwrap_or("");
         let path = self.inner.root.resolve(given).map_err(|e| {
             let kind = if matches!(e, toolmux_workspace::PathError::NotFound { .. }) {
                 ToolErrorKind::NotFound
@@ -289,13 +279,10 @@ impl ExecPack {
             .map_err(|e| ToolResult::error(format!("cannot make the call's temp dir: {e}")))
     }
 
-    async fn shell(&self, arguments: &Map<String, Value>) -> ToolResult {
-        let Some(command) = arguments.get("command").and_then(Value::as_str) else {
-            return ToolResult::kind_error(ToolErrorKind::Invalid, "`command` is required");
-        };
+    async fn shell(&self, arguments: ShellArgs) -> ToolResult {
         let prepared = (|| {
-            let cwd = self.cwd(arguments)?;
-            let network = self.network(arguments)?;
+            let cwd = self.cwd(arguments.cwd.as_deref())?;
+            let network = self.network(arguments.network)?;
             let temp = Self::temp_dir("toolmux-shell-")?;
             Ok::<_, ToolResult>((cwd, network, temp))
         })();
@@ -305,11 +292,11 @@ impl ExecPack {
         };
         let spec = CommandSpec {
             program: "bash".into(),
-            args: vec!["-lc".to_string(), command.to_string()],
+            args: vec!["-lc".to_string(), arguments.command],
             cwd,
             env: common_env(temp.path()),
             pass_env: self.inner.settings.env.clone(),
-            timeout: self.timeout(arguments),
+            timeout: self.timeout(arguments.timeout_ms),
             max_output: self.inner.settings.max_output_bytes,
             sandbox: self.policy(network, temp.path()),
             require_sandbox: self.inner.settings.require_sandbox,
@@ -498,6 +485,33 @@ pub(crate) fn acting() -> ToolAnnotations {
     }
 }
 
+/// `shell`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ShellArgs {
+    /// The command line, run with `bash -lc`.
+    #[schemars(length(min = 1))]
+    command: String,
+    /// The directory to run in, relative to the project root (default: the root).
+    cwd: Option<String>,
+    /// Time limit in milliseconds.
+    #[schemars(range(min = 1))]
+    timeout_ms: Option<u64>,
+    /// Ask for the network (honoured only when the configuration permits it).
+    network: Option<bool>,
+}
+
+/// The input schema of a tool whose arguments are `T`, its `timeoutMs` saying the longest time
+/// limit a call may ask for (the configuration's `maxTimeoutMs`).
+pub(crate) fn timed_input_schema<T: JsonSchema>(settings: &ExecSettings) -> Value {
+    let mut schema = input_schema::<T>();
+    schema["properties"]["timeoutMs"]["description"] = Value::from(format!(
+        "Time limit in milliseconds (at most {}).",
+        settings.max_timeout.as_millis()
+    ));
+    schema
+}
+
 fn shell_descriptor(settings: &ExecSettings) -> ToolDescriptor {
     let mut tool = ToolDescriptor::new(
         SOURCE_ID,
@@ -517,17 +531,7 @@ fn shell_descriptor(settings: &ExecSettings) -> ToolDescriptor {
             },
             settings.timeout.as_secs()
         ),
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "minLength": 1, "description": "The command line, run with `bash -lc`."},
-                "cwd": {"type": "string", "description": "The directory to run in, relative to the project root (default: the root)."},
-                "timeoutMs": {"type": "integer", "minimum": 1, "description": format!("Time limit in milliseconds (at most {}).", settings.max_timeout.as_millis())},
-                "network": {"type": "boolean", "description": "Ask for the network (honoured only when the configuration permits it)."}
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        }),
+        timed_input_schema::<ShellArgs>(settings),
     );
     tool.title = Some("Run a shell command".to_string());
     let mut required: Vec<&str> = FINISHED_REQUIRED.to_vec();
@@ -570,9 +574,16 @@ impl Source for ExecPack {
     }
 
     async fn call(&self, call: SourceCall<'_>) -> Result<ToolResult, SourceError> {
+        let invalid = |e: String| ToolResult::kind_error(ToolErrorKind::Invalid, e);
         match call.tool.original_name.as_str() {
-            SHELL => Ok(self.shell(&call.arguments).await),
-            CODE_EXECUTION => Ok(self.code_execution(&call.arguments, call.context).await),
+            SHELL => Ok(match parse_arguments(&call.arguments) {
+                Ok(arguments) => self.shell(arguments).await,
+                Err(e) => invalid(e),
+            }),
+            CODE_EXECUTION => Ok(match parse_arguments(&call.arguments) {
+                Ok(arguments) => self.code_execution(arguments, call.context).await,
+                Err(e) => invalid(e),
+            }),
             other => Err(SourceError::Failed(format!(
                 "the exec source has no tool `{other}`"
             ))),
@@ -580,16 +591,16 @@ impl Source for ExecPack {
     }
 
     async fn preview(&self, call: SourceCall<'_>) -> Option<String> {
-        let arguments = &call.arguments;
         match call.tool.original_name.as_str() {
             SHELL => {
-                let command = arguments.get("command").and_then(Value::as_str)?;
+                let arguments: ShellArgs = parse_arguments(&call.arguments).ok()?;
+                let command = &arguments.command;
                 let cwd = arguments
-                    .get("cwd")
-                    .and_then(Value::as_str)
+                    .cwd
+                    .as_deref()
                     .filter(|c| !c.is_empty())
                     .unwrap_or(".");
-                let network = match self.network(arguments) {
+                let network = match self.network(arguments.network) {
                     Ok(true) => "with network",
                     Ok(false) => "no network",
                     Err(_) => "network refused by configuration",
@@ -601,13 +612,16 @@ impl Source for ExecPack {
                 };
                 Some(format!(
                     "$ {command}\n(in {cwd}; {sandbox}, {network}; time limit {} s)",
-                    self.timeout(arguments).as_secs_f64()
+                    self.timeout(arguments.timeout_ms).as_secs_f64()
                 ))
             }
             CODE_EXECUTION => {
-                let language = arguments.get("language").and_then(Value::as_str)?;
-                let code = arguments.get("code").and_then(Value::as_str)?;
-                Some(format!("{language}:\n{code}"))
+                let arguments: code::CodeArgs = parse_arguments(&call.arguments).ok()?;
+                Some(format!(
+                    "{}:\n{}",
+                    arguments.language.name(),
+                    arguments.code
+                ))
             }
             _ => None,
         }

@@ -802,3 +802,36 @@ async fn the_maximum_time_limit_is_never_raised() {
     let Some(out) = sandboxed(asked) else { return };
     assert_eq!(out["timedOut"], true, "{out}");
 }
+
+/// Issue 26: a call made without the hub (the command line's, a script's) has its arguments
+/// read through the tool's input struct, the one its schema is derived from: a misspelt or
+/// mistyped argument is refused with the field named, and nothing runs — it was ignored, and
+/// the command ran with the default in its place.
+#[tokio::test]
+async fn arguments_that_do_not_fit_the_input_struct_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pack = pack(dir.path(), ExecSettings::default(), Protected::default());
+    let cases = [
+        (
+            "shell",
+            json!({"command": "touch ran", "cwdd": "src"}),
+            "`cwdd`: unknown field `cwdd`, expected one of `command`, `cwd`, `timeoutMs`, `network`",
+        ),
+        (
+            "shell",
+            json!({"command": "touch ran", "timeoutMs": "soon"}),
+            "`timeoutMs`: invalid type: string \"soon\", expected u64",
+        ),
+        (
+            "code_execution",
+            json!({"language": "ruby", "code": "touch ran"}),
+            "`language`: unknown variant `ruby`, expected one of `python`, `bash`, `typescript`",
+        ),
+    ];
+    for (tool, arguments, refusal) in cases {
+        let result = call(&pack, tool, arguments).await;
+        assert!(result.is_error, "{tool}: {}", result.text_content());
+        assert_eq!(result.text_content(), refusal, "{tool}");
+    }
+    assert!(!dir.path().join("ran").exists(), "a refused call ran");
+}

@@ -12,10 +12,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::HttpServer;
+use common::{HttpServer, serve_upstream};
 use serde_json::{Value, json};
-use toolmux_core::{Hub, HubSettings, NullSink};
-use toolmux_mcp_server::ServeOptions;
 use toolmux_testkit::eventually::eventually;
 use toolmux_testkit::peers::mcp_python;
 use toolmux_testkit::processes::alive;
@@ -39,35 +37,11 @@ fn server_script() -> String {
 /// (passing it through when `pass_through`, which serves it per client as `toolmux serve
 /// --pass-through relay` does, whatever its `sessionMode`).
 async fn serve(extra: Value, pass_through: bool) -> (TestProject, Arc<Upstreams>, HttpServer) {
-    let project = TestProject::new();
     let mut server = json!({"command": mcp_python(), "args": [server_script()]});
     if let (Some(server), Some(extra)) = (server.as_object_mut(), extra.as_object()) {
         server.extend(extra.clone());
     }
-    project.config(&json!({"mcpServers": {"relay": server}}).to_string());
-    let loaded = toolmux_config::load(project.path(), None).expect("config loads");
-    let upstreams = Arc::new(Upstreams::new(
-        &loaded,
-        &toolmux_upstream::state_dir(project.path()),
-    ));
-    relay(&upstreams).discover().await.expect("discovers");
-    if pass_through {
-        upstreams.serve_per_client("relay");
-    }
-    let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
-    for source in upstreams.sources() {
-        hub.add_source(source);
-    }
-    let http = HttpServer::start(
-        hub,
-        ServeOptions {
-            pass_through: pass_through.then(|| "relay".into()),
-            upstreams: Some(Arc::clone(&upstreams)),
-            ..ServeOptions::default()
-        },
-    )
-    .await;
-    (project, upstreams, http)
+    serve_upstream("relay", server, pass_through).await
 }
 
 fn relay(upstreams: &Upstreams) -> UpstreamSource {

@@ -7,19 +7,14 @@
 mod common;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::HttpServer;
+use common::serve_upstream;
 use serde_json::{Value, json};
-use toolmux_core::{Hub, HubSettings, NullSink};
-use toolmux_mcp_server::ServeOptions;
 use toolmux_testkit::eventually::eventually;
 use toolmux_testkit::peers::mcp_python;
 use toolmux_testkit::processes::alive;
-use toolmux_testkit::project::TestProject;
 use toolmux_testkit::python_client::{PythonClient, result_text};
-use toolmux_upstream::Upstreams;
 
 /// How long waits for a process to end may take on a loaded machine; not a measure of anything.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -53,35 +48,13 @@ fn pid_of(line: &Value) -> u32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_mcp_session_gets_its_own_upstream_session_and_ending_it_ends_that_one() {
     let meet = tempfile::tempdir().expect("tempdir");
-    let project = TestProject::new();
-    project.config(
-        &json!({"mcpServers": {"sessions": {
-            "command": mcp_python(),
-            "args": [sessions_script(), "--meet", meet.path()],
-            "sessionMode": "per-client",
-        }}})
-        .to_string(),
-    );
-    let loaded = toolmux_config::load(project.path(), None).expect("config loads");
-    let upstreams = Arc::new(Upstreams::new(
-        &loaded,
-        &toolmux_upstream::state_dir(project.path()),
-    ));
+    let entry = json!({
+        "command": mcp_python(),
+        "args": [sessions_script(), "--meet", meet.path()],
+        "sessionMode": "per-client",
+    });
+    let (_project, upstreams, http) = serve_upstream("sessions", entry, true).await;
     let server = upstreams.get("sessions").expect("configured");
-    server.discover().await.expect("discovers");
-    let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
-    for source in upstreams.sources() {
-        hub.add_source(source);
-    }
-    let http = HttpServer::start(
-        hub,
-        ServeOptions {
-            pass_through: Some("sessions".into()),
-            upstreams: Some(Arc::clone(&upstreams)),
-            ..ServeOptions::default()
-        },
-    )
-    .await;
 
     // Both calls of `ask` wait for each other in the server, so they run at the same time.
     let mut alice = PythonClient::start(plan(&http.url, "alice", &[]));

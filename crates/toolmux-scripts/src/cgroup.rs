@@ -657,13 +657,33 @@ mod tests {
         }
     }
 
+    /// Runs a shell in the cgroup whose `cgroup.procs` is open as `fd` that leaves a daemon
+    /// behind (`sleep MARKER`, in a session of its own, with an empty environment) and exits;
+    /// returns the marker.
+    #[cfg(target_os = "linux")]
+    fn leave_a_daemon_in(fd: RawFd) -> String {
+        use std::os::unix::process::CommandExt;
+
+        let marker = toolmux_testkit::processes::unique_sleep();
+        let mut command = std::process::Command::new("sh");
+        command.args([
+            "-c",
+            &format!("setsid env -i sleep {marker} & sleep 0.2; exit 0"),
+        ]);
+        // SAFETY: one async-signal-safe write.
+        unsafe {
+            command.pre_exec(move || join(fd));
+        }
+        assert!(command.status().expect("run sh").success());
+        marker
+    }
+
     /// Where only cgroup v1 is mounted, the freezer ends a cgroup: freeze, kill each member,
     /// thaw. This machine has the v1 freezer beside cgroup2, so the v1 way is checked here.
     #[cfg(target_os = "linux")]
     #[test]
     fn the_v1_freezer_ends_what_left_its_group_with_an_empty_environment() {
-        use std::os::unix::process::CommandExt;
-        use toolmux_testkit::processes::{processes_with, unique_sleep};
+        use toolmux_testkit::processes::processes_with;
 
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
         let own = std::fs::read_to_string("/proc/self/cgroup").expect("cgroup");
@@ -675,18 +695,7 @@ mod tests {
         assert_eq!(tree.kind, Kind::V1Freezer);
         let group = tree.make_child().expect("a child's cgroup");
         let fd = group.procs_fd().expect("open");
-        let marker = unique_sleep();
-        let mut command = std::process::Command::new("sh");
-        command.args([
-            "-c",
-            &format!("setsid env -i sleep {marker} & sleep 0.2; exit 0"),
-        ]);
-        // SAFETY: one async-signal-safe write.
-        unsafe {
-            command.pre_exec(move || join(fd));
-        }
-        let status = command.status().expect("run sh");
-        assert!(status.success());
+        let marker = leave_a_daemon_in(fd);
         let sleeping = || processes_with(&format!("sleep\0{marker}"));
         assert_eq!(sleeping().len(), 1, "the daemon runs");
         group.end(None).expect("the cgroup ends");
@@ -700,8 +709,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn what_a_toolmux_that_is_gone_left_is_ended_by_the_next_one() {
-        use std::os::unix::process::CommandExt;
-        use toolmux_testkit::processes::{processes_with, unique_sleep};
+        use toolmux_testkit::processes::processes_with;
 
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
         let own = std::fs::read_to_string("/proc/self/cgroup").expect("cgroup");
@@ -719,17 +727,7 @@ mod tests {
             .open(left.join("cgroup.procs"))
             .expect("open");
         let fd = procs.as_raw_fd();
-        let marker = unique_sleep();
-        let mut command = std::process::Command::new("sh");
-        command.args([
-            "-c",
-            &format!("setsid env -i sleep {marker} & sleep 0.2; exit 0"),
-        ]);
-        // SAFETY: one async-signal-safe write.
-        unsafe {
-            command.pre_exec(move || join(fd));
-        }
-        assert!(command.status().expect("run sh").success());
+        let marker = leave_a_daemon_in(fd);
         drop(procs);
         let sleeping = || processes_with(&format!("sleep\0{marker}"));
         assert_eq!(sleeping().len(), 1, "the leftover runs");

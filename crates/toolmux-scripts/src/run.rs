@@ -122,19 +122,18 @@ fn spawn_error(program: &str, e: io::Error) -> SourceError {
     }
 }
 
-/// The first `cap` bytes of a stream and its total length; the rest is drained. Stops at the
-/// end of the stream or when told to.
-async fn read_capped(
+/// Reads a stream in chunks of up to `chunk` bytes, handing each to `keep`, up to its end (or
+/// a read error) or until told to stop.
+async fn read_until_stopped(
     stream: Option<impl AsyncRead + Unpin>,
-    cap: usize,
+    chunk: usize,
     mut stop: oneshot::Receiver<()>,
-) -> (Vec<u8>, usize) {
+    mut keep: impl FnMut(&[u8]),
+) {
     let Some(mut stream) = stream else {
-        return (Vec::new(), 0);
+        return;
     };
-    let mut kept = Vec::new();
-    let mut total = 0;
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = vec![0u8; chunk];
     loop {
         let read = tokio::select! {
             read = stream.read(&mut buf) => read,
@@ -142,13 +141,26 @@ async fn read_capped(
         };
         match read {
             Ok(0) | Err(_) => break,
-            Ok(n) => {
-                total += n;
-                let room = cap.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
+            Ok(n) => keep(&buf[..n]),
         }
     }
+}
+
+/// The first `cap` bytes of a stream and its total length; the rest is drained. Stops at the
+/// end of the stream or when told to.
+async fn read_capped(
+    stream: Option<impl AsyncRead + Unpin>,
+    cap: usize,
+    stop: oneshot::Receiver<()>,
+) -> (Vec<u8>, usize) {
+    let mut kept = Vec::new();
+    let mut total = 0;
+    read_until_stopped(stream, 64 * 1024, stop, |bytes| {
+        total += bytes.len();
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    })
+    .await;
     (kept, total)
 }
 
@@ -156,28 +168,16 @@ async fn read_capped(
 async fn read_tail(
     stream: Option<impl AsyncRead + Unpin>,
     cap: usize,
-    mut stop: oneshot::Receiver<()>,
+    stop: oneshot::Receiver<()>,
 ) -> Vec<u8> {
-    let Some(mut stream) = stream else {
-        return Vec::new();
-    };
     let mut tail = Vec::new();
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let read = tokio::select! {
-            read = stream.read(&mut buf) => read,
-            _ = &mut stop => break,
-        };
-        match read {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > cap {
-                    tail.drain(..tail.len() - cap);
-                }
-            }
+    read_until_stopped(stream, 16 * 1024, stop, |bytes| {
+        tail.extend_from_slice(bytes);
+        if tail.len() > cap {
+            tail.drain(..tail.len() - cap);
         }
-    }
+    })
+    .await;
     tail
 }
 

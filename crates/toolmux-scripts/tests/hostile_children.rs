@@ -17,20 +17,7 @@ use toolmux_core::{CallContext, Channel};
 use toolmux_scripts::child::{self, Containment};
 use toolmux_testkit::eventually::eventually;
 use toolmux_testkit::peers::plain_python;
-use toolmux_testkit::processes::{processes_with, unique_sleep};
-
-/// The reproduction of D21: forks a child that joins the process group of the script's parent
-/// (toolmux, or here the test process), closes its descriptors and execs `sleep MARKER` with
-/// an empty environment, then exits at once.
-const ESC_PY: &str = r#"
-import os, sys
-pg = int(open(f"/proc/{os.getppid()}/stat").read().rsplit(")", 1)[1].split()[2])
-if os.fork() == 0:
-    os.setpgid(0, pg)
-    os.closerange(0, 256)
-    os.execve("/bin/sleep", ["sleep", sys.argv[1]], {})
-print("escaped")
-"#;
+use toolmux_testkit::processes::{ESCAPE_PY, processes_with, unique_sleep};
 
 /// The live processes running `sleep MARKER`.
 fn sleeping(marker: &str) -> Vec<u32> {
@@ -93,7 +80,7 @@ async fn d21_a_setsid_env_i_daemon_dies_when_the_guard_sweeps() {
 async fn d21_a_dropped_guard_kills_what_its_child_left_in_any_group() {
     let dir = tempfile::tempdir().expect("dir");
     let marker = unique_sleep();
-    std::fs::write(dir.path().join("esc.py"), ESC_PY).expect("write esc.py");
+    std::fs::write(dir.path().join("esc.py"), ESCAPE_PY).expect("write esc.py");
     // The child keeps running: the guard is dropped as a cancelled call's is.
     let script = format!(
         "setsid env -i sleep {marker} & {} esc.py {marker}; sleep 300",
@@ -114,7 +101,7 @@ async fn d21_a_script_that_joins_toolmuxs_process_group_with_an_empty_environmen
  {
     let dir = tempfile::tempdir().expect("dir");
     let marker = unique_sleep();
-    std::fs::write(dir.path().join("esc.py"), ESC_PY).expect("write esc.py");
+    std::fs::write(dir.path().join("esc.py"), ESCAPE_PY).expect("write esc.py");
     let hub = hub(
         dir.path(),
         json!({"esc": {

@@ -9,25 +9,19 @@
 
 use std::ffi::OsStr;
 use std::process::Command;
+use std::sync::LazyLock;
+
+use toolmux_testkit::processes::SHELL_SECRETS;
 
 const CHILD: &str = "TOOLMUX_ENVIRON_TEST_RUN";
 
-/// Secret variables and their values, as a user's shell may hold them.
-const SECRETS: &[(&str, &str)] = &[
-    ("OPENAI_API_KEY", "sk-test-openai-0123456789"),
-    ("TOOLMUX_API_KEY", "tmk-test-0123456789"),
-    ("MYSQL_PWD", "mysql-pw-4815162342"),
-    (
-        "DATABASE_URL",
-        "postgres://app:db-pw-2718281828@db.example/app",
-    ),
-    ("GITHUB_PAT", "github-pat-value-31415"),
-    (
-        "SLACK_WEBHOOK_URL",
-        "https://hooks.slack.example/services/T0/B0/slack-hook-1618",
-    ),
-    ("INNOCENT_NAME", "ghp_0123456789abcdefghijklmnopqrstuvwxyz"),
-];
+/// Secret variables and their values, as a user's shell may hold them, and a token under a
+/// name that says nothing of a secret.
+static SECRETS: LazyLock<Vec<(&str, &str)>> = LazyLock::new(|| {
+    let mut secrets = SHELL_SECRETS.to_vec();
+    secrets.push(("INNOCENT_NAME", "ghp_0123456789abcdefghijklmnopqrstuvwxyz"));
+    secrets
+});
 
 /// A proxy with a password: kept in the process (toolmux's HTTP clients read it) but shown to
 /// no child and not in `/proc`.

@@ -311,13 +311,10 @@ async fn reads_and_writes_outside_the_directory_are_refused() {
     assert_no_process_left(&project);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancel_mid_prompt_stops_the_agent_and_leaves_no_process() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let marker = unique_sleep();
-    let prompt = format!("say started\nspawn {marker}\nhang");
+/// Runs `prompt` with every permission allowed, until the agent says it spawned its child.
+async fn running_once_spawned(dir: &Path, prompt: &str) -> Running {
     let mut running = Running::start(
-        launch(dir.path(), &prompt),
+        launch(dir, prompt),
         Person::answering(Some(Approval::Allow)),
     );
     running
@@ -326,6 +323,15 @@ async fn cancel_mid_prompt_stops_the_agent_and_leaves_no_process() {
             |e| matches!(e, AcpEvent::MessageChunk(t) if t.starts_with("spawned")),
         )
         .await;
+    running
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_mid_prompt_stops_the_agent_and_leaves_no_process() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let marker = unique_sleep();
+    let prompt = format!("say started\nspawn {marker}\nhang");
+    let running = running_once_spawned(dir.path(), &prompt).await;
     assert_eq!(processes_with(&marker).len(), 1, "the agent's child runs");
     running.cancel.cancel();
     let (result, _) = running.finish().await;
@@ -343,16 +349,7 @@ async fn an_agent_deaf_to_cancel_is_killed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let marker = unique_sleep();
     let prompt = format!("spawn {marker}\nhang-deaf");
-    let mut running = Running::start(
-        launch(dir.path(), &prompt),
-        Person::answering(Some(Approval::Allow)),
-    );
-    running
-        .until(
-            "spawned",
-            |e| matches!(e, AcpEvent::MessageChunk(t) if t.starts_with("spawned")),
-        )
-        .await;
+    let running = running_once_spawned(dir.path(), &prompt).await;
     running.cancel.cancel();
     let (result, _) = running.finish().await;
 

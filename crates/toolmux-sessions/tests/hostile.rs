@@ -20,53 +20,11 @@ use toolmux_sessions::{
     CALLER_ENV_ALLOWED, MAX_CALLER_ENV_NAME_BYTES, MAX_CALLER_ENV_VALUE_BYTES, MAX_CALLER_ENV_VARS,
     RunRequest, SessionError, SessionRecord, Sessions, Status,
 };
+
 use toolmux_workspace::ProjectRoot;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/bin")
-        .join(name)
-}
-
-fn settings(command: &Path) -> RunnerSettings {
-    RunnerSettings {
-        command: Some(command.display().to_string()),
-        ..Default::default()
-    }
-}
-
-/// The project's root as the binary gives it to the sessions (default protected paths).
-fn project_root(root: &Path) -> ProjectRoot {
-    ProjectRoot::new(root).expect("the project root")
-}
-
-/// The built-in `claude` and `codex` pointed at the fakes, plus `extra`.
-fn open_with(root: &Path, extra: BTreeMap<String, RunnerSettings>) -> Sessions {
-    let mut runners = BTreeMap::new();
-    for name in ["claude", "codex"] {
-        runners.insert(name.to_string(), settings(&fixture(name)));
-    }
-    runners.extend(extra);
-    Sessions::for_project(
-        &project_root(root),
-        &root.join(".toolmux/state"),
-        &runners,
-        None,
-    )
-    .expect("open the sessions")
-}
-
-fn open(root: &Path) -> Sessions {
-    open_with(root, BTreeMap::new())
-}
-
-fn request(runner: &str, prompt: &str) -> RunRequest {
-    RunRequest {
-        runner: runner.to_string(),
-        prompt: Some(prompt.to_string()),
-        ..Default::default()
-    }
-}
+mod common;
+use common::{fixture, open, open_with, project_root, request, settings};
 
 fn invalid(result: Result<toolmux_sessions::Plan, SessionError>, what: &str) -> String {
     match result {

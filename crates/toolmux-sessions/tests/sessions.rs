@@ -4,56 +4,15 @@
 //! installed, a toolmux process that died mid-run, and a worktree.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use toolmux_config::RunnerSettings;
 use toolmux_sessions::{RunRequest, SESSION_ID_VAR, SessionError, Sessions, Status, Stream};
-use toolmux_workspace::ProjectRoot;
+use toolmux_testkit::processes::processes_with_env;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/bin")
-        .join(name)
-}
-
-/// The built-in runners `claude` and `codex`, pointed at the fakes.
-fn fake_runners() -> BTreeMap<String, RunnerSettings> {
-    let mut runners = BTreeMap::new();
-    for name in ["claude", "codex"] {
-        runners.insert(
-            name.to_string(),
-            RunnerSettings {
-                command: Some(fixture(name).display().to_string()),
-                ..Default::default()
-            },
-        );
-    }
-    runners
-}
-
-/// The project's root as the binary gives it to the sessions (default protected paths).
-fn project_root(root: &Path) -> ProjectRoot {
-    ProjectRoot::new(root).expect("the project root")
-}
-
-fn open(root: &Path) -> Sessions {
-    Sessions::for_project(
-        &project_root(root),
-        &root.join(".toolmux/state"),
-        &fake_runners(),
-        None,
-    )
-    .expect("open the sessions")
-}
-
-fn request(runner: &str, prompt: &str) -> RunRequest {
-    RunRequest {
-        runner: runner.to_string(),
-        prompt: Some(prompt.to_string()),
-        ..Default::default()
-    }
-}
+mod common;
+use common::{open, project_root, request};
 
 async fn start(sessions: &Sessions, request: RunRequest) -> String {
     let plan = sessions.plan(&request).expect("a plan");
@@ -64,21 +23,7 @@ async fn start(sessions: &Sessions, request: RunRequest) -> String {
 
 /// The processes whose environment names session `id`.
 fn processes_of(id: &str) -> Vec<u32> {
-    let wanted = format!("{SESSION_ID_VAR}={id}");
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == wanted.as_bytes()))
-                && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                    s.rsplit(')')
-                        .next()
-                        .is_some_and(|r| r.trim_start().starts_with('Z'))
-                })
-        })
-        .collect()
+    processes_with_env(&format!("{SESSION_ID_VAR}={id}"))
 }
 
 async fn assert_nothing_left(id: &str) {

@@ -17,6 +17,7 @@ pub mod eventually;
 pub mod fifo;
 pub mod http;
 pub mod issuer;
+pub mod oauth_peers;
 pub mod peers;
 pub mod processes;
 pub mod project;

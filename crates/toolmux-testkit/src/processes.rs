@@ -8,6 +8,38 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+/// Secret variables and their values, as a user's shell may hold them when it starts toolmux:
+/// what no child toolmux starts may see.
+pub const SHELL_SECRETS: &[(&str, &str)] = &[
+    ("OPENAI_API_KEY", "sk-test-openai-0123456789"),
+    ("TOOLMUX_API_KEY", "tmk-test-0123456789"),
+    ("MYSQL_PWD", "mysql-pw-4815162342"),
+    (
+        "DATABASE_URL",
+        "postgres://app:db-pw-2718281828@db.example/app",
+    ),
+    ("GITHUB_PAT", "github-pat-value-31415"),
+    (
+        "SLACK_WEBHOOK_URL",
+        "https://hooks.slack.example/services/T0/B0/slack-hook-1618",
+    ),
+];
+
+/// The reproduction of D21 (`esc.py MARKER [PID]`): forks a child that joins the process group
+/// of process PID (else of the script's parent: toolmux, or the test process), closes its
+/// descriptors and execs `sleep MARKER` with an empty environment; the script prints `escaped`
+/// and exits at once.
+pub const ESCAPE_PY: &str = r#"
+import os, sys
+owner = int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid()
+pg = int(open(f"/proc/{owner}/stat").read().rsplit(")", 1)[1].split()[2])
+if os.fork() == 0:
+    os.setpgid(0, pg)
+    os.closerange(0, 256)
+    os.execve("/bin/sleep", ["sleep", sys.argv[1]], {})
+print("escaped")
+"#;
+
 /// Waits for a child, killing it (and failing) after `limit`, so that a hung peer fails its
 /// test instead of hanging the run.
 pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
@@ -137,6 +169,24 @@ pub fn processes_with(marker: &str) -> Vec<u32> {
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .collect()
+}
+
+/// The live processes whose environment holds `entry` (`NAME=value`): what a session or a call
+/// started, whatever each process calls itself. Zombies are left out: they have ended, only
+/// their parent has yet to reap them.
+pub fn processes_with_env(entry: &str) -> Vec<u32> {
+    all_pids()
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == entry.as_bytes()))
+                && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .is_some_and(|r| r.trim_start().starts_with('Z'))
+                })
         })
         .collect()
 }

@@ -7,7 +7,7 @@
 mod chat_support;
 mod support;
 
-use chat_support::{chat_typing, stream_chat, ui_client};
+use chat_support::{chat_typing, stream_chat, tool_output, ui_client};
 use serde_json::{Value, json};
 use support::toolmux_project;
 use toolmux_testkit::aimock::Aimock;
@@ -111,19 +111,6 @@ fn answer_approval(served: &Served, event: &Value, decision: &str) {
     let path = event["data"]["answer"].as_str().expect("answer path");
     let answered = served.post(path, decision);
     assert!(answered.status < 300, "{}", answered.body);
-}
-
-fn tool_output<'a>(events: &'a [Value], call_id: &str) -> &'a Value {
-    events
-        .iter()
-        .find(|e| {
-            e["toolCallId"] == call_id
-                && matches!(
-                    e["type"].as_str(),
-                    Some("tool-output-available" | "tool-output-error")
-                )
-        })
-        .unwrap_or_else(|| panic!("no output for {call_id} in {events:?}"))
 }
 
 /// Asserts that call `call_id` returned `content` and that the model's answer after it was

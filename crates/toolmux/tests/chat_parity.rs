@@ -16,30 +16,14 @@
 //!   `toolmux-upstream`'s relay) are not offered to the chat's model; the chat reaches an
 //!   upstream server through its tools only.
 
-// This binary uses only `stream_chat` of the helpers the chat tests share.
-#[allow(dead_code)]
 mod chat_support;
 mod support;
 
-use chat_support::stream_chat;
+use chat_support::{served, stream_chat, tool_output};
 use serde_json::{Value, json};
-use support::toolmux_project;
 use toolmux_testkit::aimock::Aimock;
 use toolmux_testkit::eventually::wait_until;
-use toolmux_testkit::project::TestProject;
-use toolmux_testkit::served::{KEY, Served, config_with_key};
-
-/// A served project with a key, aimock as its provider and `extra` config entries.
-fn served(aimock: &Aimock, extra: &str) -> (TestProject, Served) {
-    let project = toolmux_project();
-    let provider = json!({"mock": aimock.openai_provider()});
-    project.config(&config_with_key(&format!(
-        r#""providers": {provider}{extra}"#
-    )));
-    project.write("notes/todo.md", "buy milk\n");
-    let served = Served::start(&project, &[]);
-    (project, served)
-}
+use toolmux_testkit::served::{KEY, Served};
 
 /// A chain of fixtures: the user's message starts `calls[0]`, each call's result the next, the
 /// last one's result the final answer.
@@ -57,20 +41,6 @@ fn chain(user: &str, calls: &[(&str, &str, Value)], answer: &str) -> Vec<Value> 
     let last = calls.last().map(|c| c.0).unwrap_or_default();
     fixtures.push(json!({"match": {"toolCallId": last}, "response": {"content": answer}}));
     fixtures
-}
-
-/// The event that ended a call of the turn.
-fn output_of<'a>(events: &'a [Value], call_id: &str) -> &'a Value {
-    events
-        .iter()
-        .find(|e| {
-            e["toolCallId"] == call_id
-                && matches!(
-                    e["type"].as_str(),
-                    Some("tool-output-available" | "tool-output-error")
-                )
-        })
-        .unwrap_or_else(|| panic!("no output of {call_id} in {events:#?}"))
 }
 
 /// A result with the times two equal calls made apart may differ in left out.
@@ -180,7 +150,7 @@ fn the_issue_17_tools_called_by_the_chat_give_the_results_rest_gives() {
     );
 
     for (id, name, arguments) in &calls {
-        let chat = from_chat(output_of(&events, id));
+        let chat = from_chat(tool_output(&events, id));
         let rest = rest_served.post(&format!("/api/tools/{name}/call"), &arguments.to_string());
         let rest = from_rest(&rest);
         assert_eq!(chat, rest, "`{name}` differs between the chat and REST");
@@ -224,7 +194,7 @@ fn the_models_question_reaches_the_person_and_the_answer_the_model() {
         },
     );
     assert_eq!(asked, 1);
-    let output = output_of(&events, "c_ask");
+    let output = tool_output(&events, "c_ask");
     assert_eq!(output["type"], "tool-output-available", "{output}");
     assert_eq!(
         output["output"]["structured"]["answer"], "shopping",
@@ -265,7 +235,7 @@ fn chat_answering(
 
 /// The log entry of a chat call, once written.
 fn log_entry_of(served: &Served, events: &[Value], call_id: &str) -> Value {
-    let id = output_of(events, call_id)["output"]["logId"]
+    let id = tool_output(events, call_id)["output"]["logId"]
         .as_str()
         .unwrap_or_else(|| panic!("no log id for {call_id}"))
         .to_string();
@@ -355,7 +325,7 @@ fn allow_for_this_conversation_is_remembered_by_the_server_for_that_conversation
             .is_some_and(|m| m.contains("never remembered")),
         "{refused}"
     );
-    assert_eq!(output_of(&events, "c_w3")["type"], "tool-output-error");
+    assert_eq!(tool_output(&events, "c_w3")["type"], "tool-output-error");
     assert!(!project.path().join("c.txt").exists());
 
     // A REST call belongs to no conversation: "for this conversation" is refused, the

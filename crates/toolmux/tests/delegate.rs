@@ -4,26 +4,16 @@
 //! is refused to it; its step limit cuts it short; its `ask` calls ask the caller's person; and
 //! without a provider it says which setting is missing.
 
+mod chat_support;
 mod support;
 
+use chat_support::served;
 use serde_json::{Value, json};
 use support::toolmux_project;
 use toolmux_testkit::aimock::Aimock;
 use toolmux_testkit::eventually::wait_until;
 use toolmux_testkit::python_client::run_mcp_steps;
 use toolmux_testkit::served::{KEY, Served, config_with_key};
-
-/// A served project with a key, aimock as its only provider, and `extra` config entries.
-fn served(aimock: &Aimock, extra: &str) -> (toolmux_testkit::project::TestProject, Served) {
-    let project = toolmux_project();
-    let provider = json!({"mock": aimock.openai_provider()});
-    project.config(&config_with_key(&format!(
-        r#""providers": {provider}{extra}"#
-    )));
-    project.write("notes/todo.md", "buy milk\n");
-    let served = Served::start(&project, &[]);
-    (project, served)
-}
 
 /// Every entry of the execution log, oldest first.
 fn log_entries(served: &Served) -> Vec<Value> {

@@ -12,42 +12,12 @@ use serde_json::{Value, json};
 use support::toolmux_project;
 use toolmux_testkit::eventually::wait_until;
 use toolmux_testkit::peers::{mcp_python, plain_python};
-use toolmux_testkit::processes::{processes_with, unique_sleep};
+use toolmux_testkit::processes::{ESCAPE_PY, SHELL_SECRETS, processes_with, unique_sleep};
 use toolmux_testkit::served::{KEY, Served};
 use toolmux_testkit::servers::rogue_script;
 
-/// Secrets a user's shell may hold when it starts toolmux.
-const SECRETS: &[(&str, &str)] = &[
-    ("OPENAI_API_KEY", "sk-test-openai-0123456789"),
-    ("TOOLMUX_API_KEY", "tmk-test-0123456789"),
-    ("MYSQL_PWD", "mysql-pw-4815162342"),
-    (
-        "DATABASE_URL",
-        "postgres://app:db-pw-2718281828@db.example/app",
-    ),
-    ("GITHUB_PAT", "github-pat-value-31415"),
-    (
-        "SLACK_WEBHOOK_URL",
-        "https://hooks.slack.example/services/T0/B0/slack-hook-1618",
-    ),
-];
-
 /// Prints toolmux's environment block as `/proc` shows it, a line `---`, then its own.
 const PEEK: &str = "tr '\\0' '\\n' < /proc/$PPID/environ; echo ---; env";
-
-/// The reproduction of D21 (`esc.py`): forks a child that joins the process group of the
-/// process named by the second argument (else of the script's parent: toolmux), closes its
-/// descriptors and execs `sleep MARKER` with an empty environment; the script exits at once.
-const ESC_PY: &str = r#"
-import os, sys
-owner = int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid()
-pg = int(open(f"/proc/{owner}/stat").read().rsplit(")", 1)[1].split()[2])
-if os.fork() == 0:
-    os.setpgid(0, pg)
-    os.closerange(0, 256)
-    os.execve("/bin/sleep", ["sleep", sys.argv[1]], {})
-print("escaped")
-"#;
 
 fn tool(command: Value) -> Value {
     json!({"description": "A test tool.", "command": command})
@@ -65,7 +35,7 @@ fn config(tools: Value, servers: Value) -> String {
 }
 
 fn assert_no_secret(seen: &str, who: &str) {
-    for (name, value) in SECRETS {
+    for (name, value) in SHELL_SECRETS {
         assert!(!seen.contains(value), "{who} sees {name}:\n{seen}");
     }
     assert!(!seen.contains(KEY), "{who} sees TOOLMUX_TEST_KEY:\n{seen}");
@@ -99,7 +69,7 @@ fn d19_no_child_reads_toolmuxs_secrets_and_the_configuration_still_resolves_them
         let run = project
             .cmd()
             .env("TOOLMUX_TEST_KEY", KEY)
-            .envs(SECRETS.iter().copied())
+            .envs(SHELL_SECRETS.iter().copied())
             .args(["tools", "call", name])
             .output()
             .expect("run toolmux");
@@ -111,17 +81,17 @@ fn d19_no_child_reads_toolmuxs_secrets_and_the_configuration_still_resolves_them
     let run = project
         .cmd()
         .env("TOOLMUX_TEST_KEY", KEY)
-        .envs(SECRETS.iter().copied())
+        .envs(SHELL_SECRETS.iter().copied())
         .args(["tools", "call", "given"])
         .output()
         .expect("run toolmux");
     assert!(
-        String::from_utf8_lossy(&run.stdout).contains(SECRETS[0].1),
+        String::from_utf8_lossy(&run.stdout).contains(SHELL_SECRETS[0].1),
         "${{OPENAI_API_KEY}} did not resolve: {run:?}"
     );
 
     // The server, and a reload that adds a reference to another secret.
-    let served = Served::start_with_env(&project, &[], SECRETS);
+    let served = Served::start_with_env(&project, &[], SHELL_SECRETS);
     for name in ["peek", "peek_all"] {
         let seen = text(&served.post(&format!("/api/tools/{name}/call"), "{}").json());
         assert!(seen.contains("---"), "{seen}");
@@ -234,7 +204,7 @@ fn d19_a_variable_a_reloaded_registry_names_is_hidden_too() {
 #[test]
 fn d21_nothing_a_script_or_a_server_left_outlives_its_call_or_serve() {
     let project = toolmux_project();
-    project.write("esc.py", ESC_PY);
+    project.write("esc.py", ESCAPE_PY);
     let by_call = unique_sleep();
     let by_server = unique_sleep();
     let python = plain_python().display().to_string();

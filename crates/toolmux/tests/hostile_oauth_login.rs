@@ -11,61 +11,11 @@ use std::path::Path;
 use serde_json::{Value, json};
 use support::toolmux_project;
 use toolmux_testkit::eventually::wait_until;
-use toolmux_testkit::peers::{mcp_python, node_peer, peer_file};
-use toolmux_testkit::processes::{Background, free_port};
+use toolmux_testkit::oauth_peers::OAuthPeers;
 use toolmux_testkit::project::{Run, TestProject};
 
-/// The authorization server and the MCP server it guards, on free ports.
-struct Peers {
-    mcp_url: String,
-    _auth: Background,
-    _mcp: Background,
-    _dir: tempfile::TempDir,
-}
-
-impl Peers {
-    fn start() -> Self {
-        node_peer("upstream", "conformance"); // the npm peers of the area are installed
-        let script = peer_file("upstream/oauth-server.mjs");
-        let dir = tempfile::tempdir().expect("temp dir");
-        let auth_port = free_port();
-        let mut auth = Background::start(
-            "node",
-            &[script.to_str().expect("a UTF-8 path")],
-            &[
-                ("PORT", auth_port.to_string()),
-                (
-                    "EVENTS",
-                    dir.path().join("events.jsonl").display().to_string(),
-                ),
-            ],
-        );
-        auth.wait_for_port(auth_port);
-        let mcp_port = free_port();
-        let server = peer_file("upstream/oauth_mcp_server.py");
-        let mut mcp = Background::start(
-            mcp_python(),
-            &[
-                server.to_str().expect("a UTF-8 path"),
-                "--port",
-                &mcp_port.to_string(),
-                "--issuer",
-                &format!("http://127.0.0.1:{auth_port}"),
-            ],
-            &[],
-        );
-        mcp.wait_for_port(mcp_port);
-        Self {
-            mcp_url: format!("http://127.0.0.1:{mcp_port}/mcp"),
-            _auth: auth,
-            _mcp: mcp,
-            _dir: dir,
-        }
-    }
-}
-
 /// A project with the peers' server added as `remote`.
-fn project_with_remote(peers: &Peers) -> TestProject {
+fn project_with_remote(peers: &OAuthPeers) -> TestProject {
     let project = toolmux_project();
     let added = project
         .cmd()
@@ -132,7 +82,7 @@ fn assert_forgeries_ignored(report: &Value) {
 /// genuine redirect signs in, and only its page says so.
 #[test]
 fn d29_forged_redirects_are_ignored_and_the_genuine_one_signs_in() {
-    let peers = Peers::start();
+    let peers = OAuthPeers::start();
     let project = project_with_remote(&peers);
     let (run, report) = login(&project, "");
     assert!(report.get("error").is_none(), "{report}");
@@ -155,7 +105,7 @@ fn d29_forged_redirects_are_ignored_and_the_genuine_one_signs_in() {
 /// not "Signed in".
 #[test]
 fn d29_an_error_redirect_with_the_right_state_ends_the_sign_in_with_that_error() {
-    let peers = Peers::start();
+    let peers = OAuthPeers::start();
     let project = project_with_remote(&peers);
     let (run, report) = login(&project, "deny");
     assert!(report.get("error").is_none(), "{report}");

@@ -14,109 +14,14 @@ use std::time::Duration;
 use serde_json::Value;
 use support::toolmux_project;
 use toolmux_testkit::eventually::wait_until;
-use toolmux_testkit::http::request;
-use toolmux_testkit::peers::{mcp_python, node_peer, peer_file};
-use toolmux_testkit::processes::{Background, free_port};
+use toolmux_testkit::oauth_peers::OAuthPeers;
+use toolmux_testkit::peers::peer_file;
 use toolmux_testkit::project::{Run, TestProject};
 use toolmux_testkit::served::Served;
 
 /// How long the authorization server's access tokens live: shorter than toolmux's refresh
 /// margin, so that every use refreshes first, and short enough to outlive in a test.
 const TOKEN_TTL_SECS: u64 = 3;
-
-/// The two peers, started on free ports.
-struct Peers {
-    issuer: String,
-    mcp_url: String,
-    events: PathBuf,
-    _auth: Background,
-    _mcp: Background,
-    _dir: tempfile::TempDir,
-}
-
-impl Peers {
-    fn start() -> Self {
-        node_peer("upstream", "conformance"); // the npm peers of the area are installed
-        let script = peer_file("upstream/oauth-server.mjs");
-        peer_file("upstream/node_modules/oauth2-mock-server/package.json");
-        let dir = tempfile::tempdir().expect("temp dir");
-        let events = dir.path().join("events.jsonl");
-        let auth_port = free_port();
-        let mut auth = Background::start(
-            "node",
-            &[script.to_str().expect("a UTF-8 path")],
-            &[
-                ("PORT", auth_port.to_string()),
-                ("EVENTS", events.display().to_string()),
-                ("TOKEN_TTL", TOKEN_TTL_SECS.to_string()),
-            ],
-        );
-        auth.wait_for_port(auth_port);
-        let issuer = format!("http://127.0.0.1:{auth_port}");
-        let mcp_port = free_port();
-        let server = peer_file("upstream/oauth_mcp_server.py");
-        let mut mcp = Background::start(
-            mcp_python(),
-            &[
-                server.to_str().expect("a UTF-8 path"),
-                "--port",
-                &mcp_port.to_string(),
-                "--issuer",
-                &issuer,
-            ],
-            &[],
-        );
-        mcp.wait_for_port(mcp_port);
-        Self {
-            issuer,
-            mcp_url: format!("http://127.0.0.1:{mcp_port}/mcp"),
-            events,
-            _auth: auth,
-            _mcp: mcp,
-            _dir: dir,
-        }
-    }
-
-    /// What the authorization server did, one JSON object per event.
-    fn events(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.events)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("an event is JSON"))
-            .collect()
-    }
-
-    /// Token responses of one grant that succeeded.
-    fn granted(&self, grant: &str) -> usize {
-        self.events()
-            .iter()
-            .filter(|e| e["event"] == "token" && e["grant"] == grant && e["status"] == 200)
-            .count()
-    }
-
-    /// Every access and refresh token the authorization server handed out.
-    fn tokens(&self) -> Vec<String> {
-        self.events()
-            .iter()
-            .flat_map(|e| [e["access_token"].as_str(), e["refresh_token"].as_str()])
-            .flatten()
-            .map(str::to_string)
-            .collect()
-    }
-
-    /// Revokes the grant (RFC 7009's endpoint): the tokens stop working, refreshing is refused.
-    fn revoke(&self) {
-        let address = self.issuer.trim_start_matches("http://");
-        let answer = request(
-            address,
-            "POST",
-            "/revoke",
-            &[("Content-Type", "application/x-www-form-urlencoded")],
-            Some("token=all"),
-        );
-        assert_eq!(answer.status, 200, "{}", answer.body);
-    }
-}
 
 /// Runs toolmux in `project` with the test browser and the encrypted-file secret store, and
 /// keeps what it printed for the final scan.
@@ -165,7 +70,7 @@ fn files_under(dir: &Path, into: &mut Vec<(PathBuf, String)>) {
 
 #[test]
 fn a_server_that_asks_for_oauth_is_signed_in_to_refreshed_and_signed_out_by_revocation() {
-    let peers = Peers::start();
+    let peers = OAuthPeers::with_token_ttl(TOKEN_TTL_SECS);
     let project = toolmux_project();
     let mut printed = Vec::new();
 
@@ -301,7 +206,7 @@ fn a_server_that_asks_for_oauth_is_signed_in_to_refreshed_and_signed_out_by_revo
 /// `discovery.discoveryStatus` leaves `needs-sign-in`; `logout` answers 204 and it is back.
 #[test]
 fn the_rest_api_signs_in_and_out_for_the_web_app() {
-    let peers = Peers::start();
+    let peers = OAuthPeers::with_token_ttl(TOKEN_TTL_SECS);
     let project = toolmux_project();
     let mut printed = Vec::new();
     toolmux(
@@ -368,7 +273,7 @@ fn the_rest_api_signs_in_and_out_for_the_web_app() {
 
 #[test]
 fn a_server_imported_from_another_client_that_asks_for_oauth_arrives_needing_sign_in() {
-    let peers = Peers::start();
+    let peers = OAuthPeers::with_token_ttl(TOKEN_TTL_SECS);
     let project = toolmux_project();
     let mut printed = Vec::new();
     std::fs::write(

@@ -16,23 +16,15 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sessions_support::{call_run_session, fake, project};
 use support::toolmux_project;
-use toolmux_testkit::processes::wait_bounded;
+use toolmux_testkit::http::Response;
+use toolmux_testkit::processes::{processes_with_env, wait_bounded};
 use toolmux_testkit::project::TestProject;
 use toolmux_testkit::python_client::run_mcp_steps;
 use toolmux_testkit::served::Served;
 
 /// The processes whose environment names session `id`.
 fn processes_of(id: &str) -> Vec<u32> {
-    let wanted = format!("TOOLMUX_SESSION_ID={id}");
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == wanted.as_bytes()))
-        })
-        .collect()
+    processes_with_env(&format!("TOOLMUX_SESSION_ID={id}"))
 }
 
 fn sessions_json(project: &TestProject) -> Value {
@@ -144,13 +136,7 @@ fn read_events(
 fn the_rest_stream_sends_each_line_live_then_the_final_status() {
     let project = project();
     let served = Served::start(&project, &[]);
-    let created = served.send(
-        "POST",
-        "/api/sessions",
-        Some(&json!({"runner": "claude", "prompt": "slow"}).to_string()),
-    );
-    assert_eq!(created.status, 201, "{}", created.body);
-    let id = created.json()["id"].as_str().expect("id").to_string();
+    let (created, id) = start_over_rest(&served, json!({"runner": "claude", "prompt": "slow"}));
     assert_eq!(
         created.header("location"),
         Some(format!("/api/sessions/{id}").as_str())
@@ -216,13 +202,7 @@ fn a_session_started_on_any_channel_is_listed_on_every_channel() {
         .unwrap_or_else(|| panic!("{mcp:?}"))
         .to_string();
     // REST.
-    let rest = served.send(
-        "POST",
-        "/api/sessions",
-        Some(&json!({"runner": "claude", "prompt": "from rest"}).to_string()),
-    );
-    assert_eq!(rest.status, 201, "{}", rest.body);
-    let rest_id = rest.json()["id"].as_str().expect("id").to_string();
+    let (_, rest_id) = start_over_rest(&served, json!({"runner": "claude", "prompt": "from rest"}));
     // The CLI (another toolmux process, which runs its session to the end).
     let cli = project.run(&["sessions", "run", "claude", "from cli"]);
     assert!(cli.0.status.success(), "{}", cli.stderr());
@@ -457,6 +437,14 @@ fn run_session_asks_first_and_the_approval_shows_the_command_line() {
 }
 
 /// The ids in a `list_sessions` result.
+/// Starts a session with `POST /api/sessions`; returns the answer, a 201, and the session's id.
+fn start_over_rest(served: &Served, request: Value) -> (Response, String) {
+    let created = served.send("POST", "/api/sessions", Some(&request.to_string()));
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.json()["id"].as_str().expect("id").to_string();
+    (created, id)
+}
+
 fn listed_ids(list: &Value) -> Vec<String> {
     list["sessions"]
         .as_array()
@@ -491,13 +479,7 @@ fn a_session_started_from_the_chat_or_code_mode_is_listed_everywhere_and_lists_t
     );
     let served = Served::start(&project, &[]);
     // One session over REST first, for the others to list.
-    let rest = served.send(
-        "POST",
-        "/api/sessions",
-        Some(&json!({"runner": "claude", "prompt": "from rest"}).to_string()),
-    );
-    assert_eq!(rest.status, 201, "{}", rest.body);
-    let rest_id = rest.json()["id"].as_str().expect("id").to_string();
+    let (_, rest_id) = start_over_rest(&served, json!({"runner": "claude", "prompt": "from rest"}));
 
     // Code mode: a script starts one and lists them all.
     let script = "import { sessions } from '@capabilities/sessions';\n\
@@ -572,13 +554,7 @@ fn a_session_started_from_the_chat_or_code_mode_is_listed_everywhere_and_lists_t
 fn a_server_that_stops_cancels_its_sessions_and_records_them_so() {
     let project = project();
     let served = Served::start(&project, &[]);
-    let started = served.send(
-        "POST",
-        "/api/sessions",
-        Some(&json!({"runner": "claude", "prompt": "slow"}).to_string()),
-    );
-    assert_eq!(started.status, 201, "{}", started.body);
-    let id = started.json()["id"].as_str().expect("id").to_string();
+    let (_, id) = start_over_rest(&served, json!({"runner": "claude", "prompt": "slow"}));
     let deadline = Instant::now() + Duration::from_secs(20);
     while processes_of(&id).is_empty() {
         assert!(Instant::now() < deadline, "the runner never started");
@@ -610,16 +586,10 @@ fn an_acp_agents_permission_request_is_answered_over_rest_and_a_denial_reaches_i
         .to_string(),
     );
     let served = Served::start(&project, &[]);
-    let started = served.send(
-        "POST",
-        "/api/sessions",
-        Some(
-            &json!({"runner": "agent", "prompt": "say hello\nwrite out.txt from the agent"})
-                .to_string(),
-        ),
+    let (_, id) = start_over_rest(
+        &served,
+        json!({"runner": "agent", "prompt": "say hello\nwrite out.txt from the agent"}),
     );
-    assert_eq!(started.status, 201, "{}", started.body);
-    let id = started.json()["id"].as_str().expect("id").to_string();
     // The agent's write waits among the approvals, as any call's would.
     let deadline = Instant::now() + Duration::from_secs(30);
     let approval = loop {
@@ -675,13 +645,7 @@ fn a_hostile_session_request_over_rest_cannot_steer_the_runner() {
     let served = Served::start(&project, &[]);
     // D35: the finding's request; the fake codex reads its command line as clap does.
     let prompt = "--dangerously-bypass-approvals-and-sandbox";
-    let started = served.send(
-        "POST",
-        "/api/sessions",
-        Some(&json!({"runner": "codex", "prompt": prompt}).to_string()),
-    );
-    assert_eq!(started.status, 201, "{}", started.body);
-    let id = started.json()["id"].as_str().expect("id").to_string();
+    let (_, id) = start_over_rest(&served, json!({"runner": "codex", "prompt": prompt}));
     toolmux_testkit::eventually::wait_until("the session's end", || {
         served
             .send("GET", &format!("/api/sessions/{id}"), None)

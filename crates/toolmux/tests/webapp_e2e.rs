@@ -16,8 +16,8 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 use support::toolmux_project;
 use toolmux_testkit::aimock::Aimock;
-use toolmux_testkit::peers::{mcp_python, node_peer, peer_file};
-use toolmux_testkit::processes::{Background, free_port};
+use toolmux_testkit::oauth_peers::OAuthPeers;
+use toolmux_testkit::peers::{node_peer, peer_file};
 use toolmux_testkit::project::TestProject;
 use toolmux_testkit::served::Served;
 
@@ -978,41 +978,9 @@ on_both_screens!(
     a_long_running_mcp_tool_shows_its_progress_on_a_phone
 );
 
-/// A real authorization server (`oauth2-mock-server`, which approves at once) in front of a
-/// real MCP server that checks every token: the peers `tests/oauth_client.rs` drives from the
-/// command line.
-fn oauth_peers() -> (String, Background, Background) {
-    let script = peer_file("upstream/oauth-server.mjs");
-    assert!(
-        peer_file("upstream/node_modules/oauth2-mock-server/package.json").is_file(),
-        "run `npm ci` in tests/peers/upstream"
-    );
-    let auth_port = free_port();
-    let mut auth = Background::start(
-        "node",
-        &[script.to_str().expect("a UTF-8 path")],
-        &[("PORT", auth_port.to_string())],
-    );
-    auth.wait_for_port(auth_port);
-    let mcp_port = free_port();
-    let server = peer_file("upstream/oauth_mcp_server.py");
-    let mut mcp = Background::start(
-        mcp_python(),
-        &[
-            server.to_str().expect("a UTF-8 path"),
-            "--port",
-            &mcp_port.to_string(),
-            "--issuer",
-            &format!("http://127.0.0.1:{auth_port}"),
-        ],
-        &[],
-    );
-    mcp.wait_for_port(mcp_port);
-    (format!("http://127.0.0.1:{mcp_port}/mcp"), auth, mcp)
-}
-
 fn signin_flow(screen: Screen) {
-    let (mcp_url, _auth, _mcp) = oauth_peers();
+    let peers = OAuthPeers::start();
+    let mcp_url = peers.mcp_url.clone();
     let fixtures_dir = tempfile::tempdir().expect("a folder for the fixtures");
     let aimock = Aimock::start(
         fixtures(fixtures_dir.path())

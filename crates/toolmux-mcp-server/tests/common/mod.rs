@@ -260,3 +260,43 @@ pub async fn error_of(port: u16, body: &Value) -> Value {
         .cloned()
         .unwrap_or_else(|| panic!("not an error: {answer}"))
 }
+
+/// `server` (an `mcpServers` entry) configured as `name` in a scratch project, discovered, and
+/// served behind `/mcp`; passed through when `pass_through`, which serves it per client as
+/// `toolmux serve --pass-through NAME` does, whatever its `sessionMode`.
+pub async fn serve_upstream(
+    name: &str,
+    server: Value,
+    pass_through: bool,
+) -> (
+    toolmux_testkit::project::TestProject,
+    Arc<toolmux_upstream::Upstreams>,
+    HttpServer,
+) {
+    let project = toolmux_testkit::project::TestProject::new();
+    project.config(&json!({"mcpServers": {name: server}}).to_string());
+    let loaded = toolmux_config::load(project.path(), None).expect("config loads");
+    let upstreams = Arc::new(toolmux_upstream::Upstreams::new(
+        &loaded,
+        &toolmux_upstream::state_dir(project.path()),
+    ));
+    let source = upstreams.get(name).expect("configured");
+    source.discover().await.expect("discovers");
+    if pass_through {
+        upstreams.serve_per_client(name);
+    }
+    let hub = Hub::new(HubSettings::default(), Arc::new(NullSink));
+    for source in upstreams.sources() {
+        hub.add_source(source);
+    }
+    let http = HttpServer::start(
+        hub,
+        ServeOptions {
+            pass_through: pass_through.then(|| name.into()),
+            upstreams: Some(Arc::clone(&upstreams)),
+            ..ServeOptions::default()
+        },
+    )
+    .await;
+    (project, upstreams, http)
+}

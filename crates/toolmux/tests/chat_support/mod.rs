@@ -2,10 +2,21 @@
 //! the AI SDK's own client (`tests/peers/chat/ui-client.mjs`), as a raw event stream, and as a
 //! person typing at the terminal.
 
+#![allow(
+    dead_code,
+    reason = "each test binary uses its own part of these helpers"
+)]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
+use serde_json::json;
+use toolmux_testkit::aimock::Aimock;
 use toolmux_testkit::peers::peer_file;
+use toolmux_testkit::project::TestProject;
+use toolmux_testkit::served::{Served, config_with_key};
+
+use crate::support::toolmux_project;
 
 /// Runs the AI SDK's chat transport (`ui-client.mjs`) against `/api/chat` on `address` with the
 /// API key `key` and returns `{chunks, message}`: the chunks as the `ai` package parsed them, and
@@ -82,4 +93,31 @@ pub fn chat_typing(mut command: Command, typed: &str) -> (String, String) {
     let err = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{err}");
     (out, err)
+}
+
+/// The event of a turn's stream that ended call `call_id`: its output or its error.
+pub fn tool_output<'a>(events: &'a [serde_json::Value], call_id: &str) -> &'a serde_json::Value {
+    events
+        .iter()
+        .find(|e| {
+            e["toolCallId"] == call_id
+                && matches!(
+                    e["type"].as_str(),
+                    Some("tool-output-available" | "tool-output-error")
+                )
+        })
+        .unwrap_or_else(|| panic!("no output of {call_id} in {events:#?}"))
+}
+
+/// A served project with a key, aimock as its only provider, `extra` config entries and a
+/// `notes/todo.md` to read.
+pub fn served(aimock: &Aimock, extra: &str) -> (TestProject, Served) {
+    let project = toolmux_project();
+    let provider = json!({"mock": aimock.openai_provider()});
+    project.config(&config_with_key(&format!(
+        r#""providers": {provider}{extra}"#
+    )));
+    project.write("notes/todo.md", "buy milk\n");
+    let served = Served::start(&project, &[]);
+    (project, served)
 }
