@@ -489,6 +489,7 @@ fn hub_settings_carry_every_section() {
             }),
             enabled: Some(false),
             approval_message: None,
+            presentation: toolmux_core::Presentation::default(),
         }
     );
     assert!(settings.filters.include[0].matches("file_read"));

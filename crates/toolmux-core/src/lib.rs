@@ -17,6 +17,7 @@ mod hub;
 mod human;
 mod input;
 mod model;
+mod overrides;
 mod page;
 mod pattern;
 mod policy;
@@ -54,6 +55,9 @@ pub use input::{arguments_of, input_schema, parse_arguments, value_kind};
 pub use model::{
     Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor,
     ToolErrorKind, ToolResult,
+};
+pub use overrides::{
+    ArgumentOverride, DerivedTool, DescriptionChange, Presentation, StaleOverride,
 };
 pub use page::Page;
 pub use pattern::{NamePattern, PatternError, admitted_by};
