@@ -11,7 +11,8 @@ use toolmux_config::{
     find_project_dir, load, load_with_env, load_with_secrets, project_config_path,
 };
 use toolmux_core::{
-    ArgumentOverride, DerivedTool, DescriptionChange, Policy, RateLimit, ToolAnnotations, ToolOverride,
+    ArgumentOverride, DerivedTool, DescriptionChange, Policy, RateLimit, ToolAnnotations,
+    ToolOverride,
 };
 use toolmux_testkit::project::{TestProject, write_file};
 
@@ -704,9 +705,8 @@ fn tool_overrides_and_derived_tools_reach_the_hub_settings() {
 #[test]
 fn a_misspelt_argument_override_is_reported_at_its_position() {
     let project = Project::new();
-    let (file, err) = project.error(
-        "{\"toolSettings\": {\"a__b\": {\"arguments\": {\"repo\": {\"hiden\": true}}}}}",
-    );
+    let (file, err) = project
+        .error("{\"toolSettings\": {\"a__b\": {\"arguments\": {\"repo\": {\"hiden\": true}}}}}");
     assert_eq!(
         err.to_string(),
         format!(

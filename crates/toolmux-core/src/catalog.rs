@@ -312,10 +312,12 @@ impl Catalog {
             .filter(|(name, o)| !o.presentation.is_empty() && !overridden.contains(*name))
             .map(|(name, _)| StaleOverride {
                 setting: format!("toolSettings.{name}"),
+                tool: name.clone(),
                 reason: format!("no source provides a tool `{name}`"),
             })
             .chain(derived_from.values().flatten().map(|d| StaleOverride {
                 setting: format!("derivedTools.{}", d.name),
+                tool: d.from.clone(),
                 reason: format!("no source provides the tool `{}` it derives from", d.from),
             }))
             .collect();
@@ -363,16 +365,33 @@ impl Catalog {
         self.index.get(name).map(|&i| &self.entries[i])
     }
 
-    /// The tools a model or an MCP client may see: everything but internal tools, by name.
+    /// The tools a model or an MCP client may see: everything but internal tools and entry
+    /// points ([`ToolDescriptor::entry_point`]), by name.
     pub fn tools(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
-        self.entries.iter().filter(|e| !e.descriptor.internal)
+        self.entries
+            .iter()
+            .filter(|e| !e.descriptor.internal && !e.descriptor.entry_point)
+    }
+
+    /// The tools a channel serving `scope` may list: [`Catalog::tools`], plus the entry points
+    /// the scope names.
+    pub fn served_tools<'a>(
+        &'a self,
+        scope: &'a crate::ToolScope,
+    ) -> impl Iterator<Item = &'a Arc<ToolEntry>> {
+        self.entries.iter().filter(|e| {
+            !e.descriptor.internal
+                && (!e.descriptor.entry_point || scope.entry_points.contains(&e.descriptor.name))
+        })
     }
 
     /// The tools a model may be offered: not internal, and not denied by policy. A denied tool
     /// would only spend the model's context and fail every call; host views (`toolmux tools
     /// list`, `GET /api/tools`) still show it, with its policy and the rule that set it.
     pub fn offered(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
-        self.entries.iter().filter(|e| e.is_offered())
+        self.entries
+            .iter()
+            .filter(|e| e.is_offered() && !e.descriptor.entry_point)
     }
 
     /// Every tool, internal ones included, for trusted host callers.
@@ -446,7 +465,10 @@ impl Catalog {
     /// channel's scope).
     pub fn resolve(&self, name: &str, context: &CallContext) -> Result<&Arc<ToolEntry>, CallError> {
         match self.get(name) {
-            Some(entry) if entry.descriptor.internal && !context.trusted => {
+            Some(entry)
+                if (entry.descriptor.internal && !context.trusted)
+                    || (entry.descriptor.entry_point && !context.names_entry_point(name)) =>
+            {
                 Err(CallError::NotFound {
                     name: name.to_string(),
                     suggestion: self.suggest_for(name, context),
@@ -582,6 +604,7 @@ fn no_such_arguments<'a>(
 ) -> impl Iterator<Item = StaleOverride> + 'a {
     missing.into_iter().map(move |argument| StaleOverride {
         setting: format!("{setting}.arguments.{argument}"),
+        tool: tool.name.clone(),
         reason: format!(
             "the tool `{}` has no argument `{argument}`",
             tool.original_name

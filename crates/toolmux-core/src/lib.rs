@@ -68,7 +68,7 @@ pub use resources::{
     BuiltinResources, PromptContents, PromptInfo, RESOURCE_POLL_INTERVAL, ResourceContents,
     ResourceError, ResourceInfo, ResourceProvider,
 };
-pub use scope::{CODE_MODE_TOOLS, ToolScope};
+pub use scope::{CODE_MODE_TOOLS, DISCOVERY_TOOLS, ToolScope, entry_points};
 pub use secret::{is_secret, is_secret_name};
 pub use source::{
     ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,

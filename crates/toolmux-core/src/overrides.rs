@@ -104,6 +104,8 @@ impl DerivedTool {
 pub struct StaleOverride {
     /// Where it is configured (`toolSettings.github__search`, `derivedTools.open_bugs`).
     pub setting: String,
+    /// The registry name of the tool it names, as its source gives it (`github__search`).
+    pub tool: String,
     /// What it did not match.
     pub reason: String,
 }
@@ -155,6 +157,7 @@ pub(crate) fn present(
 ) -> (ToolDescriptor, Option<ArgumentPlan>, Vec<String>) {
     if let Some(name) = &presentation.name {
         descriptor.name = name.clone();
+        descriptor.renamed = true;
     }
     if let Some(title) = &presentation.title {
         descriptor.title = Some(title.clone());

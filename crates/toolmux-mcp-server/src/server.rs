@@ -470,7 +470,15 @@ fn unknown_tool(shared: &Shared, view: &View, name: &str) -> McpError {
             name,
         },
         Err(refused) => refused,
-        // In the scope but not listed: `--code-mode` lists only its entry points.
+        // In the scope but not listed: code mode and discovery mode list only their entry
+        // points.
+        Ok(_) if scope.entry_points.iter().any(|p| p == "call_tool") => CallError::NotServed {
+            name: name.to_string(),
+            served_by: format!(
+                "this MCP server as a tool of its own (discovery mode serves {}; call it with call_tool)",
+                scope.entry_points.join(", ")
+            ),
+        },
         Ok(_) => CallError::NotServed {
             name: name.to_string(),
             served_by: format!(
