@@ -6,8 +6,11 @@
 
 use serde_json::{Map, Value, json};
 
+/// A resource of an upstream, with two of its fields.
+type Resource = (&'static str, &'static str, &'static str);
+
 /// Each upstream: its name, what its resources live in, and ten resources with two fields each.
-const UPSTREAMS: [(&str, &str, [(&str, &str, &str); 10]); 12] = [
+const UPSTREAMS: [(&str, &str, [Resource; 10]); 12] = [
     (
         "github",
         "a repository",
