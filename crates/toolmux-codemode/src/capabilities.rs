@@ -49,6 +49,8 @@ pub struct FunctionInfo {
     /// The declarations of this function alone: the types it uses and its signature, as
     /// `search_tools` returns them.
     pub declaration: String,
+    /// The names of its input's top-level properties, which `search_tools` searches.
+    pub parameters: Vec<String>,
 }
 
 /// The generated module of one source.
@@ -68,6 +70,9 @@ pub struct CapabilityModule {
     pub javascript: String,
     /// `schema.json`.
     pub schema: Value,
+    /// What the source says about itself (an upstream server's instructions), which
+    /// `search_tools` searches; set by [`Capabilities::from_catalog`].
+    pub about: Option<String>,
 }
 
 impl CapabilityModule {
@@ -87,7 +92,18 @@ impl Capabilities {
     /// Compiles the tools a model may see (internal and denied tools, and code mode's own
     /// tools, are left out). Reads only the catalog: no source is started.
     pub fn from_catalog(catalog: &Catalog) -> Self {
-        Self::from_tools(catalog.offered().map(|entry| &entry.descriptor))
+        Self::from_tools(catalog.offered().map(|entry| &entry.descriptor)).described_by(catalog)
+    }
+
+    /// The modules with what their sources say about themselves, from `catalog`, for
+    /// `search_tools` to search.
+    pub fn described_by(mut self, catalog: &Catalog) -> Self {
+        for source in catalog.sources() {
+            if let Some(module) = self.modules.get_mut(&source.id) {
+                module.about = source.description.clone();
+            }
+        }
+        self
     }
 
     /// Compiles the given tools, grouped by their source, in the order given.
@@ -299,7 +315,7 @@ fn compile_module(source: &str, name: String, tools: &[&ToolDescriptor]) -> Capa
     let mut schema_tools = Vec::with_capacity(tools.len());
 
     for tool in tools {
-        let mut function = camel_case(&tool.original_name);
+        let mut function = camel_case(tool.local_name());
         if function.is_empty() {
             function = camel_case(&tool.name);
         }
@@ -360,6 +376,12 @@ fn compile_module(source: &str, name: String, tools: &[&ToolDescriptor]) -> Capa
             function,
             description: tool.description.clone(),
             declaration,
+            parameters: tool
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|properties| properties.keys().cloned().collect())
+                .unwrap_or_default(),
         });
     }
 
@@ -399,6 +421,7 @@ fn compile_module(source: &str, name: String, tools: &[&ToolDescriptor]) -> Capa
 
     CapabilityModule {
         source: source.to_string(),
+        about: None,
         name,
         namespace,
         functions,

@@ -29,6 +29,6 @@ pub use capabilities::{
 pub use error::CodeModeError;
 pub use sandbox::{Limits, LogLine, RunOutput, Sandbox};
 pub use search::{SearchHit, search};
-pub use source::{CodeModeSource, RUN_CODE, SEARCH_TOOLS};
+pub use source::{CALL_TOOL, CodeModeSource, DESCRIBE_TOOL, RUN_CODE, SEARCH_TOOLS};
 pub use stdlib::GLOBALS_DTS;
 pub use transpile::SCRIPT_NAME;

@@ -183,6 +183,11 @@ impl Sandbox {
         &self.limits
     }
 
+    /// The hub whose tools scripts call, while it exists.
+    pub(crate) fn hub(&self) -> Result<Hub, CodeModeError> {
+        self.hub.upgrade().ok_or_else(hub_gone)
+    }
+
     /// The compiled modules a caller may see: the whole catalog's, or, when the caller's channel
     /// serves only part of it ([`CallContext::scope`]), only the tools within that scope, so a
     /// filtered-out tool is neither importable, declared, nor found by `search_tools`. Cached by
@@ -199,12 +204,15 @@ impl Sandbox {
         if let Some(cached) = cache.iter().find(|c| c.is_for(version, scope)) {
             return Ok(Arc::clone(&cached.capabilities));
         }
-        let capabilities = Arc::new(Capabilities::from_tools(
-            catalog
-                .offered()
-                .map(|entry| &entry.descriptor)
-                .filter(|tool| context.admits(tool)),
-        ));
+        let capabilities = Arc::new(
+            Capabilities::from_tools(
+                catalog
+                    .offered()
+                    .map(|entry| &entry.descriptor)
+                    .filter(|tool| context.admits(tool)),
+            )
+            .described_by(&catalog),
+        );
         cache.retain(|c| c.version == version);
         if cache.len() >= CACHED_SCOPES {
             cache.remove(0);

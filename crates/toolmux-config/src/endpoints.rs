@@ -26,7 +26,8 @@ const MAX_NAME_CHARS: usize = 64;
     default,
     rename_all = "camelCase",
     deny_unknown_fields,
-    expecting = "an object with `tools`, `exclude`, `servers`, `instructions` and `codeMode`"
+    expecting = "an object with `tools`, `exclude`, `servers`, `instructions`, `codeMode` and \
+                 `discovery`"
 )]
 pub struct EndpointSettings {
     /// When not empty, only tools, prompts and resources whose registry name matches one of
@@ -48,6 +49,11 @@ pub struct EndpointSettings {
     /// serves, and nothing else.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub code_mode: bool,
+    /// Discovery mode, for catalogs too big to send: offer only `search_tools` (ranked search
+    /// by what a tool does), `describe_tool` (full schemas) and `call_tool` (call by name,
+    /// through the same policies and approvals); they reach the rest of what it serves.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub discovery: bool,
 }
 
 /// An endpoint's name, the last segment of its URL (`/mcp/<name>`): 1 to 64 ASCII letters,
@@ -144,6 +150,7 @@ pub(crate) fn hub_endpoints(section: &BTreeMap<EndpointName, EndpointSettings>) 
                 exclude: patterns(&settings.exclude),
                 servers: settings.servers.clone(),
                 code_mode: settings.code_mode,
+                discovery: settings.discovery,
             };
             let endpoint = Endpoint::new(name.as_str(), filter, settings.instructions.clone());
             (name.as_str().to_string(), Arc::new(endpoint))

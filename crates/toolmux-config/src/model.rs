@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolmux_core::{Filters, HubSettings, Policy, PolicyRules, RateLimit, ToolOverride};
+use toolmux_core::{
+    ArgumentOverride, DerivedTool, DescriptionChange, Filters, HubSettings, Policy, PolicyRules,
+    Presentation, RateLimit, ToolAnnotations, ToolOverride,
+};
 
 use crate::fields::{Period, ToolName, ToolPattern};
 use crate::upstream::{ServerName, UpstreamServer};
@@ -37,8 +40,16 @@ pub struct Config {
     pub defaults: Defaults,
     /// Which calls run without asking, which ask a person first, and which never run.
     pub policies: Policies,
-    /// Settings for single tools, by exact registry name (`grep`, `github__create_issue`).
+    /// Settings for single tools, by the exact registry name their source gives them (`grep`,
+    /// `github__create_issue`): limits, and how the tool presents itself to every channel
+    /// (`name`, `title`, `description`, `annotations`, `arguments`).
     pub tool_settings: BTreeMap<ToolName, ToolSettings>,
+    /// Tools defined as another tool plus fixed arguments, by their own registry name:
+    /// `"get_open_bugs": {"from": "tracker__search", "description": "Open bugs.",
+    /// "arguments": {"state": "open"}}`. The fixed arguments are injected on every call and left
+    /// out of the schema callers see.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub derived_tools: BTreeMap<ToolName, DerivedToolSettings>,
     /// Which tools are available at all, by name pattern.
     pub filters: FilterSettings,
     /// Named endpoints, each a view of the one registry served at `/mcp/<name>` (and through
@@ -198,7 +209,8 @@ pub struct Policies {
     default,
     rename_all = "camelCase",
     deny_unknown_fields,
-    expecting = "an object with `timeoutMs`, `rateLimit`, `enabled` or `approvalMessage`"
+    expecting = "an object with `timeoutMs`, `rateLimit`, `enabled`, `approvalMessage`, `name`, \
+                 `title`, `description`, `annotations` or `arguments`"
 )]
 pub struct ToolSettings {
     /// How long the tool may run, in milliseconds.
@@ -214,6 +226,142 @@ pub struct ToolSettings {
     /// for its arguments (`"Send {{text}} to {{channel}}?"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_message: Option<toolmux_core::ApprovalTemplate>,
+    /// The registry name callers see instead (a call is still routed to the source's tool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<ToolName>,
+    /// The title callers see instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The description callers see: a string replaces the source's, `{"append": "..."}`
+    /// follows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<DescriptionSetting>,
+    /// Behaviour hints that replace the source's, hint by hint; they feed the policy rule that
+    /// reads annotations (`readOnlyHint: true` runs without asking).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<AnnotationSettings>,
+    /// Changes to arguments, by the source's name for them: `{"repo": {"value": "org/x",
+    /// "hidden": true}}` injects a fixed value and hides it, `default` fills one in, `rename`
+    /// shows it under another name. Calls are checked against the source's own schema after
+    /// the change.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub arguments: BTreeMap<String, ArgumentSetting>,
+}
+
+impl ToolSettings {
+    /// How the tool presents itself, as these settings change it.
+    fn presentation(&self) -> Presentation {
+        Presentation {
+            name: self.name.as_ref().map(|n| n.as_str().to_string()),
+            title: self.title.clone(),
+            description: self.description.as_ref().map(|d| match d {
+                DescriptionSetting::Replace(text) => DescriptionChange::Replace(text.clone()),
+                DescriptionSetting::Append { append } => DescriptionChange::Append(append.clone()),
+            }),
+            annotations: self.annotations.as_ref().map(|a| ToolAnnotations {
+                read_only_hint: a.read_only_hint,
+                destructive_hint: a.destructive_hint,
+                idempotent_hint: a.idempotent_hint,
+                open_world_hint: a.open_world_hint,
+            }),
+            arguments: self
+                .arguments
+                .iter()
+                .map(|(name, a)| {
+                    let change = ArgumentOverride {
+                        value: a.value.clone(),
+                        hidden: a.hidden,
+                        default: a.default.clone(),
+                        rename: a.rename.clone(),
+                    };
+                    (name.clone(), change)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A tool's description as configuration sets it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    untagged,
+    expecting = "a string (replaces the description) or an object with `append`"
+)]
+pub enum DescriptionSetting {
+    /// Replaces the source's description.
+    Replace(String),
+    /// Follows the source's description.
+    Append {
+        /// The text added after the source's description.
+        append: String,
+    },
+}
+
+/// Behaviour hints (MCP's tool annotations) set by configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `readOnlyHint`, `destructiveHint`, `idempotentHint` or \
+                 `openWorldHint`"
+)]
+pub struct AnnotationSettings {
+    /// The tool does not modify its environment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may perform destructive updates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling the tool twice with the same arguments has no additional effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool interacts with an open world of external entities.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+/// What configuration changes about one argument of a tool.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `value`, `hidden`, `default` or `rename`"
+)]
+pub struct ArgumentSetting {
+    /// A value injected on every call, whatever the caller sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+    /// Leave the argument out of the schema callers see.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
+    /// The value used when the caller sends none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
+    /// The name callers use for the argument.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rename: Option<String>,
+}
+
+/// A tool defined as another tool plus fixed arguments.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object with `from`, `description`, `title` and `arguments`"
+)]
+pub struct DerivedToolSettings {
+    /// The registry name of the tool it calls, as its source names it.
+    pub from: ToolName,
+    /// What it does, for a model.
+    pub description: String,
+    /// A human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Arguments fixed on every call and left out of its schema.
+    #[serde(default)]
+    pub arguments: serde_json::Map<String, serde_json::Value>,
 }
 
 /// At most `requests` calls per `period`; `requests` is also the burst size.
@@ -361,8 +509,20 @@ impl Config {
                         }),
                         enabled: s.enabled,
                         approval_message: s.approval_message.clone(),
+                        presentation: s.presentation(),
                     };
                     (name.as_str().to_string(), settings)
+                })
+                .collect(),
+            derived: self
+                .derived_tools
+                .iter()
+                .map(|(name, d)| DerivedTool {
+                    name: name.as_str().to_string(),
+                    from: d.from.as_str().to_string(),
+                    title: d.title.clone(),
+                    description: d.description.clone(),
+                    arguments: d.arguments.clone(),
                 })
                 .collect(),
             filters: Filters {
@@ -403,6 +563,7 @@ impl Config {
         self.defaults != other.defaults
             || self.policies != other.policies
             || self.tool_settings != other.tool_settings
+            || self.derived_tools != other.derived_tools
             || self.filters != other.filters
             || self.sources != other.sources
             || self.endpoints != other.endpoints

@@ -10,7 +10,10 @@ use toolmux_config::{
     Config, ConfigEditor, LoadedConfig, SecretLookup, UpstreamTransport, find_project_dir, load,
     load_with_env, load_with_secrets,
 };
-use toolmux_core::{Policy, RateLimit, ToolOverride};
+use toolmux_core::{
+    ArgumentOverride, DerivedTool, DescriptionChange, Policy, RateLimit, ToolAnnotations,
+    ToolOverride,
+};
 
 mod common;
 use common::Project;
@@ -113,7 +116,7 @@ fn unknown_top_level_key_lists_the_valid_fields_when_none_is_close() {
         err.to_string(),
         format!(
             "{}:1:6: unknown field `zzz`; valid fields are `$schema`, `root`, `defaults`, \
-             `policies`, `toolSettings`, `filters`, `endpoints`, `sources`, `workspace`, `logs`, \
+             `policies`, `toolSettings`, `derivedTools`, `filters`, `endpoints`, `sources`, `workspace`, `logs`, \
              `mcpServers`, `providers`, `chat`, `server`, `principals`, `roles`, `tools`, `urlFetch`, `webSearch`, \
              `skills`, `shell`, `runners`, `registries`",
             file.display()
@@ -448,6 +451,7 @@ fn hub_settings_carry_every_section() {
             }),
             enabled: Some(false),
             approval_message: None,
+            presentation: toolmux_core::Presentation::default(),
         }
     );
     assert!(settings.filters.include[0].matches("file_read"));
@@ -597,4 +601,104 @@ fn each_load_reads_the_secret_store_it_is_given() {
     let store: Arc<dyn SecretLookup> = Arc::new(second);
     let editor = editor.with_secrets(Some(store));
     assert_eq!(token(&editor.load().expect("loads")), "Bearer two");
+}
+
+#[test]
+fn tool_overrides_and_derived_tools_reach_the_hub_settings() {
+    let project = Project::new();
+    project.config(
+        r#"{
+          "toolSettings": {"tracker__search": {
+            "name": "search_issues",
+            "title": "Search issues",
+            "description": {"append": "Only org/x."},
+            "annotations": {"readOnlyHint": true},
+            "arguments": {"repo": {"value": "org/x", "hidden": true},
+                          "q": {"rename": "query"}, "state": {"default": "open"}}
+          }},
+          "derivedTools": {"get_open_bugs": {"from": "tracker__search",
+            "description": "Open bugs.", "arguments": {"state": "open", "label": "bug"}}}
+        }"#,
+    );
+    let settings = project.load(None).expect("loads").config.hub_settings();
+    let presentation = &settings.overrides["tracker__search"].presentation;
+    assert_eq!(presentation.name.as_deref(), Some("search_issues"));
+    assert_eq!(presentation.title.as_deref(), Some("Search issues"));
+    assert_eq!(
+        presentation.description,
+        Some(DescriptionChange::Append("Only org/x.".into()))
+    );
+    assert_eq!(
+        presentation.annotations,
+        Some(ToolAnnotations {
+            read_only_hint: Some(true),
+            ..ToolAnnotations::default()
+        })
+    );
+    assert_eq!(
+        presentation.arguments["repo"],
+        ArgumentOverride {
+            value: Some(serde_json::json!("org/x")),
+            hidden: true,
+            ..ArgumentOverride::default()
+        }
+    );
+    assert_eq!(presentation.arguments["q"].rename.as_deref(), Some("query"));
+    assert_eq!(
+        presentation.arguments["state"].default,
+        Some(serde_json::json!("open"))
+    );
+    assert_eq!(
+        settings.derived,
+        [DerivedTool {
+            name: "get_open_bugs".into(),
+            from: "tracker__search".into(),
+            title: None,
+            description: "Open bugs.".into(),
+            arguments: serde_json::from_value(serde_json::json!({"state": "open", "label": "bug"}))
+                .expect("an object"),
+        }]
+    );
+}
+
+#[test]
+fn a_misspelt_argument_override_is_reported_at_its_position() {
+    let project = Project::new();
+    let (file, err) = project
+        .error("{\"toolSettings\": {\"a__b\": {\"arguments\": {\"repo\": {\"hiden\": true}}}}}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:57: at `toolSettings.a__b.arguments.repo`: unknown field `hiden`; did you mean `hidden`?",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn a_description_override_is_a_string_or_an_append() {
+    let project = Project::new();
+    let (file, err) =
+        project.error("{\"toolSettings\": {\"a__b\": {\"description\": {\"prepend\": \"x\"}}}}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:59: at `toolSettings.a__b.description`: a string (replaces the description) or an object with `append`",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn a_derived_tool_names_what_it_derives_from() {
+    let project = Project::new();
+    let (file, err) =
+        project.error("{\"derivedTools\": {\"open_bugs\": {\"description\": \"Open bugs.\"}}}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:60: at `derivedTools.open_bugs`: missing field `from`",
+            file.display()
+        )
+    );
 }

@@ -13,6 +13,7 @@ use crate::context::CallContext;
 use crate::error::CallError;
 use crate::hub::HubSettings;
 use crate::model::{RateLimit, ToolDescriptor};
+use crate::overrides::{ArgumentPlan, DerivedTool, Presentation, StaleOverride, present};
 use crate::pattern::NamePattern;
 use crate::policy::{Policy, PolicyOrigin};
 use crate::source::{SharedSource, SourceKind, SourceStatus};
@@ -40,6 +41,9 @@ pub struct ToolOverride {
     pub enabled: Option<bool>,
     /// The message shown when a person is asked to approve a call (`approvalMessage`).
     pub approval_message: Option<crate::approval::ApprovalTemplate>,
+    /// How the tool presents itself instead of as its source declares (name, description,
+    /// annotations, arguments).
+    pub presentation: Presentation,
 }
 
 /// Why a tool that a source provides is not in the catalog.
@@ -111,6 +115,8 @@ pub struct ToolEntry {
     pub approval_message: Option<crate::approval::ApprovalTemplate>,
     pub(crate) source: SharedSource,
     pub(crate) limiter: Option<Arc<Limiter>>,
+    /// How callers' arguments become the source's, when an override changes them.
+    pub(crate) arguments: Option<ArgumentPlan>,
     input_schema: OnceLock<Result<CompiledSchema, String>>,
     output_schema: OnceLock<Result<CompiledSchema, String>>,
 }
@@ -121,11 +127,16 @@ impl ToolEntry {
         !self.descriptor.internal && self.policy != crate::Policy::Deny
     }
 
-    /// The compiled input schema. Compiled on first use, so that building a catalog of
-    /// thousands of upstream tools costs nothing until they are called.
+    /// The compiled input schema: the source's own, which arguments are checked against once
+    /// an override's plan has merged them. Compiled on first use, so that building a catalog
+    /// of thousands of upstream tools costs nothing until they are called.
     pub(crate) fn input_schema(&self) -> &Result<CompiledSchema, String> {
+        let schema = match &self.arguments {
+            Some(plan) => &plan.original_schema,
+            None => &self.descriptor.input_schema,
+        };
         self.input_schema
-            .get_or_init(|| CompiledSchema::compile(&self.descriptor.input_schema))
+            .get_or_init(|| CompiledSchema::compile(schema))
     }
 
     /// The compiled output schema, when the tool declares one.
@@ -210,6 +221,7 @@ pub struct Catalog {
     sources: Vec<SourceInfo>,
     endpoints: Arc<crate::Endpoints>,
     principals: Arc<crate::Principals>,
+    stale: Vec<StaleOverride>,
     pub(crate) approval_timeout: Duration,
 }
 
@@ -224,6 +236,7 @@ impl Catalog {
             sources: Vec::new(),
             endpoints: Arc::default(),
             principals: Arc::default(),
+            stale: Vec::new(),
             approval_timeout: HubSettings::default().approval_timeout,
         }
     }
@@ -234,65 +247,56 @@ impl Catalog {
         settings: &HubSettings,
         limiter_for: &mut dyn FnMut(&str, &RateLimit) -> Arc<Limiter>,
     ) -> Self {
-        let mut entries: Vec<Arc<ToolEntry>> = Vec::new();
-        let mut taken: HashMap<String, String> = HashMap::new();
-        let mut hidden = HashMap::new();
-        let mut switched_off = Vec::new();
+        let mut building = Building {
+            settings,
+            limiter_for,
+            entries: Vec::new(),
+            taken: HashMap::new(),
+            hidden: HashMap::new(),
+            switched_off: Vec::new(),
+        };
+        let mut derived_from: HashMap<&str, Vec<&DerivedTool>> = HashMap::new();
+        for derived in &settings.derived {
+            derived_from
+                .entry(derived.from.as_str())
+                .or_default()
+                .push(derived);
+        }
+        let mut stale = Vec::new();
+        let mut overridden: HashSet<String> = HashSet::new();
         let mut infos = Vec::with_capacity(sources.len());
         for source in sources {
             let source_id = source.id().to_string();
             let enabled = !settings.disabled_sources.contains(&source_id);
             let mut count = 0;
             let mut held_count = 0;
-            for descriptor in source.tools() {
-                held_count += usize::from(descriptor.held.is_some());
-                let hidden_as = hidden_reason(&descriptor, settings, &taken);
-                // A tool switched off is still described whole (policy, limits) for a person
-                // who may switch it on again; any other hidden one is only named.
-                let off = matches!(
-                    hidden_as,
-                    Some(HiddenReason::DisabledTool | HiddenReason::DisabledSource(_))
-                );
-                if let Some(reason) = hidden_as.clone()
-                    && !off
-                {
-                    hidden.insert(descriptor.name.clone(), reason);
-                    continue;
+            for declared in source.tools() {
+                held_count += usize::from(declared.held.is_some());
+                // Overrides and derived tools name a tool as its source does; what they change
+                // is applied here, once, so every channel shows the same tool.
+                let derived = derived_from.remove(declared.name.as_str());
+                let base = derived.as_ref().map(|_| declared.clone());
+                let own = settings.overrides.get(&declared.name);
+                let (descriptor, plan) = match own.filter(|o| !o.presentation.is_empty()) {
+                    Some(own) => {
+                        overridden.insert(declared.name.clone());
+                        let setting = format!("toolSettings.{}", declared.name);
+                        let (descriptor, plan, missing) = present(declared, &own.presentation);
+                        stale.extend(no_such_arguments(&setting, &descriptor, missing));
+                        (descriptor, plan)
+                    }
+                    None => (declared, None),
+                };
+                count += usize::from(building.admit(descriptor, own, plan, source));
+                for derived in derived.into_iter().flatten() {
+                    let Some(base) = &base else { break };
+                    let setting = format!("derivedTools.{}", derived.name);
+                    let (descriptor, plan, missing) =
+                        present(base.clone(), &derived.presentation());
+                    stale.extend(no_such_arguments(&setting, base, missing));
+                    let limits = settings.overrides.get(&derived.name);
+                    count += usize::from(building.admit(descriptor, limits, plan, source));
                 }
-                let overrides = settings.overrides.get(&descriptor.name);
-                let timeout = overrides
-                    .and_then(|o| o.timeout)
-                    .or(descriptor.timeout)
-                    .unwrap_or(settings.default_timeout);
-                let rate_limit = overrides
-                    .and_then(|o| o.rate_limit.clone())
-                    .or_else(|| descriptor.rate_limit.clone());
-                let limiter = rate_limit
-                    .as_ref()
-                    .filter(|_| !off)
-                    .map(|limit| limiter_for(&descriptor.name, limit));
-                let (policy, policy_origin) = settings.policies.resolve(&descriptor);
-                let approval_message = overrides.and_then(|o| o.approval_message.clone());
-                let entry = Arc::new(ToolEntry {
-                    descriptor,
-                    policy,
-                    policy_origin,
-                    timeout,
-                    rate_limit,
-                    approval_message,
-                    source: Arc::clone(source),
-                    limiter,
-                    input_schema: OnceLock::new(),
-                    output_schema: OnceLock::new(),
-                });
-                if let Some(reason) = hidden_as {
-                    hidden.insert(entry.descriptor.name.clone(), reason);
-                    switched_off.push(entry);
-                    continue;
-                }
-                taken.insert(entry.descriptor.name.clone(), source_id.clone());
-                count += 1;
-                entries.push(entry);
             }
             infos.push(SourceInfo {
                 id: source_id,
@@ -304,6 +308,29 @@ impl Catalog {
                 enabled,
             });
         }
+        let mut unmatched: Vec<_> = settings
+            .overrides
+            .iter()
+            .filter(|(name, o)| !o.presentation.is_empty() && !overridden.contains(*name))
+            .map(|(name, _)| StaleOverride {
+                setting: format!("toolSettings.{name}"),
+                tool: name.clone(),
+                reason: format!("no source provides a tool `{name}`"),
+            })
+            .chain(derived_from.values().flatten().map(|d| StaleOverride {
+                setting: format!("derivedTools.{}", d.name),
+                tool: d.from.clone(),
+                reason: format!("no source provides the tool `{}` it derives from", d.from),
+            }))
+            .collect();
+        unmatched.sort_by(|a, b| a.setting.cmp(&b.setting));
+        stale.extend(unmatched);
+        let Building {
+            mut entries,
+            hidden,
+            switched_off,
+            ..
+        } = building;
         entries.sort_by(|a, b| a.descriptor.name.cmp(&b.descriptor.name));
         let index = entries
             .iter()
@@ -319,8 +346,16 @@ impl Catalog {
             sources: infos,
             endpoints: Arc::clone(&settings.endpoints),
             principals: Arc::clone(&settings.principals),
+            stale,
             approval_timeout: settings.approval_timeout,
         }
+    }
+
+    /// The configured overrides and derived tools that matched nothing when this snapshot was
+    /// built (a tool or argument the upstream renamed), for `toolmux config check` and
+    /// `toolmux mcp list` to report.
+    pub fn stale_overrides(&self) -> &[StaleOverride] {
+        &self.stale
     }
 
     /// The snapshot's version; every change publishes a higher one.
@@ -333,16 +368,33 @@ impl Catalog {
         self.index.get(name).map(|&i| &self.entries[i])
     }
 
-    /// The tools a model or an MCP client may see: everything but internal tools, by name.
+    /// The tools a model or an MCP client may see: everything but internal tools and entry
+    /// points ([`ToolDescriptor::entry_point`]), by name.
     pub fn tools(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
-        self.entries.iter().filter(|e| !e.descriptor.internal)
+        self.entries
+            .iter()
+            .filter(|e| !e.descriptor.internal && !e.descriptor.entry_point)
+    }
+
+    /// The tools a channel serving `scope` may list: [`Catalog::tools`], plus the entry points
+    /// the scope names.
+    pub fn served_tools<'a>(
+        &'a self,
+        scope: &'a crate::ToolScope,
+    ) -> impl Iterator<Item = &'a Arc<ToolEntry>> {
+        self.entries.iter().filter(|e| {
+            !e.descriptor.internal
+                && (!e.descriptor.entry_point || scope.entry_points.contains(&e.descriptor.name))
+        })
     }
 
     /// The tools a model may be offered: not internal, and not denied by policy. A denied tool
     /// would only spend the model's context and fail every call; host views (`toolmux tools
     /// list`, `GET /api/tools`) still show it, with its policy and the rule that set it.
     pub fn offered(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
-        self.entries.iter().filter(|e| e.is_offered())
+        self.entries
+            .iter()
+            .filter(|e| e.is_offered() && !e.descriptor.entry_point)
     }
 
     /// Every tool, internal ones included, for trusted host callers.
@@ -421,7 +473,10 @@ impl Catalog {
     /// channel's scope).
     pub fn resolve(&self, name: &str, context: &CallContext) -> Result<&Arc<ToolEntry>, CallError> {
         match self.get(name) {
-            Some(entry) if entry.descriptor.internal && !context.trusted => {
+            Some(entry)
+                if (entry.descriptor.internal && !context.trusted)
+                    || (entry.descriptor.entry_point && !context.names_entry_point(name)) =>
+            {
                 Err(CallError::NotFound {
                     name: name.to_string(),
                     suggestion: self.suggest_for(name, context),
@@ -473,8 +528,101 @@ impl Catalog {
     }
 }
 
+/// A catalog while [`Catalog::build`] fills it.
+struct Building<'a> {
+    settings: &'a HubSettings,
+    limiter_for: &'a mut dyn FnMut(&str, &RateLimit) -> Arc<Limiter>,
+    entries: Vec<Arc<ToolEntry>>,
+    /// Registry names already listed, with the source that took each.
+    taken: HashMap<String, String>,
+    hidden: HashMap<String, HiddenReason>,
+    switched_off: Vec<Arc<ToolEntry>>,
+}
+
+impl Building<'_> {
+    /// Adds one tool as it will be shown (`limits` are its configured time and rate limits,
+    /// `plan` how callers' arguments become the source's); whether it is listed.
+    fn admit(
+        &mut self,
+        descriptor: ToolDescriptor,
+        limits: Option<&ToolOverride>,
+        plan: Option<ArgumentPlan>,
+        source: &SharedSource,
+    ) -> bool {
+        let settings = self.settings;
+        // Settings saved under the name callers see (switching a renamed tool off from the
+        // web app, limits of a derived tool) win over those under the source's name.
+        let limits = settings.overrides.get(&descriptor.name).or(limits);
+        let hidden_as = hidden_reason(&descriptor, limits, settings, &self.taken);
+        // A tool switched off is still described whole (policy, limits) for a person
+        // who may switch it on again; any other hidden one is only named.
+        let off = matches!(
+            hidden_as,
+            Some(HiddenReason::DisabledTool | HiddenReason::DisabledSource(_))
+        );
+        if let Some(reason) = hidden_as.clone()
+            && !off
+        {
+            self.hidden.insert(descriptor.name.clone(), reason);
+            return false;
+        }
+        let timeout = limits
+            .and_then(|o| o.timeout)
+            .or(descriptor.timeout)
+            .unwrap_or(settings.default_timeout);
+        let rate_limit = limits
+            .and_then(|o| o.rate_limit.clone())
+            .or_else(|| descriptor.rate_limit.clone());
+        let limiter = rate_limit
+            .as_ref()
+            .filter(|_| !off)
+            .map(|limit| (self.limiter_for)(&descriptor.name, limit));
+        let (policy, policy_origin) = settings.policies.resolve(&descriptor);
+        let approval_message = limits.and_then(|o| o.approval_message.clone());
+        let entry = Arc::new(ToolEntry {
+            descriptor,
+            policy,
+            policy_origin,
+            timeout,
+            rate_limit,
+            approval_message,
+            source: Arc::clone(source),
+            limiter,
+            arguments: plan,
+            input_schema: OnceLock::new(),
+            output_schema: OnceLock::new(),
+        });
+        if let Some(reason) = hidden_as {
+            self.hidden.insert(entry.descriptor.name.clone(), reason);
+            self.switched_off.push(entry);
+            return false;
+        }
+        self.taken
+            .insert(entry.descriptor.name.clone(), source.id().to_string());
+        self.entries.push(entry);
+        true
+    }
+}
+
+/// What an override's arguments that `tool` lacks are reported as.
+fn no_such_arguments<'a>(
+    setting: &'a str,
+    tool: &'a ToolDescriptor,
+    missing: Vec<String>,
+) -> impl Iterator<Item = StaleOverride> + 'a {
+    missing.into_iter().map(move |argument| StaleOverride {
+        setting: format!("{setting}.arguments.{argument}"),
+        tool: tool.name.clone(),
+        reason: format!(
+            "the tool `{}` has no argument `{argument}`",
+            tool.original_name
+        ),
+    })
+}
+
 fn hidden_reason(
     descriptor: &ToolDescriptor,
+    limits: Option<&ToolOverride>,
     settings: &HubSettings,
     taken: &HashMap<String, String>,
 ) -> Option<HiddenReason> {
@@ -487,12 +635,7 @@ fn hidden_reason(
     if let Some(why) = &descriptor.held {
         return Some(HiddenReason::Held(why.clone()));
     }
-    if settings
-        .overrides
-        .get(&descriptor.name)
-        .and_then(|o| o.enabled)
-        == Some(false)
-    {
+    if limits.and_then(|o| o.enabled) == Some(false) {
         return Some(HiddenReason::DisabledTool);
     }
     let name = &descriptor.name;

@@ -133,6 +133,13 @@ impl CallContext {
         self.scope.as_ref().is_none_or(|s| s.admits(tool))
     }
 
+    /// Whether the channel offers `name` as one of its entry points (code mode, discovery mode).
+    pub fn names_entry_point(&self, name: &str) -> bool {
+        self.scope
+            .as_ref()
+            .is_some_and(|s| s.entry_points.iter().any(|p| p == name))
+    }
+
     /// Marks the caller as trusted to use internal tools.
     pub fn trusted(mut self) -> Self {
         self.trusted = true;

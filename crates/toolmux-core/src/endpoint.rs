@@ -40,6 +40,9 @@ pub struct EndpointFilter {
     pub servers: Vec<String>,
     /// Offer only code mode's `run_code` and `search_tools`, whose scripts reach the rest.
     pub code_mode: bool,
+    /// Offer only discovery mode's `search_tools`, `describe_tool` and `call_tool`, which
+    /// reach the rest.
+    pub discovery: bool,
 }
 
 impl Endpoint {
@@ -50,11 +53,7 @@ impl Endpoint {
             exclude: filter.exclude,
             source: None,
             sources: filter.servers,
-            entry_points: if filter.code_mode {
-                CODE_MODE_TOOLS.map(String::from).to_vec()
-            } else {
-                Vec::new()
-            },
+            entry_points: crate::scope::entry_points(filter.code_mode, filter.discovery),
             served_by: format!("the endpoint `{name}`"),
             rights: None,
         };
@@ -67,7 +66,9 @@ impl Endpoint {
 
     /// Whether it offers code mode's entry points in place of its tools.
     pub fn code_mode(&self) -> bool {
-        !self.scope.entry_points.is_empty()
+        CODE_MODE_TOOLS
+            .iter()
+            .all(|t| self.scope.entry_points.iter().any(|p| p == t))
     }
 }
 
@@ -163,6 +164,24 @@ mod tests {
         let endpoint = Endpoint::new("agents", filter, Some("Use run_code.".into()));
         assert!(endpoint.code_mode());
         assert_eq!(endpoint.scope.entry_points, ["run_code", "search_tools"]);
+        let discovery = Endpoint::new(
+            "huge",
+            EndpointFilter {
+                discovery: true,
+                ..EndpointFilter::default()
+            },
+            None,
+        );
+        assert!(!discovery.code_mode());
+        assert_eq!(
+            discovery.scope.entry_points,
+            ["search_tools", "describe_tool", "call_tool"]
+        );
+        let both = crate::scope::entry_points(true, true);
+        assert_eq!(
+            both,
+            ["run_code", "search_tools", "describe_tool", "call_tool"]
+        );
         assert_eq!(endpoint.scope.served_by, "the endpoint `agents`");
     }
 }

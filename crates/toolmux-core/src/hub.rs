@@ -34,8 +34,10 @@ pub struct HubSettings {
     pub approval_timeout: Duration,
     /// Policy rules.
     pub policies: PolicyRules,
-    /// Per-tool overrides, by exact registry name.
+    /// Per-tool overrides, by the exact registry name the tool's source gives it.
     pub overrides: HashMap<String, ToolOverride>,
+    /// Tools defined as another tool plus fixed arguments.
+    pub derived: Vec<crate::DerivedTool>,
     /// Include and exclude patterns.
     pub filters: Filters,
     /// Sources switched off.
@@ -63,6 +65,7 @@ impl Default for HubSettings {
             approval_timeout: Self::DEFAULT_APPROVAL_TIMEOUT,
             policies: PolicyRules::default(),
             overrides: HashMap::new(),
+            derived: Vec::new(),
             filters: Filters::default(),
             disabled_sources: DisabledSources::new(),
             endpoints: Arc::default(),
@@ -450,6 +453,11 @@ async fn run(
         }
     };
     crate::validate::drop_client_added(&entry.descriptor.input_schema, &mut arguments);
+    // An override's renamed, defaulted and fixed arguments are put back into the source's shape
+    // before validation, so the source's own schema judges what the source will receive.
+    if let Some(plan) = &entry.arguments {
+        plan.apply(&mut arguments);
+    }
     let arguments = Value::Object(arguments);
     match entry.input_schema() {
         Ok(schema) => {

@@ -17,6 +17,7 @@ mod hub;
 mod human;
 mod input;
 mod model;
+mod overrides;
 mod page;
 mod pattern;
 mod policy;
@@ -56,6 +57,9 @@ pub use model::{
     Content, ContentBody, EmbeddedResource, RateLimit, ToolAnnotations, ToolDescriptor,
     ToolErrorKind, ToolResult,
 };
+pub use overrides::{
+    ArgumentOverride, DerivedTool, DescriptionChange, Presentation, StaleOverride,
+};
 pub use page::Page;
 pub use pattern::{NamePattern, PatternError, admitted_by};
 pub use policy::{Policy, PolicyOrigin, PolicyRules};
@@ -66,7 +70,10 @@ pub use resources::{
     ResourceError, ResourceInfo, ResourceProvider,
 };
 pub use rights::{Principals, Rights, Role, UNKNOWN_CALLER};
-pub use scope::{CODE_MODE_TOOLS, RUN_CODE, SEARCH_TOOLS, ToolScope};
+pub use scope::{
+    CALL_TOOL, CODE_MODE_TOOLS, DESCRIBE_TOOL, DISCOVERY_TOOLS, RUN_CODE, SEARCH_TOOLS, ToolScope,
+    entry_points,
+};
 pub use secret::{is_secret, is_secret_name};
 pub use source::{
     ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,

@@ -121,6 +121,15 @@ pub struct ToolDescriptor {
     /// is refused with this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<String>,
+    /// Configuration renamed the tool (`toolSettings.<name>.name`, a derived tool): callers
+    /// know it by its registry name alone, never by its source's name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub renamed: bool,
+    /// Offered only by a channel that names it among its entry points (discovery mode's
+    /// `describe_tool` and `call_tool`): left out of every other listing, and a call to it
+    /// from elsewhere is an unknown tool.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub entry_point: bool,
 }
 
 impl ToolDescriptor {
@@ -147,6 +156,18 @@ impl ToolDescriptor {
             rate_limit: None,
             policy: None,
             held: None,
+            renamed: false,
+            entry_point: false,
+        }
+    }
+
+    /// The tool's name within its source as callers see it (code mode's function names,
+    /// pass-through listings): the source's own name, unless configuration renamed the tool.
+    pub fn local_name(&self) -> &str {
+        if self.renamed {
+            &self.name
+        } else {
+            &self.original_name
         }
     }
 }

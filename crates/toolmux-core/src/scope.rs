@@ -13,6 +13,34 @@ pub const SEARCH_TOOLS: &str = "search_tools";
 /// Code mode's entry points: what a channel in code mode offers in place of the catalog.
 pub const CODE_MODE_TOOLS: [&str; 2] = [RUN_CODE, SEARCH_TOOLS];
 
+/// Discovery mode's entry points: what a channel in discovery mode offers in place of a catalog
+/// too big to send — find tools, read their schemas, call one by name.
+pub const DISCOVERY_TOOLS: [&str; 3] = [SEARCH_TOOLS, DESCRIBE_TOOL, CALL_TOOL];
+/// Discovery mode's tool that returns tools' full definitions.
+pub const DESCRIBE_TOOL: &str = "describe_tool";
+/// Discovery mode's tool that calls a tool by name.
+pub const CALL_TOOL: &str = "call_tool";
+
+/// The entry points of a channel in code mode, discovery mode, both (a client may write scripts
+/// and call by name) or neither (empty: the channel lists its tools).
+pub fn entry_points(code_mode: bool, discovery: bool) -> Vec<String> {
+    let mut points: Vec<String> = Vec::new();
+    let chosen = [
+        (code_mode, &CODE_MODE_TOOLS[..]),
+        (discovery, &DISCOVERY_TOOLS[..]),
+    ];
+    for name in chosen
+        .iter()
+        .filter(|(on, _)| *on)
+        .flat_map(|(_, n)| n.iter())
+    {
+        if !points.iter().any(|p| p == name) {
+            points.push((*name).to_string());
+        }
+    }
+    points
+}
+
 /// The tools a channel serves, by registry name and source — `toolmux mcp --tools`,
 /// `--exclude`, `--pass-through`, or a named [`Endpoint`](crate::Endpoint)'s filter. It travels with every call in
 /// [`CallContext::scope`](crate::CallContext), and the hub refuses a call to a tool outside it,
@@ -96,18 +124,18 @@ impl ToolScope {
 
     /// The name a listing through this scope shows the tool under, or `None` when it is not
     /// listed: with entry points (code mode) only they are listed; in pass-through mode a tool
-    /// is listed under the name its source gave it (`original_name`), whatever prefix, cleaning
-    /// or hash suffix the registry added; otherwise under its registry name.
+    /// is listed under the name its source gave it ([`ToolDescriptor::local_name`]), whatever
+    /// prefix, cleaning or hash suffix the registry added; otherwise under its registry name.
     pub fn served_name<'a>(&self, tool: &'a ToolDescriptor) -> Option<&'a str> {
         if !self.entry_points.is_empty() {
             let listed = self.entry_points.contains(&tool.name) && self.rights_admit(&tool.name);
             return listed.then_some(tool.name.as_str());
         }
-        if !self.admits(tool) {
+        if tool.entry_point || !self.admits(tool) {
             return None;
         }
         Some(if self.source.is_some() {
-            tool.original_name.as_str()
+            tool.local_name()
         } else {
             tool.name.as_str()
         })

@@ -8,9 +8,10 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use toolmux_core::{
-    Approval, ApprovalRequest, Approver, BatchCall, CallContext, CallError, ChangeNotifier,
-    Channel, ExecutionRecord, ExecutionSink, Filters, Hub, HubSettings, NamePattern, Outcome,
-    Policy, RateLimit, Source, SourceCall, SourceError, SourceKind, ToolDescriptor, ToolOverride,
+    Approval, ApprovalRequest, Approver, ArgumentOverride, BatchCall, CallContext, CallError,
+    ChangeNotifier, Channel, DerivedTool, DescriptionChange, ExecutionRecord, ExecutionSink,
+    Filters, Hub, HubSettings, NamePattern, Outcome, Policy, PolicyOrigin, Presentation, RateLimit,
+    Source, SourceCall, SourceError, SourceKind, StaleOverride, ToolDescriptor, ToolOverride,
     ToolResult, ToolScope,
 };
 
@@ -108,6 +109,10 @@ impl Source for TestSource {
                 Some(v) => ToolResult::structured(v.clone()),
                 None => ToolResult::text("no structure"),
             }),
+            // Answers with exactly the arguments it received, to show what a call sent.
+            "search" => Ok(ToolResult::structured(Value::Object(
+                call.arguments.clone(),
+            ))),
             "fail" => Ok(ToolResult::error("it broke")),
             "down" => Err(SourceError::Unavailable("server `x` is down".into())),
             _ => Ok(ToolResult::text("ok")),
@@ -903,4 +908,212 @@ async fn d30_preview_and_call_share_their_approvals_own_id_and_hear_when_it_is_o
     let events = seen();
     let id = events[0].1.expect("an approval id");
     assert_eq!(events, [("preview", Some(id)), ("ended", Some(id))]);
+}
+
+/// The `search` tool the override tests reshape: `repo` and `q` required, nothing else allowed.
+fn search_tool() -> ToolDescriptor {
+    descriptor(
+        "search",
+        json!({
+            "type": "object",
+            "properties": {"repo": {"type": "string"}, "q": {"type": "string"}},
+            "required": ["repo", "q"],
+            "additionalProperties": false
+        }),
+    )
+}
+
+fn fixed_repo() -> ArgumentOverride {
+    ArgumentOverride {
+        value: Some(json!("org/x")),
+        hidden: true,
+        ..ArgumentOverride::default()
+    }
+}
+
+#[tokio::test]
+async fn an_override_renames_a_tool_hides_a_fixed_argument_and_the_source_receives_it() {
+    let mut settings = HubSettings::default();
+    settings.overrides.insert(
+        "search".into(),
+        ToolOverride {
+            presentation: Presentation {
+                name: Some("find".into()),
+                description: Some(DescriptionChange::Replace("Find in org/x.".into())),
+                arguments: [("repo".to_string(), fixed_repo())].into(),
+                ..Presentation::default()
+            },
+            ..ToolOverride::default()
+        },
+    );
+    let (hub, source, records) = hub_with(settings);
+    source.add_tool(search_tool());
+    let catalog = hub.catalog();
+    assert!(catalog.get("search").is_none());
+    let shown = &catalog
+        .get("find")
+        .expect("listed under its new name")
+        .descriptor;
+    assert_eq!(shown.original_name, "search");
+    assert_eq!(shown.description, "Find in org/x.");
+    assert_eq!(
+        *shown.input_schema,
+        json!({
+            "type": "object",
+            "properties": {"q": {"type": "string"}},
+            "required": ["q"],
+            "additionalProperties": false
+        })
+    );
+    // The caller cannot change a fixed value: it is injected whatever was sent.
+    let result = hub
+        .call("find", json!({"q": "crash", "repo": "evil/y"}), &ctx())
+        .await
+        .expect("runs");
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"q": "crash", "repo": "org/x"}))
+    );
+    assert_eq!(records.last().tool, "find");
+    // The merged arguments are checked against the source's own schema.
+    let err = hub
+        .call("find", json!({"q": 7}), &ctx())
+        .await
+        .expect_err("q must be a string");
+    assert_eq!(
+        err.to_string(),
+        "invalid arguments for `find`: /q: 7 is not of type \"string\""
+    );
+    assert!(
+        catalog.stale_overrides().is_empty(),
+        "{:?}",
+        catalog.stale_overrides()
+    );
+}
+
+#[tokio::test]
+async fn an_annotation_override_changes_the_policy() {
+    let mut settings = HubSettings::default();
+    settings.overrides.insert(
+        "delete_all".into(),
+        ToolOverride {
+            presentation: Presentation {
+                annotations: Some(toolmux_core::ToolAnnotations {
+                    read_only_hint: Some(true),
+                    ..Default::default()
+                }),
+                ..Presentation::default()
+            },
+            ..ToolOverride::default()
+        },
+    );
+    let (overridden, _, _) = hub_with(settings);
+    let catalog = overridden.catalog();
+    let entry = catalog.get("delete_all").expect("listed");
+    assert_eq!(
+        (entry.policy, &entry.policy_origin),
+        (Policy::Allow, &PolicyOrigin::Annotations)
+    );
+    // Without the override, its destructive hint asks, and nobody can answer on the CLI.
+    let (plain, _, _) = hub();
+    assert_eq!(
+        plain.catalog().get("delete_all").expect("listed").policy,
+        Policy::Ask
+    );
+    let result = overridden
+        .call("delete_all", json!({}), &ctx())
+        .await
+        .expect("runs without asking");
+    assert_eq!(result.text_content(), "ok");
+}
+
+#[tokio::test]
+async fn a_derived_tool_is_its_base_with_fixed_arguments_and_both_are_listed() {
+    let settings = HubSettings {
+        derived: vec![DerivedTool {
+            name: "search_x".into(),
+            from: "search".into(),
+            title: Some("Search org/x".into()),
+            description: "Search the issues of org/x.".into(),
+            arguments: [("repo".to_string(), json!("org/x"))].into_iter().collect(),
+        }],
+        ..HubSettings::default()
+    };
+    let (hub, source, _) = hub_with(settings);
+    source.add_tool(search_tool());
+    let catalog = hub.catalog();
+    assert!(catalog.get("search").is_some());
+    let derived = &catalog.get("search_x").expect("derived").descriptor;
+    assert_eq!(derived.description, "Search the issues of org/x.");
+    assert_eq!(derived.title.as_deref(), Some("Search org/x"));
+    assert_eq!(
+        derived.input_schema["required"],
+        json!(["q"]),
+        "the fixed argument is not asked for"
+    );
+    let result = hub
+        .call("search_x", json!({"q": "leak"}), &ctx())
+        .await
+        .expect("runs");
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"q": "leak", "repo": "org/x"}))
+    );
+}
+
+#[tokio::test]
+async fn overrides_that_match_nothing_are_reported_not_dropped() {
+    let mut settings = HubSettings {
+        derived: vec![DerivedTool {
+            name: "old_search".into(),
+            from: "renamed_upstream_tool".into(),
+            title: None,
+            description: "Gone.".into(),
+            arguments: serde_json::Map::new(),
+        }],
+        ..HubSettings::default()
+    };
+    settings.overrides.insert(
+        "vanished".into(),
+        ToolOverride {
+            presentation: Presentation {
+                title: Some("Vanished".into()),
+                ..Presentation::default()
+            },
+            ..ToolOverride::default()
+        },
+    );
+    settings.overrides.insert(
+        "echo".into(),
+        ToolOverride {
+            presentation: Presentation {
+                arguments: [("owner".to_string(), fixed_repo())].into(),
+                ..Presentation::default()
+            },
+            ..ToolOverride::default()
+        },
+    );
+    // A timeout alone for a tool that is not there is not an override of how it presents.
+    settings.overrides.insert(
+        "not_here".into(),
+        ToolOverride {
+            timeout: Some(Duration::from_secs(1)),
+            ..ToolOverride::default()
+        },
+    );
+    let (hub, _, _) = hub_with(settings);
+    let stale: Vec<String> = hub
+        .catalog()
+        .stale_overrides()
+        .iter()
+        .map(StaleOverride::to_string)
+        .collect();
+    assert_eq!(
+        stale,
+        [
+            "toolSettings.echo.arguments.owner: the tool `echo` has no argument `owner`",
+            "derivedTools.old_search: no source provides the tool `renamed_upstream_tool` it derives from",
+            "toolSettings.vanished: no source provides a tool `vanished`",
+        ]
+    );
 }

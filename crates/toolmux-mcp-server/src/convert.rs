@@ -32,7 +32,7 @@ impl View {
         let mut tools = Vec::new();
         let mut index = HashMap::new();
         let mut denied = HashMap::new();
-        for entry in catalog.tools() {
+        for entry in catalog.served_tools(scope) {
             let descriptor = &entry.descriptor;
             let Some(exposed) = scope.served_name(descriptor) else {
                 continue;

@@ -23,7 +23,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
-use toolmux_core::{CallContext, CallError, Catalog, Channel, Hub, Rights, ToolScope};
+use toolmux_core::{CALL_TOOL, CallContext, CallError, Catalog, Channel, Hub, Rights, ToolScope};
 
 use crate::approval::{ElicitationApprover, QueuedApprover, SessionGrants};
 use crate::backchannel;
@@ -558,20 +558,31 @@ fn unknown_tool(shared: &Shared, view: &View, name: &str) -> McpError {
             name,
         },
         Err(refused) => refused,
-        // In the scope but not listed: code mode (`--code-mode`, or an endpoint's `codeMode`)
-        // lists only its entry points. The refusal names what the client connected to.
+        // In the scope but not listed: code mode (`--code-mode`, or an endpoint's `codeMode`) and
+        // discovery mode list only their entry points. The refusal names what the client
+        // connected to and how to reach the tool instead.
         Ok(_) => {
-            let entry_points = scope.entry_points.join(" and ");
+            let discovery = scope.entry_points.iter().any(|p| p == CALL_TOOL);
+            let entry_points = scope.entry_points.join(if discovery { ", " } else { " and " });
+            let (mode, how) = if discovery {
+                ("discovery mode", "call it with call_tool")
+            } else {
+                ("code mode", "call it from a script")
+            };
             CallError::NotServed {
                 name: name.to_string(),
                 served_by: match shared.options.endpoint.as_deref() {
                     Some(endpoint) => format!(
-                        "the endpoint `{endpoint}` as a tool of its own (its code mode serves \
-                         {entry_points}; call it from a script)"
+                        "the endpoint `{endpoint}` as a tool of its own (its {mode} serves \
+                         {entry_points}; {how})"
+                    ),
+                    None if discovery => format!(
+                        "this MCP server as a tool of its own (discovery mode serves \
+                         {entry_points}; {how})"
                     ),
                     None => format!(
                         "this MCP server as a tool of its own (--code-mode serves \
-                         {entry_points}; call it from a script)"
+                         {entry_points}; {how})"
                     ),
                 },
             }

@@ -4,7 +4,8 @@
 //! servers several tests start ([`servers`]), the Python MCP client ([`python_client`]), aimock
 //! ([`aimock`]), a plain HTTP/1.1 client ([`http`]), `toolmux serve` in the background
 //! ([`served`]), an OAuth authorization server for `server.auth` ([`issuer`]) and whether
-//! this system can sandbox commands ([`sandbox`]).
+//! this system can sandbox commands ([`sandbox`]), and a big catalog of made-up upstream tools
+//! for discovery mode ([`big_catalog`]).
 //!
 //! A dev-only library: a crate's tests take what they need from it, and what is specific to one
 //! crate's tests stays in that crate. It depends on no toolmux crate whose tests use it (they
@@ -12,6 +13,7 @@
 //! [`served::DEFAULT_TOOLS`], is the one it takes.
 
 pub mod aimock;
+pub mod big_catalog;
 pub mod conformance;
 pub mod eventually;
 pub mod fifo;

@@ -1,7 +1,7 @@
 //! The Python MCP servers several tests start, as entries of `mcpServers`: the fault server of
 //! the peers (`tests/peers/upstream/faults.py`), the rogue server kept here
-//! (`servers/rogue.py`: a server that misbehaves on request), and a server that hangs before
-//! its handshake.
+//! (`servers/rogue.py`: a server that misbehaves on request), a server of whatever tools a
+//! file lists (`servers/catalog.py`), and a server that hangs before its handshake.
 
 use std::path::{Path, PathBuf};
 
@@ -21,10 +21,7 @@ pub fn faults_script() -> PathBuf {
 /// sharing the build directory (CI's clone), and a path baked in at build time then names a
 /// checkout that may be gone.
 pub fn rogue_script() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(|running| Path::new(&running).join("../toolmux-testkit/servers/rogue.py"))
-        .filter(|script| script.is_file())
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("servers/rogue.py"))
+    kept_script("rogue.py")
 }
 
 /// A stdio entry running `script` with the test Python and `extra` arguments.
@@ -37,6 +34,28 @@ fn python_server(script: &Path, extra: &[&str]) -> Value {
 /// `python faults.py EXTRA...` as a server entry.
 pub fn faults(extra: &[&str]) -> Value {
     python_server(&faults_script(), extra)
+}
+
+/// A script kept in this crate's `servers/`, found as [`rogue_script`] finds its own.
+fn kept_script(name: &str) -> PathBuf {
+    let relative = format!("servers/{name}");
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(|running| {
+            Path::new(&running)
+                .join("../toolmux-testkit")
+                .join(&relative)
+        })
+        .filter(|script| script.is_file())
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(relative))
+}
+
+/// `python catalog.py TOOLS_JSON` as a server entry: it serves the tools `tools_json` lists
+/// (`servers/catalog.py`), each answering with what it received.
+pub fn catalog_server(tools_json: &Path) -> Value {
+    python_server(
+        &kept_script("catalog.py"),
+        &[&tools_json.display().to_string()],
+    )
 }
 
 /// `python rogue.py EXTRA...` as a server entry.

@@ -17,9 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use anyhow::Context;
 use toolmux_chat::{ChatEngine, EngineSettings, Providers, SamplingSettings, SqliteStore};
 use toolmux_config::{Config, LoadedConfig};
-use toolmux_core::{
-    BuiltinResources, CODE_MODE_TOOLS, Hub, HubSettings, NamePattern, ResourceProvider,
-};
+use toolmux_core::{BuiltinResources, Hub, HubSettings, NamePattern, ResourceProvider};
 use toolmux_execlog::{ExecutionLog, LogBudget, LogSettings};
 use toolmux_http::LiveOptions;
 use toolmux_mcp_server::ServeOptions;
@@ -516,7 +514,7 @@ impl Assembly {
     }
 
     /// What the MCP channel serves: the serve-time filters (`--tools`, `--exclude`,
-    /// `--pass-through`, `--code-mode`, as plain values: the assembly knows no command line) as
+    /// `--pass-through`, `--code-mode`, `--discovery`, as plain values: the assembly knows no command line) as
     /// the server's options, relaying the upstream servers and serving toolmux's own resources;
     /// the HTTP fields stay at their defaults.
     pub fn mcp_options(
@@ -525,6 +523,7 @@ impl Assembly {
         exclude: &[String],
         pass_through: Option<&str>,
         code_mode: bool,
+        discovery: bool,
     ) -> Result<ServeOptions, Failure> {
         let patterns = |list: &[String]| -> Result<Vec<NamePattern>, Failure> {
             list.iter()
@@ -547,13 +546,9 @@ impl Assembly {
             include: patterns(tools)?,
             exclude: patterns(exclude)?,
             pass_through: pass_through.map(str::to_string),
-            // The model gets the two code-mode tools and writes scripts for everything else
-            // that the filters let through.
-            entry_points: if code_mode {
-                CODE_MODE_TOOLS.map(String::from).to_vec()
-            } else {
-                Vec::new()
-            },
+            // The model gets the two code-mode tools and writes scripts, or discovery mode's
+            // three and calls by name, for everything else that the filters let through.
+            entry_points: toolmux_core::entry_points(code_mode, discovery),
             upstreams: Some(self.upstreams.clone()),
             resources: self.resources(),
             // Read at start: the session table is built once, with the router.

@@ -302,6 +302,11 @@ pub struct ServeFilterArgs {
     /// place of the whole catalog. Scripts still reach every tool, through the same policies.
     #[arg(long, conflicts_with = "pass_through")]
     pub code_mode: bool,
+    /// Discovery mode, for catalogs too big to send: offer only `search_tools`,
+    /// `describe_tool` and `call_tool`, which reach the tools --tools and --exclude let
+    /// through; calls by name go through the same policies and approvals.
+    #[arg(long, conflicts_with = "pass_through")]
+    pub discovery: bool,
 }
 
 /// What `toolmux mcp serve` serves: the view the filter flags make, or one named endpoint.
@@ -312,7 +317,7 @@ pub struct McpServeArgs {
     #[arg(
         long,
         value_name = "NAME",
-        conflicts_with_all = ["tools", "exclude", "pass_through", "code_mode"]
+        conflicts_with_all = ["tools", "exclude", "pass_through", "code_mode", "discovery"]
     )]
     pub endpoint: Option<String>,
     #[command(flatten)]

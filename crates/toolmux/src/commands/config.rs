@@ -47,6 +47,10 @@ pub fn run(project: Option<&Path>, cmd: ConfigCommand) -> Result<u8, Failure> {
                 catalog.tools().count(),
                 catalog.sources().len()
             ))?;
+            // Reported, not fatal: an upstream not yet discovered has no tools to match.
+            for stale in catalog.stale_overrides() {
+                emit(&format!("stale override: {stale}"))?;
+            }
         }
     }
     Ok(OK)

@@ -27,6 +27,7 @@ pub async fn run(project: Option<&Path>, args: McpServeArgs) -> Result<u8, Failu
         &filters.exclude,
         filters.pass_through.as_deref(),
         filters.code_mode,
+        filters.discovery,
     )?;
     options.endpoint = args.endpoint;
     let served = toolmux_mcp_server::serve_stdio(project.hub.clone(), options).await;

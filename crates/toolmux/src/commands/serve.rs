@@ -31,6 +31,7 @@ pub async fn run(project: Option<&Path>, args: ServeArgs) -> Result<u8, Failure>
         &filters.exclude,
         filters.pass_through.as_deref(),
         filters.code_mode,
+        filters.discovery,
     )?;
     // A Unix socket is reachable only by its owner (mode 0600), like loopback.
     let beyond_loopback = args.socket.is_none() && !args.bind.is_loopback();

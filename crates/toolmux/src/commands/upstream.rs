@@ -236,15 +236,24 @@ fn list(project: Option<&Path>, json: bool) -> Result<u8, Failure> {
         ]);
     }
     emit(&table.to_string())?;
+    for stale in project.hub.catalog().stale_overrides() {
+        emit(&format!("stale override: {stale}"))?;
+    }
     Ok(OK)
 }
 
 /// One server as `mcp list --json` and `mcp show --json` print it.
 fn server_row(project: &Assembly, server: &UpstreamSource) -> Value {
     let status = server.status();
-    let offered = project
-        .hub
-        .catalog()
+    let catalog = project.hub.catalog();
+    let names = format!("{}__", server.prefix());
+    let stale: Vec<String> = catalog
+        .stale_overrides()
+        .iter()
+        .filter(|s| s.tool.starts_with(&names))
+        .map(ToString::to_string)
+        .collect();
+    let offered = catalog
         .sources()
         .iter()
         .find(|s| s.id == server.name())
@@ -272,6 +281,8 @@ fn server_row(project: &Assembly, server: &UpstreamSource) -> Value {
         "protocolVersion": record.server_info.as_ref().map(|i| i.protocol_version.as_str()),
         "findings": project.upstreams.findings(server.name()).unwrap_or_default(),
         "held": server.held(),
+        // Overrides and derived tools naming a tool of this server that it no longer offers.
+        "staleOverrides": stale,
     })
 }
 
