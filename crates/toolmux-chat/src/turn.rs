@@ -24,7 +24,7 @@ use crate::provider::{
     ChatProvider, Message, ModelRequest, ProviderEvent, ToolCall, ToolSpec, Usage,
 };
 use crate::providers::Providers;
-use crate::rendering::{cut, model_text, tool_specs};
+use crate::rendering::{model_text, tool_specs};
 use crate::store::ConversationStore;
 
 /// The chat engine: providers, the hub, the conversation store, and the queues through which a
@@ -790,13 +790,10 @@ impl ChatEngine {
     }
 
     /// A finished call's result message: what the model sees, and what a reopened conversation
-    /// shows as the live card did (the duration, and the structured content when it is no
-    /// larger than the limit the model's text is cut to).
+    /// shows as the live card did (the duration, and the structured content). Both come shaped
+    /// by the hub: a result over the chat's cap (`chat.maxToolResultBytes`) arrives cut, with a
+    /// note and without its structured content.
     fn stored_result(&self, output: ToolOutput) -> Message {
-        let limit = self.settings.max_tool_result_bytes;
-        let structured = output
-            .structured
-            .filter(|value| !toolmux_core::serializes_longer_than(value, limit));
         Message::Tool {
             call_id: output.call_id,
             name: output.name,
@@ -804,7 +801,7 @@ impl ChatEngine {
             is_error: output.is_error,
             log_id: Some(output.log_id),
             duration_ms: Some(output.duration_ms),
-            structured,
+            structured: output.structured,
         }
     }
 
@@ -826,7 +823,7 @@ impl ChatEngine {
         ToolOutput {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            content: cut(content, self.settings.max_tool_result_bytes, &log_id),
+            content,
             structured,
             is_error,
             error_code,

@@ -26,6 +26,7 @@ mod relay;
 mod resources;
 mod scope;
 mod secret;
+mod shape;
 mod source;
 mod validate;
 mod yaml_bounds;
@@ -66,6 +67,7 @@ pub use resources::{
 };
 pub use scope::{CODE_MODE_TOOLS, ToolScope};
 pub use secret::{is_secret, is_secret_name};
+pub use shape::{ResultShaper, ShapedCall};
 pub use source::{
     ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,
 };

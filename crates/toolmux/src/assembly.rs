@@ -71,6 +71,9 @@ pub struct Assembly {
     /// What `shell` and `code_execution` may never change or reach: the configuration's files
     /// (kept current by every reload) and, under `serve --socket`, the socket.
     pub exec_protected: toolmux_exec::Protected,
+    /// The pipeline's last step: every result shaped by `toolSettings.<name>.output` and the
+    /// channels' default caps, what it cuts kept whole under `.toolmux/state/results/`.
+    pub shaper: Arc<toolmux_shaping::Shaper>,
 }
 
 /// How long stopping waits for one coding session to be recorded as ended: its runner's
@@ -115,6 +118,14 @@ impl Assembly {
             toolmux_config::state_dir(&loaded.project_dir),
         )
         .with_context(|| format!("cannot open the project root `{}`", loaded.root.display()))?;
+        // Its rules are put in force with the rest; results are kept in the project's state.
+        let shaper = Arc::new(toolmux_shaping::Shaper::new(
+            toolmux_shaping::ShapingRules::default(),
+            Arc::new(toolmux_shaping::SpillStore::for_project(
+                &loaded.project_dir,
+                toolmux_shaping::SpillSettings::default(),
+            )),
+        ));
         let assembly = Self {
             in_force: Mutex::new(loaded.clone()),
             loaded,
@@ -130,6 +141,7 @@ impl Assembly {
             sessions_source: OnceLock::new(),
             project_root,
             exec_protected: toolmux_exec::Protected::default(),
+            shaper,
         };
         assembly.put_in_force(None, &assembly.loaded)?;
         Ok(assembly)
@@ -207,7 +219,17 @@ impl Assembly {
         if changed(Config::hub_settings_differ) {
             hub.configure(after.hub_settings());
         }
+        if changed(|before, after| before.shaping_rules() != after.shaping_rules()) {
+            self.shaper.configure(after.shaping_rules());
+        }
         if old.is_none() {
+            hub.set_shaper(self.shaper.clone());
+            // `result_read` and `toolmux://results/<id>`: how a caller reads the rest of a cut
+            // result, on every channel.
+            let results = Arc::new(toolmux_shaping::ResultsPack::new(
+                self.shaper.store().clone(),
+            ));
+            hub.add_source(results.clone());
             hub.add_source(Arc::new(self.workspace()?));
             let skills = Arc::new(self.skills());
             hub.add_source(skills.clone());
@@ -216,6 +238,7 @@ impl Assembly {
             let mut providers: Vec<Arc<dyn ResourceProvider>> =
                 self.add_specs().into_iter().collect();
             providers.push(skills);
+            providers.push(results);
             let _ = self.resources.set(BuiltinResources::new(providers));
         }
         if changed(|before, after| before.tools != after.tools) {

@@ -235,6 +235,7 @@ fn filters_hide_tools_from_listing_and_calls() {
             json!("list_sessions"),
             json!("read_resource"),
             json!("request_human_input"),
+            json!("result_read"),
             json!("run_code"),
             json!("run_session"),
             json!("run_subagent"),
