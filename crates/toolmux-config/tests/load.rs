@@ -251,7 +251,7 @@ fn output_settings_errors_name_file_line_and_field() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{}:1:73: at `toolSettings.grep.output`: set `maxTokens` or `maxBytes`, not both",
+            "{}:1:72: at `toolSettings.grep.output`: set `maxTokens` or `maxBytes`, not both",
             file.display()
         )
     );
@@ -260,7 +260,7 @@ fn output_settings_errors_name_file_line_and_field() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{}:1:54: at `toolSettings.grep.output.keep`: unknown variant `middle`, expected one \
+            "{}:1:54: at `toolSettings.grep.output.keep`: invalid value `middle`; expected one \
              of `head`, `tail`, `headTail`",
             file.display()
         )
