@@ -238,7 +238,11 @@ impl Assembly {
             let mut providers: Vec<Arc<dyn ResourceProvider>> =
                 self.add_specs().into_iter().collect();
             providers.push(skills);
-            providers.push(results);
+            // `toolmux://results/<id>`: the whole of a cut result (its tool, `result_read`, is
+            // added with the task list).
+            providers.push(Arc::new(toolmux_shaping::ResultsPack::new(
+                self.shaper.store().clone(),
+            )));
             let _ = self.resources.set(BuiltinResources::new(providers));
         }
         if changed(|before, after| before.tools != after.tools) {
@@ -310,6 +314,10 @@ impl Assembly {
             // catalog serves to trusted callers only.
             let project_dir = &self.loaded.project_dir;
             hub.add_source(Arc::new(toolmux_tasks::TasksPack::for_project(project_dir)));
+            // `result_read`: how a caller reads the rest of a cut result, on every channel.
+            hub.add_source(Arc::new(toolmux_shaping::ResultsPack::new(
+                self.shaper.store().clone(),
+            )));
             match toolmux_secrets::project_store(project_dir) {
                 Ok(store) => hub.add_source(Arc::new(toolmux_internal::InternalPack::new(
                     store,
