@@ -51,6 +51,7 @@ const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/api/prompts/{name}", Any),
     ("GET", "/api/resources", Any),
     ("GET", "/api/resources/read", Any),
+    ("GET", "/api/results/{id}", Any),
     ("POST", "/api/completions", Any),
     // Routes that each stand for one tool, called through the pipeline with its policy.
     ("GET", "/api/files", Any),

@@ -307,6 +307,7 @@ mod tests {
             "get /api/prompts",
             "get /api/resources",
             "get /api/resources/read",
+            "get /api/results/{id}",
             "get /api/runners",
             "get /api/sessions",
             "get /api/sessions/{id}",

@@ -6,10 +6,12 @@
 //! returns.
 
 use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolmux_http::{ApiQuery, Caller, OpenApiRouter, routes};
+use toolmux_http::{ApiPath, ApiQuery, Caller, OpenApiRouter, routes};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
@@ -20,6 +22,7 @@ pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(read))
+        .routes(routes!(kept_result))
 }
 
 /// toolmux's own resources, then every resource and resource template of every enabled
@@ -126,4 +129,38 @@ pub(crate) async fn read(
             .await
             .map_err(relay_failure)?,
     ))
+}
+
+/// A whole result toolmux cut to fit and kept for a while (`toolmux://results/<id>`, named in
+/// the cut result's note): its pretty-printed JSON or its text, as `resources/read` gives it
+/// over MCP. Read through the same relay, so it is served where `result_read` is.
+#[utoipa::path(
+    get, path = "/api/results/{id}", tag = "resources",
+    params(("id" = String, Path, description = "The kept result's id (32 hex digits)")),
+    responses(
+        (status = 200, description = "The whole result: its JSON, pretty-printed, or its text", content(
+            (String = "application/json"),
+            (String = "text/plain"),
+        )),
+        (status = 404, description = "No such result: it expired, never existed, or the id is not one", body = ErrorBody),
+        RelayFailures,
+    )
+)]
+pub(crate) async fn kept_result(
+    State(state): State<ApiState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    let uri = format!("{}{id}", toolmux_shaping::RESULTS_URI_PREFIX);
+    let read = servers(&state)?
+        .read_resource(&uri)
+        .await
+        .map_err(relay_failure)?;
+    let content = &read["contents"][0];
+    let (Some(text), Some(mime_type)) = (content["text"].as_str(), content["mimeType"].as_str())
+    else {
+        return Err(ApiError::internal(format!(
+            "the kept result `{id}` was read without its text or media type"
+        )));
+    };
+    Ok(([(CONTENT_TYPE, mime_type.to_string())], text.to_string()).into_response())
 }

@@ -158,7 +158,6 @@ fn measure(label: &str, extra_tools: usize, turns: usize) {
             Arc::new(ApprovalQueue::new()),
             EngineSettings {
                 max_steps: STEPS + 1,
-                max_tool_result_bytes: 32 * 1024,
                 project_name: "bench".into(),
                 sampling: SamplingSettings::default(),
             },

@@ -14,8 +14,6 @@ use crate::provider::{ToolCall, Usage};
 pub struct EngineSettings {
     /// The most model calls in one turn.
     pub max_steps: u32,
-    /// Tool results longer than this are cut before the model sees them.
-    pub max_tool_result_bytes: usize,
     /// The project's name, for the system prompt.
     pub project_name: String,
     /// What a server's request to use the turn's model gets.
@@ -28,7 +26,6 @@ impl EngineSettings {
         let chat = &config.chat;
         Self {
             max_steps: chat.max_steps.get(),
-            max_tool_result_bytes: chat.max_tool_result_bytes.get(),
             project_name: project_name.to_string(),
             sampling: SamplingSettings::from_config(config),
         }

@@ -36,7 +36,7 @@ pub use provider::{
     ChatProvider, Message, ModelRequest, ProviderEvent, ProviderStream, ToolCall, ToolSpec, Usage,
 };
 pub use providers::Providers;
-pub use rendering::{cut, preview, prompt_text, tool_specs};
+pub use rendering::{preview, prompt_text, tool_specs};
 pub use schema::clean_schema;
 pub use store::{Conversation, ConversationStore, SqliteStore, StoredMessage};
 pub use tokio_util::sync::CancellationToken;

@@ -90,35 +90,3 @@ pub fn preview(text: &str, max: usize) -> String {
         format!("{}…", one_line.chars().take(max).collect::<String>())
     }
 }
-
-/// Cuts `text` to at most `max` bytes (on a character boundary) with a note naming the
-/// execution-log id under which the whole result is kept.
-pub fn cut(text: String, max: usize, log_id: &str) -> String {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}\n[result cut at {end} of {} bytes; the full result is in the execution log under id \
-         {log_id}]",
-        &text[..end],
-        text.len()
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_long_result_is_cut_on_a_character_boundary_with_its_log_id() {
-        let text = "é".repeat(10);
-        let out = cut(text, 5, "0190");
-        assert!(out.starts_with("éé\n[result cut at 4 of 20 bytes"), "{out}");
-        assert!(out.contains("under id 0190"));
-        assert_eq!(cut("short".into(), 5, "x"), "short");
-    }
-}

@@ -24,8 +24,14 @@ use crate::provider::{
     ChatProvider, Message, ModelRequest, ProviderEvent, ToolCall, ToolSpec, Usage,
 };
 use crate::providers::Providers;
-use crate::rendering::{cut, model_text, tool_specs};
+use crate::rendering::{model_text, tool_specs};
 use crate::store::ConversationStore;
+
+/// The most a stored tool message keeps of a tool's images and audio (serialized, base64
+/// included). The hub shapes a result's text and structured content for the chat
+/// (`chat.maxToolResultBytes`) but passes media on whole; a conversation file must not grow by
+/// megabytes per screenshot.
+const MAX_STORED_MEDIA_BYTES: usize = 1024 * 1024;
 
 /// The chat engine: providers, the hub, the conversation store, and the queues through which a
 /// person answers approvals and questions. One per process, shared by every channel.
@@ -842,16 +848,15 @@ impl ChatEngine {
     }
 
     /// A finished call's result message: what the model sees, and what a reopened conversation
-    /// shows as the live card did (the duration, and the structured content when it is no
-    /// larger than the limit the model's text is cut to).
+    /// shows as the live card did (the duration, and the structured content). Both come shaped
+    /// by the hub: a result over the chat's cap (`chat.maxToolResultBytes`) arrives cut, with a
+    /// note and without its structured content.
     fn stored_result(&self, output: ToolOutput) -> Message {
-        let limit = self.settings.max_tool_result_bytes;
-        let structured = output
-            .structured
-            .filter(|value| !toolmux_core::serializes_longer_than(value, limit));
         let media = match serde_json::to_value(&output.media) {
             // Too large to keep: the live card showed them; the execution log has the result.
-            Ok(value) if toolmux_core::serializes_longer_than(&value, limit) => Vec::new(),
+            Ok(value) if toolmux_core::serializes_longer_than(&value, MAX_STORED_MEDIA_BYTES) => {
+                Vec::new()
+            }
             Ok(_) => output.media,
             Err(e) => {
                 tracing::warn!(error = %e, tool = %output.name, "a tool's images and audio are left out of the stored conversation");
@@ -865,7 +870,7 @@ impl ChatEngine {
             is_error: output.is_error,
             log_id: Some(output.log_id),
             duration_ms: Some(output.duration_ms),
-            structured,
+            structured: output.structured,
             media,
         }
     }
@@ -905,7 +910,7 @@ impl ChatEngine {
         ToolOutput {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            content: cut(content, self.settings.max_tool_result_bytes, &log_id),
+            content,
             structured,
             media,
             is_error,

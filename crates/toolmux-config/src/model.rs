@@ -210,7 +210,7 @@ pub struct Policies {
     rename_all = "camelCase",
     deny_unknown_fields,
     expecting = "an object with `timeoutMs`, `rateLimit`, `enabled`, `approvalMessage`, `name`, \
-                 `title`, `description`, `annotations` or `arguments`"
+                 `title`, `description`, `annotations`, `arguments` or `output`"
 )]
 pub struct ToolSettings {
     /// How long the tool may run, in milliseconds.
@@ -246,6 +246,11 @@ pub struct ToolSettings {
     /// the change.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub arguments: BTreeMap<String, ArgumentSetting>,
+    /// What callers are shown of its results, on every channel: a jq `projection`, then a cap
+    /// (`maxTokens` or `maxBytes`, keeping `head`, `tail` or `headTail`); a result over the cap
+    /// is kept whole for a while as `toolmux://results/<id>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<toolmux_shaping::OutputSettings>,
 }
 
 impl ToolSettings {
@@ -570,6 +575,17 @@ impl Config {
             || self.principals != other.principals
             || self.roles != other.roles
             || disabled_servers(self) != disabled_servers(other)
+    }
+
+    /// The shaping rules of results ([`toolmux_shaping::Shaper`]): each tool's `output`, and
+    /// the default caps of MCP clients and of the chat (`chat.maxToolResultBytes`).
+    pub fn shaping_rules(&self) -> toolmux_shaping::ShapingRules {
+        let tools = self
+            .tool_settings
+            .iter()
+            .filter_map(|(name, s)| Some((name.as_str().to_string(), s.output.clone()?)))
+            .collect();
+        toolmux_shaping::ShapingRules::with_defaults(tools, self.chat.max_tool_result_bytes.get())
     }
 
     /// The limits of the built-in workspace tools.

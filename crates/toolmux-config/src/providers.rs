@@ -57,8 +57,9 @@ pub struct ChatSettings {
     pub default_provider: Option<String>,
     /// The most model calls one turn may make before it stops with a message.
     pub max_steps: NonZeroU32,
-    /// Tool results longer than this many bytes are cut before the model sees them; the full
-    /// result stays in the execution log.
+    /// Tool results longer than this many bytes are cut before the model sees them (a tool's
+    /// own `toolSettings.<name>.output` cap wins); the whole result is kept for a while as
+    /// `toolmux://results/<id>`, which the `result_read` tool reads a page at a time.
     pub max_tool_result_bytes: NonZeroUsize,
     /// What the chat does when an MCP server asks to use the chat's model during a tool call
     /// (MCP sampling): `ask` (the default) asks the person each time, `allow` answers without

@@ -195,6 +195,41 @@ fn tool_settings_take_exact_names_not_patterns() {
 }
 
 #[test]
+fn output_settings_errors_name_file_line_and_field() {
+    let project = Project::new();
+    let (file, err) = project.error(
+        r#"{"toolSettings": {"grep": {"output": {"maxTokens": 100, "projection": "repeat(.)"}}}}"#,
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:82: at `toolSettings.grep.output.projection`: the jq expression `repeat(.)` is \
+             refused: `repeat` may make unbounded work, which a projection may not",
+            file.display()
+        )
+    );
+    let (file, err) = project
+        .error(r#"{"toolSettings": {"grep": {"output": {"maxTokens": 100, "maxBytes": 10}}}}"#);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:72: at `toolSettings.grep.output`: set `maxTokens` or `maxBytes`, not both",
+            file.display()
+        )
+    );
+    let (file, err) =
+        project.error(r#"{"toolSettings": {"grep": {"output": {"keep": "middle"}}}}"#);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:1:54: at `toolSettings.grep.output.keep`: invalid value `middle`; expected one \
+             of `head`, `tail`, `headTail`",
+            file.display()
+        )
+    );
+}
+
+#[test]
 fn invalid_rate_limit_period_is_reported_at_its_position() {
     let project = Project::new();
     let (file, err) = project.error(

@@ -22,6 +22,7 @@ use crate::error::{CallError, SourceError};
 use crate::model::{RateLimit, ToolResult, arguments_object};
 use crate::policy::{Policy, PolicyRules};
 use crate::record::{ExecutionRecord, ExecutionSink, Outcome};
+use crate::shape::{ResultShaper, ShapedCall};
 use crate::source::{ChangeNotifier, SharedSource, Source, SourceCall};
 use crate::validate::Violation;
 
@@ -110,6 +111,8 @@ pub(crate) struct HubInner {
     /// Serialises rebuilds so that a higher version never holds older contents.
     rebuild: Mutex<u64>,
     sink: Arc<dyn ExecutionSink>,
+    /// The pipeline's last step, once the assembly has set one ([`Hub::set_shaper`]).
+    shaper: RwLock<Option<Arc<dyn ResultShaper>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -169,6 +172,7 @@ impl Hub {
             catalog,
             rebuild: Mutex::new(0),
             sink,
+            shaper: RwLock::new(None),
         });
         HubInner::rebuild(&inner);
         Self { inner }
@@ -207,6 +211,16 @@ impl Hub {
             HubInner::rebuild(&self.inner);
         }
         removed
+    }
+
+    /// Sets the step that shapes every result before its caller sees it (caps, projections,
+    /// spill). Without one, results reach callers as the tools returned them.
+    pub fn set_shaper(&self, shaper: Arc<dyn ResultShaper>) {
+        *self
+            .inner
+            .shaper
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(shaper);
     }
 
     /// Replaces the settings and publishes a new catalog.
@@ -302,11 +316,13 @@ impl Hub {
             ..context.clone()
         };
         let mut approved_by = None;
+        let output_schema = entry
+            .as_ref()
+            .is_ok_and(|e| e.descriptor.output_schema.is_some());
         let result = match entry {
             Ok(entry) => run(&entry, &catalog, arguments, context, &mut approved_by).await,
             Err(refused) => Err(refused),
         };
-        let duration = started.elapsed();
         let mut record = pending
             .record
             .take()
@@ -314,10 +330,30 @@ impl Hub {
         let id = record.id;
         record.outcome = outcome_of(&result);
         record.error = error_of(&result);
-        record.duration_us = duration.as_micros() as u64;
+        record.duration_us = started.elapsed().as_micros() as u64;
+        // The log keeps what the tool returned (under its own caps); the caller gets it shaped.
         record.result = result.as_ref().ok().cloned();
         record.approved_by = approved_by;
         self.inner.sink.record(record);
+        let shaper = self
+            .inner
+            .shaper
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let result = match (shaper, result) {
+            (Some(shaper), Ok(result)) => {
+                let call = ShapedCall {
+                    tool: name,
+                    id,
+                    channel: context.channel,
+                    output_schema,
+                };
+                Ok(shaper.shape(call, result).await)
+            }
+            (_, result) => result,
+        };
+        let duration = started.elapsed();
         CallReport {
             id,
             duration,

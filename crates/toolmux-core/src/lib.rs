@@ -28,6 +28,7 @@ mod resources;
 mod rights;
 mod scope;
 mod secret;
+mod shape;
 mod source;
 mod validate;
 mod yaml_bounds;
@@ -75,6 +76,7 @@ pub use scope::{
     entry_points,
 };
 pub use secret::{is_secret, is_secret_name};
+pub use shape::{ResultShaper, ShapedCall};
 pub use source::{
     ChangeNotifier, Source, SourceCall, SourceKind, SourceState, SourceStatus, run_blocking,
 };

@@ -25,7 +25,7 @@ pub fn config_with_key(extra: &str) -> String {
 /// The tools an empty project serves, by name in order: the built-in packs of a project with
 /// no specs directory and no configuration (every built-in, the names the trust scanner guards
 /// against shadowing). A test of a listing compares with it.
-pub const DEFAULT_TOOLS: [&str; 34] = toolmux_trust::BUILTIN_TOOLS;
+pub const DEFAULT_TOOLS: [&str; 35] = toolmux_trust::BUILTIN_TOOLS;
 
 /// `toolmux serve` running in the background; killed on drop if a test fails early.
 pub struct Served {

@@ -116,7 +116,7 @@ impl Action {
 
 /// toolmux's own tools' names (its built-in packs'), which an upstream tool must not pose as
 /// (see [`shadowing`]). The tests check the list against what an empty project serves.
-pub const BUILTIN_TOOLS: [&str; 34] = [
+pub const BUILTIN_TOOLS: [&str; 35] = [
     "apply_patch",
     "cancel_session",
     "code_execution",
@@ -133,6 +133,7 @@ pub const BUILTIN_TOOLS: [&str; 34] = [
     "list_sessions",
     "read_resource",
     "request_human_input",
+    "result_read",
     "run_code",
     "run_session",
     "run_subagent",

@@ -69,6 +69,9 @@ pub struct Assembly {
     /// What `shell` and `code_execution` may never change or reach: the configuration's files
     /// (kept current by every reload) and, under `serve --socket`, the socket.
     pub exec_protected: toolmux_exec::Protected,
+    /// The pipeline's last step: every result shaped by `toolSettings.<name>.output` and the
+    /// channels' default caps, what it cuts kept whole under `.toolmux/state/results/`.
+    pub shaper: Arc<toolmux_shaping::Shaper>,
 }
 
 /// How long stopping waits for one coding session to be recorded as ended: its runner's
@@ -113,6 +116,14 @@ impl Assembly {
             toolmux_config::state_dir(&loaded.project_dir),
         )
         .with_context(|| format!("cannot open the project root `{}`", loaded.root.display()))?;
+        // Its rules are put in force with the rest; results are kept in the project's state.
+        let shaper = Arc::new(toolmux_shaping::Shaper::new(
+            toolmux_shaping::ShapingRules::default(),
+            Arc::new(toolmux_shaping::SpillStore::for_project(
+                &loaded.project_dir,
+                toolmux_shaping::SpillSettings::default(),
+            )),
+        ));
         let assembly = Self {
             in_force: Mutex::new(loaded.clone()),
             loaded,
@@ -128,6 +139,7 @@ impl Assembly {
             sessions_source: OnceLock::new(),
             project_root,
             exec_protected: toolmux_exec::Protected::default(),
+            shaper,
         };
         assembly.put_in_force(None, &assembly.loaded)?;
         Ok(assembly)
@@ -208,7 +220,17 @@ impl Assembly {
         if changed(Config::hub_settings_differ) {
             hub.configure(after.hub_settings());
         }
+        if changed(|before, after| before.shaping_rules() != after.shaping_rules()) {
+            self.shaper.configure(after.shaping_rules());
+        }
         if old.is_none() {
+            hub.set_shaper(self.shaper.clone());
+            // `result_read` and `toolmux://results/<id>`: how a caller reads the rest of a cut
+            // result, on every channel.
+            let results = Arc::new(toolmux_shaping::ResultsPack::new(
+                self.shaper.store().clone(),
+            ));
+            hub.add_source(results.clone());
             hub.add_source(Arc::new(self.workspace()?));
             let skills = Arc::new(self.skills());
             hub.add_source(skills.clone());
@@ -217,6 +239,11 @@ impl Assembly {
             let mut providers: Vec<Arc<dyn ResourceProvider>> =
                 self.add_specs().into_iter().collect();
             providers.push(skills);
+            // `toolmux://results/<id>`: the whole of a cut result (its tool, `result_read`, is
+            // added with the task list).
+            providers.push(Arc::new(toolmux_shaping::ResultsPack::new(
+                self.shaper.store().clone(),
+            )));
             let _ = self.resources.set(BuiltinResources::new(providers));
         }
         if changed(|before, after| before.tools != after.tools) {
@@ -288,6 +315,10 @@ impl Assembly {
             // catalog serves to trusted callers only.
             let project_dir = &self.loaded.project_dir;
             hub.add_source(Arc::new(toolmux_tasks::TasksPack::for_project(project_dir)));
+            // `result_read`: how a caller reads the rest of a cut result, on every channel.
+            hub.add_source(Arc::new(toolmux_shaping::ResultsPack::new(
+                self.shaper.store().clone(),
+            )));
             match toolmux_secrets::project_store(project_dir) {
                 Ok(store) => hub.add_source(Arc::new(toolmux_internal::InternalPack::new(
                     store,

@@ -54,6 +54,8 @@ fn arguments_for(tool: &str) -> Value {
         "read_resource" => json!({"uri": "file:///no-such-resource"}),
         // No chat provider is configured: the same refusal, naming `providers`, on both.
         "delegate" => json!({"task": "x", "tools": ["file_*"]}),
+        // No result was kept: the same refusal on both.
+        "result_read" => json!({"id": "0123456789abcdef0123456789abcdef"}),
         other => panic!("the parity test has no arguments for `{other}`; add them"),
     }
 }

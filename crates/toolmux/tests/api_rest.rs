@@ -638,6 +638,7 @@ fn the_openapi_document_describes_every_route() {
             "/api/prompts/{name}",
             "/api/resources",
             "/api/resources/read",
+            "/api/results/{id}",
             "/api/runners",
             "/api/runners/detect",
             "/api/sessions",

@@ -13,7 +13,7 @@ fn init_writes_a_starter_config_that_checks_and_refuses_to_overwrite() {
     assert!(project.path().join(".toolmux/.gitignore").exists());
     let check = project.run(&["config", "check"]).ok();
     assert!(check.starts_with("configuration ok: "), "{check}");
-    assert!(check.contains("34 tools from 11 sources"), "{check}");
+    assert!(check.contains("35 tools from 12 sources"), "{check}");
 
     let again = project.run(&["init"]);
     assert_eq!(again.code(), 2);
@@ -60,8 +60,8 @@ fn tools_list_shows_the_workspace_pack_as_a_table_and_as_json() {
     assert_eq!(json[2]["policy"], "ask");
     assert_eq!(json[3]["name"], "delegate");
     assert_eq!(json[3]["policy"], "ask");
-    assert_eq!(json[17]["name"], "run_session");
-    assert_eq!(json[17]["policy"], "ask");
+    assert_eq!(json[18]["name"], "run_session");
+    assert_eq!(json[18]["policy"], "ask");
 }
 
 #[test]
@@ -235,6 +235,7 @@ fn filters_hide_tools_from_listing_and_calls() {
             json!("list_sessions"),
             json!("read_resource"),
             json!("request_human_input"),
+            json!("result_read"),
             json!("run_code"),
             json!("run_session"),
             json!("run_subagent"),

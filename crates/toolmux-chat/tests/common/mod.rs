@@ -75,7 +75,6 @@ impl Harness {
             Arc::new(ApprovalQueue::new()),
             EngineSettings {
                 max_steps,
-                max_tool_result_bytes: 32 * 1024,
                 project_name: "test".into(),
                 sampling: SamplingSettings::default(),
             },
