@@ -16,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::ApiState;
 use crate::error::{ApiError, ErrorBody, RelayFailures, relay_failure};
-use crate::upstreams::relayed_servers;
+use crate::upstreams::{relayed_servers, servers};
 
 pub(crate) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()

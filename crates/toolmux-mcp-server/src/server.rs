@@ -563,7 +563,9 @@ fn unknown_tool(shared: &Shared, view: &View, name: &str) -> McpError {
         // connected to and how to reach the tool instead.
         Ok(_) => {
             let discovery = scope.entry_points.iter().any(|p| p == CALL_TOOL);
-            let entry_points = scope.entry_points.join(if discovery { ", " } else { " and " });
+            let entry_points = scope
+                .entry_points
+                .join(if discovery { ", " } else { " and " });
             let (mode, how) = if discovery {
                 ("discovery mode", "call it with call_tool")
             } else {
