@@ -421,11 +421,11 @@ impl ApiState {
         {
             return Arc::clone(rendered);
         }
-        let render = |entries: &[Arc<ToolEntry>],
+        let render = |entries: Vec<&Arc<ToolEntry>>,
                       enabled: bool|
          -> Vec<(Arc<ToolEntry>, Vec<u8>)> {
             entries
-                .iter()
+                .into_iter()
                 .filter_map(|e| match serde_json::to_vec(&catalog.tool_view(e, enabled)) {
                     Ok(json) => Some((Arc::clone(e), json)),
                     Err(error) => {
@@ -435,8 +435,8 @@ impl ApiState {
                 })
                 .collect()
         };
-        let tools = render(catalog.all_tools(), true);
-        let switched_off = render(catalog.switched_off(), false);
+        let tools = render(catalog.all_tools().collect(), true);
+        let switched_off = render(catalog.switched_off().iter().collect(), false);
         let rendered = Arc::new(RenderedCatalog {
             served: std::sync::Mutex::new(HashMap::new()),
             version: catalog.version(),

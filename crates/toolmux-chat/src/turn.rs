@@ -420,12 +420,16 @@ impl ChatEngine {
             }
             running.insert(conversation.clone(), cancel.clone());
         }
+        // Taken off the running turns however this ends from here on: a refused `replaceTurn`,
+        // this request dropped while the store works (the client went away), a panic, or the
+        // turn's task ending. Else the conversation would answer `Busy` for good.
+        let ended = TurnEnded {
+            engine: Arc::clone(self),
+            conversation: conversation.clone(),
+        };
         // Inside the running turns, so that no turn of this conversation saves while it goes.
-        if let Some(turn) = request.replace_turn
-            && let Err(e) = self.drop_from_turn(&conversation, turn).await
-        {
-            self.running().remove(&conversation);
-            return Err(e);
+        if let Some(turn) = request.replace_turn {
+            self.drop_from_turn(&conversation, turn).await?;
         }
         let (tx, rx) = mpsc::channel(256);
         // Subscribe before the turn starts, so no request made during it is missed.
@@ -447,13 +451,7 @@ impl ChatEngine {
             scope: None,
         };
         let engine = Arc::clone(self);
-        let ended = TurnEnded {
-            engine: Arc::clone(self),
-            conversation: conversation.clone(),
-        };
         tokio::spawn(async move {
-            // Taken off the running turns however the task ends, a panic included: else the
-            // conversation would answer `Busy` for good.
             let _ended = ended;
             let _forward = forward_requests(
                 turn.conversation.clone(),

@@ -552,6 +552,56 @@ async fn the_engine_runs_a_bounded_number_of_turns_at_once() {
         .expect("a turn starts once one has ended");
 }
 
+/// A `replaceTurn` request whose client goes away while the earlier turns are being dropped
+/// (the web app reloaded mid-request: hyper drops the handler's future) leaves no turn running:
+/// the conversation takes its next turn instead of answering `busy` until a restart.
+#[tokio::test]
+async fn a_turn_taken_again_whose_request_is_dropped_midway_leaves_no_turn_running() {
+    let aimock = Aimock::start("chat.json");
+    let harness = Harness::new(&aimock, HubSettings::default(), 25);
+    let (id, _) = harness.turn(None, "Say hello").await;
+    let request = TurnRequest {
+        conversation: Some(id.clone()),
+        text: "Say hello".into(),
+        replace_turn: Some(0),
+        ..Default::default()
+    };
+    let mut starting = Box::pin(harness.engine.start_turn(request));
+    // Polled by hand until, right after a poll that left it pending, the conversation is among
+    // the running turns: the request is then waiting on the store's drop of the earlier turns
+    // (the only wait between taking its place and returning).
+    let dropped_midway = loop {
+        let polled =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(starting.as_mut().poll(cx))).await;
+        if let std::task::Poll::Ready(started) = polled {
+            panic!(
+                "the request finished before it was seen running: {:?}",
+                started.map(|s| s.0)
+            );
+        }
+        if harness.engine.is_running(&id) {
+            break true;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert!(dropped_midway);
+    drop(starting);
+    assert!(
+        !harness.engine.is_running(&id),
+        "a dropped request left its conversation running"
+    );
+    let (_, events, _) = harness
+        .engine
+        .start_turn(TurnRequest {
+            conversation: Some(id.clone()),
+            text: "Say hello".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("the conversation takes its next turn");
+    collect(events).await;
+}
+
 /// Edit and resend (issue 30): a turn taken again replaces it and everything after it, and the
 /// model sees the new message; a turn past the conversation's next is refused before anything
 /// is dropped, and leaves no turn running.

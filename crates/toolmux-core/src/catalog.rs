@@ -397,9 +397,11 @@ impl Catalog {
             .filter(|e| e.is_offered() && !e.descriptor.entry_point)
     }
 
-    /// Every tool, internal ones included, for trusted host callers.
-    pub fn all_tools(&self) -> &[Arc<ToolEntry>] {
-        &self.entries
+    /// Every tool, internal ones included, for trusted host callers (`toolmux tools list`,
+    /// `GET /api/tools`): all but the entry points of an MCP mode (discovery's `describe_tool`
+    /// and `call_tool`), which are tools of that mode only.
+    pub fn all_tools(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
+        self.entries.iter().filter(|e| !e.descriptor.entry_point)
     }
 
     /// Whether a source provides a tool of this name, listed or hidden (switched off,

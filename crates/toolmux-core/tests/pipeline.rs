@@ -461,7 +461,6 @@ async fn internal_tools_are_never_listed_or_callable_by_untrusted_callers() {
     assert!(
         catalog
             .all_tools()
-            .iter()
             .any(|e| e.descriptor.name == "secret_config")
     );
     let err = hub

@@ -54,8 +54,10 @@ const MAX_RESPONSE_BYTES: usize = toolmux_core::MAX_ANSWER_BYTES + 1024;
 /// one [`Rounds`]), waiting for their clients' answers. Each holds what a call waiting for an
 /// elicitation holds; past this many, a further one is refused.
 const MAX_PARKED: usize = 1024;
-/// Calls parked at once for one caller: one caller (even one without a token, known by the
-/// name it gives itself) must not fill the whole pool, which would refuse everyone else.
+/// Calls parked at once for one caller: one caller must not fill the whole pool, which would
+/// refuse everyone else. A caller with a credential is known by its principal; one without is
+/// known only by the name it gives itself (`clientInfo`), which it may change — for those the
+/// bound is fairness among honest clients, and `MAX_PARKED` is what bounds the rest.
 const MAX_PARKED_PER_CALLER: usize = 64;
 
 /// Why a `requestState` or an `inputResponses` entry is refused. Every one ends the request

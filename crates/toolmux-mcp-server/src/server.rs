@@ -388,7 +388,7 @@ impl McpServer {
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<Round<'a>, McpError> {
-        let caller = caller_of(context).unwrap_or_default();
+        let caller = parked_caller_of(context);
         let door = self.shared.options.endpoint.as_deref().unwrap_or_default();
         if let Some(sealed) = request.request_state.as_deref() {
             let resumed = rounds.resume(
@@ -480,6 +480,27 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Option<String> {
         .and_then(|parts| parts.extensions.get::<toolmux_http::Principal>())
         .map(toolmux_http::Principal::caller)
         .or_else(|| context.client_info().map(|info| info.name))
+}
+
+/// Who a parked call counts against: a principal by its name, else the client by the name it
+/// gives itself — kept apart, so a client cannot name itself after a principal and use up that
+/// principal's share.
+fn parked_caller_of(context: &RequestContext<RoleServer>) -> String {
+    let principal = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<toolmux_http::Principal>())
+        .map(toolmux_http::Principal::caller);
+    match principal {
+        Some(name) => format!("principal:{name}"),
+        None => format!(
+            "client:{}",
+            context
+                .client_info()
+                .map(|info| info.name)
+                .unwrap_or_default()
+        ),
+    }
 }
 
 /// What the request's caller may do, when a configured principal's rights narrow it: a

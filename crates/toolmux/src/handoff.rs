@@ -42,6 +42,9 @@ const ACCEPT_LIMIT: Duration = Duration::from_secs(10);
 
 /// How often the far end's owner is looked for while the connection waits to be accepted.
 const ACCEPT_POLL: Duration = Duration::from_millis(10);
+/// How long a connection accepted by a socket not (yet) in serve's file table is looked at
+/// again: the kernel lists an accepted socket just before the acceptor's descriptor exists.
+const HELD_GRACE: Duration = Duration::from_millis(500);
 
 /// The longest a hand-off waits for `serve`'s answer, which includes a person's answer when
 /// `serve`'s policy asks about `run_session`.
@@ -209,26 +212,51 @@ impl ServeHandoff {
             stream.local_addr().map_err(|e| e.to_string())?,
             stream.peer_addr().map_err(|e| e.to_string())?,
         );
+        // The kernel lists the accepted socket (with its inode) a moment before the file
+        // descriptor is in the acceptor's table: a far end seen but not yet held is looked at
+        // again for `HELD_GRACE`, never judged on one look. The inode is this connection's for
+        // as long as it lives, so the proof is the same. One look reads small `/proc` files,
+        // off the async threads.
+        let pid = owner.pid;
+        let mut seen: Option<tokio::time::Instant> = None;
         let waited = tokio::time::timeout(ACCEPT_LIMIT, async {
             loop {
-                match far_end_inode(ours, theirs) {
-                    Some(inode) if inode != 0 => return inode,
+                let look = tokio::task::spawn_blocking(move || {
+                    far_end_inode(ours, theirs)
+                        .filter(|inode| *inode != 0)
+                        .map(|inode| (inode, holds_socket(pid, inode)))
+                })
+                .await;
+                match look {
+                    Ok(Some((_, true))) => return true,
+                    // Accepted but not (yet) held by serve.
+                    Ok(Some((_, false))) => {
+                        let first = *seen.get_or_insert_with(tokio::time::Instant::now);
+                        if first.elapsed() >= HELD_GRACE {
+                            return false;
+                        }
+                    }
                     // Not yet accepted (the kernel shows inode 0) or not yet listed.
-                    _ => tokio::time::sleep(ACCEPT_POLL).await,
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(error = %e, "a look at /proc for the hand-off's connection failed"),
                 }
+                tokio::time::sleep(ACCEPT_POLL).await;
             }
         })
         .await;
-        let Ok(inode) = waited else {
-            return Err(format!(
-                "the connection to {address} was not accepted within {ACCEPT_LIMIT:?}"
-            ));
-        };
-        if !holds_socket(owner.pid, inode) || !owner.is_alive() {
-            return Err(format!(
-                "the connection to {address} was accepted by another process than {}",
-                owner.pid
-            ));
+        match (waited, seen) {
+            (Ok(true), _) if owner.is_alive() => {}
+            (Ok(_), _) | (Err(_), Some(_)) => {
+                return Err(format!(
+                    "the connection to {address} was accepted by another process than {}",
+                    owner.pid
+                ));
+            }
+            (Err(_), None) => {
+                return Err(format!(
+                    "the connection to {address} was not accepted within {ACCEPT_LIMIT:?}"
+                ));
+            }
         }
         Ok(stream)
     }

@@ -46,7 +46,6 @@ impl UpstreamView {
             .hub
             .catalog()
             .all_tools()
-            .iter()
             .filter(|e| e.descriptor.source == source.name())
             .map(|e| e.descriptor.name.clone())
             .collect();

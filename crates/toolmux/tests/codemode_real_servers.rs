@@ -85,7 +85,7 @@ fn declarations_of_real_servers_pass_tsc_strict_and_a_script_using_them_runs() {
     }
 
     let built = project.run(&["capabilities", "build"]).ok();
-    assert!(built.contains("from 14 sources"), "{built}");
+    assert!(built.contains("from 15 sources"), "{built}");
     let capabilities = root.join(".toolmux/capabilities");
     for (name, _) in &servers {
         let dts = std::fs::read_to_string(capabilities.join(name).join("index.d.ts"))

@@ -147,8 +147,8 @@ fn describe_tool_and_call_tool_reach_an_upstream_through_the_pipeline(project: &
     assert_eq!(
         lines[4],
         json!({"error": {"code": -32602,
-            "message": "tool `github__search_file` is not served by this MCP server as a tool of \
-                        its own (discovery mode serves search_tools, describe_tool, call_tool; \
-                        call it with call_tool)"}})
+            "message": "tool `github__search_file` is not served by the endpoint `huge` as a \
+                        tool of its own (its discovery mode serves search_tools, describe_tool, \
+                        call_tool; call it with call_tool)"}})
     );
 }

@@ -289,7 +289,6 @@ fn list(
     };
     let tools: Vec<(&Arc<ToolEntry>, bool)> = catalog
         .all_tools()
-        .iter()
         .map(|e| (e, true))
         .chain(switched_off.iter().map(|e| (e, false)))
         .filter(|(e, _)| all || !e.descriptor.internal)
