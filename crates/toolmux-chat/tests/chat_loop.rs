@@ -566,26 +566,39 @@ async fn a_turn_taken_again_whose_request_is_dropped_midway_leaves_no_turn_runni
         replace_turn: Some(0),
         ..Default::default()
     };
-    let mut starting = Box::pin(harness.engine.start_turn(request));
     // Polled by hand until, right after a poll that left it pending, the conversation is among
     // the running turns: the request is then waiting on the store's drop of the earlier turns
-    // (the only wait between taking its place and returning).
-    let dropped_midway = loop {
-        let polled =
-            std::future::poll_fn(|cx| std::task::Poll::Ready(starting.as_mut().poll(cx))).await;
-        if let std::task::Poll::Ready(started) = polled {
-            panic!(
-                "the request finished before it was seen running: {:?}",
-                started.map(|s| s.0)
-            );
+    // (the only wait between taking its place and returning). The store may finish before the
+    // first poll of that wait; then the turn runs, is let end, and the request is made again.
+    let mut dropped_midway = false;
+    for _ in 0..100 {
+        let mut starting = Box::pin(harness.engine.start_turn(request.clone()));
+        let finished = loop {
+            let polled =
+                std::future::poll_fn(|cx| std::task::Poll::Ready(starting.as_mut().poll(cx))).await;
+            if let std::task::Poll::Ready(started) = polled {
+                break Some(started.expect("the turn is taken again"));
+            }
+            if harness.engine.is_running(&id) {
+                break None;
+            }
+            tokio::task::yield_now().await;
+        };
+        match finished {
+            Some((_, events, _)) => {
+                collect(events).await;
+            }
+            None => {
+                drop(starting);
+                dropped_midway = true;
+                break;
+            }
         }
-        if harness.engine.is_running(&id) {
-            break true;
-        }
-        tokio::task::yield_now().await;
-    };
-    assert!(dropped_midway);
-    drop(starting);
+    }
+    assert!(
+        dropped_midway,
+        "the request was never seen waiting on the store"
+    );
     assert!(
         !harness.engine.is_running(&id),
         "a dropped request left its conversation running"

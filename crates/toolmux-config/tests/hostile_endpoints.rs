@@ -3,30 +3,19 @@
 //! line, column and field, and never echoed whole.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
-use toolmux_config::{ConfigError, LoadedConfig, MAX_ENDPOINTS, load_with_env};
-use toolmux_testkit::project::TestProject;
+use toolmux_config::{ConfigError, LoadedConfig, MAX_ENDPOINTS};
 
-fn no_env(_: &str) -> Option<String> {
-    None
-}
+mod common;
 
 /// Loads `text` as a project's configuration.
-fn load(text: &str) -> (PathBuf, Result<LoadedConfig, ConfigError>) {
-    let project = TestProject::new();
-    let file = project.config(text);
-    let loaded = load_with_env(project.path(), None, &no_env);
-    (file, loaded)
+fn load(text: &str) -> Result<LoadedConfig, ConfigError> {
+    common::Project::new().load_text(text)
 }
 
 /// The error `text` is refused with, with the file's path in place of `FILE`.
 fn refusal(text: &str) -> String {
-    let (file, loaded) = load(text);
-    let error = loaded.expect_err("the configuration is refused");
-    error
-        .to_string()
-        .replace(&file.display().to_string(), "FILE")
+    common::Project::new().refusal(text)
 }
 
 const RULE: &str = "an endpoint name is 1 to 64 ASCII letters, digits, `-` and `_` (it is a \
@@ -88,7 +77,7 @@ fn ten_thousand_endpoints_are_refused_with_the_cap() {
         write!(text, r#"{sep}"e{i}": {{}}"#).expect("write");
     }
     text.push_str("}}");
-    let (_, loaded) = load(&text);
+    let loaded = load(&text);
     let loaded = loaded.expect("the cap loads");
     assert_eq!(loaded.config.hub_settings().endpoints.len(), MAX_ENDPOINTS);
 }
@@ -117,7 +106,7 @@ fn a_malformed_entry_names_the_field() {
 
 #[test]
 fn endpoints_reach_the_hub_as_scopes_with_their_instructions_and_code_mode() {
-    let (_, loaded) = load(
+    let loaded = load(
         r#"{"endpoints": {
             "review": {"tools": ["github__*"], "exclude": ["github__delete_*"],
                        "servers": ["github"], "instructions": "Review only."},

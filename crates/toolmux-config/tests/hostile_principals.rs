@@ -2,29 +2,18 @@
 //! no hash (a key pasted in place of its hash), a name that is no name, an unknown field. Each is
 //! refused with where it is; a stored key is never echoed whole.
 
-use std::path::PathBuf;
+use toolmux_config::{ConfigError, LoadedConfig};
 
-use toolmux_config::{ConfigError, LoadedConfig, load_with_env};
-use toolmux_testkit::project::TestProject;
+mod common;
 
-fn no_env(_: &str) -> Option<String> {
-    None
-}
-
-fn load(text: &str) -> (PathBuf, Result<LoadedConfig, ConfigError>) {
-    let project = TestProject::new();
-    let file = project.config(text);
-    let loaded = load_with_env(project.path(), None, &no_env);
-    (file, loaded)
+/// Loads `text` as a project's configuration.
+fn load(text: &str) -> Result<LoadedConfig, ConfigError> {
+    common::Project::new().load_text(text)
 }
 
 /// The error `text` is refused with, with the file's path in place of `FILE`.
 fn refusal(text: &str) -> String {
-    let (file, loaded) = load(text);
-    let error = loaded.expect_err("the configuration is refused");
-    error
-        .to_string()
-        .replace(&file.display().to_string(), "FILE")
+    common::Project::new().refusal(text)
 }
 
 #[test]
@@ -59,7 +48,7 @@ fn a_missing_role_a_pasted_key_and_a_bad_name_are_refused() {
 
 #[test]
 fn a_valid_section_loads_and_without_either_nothing_is_narrowed() {
-    let (_, loaded) = load(
+    let loaded = load(
         r#"{"roles": {"reader": {"endpoints": ["default"], "tools": {"grep": "allow"}}},
             "principals": {"alice": {"roles": ["reader"], "subjects": ["alice@example.com"]}}}"#,
     );
@@ -69,7 +58,7 @@ fn a_valid_section_loads_and_without_either_nothing_is_narrowed() {
         .rights_of(Some("alice"))
         .expect("narrowed");
     assert!(alice.lists("grep") && !alice.lists("file_read") && alice.opens(""));
-    let (_, loaded) = load("{}");
+    let loaded = load("{}");
     let settings = loaded.expect("loads").config.hub_settings();
     assert!(settings.principals.rights_of(Some("alice")).is_none());
 }

@@ -49,6 +49,20 @@ impl Project {
         load_with_env(self.path(), user, &self.env)
     }
 
+    /// Writes `text` as the project file and loads it.
+    pub fn load_text(&self, text: &str) -> Result<LoadedConfig, ConfigError> {
+        self.config(text);
+        self.load(None)
+    }
+
+    /// The error `text` is refused with, with the project file's path in place of `FILE`.
+    pub fn refusal(&self, text: &str) -> String {
+        let (file, error) = self.error(text);
+        error
+            .to_string()
+            .replace(&file.display().to_string(), "FILE")
+    }
+
     /// Writes `text` as the project file and returns it with the error loading it gives.
     pub fn error(&self, text: &str) -> (PathBuf, ConfigError) {
         let file = self.config(text);
