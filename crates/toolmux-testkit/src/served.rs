@@ -211,6 +211,23 @@ impl Served {
         self.request("GET", path, &[("Authorization", &auth)], None)
     }
 
+    /// The oldest approval waiting in `GET /api/approvals`, waited for up to 10 s (a call
+    /// that asks has just been made on another thread).
+    pub fn next_approval(&self) -> serde_json::Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let list = self.get_with_key("/api/approvals").json();
+            if let Some(first) = list["approvals"].as_array().and_then(|a| a.first()) {
+                return first.clone();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no approval appeared: {list}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// `POST path` with the [credential](Self::credential) and a JSON body.
     pub fn post(&self, path: &str, body: &str) -> Response {
         self.post_with(path, body, &[])

@@ -314,15 +314,7 @@ fn an_ask_call_waits_in_approvals_until_a_person_answers() {
     let address = served.address.clone();
 
     let answer_next = |decision: &str| {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let pending = loop {
-            let list = served.get_with_key("/api/approvals").json();
-            if let Some(first) = list["approvals"].as_array().and_then(|a| a.first()) {
-                break first.clone();
-            }
-            assert!(Instant::now() < deadline, "no approval appeared");
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let pending = served.next_approval();
         assert_eq!(pending["request"]["tool"], "grep");
         assert_eq!(pending["request"]["channel"], "rest");
         assert_eq!(pending["request"]["arguments"], json!({"pattern": "milk"}));

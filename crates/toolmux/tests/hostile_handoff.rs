@@ -184,16 +184,21 @@ fn a_stale_entry_gets_no_token() {
 fn a_real_serve_named_with_another_address_gets_no_token_there() {
     let project = project();
     let served = toolmux_testkit::served::Served::start(&project, &[]);
-    let recorder = Recorder::start();
-    let (path, pid) = name_serve_at(&project, recorder.address);
-    let stderr = run_here(&project);
+    not_listening_there_gets_no_token(&project, &Recorder::start());
+    served.stop();
+}
+
+/// Names the project's real `serve` as listening at `recorder`'s address, runs a one-shot, and
+/// checks it was refused because serve does not listen there — and `recorder` got nothing.
+fn not_listening_there_gets_no_token(project: &TestProject, recorder: &Recorder) {
+    let (path, pid) = name_serve_at(project, recorder.address);
+    let stderr = run_here(project);
     refused(
         &stderr,
         &path,
         &format!("process {pid} does not listen on {}", recorder.address),
     );
     assert_eq!(recorder.connections(), 0);
-    served.stop();
 }
 
 /// The real serve's port on another loopback IP is another listener's (here another
@@ -209,15 +214,7 @@ fn the_real_serves_port_on_another_loopback_ip_gets_no_token() {
         .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
         .expect("serve's address")
         .port();
-    let recorder = Recorder::at(&format!("127.0.0.2:{port}"));
-    let (path, pid) = name_serve_at(&project, recorder.address);
-    let stderr = run_here(&project);
-    refused(
-        &stderr,
-        &path,
-        &format!("process {pid} does not listen on {}", recorder.address),
-    );
-    assert_eq!(recorder.connections(), 0);
+    not_listening_there_gets_no_token(&project, &Recorder::at(&format!("127.0.0.2:{port}")));
     served.stop();
 }
 

@@ -6,7 +6,6 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::toolmux_project;
@@ -240,15 +239,7 @@ fn three_principals_list_and_call_what_their_roles_grant_and_a_revoked_key_stops
         let bot = bot.clone();
         move || rest_call(&address, &bot, "file_read", r#"{"path": "notes/todo.md"}"#)
     });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let pending = loop {
-        let list = served.get_with_key("/api/approvals").json();
-        if let Some(first) = list["approvals"].as_array().and_then(|a| a.first()) {
-            break first.clone();
-        }
-        assert!(Instant::now() < deadline, "no approval appeared");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let pending = served.next_approval();
     assert_eq!(pending["request"]["caller"], "ci-bot");
     assert_eq!(pending["request"]["tool"], "file_read");
     let message = pending["request"]["message"].as_str().expect("message");
