@@ -124,6 +124,10 @@ pub(crate) struct ArgumentPlan {
     pub(crate) original_schema: Arc<Value>,
     /// (caller's name, source's name).
     renames: Vec<(String, String)>,
+    /// Source names a caller may not send: hidden arguments and the old names of renamed ones.
+    /// Else the source's own schema, which the merged arguments are checked against, would
+    /// accept them: a hidden argument set anyway, a default overridden, a rename bypassed.
+    withheld: Vec<String>,
     defaults: Vec<(String, Value)>,
     fixed: Vec<(String, Value)>,
 }
@@ -132,6 +136,9 @@ impl ArgumentPlan {
     /// Puts `arguments` into the source's shape. A fixed value always wins over what the caller
     /// sent: that is what fixing it means.
     pub(crate) fn apply(&self, arguments: &mut Map<String, Value>) {
+        for name in &self.withheld {
+            arguments.remove(name);
+        }
         for (shown, original) in &self.renames {
             if let Some(value) = arguments.remove(shown) {
                 arguments.insert(original.clone(), value);
@@ -187,6 +194,7 @@ pub(crate) fn present(
     let mut plan = ArgumentPlan {
         original_schema,
         renames: Vec::new(),
+        withheld: Vec::new(),
         defaults: Vec::new(),
         fixed: Vec::new(),
     };
@@ -210,10 +218,12 @@ pub(crate) fn present(
             }
         }
         if change.hidden {
+            plan.withheld.push(name.clone());
             continue;
         }
         let shown = change.rename.clone().unwrap_or_else(|| name.clone());
         if shown != *name {
+            plan.withheld.push(name.clone());
             plan.renames.push((shown.clone(), name.clone()));
         }
         // A fixed value or a default means the caller need not send it.
@@ -276,6 +286,41 @@ mod tests {
                 "additionalProperties": false
             }),
         )
+    }
+
+    /// A caller that knows the source's names cannot set a hidden argument (fixed, defaulted or
+    /// neither) or send a renamed one under its old name: those keys are dropped before the
+    /// plan fills the source's shape, which is what the source's own schema then checks.
+    #[test]
+    fn the_source_names_of_hidden_and_renamed_arguments_are_not_the_callers_to_send() {
+        let hidden = |default: Option<Value>| ArgumentOverride {
+            hidden: true,
+            default,
+            ..ArgumentOverride::default()
+        };
+        let presentation = Presentation {
+            arguments: BTreeMap::from([
+                ("repo".to_string(), hidden(None)),
+                ("state".to_string(), hidden(Some(json!("open")))),
+                (
+                    "q".to_string(),
+                    ArgumentOverride {
+                        rename: Some("query".to_string()),
+                        ..ArgumentOverride::default()
+                    },
+                ),
+            ]),
+            ..Presentation::default()
+        };
+        let (_, plan, missing) = present(search(), &presentation);
+        assert!(missing.is_empty());
+        let plan = plan.expect("arguments change");
+        let mut sent = json!({"repo": "org/secret", "state": "closed", "q": "old", "query": "bug"})
+            .as_object()
+            .cloned()
+            .expect("an object");
+        plan.apply(&mut sent);
+        assert_eq!(Value::Object(sent), json!({"state": "open", "q": "bug"}));
     }
 
     #[test]

@@ -273,6 +273,8 @@ fn run(text: &str, input: &str) -> Result<Value, ProjectionError> {
         .map_err(|e| ProjectionError::Failed(format!("the input is not JSON: {e}")))?;
     let ctx = Ctx::<data::JustLut<Val>>::new(&filter.lut, Vars::new([]));
     let mut outputs = Vec::new();
+    // What all outputs so far may still take: the cap is on their sum, not on each.
+    let mut left = MAX_OUTPUT_BYTES;
     for output in filter.id.run((ctx, input)).map(unwrap_valr) {
         let value = output.map_err(|e| ProjectionError::Failed(e.to_string()))?;
         if outputs.len() == MAX_OUTPUTS {
@@ -285,13 +287,17 @@ fn run(text: &str, input: &str) -> Result<Value, ProjectionError> {
                 "its output nests deeper than {MAX_OUTPUT_DEPTH}"
             )));
         }
-        let mut text = CappedText::default();
+        let mut text = CappedText {
+            text: String::new(),
+            limit: left,
+        };
         if std::fmt::write(&mut text, format_args!("{value}")).is_err() {
             return Err(ProjectionError::Bounded(format!(
                 "its output is larger than {MAX_OUTPUT_BYTES} bytes"
             )));
         }
-        let json: Value = serde_json::from_str(&text.0)
+        left -= text.text.len();
+        let json: Value = serde_json::from_str(&text.text)
             .map_err(|e| ProjectionError::Failed(format!("its output is not JSON: {e}")))?;
         outputs.push(json);
     }
@@ -302,17 +308,19 @@ fn run(text: &str, input: &str) -> Result<Value, ProjectionError> {
     })
 }
 
-/// Text that refuses to grow past [`MAX_OUTPUT_BYTES`], counted over all of a projection's
-/// outputs' serialisation so far.
-#[derive(Default)]
-struct CappedText(String);
+/// One output's serialisation, refusing to grow past `limit`: what [`MAX_OUTPUT_BYTES`] leaves
+/// after the outputs before it.
+struct CappedText {
+    text: String,
+    limit: usize,
+}
 
 impl std::fmt::Write for CappedText {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        if self.0.len() + s.len() > MAX_OUTPUT_BYTES {
+        if self.text.len() + s.len() > self.limit {
             return Err(std::fmt::Error);
         }
-        self.0.push_str(s);
+        self.text.push_str(s);
         Ok(())
     }
 }

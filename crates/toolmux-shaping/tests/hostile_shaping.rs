@@ -208,6 +208,31 @@ async fn a_projection_that_streams_too_much_stops_and_the_result_stays_whole() {
     drop(rig.shaper);
 }
 
+/// The output cap is on all of a projection's outputs together: nine copies of an 8 MiB string
+/// each fit under it, their sum does not.
+#[tokio::test]
+async fn outputs_that_each_fit_but_together_pass_the_cap_stop_the_projection() {
+    let long = "x".repeat(8 * 1024 * 1024);
+    let rig = rig(
+        ToolResult::structured(json!({"s": long})),
+        None,
+        Some(json!({"projection": ".s, .s, .s, .s, .s, .s, .s, .s, .s"})),
+    );
+    let result = rig
+        .hub
+        .call("big", json!({}), &context(Channel::Rest))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, Some(json!({"s": long})));
+    assert_eq!(
+        result.content.last().and_then(|c| c.as_text()),
+        Some(
+            "[toolmux: the projection `.s, .s, .s, .s, .s, .s, .s, .s, .s` was not applied: the projection stopped: its output is larger than 67108864 bytes; this is the whole result]"
+        )
+    );
+    drop(rig.shaper);
+}
+
 #[tokio::test]
 async fn a_deeply_nested_text_result_is_not_projected_and_nothing_recurses_on_it() {
     let deep = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));

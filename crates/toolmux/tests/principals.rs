@@ -6,7 +6,6 @@
 
 mod support;
 
-
 use serde_json::{Value, json};
 use support::toolmux_project;
 use toolmux_testkit::eventually::wait_until;
