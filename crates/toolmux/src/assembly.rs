@@ -225,12 +225,6 @@ impl Assembly {
         }
         if old.is_none() {
             hub.set_shaper(self.shaper.clone());
-            // `result_read` and `toolmux://results/<id>`: how a caller reads the rest of a cut
-            // result, on every channel.
-            let results = Arc::new(toolmux_shaping::ResultsPack::new(
-                self.shaper.store().clone(),
-            ));
-            hub.add_source(results.clone());
             hub.add_source(Arc::new(self.workspace()?));
             let skills = Arc::new(self.skills());
             hub.add_source(skills.clone());
